@@ -1,0 +1,551 @@
+//! Model shapes: presets, custom architectures, the "N billion parameters"
+//! quick size, Hugging Face `config.json` import, and exact parameter counts.
+//!
+//! Counting follows SPEC §3.1: attention `h*a*d + 2*h*k*d + a*d*h` (+ biases),
+//! gated MLP `3*h*f` or plain `2*h*f`, norms, embedding `V*h`, LM head `V*h`
+//! unless tied, final norm `h`; MoE counts every expert for the total and only
+//! the routed top-k (+ shared experts) for the active count.
+
+use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+
+/// Feed-forward block shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mlp {
+    /// SiLU-gated (Llama, Qwen, Mistral): gate, up and down projections.
+    Swiglu,
+    /// GELU-gated (Gemma): same three matrices as SwiGLU.
+    Geglu,
+    /// Plain two-matrix MLP with a GELU (GPT-2/3 style).
+    Gelu,
+}
+
+impl Mlp {
+    /// Number of `h x f` matrices in one MLP.
+    pub fn matrices(self) -> u64 {
+        match self {
+            Mlp::Swiglu | Mlp::Geglu => 3,
+            Mlp::Gelu => 2,
+        }
+    }
+    pub fn is_gated(self) -> bool {
+        self.matrices() == 3
+    }
+    pub fn key(self) -> &'static str {
+        match self {
+            Mlp::Swiglu => "swiglu",
+            Mlp::Geglu => "geglu",
+            Mlp::Gelu => "gelu",
+        }
+    }
+    pub fn from_key(s: &str) -> Option<Self> {
+        match s {
+            "swiglu" | "silu" => Some(Mlp::Swiglu),
+            "geglu" => Some(Mlp::Geglu),
+            "gelu" | "plain" => Some(Mlp::Gelu),
+            _ => None,
+        }
+    }
+}
+
+/// Normalisation of queries and keys inside attention (Qwen3, Gemma 3, OLMo 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QkNorm {
+    None,
+    /// RMSNorm of size `head_dim` applied per head (Qwen3, Gemma 3): `2*d` params.
+    PerHead,
+    /// RMSNorm over the whole q and k projections (OLMo 2): `a*d + k*d` params.
+    Full,
+}
+
+/// Mixture-of-experts feed-forward.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Moe {
+    /// Routed experts per layer.
+    pub experts: u32,
+    /// Experts each token is routed to (top-k).
+    pub active: u32,
+    /// Always-on shared experts.
+    #[serde(default)]
+    pub shared: u32,
+    /// Intermediate size of one expert.
+    pub expert_ffn: u64,
+    /// The router has a bias (gpt-oss).
+    #[serde(default)]
+    pub router_bias: bool,
+}
+
+/// A decoder-only transformer's shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Architecture {
+    pub layers: u64,
+    pub hidden: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    pub head_dim: u64,
+    /// Dense MLP intermediate size (for MoE, the expert size is in `moe`).
+    pub ffn: u64,
+    pub vocab: u64,
+    pub tied: bool,
+    pub mlp: Mlp,
+    #[serde(default)]
+    pub qkv_bias: bool,
+    #[serde(default)]
+    pub o_bias: bool,
+    #[serde(default)]
+    pub mlp_bias: bool,
+    #[serde(default = "qk_none")]
+    pub qk_norm: QkNorm,
+    /// RMSNorm/LayerNorm weight vectors per layer (2 pre-norm; 4 for Gemma's sandwich).
+    #[serde(default = "two")]
+    pub norms_per_layer: u64,
+    /// One learned attention-sink logit per head (gpt-oss).
+    #[serde(default)]
+    pub attn_sinks: bool,
+    /// Context length the model was trained for.
+    #[serde(default)]
+    pub max_context: u64,
+    #[serde(default)]
+    pub moe: Option<Moe>,
+}
+
+fn qk_none() -> QkNorm {
+    QkNorm::None
+}
+fn two() -> u64 {
+    2
+}
+
+/// Parameter counts of one architecture, split as the memory model needs them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ParameterCounts {
+    pub total: u64,
+    pub active: u64,
+    pub embedding: u64,
+    pub lm_head: u64,
+    /// All parameters of one decoder layer (every expert).
+    pub per_layer: u64,
+    pub attention_per_layer: u64,
+    /// Dense MLP, or all experts + router + shared experts for MoE.
+    pub mlp_per_layer: u64,
+    /// Parameters of one routed expert.
+    pub expert: u64,
+    /// Parameters of one layer that every token uses (attention, norms, router, shared and top-k experts).
+    pub active_per_layer: u64,
+    pub norms_per_layer: u64,
+}
+
+impl Architecture {
+    /// `a*d`, the width of the query projection.
+    pub fn q_width(&self) -> u64 {
+        self.heads * self.head_dim
+    }
+    /// `k*d`, the width of each of the key and value projections.
+    pub fn kv_width(&self) -> u64 {
+        self.kv_heads * self.head_dim
+    }
+
+    fn mlp_block(&self, f: u64, bias: bool) -> u64 {
+        let h = self.hidden;
+        let weights = self.mlp.matrices() * h * f;
+        let biases = if bias {
+            // gate/up (or fc1) biases of size f each, down bias of size h
+            (self.mlp.matrices() - 1) * f + h
+        } else {
+            0
+        };
+        weights + biases
+    }
+
+    /// Exact parameter counts (SPEC §3.1).
+    pub fn parameter_counts(&self) -> ParameterCounts {
+        let h = self.hidden;
+        let (q, kv) = (self.q_width(), self.kv_width());
+        let mut attention = h * q + 2 * h * kv + q * h;
+        if self.qkv_bias {
+            attention += q + 2 * kv;
+        }
+        if self.o_bias {
+            attention += h;
+        }
+        attention += match self.qk_norm {
+            QkNorm::None => 0,
+            QkNorm::PerHead => 2 * self.head_dim,
+            QkNorm::Full => q + kv,
+        };
+        if self.attn_sinks {
+            attention += self.heads;
+        }
+        let norms = self.norms_per_layer * h;
+        let (mlp, expert, active_mlp) = match &self.moe {
+            None => {
+                let m = self.mlp_block(self.ffn, self.mlp_bias);
+                (m, 0, m)
+            }
+            Some(moe) => {
+                let expert = self.mlp_block(moe.expert_ffn, self.mlp_bias);
+                let router = h * moe.experts as u64
+                    + if moe.router_bias {
+                        moe.experts as u64
+                    } else {
+                        0
+                    };
+                let shared = moe.shared as u64 * expert;
+                (
+                    moe.experts as u64 * expert + router + shared,
+                    expert,
+                    moe.active as u64 * expert + router + shared,
+                )
+            }
+        };
+        let per_layer = attention + mlp + norms;
+        let active_per_layer = attention + active_mlp + norms;
+        let embedding = self.vocab * h;
+        let lm_head = if self.tied { 0 } else { self.vocab * h };
+        let final_norm = h;
+        ParameterCounts {
+            total: self.layers * per_layer + embedding + lm_head + final_norm,
+            active: self.layers * active_per_layer + embedding + lm_head + final_norm,
+            embedding,
+            lm_head,
+            per_layer,
+            attention_per_layer: attention,
+            mlp_per_layer: mlp,
+            expert,
+            active_per_layer,
+            norms_per_layer: norms,
+        }
+    }
+
+    /// Check the shape for values that make no sense; each message names its field.
+    pub fn validate(&self) -> Vec<(&'static str, String)> {
+        let mut errs = Vec::new();
+        for (key, v) in [
+            ("layers", self.layers),
+            ("hidden", self.hidden),
+            ("heads", self.heads),
+            ("kv_heads", self.kv_heads),
+            ("head_dim", self.head_dim),
+            ("ffn", self.ffn),
+            ("vocab", self.vocab),
+        ] {
+            if v == 0 {
+                errs.push((key, format!("`{key}` must be a positive whole number")));
+            }
+        }
+        if self.heads > 0 && self.kv_heads > 0 && self.heads % self.kv_heads != 0 {
+            errs.push((
+                "kv_heads",
+                format!(
+                    "kv_heads ({}) must divide heads ({}) for grouped-query attention",
+                    self.kv_heads, self.heads
+                ),
+            ));
+        }
+        if let Some(moe) = &self.moe {
+            if moe.experts == 0 || moe.active == 0 || moe.active > moe.experts {
+                errs.push((
+                    "active_experts",
+                    format!(
+                        "active experts ({}) must be between 1 and the number of experts ({})",
+                        moe.active, moe.experts
+                    ),
+                ));
+            }
+            if moe.expert_ffn == 0 {
+                errs.push(("expert_ffn", "`expert_ffn` must be positive".to_string()));
+            }
+        }
+        errs
+    }
+
+    /// A plausible Llama-style dense shape with about `billions` x 10^9 parameters.
+    ///
+    /// Follows the Llama 3 family's proportions: head_dim 128, 8 KV heads,
+    /// SwiGLU with `f ≈ 3.5 h` rounded to 256, vocab 128256, depth growing with
+    /// width as in Llama 3.2 1B/3B, 3.1 8B/70B/405B (L ≈ h/128 for large models).
+    pub fn from_billions(billions: f64) -> Architecture {
+        let target = (billions.clamp(0.05, 2000.0) * 1e9) as u64;
+        let mut best: Option<(u64, Architecture)> = None;
+        // Search widths in steps of 256 and pick the depth that lands closest.
+        for hidden in (4..=96).map(|i| i * 256u64) {
+            let heads = (hidden / 128).max(1);
+            let kv_heads = if heads >= 8 { 8 } else { heads };
+            let ffn = ((hidden as f64 * 3.5 / 256.0).round() as u64).max(1) * 256;
+            let proto = Architecture {
+                layers: 1,
+                hidden,
+                heads,
+                kv_heads,
+                head_dim: 128,
+                ffn,
+                vocab: 128_256,
+                tied: hidden < 4096,
+                mlp: Mlp::Swiglu,
+                qkv_bias: false,
+                o_bias: false,
+                mlp_bias: false,
+                qk_norm: QkNorm::None,
+                norms_per_layer: 2,
+                attn_sinks: false,
+                max_context: 131_072,
+                moe: None,
+            };
+            let pc = proto.parameter_counts();
+            let fixed = pc.embedding + pc.lm_head + hidden;
+            if fixed >= target {
+                continue;
+            }
+            let layers = ((target - fixed) as f64 / pc.per_layer as f64)
+                .round()
+                .max(1.0) as u64;
+            // Llama-like aspect ratio: depth between h/256 and h/64.
+            let aspect = hidden as f64 / layers as f64;
+            if !(48.0..=320.0).contains(&aspect) {
+                continue;
+            }
+            let arch = Architecture { layers, ..proto };
+            let err = arch.parameter_counts().total.abs_diff(target);
+            if best.as_ref().is_none_or(|(e, _)| err < *e) {
+                best = Some((err, arch));
+            }
+        }
+        best.map(|(_, a)| a)
+            .unwrap_or_else(|| preset("llama-3.2-1b").expect("preset").arch.clone())
+    }
+}
+
+/// A named architecture with its source.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct Preset {
+    pub id: String,
+    pub name: String,
+    pub source: String,
+    #[serde(flatten)]
+    pub arch: Architecture,
+}
+
+/// Every preset, parsed once from `data/models.json` (compiled in).
+pub fn presets() -> &'static [Preset] {
+    static PRESETS: OnceLock<Vec<Preset>> = OnceLock::new();
+    PRESETS.get_or_init(|| {
+        serde_json::from_str(include_str!("../data/models.json"))
+            .expect("data/models.json is valid (checked by tests)")
+    })
+}
+
+/// The preset with this id, if any.
+pub fn preset(id: &str) -> Option<&'static Preset> {
+    presets().iter().find(|p| p.id == id)
+}
+
+/// Why a pasted `config.json` could not be read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigError {
+    /// The config key at fault, if one.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Families whose Hugging Face `config.json` this importer understands.
+pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen3",
+    "qwen3_moe",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "gpt_oss",
+    "olmo2",
+];
+
+/// Read a Hugging Face `config.json` (Llama, Qwen2/3, Qwen3-MoE, Mistral,
+/// Mixtral, Gemma 1/2/3, gpt-oss, OLMo 2) into an architecture.
+pub fn from_hf_config(text: &str) -> Result<Architecture, ConfigError> {
+    let err = |field: Option<&str>, message: String| ConfigError {
+        field: field.map(str::to_string),
+        message,
+    };
+    let root: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        err(
+            None,
+            format!(
+                "not valid JSON (line {}, column {}): {e}",
+                e.line(),
+                e.column()
+            ),
+        )
+    })?;
+    let obj = root
+        .as_object()
+        .ok_or_else(|| err(None, "a config.json must be a JSON object".into()))?;
+    // Gemma 3 multimodal configs nest the language model under text_config.
+    let cfg = match obj.get("text_config").and_then(|v| v.as_object()) {
+        Some(text_cfg) => text_cfg,
+        None => obj,
+    };
+    let model_type = cfg
+        .get("model_type")
+        .or_else(|| obj.get("model_type"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("")
+        .to_string();
+    if model_type.is_empty() {
+        return Err(err(
+            Some("model_type"),
+            "missing \"model_type\"; expected one of: ".to_string()
+                + &SUPPORTED_MODEL_TYPES.join(", "),
+        ));
+    }
+    if !SUPPORTED_MODEL_TYPES.contains(&model_type.as_str()) {
+        return Err(err(
+            Some("model_type"),
+            format!(
+                "model_type \"{model_type}\" is not supported; supported: {}",
+                SUPPORTED_MODEL_TYPES.join(", ")
+            ),
+        ));
+    }
+    let int = |key: &str| -> Result<Option<u64>, ConfigError> {
+        match cfg.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(v) => v.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(|| {
+                err(
+                    Some(key),
+                    format!("\"{key}\" must be a positive integer, got {v}"),
+                )
+            }),
+        }
+    };
+    let need = |key: &str| -> Result<u64, ConfigError> {
+        int(key)?.ok_or_else(|| err(Some(key), format!("missing \"{key}\"")))
+    };
+    let flag = |key: &str, default: bool| cfg.get(key).and_then(|v| v.as_bool()).unwrap_or(default);
+
+    let hidden = need("hidden_size")?;
+    let layers = need("num_hidden_layers")?;
+    let heads = need("num_attention_heads")?;
+    let kv_heads = int("num_key_value_heads")?.unwrap_or(heads);
+    let head_dim = match int("head_dim")? {
+        Some(d) => d,
+        None => {
+            if hidden % heads != 0 {
+                return Err(err(
+                    Some("head_dim"),
+                    format!("no \"head_dim\" and num_attention_heads ({heads}) does not divide hidden_size ({hidden})"),
+                ));
+            }
+            hidden / heads
+        }
+    };
+    let vocab = need("vocab_size")?;
+    let family = model_type.as_str();
+    let gemma = family.starts_with("gemma");
+    let tied = flag("tie_word_embeddings", gemma);
+    let act = cfg
+        .get("hidden_activation")
+        .or_else(|| cfg.get("hidden_act"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("silu");
+    let mlp = if act.starts_with("gelu") {
+        if gemma {
+            Mlp::Geglu
+        } else {
+            Mlp::Gelu
+        }
+    } else {
+        Mlp::Swiglu
+    };
+    let qkv_bias = match family {
+        "qwen2" => true,
+        "gpt_oss" => true,
+        _ => flag("attention_bias", false),
+    };
+    let o_bias = match family {
+        "gpt_oss" => true,
+        "qwen2" => false,
+        _ => flag("attention_bias", false),
+    };
+    let qk_norm = match family {
+        "qwen3" | "qwen3_moe" | "gemma3" | "gemma3_text" => QkNorm::PerHead,
+        "olmo2" => QkNorm::Full,
+        _ => QkNorm::None,
+    };
+    let norms_per_layer = if family == "gemma2" || family.starts_with("gemma3") {
+        4
+    } else {
+        2
+    };
+    let max_context = int("max_position_embeddings")?.unwrap_or(0);
+    let moe = match family {
+        "mixtral" | "qwen3_moe" | "gpt_oss" => {
+            let experts = int("num_local_experts")?
+                .or(int("num_experts")?)
+                .ok_or_else(|| {
+                    err(
+                        Some("num_local_experts"),
+                        "missing the number of experts".into(),
+                    )
+                })?;
+            let active = int("num_experts_per_tok")?
+                .or(int("experts_per_token")?)
+                .ok_or_else(|| {
+                    err(
+                        Some("num_experts_per_tok"),
+                        "missing \"num_experts_per_tok\"".into(),
+                    )
+                })?;
+            let expert_ffn = match int("moe_intermediate_size")? {
+                Some(f) => f,
+                None => need("intermediate_size")?,
+            };
+            Some(Moe {
+                experts: experts as u32,
+                active: active as u32,
+                shared: 0,
+                expert_ffn,
+                router_bias: family == "gpt_oss",
+            })
+        }
+        _ => None,
+    };
+    let ffn = match &moe {
+        Some(m) => int("intermediate_size")?.unwrap_or(m.expert_ffn),
+        None => need("intermediate_size")?,
+    };
+    let arch = Architecture {
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        head_dim,
+        ffn,
+        vocab,
+        tied,
+        mlp,
+        qkv_bias,
+        o_bias,
+        mlp_bias: family == "gpt_oss" || flag("mlp_bias", false),
+        qk_norm,
+        norms_per_layer,
+        attn_sinks: family == "gpt_oss",
+        max_context,
+        moe,
+    };
+    if let Some((field, message)) = arch.validate().into_iter().next() {
+        return Err(err(Some(field), message));
+    }
+    Ok(arch)
+}

@@ -1,0 +1,101 @@
+//! GPUs and SageMaker training instances, read from `data/hardware.json`
+//! (a copy of ../shared/data/hardware.json; every entry names its source).
+
+use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+
+/// One GPU model. Peaks are dense (non-sparse) TFLOP/s per GPU.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct Gpu {
+    pub id: String,
+    /// Marketed memory in decimal GB.
+    pub memory_gb: f64,
+    /// What `nvidia-smi`/PyTorch can allocate, in GiB, where known.
+    #[serde(default)]
+    pub usable_gib_approx: Option<f64>,
+    pub mem_bw_tbs: f64,
+    #[serde(default)]
+    pub bf16_dense_tflops: Option<f64>,
+    #[serde(default)]
+    pub fp8_dense_tflops: Option<f64>,
+    #[serde(default)]
+    pub fp4_dense_tflops: Option<f64>,
+    #[serde(default)]
+    pub fp8_tensor_cores: bool,
+    #[serde(default)]
+    pub fp4_tensor_cores: bool,
+    #[serde(default)]
+    pub nvlink_gbs_per_gpu: Option<f64>,
+    #[serde(default)]
+    pub source: String,
+}
+
+impl Gpu {
+    /// Bytes a training process can use on this GPU. Where the data gives no
+    /// measured figure, 1.5% of the marketed size is taken off for ECC and
+    /// driver reservations (the median gap of the GPUs that have one).
+    pub fn usable_bytes(&self) -> u64 {
+        match self.usable_gib_approx {
+            Some(gib) => (gib * GIB as f64) as u64,
+            None => (self.memory_gb * 1e9 * 0.985) as u64,
+        }
+    }
+    /// Whether the usable figure is measured or estimated.
+    pub fn usable_is_estimate(&self) -> bool {
+        self.usable_gib_approx.is_none()
+    }
+}
+
+/// One SageMaker training instance type.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct Instance {
+    pub instance_type: String,
+    pub gpu: String,
+    pub gpu_count: u64,
+    #[serde(default)]
+    pub efa_supported: bool,
+    #[serde(default)]
+    pub multi_node_efa_training: bool,
+    /// On-demand SageMaker training price, USD per hour, us-east-1, where recalled.
+    #[serde(default, rename = "sagemaker_train_price_usd_hr_us_east_1")]
+    pub price_usd_hr: Option<f64>,
+    #[serde(default)]
+    pub price_confidence: String,
+    #[serde(default)]
+    pub source: String,
+}
+
+#[derive(Deserialize)]
+struct Catalog {
+    gpus: Vec<Gpu>,
+    instances: Vec<Instance>,
+}
+
+/// 2^30 bytes.
+pub const GIB: u64 = 1 << 30;
+
+fn catalog() -> &'static Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get_or_init(|| {
+        serde_json::from_str(include_str!("../data/hardware.json"))
+            .expect("data/hardware.json is valid (checked by tests)")
+    })
+}
+
+pub fn gpus() -> &'static [Gpu] {
+    &catalog().gpus
+}
+
+pub fn instances() -> &'static [Instance] {
+    &catalog().instances
+}
+
+pub fn instance(instance_type: &str) -> Option<&'static Instance> {
+    instances()
+        .iter()
+        .find(|i| i.instance_type == instance_type)
+}
+
+pub fn gpu(id: &str) -> Option<&'static Gpu> {
+    gpus().iter().find(|g| g.id == id)
+}

@@ -1,0 +1,13 @@
+//! Train Planner's model: will an LLM training job fit, how fast will it run,
+//! and what will it cost on SageMaker. Pure Rust, no web dependency; shared by
+//! the page (wasm32), the `plan` CLI and the tests.
+
+pub mod architecture;
+pub mod hardware;
+pub mod memory;
+pub mod plan;
+pub mod report;
+pub mod warnings;
+
+pub use plan::{Decoded, Plan};
+pub use report::{evaluate, Report};

@@ -1,0 +1,699 @@
+//! The plan: every input of SPEC §2, and its URL query form (SPEC §8).
+//!
+//! One parser serves the page, the CLI and the tests. Decoding is forgiving:
+//! an unknown key is ignored with a notice, a bad value keeps its default with
+//! a notice naming the key; nothing panics on any input.
+
+use serde::Serialize;
+
+/// Version of the query-string schema (`v=`).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Enums whose values appear in the URL: a stable key per variant.
+macro_rules! keyed_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident => $key:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+        pub enum $name { $($(#[$vm])* $variant),+ }
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// The value used in the URL.
+            pub fn key(self) -> &'static str {
+                match self { $($name::$variant => $key),+ }
+            }
+            pub fn from_key(s: &str) -> Option<Self> {
+                match s { $($key => Some($name::$variant),)+ _ => None }
+            }
+            /// The accepted values, for messages.
+            pub fn keys() -> String {
+                [$($key),+].join(", ")
+            }
+        }
+    };
+}
+
+keyed_enum!(
+    /// Numeric format of weights, gradients and GEMMs (SPEC §2, §3.2).
+    Precision {
+        /// Everything in fp32.
+        Fp32 => "fp32",
+        /// BF16 mixed precision with fp32 master weights (HF `bf16=True`, Megatron).
+        Bf16 => "bf16",
+        /// Weights, grads and optimizer states all bf16.
+        Bf16Pure => "bf16-pure",
+        /// TransformerEngine FP8 (delayed or current scaling), embedding/norms/LM head in BF16.
+        Fp8 => "fp8",
+        /// MXFP8 block scaling (Blackwell).
+        Mxfp8 => "mxfp8",
+        /// NVFP4 (Blackwell).
+        Nvfp4 => "nvfp4",
+    }
+);
+
+impl Precision {
+    /// GEMMs run in an 8-bit or 4-bit format.
+    pub fn is_low_precision(self) -> bool {
+        matches!(self, Precision::Fp8 | Precision::Mxfp8 | Precision::Nvfp4)
+    }
+}
+
+keyed_enum!(
+    /// Optimizer (SPEC §3.2).
+    Optimizer {
+        /// AdamW, fused kernel (HF Trainer's default `adamw_torch_fused`).
+        Adamw => "adamw",
+        /// AdamW with the multi-tensor `foreach` kernel: a parameter-sized temporary.
+        AdamwForeach => "adamw-foreach",
+        Adamw8bit => "adamw8bit",
+        Adafactor => "adafactor",
+        Sgd => "sgd",
+    }
+);
+
+keyed_enum!(
+    /// Attention kernel.
+    Attention {
+        /// Flash / SDPA memory-efficient kernels: O(s) memory.
+        Flash => "flash",
+        /// Eager attention: materialised `s x s` scores and probabilities.
+        Eager => "eager",
+    }
+);
+
+keyed_enum!(
+    /// How the loss is computed.
+    Loss {
+        /// Full `s x V` logits, upcast to fp32 for the cross-entropy.
+        Plain => "plain",
+        /// Fused/chunked linear cross-entropy (Liger): no full logits.
+        Fused => "fused",
+    }
+);
+
+keyed_enum!(
+    /// Implementation profile: which kernels and which tensors are kept.
+    Implementation {
+        /// Hugging Face Transformers + Trainer: fp32 params with bf16 autocast, eager RMSNorm, SDPA.
+        Hf => "hf",
+        /// Megatron-Core / TransformerEngine fused kernels, bf16 params, fp32 main grads.
+        Megatron => "megatron",
+    }
+);
+
+keyed_enum!(
+    /// Full training or parameter-efficient fine-tuning.
+    Training {
+        Full => "full",
+        Lora => "lora",
+        Qlora => "qlora",
+    }
+);
+
+keyed_enum!(
+    /// What a checkpoint save writes.
+    SaveKind {
+        /// Weights + optimizer states (resumable).
+        Full => "full",
+        Weights => "weights",
+        Adapter => "adapter",
+    }
+);
+
+keyed_enum!(
+    Lang {
+        En => "en",
+        Ru => "ru",
+    }
+);
+
+/// Activation checkpointing (recomputation).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum Checkpointing {
+    None,
+    /// Recompute the attention core only (Megatron "selective").
+    Selective,
+    /// Recompute every layer from its input.
+    Full,
+    /// Recompute this fraction of the layers (0..1).
+    Fraction(f64),
+}
+
+impl Checkpointing {
+    pub fn key(self) -> String {
+        match self {
+            Checkpointing::None => "none".into(),
+            Checkpointing::Selective => "selective".into(),
+            Checkpointing::Full => "full".into(),
+            Checkpointing::Fraction(f) => fmt_num(f),
+        }
+    }
+    pub fn from_key(s: &str) -> Option<Self> {
+        match s {
+            "none" | "0" => Some(Checkpointing::None),
+            "selective" => Some(Checkpointing::Selective),
+            "full" | "1" => Some(Checkpointing::Full),
+            _ => match s.parse::<f64>() {
+                Ok(f) if f > 0.0 && f < 1.0 => Some(Checkpointing::Fraction(f)),
+                _ => None,
+            },
+        }
+    }
+    /// Fraction of layers whose activations are recomputed.
+    pub fn recomputed_fraction(self) -> f64 {
+        match self {
+            Checkpointing::None | Checkpointing::Selective => 0.0,
+            Checkpointing::Full => 1.0,
+            Checkpointing::Fraction(f) => f,
+        }
+    }
+}
+
+/// Custom architecture fields (override the preset's).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ArchOverrides {
+    pub layers: Option<u64>,
+    pub hidden: Option<u64>,
+    pub heads: Option<u64>,
+    pub kv_heads: Option<u64>,
+    pub head_dim: Option<u64>,
+    pub ffn: Option<u64>,
+    pub vocab: Option<u64>,
+    pub tied: Option<bool>,
+    pub mlp: Option<crate::architecture::Mlp>,
+    pub experts: Option<u64>,
+    pub active_experts: Option<u64>,
+    pub expert_ffn: Option<u64>,
+}
+
+impl ArchOverrides {
+    pub fn is_empty(&self) -> bool {
+        *self == ArchOverrides::default()
+    }
+}
+
+/// Every input of a plan. `Plan::default()` is the page's opening plan.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Plan {
+    /// Preset id, or `custom`.
+    pub model: String,
+    pub arch: ArchOverrides,
+    /// Quick size in billions: derive a plausible shape (overrides `model`).
+    pub params_b: Option<f64>,
+    pub train: Training,
+    pub lora_rank: u64,
+    pub seq: u64,
+    pub micro_batch: u64,
+    pub grad_accum: u64,
+    /// Total training tokens.
+    pub tokens: f64,
+    pub precision: Precision,
+    pub optimizer: Optimizer,
+    pub checkpointing: Checkpointing,
+    pub offload: bool,
+    pub attention: Attention,
+    pub loss: Loss,
+    pub implementation: Implementation,
+    /// ZeRO stage 0..3 (0 = DDP, 3 = FSDP full shard).
+    pub zero: u8,
+    /// Hybrid shard group size (None = the whole data-parallel group).
+    pub shard: Option<u64>,
+    pub tp: u64,
+    pub sp: bool,
+    pub pp: u64,
+    pub vp: u64,
+    pub cp: u64,
+    pub ep: u64,
+    pub instance: String,
+    pub nodes: u64,
+    pub spot: bool,
+    /// USD per instance-hour, overriding the catalogue.
+    pub price: Option<f64>,
+    pub save_every: u64,
+    pub save: SaveKind,
+    pub async_save: bool,
+    /// Checkpoint destination write bandwidth per node, GB/s.
+    pub save_bw: f64,
+    /// Share of usable GPU memory to keep free, percent.
+    pub headroom: f64,
+    /// cuBLAS/NCCL workspaces, GiB per GPU.
+    pub workspace_gib: f64,
+    /// Allocator fragmentation, percent of allocated memory.
+    pub fragmentation: f64,
+    pub role: String,
+    pub s3: String,
+    pub job: String,
+    pub entry: String,
+    pub hf_model: String,
+    pub lang: Option<Lang>,
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan {
+            model: "llama-3.1-8b".into(),
+            arch: ArchOverrides::default(),
+            params_b: None,
+            train: Training::Full,
+            lora_rank: 16,
+            seq: 8192,
+            micro_batch: 1,
+            grad_accum: 8,
+            tokens: 1e10,
+            precision: Precision::Bf16,
+            optimizer: Optimizer::Adamw,
+            checkpointing: Checkpointing::None,
+            offload: false,
+            attention: Attention::Flash,
+            loss: Loss::Plain,
+            implementation: Implementation::Hf,
+            zero: 3,
+            shard: None,
+            tp: 1,
+            sp: false,
+            pp: 1,
+            vp: 1,
+            cp: 1,
+            ep: 1,
+            instance: "ml.p6-b200.48xlarge".into(),
+            nodes: 1,
+            spot: false,
+            price: None,
+            save_every: 500,
+            save: SaveKind::Full,
+            async_save: false,
+            save_bw: 1.0,
+            headroom: 10.0,
+            workspace_gib: 1.25,
+            fragmentation: 5.0,
+            role: String::new(),
+            s3: String::new(),
+            job: String::new(),
+            entry: "train.py".into(),
+            hf_model: String::new(),
+            lang: None,
+        }
+    }
+}
+
+/// Something the decoder ignored or corrected, tied to the key it concerns.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Notice {
+    pub key: String,
+    pub message: String,
+}
+
+/// The result of reading a query string.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Decoded {
+    pub plan: Plan,
+    pub notices: Vec<Notice>,
+}
+
+/// Longest value accepted for any key (a link is not a storage format).
+const MAX_VALUE_LEN: usize = 512;
+
+/// Every key the schema knows, in the order `to_query` writes them.
+pub const KEYS: &[&str] = &[
+    "v",
+    "model",
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "ffn",
+    "vocab",
+    "tied",
+    "mlp",
+    "experts",
+    "active_experts",
+    "expert_ffn",
+    "params_b",
+    "train",
+    "lora_rank",
+    "seq",
+    "mb",
+    "ga",
+    "tokens",
+    "precision",
+    "optimizer",
+    "ckpt",
+    "offload",
+    "attn",
+    "loss",
+    "impl",
+    "zero",
+    "shard",
+    "tp",
+    "sp",
+    "pp",
+    "vp",
+    "cp",
+    "ep",
+    "instance",
+    "nodes",
+    "spot",
+    "price",
+    "save_every",
+    "save",
+    "async_save",
+    "save_bw",
+    "headroom",
+    "ws_gib",
+    "frag",
+    "role",
+    "s3",
+    "job",
+    "entry",
+    "hf_model",
+    "lang",
+];
+
+impl Plan {
+    /// Read a plan from a URL, a query string (with or without `?`), or `&`-joined pairs.
+    pub fn from_query(input: &str) -> Decoded {
+        let mut plan = Plan::default();
+        let mut notices = Vec::new();
+        let query = match input.find('?') {
+            Some(i) => &input[i + 1..],
+            None => input,
+        };
+        let query = query.split('#').next().unwrap_or("");
+        for pair in query.split(['&', ';']).filter(|p| !p.trim().is_empty()) {
+            let (raw_key, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
+            let key = percent_decode(raw_key);
+            let value = percent_decode(raw_value);
+            let key = key.trim();
+            if value.chars().count() > MAX_VALUE_LEN {
+                notices.push(Notice {
+                    key: safe_key(key),
+                    message: format!("the value of `{}` is longer than {MAX_VALUE_LEN} characters and was ignored", safe_key(key)),
+                });
+                continue;
+            }
+            if let Err(message) = plan.set(key, value.trim()) {
+                notices.push(Notice {
+                    key: safe_key(key),
+                    message,
+                });
+            }
+        }
+        Decoded { plan, notices }
+    }
+
+    /// Set one key from its URL value; `Err` says why the value was not taken.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let bad = |what: &str| {
+            Err(format!(
+                "`{key}`: {what} (got \"{}\"); kept the default",
+                shorten(value)
+            ))
+        };
+        macro_rules! int {
+            ($lo:expr, $hi:expr) => {
+                match value.parse::<f64>() {
+                    Ok(x) if x.fract() == 0.0 && x >= $lo as f64 && x <= $hi as f64 => x as u64,
+                    _ => return bad(&format!("expected a whole number from {} to {}", $lo, $hi)),
+                }
+            };
+        }
+        macro_rules! num {
+            ($lo:expr, $hi:expr) => {
+                match value.parse::<f64>() {
+                    Ok(x) if x.is_finite() && x >= $lo && x <= $hi => x,
+                    _ => return bad(&format!("expected a number from {} to {}", $lo, $hi)),
+                }
+            };
+        }
+        macro_rules! flag {
+            () => {
+                match value {
+                    "1" | "true" | "yes" | "on" => true,
+                    "0" | "false" | "no" | "off" => false,
+                    _ => return bad("expected 0 or 1"),
+                }
+            };
+        }
+        macro_rules! keyed {
+            ($t:ty) => {
+                match <$t>::from_key(value) {
+                    Some(v) => v,
+                    None => return bad(&format!("expected one of {}", <$t>::keys())),
+                }
+            };
+        }
+        macro_rules! text {
+            () => {
+                value
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .collect::<String>()
+            };
+        }
+        match key {
+            "v" => {
+                let v = int!(1, 1000);
+                if v as u32 > SCHEMA_VERSION {
+                    return Err(format!(
+                        "this link is from a newer version of the schema (v={v}); read as v={SCHEMA_VERSION}"
+                    ));
+                }
+            }
+            "model" => {
+                if value == "custom" || crate::architecture::preset(value).is_some() {
+                    self.model = value.to_string();
+                } else {
+                    return bad("unknown model preset");
+                }
+            }
+            "layers" => self.arch.layers = Some(int!(1, 1024)),
+            "hidden" => self.arch.hidden = Some(int!(64, 131_072)),
+            "heads" => self.arch.heads = Some(int!(1, 1024)),
+            "kv_heads" => self.arch.kv_heads = Some(int!(1, 1024)),
+            "head_dim" => self.arch.head_dim = Some(int!(8, 1024)),
+            "ffn" => self.arch.ffn = Some(int!(64, 1_048_576)),
+            "vocab" => self.arch.vocab = Some(int!(16, 4_194_304)),
+            "tied" => self.arch.tied = Some(flag!()),
+            "mlp" => match crate::architecture::Mlp::from_key(value) {
+                Some(m) => self.arch.mlp = Some(m),
+                None => return bad("expected swiglu, geglu or gelu"),
+            },
+            "experts" => self.arch.experts = Some(int!(1, 1024)),
+            "active_experts" => self.arch.active_experts = Some(int!(1, 1024)),
+            "expert_ffn" => self.arch.expert_ffn = Some(int!(16, 1_048_576)),
+            "params_b" => self.params_b = Some(num!(0.05, 2000.0)),
+            "train" => self.train = keyed!(Training),
+            "lora_rank" => self.lora_rank = int!(1, 4096),
+            "seq" => self.seq = int!(128, 131_072),
+            "mb" => self.micro_batch = int!(1, 4096),
+            "ga" => self.grad_accum = int!(1, 65_536),
+            "tokens" => self.tokens = num!(1e6, 1e15),
+            "precision" => self.precision = keyed!(Precision),
+            "optimizer" => self.optimizer = keyed!(Optimizer),
+            "ckpt" => {
+                match Checkpointing::from_key(value) {
+                    Some(c) => self.checkpointing = c,
+                    None => return bad(
+                        "expected none, selective, full or a fraction of layers between 0 and 1",
+                    ),
+                }
+            }
+            "offload" => self.offload = flag!(),
+            "attn" => self.attention = keyed!(Attention),
+            "loss" => self.loss = keyed!(Loss),
+            "impl" => self.implementation = keyed!(Implementation),
+            "zero" => self.zero = int!(0, 3) as u8,
+            "shard" => self.shard = Some(int!(1, 65_536)),
+            "tp" => self.tp = int!(1, 1024),
+            "sp" => self.sp = flag!(),
+            "pp" => self.pp = int!(1, 1024),
+            "vp" => self.vp = int!(1, 64),
+            "cp" => self.cp = int!(1, 1024),
+            "ep" => self.ep = int!(1, 1024),
+            "instance" => {
+                if crate::hardware::instance(value).is_some() {
+                    self.instance = value.to_string();
+                } else {
+                    return bad("unknown SageMaker instance type");
+                }
+            }
+            "nodes" => self.nodes = int!(1, 4096),
+            "spot" => self.spot = flag!(),
+            "price" => self.price = Some(num!(0.0, 100_000.0)),
+            "save_every" => self.save_every = int!(0, 10_000_000),
+            "save" => self.save = keyed!(SaveKind),
+            "async_save" => self.async_save = flag!(),
+            "save_bw" => self.save_bw = num!(0.001, 1000.0),
+            "headroom" => self.headroom = num!(0.0, 50.0),
+            "ws_gib" => self.workspace_gib = num!(0.0, 64.0),
+            "frag" => self.fragmentation = num!(0.0, 50.0),
+            "role" => self.role = text!(),
+            "s3" => self.s3 = text!(),
+            "job" => self.job = text!(),
+            "entry" => self.entry = text!(),
+            "hf_model" => self.hf_model = text!(),
+            "lang" => self.lang = Some(keyed!(Lang)),
+            _ => return Err(format!("unknown key `{}` was ignored", shorten(key))),
+        }
+        Ok(())
+    }
+
+    /// The plan as a query string (without `?`). Every key is written, so a
+    /// link reopens exactly this plan even if a later release changes a default.
+    pub fn to_query(&self) -> String {
+        let mut out: Vec<(&str, String)> = vec![("v", SCHEMA_VERSION.to_string())];
+        out.push(("model", self.model.clone()));
+        let a = &self.arch;
+        let opt_u = |v: Option<u64>| v.map(|x| x.to_string());
+        for (k, v) in [
+            ("layers", opt_u(a.layers)),
+            ("hidden", opt_u(a.hidden)),
+            ("heads", opt_u(a.heads)),
+            ("kv_heads", opt_u(a.kv_heads)),
+            ("head_dim", opt_u(a.head_dim)),
+            ("ffn", opt_u(a.ffn)),
+            ("vocab", opt_u(a.vocab)),
+            ("tied", a.tied.map(|t| flag(t).to_string())),
+            ("mlp", a.mlp.map(|m| m.key().to_string())),
+            ("experts", opt_u(a.experts)),
+            ("active_experts", opt_u(a.active_experts)),
+            ("expert_ffn", opt_u(a.expert_ffn)),
+            ("params_b", self.params_b.map(fmt_num)),
+        ] {
+            if let Some(v) = v {
+                out.push((k, v));
+            }
+        }
+        out.push(("train", self.train.key().into()));
+        if self.train != Training::Full {
+            out.push(("lora_rank", self.lora_rank.to_string()));
+        }
+        out.push(("seq", self.seq.to_string()));
+        out.push(("mb", self.micro_batch.to_string()));
+        out.push(("ga", self.grad_accum.to_string()));
+        out.push(("tokens", fmt_num(self.tokens)));
+        out.push(("precision", self.precision.key().into()));
+        out.push(("optimizer", self.optimizer.key().into()));
+        out.push(("ckpt", self.checkpointing.key()));
+        out.push(("offload", flag(self.offload).into()));
+        out.push(("attn", self.attention.key().into()));
+        out.push(("loss", self.loss.key().into()));
+        out.push(("impl", self.implementation.key().into()));
+        out.push(("zero", self.zero.to_string()));
+        if let Some(s) = self.shard {
+            out.push(("shard", s.to_string()));
+        }
+        for (k, v) in [
+            ("tp", self.tp),
+            ("pp", self.pp),
+            ("vp", self.vp),
+            ("cp", self.cp),
+            ("ep", self.ep),
+        ] {
+            out.push((k, v.to_string()));
+        }
+        out.push(("sp", flag(self.sp).into()));
+        out.push(("instance", self.instance.clone()));
+        out.push(("nodes", self.nodes.to_string()));
+        out.push(("spot", flag(self.spot).into()));
+        if let Some(p) = self.price {
+            out.push(("price", fmt_num(p)));
+        }
+        out.push(("save_every", self.save_every.to_string()));
+        out.push(("save", self.save.key().into()));
+        out.push(("async_save", flag(self.async_save).into()));
+        out.push(("save_bw", fmt_num(self.save_bw)));
+        out.push(("headroom", fmt_num(self.headroom)));
+        out.push(("ws_gib", fmt_num(self.workspace_gib)));
+        out.push(("frag", fmt_num(self.fragmentation)));
+        for (k, v) in [
+            ("role", &self.role),
+            ("s3", &self.s3),
+            ("job", &self.job),
+            ("entry", &self.entry),
+            ("hf_model", &self.hf_model),
+        ] {
+            if !v.is_empty() {
+                out.push((k, v.clone()));
+            }
+        }
+        if let Some(l) = self.lang {
+            out.push(("lang", l.key().into()));
+        }
+        out.iter()
+            .map(|(k, v)| format!("{k}={}", percent_encode(v)))
+            .collect::<Vec<_>>()
+            .join("&")
+    }
+}
+
+fn flag(b: bool) -> &'static str {
+    if b {
+        "1"
+    } else {
+        "0"
+    }
+}
+
+/// Shortest decimal that reads back to the same number (`1e10`, `0.5`, `13`).
+pub fn fmt_num(x: f64) -> String {
+    if x != 0.0 && x.fract() == 0.0 && x.abs() >= 1e6 {
+        let s = format!("{x:e}");
+        return s;
+    }
+    let s = format!("{x}");
+    s
+}
+
+fn shorten(s: &str) -> String {
+    let clean: String = s.chars().filter(|c| !c.is_control()).take(40).collect();
+    if s.chars().count() > 40 {
+        clean + "…"
+    } else {
+        clean
+    }
+}
+
+fn safe_key(k: &str) -> String {
+    shorten(k)
+}
+
+/// Decode `%XX` escapes and `+` as space; invalid escapes are kept as text
+/// and invalid UTF-8 becomes U+FFFD.
+pub fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = |c: u8| (c as char).to_digit(16);
+                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                    (Some(h), Some(l)) => {
+                        out.push((h * 16 + l) as u8);
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Encode everything but unreserved characters (RFC 3986) and a few that are
+/// safe and readable in a query value (`:`, `/`, `,`).
+pub fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~:/,".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

@@ -1,0 +1,446 @@
+//! `evaluate(&Plan) -> Report`: resolve the plan, check it, run the models.
+
+use crate::architecture::{self, Architecture, Moe, ParameterCounts};
+use crate::hardware::{self, Gpu, Instance};
+use crate::memory::{self, Layout, Phase};
+use crate::plan::{Checkpointing, Plan, Precision};
+use crate::warnings;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+/// A problem or advice with a stable code, tied to the input key it concerns.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Message {
+    pub code: &'static str,
+    /// The plan key (URL key) the message is about, where there is one.
+    pub key: Option<&'static str>,
+    pub message: String,
+}
+
+/// The memory section of the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemoryReport {
+    pub peak_bytes_per_gpu: u64,
+    pub allocated_peak_bytes: u64,
+    #[serde(serialize_with = "terms_as_map")]
+    pub terms: Vec<(memory::Term, u64)>,
+    pub phase: Phase,
+    /// What the GPU lets a process allocate.
+    pub usable_bytes: u64,
+    /// Usable memory minus the user's headroom: a plan fits under this.
+    pub budget_bytes: u64,
+    pub usable_is_estimate: bool,
+    pub activation_bytes: u64,
+}
+
+fn terms_as_map<S: Serializer>(terms: &[(memory::Term, u64)], s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(terms.len()))?;
+    for (t, b) in terms {
+        map.serialize_entry(t.key(), b)?;
+    }
+    map.end()
+}
+
+/// Everything the page, the CLI and the tests show about a plan.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub model_name: String,
+    pub parameters: u64,
+    pub parameters_active: u64,
+    pub architecture: Architecture,
+    pub layout: Layout,
+    pub gpu: String,
+    pub instance: String,
+    pub memory: MemoryReport,
+    pub fits: bool,
+    /// Largest micro-batch that fits (0 if not even 1).
+    pub max_micro_batch: u64,
+    /// Longest sequence (multiple of 128, up to 131072) that fits at this micro-batch.
+    pub max_sequence: u64,
+    pub global_batch_sequences: u64,
+    pub global_batch_tokens: u64,
+    pub warnings: Vec<Message>,
+    pub errors: Vec<Message>,
+}
+
+/// The plan with its model, hardware and layout resolved.
+pub struct Resolved<'a> {
+    pub plan: &'a Plan,
+    pub arch: Architecture,
+    pub model_name: String,
+    pub counts: ParameterCounts,
+    pub gpu: &'static Gpu,
+    pub instance: &'static Instance,
+    pub layout: Layout,
+}
+
+/// Build the architecture the plan names: preset, quick size, then overrides.
+pub fn resolve_architecture(plan: &Plan) -> (Architecture, String) {
+    let (mut arch, mut name) = match plan.params_b {
+        Some(b) => (
+            Architecture::from_billions(b),
+            format!("~{b}B (derived shape)"),
+        ),
+        None => match architecture::preset(&plan.model) {
+            Some(p) => (p.arch.clone(), p.name.clone()),
+            None => {
+                let p =
+                    architecture::preset(&Plan::default().model).expect("default preset exists");
+                (p.arch.clone(), "custom".to_string())
+            }
+        },
+    };
+    let o = &plan.arch;
+    if !o.is_empty() {
+        name = format!("{name} (custom)");
+    }
+    // Changing hidden or heads without head_dim keeps d = h / a.
+    let derive_head_dim = o.head_dim.is_none() && (o.hidden.is_some() || o.heads.is_some());
+    arch.layers = o.layers.unwrap_or(arch.layers);
+    arch.hidden = o.hidden.unwrap_or(arch.hidden);
+    arch.heads = o.heads.unwrap_or(arch.heads);
+    arch.kv_heads = o.kv_heads.unwrap_or(arch.kv_heads);
+    arch.ffn = o.ffn.unwrap_or(arch.ffn);
+    arch.vocab = o.vocab.unwrap_or(arch.vocab);
+    arch.tied = o.tied.unwrap_or(arch.tied);
+    arch.mlp = o.mlp.unwrap_or(arch.mlp);
+    if let Some(d) = o.head_dim {
+        arch.head_dim = d;
+    } else if derive_head_dim && arch.heads > 0 {
+        arch.head_dim = arch.hidden / arch.heads;
+    }
+    if o.experts.is_some() || o.active_experts.is_some() || o.expert_ffn.is_some() {
+        let base = arch.moe.unwrap_or(Moe {
+            experts: 8,
+            active: 2,
+            shared: 0,
+            expert_ffn: arch.ffn,
+            router_bias: false,
+        });
+        arch.moe = Some(Moe {
+            experts: o.experts.map_or(base.experts, |e| e as u32),
+            active: o.active_experts.map_or(base.active, |a| a as u32),
+            expert_ffn: o.expert_ffn.unwrap_or(base.expert_ffn),
+            ..base
+        });
+        if o.experts == Some(1) && o.active_experts.unwrap_or(1) == 1 {
+            arch.moe = None;
+        }
+    }
+    (arch, name)
+}
+
+fn err(code: &'static str, key: &'static str, message: String) -> Message {
+    Message {
+        code,
+        key: Some(key),
+        message,
+    }
+}
+
+/// Resolve and validate. Errors never stop the evaluation: the planner falls
+/// back to the nearest valid value so the rest of the page keeps working.
+pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
+    let mut errors = Vec::new();
+    let (arch, model_name) = resolve_architecture(plan);
+    if plan.arch.hidden.is_some()
+        && plan.arch.head_dim.is_none()
+        && arch.heads > 0
+        && arch.hidden % arch.heads != 0
+    {
+        errors.push(err(
+            "heads_do_not_divide_hidden",
+            "heads",
+            format!(
+                "heads ({}) must divide hidden ({}) when no head_dim is given",
+                arch.heads, arch.hidden
+            ),
+        ));
+    }
+    for (key, message) in arch.validate() {
+        errors.push(err("invalid_architecture", key, message));
+    }
+    let counts = arch.parameter_counts();
+    let instance = hardware::instance(&plan.instance)
+        .or_else(|| hardware::instance(&Plan::default().instance))
+        .expect("default instance exists");
+    let gpu = hardware::gpu(&instance.gpu).expect("every instance names a catalogued GPU");
+    let gpus = instance.gpu_count * plan.nodes.max(1);
+    if plan.nodes > 1 && !instance.multi_node_efa_training {
+        errors.push(err(
+            "no_multi_node",
+            "nodes",
+            format!(
+                "{} does not support multi-node EFA training; use 1 node or another instance type",
+                instance.instance_type
+            ),
+        ));
+    }
+    let (mut tp, mut pp, mut cp, mut ep) = (
+        plan.tp.max(1),
+        plan.pp.max(1),
+        plan.cp.max(1),
+        plan.ep.max(1),
+    );
+    if arch.heads > 0 && (arch.heads % tp != 0 || arch.kv_heads % tp != 0) {
+        errors.push(err(
+            "tp_does_not_divide_heads",
+            "tp",
+            format!(
+                "tensor parallel degree {tp} must divide heads ({}) and kv_heads ({})",
+                arch.heads, arch.kv_heads
+            ),
+        ));
+        tp = 1;
+    }
+    if tp > instance.gpu_count {
+        errors.push(err(
+            "tp_exceeds_node",
+            "tp",
+            format!(
+                "tensor parallelism ({tp}) should stay inside one node ({} GPUs)",
+                instance.gpu_count
+            ),
+        ));
+    }
+    if arch.layers > 0 && arch.layers % pp != 0 {
+        errors.push(err(
+            "pp_does_not_divide_layers",
+            "pp",
+            format!(
+                "pipeline degree {pp} must divide the number of layers ({})",
+                arch.layers
+            ),
+        ));
+        pp = 1;
+    }
+    if plan.seq % cp != 0 {
+        errors.push(err(
+            "cp_does_not_divide_seq",
+            "cp",
+            format!(
+                "context parallel degree {cp} must divide the sequence length ({})",
+                plan.seq
+            ),
+        ));
+        cp = 1;
+    }
+    match &arch.moe {
+        Some(m) if m.experts as u64 % ep != 0 => {
+            errors.push(err(
+                "ep_does_not_divide_experts",
+                "ep",
+                format!(
+                    "expert parallel degree {ep} must divide the number of experts ({})",
+                    m.experts
+                ),
+            ));
+            ep = 1;
+        }
+        None if ep > 1 => {
+            errors.push(err(
+                "ep_without_moe",
+                "ep",
+                "expert parallelism needs a mixture-of-experts model".into(),
+            ));
+            ep = 1;
+        }
+        _ => {}
+    }
+    if tp * pp * cp > gpus || gpus % (tp * pp * cp) != 0 {
+        errors.push(err(
+            "parallel_degrees_exceed_gpus",
+            "tp",
+            format!(
+                "tp x pp x cp = {} must divide the number of GPUs ({gpus})",
+                tp * pp * cp
+            ),
+        ));
+        tp = 1;
+        pp = 1;
+        cp = 1;
+    }
+    let dp = gpus / (tp * pp * cp);
+    if ep > dp * tp {
+        errors.push(err(
+            "ep_exceeds_gpus",
+            "ep",
+            format!(
+                "expert parallel degree {ep} exceeds the GPUs available for it ({})",
+                dp * tp
+            ),
+        ));
+        ep = 1;
+    }
+    let shard = match plan.shard {
+        Some(s) if s > dp || dp % s != 0 => {
+            errors.push(err(
+                "shard_does_not_divide_dp",
+                "shard",
+                format!("hybrid shard group {s} must divide the data-parallel degree ({dp})"),
+            ));
+            dp
+        }
+        Some(s) => s,
+        None => dp,
+    };
+    if plan.precision.is_low_precision() && !gpu.fp8_tensor_cores {
+        errors.push(err(
+            "fp8_unsupported",
+            "precision",
+            format!(
+                "{} has no FP8 tensor cores; {} is impossible on it (use bf16)",
+                gpu.id,
+                plan.precision.key()
+            ),
+        ));
+    }
+    if matches!(plan.precision, Precision::Mxfp8 | Precision::Nvfp4) && !gpu.fp4_tensor_cores {
+        errors.push(err(
+            "blackwell_only",
+            "precision",
+            format!(
+                "{} needs Blackwell block-scaled tensor cores; {} has none",
+                plan.precision.key(),
+                gpu.id
+            ),
+        ));
+    }
+    if plan.vp > 1 && pp == 1 {
+        errors.push(err(
+            "vp_without_pp",
+            "vp",
+            "interleaving (vp > 1) needs pipeline parallelism (pp > 1)".into(),
+        ));
+    }
+    let layout = Layout {
+        gpus,
+        tp,
+        pp,
+        cp,
+        ep,
+        dp,
+        shard,
+    };
+    (
+        Resolved {
+            plan,
+            arch,
+            model_name,
+            counts,
+            gpu,
+            instance,
+            layout,
+        },
+        errors,
+    )
+}
+
+/// Evaluate a plan: parameters, memory, verdict, solvers, warnings.
+pub fn evaluate(plan: &Plan) -> Report {
+    let (r, errors) = resolve(plan);
+    let mem = memory::breakdown(&r.arch, &r.counts, plan, &r.layout);
+    let usable = r.gpu.usable_bytes();
+    let budget = budget_bytes(usable, plan.headroom);
+    let fits = mem.peak_bytes <= budget;
+    let max_micro_batch = max_micro_batch(&r, budget);
+    let max_sequence = max_sequence(&r, budget);
+    let global_batch_sequences = plan.micro_batch * plan.grad_accum * r.layout.dp;
+    let mut report = Report {
+        model_name: r.model_name.clone(),
+        parameters: r.counts.total,
+        parameters_active: r.counts.active,
+        architecture: r.arch.clone(),
+        layout: r.layout,
+        gpu: r.gpu.id.clone(),
+        instance: r.instance.instance_type.clone(),
+        memory: MemoryReport {
+            peak_bytes_per_gpu: mem.peak_bytes,
+            allocated_peak_bytes: mem.allocated_peak_bytes,
+            terms: mem.terms.clone(),
+            phase: mem.phase,
+            usable_bytes: usable,
+            budget_bytes: budget,
+            usable_is_estimate: r.gpu.usable_is_estimate(),
+            activation_bytes: mem.activation_bytes,
+        },
+        fits,
+        max_micro_batch,
+        max_sequence,
+        global_batch_sequences,
+        global_batch_tokens: global_batch_sequences * plan.seq,
+        warnings: Vec::new(),
+        errors,
+    };
+    report.warnings = warnings::check(&r, &report, &mem);
+    report
+}
+
+/// Usable memory minus the headroom percentage.
+pub fn budget_bytes(usable: u64, headroom_percent: f64) -> u64 {
+    (usable as f64 * (1.0 - headroom_percent.clamp(0.0, 100.0) / 100.0)) as u64
+}
+
+fn peak_with(r: &Resolved<'_>, edit: impl Fn(&mut Plan)) -> u64 {
+    let mut p = r.plan.clone();
+    edit(&mut p);
+    memory::breakdown(&r.arch, &r.counts, &p, &r.layout).peak_bytes
+}
+
+/// Largest micro-batch (up to 4096) whose peak stays within the budget.
+fn max_micro_batch(r: &Resolved<'_>, budget: u64) -> u64 {
+    let fits = |mb: u64| peak_with(r, |p| p.micro_batch = mb) <= budget;
+    largest(1, 4096, fits)
+}
+
+/// Longest sequence, in steps of 128 up to 131072, that fits at this micro-batch.
+fn max_sequence(r: &Resolved<'_>, budget: u64) -> u64 {
+    let cp = r.layout.cp.max(1);
+    let fits = |steps: u64| peak_with(r, |p| p.seq = steps * 128 * cp) <= budget;
+    largest(1, 1024 / cp, fits) * 128 * cp
+}
+
+/// Largest `x` in `lo..=hi` with `fits(x)`, memory being monotonic in `x`; 0 if none.
+fn largest(lo: u64, hi: u64, fits: impl Fn(u64) -> bool) -> u64 {
+    if hi < lo || !fits(lo) {
+        return 0;
+    }
+    let (mut ok, mut bad) = (lo, hi + 1);
+    if fits(hi) {
+        return hi;
+    }
+    bad = bad.min(hi);
+    while bad - ok > 1 {
+        let mid = ok + (bad - ok) / 2;
+        if fits(mid) {
+            ok = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    ok
+}
+
+/// Peak memory per GPU at each sequence length, for each checkpointing mode (chart data).
+pub fn memory_vs_sequence(plan: &Plan, seqs: &[u64]) -> Vec<(Checkpointing, Vec<u64>)> {
+    let (r, _) = resolve(plan);
+    [
+        Checkpointing::None,
+        Checkpointing::Selective,
+        Checkpointing::Full,
+    ]
+    .into_iter()
+    .map(|ck| {
+        let row = seqs
+            .iter()
+            .map(|&s| {
+                peak_with(&r, |p| {
+                    p.seq = s;
+                    p.checkpointing = ck;
+                })
+            })
+            .collect();
+        (ck, row)
+    })
+    .collect()
+}

@@ -1,0 +1,147 @@
+//! Exact parameter counts of the presets against published figures.
+
+use planner::architecture::{from_hf_config, preset, presets, Architecture};
+
+/// (preset, total, active, source)
+const PUBLISHED: &[(&str, u64, u64, &str)] = &[
+    (
+        "llama-3.2-1b",
+        1_235_814_400,
+        1_235_814_400,
+        "issue #3 / HF safetensors total",
+    ),
+    (
+        "llama-3.2-3b",
+        3_212_749_824,
+        3_212_749_824,
+        "issue #3 / HF safetensors total",
+    ),
+    (
+        "llama-3.1-8b",
+        8_030_261_248,
+        8_030_261_248,
+        "SPEC §3.1, issue #3",
+    ),
+    (
+        "llama-3.1-70b",
+        70_553_706_496,
+        70_553_706_496,
+        "SPEC §3.1, issue #3",
+    ),
+    (
+        "llama-3.1-405b",
+        405_853_388_800,
+        405_853_388_800,
+        "issue #3",
+    ),
+    (
+        "qwen2.5-7b",
+        7_615_616_512,
+        7_615_616_512,
+        "issue #3; Qwen2.5-7B card 7.61B",
+    ),
+    (
+        "mistral-7b-v0.1",
+        7_241_732_096,
+        7_241_732_096,
+        "issue #3; data/README.md",
+    ),
+    (
+        "mistral-7b-v0.3",
+        7_248_023_552,
+        7_248_023_552,
+        "data/README.md",
+    ),
+    (
+        "mixtral-8x7b",
+        46_702_792_704,
+        12_879_925_248,
+        "issue #3; Mixtral card 46.7B total, 12.9B active",
+    ),
+];
+
+#[test]
+fn presets_match_published_totals() {
+    for (id, total, active, source) in PUBLISHED {
+        let p = preset(id).unwrap_or_else(|| panic!("preset {id}"));
+        let c = p.arch.parameter_counts();
+        assert_eq!(c.total, *total, "{id} total ({source})");
+        assert_eq!(c.active, *active, "{id} active ({source})");
+    }
+}
+
+/// Model-card figures (billions, as rounded on the card) for the other presets:
+/// every count must round to the card's figure within its stated precision.
+#[test]
+fn presets_match_model_cards() {
+    let cards: &[(&str, f64, f64)] = &[
+        ("qwen2.5-0.5b", 0.49, 0.01),
+        ("qwen2.5-1.5b", 1.54, 0.01),
+        ("qwen2.5-3b", 3.09, 0.01),
+        ("qwen2.5-14b", 14.7, 0.1),
+        ("qwen2.5-32b", 32.5, 0.3),
+        ("qwen2.5-72b", 72.7, 0.1),
+        ("qwen3-8b", 8.2, 0.1),
+        ("qwen3-32b", 32.8, 0.1),
+        ("qwen3-30b-a3b", 30.5, 0.1),
+        ("mixtral-8x22b", 141.0, 1.0),
+        ("gemma-2-9b", 9.24, 0.01),
+        ("gemma-2-27b", 27.2, 0.1),
+        ("gpt-oss-20b", 20.9, 0.1),
+        ("gpt-oss-120b", 116.8, 0.1),
+        ("olmo-2-7b", 7.30, 0.01),
+        ("olmo-2-13b", 13.7, 0.1),
+    ];
+    for (id, billions, tol) in cards {
+        let c = preset(id)
+            .unwrap_or_else(|| panic!("preset {id}"))
+            .arch
+            .parameter_counts();
+        let got = c.total as f64 / 1e9;
+        assert!(
+            (got - billions).abs() <= *tol,
+            "{id}: {got:.3}B vs card {billions}B"
+        );
+    }
+    // Qwen3-30B-A3B: 3.3B active (model card).
+    let q = preset("qwen3-30b-a3b").unwrap().arch.parameter_counts();
+    assert!((q.active as f64 / 1e9 - 3.3).abs() < 0.1);
+}
+
+#[test]
+fn every_preset_is_valid_and_sourced() {
+    assert!(presets().len() >= 27);
+    for p in presets() {
+        assert!(p.arch.validate().is_empty(), "{}", p.id);
+        assert!(!p.source.is_empty(), "{} has a source", p.id);
+    }
+}
+
+#[test]
+fn hf_config_import_reads_llama_3_1_8b() {
+    // meta-llama/Llama-3.1-8B config.json (the fields that shape the model).
+    let cfg = r#"{"architectures":["LlamaForCausalLM"],"hidden_size":4096,"intermediate_size":14336,
+        "max_position_embeddings":131072,"model_type":"llama","num_attention_heads":32,
+        "num_hidden_layers":32,"num_key_value_heads":8,"tie_word_embeddings":false,"vocab_size":128256}"#;
+    let a = from_hf_config(cfg).expect("valid config");
+    assert_eq!(a.parameter_counts().total, 8_030_261_248);
+}
+
+#[test]
+fn hf_config_errors_name_the_problem() {
+    let e = from_hf_config("{not json").unwrap_err();
+    assert!(e.message.contains("not valid JSON"), "{}", e.message);
+    let e = from_hf_config(r#"{"model_type":"bert","hidden_size":768}"#).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("model_type"));
+    let e = from_hf_config(r#"{"model_type":"llama","hidden_size":4096}"#).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("num_hidden_layers"));
+}
+
+#[test]
+fn quick_size_lands_near_the_request() {
+    for b in [1.0, 7.0, 13.0, 70.0, 400.0] {
+        let a = Architecture::from_billions(b);
+        let got = a.parameter_counts().total as f64 / 1e9;
+        assert!((got - b).abs() / b < 0.05, "asked {b}B, got {got:.2}B");
+    }
+}
