@@ -1,1 +1,3 @@
-fn main() {}
+fn main() {
+    train_planner_web::start();
+}

@@ -235,7 +235,7 @@ impl Architecture {
                 errs.push((key, format!("`{key}` must be a positive whole number")));
             }
         }
-        if self.heads > 0 && self.kv_heads > 0 && self.heads % self.kv_heads != 0 {
+        if self.heads > 0 && self.kv_heads > 0 && !self.heads.is_multiple_of(self.kv_heads) {
             errs.push((
                 "kv_heads",
                 format!(

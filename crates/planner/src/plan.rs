@@ -420,7 +420,7 @@ impl Plan {
         macro_rules! num {
             ($lo:expr, $hi:expr) => {
                 match value.parse::<f64>() {
-                    Ok(x) if x.is_finite() && x >= $lo && x <= $hi => x,
+                    Ok(x) if x.is_finite() && ($lo..=$hi).contains(&x) => x,
                     _ => return bad(&format!("expected a number from {} to {}", $lo, $hi)),
                 }
             };

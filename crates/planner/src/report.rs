@@ -18,7 +18,7 @@ pub struct Message {
 }
 
 /// The memory section of the report.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MemoryReport {
     pub peak_bytes_per_gpu: u64,
     pub allocated_peak_bytes: u64,
@@ -42,7 +42,7 @@ fn terms_as_map<S: Serializer>(terms: &[(memory::Term, u64)], s: S) -> Result<S:
 }
 
 /// Everything the page, the CLI and the tests show about a plan.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
     pub model_name: String,
     pub parameters: u64,
@@ -214,7 +214,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         ));
         pp = 1;
     }
-    if plan.seq % cp != 0 {
+    if !plan.seq.is_multiple_of(cp) {
         errors.push(err(
             "cp_does_not_divide_seq",
             "cp",
@@ -226,7 +226,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         cp = 1;
     }
     match &arch.moe {
-        Some(m) if m.experts as u64 % ep != 0 => {
+        Some(m) if !(m.experts as u64).is_multiple_of(ep) => {
             errors.push(err(
                 "ep_does_not_divide_experts",
                 "ep",
@@ -247,7 +247,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         }
         _ => {}
     }
-    if tp * pp * cp > gpus || gpus % (tp * pp * cp) != 0 {
+    if tp * pp * cp > gpus || !gpus.is_multiple_of(tp * pp * cp) {
         errors.push(err(
             "parallel_degrees_exceed_gpus",
             "tp",
@@ -273,7 +273,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         ep = 1;
     }
     let shard = match plan.shard {
-        Some(s) if s > dp || dp % s != 0 => {
+        Some(s) if s > dp || !dp.is_multiple_of(s) => {
             errors.push(err(
                 "shard_does_not_divide_dp",
                 "shard",

@@ -1,0 +1,12 @@
+//! Train Planner's page: turns inputs into a `planner::Plan`, asks the
+//! planner for a `Report`, and draws it. No number is computed here.
+
+pub mod app;
+pub mod format;
+pub mod panic;
+
+/// Mount the page on `<body>` (called by `main`).
+pub fn start() {
+    panic::install();
+    leptos::mount::mount_to_body(app::App);
+}
