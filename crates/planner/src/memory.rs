@@ -18,11 +18,13 @@
 //! dropout, SwiGLU, flash attention); it is derived, not measured here.
 
 use crate::architecture::{Architecture, ParameterCounts};
-use crate::plan::{Attention, Implementation, Loss, Optimizer, Plan, Precision, Training};
+use crate::plan::{
+    Attention, Checkpointing, Implementation, Loss, Optimizer, Plan, Precision, Training,
+};
 use serde::Serialize;
 
 /// A named part of the per-GPU memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Term {
     /// Model weights held by this GPU (after TP/PP/EP split and ZeRO-3 sharding).
@@ -105,6 +107,14 @@ pub struct MemoryBreakdown {
     pub peak_bytes: u64,
     /// Activations + scores + logits at the peak (for charts and warnings).
     pub activation_bytes: u64,
+    /// Activations saved by the decoder layers and the final norm, whatever
+    /// the peak's moment (no scores, logits or recompute).
+    pub saved_activation_bytes: u64,
+    /// The logits-and-loss buffers at the start of backward.
+    pub logits_bytes: u64,
+    /// Weights, gradients, master weights, optimizer states, persistent weight
+    /// copies, adapters and FSDP's unsharded unit, whatever the peak's moment.
+    pub model_state_bytes: u64,
 }
 
 impl MemoryBreakdown {
@@ -152,7 +162,11 @@ fn state_bytes(plan: &Plan) -> StateBytes {
         Precision::Bf16Pure => (2.0, 2.0, 0.0),
         // Megatron: bf16 params, fp32 main grads, fp32 master in the optimizer.
         _ if megatron => (2.0, 4.0, 4.0),
-        // HF Trainer bf16=True: fp32 params and grads, autocast casts on the fly.
+        // HF ZeRO-1 (DeepSpeed bf16): bf16 params, fp32 gradient accumulation,
+        // fp32 master weights partitioned with the optimizer states.
+        _ if plan.zero == 1 => (2.0, 4.0, 4.0),
+        // HF Trainer bf16=True: fp32 params and grads (DDP: autocast casts on
+        // the fly; FSDP: sharded fp32 params, bf16 compute copies).
         _ => (4.0, 4.0, 0.0),
     };
     let moment = if plan.precision == Precision::Bf16Pure {
@@ -185,14 +199,38 @@ fn state_bytes(plan: &Plan) -> StateBytes {
     }
 }
 
-/// Bytes of activation element in the residual stream and of a GEMM input.
-fn residual_bytes(plan: &Plan) -> f64 {
+/// Which tensors the forward pass keeps, by implementation and precision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Profile {
+    /// HF, fp32 params under bf16 autocast (DDP): fp32 residual stream, a
+    /// bf16 cast of each norm output per consuming Linear, cast weight copies.
+    HfAutocast,
+    /// HF with bf16 compute weights: pure bf16, or FSDP/ZeRO whose
+    /// mixed-precision policy gathers bf16 parameters (accelerate's default).
+    HfBf16,
+    /// HF in fp32.
+    HfFp32,
+    /// Megatron-Core / TransformerEngine fused kernels, bf16 activations.
+    Megatron,
+}
+
+fn profile(plan: &Plan) -> Profile {
     match (plan.implementation, plan.precision) {
-        (_, Precision::Fp32) => 4.0,
-        (Implementation::Hf, Precision::Bf16Pure) => 2.0,
-        // HF autocast keeps fp32 params, so the residual stream is fp32.
-        (Implementation::Hf, _) => 4.0,
-        (Implementation::Megatron, _) => 2.0,
+        (Implementation::Megatron, _) => Profile::Megatron,
+        (Implementation::Hf, Precision::Fp32) => Profile::HfFp32,
+        (Implementation::Hf, Precision::Bf16Pure) => Profile::HfBf16,
+        (Implementation::Hf, _) if plan.zero >= 1 && plan.train == Training::Full => {
+            Profile::HfBf16
+        }
+        (Implementation::Hf, _) => Profile::HfAutocast,
+    }
+}
+
+/// Bytes per element of the residual stream (what a checkpointed layer keeps).
+fn residual_bytes(profile: Profile) -> f64 {
+    match profile {
+        Profile::HfAutocast | Profile::HfFp32 => 4.0,
+        Profile::HfBf16 | Profile::Megatron => 2.0,
     }
 }
 
@@ -229,8 +267,10 @@ fn layer_activations(arch: &Architecture, plan: &Plan, seq_per_gpu: f64) -> Laye
     };
     let eager = plan.attention == Attention::Eager;
     let fp8 = plan.precision.is_low_precision();
-    match (plan.implementation, plan.precision) {
-        (Implementation::Hf, Precision::Fp32) => {
+    // A Linear input saved for the weight gradient: FP8 recipes keep it in 8 bits.
+    let lin = if fp8 { 1.0 } else { 2.0 };
+    match profile(plan) {
+        Profile::HfFp32 => {
             // RMSNorm saves its input (pow), the normalised value (weight mul)
             // and its output is saved by the next Linear: 3 x 4h.
             let norm = 12.0 * h;
@@ -243,12 +283,16 @@ fn layer_activations(arch: &Architecture, plan: &Plan, seq_per_gpu: f64) -> Laye
                 scores: if eager { 4.0 * a * seq_per_gpu } else { 0.0 },
             }
         }
-        (Implementation::Hf, Precision::Bf16Pure) => {
+        Profile::HfBf16 => {
             // RMSNorm upcasts to fp32 (saved by pow: 4h), saves the bf16
             // normalised value (2h), and its bf16 output is saved by the Linears (2h).
-            let norm = 8.0 * h;
-            let attn = 2.0 * q + 4.0 * kv + 2.0 * q + 4.0 * a;
-            let mlp = if gated { 8.0 * f } else { 4.0 * f };
+            let norm = 6.0 * h + lin * h;
+            let attn = 2.0 * q + 4.0 * kv + lin * q + 4.0 * a;
+            let mlp = if gated {
+                6.0 * f + lin * f
+            } else {
+                2.0 * f + lin * f
+            };
             let kv_rep = if eager { 4.0 * (q - kv) - 4.0 * a } else { 0.0 };
             LayerActivations {
                 tp_split: attn + kv_rep + routed * mlp + router + 6.0 * qk_norm_width,
@@ -257,11 +301,11 @@ fn layer_activations(arch: &Architecture, plan: &Plan, seq_per_gpu: f64) -> Laye
                 scores: if eager { 6.0 * a * seq_per_gpu } else { 0.0 },
             }
         }
-        (Implementation::Hf, _) => {
+        Profile::HfAutocast => {
             // fp32 residual; each norm saves its fp32 input and normalised
             // value (8h); autocast casts the norm output to bf16 once per
             // consuming Linear (q, k, v: 3 casts; gate, up: 2), each saved.
-            let cast = if fp8 { 1.0 } else { 2.0 };
+            let cast = lin;
             let attn_norm = 8.0 * h + 3.0 * cast * h;
             let mlp_norm = 8.0 * h + if gated { 2.0 } else { 1.0 } * cast * h;
             let attn = 2.0 * q + 4.0 * kv + cast * q + 4.0 * a;
@@ -277,12 +321,11 @@ fn layer_activations(arch: &Architecture, plan: &Plan, seq_per_gpu: f64) -> Laye
                 scores: if eager { 6.0 * a * seq_per_gpu } else { 0.0 },
             }
         }
-        (Implementation::Megatron, _) => {
+        Profile::Megatron => {
             // TE LayerNormLinear saves the norm input (2h) and its output for
             // the weight gradient (2h, FP8: 1h); flash attention saves q, k,
             // v, output and logsumexp; SwiGLU saves fc1's output (2 x 2f) and
             // fc2 saves the activation (2f, FP8: 1f).
-            let lin = if fp8 { 1.0 } else { 2.0 };
             let fp32 = plan.precision == Precision::Fp32;
             let e = if fp32 { 2.0 } else { 1.0 };
             let norms = e * (2.0 * h + lin * h) * 2.0;
@@ -307,12 +350,43 @@ fn linear_params(counts: &ParameterCounts) -> f64 {
     (counts.per_layer - counts.norms_per_layer) as f64
 }
 
-/// The full per-GPU breakdown for a resolved plan.
+/// Which pipeline stage a breakdown describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// No pipeline: embedding, all layers, head and loss.
+    Only,
+    /// First of `p` stages: embedding, `min(p, m)` micro-batches in flight.
+    First,
+    /// Last stage: head, final norm, loss, one micro-batch in flight.
+    Last,
+}
+
+/// The full per-GPU breakdown for a resolved plan: with pipeline parallelism,
+/// the more loaded of the first and the last stage.
 pub fn breakdown(
     arch: &Architecture,
     counts: &ParameterCounts,
     plan: &Plan,
     layout: &Layout,
+) -> MemoryBreakdown {
+    if layout.pp <= 1 {
+        return stage_breakdown(arch, counts, plan, layout, Stage::Only);
+    }
+    let first = stage_breakdown(arch, counts, plan, layout, Stage::First);
+    let last = stage_breakdown(arch, counts, plan, layout, Stage::Last);
+    if last.peak_bytes > first.peak_bytes {
+        last
+    } else {
+        first
+    }
+}
+
+fn stage_breakdown(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    plan: &Plan,
+    layout: &Layout,
+    stage: Stage,
 ) -> MemoryBreakdown {
     let sb = state_bytes(plan);
     let t = layout.tp as f64;
@@ -331,16 +405,21 @@ pub fn breakdown(
     let dense_layer = counts.per_layer as f64 - expert_params;
     let layer_params = dense_layer / t + expert_params / (ep * t);
     let emb = counts.embedding as f64 / t;
-    let head = if arch.tied && layout.pp == 1 {
+    let head = if arch.tied && stage == Stage::Only {
         0.0
     } else {
         counts.embedding as f64 / t
     };
     // First stage: embedding (+ the head when p == 1); last stage: LM head and final norm.
-    let first = layers_stage * layer_params + emb + if layout.pp == 1 { head } else { 0.0 };
-    let last = layers_stage * layer_params + if layout.pp == 1 { emb + head } else { head };
-    let stage_params = first.max(last);
-    let stage_has_head = layout.pp == 1 || last >= first;
+    let final_norm_params = arch.hidden as f64;
+    let stage_has_head = stage != Stage::First;
+    let stage_params = layers_stage * layer_params
+        + if stage != Stage::Last { emb } else { 0.0 }
+        + if stage_has_head {
+            head + final_norm_params
+        } else {
+            0.0
+        };
 
     // ---- model states -------------------------------------------------------
     let peft = plan.train != Training::Full;
@@ -352,7 +431,16 @@ pub fn breakdown(
         Training::Qlora => 0.5 + 0.127 / 8.0 * 4.0,
     };
     let shard = |x: f64, stage: u8| if zero >= stage { x / g } else { x };
-    let weights = shard(stage_params * weight_bytes, 3);
+    // FSDP's mixed-precision policy (HF Trainer + accelerate): the fp32
+    // parameters are sharded from SHARD_GRAD_OP (ZeRO-2) on, and a bf16 copy
+    // is gathered for compute.
+    let mixed_policy = plan.implementation == Implementation::Hf
+        && !matches!(plan.precision, Precision::Fp32 | Precision::Bf16Pure)
+        && !peft;
+    let weights = shard(
+        stage_params * weight_bytes,
+        if mixed_policy && zero == 2 { 2 } else { 3 },
+    );
     let grads = shard(trainable * sb.grads, 2);
     let master = shard(trainable * sb.master, 1);
     let optimizer = shard(trainable * sb.optimizer, 1);
@@ -382,13 +470,20 @@ pub fn breakdown(
     // ---- FSDP's unsharded unit ---------------------------------------------
     // One decoder layer gathered for compute, and one prefetched; plus the
     // layer's full gradient before its reduce-scatter.
-    let gathered_bytes = if plan.precision == Precision::Fp32 {
-        4.0
-    } else {
-        2.0
+    // Gathered in the compute dtype; a frozen PEFT base in its own format.
+    let gathered_bytes = match (plan.train, plan.precision) {
+        (Training::Full, Precision::Fp32) => 4.0,
+        (Training::Full, _) => 2.0,
+        _ => weight_bytes,
     };
     let unsharded = if zero >= 3 && g > 1.0 {
-        layer_params * (2.0 * gathered_bytes + if peft { 0.0 } else { sb.grads })
+        layer_params * (2.0 * gathered_bytes + if peft { 0.0 } else { gathered_bytes })
+    } else {
+        0.0
+    };
+    // SHARD_GRAD_OP keeps the gathered bf16 parameters from forward to backward.
+    let compute_copy = if mixed_policy && zero == 2 {
+        stage_params * 2.0
     } else {
         0.0
     };
@@ -405,7 +500,7 @@ pub fn breakdown(
     // Pipeline: the first stage keeps min(p, m) micro-batches in flight;
     // interleaving adds (1 + (p-1)/(p*vp)) (Narayanan et al. 2021).
     let m = plan.grad_accum as f64;
-    let in_flight = if layout.pp > 1 {
+    let in_flight = if stage == Stage::First {
         let base = p.min(m);
         let vp = plan.vp.max(1) as f64;
         if vp > 1.0 {
@@ -420,7 +515,22 @@ pub fn breakdown(
     let kept_layers = layers_stage * (1.0 - recomputed);
     let ckpt_layers = layers_stage * recomputed;
     // A checkpointed layer keeps only its input (residual dtype).
-    let ckpt_input = tokens * arch.hidden as f64 * residual_bytes(plan) / sp_div;
+    let prof = profile(plan);
+    let h = arch.hidden as f64;
+    let mut ckpt_input = tokens * h * residual_bytes(prof) / sp_div;
+    if plan.checkpointing == Checkpointing::Op {
+        // torchtitan's policy saves the outputs of the 1st, 3rd, 5th and 7th
+        // matmul of a Llama block (wq, wv, w1, w2) and of flash attention
+        // (output + logsumexp), all bf16.
+        let (q, kv) = (arch.q_width() as f64, arch.kv_width() as f64);
+        let (f, routed) = match &arch.moe {
+            Some(m) => (m.expert_ffn as f64, (m.active + m.shared) as f64),
+            None => (arch.ffn as f64, 1.0),
+        };
+        let a = arch.heads as f64;
+        ckpt_input += tokens
+            * ((2.0 * q + 2.0 * kv + 2.0 * f * routed + 2.0 * q + 4.0 * a) / t + 2.0 * h / sp_div);
+    }
     let mut kept = (kept_layers * full_layer + ckpt_layers * ckpt_input) * in_flight;
     let mut scores = kept_layers * tokens * scores_token * in_flight;
     if plan.offload {
@@ -434,10 +544,7 @@ pub fn breakdown(
     let recompute = if recomputed > 0.0 { full_layer } else { 0.0 };
     let activations_saved = kept - scores;
     // Autocast's bf16 weight copies, held by the graph until each layer's backward.
-    let autocast = plan.implementation == Implementation::Hf
-        && !matches!(plan.precision, Precision::Fp32 | Precision::Bf16Pure)
-        && !peft;
-    let unit_weights = if zero >= 3 { 0.0 } else { 1.0 };
+    let autocast = prof == Profile::HfAutocast && !peft;
     let cast_copies = if autocast {
         let per_layer = linear_params(counts) / counts.per_layer.max(1) as f64 * layer_params * 2.0;
         let head_copy = if stage_has_head {
@@ -445,8 +552,7 @@ pub fn breakdown(
         } else {
             0.0
         };
-        (kept_layers + if recomputed > 0.0 { 1.0 } else { 0.0 }) * per_layer * unit_weights
-            + head_copy
+        (kept_layers + if recomputed > 0.0 { 1.0 } else { 0.0 }) * per_layer + head_copy
     } else {
         0.0
     };
@@ -456,11 +562,11 @@ pub fn breakdown(
     let final_norm = if stage_has_head {
         tokens
             * arch.hidden as f64
-            * match (plan.implementation, plan.precision) {
-                (Implementation::Hf, Precision::Fp32) => 12.0,
-                (Implementation::Hf, Precision::Bf16Pure) => 8.0,
-                (Implementation::Hf, _) => 10.0,
-                (Implementation::Megatron, _) => 4.0,
+            * match prof {
+                Profile::HfFp32 => 12.0,
+                Profile::HfBf16 => 8.0,
+                Profile::HfAutocast => 10.0,
+                Profile::Megatron => 4.0,
             }
             / sp_div
     } else {
@@ -485,6 +591,7 @@ pub fn breakdown(
     };
 
     // ---- the three moments -------------------------------------------------
+    let copies = copies + compute_copy;
     let states_no_grad = weights + master + optimizer + copies + adapters;
     let loss_backward =
         states_no_grad + unsharded + cast_copies + activations_saved + scores + final_norm + logits;
@@ -505,7 +612,7 @@ pub fn breakdown(
         + head_grad;
     // Tied embedding: the embedding's gradient is added to the LM head's (two
     // extra embedding-sized buffers in the gradient dtype).
-    let tied_grad = if arch.tied && layout.pp == 1 && !peft {
+    let tied_grad = if arch.tied && stage == Stage::Only && !peft {
         2.0 * shard(emb * sb.grads, 2).min(emb * sb.grads)
     } else {
         0.0
@@ -619,5 +726,8 @@ pub fn breakdown(
         allocated_peak_bytes,
         peak_bytes,
         activation_bytes: activation_bytes.max(0.0) as u64,
+        model_state_bytes: (states_no_grad + grads + unsharded).round() as u64,
+        saved_activation_bytes: (activations_saved + final_norm).round() as u64,
+        logits_bytes: logits.round() as u64,
     }
 }

@@ -134,6 +134,9 @@ pub enum Checkpointing {
     Selective,
     /// Recompute every layer from its input.
     Full,
+    /// PyTorch op-level selective checkpointing (torchtitan's `selective_ac_option = "op"`):
+    /// keep attention outputs and every other matmul output, recompute the rest.
+    Op,
     /// Recompute this fraction of the layers (0..1).
     Fraction(f64),
 }
@@ -144,6 +147,7 @@ impl Checkpointing {
             Checkpointing::None => "none".into(),
             Checkpointing::Selective => "selective".into(),
             Checkpointing::Full => "full".into(),
+            Checkpointing::Op => "op".into(),
             Checkpointing::Fraction(f) => fmt_num(f),
         }
     }
@@ -152,6 +156,7 @@ impl Checkpointing {
             "none" | "0" => Some(Checkpointing::None),
             "selective" => Some(Checkpointing::Selective),
             "full" | "1" => Some(Checkpointing::Full),
+            "op" => Some(Checkpointing::Op),
             _ => match s.parse::<f64>() {
                 Ok(f) if f > 0.0 && f < 1.0 => Some(Checkpointing::Fraction(f)),
                 _ => None,
@@ -162,7 +167,7 @@ impl Checkpointing {
     pub fn recomputed_fraction(self) -> f64 {
         match self {
             Checkpointing::None | Checkpointing::Selective => 0.0,
-            Checkpointing::Full => 1.0,
+            Checkpointing::Full | Checkpointing::Op => 1.0,
             Checkpointing::Fraction(f) => f,
         }
     }
@@ -490,14 +495,12 @@ impl Plan {
             "tokens" => self.tokens = num!(1e6, 1e15),
             "precision" => self.precision = keyed!(Precision),
             "optimizer" => self.optimizer = keyed!(Optimizer),
-            "ckpt" => {
-                match Checkpointing::from_key(value) {
-                    Some(c) => self.checkpointing = c,
-                    None => return bad(
-                        "expected none, selective, full or a fraction of layers between 0 and 1",
-                    ),
-                }
-            }
+            "ckpt" => match Checkpointing::from_key(value) {
+                Some(c) => self.checkpointing = c,
+                None => return bad(
+                    "expected none, selective, full, op or a fraction of layers between 0 and 1",
+                ),
+            },
             "offload" => self.offload = flag!(),
             "attn" => self.attention = keyed!(Attention),
             "loss" => self.loss = keyed!(Loss),

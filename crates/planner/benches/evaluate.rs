@@ -1,0 +1,55 @@
+//! Speed of one plan evaluation (`cargo bench -p planner --bench evaluate`).
+//! A plain bench binary: times many iterations and prints ns per call.
+
+use planner::memory::breakdown;
+use planner::report::resolve;
+use planner::{evaluate, Plan};
+use std::hint::black_box;
+use std::time::Instant;
+
+fn time<F: FnMut()>(name: &str, iters: u32, mut f: F) -> f64 {
+    for _ in 0..iters / 10 {
+        f();
+    }
+    let start = Instant::now();
+    for _ in 0..iters {
+        f();
+    }
+    let ns = start.elapsed().as_nanos() as f64 / iters as f64;
+    println!("{name:<48} {ns:>10.0} ns/iter");
+    ns
+}
+
+fn main() {
+    // `cargo test --benches` runs this with --test-ish flags; keep it quick then.
+    let quick = std::env::args().any(|a| a == "--test");
+    let iters = if quick { 100 } else { 200_000 };
+    let plans = [
+        Plan::default(),
+        Plan::from_query("model=llama-3.1-70b&seq=131072&precision=fp8&ckpt=full&nodes=4&zero=3")
+            .plan,
+        Plan::from_query("model=mixtral-8x22b&tp=4&pp=4&ep=2&nodes=4&impl=megatron").plan,
+    ];
+    for plan in &plans {
+        let (r, _) = resolve(plan);
+        time(
+            &format!("memory breakdown ({})", r.model_name),
+            iters,
+            || {
+                black_box(breakdown(
+                    black_box(&r.arch),
+                    &r.counts,
+                    black_box(plan),
+                    &r.layout,
+                ));
+            },
+        );
+        time(
+            &format!("full evaluate incl. solvers ({})", r.model_name),
+            iters / 10,
+            || {
+                black_box(evaluate(black_box(plan)));
+            },
+        );
+    }
+}

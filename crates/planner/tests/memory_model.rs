@@ -1,0 +1,241 @@
+//! Hand-derived checks of the memory terms for parallelism and profiles.
+
+use planner::architecture::{preset, Architecture, Mlp, QkNorm};
+use planner::memory::{breakdown, Layout, Term};
+use planner::plan::{Checkpointing, Implementation, Plan, Precision};
+use planner::report::{evaluate, resolve};
+
+fn layout(gpus: u64, tp: u64, pp: u64, dp: u64) -> Layout {
+    Layout {
+        gpus,
+        tp,
+        pp,
+        cp: 1,
+        ep: 1,
+        dp,
+        shard: dp,
+    }
+}
+
+/// Korthikanti et al. 2022 (arXiv 2205.05198) eq. 1: a GPT layer keeps
+/// `s*b*h*(34 + 5*a*s/h)` bytes. With flash attention the `5as/h` scores go,
+/// and without dropout its two 1-byte masks (2h) go too: 32h per token, plus
+/// flash attention's fp32 logsumexp (4a). The megatron profile must give exactly that.
+#[test]
+fn megatron_profile_matches_korthikanti_without_dropout() {
+    let (h, a, layers, s, b) = (6144u64, 48u64, 4u64, 2048u64, 2u64);
+    let arch = Architecture {
+        layers,
+        hidden: h,
+        heads: a,
+        kv_heads: a,
+        head_dim: h / a,
+        ffn: 4 * h,
+        vocab: 51200,
+        tied: true,
+        mlp: Mlp::Gelu,
+        qkv_bias: false,
+        o_bias: false,
+        mlp_bias: false,
+        qk_norm: QkNorm::None,
+        norms_per_layer: 2,
+        attn_sinks: false,
+        max_context: 2048,
+        moe: None,
+    };
+    let plan = Plan {
+        implementation: Implementation::Megatron,
+        precision: Precision::Bf16,
+        seq: s,
+        micro_batch: b,
+        zero: 0,
+        ..Plan::default()
+    };
+    let m = breakdown(&arch, &arch.parameter_counts(), &plan, &layout(1, 1, 1, 1));
+    let per_layer = s * b * (32 * h + 4 * a);
+    let final_norm = s * b * 4 * h;
+    assert_eq!(m.saved_activation_bytes, layers * per_layer + final_norm);
+}
+
+/// Sequence parallelism with tensor parallelism divides every activation by t
+/// (Korthikanti §4.2.2); without SP the norm/residual part stays whole.
+#[test]
+fn tensor_and_sequence_parallel_divide_activations() {
+    let arch = preset("llama-3.1-70b").unwrap().arch.clone();
+    let c = arch.parameter_counts();
+    let base = Plan {
+        model: "llama-3.1-70b".into(),
+        implementation: Implementation::Megatron,
+        zero: 0,
+        ..Plan::default()
+    };
+    let act = |tp: u64, sp: bool| {
+        let p = Plan {
+            tp,
+            sp,
+            ..base.clone()
+        };
+        breakdown(&arch, &c, &p, &layout(8, tp, 1, 8 / tp)).saved_activation_bytes as f64
+    };
+    let ratio = act(1, false) / act(8, true);
+    assert!(
+        (ratio - 8.0).abs() < 1e-6,
+        "TP8+SP divides activations by 8, got {ratio}"
+    );
+    let no_sp = act(8, false);
+    assert!(
+        no_sp > act(8, true) * 1.5,
+        "without SP the LayerNorm part is replicated"
+    );
+}
+
+/// 1F1B: the first stage of p keeps p micro-batches of L/p layers in flight,
+/// i.e. as many layer-activations as the whole model without pipelining
+/// (Narayanan et al. 2021; SPEC §3.3).
+#[test]
+fn pipeline_first_stage_holds_p_microbatches() {
+    let arch = preset("llama-3.1-70b").unwrap().arch.clone();
+    let c = arch.parameter_counts();
+    let plan = Plan {
+        implementation: Implementation::Megatron,
+        zero: 0,
+        grad_accum: 16,
+        loss: planner::plan::Loss::Fused,
+        ..Plan::default()
+    };
+    let layer_act = |pp: u64, vp: u64| {
+        let p = Plan {
+            pp,
+            vp,
+            ..plan.clone()
+        };
+        let m = breakdown(&arch, &c, &p, &layout(8, 1, pp, 8 / pp));
+        m.saved_activation_bytes as f64
+    };
+    let tokens = 8192.0;
+    let final_norm = tokens * 4.0 * 8192.0;
+    let whole = layer_act(1, 1) - final_norm;
+    let first_stage = layer_act(4, 1);
+    assert!(
+        (first_stage / whole - 1.0).abs() < 1e-9,
+        "p=4: {first_stage} vs {whole}"
+    );
+    // Interleaving with vp=2 multiplies by 1 + (p-1)/(p*vp) = 1.375.
+    assert!((layer_act(4, 2) / first_stage - 1.375).abs() < 1e-9);
+}
+
+/// ZeRO-1 (Megatron distributed optimizer) on 8 GPUs: bf16 weights 2 B and
+/// fp32 main grads 4 B stay whole; master (4 B) and AdamW (8 B) split by 8.
+#[test]
+fn megatron_distributed_optimizer_states() {
+    let p = Plan {
+        implementation: Implementation::Megatron,
+        zero: 1,
+        ..Plan::default()
+    };
+    let r = evaluate(&p);
+    let n = 8_030_261_248u64;
+    let terms: std::collections::HashMap<_, _> = r.memory.terms.iter().copied().collect();
+    assert_eq!(terms[&Term::Weights], 2 * n);
+    assert_eq!(terms[&Term::OptimizerStates], (8 * n) / 8);
+    assert_eq!(terms[&Term::MasterWeights], (4 * n) / 8);
+}
+
+#[test]
+fn solvers_find_the_boundary() {
+    let plan = Plan {
+        seq: 4096,
+        ..Plan::default()
+    };
+    let r = evaluate(&plan);
+    let mb = r.max_micro_batch;
+    assert!(mb >= 1);
+    assert!(
+        evaluate(&Plan {
+            micro_batch: mb,
+            ..plan.clone()
+        })
+        .fits
+    );
+    assert!(
+        !evaluate(&Plan {
+            micro_batch: mb + 1,
+            ..plan.clone()
+        })
+        .fits
+    );
+    let s = r.max_sequence;
+    assert!((128..131_072).contains(&s));
+    assert!(
+        evaluate(&Plan {
+            seq: s,
+            ..plan.clone()
+        })
+        .fits
+    );
+    assert!(
+        !evaluate(&Plan {
+            seq: s + 128,
+            ..plan.clone()
+        })
+        .fits
+    );
+}
+
+/// SPEC §3.3: plain logits peak at ~10-12 bytes per element: 42 GB for
+/// V=128256, s=4096, b=8 (our HF profile: 12 B, measured in memory_examples.csv).
+#[test]
+fn logits_term_at_128k_vocab() {
+    let plan = Plan {
+        seq: 4096,
+        micro_batch: 8,
+        zero: 0,
+        ..Plan::default()
+    };
+    let (r, _) = resolve(&plan);
+    let m = breakdown(&r.arch, &r.counts, &plan, &r.layout);
+    assert_eq!(m.logits_bytes, 12 * 4096 * 8 * 128_256);
+    let fused = breakdown(
+        &r.arch,
+        &r.counts,
+        &Plan {
+            loss: planner::plan::Loss::Fused,
+            ..plan.clone()
+        },
+        &r.layout,
+    );
+    assert!(fused.logits_bytes * 8 <= m.logits_bytes);
+}
+
+#[test]
+fn fp8_on_ampere_is_an_error_naming_precision() {
+    let plan = Plan::from_query("precision=fp8&instance=ml.p4d.24xlarge").plan;
+    let r = evaluate(&plan);
+    assert!(r
+        .errors
+        .iter()
+        .any(|e| e.code == "fp8_unsupported" && e.key == Some("precision")));
+}
+
+#[test]
+fn inconsistent_parallelism_is_reported_not_panicking() {
+    for q in [
+        "tp=3",
+        "pp=7",
+        "tp=8&pp=8&nodes=1",
+        "ep=2",
+        "shard=3",
+        "cp=3&seq=1000",
+        "layers=0",
+        "kv_heads=5",
+    ] {
+        let d = Plan::from_query(q);
+        let r = evaluate(&d.plan);
+        assert!(
+            !r.errors.is_empty() || !d.notices.is_empty(),
+            "{q} must be reported"
+        );
+        assert!(r.memory.peak_bytes_per_gpu > 0, "{q} still evaluates");
+    }
+    let _ = Checkpointing::Full;
+}
