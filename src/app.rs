@@ -256,6 +256,9 @@ fn MemoryBar(report: Memo<Report>) -> impl IntoView {
                         <tbody>{rows}</tbody>
                         <tfoot><tr><th>"Total"</th><th class="num">{gib(m.peak_bytes_per_gpu)}</th></tr></tfoot>
                     </table>
+                    <p class=format!("accuracy accuracy-{}", m.accuracy.level) id="accuracy">
+                        {format!("Expected error ±{:.0}%: {}.", m.accuracy.expected_error * 100.0, m.accuracy.note)}
+                    </p>
                 }
             }}
         </div>

@@ -31,6 +31,40 @@ pub struct MemoryReport {
     pub budget_bytes: u64,
     pub usable_is_estimate: bool,
     pub activation_bytes: u64,
+    /// How far this kind of plan has been checked against measurements.
+    pub accuracy: Accuracy,
+}
+
+/// How much to trust the memory figure, by what it was checked against.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Accuracy {
+    /// `measured` (checked row by row), `approximate` (checked, larger error) or `derived` (formulas only).
+    pub level: &'static str,
+    /// Expected relative error, as a fraction (e.g. 0.02).
+    pub expected_error: f64,
+    pub note: &'static str,
+}
+
+fn accuracy(plan: &Plan, layout: &Layout) -> Accuracy {
+    use crate::plan::Implementation;
+    let parallel = layout.tp > 1 || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
+    match (plan.implementation, plan.zero, parallel) {
+        (Implementation::Hf, 0, false) => Accuracy {
+            level: "measured",
+            expected_error: 0.02,
+            note: "HF Transformers + Trainer on one data-parallel rank: matches 120 measured PyTorch steps (median error 0.0%, worst 6.6%)",
+        },
+        (Implementation::Hf, _, false) => Accuracy {
+            level: "approximate",
+            expected_error: 0.15,
+            note: "FSDP/ZeRO sharding: within 13% of torchtitan's measured 8B peaks, usually below them; keep 10-15% headroom",
+        },
+        _ => Accuracy {
+            level: "derived",
+            expected_error: 0.2,
+            note: "tensor/pipeline/context/expert parallelism and the Megatron profile follow the published formulas (Korthikanti et al. 2022, Narayanan et al. 2021) but are not checked against a measurement here",
+        },
+    }
 }
 
 fn terms_as_map<S: Serializer>(terms: &[(memory::Term, u64)], s: S) -> Result<S::Ok, S::Error> {
@@ -363,6 +397,7 @@ pub fn evaluate(plan: &Plan) -> Report {
             budget_bytes: budget,
             usable_is_estimate: r.gpu.usable_is_estimate(),
             activation_bytes: mem.activation_bytes,
+            accuracy: accuracy(plan, &r.layout),
         },
         fits,
         max_micro_batch,
