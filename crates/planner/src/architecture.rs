@@ -219,6 +219,24 @@ impl Architecture {
         }
     }
 
+    /// LoRA adapter parameters of one layer at `rank`, targeting every Linear
+    /// (q, k, v, o and the MLP matrices of every expert): `r * (in + out)` each.
+    pub fn lora_params_per_layer(&self, rank: u64) -> f64 {
+        let r = rank as f64;
+        let h = self.hidden as f64;
+        let (q, kv) = (self.q_width() as f64, self.kv_width() as f64);
+        let f = self
+            .moe
+            .as_ref()
+            .map_or(self.ffn as f64, |m| m.expert_ffn as f64);
+        let mlp_mats = self.mlp.matrices() as f64
+            * self
+                .moe
+                .as_ref()
+                .map_or(1.0, |m| (m.experts + m.shared) as f64);
+        r * ((h + q) * 2.0 + (h + kv) * 2.0) + r * (h + f) * mlp_mats
+    }
+
     /// Check the shape for values that make no sense; each message names its field.
     pub fn validate(&self) -> Vec<(&'static str, String)> {
         let mut errs = Vec::new();

@@ -21,6 +21,8 @@ pub struct Gpu {
     #[serde(default)]
     pub fp4_dense_tflops: Option<f64>,
     #[serde(default)]
+    pub fp32_tflops: Option<f64>,
+    #[serde(default)]
     pub fp8_tensor_cores: bool,
     #[serde(default)]
     pub fp4_tensor_cores: bool,
@@ -61,8 +63,31 @@ pub struct Instance {
     pub price_usd_hr: Option<f64>,
     #[serde(default)]
     pub price_confidence: String,
+    /// Network bandwidth per instance in Gbit/s: a number, "up to N", or absent.
+    #[serde(default)]
+    pub network_gbps: serde_json::Value,
     #[serde(default)]
     pub source: String,
+}
+
+impl Instance {
+    /// Sustained network bandwidth per instance, Gbit/s ("up to N" counts as N/4,
+    /// the burst-credit baseline of such instances; unknown as 10).
+    pub fn network_gbps(&self) -> f64 {
+        match &self.network_gbps {
+            serde_json::Value::Number(n) => n.as_f64().unwrap_or(10.0),
+            serde_json::Value::String(s) => s
+                .trim_start_matches("up to ")
+                .parse::<f64>()
+                .map(|x| x / 4.0)
+                .unwrap_or(10.0),
+            _ => 10.0,
+        }
+    }
+    /// Whether the price is a recalled figure rather than a verified one.
+    pub fn price_is_uncertain(&self) -> bool {
+        self.price_confidence != "verified"
+    }
 }
 
 #[derive(Deserialize)]

@@ -3,10 +3,13 @@
 //! the page (wasm32), the `plan` CLI and the tests.
 
 pub mod architecture;
+pub mod calibration;
+pub mod cost;
 pub mod hardware;
 pub mod memory;
 pub mod plan;
 pub mod report;
+pub mod throughput;
 pub mod warnings;
 
 pub use plan::{Decoded, Plan};

@@ -448,21 +448,8 @@ fn stage_breakdown(
         linear_params(counts) / counts.per_layer.max(1) as f64 * layers_stage * layer_params;
     let copies = shard(linear_stage * sb.copies, 3);
     let adapters = if peft {
-        let r = plan.lora_rank as f64;
-        let h = arch.hidden as f64;
-        let (q, kv) = (arch.q_width() as f64, arch.kv_width() as f64);
-        let f = arch
-            .moe
-            .as_ref()
-            .map_or(arch.ffn as f64, |m| m.expert_ffn as f64);
-        let mlp_mats = arch.mlp.matrices() as f64
-            * arch
-                .moe
-                .as_ref()
-                .map_or(1.0, |m| (m.experts + m.shared) as f64);
-        let per_layer = r * ((h + q) * 2.0 + (h + kv) * 2.0) + r * (h + f) * mlp_mats;
         // fp32 adapter weights, grads and AdamW moments: 16 B/param.
-        per_layer * layers_stage / t * 16.0
+        arch.lora_params_per_layer(plan.lora_rank) * layers_stage / t * 16.0
     } else {
         0.0
     };

@@ -130,11 +130,48 @@ pub fn check(r: &Resolved<'_>, report: &Report, mem: &MemoryBreakdown) -> Vec<Me
             format!("sequence {} is longer than the model's trained context ({}): quality needs long-context training (RoPE scaling)", plan.seq, arch.max_context),
         ));
     }
-    if plan.micro_batch == 1 && report.parameters > 30_000_000_000 && plan.grad_accum < 4 {
+    if plan.micro_batch == 1 && report.parameters > 30_000_000_000 && report.throughput.mfu < 0.3 {
         out.push(warn(
-            "micro_batch_one_large_model",
-            "ga",
-            "micro-batch 1 on a large model with little accumulation leaves the GPUs waiting on communication: raise gradient accumulation".into(),
+            "micro_batch_one_low_utilisation",
+            "mb",
+            format!(
+                "micro-batch 1 on a {:.0}B model runs at {:.0}% MFU: a larger micro-batch (or more accumulation) amortises communication and kernel overheads",
+                report.parameters as f64 / 1e9,
+                report.throughput.mfu * 100.0
+            ),
+        ));
+    }
+    let ck = &report.checkpoint;
+    if ck.wall_share > 0.03 {
+        let fix = if plan.async_save {
+            "save less often (raise save_every)"
+        } else {
+            "save asynchronously (async_save=1) or less often"
+        };
+        out.push(warn(
+            "checkpoint_overhead",
+            if plan.async_save { "save_every" } else { "async_save" },
+            format!(
+                "saving checkpoints ({:.0} GB each, {:.0} s per save) takes {:.1}% of wall time: {fix}",
+                ck.size_bytes as f64 / 1e9,
+                ck.seconds_per_save,
+                ck.wall_share * 100.0
+            ),
+        ));
+    }
+    if report.cost.total_usd.is_none() {
+        out.push(warn(
+            "price_unknown",
+            "price",
+            format!("no SageMaker price is known for {}: enter the hourly price you pay (price=) to see the cost", report.instance),
+        ));
+    } else if report.cost.price_source.contains("recalled")
+        || report.cost.price_source.contains("UNCERTAIN")
+    {
+        out.push(warn(
+            "price_uncertain",
+            "price",
+            format!("the catalogue price for {} is recalled, not verified: check the SageMaker pricing page and enter yours (price=)", report.instance),
         ));
     }
     if matches!(plan.precision, Precision::Fp32) {

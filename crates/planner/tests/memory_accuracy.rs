@@ -12,11 +12,8 @@ use planner::hardware;
 use planner::memory::{breakdown, Layout};
 use planner::plan::{Attention, Checkpointing, Optimizer, Plan, Precision};
 
-#[path = "support/csv.rs"]
-mod csv;
-
-fn row_plan(r: &csv::Row) -> Option<(Architecture, Plan)> {
-    let n = |k: &str| r.num(k) as u64;
+fn row_plan(r: &planner::calibration::Row) -> Option<(Architecture, Plan)> {
+    let n = |k: &str| r.num(k).expect(k) as u64;
     let arch = Architecture {
         layers: n("layers"),
         hidden: n("hidden"),
@@ -70,7 +67,7 @@ fn row_plan(r: &csv::Row) -> Option<(Architecture, Plan)> {
 
 #[test]
 fn hf_profile_matches_measured_peaks() {
-    let rows = csv::read(include_str!("data/memory_examples.csv"));
+    let rows = planner::calibration::read_csv(include_str!("data/memory_examples.csv"));
     assert_eq!(
         rows.len(),
         120,
@@ -95,12 +92,12 @@ fn hf_profile_matches_measured_peaks() {
         let counts = arch.parameter_counts();
         assert_eq!(
             counts.total,
-            r.num("n_params") as u64,
+            r.num("n_params").expect("n_params") as u64,
             "parameter count of {}",
             r.get("model")
         );
         let m = breakdown(&arch, &counts, &plan, &layout);
-        let measured = r.num("peak_bytes");
+        let measured = r.num("peak_bytes").expect("peak_bytes");
         let predicted = m.allocated_peak_bytes as f64;
         let e = 100.0 * (predicted - measured) / measured;
         println!(

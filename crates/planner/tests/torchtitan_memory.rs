@@ -6,28 +6,25 @@
 use planner::plan::{Checkpointing, Plan, Precision};
 use planner::report::evaluate;
 
-#[path = "support/csv.rs"]
-mod csv;
-
 #[test]
 fn torchtitan_fsdp_rows_within_bounds() {
-    let rows = csv::read(include_str!("data/calibration.csv"));
+    let rows = planner::calibration::read_csv(include_str!("../data/calibration.csv"));
     let mut table = Vec::new();
     for r in rows
         .iter()
-        .filter(|r| r.opt("measured_peak_mem_gib").is_some())
+        .filter(|r| r.num("measured_peak_mem_gib").is_some())
     {
         let model = match r.get("model") {
             m if m.contains("70B") => "llama-3.1-70b",
             _ => "llama-3.1-8b",
         };
-        let gpus = r.num("gpus") as u64;
+        let gpus = r.num("gpus").expect("gpus") as u64;
         let mut plan = Plan {
             model: model.into(),
-            seq: r.num("seq_len") as u64,
-            micro_batch: r.num("micro_batch") as u64,
+            seq: r.num("seq_len").expect("seq_len") as u64,
+            micro_batch: r.num("micro_batch").expect("micro_batch") as u64,
             zero: 3,
-            tp: r.num("tp") as u64,
+            tp: r.num("tp").expect("tp") as u64,
             // H100 nodes of 8 GPUs (ml.p5.48xlarge has the same GPU count).
             instance: "ml.p5.48xlarge".into(),
             nodes: gpus / 8,
@@ -45,7 +42,9 @@ fn torchtitan_fsdp_rows_within_bounds() {
             _ => Checkpointing::Op,
         };
         let rep = evaluate(&plan);
-        let measured = r.num("measured_peak_mem_gib");
+        let measured = r
+            .num("measured_peak_mem_gib")
+            .expect("measured_peak_mem_gib");
         // max_reserved: allocated + fragmentation + cuBLAS workspaces, no CUDA context.
         let reserved = rep.memory.peak_bytes_per_gpu - planner::memory::CUDA_CONTEXT_BYTES;
         let predicted = reserved as f64 / (1u64 << 30) as f64;

@@ -2,10 +2,14 @@
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string";
+const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string\n  plan calibrate [--fit] [--markdown]     predicted vs measured throughput (data/calibration.csv)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("calibrate") {
+        calibrate(&args[1..]);
+        return ExitCode::SUCCESS;
+    }
     let (cmd, query) = match args.as_slice() {
         [cmd] => (cmd.as_str(), ""),
         [cmd, q] => (cmd.as_str(), q.as_str()),
@@ -48,4 +52,57 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// Print the calibration table (and, with --fit, refit the parameters).
+fn calibrate(flags: &[String]) {
+    use planner::calibration::{fit, median_abs_error, predictions};
+    let md = flags.iter().any(|f| f == "--markdown");
+    if flags.iter().any(|f| f == "--fit") {
+        for (g, e, loss) in fit() {
+            println!("{g:?}: gemm {:.3} fp8_gemm {:.3} attention {:.3} overlap {:.3} (mean |ln error| {loss:.3})", e.gemm, e.fp8_gemm, e.attention, e.overlap);
+        }
+        return;
+    }
+    let preds = predictions();
+    if md {
+        println!("| row | GPU generation | measured tok/s/GPU | predicted | error |");
+        println!("|---|---|---:|---:|---:|");
+    } else {
+        println!(
+            "{:<34} {:<20} {:>12} {:>12} {:>8}",
+            "row", "generation", "measured", "predicted", "error"
+        );
+    }
+    for p in &preds {
+        let g = format!("{:?}", p.generation);
+        if md {
+            println!(
+                "| {} | {g} | {:.0} | {:.0} | {:+.1}% |",
+                p.id, p.measured, p.predicted, p.error_percent
+            );
+        } else {
+            println!(
+                "{:<34} {g:<20} {:>12.0} {:>12.0} {:>+7.1}%",
+                p.id, p.measured, p.predicted, p.error_percent
+            );
+        }
+    }
+    let worst = preds
+        .iter()
+        .max_by(|a, b| a.error_percent.abs().total_cmp(&b.error_percent.abs()));
+    let median = median_abs_error(&preds);
+    if let Some(w) = worst {
+        let line = format!(
+            "rows: {}  median |error|: {median:.1}%  worst: {} ({:+.1}%)",
+            preds.len(),
+            w.id,
+            w.error_percent
+        );
+        if md {
+            println!("\n{line}");
+        } else {
+            println!("{line}");
+        }
+    }
 }

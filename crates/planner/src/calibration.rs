@@ -1,0 +1,354 @@
+//! Published training throughput (data/calibration.csv, a copy of
+//! ../shared/data/calibration.csv) and the model's error on it.
+
+use crate::architecture::{Architecture, Mlp, QkNorm};
+use crate::hardware;
+use crate::memory::Layout;
+use crate::plan::{Checkpointing, Implementation, Plan, Precision};
+use crate::throughput::{efficiency, generation, throughput, Efficiency, Fabric, Generation};
+use serde::Serialize;
+
+/// One row of a CSV file, by column name.
+pub struct Row {
+    header: std::rc::Rc<Vec<String>>,
+    fields: Vec<String>,
+}
+
+impl Row {
+    pub fn get(&self, key: &str) -> &str {
+        self.header
+            .iter()
+            .position(|h| h == key)
+            .and_then(|i| self.fields.get(i))
+            .map(String::as_str)
+            .unwrap_or("")
+    }
+    pub fn num(&self, key: &str) -> Option<f64> {
+        self.get(key).trim().parse().ok()
+    }
+}
+
+fn split(line: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        let cell = out.last_mut().expect("one cell");
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                cell.push('"');
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(String::new()),
+            c => cell.push(c),
+        }
+    }
+    out
+}
+
+/// Read a CSV file with a header line; quoted fields may hold commas.
+pub fn read_csv(text: &str) -> Vec<Row> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header = std::rc::Rc::new(lines.next().map(split).unwrap_or_default());
+    lines
+        .map(|l| Row {
+            header: header.clone(),
+            fields: split(l),
+        })
+        .collect()
+}
+
+/// The reference measurements, compiled in.
+pub const CALIBRATION_CSV: &str = include_str!("../data/calibration.csv");
+
+/// A calibration row turned into a plan on its own hardware.
+pub struct Case {
+    pub id: String,
+    pub arch: Architecture,
+    pub plan: Plan,
+    pub layout: Layout,
+    pub gpu: &'static hardware::Gpu,
+    pub fabric: Fabric,
+    pub measured_tokens_per_s_per_gpu: f64,
+    /// Step time the source reports, where it does.
+    pub measured_step_seconds: Option<f64>,
+}
+
+fn gpu_of(name: &str) -> Option<&'static hardware::Gpu> {
+    let id = match name {
+        "GB200" => "GB200 (B200 in NVL72)",
+        "GB300" => "GB300 (B300 in NVL72)",
+        "B200 (DGX)" => "B200",
+        "H100 80GB (DGX)" => "H100-80GB-SXM",
+        "H100 96GB HBM2e 500W" => "H100-96GB-HBM2e-500W",
+        "A100 80GB" => "A100-80GB",
+        _ => return None,
+    };
+    hardware::gpu(id)
+}
+
+/// Rows with a measured tokens/s per GPU or step time, as cases.
+pub fn cases() -> Vec<Case> {
+    read_csv(CALIBRATION_CSV).iter().filter_map(case).collect()
+}
+
+fn case(r: &Row) -> Option<Case> {
+    let id = r.get("id").to_string();
+    let gpu = gpu_of(r.get("gpu_type"))?;
+    let num = |k: &str| r.num(k);
+    let (layers, hidden, heads) = (
+        num("layers")? as u64,
+        num("hidden")? as u64,
+        num("heads")? as u64,
+    );
+    let model = r.get("model");
+    let llama = model.starts_with("Llama");
+    let arch = Architecture {
+        layers,
+        hidden,
+        heads,
+        kv_heads: num("kv_heads")? as u64,
+        head_dim: hidden / heads,
+        ffn: num("ffn")? as u64,
+        // GPT-3's vocabulary is padded to 51200 in NeMo.
+        vocab: num("vocab").unwrap_or(51200.0) as u64,
+        tied: false,
+        mlp: if llama { Mlp::Swiglu } else { Mlp::Gelu },
+        qkv_bias: false,
+        o_bias: false,
+        mlp_bias: false,
+        qk_norm: QkNorm::None,
+        norms_per_layer: 2,
+        attn_sinks: false,
+        max_context: 0,
+        moe: None,
+    };
+    let gpus = num("gpus")? as u64;
+    let mb = num("micro_batch")? as u64;
+    let tp = num("tp").unwrap_or(1.0) as u64;
+    let pp = num("pp").unwrap_or(1.0) as u64;
+    let cp = num("cp").unwrap_or(1.0) as u64;
+    let dp = gpus / (tp * pp * cp);
+    let gb = num("global_batch")? as u64;
+    let notes = r.get("notes");
+    let step = notes
+        .split("step_time_s=")
+        .nth(1)
+        .and_then(|s| s.split([';', ' ']).next())
+        .and_then(|s| s.parse::<f64>().ok());
+    let seq = num("seq_len")? as u64;
+    let measured = match (num("measured_tokens_per_s_per_gpu"), step) {
+        (Some(t), _) => t,
+        (None, Some(st)) => (gb * seq) as f64 / st / gpus as f64,
+        _ => return None,
+    };
+    let torchtitan = id.starts_with("tt_");
+    let precision = if r.get("precision").starts_with("FP8") {
+        Precision::Fp8
+    } else {
+        Precision::Bf16
+    };
+    let fsdp = r.get("zero_or_fsdp");
+    let zero = if fsdp.contains("FSDP") && !fsdp.contains("FSDP=0") {
+        3
+    } else {
+        1
+    };
+    let ac = r.get("activation_checkpointing");
+    let checkpointing = if ac.starts_with("full") {
+        Checkpointing::Full
+    } else if ac.starts_with("selective op") || (torchtitan && ac.starts_with("selective")) {
+        Checkpointing::Op
+    } else if ac.starts_with("selective") {
+        Checkpointing::Selective
+    } else {
+        Checkpointing::None
+    };
+    let vp = notes
+        .split("VP=")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    // The 2021-22 Megatron papers predate flash attention: their attention
+    // materialises the scores (that is what selective recomputation drops).
+    let attention = if id.starts_with("korthikanti") || id.starts_with("megatron21") {
+        crate::plan::Attention::Eager
+    } else {
+        crate::plan::Attention::Flash
+    };
+    let plan = Plan {
+        model: "custom".into(),
+        attention,
+        seq,
+        micro_batch: mb,
+        grad_accum: (gb / (mb * dp)).max(1),
+        precision,
+        checkpointing,
+        implementation: if torchtitan {
+            Implementation::Hf
+        } else {
+            Implementation::Megatron
+        },
+        zero,
+        tp,
+        sp: tp > 1 && !ac.contains("no SP"),
+        pp,
+        vp,
+        cp,
+        ..Plan::default()
+    };
+    let layout = Layout {
+        gpus,
+        tp,
+        pp,
+        cp,
+        ep: 1,
+        dp,
+        shard: dp,
+    };
+    // NVL72 racks share one NVLink domain; DGX nodes have 8 GPUs with one
+    // 400 Gb/s NIC each (A100: 200 Gb/s).
+    let nvl72 = gpu.id.starts_with("GB");
+    let nic = if gpu.id.starts_with("A100") {
+        25e9
+    } else {
+        50e9
+    };
+    let fabric = Fabric {
+        gpus_per_domain: if nvl72 { 72 } else { 8 },
+        intra_bw: gpu.nvlink_gbs_per_gpu.unwrap_or(600.0) / 2.0 * 1e9 * 0.8,
+        inter_bw: nic * 0.8,
+    };
+    Some(Case {
+        id,
+        arch,
+        plan,
+        layout,
+        gpu,
+        fabric,
+        measured_tokens_per_s_per_gpu: measured,
+        measured_step_seconds: step,
+    })
+}
+
+/// The model's prediction for one case.
+#[derive(Clone, Debug, Serialize)]
+pub struct Prediction {
+    pub id: String,
+    pub generation: Generation,
+    pub measured: f64,
+    pub predicted: f64,
+    /// (predicted - measured) / measured, percent.
+    pub error_percent: f64,
+    pub measured_step_seconds: Option<f64>,
+    pub predicted_step_seconds: f64,
+}
+
+pub fn predict_with(case: &Case, eff: &Efficiency) -> Prediction {
+    let counts = case.arch.parameter_counts();
+    let tp = throughput(
+        &case.arch,
+        &counts,
+        &case.plan,
+        &case.layout,
+        case.gpu,
+        &case.fabric,
+        eff,
+    );
+    let predicted = tp.tokens_per_second_per_gpu;
+    Prediction {
+        id: case.id.clone(),
+        generation: generation(case.gpu),
+        measured: case.measured_tokens_per_s_per_gpu,
+        predicted,
+        error_percent: 100.0 * (predicted - case.measured_tokens_per_s_per_gpu)
+            / case.measured_tokens_per_s_per_gpu,
+        measured_step_seconds: case.measured_step_seconds,
+        predicted_step_seconds: tp.step_seconds,
+    }
+}
+
+/// Predictions with the calibrated parameters.
+pub fn predictions() -> Vec<Prediction> {
+    cases()
+        .iter()
+        .map(|c| predict_with(c, &efficiency(generation(c.gpu))))
+        .collect()
+}
+
+/// Median of absolute percentage errors.
+pub fn median_abs_error(p: &[Prediction]) -> f64 {
+    let mut e: Vec<f64> = p.iter().map(|x| x.error_percent.abs()).collect();
+    e.sort_by(|a, b| a.total_cmp(b));
+    if e.is_empty() {
+        return 0.0;
+    }
+    let n = e.len();
+    if n % 2 == 1 {
+        e[n / 2]
+    } else {
+        (e[n / 2 - 1] + e[n / 2]) / 2.0
+    }
+}
+
+/// Fit the efficiency parameters of each generation by coordinate descent on
+/// the mean absolute log error of its rows (global parameters shared).
+pub fn fit() -> Vec<(Generation, Efficiency, f64)> {
+    let cases = cases();
+    let gens = [
+        Generation::Ampere,
+        Generation::Hopper,
+        Generation::HopperPowerCapped,
+        Generation::Blackwell,
+    ];
+    let mut out = Vec::new();
+    for g in gens {
+        let mine: Vec<&Case> = cases.iter().filter(|c| generation(c.gpu) == g).collect();
+        let loss = |e: &Efficiency| -> f64 {
+            mine.iter()
+                .map(|c| {
+                    let p = predict_with(c, e);
+                    (p.predicted / p.measured).ln().abs()
+                })
+                .sum::<f64>()
+                / mine.len().max(1) as f64
+        };
+        let mut best = efficiency(g);
+        let mut best_loss = loss(&best);
+        // Fit only what the rows of this generation can tell apart, within
+        // physical bounds: BF16 GEMM efficiency where BF16 rows exist, FP8
+        // where FP8 rows exist, and flash-attention efficiency.
+        let has_bf16 = mine.iter().any(|c| c.plan.precision == Precision::Bf16);
+        let has_fp8 = mine.iter().any(|c| c.plan.precision == Precision::Fp8);
+        for _round in 0..60 {
+            let mut improved = false;
+            for i in 0..3 {
+                if (i == 0 && !has_bf16) || (i == 1 && !has_fp8) {
+                    continue;
+                }
+                for factor in [0.9, 0.95, 0.98, 0.995, 1.005, 1.02, 1.05, 1.1] {
+                    let mut e = best;
+                    let (slot, lo, hi) = match i {
+                        0 => (&mut e.gemm, 0.5, 0.85),
+                        1 => (&mut e.fp8_gemm, 0.35, 0.75),
+                        _ => (&mut e.attention, 0.25, 0.7),
+                    };
+                    *slot = (*slot * factor).clamp(lo, hi);
+                    let l = loss(&e);
+                    if l < best_loss - 1e-9 {
+                        best = e;
+                        best_loss = l;
+                        improved = true;
+                    }
+                }
+            }
+            if !improved {
+                break;
+            }
+        }
+        out.push((g, best, best_loss));
+    }
+    out
+}

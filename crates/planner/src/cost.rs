@@ -1,0 +1,152 @@
+//! Time to train, GPU-hours, USD, and the cost of saving checkpoints.
+
+use crate::architecture::ParameterCounts;
+use crate::hardware::Instance;
+use crate::plan::{Plan, Precision, SaveKind, Training};
+use crate::throughput::Throughput;
+use serde::Serialize;
+
+/// SageMaker managed spot training typically bills 60-70% below on-demand;
+/// we assume 65% off. The real discount varies by region and hour.
+pub const SPOT_DISCOUNT: f64 = 0.65;
+
+/// Host staging bandwidth per GPU for an asynchronous save (PCIe, GB/s).
+const ASYNC_STAGING_GBPS: f64 = 20.0;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Checkpointing {
+    /// Bytes written per save, whole job.
+    pub size_bytes: u64,
+    /// Seconds one save takes to reach the destination.
+    pub seconds_per_save: f64,
+    /// Seconds of training blocked per save (all of it when synchronous).
+    pub blocking_seconds_per_save: f64,
+    pub saves: u64,
+    /// Share of wall time spent blocked on saving.
+    pub wall_share: f64,
+    /// The same share if saving were synchronous (for comparison).
+    pub wall_share_sync: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Time {
+    pub steps: u64,
+    pub training_hours: f64,
+    pub checkpoint_hours: f64,
+    pub total_hours: f64,
+    pub gpu_hours: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Cost {
+    /// USD per instance-hour used (the user's override, else the catalogue's).
+    pub price_per_instance_hour: Option<f64>,
+    /// `user`, `catalogue (recalled, uncertain)` or `unknown`.
+    pub price_source: String,
+    pub total_usd: Option<f64>,
+    pub spot_usd: Option<f64>,
+    pub usd_per_million_tokens: Option<f64>,
+}
+
+/// Bytes one checkpoint writes for this plan.
+pub fn checkpoint_bytes(plan: &Plan, counts: &ParameterCounts, adapter_params: f64) -> u64 {
+    let p = counts.total as f64;
+    let bytes = match (plan.save, plan.train) {
+        (SaveKind::Adapter, _) | (_, Training::Lora | Training::Qlora) => {
+            adapter_params
+                * 2.0
+                * if plan.save == SaveKind::Full {
+                    8.0
+                } else {
+                    1.0
+                }
+        }
+        // bf16 (or fp32) weights, as exported for inference
+        (SaveKind::Weights, _) => {
+            p * if plan.precision == Precision::Fp32 {
+                4.0
+            } else {
+                2.0
+            }
+        }
+        // resumable: fp32 weights (or bf16 + fp32 master) and optimizer states
+        (SaveKind::Full, _) => {
+            p * (4.0
+                + match plan.optimizer {
+                    crate::plan::Optimizer::Adamw | crate::plan::Optimizer::AdamwForeach => 8.0,
+                    crate::plan::Optimizer::Adamw8bit => 2.0,
+                    crate::plan::Optimizer::Adafactor => 0.1,
+                    crate::plan::Optimizer::Sgd => 4.0,
+                })
+        }
+    };
+    bytes as u64
+}
+
+/// Time, checkpoint overhead and cost.
+pub fn estimate(
+    plan: &Plan,
+    counts: &ParameterCounts,
+    adapter_params: f64,
+    tp: &Throughput,
+    instance: &Instance,
+    gpus: u64,
+) -> (Time, Checkpointing, Cost) {
+    let steps = (plan.tokens / tp.tokens_per_step.max(1) as f64)
+        .ceil()
+        .max(1.0) as u64;
+    let training_seconds = steps as f64 * tp.step_seconds;
+    let size = checkpoint_bytes(plan, counts, adapter_params);
+    // Every node writes its shard in parallel at the destination bandwidth.
+    let write_bw = plan.save_bw * 1e9 * plan.nodes.max(1) as f64;
+    let seconds_per_save = size as f64 / write_bw;
+    let staging = size as f64 / (gpus.max(1) as f64 * ASYNC_STAGING_GBPS * 1e9);
+    let blocking = if plan.async_save {
+        staging.min(seconds_per_save)
+    } else {
+        seconds_per_save
+    };
+    let saves = steps.checked_div(plan.save_every).unwrap_or(0);
+    let interval = plan.save_every.max(1) as f64 * tp.step_seconds;
+    let share = |block: f64| {
+        if saves == 0 {
+            0.0
+        } else {
+            block / (interval + block)
+        }
+    };
+    let checkpoint_seconds = saves as f64 * blocking;
+    let total_hours = (training_seconds + checkpoint_seconds) / 3600.0;
+    let time = Time {
+        steps,
+        training_hours: training_seconds / 3600.0,
+        checkpoint_hours: checkpoint_seconds / 3600.0,
+        total_hours,
+        gpu_hours: total_hours * gpus as f64,
+    };
+    let ckpt = Checkpointing {
+        size_bytes: size,
+        seconds_per_save,
+        blocking_seconds_per_save: blocking,
+        saves,
+        wall_share: share(blocking),
+        wall_share_sync: share(seconds_per_save),
+    };
+    let (price, source) = match (plan.price, instance.price_usd_hr) {
+        (Some(p), _) => (Some(p), "user".to_string()),
+        (None, Some(p)) => (
+            Some(p),
+            format!("catalogue ({})", instance.price_confidence),
+        ),
+        (None, None) => (None, "unknown".to_string()),
+    };
+    let total = price.map(|p| p * plan.nodes.max(1) as f64 * total_hours);
+    let cost = Cost {
+        price_per_instance_hour: price,
+        price_source: source,
+        total_usd: total,
+        spot_usd: total.map(|t| t * (1.0 - SPOT_DISCOUNT)),
+        usd_per_million_tokens: total.map(|t| t / (plan.tokens / 1e6)),
+    };
+    (time, ckpt, cost)
+}
