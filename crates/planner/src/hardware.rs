@@ -107,6 +107,37 @@ fn catalog() -> &'static Catalog {
     })
 }
 
+/// A GPU and an instance type built from the plan's custom figures.
+pub fn custom(c: &crate::plan::CustomGpu) -> (Gpu, Instance) {
+    let fp8 = c.fp8_tflops > 0.0;
+    let gpu = Gpu {
+        id: "Custom GPU".into(),
+        memory_gb: c.memory_gb,
+        usable_gib_approx: None,
+        mem_bw_tbs: c.bandwidth_tbs,
+        bf16_dense_tflops: Some(c.bf16_tflops),
+        fp8_dense_tflops: fp8.then_some(c.fp8_tflops),
+        fp4_dense_tflops: None,
+        fp32_tflops: Some(c.bf16_tflops / 16.0),
+        fp8_tensor_cores: fp8,
+        fp4_tensor_cores: false,
+        nvlink_gbs_per_gpu: (c.nvlink_gbs > 0.0).then_some(c.nvlink_gbs),
+        source: "entered by the user".into(),
+    };
+    let instance = Instance {
+        instance_type: "custom".into(),
+        gpu: gpu.id.clone(),
+        gpu_count: c.per_node.max(1),
+        efa_supported: true,
+        multi_node_efa_training: true,
+        price_usd_hr: None,
+        price_confidence: "unknown".into(),
+        network_gbps: serde_json::Value::from(c.network_gbps),
+        source: "entered by the user".into(),
+    };
+    (gpu, instance)
+}
+
 pub fn gpus() -> &'static [Gpu] {
     &catalog().gpus
 }

@@ -196,6 +196,40 @@ impl ArchOverrides {
     }
 }
 
+/// A GPU that is not in the catalogue (`instance=custom`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CustomGpu {
+    /// Memory per GPU, decimal GB.
+    pub memory_gb: f64,
+    /// Dense BF16 peak, TFLOP/s.
+    pub bf16_tflops: f64,
+    /// Dense FP8 peak, TFLOP/s (0: no FP8 tensor cores).
+    pub fp8_tflops: f64,
+    /// HBM bandwidth, TB/s.
+    pub bandwidth_tbs: f64,
+    /// GPUs per node.
+    pub per_node: u64,
+    /// NVLink bandwidth per GPU, bidirectional GB/s (0: PCIe only).
+    pub nvlink_gbs: f64,
+    /// Network per node, Gbit/s.
+    pub network_gbps: f64,
+}
+
+impl Default for CustomGpu {
+    /// H100 SXM-like figures (data/hardware.json).
+    fn default() -> Self {
+        CustomGpu {
+            memory_gb: 80.0,
+            bf16_tflops: 989.4,
+            fp8_tflops: 1978.9,
+            bandwidth_tbs: 3.35,
+            per_node: 8,
+            nvlink_gbs: 900.0,
+            network_gbps: 3200.0,
+        }
+    }
+}
+
 /// Every input of a plan. `Plan::default()` is the page's opening plan.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Plan {
@@ -229,6 +263,8 @@ pub struct Plan {
     pub cp: u64,
     pub ep: u64,
     pub instance: String,
+    /// The GPU when `instance` is `custom`.
+    pub custom_gpu: CustomGpu,
     pub nodes: u64,
     pub spot: bool,
     /// USD per instance-hour, overriding the catalogue.
@@ -280,6 +316,7 @@ impl Default for Plan {
             cp: 1,
             ep: 1,
             instance: "ml.p6-b200.48xlarge".into(),
+            custom_gpu: CustomGpu::default(),
             nodes: 1,
             spot: false,
             price: None,
@@ -513,8 +550,15 @@ impl Plan {
             "vp" => self.vp = int!(1, 64),
             "cp" => self.cp = int!(1, 1024),
             "ep" => self.ep = int!(1, 1024),
+            "gpu_mem" => self.custom_gpu.memory_gb = num!(1.0, 10_000.0),
+            "gpu_bf16" => self.custom_gpu.bf16_tflops = num!(1.0, 1_000_000.0),
+            "gpu_fp8" => self.custom_gpu.fp8_tflops = num!(0.0, 1_000_000.0),
+            "gpu_bw" => self.custom_gpu.bandwidth_tbs = num!(0.01, 1000.0),
+            "gpu_count" => self.custom_gpu.per_node = int!(1, 1024),
+            "gpu_nvlink" => self.custom_gpu.nvlink_gbs = num!(0.0, 100_000.0),
+            "gpu_net" => self.custom_gpu.network_gbps = num!(0.0, 1_000_000.0),
             "instance" => {
-                if crate::hardware::instance(value).is_some() {
+                if value == "custom" || crate::hardware::instance(value).is_some() {
                     self.instance = value.to_string();
                 } else {
                     return bad("unknown SageMaker instance type");
@@ -597,6 +641,16 @@ impl Plan {
         }
         out.push(("sp", flag(self.sp).into()));
         out.push(("instance", self.instance.clone()));
+        if self.instance == "custom" {
+            let g = &self.custom_gpu;
+            out.push(("gpu_mem", fmt_num(g.memory_gb)));
+            out.push(("gpu_bf16", fmt_num(g.bf16_tflops)));
+            out.push(("gpu_fp8", fmt_num(g.fp8_tflops)));
+            out.push(("gpu_bw", fmt_num(g.bandwidth_tbs)));
+            out.push(("gpu_count", g.per_node.to_string()));
+            out.push(("gpu_nvlink", fmt_num(g.nvlink_gbs)));
+            out.push(("gpu_net", fmt_num(g.network_gbps)));
+        }
         out.push(("nodes", self.nodes.to_string()));
         out.push(("spot", flag(self.spot).into()));
         if let Some(p) = self.price {

@@ -9,6 +9,7 @@ use crate::throughput::{self, Fabric, Generation, Throughput};
 use crate::warnings;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
+use std::borrow::Cow;
 
 /// A problem or advice with a stable code, tied to the input key it concerns.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -111,8 +112,8 @@ pub struct Resolved<'a> {
     pub arch: Architecture,
     pub model_name: String,
     pub counts: ParameterCounts,
-    pub gpu: &'static Gpu,
-    pub instance: &'static Instance,
+    pub gpu: Cow<'static, Gpu>,
+    pub instance: Cow<'static, Instance>,
     pub layout: Layout,
 }
 
@@ -203,10 +204,17 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         errors.push(err("invalid_architecture", key, message));
     }
     let counts = arch.parameter_counts();
-    let instance = hardware::instance(&plan.instance)
-        .or_else(|| hardware::instance(&Plan::default().instance))
-        .expect("default instance exists");
-    let gpu = hardware::gpu(&instance.gpu).expect("every instance names a catalogued GPU");
+    let (gpu, instance): (Cow<'static, Gpu>, Cow<'static, Instance>) = if plan.instance == "custom"
+    {
+        let (g, i) = hardware::custom(&plan.custom_gpu);
+        (Cow::Owned(g), Cow::Owned(i))
+    } else {
+        let instance = hardware::instance(&plan.instance)
+            .or_else(|| hardware::instance(&Plan::default().instance))
+            .expect("default instance exists");
+        let gpu = hardware::gpu(&instance.gpu).expect("every instance names a catalogued GPU");
+        (Cow::Borrowed(gpu), Cow::Borrowed(instance))
+    };
     let gpus = instance.gpu_count * plan.nodes.max(1);
     if plan.nodes > 1 && !instance.multi_node_efa_training {
         errors.push(err(
@@ -388,19 +396,19 @@ pub fn evaluate(plan: &Plan) -> Report {
     let max_micro_batch = max_micro_batch(&r, budget);
     let max_sequence = max_sequence(&r, budget);
     let global_batch_sequences = plan.micro_batch * plan.grad_accum * r.layout.dp;
-    let gen = throughput::generation(r.gpu);
+    let gen = throughput::generation(&r.gpu);
     let tp = throughput::throughput(
         &r.arch,
         &r.counts,
         plan,
         &r.layout,
-        r.gpu,
-        &Fabric::of(r.gpu, r.instance),
+        &r.gpu,
+        &Fabric::of(&r.gpu, &r.instance),
         &throughput::efficiency(gen),
     );
     let adapters = r.arch.lora_params_per_layer(plan.lora_rank) * r.arch.layers as f64;
     let (time, checkpoint, cost) =
-        cost::estimate(plan, &r.counts, adapters, &tp, r.instance, r.layout.gpus);
+        cost::estimate(plan, &r.counts, adapters, &tp, &r.instance, r.layout.gpus);
     let mut report = Report {
         model_name: r.model_name.clone(),
         parameters: r.counts.total,

@@ -30,7 +30,10 @@ pub enum Generation {
 
 pub fn generation(gpu: &Gpu) -> Generation {
     let id = gpu.id.as_str();
-    if id.contains("500W") {
+    if id.starts_with("Custom") {
+        // A user-entered GPU gets the fitted Hopper values.
+        Generation::Hopper
+    } else if id.contains("500W") {
         Generation::HopperPowerCapped
     } else if id.starts_with('H') {
         Generation::Hopper

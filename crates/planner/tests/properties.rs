@@ -32,7 +32,7 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                 1u64 << tp_log,
                 1u64 << pp_log,
                 1u64 << cp_log,
-                instances()[inst].instance_type,
+                if inst == 0 { "custom" } else { &instances()[inst].instance_type },
                 if eager { "eager" } else { "flash" },
                 if fused { "fused" } else { "plain" },
                 if megatron { "megatron" } else { "hf" },

@@ -141,3 +141,23 @@ fn accuracy_doc_is_current() {
     .expect("docs/accuracy.md");
     assert!(doc.contains(table.trim()), "docs/accuracy.md is stale: regenerate the table with `cargo run -p planner --bin plan -- calibrate --markdown`");
 }
+
+/// A custom GPU entered with the H100 SXM datasheet figures behaves as ml.p5.48xlarge.
+#[test]
+fn custom_gpu_with_h100_figures_matches_p5() {
+    let p5 = evaluate(&Plan::from_query("instance=ml.p5.48xlarge&nodes=2").plan);
+    let custom = evaluate(
+        &Plan::from_query("instance=custom&gpu_mem=80&gpu_bf16=989.4&gpu_fp8=1978.9&gpu_bw=3.35&gpu_count=8&gpu_nvlink=900&gpu_net=3200&nodes=2").plan,
+    );
+    assert!(custom.errors.is_empty(), "{:?}", custom.errors);
+    let (a, b) = (
+        p5.throughput.tokens_per_second_per_gpu,
+        custom.throughput.tokens_per_second_per_gpu,
+    );
+    assert!((a - b).abs() / a < 1e-9, "{a} vs {b}");
+    assert_eq!(custom.layout.gpus, 16);
+    assert!(
+        custom.cost.total_usd.is_none(),
+        "no price for a custom GPU unless entered"
+    );
+}
