@@ -239,6 +239,12 @@ impl Architecture {
 
     /// Check the shape for values that make no sense; each message names its field.
     pub fn validate(&self) -> Vec<(&'static str, String)> {
+        self.validate_in(false)
+    }
+
+    /// As `validate`, in Russian when `ru`.
+    pub fn validate_in(&self, ru: bool) -> Vec<(&'static str, String)> {
+        let pick = |en: String, r: String| if ru { r } else { en };
         let mut errs = Vec::new();
         for (key, v) in [
             ("layers", self.layers),
@@ -250,15 +256,27 @@ impl Architecture {
             ("vocab", self.vocab),
         ] {
             if v == 0 {
-                errs.push((key, format!("`{key}` must be a positive whole number")));
+                errs.push((
+                    key,
+                    pick(
+                        format!("`{key}` must be a positive whole number"),
+                        format!("`{key}` должно быть целым положительным числом"),
+                    ),
+                ));
             }
         }
         if self.heads > 0 && self.kv_heads > 0 && !self.heads.is_multiple_of(self.kv_heads) {
             errs.push((
                 "kv_heads",
-                format!(
-                    "kv_heads ({}) must divide heads ({}) for grouped-query attention",
-                    self.kv_heads, self.heads
+                pick(
+                    format!(
+                        "kv_heads ({}) must divide heads ({}) for grouped-query attention",
+                        self.kv_heads, self.heads
+                    ),
+                    format!(
+                        "kv_heads ({}) должно делить heads ({}) для grouped-query attention",
+                        self.kv_heads, self.heads
+                    ),
                 ),
             ));
         }
@@ -266,14 +284,20 @@ impl Architecture {
             if moe.experts == 0 || moe.active == 0 || moe.active > moe.experts {
                 errs.push((
                     "active_experts",
-                    format!(
-                        "active experts ({}) must be between 1 and the number of experts ({})",
-                        moe.active, moe.experts
+                    pick(
+                        format!("active experts ({}) must be between 1 and the number of experts ({})", moe.active, moe.experts),
+                        format!("число активных экспертов ({}) должно быть от 1 до числа экспертов ({})", moe.active, moe.experts),
                     ),
                 ));
             }
             if moe.expert_ffn == 0 {
-                errs.push(("expert_ffn", "`expert_ffn` must be positive".to_string()));
+                errs.push((
+                    "expert_ffn",
+                    pick(
+                        "`expert_ffn` must be positive".into(),
+                        "`expert_ffn` должно быть положительным".into(),
+                    ),
+                ));
             }
         }
         errs

@@ -342,6 +342,34 @@ impl Default for Plan {
 pub struct Notice {
     pub key: String,
     pub message: String,
+    pub message_ru: String,
+}
+
+impl Notice {
+    pub fn text(&self, lang: Option<Lang>) -> &str {
+        if lang == Some(Lang::Ru) {
+            &self.message_ru
+        } else {
+            &self.message
+        }
+    }
+}
+
+/// Why a value was not taken, in English and Russian.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    pub en: String,
+    pub ru: String,
+}
+
+impl Problem {
+    pub fn text(&self, lang: Option<Lang>) -> &str {
+        if lang == Some(Lang::Ru) {
+            &self.ru
+        } else {
+            &self.en
+        }
+    }
 }
 
 /// The result of reading a query string.
@@ -393,6 +421,13 @@ pub const KEYS: &[&str] = &[
     "cp",
     "ep",
     "instance",
+    "gpu_mem",
+    "gpu_bf16",
+    "gpu_fp8",
+    "gpu_bw",
+    "gpu_count",
+    "gpu_nvlink",
+    "gpu_net",
     "nodes",
     "spot",
     "price",
@@ -430,13 +465,15 @@ impl Plan {
                 notices.push(Notice {
                     key: safe_key(key),
                     message: format!("the value of `{}` is longer than {MAX_VALUE_LEN} characters and was ignored", safe_key(key)),
+                    message_ru: format!("значение `{}` длиннее {MAX_VALUE_LEN} символов и пропущено", safe_key(key)),
                 });
                 continue;
             }
-            if let Err(message) = plan.set(key, value.trim()) {
+            if let Err(p) = plan.set(key, value.trim()) {
                 notices.push(Notice {
                     key: safe_key(key),
-                    message,
+                    message: p.en,
+                    message_ru: p.ru,
                 });
             }
         }
@@ -444,18 +481,24 @@ impl Plan {
     }
 
     /// Set one key from its URL value; `Err` says why the value was not taken.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        let bad = |what: &str| {
-            Err(format!(
-                "`{key}`: {what} (got \"{}\"); kept the default",
-                shorten(value)
-            ))
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), Problem> {
+        let bad = |en: &str, ru: &str| {
+            Err(Problem {
+                en: format!(
+                    "`{key}`: {en} (got \"{}\"); kept the previous value",
+                    shorten(value)
+                ),
+                ru: format!(
+                    "`{key}`: {ru} (получено \"{}\"); оставлено прежнее значение",
+                    shorten(value)
+                ),
+            })
         };
         macro_rules! int {
             ($lo:expr, $hi:expr) => {
                 match value.parse::<f64>() {
                     Ok(x) if x.fract() == 0.0 && x >= $lo as f64 && x <= $hi as f64 => x as u64,
-                    _ => return bad(&format!("expected a whole number from {} to {}", $lo, $hi)),
+                    _ => return bad(&format!("expected a whole number from {} to {}", $lo, $hi), &format!("ожидалось целое число от {} до {}", $lo, $hi)),
                 }
             };
         }
@@ -463,7 +506,12 @@ impl Plan {
             ($lo:expr, $hi:expr) => {
                 match value.parse::<f64>() {
                     Ok(x) if x.is_finite() && ($lo..=$hi).contains(&x) => x,
-                    _ => return bad(&format!("expected a number from {} to {}", $lo, $hi)),
+                    _ => {
+                        return bad(
+                            &format!("expected a number from {} to {}", $lo, $hi),
+                            &format!("ожидалось число от {} до {}", $lo, $hi),
+                        )
+                    }
                 }
             };
         }
@@ -472,7 +520,7 @@ impl Plan {
                 match value {
                     "1" | "true" | "yes" | "on" => true,
                     "0" | "false" | "no" | "off" => false,
-                    _ => return bad("expected 0 or 1"),
+                    _ => return bad("expected 0 or 1", "ожидалось 0 или 1"),
                 }
             };
         }
@@ -480,7 +528,12 @@ impl Plan {
             ($t:ty) => {
                 match <$t>::from_key(value) {
                     Some(v) => v,
-                    None => return bad(&format!("expected one of {}", <$t>::keys())),
+                    None => {
+                        return bad(
+                            &format!("expected one of {}", <$t>::keys()),
+                            &format!("ожидалось одно из: {}", <$t>::keys()),
+                        )
+                    }
                 }
             };
         }
@@ -496,16 +549,17 @@ impl Plan {
             "v" => {
                 let v = int!(1, 1000);
                 if v as u32 > SCHEMA_VERSION {
-                    return Err(format!(
-                        "this link is from a newer version of the schema (v={v}); read as v={SCHEMA_VERSION}"
-                    ));
+                    return Err(Problem {
+                        en: format!("this link is from a newer version of the schema (v={v}); read as v={SCHEMA_VERSION}"),
+                        ru: format!("ссылка из более новой версии схемы (v={v}); прочитана как v={SCHEMA_VERSION}"),
+                    });
                 }
             }
             "model" => {
                 if value == "custom" || crate::architecture::preset(value).is_some() {
                     self.model = value.to_string();
                 } else {
-                    return bad("unknown model preset");
+                    return bad("unknown model preset", "неизвестная модель");
                 }
             }
             "layers" => self.arch.layers = Some(int!(1, 1024)),
@@ -518,7 +572,12 @@ impl Plan {
             "tied" => self.arch.tied = Some(flag!()),
             "mlp" => match crate::architecture::Mlp::from_key(value) {
                 Some(m) => self.arch.mlp = Some(m),
-                None => return bad("expected swiglu, geglu or gelu"),
+                None => {
+                    return bad(
+                        "expected swiglu, geglu or gelu",
+                        "ожидалось swiglu, geglu или gelu",
+                    )
+                }
             },
             "experts" => self.arch.experts = Some(int!(1, 1024)),
             "active_experts" => self.arch.active_experts = Some(int!(1, 1024)),
@@ -536,6 +595,7 @@ impl Plan {
                 Some(c) => self.checkpointing = c,
                 None => return bad(
                     "expected none, selective, full, op or a fraction of layers between 0 and 1",
+                    "ожидалось none, selective, full, op или доля слоёв от 0 до 1",
                 ),
             },
             "offload" => self.offload = flag!(),
@@ -561,7 +621,10 @@ impl Plan {
                 if value == "custom" || crate::hardware::instance(value).is_some() {
                     self.instance = value.to_string();
                 } else {
-                    return bad("unknown SageMaker instance type");
+                    return bad(
+                        "unknown SageMaker instance type",
+                        "неизвестный тип инстанса SageMaker",
+                    );
                 }
             }
             "nodes" => self.nodes = int!(1, 4096),
@@ -580,7 +643,12 @@ impl Plan {
             "entry" => self.entry = text!(),
             "hf_model" => self.hf_model = text!(),
             "lang" => self.lang = Some(keyed!(Lang)),
-            _ => return Err(format!("unknown key `{}` was ignored", shorten(key))),
+            _ => {
+                return Err(Problem {
+                    en: format!("unknown key `{}` was ignored", shorten(key)),
+                    ru: format!("неизвестный ключ `{}` пропущен", shorten(key)),
+                })
+            }
         }
         Ok(())
     }

@@ -18,6 +18,8 @@ pub struct Message {
     /// The plan key (URL key) the message is about, where there is one.
     pub key: Option<&'static str>,
     pub message: String,
+    /// A single setting that fixes it: (URL key, value).
+    pub fix: Option<(&'static str, String)>,
 }
 
 /// The memory section of the report.
@@ -178,12 +180,23 @@ fn err(code: &'static str, key: &'static str, message: String) -> Message {
         code,
         key: Some(key),
         message,
+        fix: None,
+    }
+}
+
+/// The English or the Russian text.
+pub fn tr(ru: bool, en: String, ru_text: String) -> String {
+    if ru {
+        ru_text
+    } else {
+        en
     }
 }
 
 /// Resolve and validate. Errors never stop the evaluation: the planner falls
 /// back to the nearest valid value so the rest of the page keeps working.
 pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
+    let ru = plan.lang == Some(crate::plan::Lang::Ru);
     let mut errors = Vec::new();
     let (arch, model_name) = resolve_architecture(plan);
     if plan.arch.hidden.is_some()
@@ -194,13 +207,20 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         errors.push(err(
             "heads_do_not_divide_hidden",
             "heads",
-            format!(
-                "heads ({}) must divide hidden ({}) when no head_dim is given",
-                arch.heads, arch.hidden
+            tr(
+                ru,
+                format!(
+                    "heads ({}) must divide hidden ({}) when no head_dim is given",
+                    arch.heads, arch.hidden
+                ),
+                format!(
+                    "heads ({}) должно делить hidden ({}), если head_dim не задан",
+                    arch.heads, arch.hidden
+                ),
             ),
         ));
     }
-    for (key, message) in arch.validate() {
+    for (key, message) in arch.validate_in(ru) {
         errors.push(err("invalid_architecture", key, message));
     }
     let counts = arch.parameter_counts();
@@ -220,9 +240,10 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         errors.push(err(
             "no_multi_node",
             "nodes",
-            format!(
-                "{} does not support multi-node EFA training; use 1 node or another instance type",
-                instance.instance_type
+            tr(
+                ru,
+                format!("{} does not support multi-node EFA training; use 1 node or another instance type", instance.instance_type),
+                format!("{} не поддерживает многоузловое обучение через EFA: возьмите 1 узел или другой тип инстанса", instance.instance_type),
             ),
         ));
     }
@@ -236,9 +257,16 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         errors.push(err(
             "tp_does_not_divide_heads",
             "tp",
-            format!(
-                "tensor parallel degree {tp} must divide heads ({}) and kv_heads ({})",
-                arch.heads, arch.kv_heads
+            tr(
+                ru,
+                format!(
+                    "tensor parallel degree {tp} must divide heads ({}) and kv_heads ({})",
+                    arch.heads, arch.kv_heads
+                ),
+                format!(
+                    "степень тензорного параллелизма {tp} должна делить heads ({}) и kv_heads ({})",
+                    arch.heads, arch.kv_heads
+                ),
             ),
         ));
         tp = 1;
@@ -247,9 +275,16 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         errors.push(err(
             "tp_exceeds_node",
             "tp",
-            format!(
-                "tensor parallelism ({tp}) should stay inside one node ({} GPUs)",
-                instance.gpu_count
+            tr(
+                ru,
+                format!(
+                    "tensor parallelism ({tp}) should stay inside one node ({} GPUs)",
+                    instance.gpu_count
+                ),
+                format!(
+                    "тензорный параллелизм ({tp}) должен помещаться в один узел ({} GPU)",
+                    instance.gpu_count
+                ),
             ),
         ));
     }
@@ -257,9 +292,16 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         errors.push(err(
             "pp_does_not_divide_layers",
             "pp",
-            format!(
-                "pipeline degree {pp} must divide the number of layers ({})",
-                arch.layers
+            tr(
+                ru,
+                format!(
+                    "pipeline degree {pp} must divide the number of layers ({})",
+                    arch.layers
+                ),
+                format!(
+                    "степень конвейерного параллелизма {pp} должна делить число слоёв ({})",
+                    arch.layers
+                ),
             ),
         ));
         pp = 1;
@@ -268,9 +310,10 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         errors.push(err(
             "cp_does_not_divide_seq",
             "cp",
-            format!(
-                "context parallel degree {cp} must divide the sequence length ({})",
-                plan.seq
+            tr(
+                ru,
+                format!("context parallel degree {cp} must divide the sequence length ({})", plan.seq),
+                format!("степень контекстного параллелизма {cp} должна делить длину последовательности ({})", plan.seq),
             ),
         ));
         cp = 1;
@@ -280,9 +323,16 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
             errors.push(err(
                 "ep_does_not_divide_experts",
                 "ep",
-                format!(
-                    "expert parallel degree {ep} must divide the number of experts ({})",
-                    m.experts
+                tr(
+                    ru,
+                    format!(
+                        "expert parallel degree {ep} must divide the number of experts ({})",
+                        m.experts
+                    ),
+                    format!(
+                        "степень экспертного параллелизма {ep} должна делить число экспертов ({})",
+                        m.experts
+                    ),
                 ),
             ));
             ep = 1;
@@ -291,7 +341,11 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
             errors.push(err(
                 "ep_without_moe",
                 "ep",
-                "expert parallelism needs a mixture-of-experts model".into(),
+                tr(
+                    ru,
+                    "expert parallelism needs a mixture-of-experts model".into(),
+                    "экспертный параллелизм нужен только для моделей MoE".into(),
+                ),
             ));
             ep = 1;
         }
@@ -301,9 +355,16 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         errors.push(err(
             "parallel_degrees_exceed_gpus",
             "tp",
-            format!(
-                "tp x pp x cp = {} must divide the number of GPUs ({gpus})",
-                tp * pp * cp
+            tr(
+                ru,
+                format!(
+                    "tp x pp x cp = {} must divide the number of GPUs ({gpus})",
+                    tp * pp * cp
+                ),
+                format!(
+                    "tp x pp x cp = {} должно делить число GPU ({gpus})",
+                    tp * pp * cp
+                ),
             ),
         ));
         tp = 1;
@@ -315,9 +376,16 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         errors.push(err(
             "ep_exceeds_gpus",
             "ep",
-            format!(
-                "expert parallel degree {ep} exceeds the GPUs available for it ({})",
-                dp * tp
+            tr(
+                ru,
+                format!(
+                    "expert parallel degree {ep} exceeds the GPUs available for it ({})",
+                    dp * tp
+                ),
+                format!(
+                    "степень экспертного параллелизма {ep} больше числа доступных GPU ({})",
+                    dp * tp
+                ),
             ),
         ));
         ep = 1;
@@ -327,7 +395,11 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
             errors.push(err(
                 "shard_does_not_divide_dp",
                 "shard",
-                format!("hybrid shard group {s} must divide the data-parallel degree ({dp})"),
+                tr(
+                    ru,
+                    format!("hybrid shard group {s} must divide the data-parallel degree ({dp})"),
+                    format!("группа гибридного шардирования {s} должна делить степень параллелизма данных ({dp})"),
+                ),
             ));
             dp
         }
@@ -335,33 +407,51 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         None => dp,
     };
     if plan.precision.is_low_precision() && !gpu.fp8_tensor_cores {
-        errors.push(err(
+        let mut e = err(
             "fp8_unsupported",
             "precision",
-            format!(
-                "{} has no FP8 tensor cores; {} is impossible on it (use bf16)",
-                gpu.id,
-                plan.precision.key()
+            tr(
+                ru,
+                format!(
+                    "{} has no FP8 tensor cores: {} is impossible on it; use bf16",
+                    gpu.id,
+                    plan.precision.key()
+                ),
+                format!(
+                    "у {} нет тензорных ядер FP8: {} на нём невозможен; используйте bf16",
+                    gpu.id,
+                    plan.precision.key()
+                ),
             ),
-        ));
-    }
-    if matches!(plan.precision, Precision::Mxfp8 | Precision::Nvfp4) && !gpu.fp4_tensor_cores {
-        errors.push(err(
+        );
+        e.fix = Some(("precision", "bf16".into()));
+        errors.push(e);
+    } else if matches!(plan.precision, Precision::Mxfp8 | Precision::Nvfp4) && !gpu.fp4_tensor_cores
+    {
+        let mut e = err(
             "blackwell_only",
             "precision",
-            format!(
-                "{} needs Blackwell block-scaled tensor cores; {} has none",
-                plan.precision.key(),
-                gpu.id
+            tr(
+                ru,
+                format!("{} needs Blackwell block-scaled tensor cores, which {} lacks; use fp8", plan.precision.key(), gpu.id),
+                format!("{} требует блочного масштабирования Blackwell, которого у {} нет; используйте fp8", plan.precision.key(), gpu.id),
             ),
-        ));
+        );
+        e.fix = Some(("precision", "fp8".into()));
+        errors.push(e);
     }
     if plan.vp > 1 && pp == 1 {
-        errors.push(err(
+        let mut e = err(
             "vp_without_pp",
             "vp",
-            "interleaving (vp > 1) needs pipeline parallelism (pp > 1)".into(),
-        ));
+            tr(
+                ru,
+                "interleaving (vp > 1) needs pipeline parallelism (pp > 1)".into(),
+                "чередование (vp > 1) требует конвейерного параллелизма (pp > 1)".into(),
+            ),
+        );
+        e.fix = Some(("vp", "1".into()));
+        errors.push(e);
     }
     let layout = Layout {
         gpus,
@@ -534,4 +624,94 @@ pub fn memory_vs_sequence(plan: &Plan, seqs: &[u64]) -> Vec<(Checkpointing, Vec<
         (ck, row)
     })
     .collect()
+}
+
+/// The same job on another instance type.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct InstanceOption {
+    pub instance: String,
+    pub gpu: String,
+    pub nodes: u64,
+    pub gpus: u64,
+    /// The precision used (FP8 falls back to BF16 where the GPU has none).
+    pub precision: &'static str,
+    pub fits: bool,
+    pub peak_bytes_per_gpu: u64,
+    pub usable_bytes: u64,
+    pub tokens_per_second: f64,
+    pub hours: f64,
+    pub usd: Option<f64>,
+    pub spot_usd: Option<f64>,
+    pub price_source: String,
+}
+
+/// This job on every multi-GPU training instance type, at the same number
+/// of GPUs where the instance size allows it (at least one instance).
+pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
+    let (r0, _) = resolve(plan);
+    let total_gpus = r0.layout.gpus;
+    let mut out = Vec::new();
+    for inst in hardware::instances() {
+        if inst.gpu_count < 4 && inst.instance_type != plan.instance {
+            continue;
+        }
+        let Some(gpu) = hardware::gpu(&inst.gpu) else {
+            continue;
+        };
+        let mut p = plan.clone();
+        if inst.instance_type != plan.instance {
+            // The user's price override is for their own instance type.
+            p.price = None;
+        }
+        p.instance = inst.instance_type.clone();
+        p.nodes = total_gpus.div_ceil(inst.gpu_count).max(1);
+        if !inst.multi_node_efa_training {
+            p.nodes = 1;
+        }
+        if p.precision.is_low_precision() && !gpu.fp8_tensor_cores
+            || matches!(p.precision, Precision::Mxfp8 | Precision::Nvfp4) && !gpu.fp4_tensor_cores
+        {
+            p.precision = if gpu.fp8_tensor_cores {
+                Precision::Fp8
+            } else {
+                Precision::Bf16
+            };
+        }
+        // Tensor parallelism cannot leave the node.
+        p.tp = p.tp.min(inst.gpu_count);
+        let (r, errors) = resolve(&p);
+        if !errors.is_empty() {
+            continue;
+        }
+        let mem = memory::breakdown(&r.arch, &r.counts, &p, &r.layout);
+        let usable = r.gpu.usable_bytes();
+        let tp = throughput::throughput(
+            &r.arch,
+            &r.counts,
+            &p,
+            &r.layout,
+            &r.gpu,
+            &Fabric::of(&r.gpu, &r.instance),
+            &throughput::efficiency(throughput::generation(&r.gpu)),
+        );
+        let adapters = r.arch.lora_params_per_layer(p.lora_rank) * r.arch.layers as f64;
+        let (time, _, cost) =
+            cost::estimate(&p, &r.counts, adapters, &tp, &r.instance, r.layout.gpus);
+        out.push(InstanceOption {
+            instance: inst.instance_type.clone(),
+            gpu: inst.gpu.clone(),
+            nodes: p.nodes,
+            gpus: r.layout.gpus,
+            precision: p.precision.key(),
+            fits: mem.peak_bytes <= budget_bytes(usable, p.headroom),
+            peak_bytes_per_gpu: mem.peak_bytes,
+            usable_bytes: usable,
+            tokens_per_second: tp.tokens_per_second,
+            hours: time.total_hours,
+            usd: cost.total_usd,
+            spot_usd: cost.spot_usd,
+            price_source: cost.price_source,
+        });
+    }
+    out
 }
