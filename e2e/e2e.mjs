@@ -39,7 +39,7 @@ async function test(name, fn) {
   }
 }
 function assert(cond, msg) { if (!cond) throw new Error(msg); }
-const peakGib = async (page) => parseFloat((await page.textContent('#peak')).split(' GiB')[0]);
+const peakGib = async (page) => parseFloat((await page.textContent('#peak')).split(' GiB')[0].replace(/,/g, ''));
 
 await test('default plan loads with a verdict', async (page) => {
   await page.goto(base);

@@ -1,38 +1,172 @@
-//! Formatting at the edge: bytes, counts, percentages.
+//! Formatting at the edge: bytes, counts, durations, money, per language.
+
+use planner::plan::Lang;
 
 pub const GIB: f64 = (1u64 << 30) as f64;
 
-pub fn gib(bytes: u64) -> String {
-    format!("{:.1} GiB", bytes as f64 / GIB)
+/// Whether the page shows Russian.
+pub fn is_ru(lang: Lang) -> bool {
+    lang == Lang::Ru
 }
 
-/// 8,030,261,248 → "8.03 B"
-pub fn params(n: u64) -> String {
+/// The English or Russian text.
+pub fn tr(lang: Lang, en: &'static str, ru: &'static str) -> &'static str {
+    if is_ru(lang) {
+        ru
+    } else {
+        en
+    }
+}
+
+/// A number with `decimals` places and locale separators:
+/// en `12,345.6`, ru `12 345,6` (narrow no-break space, decimal comma).
+pub fn num(x: f64, decimals: usize, lang: Lang) -> String {
+    if !x.is_finite() {
+        return "—".into();
+    }
+    let s = format!("{:.*}", decimals, x.abs());
+    let (int, frac) = s.split_once('.').unwrap_or((&s, ""));
+    let (group, point) = if is_ru(lang) {
+        ('\u{202f}', ',')
+    } else {
+        (',', '.')
+    };
+    let mut out = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(group);
+        }
+        out.push(c);
+    }
+    if !frac.is_empty() {
+        out.push(point);
+        out.push_str(frac);
+    }
+    if x < 0.0 {
+        format!("−{out}")
+    } else {
+        out
+    }
+}
+
+/// Significant figures that do not pretend to more precision than the model has.
+pub fn sig(x: f64, lang: Lang) -> String {
+    let a = x.abs();
+    let d = if a >= 100.0 {
+        0
+    } else if a >= 10.0 {
+        1
+    } else {
+        2
+    };
+    num(x, d, lang)
+}
+
+pub fn gib(bytes: u64, lang: Lang) -> String {
+    format!(
+        "{} {}",
+        num(bytes as f64 / GIB, 1, lang),
+        tr(lang, "GiB", "ГиБ")
+    )
+}
+
+pub fn gb(bytes: u64, lang: Lang) -> String {
+    format!("{} {}", sig(bytes as f64 / 1e9, lang), tr(lang, "GB", "ГБ"))
+}
+
+/// 8,030,261,248 → "8.03 B" / "8,03 млрд"
+pub fn params(n: u64, lang: Lang) -> String {
     let x = n as f64;
     if x >= 1e9 {
-        format!("{:.2} B", x / 1e9)
+        format!("{} {}", num(x / 1e9, 2, lang), tr(lang, "B", "млрд"))
     } else {
-        format!("{:.0} M", x / 1e6)
+        format!("{} {}", num(x / 1e6, 0, lang), tr(lang, "M", "млн"))
+    }
+}
+
+pub fn hours(h: f64, lang: Lang) -> String {
+    if h < 1.0 {
+        format!("{} {}", sig(h * 60.0, lang), tr(lang, "min", "мин"))
+    } else if h < 72.0 {
+        format!("{} {}", sig(h, lang), tr(lang, "h", "ч"))
+    } else {
+        format!("{} {}", sig(h / 24.0, lang), tr(lang, "days", "дн."))
+    }
+}
+
+pub fn seconds(s: f64, lang: Lang) -> String {
+    if s < 1.0 {
+        format!("{} {}", sig(s * 1000.0, lang), tr(lang, "ms", "мс"))
+    } else {
+        format!("{} {}", sig(s, lang), tr(lang, "s", "с"))
+    }
+}
+
+/// Money rounded to what the inputs can support (prices are uncertain).
+pub fn usd(x: f64, lang: Lang) -> String {
+    let rounded = if x >= 1000.0 {
+        (x / 10.0).round() * 10.0
+    } else {
+        x
+    };
+    let d = if x >= 100.0 { 0 } else { 2 };
+    format!("${}", num(rounded, d, lang))
+}
+
+pub fn percent(x: f64, lang: Lang) -> String {
+    format!("{}%", num(x * 100.0, if x < 0.1 { 1 } else { 0 }, lang))
+}
+
+/// Tokens: "1.2 M", "524,288"
+pub fn tokens(x: f64, lang: Lang) -> String {
+    if x >= 1e9 {
+        format!("{} {}", sig(x / 1e9, lang), tr(lang, "B", "млрд"))
+    } else if x >= 1e6 {
+        format!("{} {}", sig(x / 1e6, lang), tr(lang, "M", "млн"))
+    } else {
+        num(x, 0, lang)
     }
 }
 
 /// Human label of a memory term key.
-pub fn term_label(key: &str) -> &'static str {
+pub fn term_label(key: &str, lang: Lang) -> &'static str {
     match key {
-        "weights" => "Weights",
-        "gradients" => "Gradients",
-        "master_weights" => "Master weights",
-        "optimizer_states" => "Optimizer states",
-        "weight_copies" => "Weight copies",
-        "adapters" => "LoRA adapters",
-        "unsharded_unit" => "FSDP unsharded unit",
-        "activations" => "Activations",
-        "attention_scores" => "Attention scores",
-        "logits_and_loss" => "Logits and loss",
-        "transient" => "Transient buffers",
-        "cuda_context" => "CUDA context",
-        "workspaces" => "Workspaces",
-        "fragmentation" => "Fragmentation",
-        _ => "Other",
+        "weights" => tr(lang, "Weights", "Веса"),
+        "gradients" => tr(lang, "Gradients", "Градиенты"),
+        "master_weights" => tr(lang, "Master weights (fp32)", "Мастер-веса (fp32)"),
+        "optimizer_states" => tr(lang, "Optimizer states", "Состояния оптимизатора"),
+        "weight_copies" => tr(
+            lang,
+            "Weight copies (casts, FP8)",
+            "Копии весов (bf16, FP8)",
+        ),
+        "adapters" => tr(lang, "LoRA adapters", "Адаптеры LoRA"),
+        "unsharded_unit" => tr(lang, "FSDP unsharded unit", "Собранный слой FSDP"),
+        "activations" => tr(lang, "Activations", "Активации"),
+        "attention_scores" => tr(lang, "Attention scores", "Матрицы внимания"),
+        "logits_and_loss" => tr(lang, "Logits and loss", "Логиты и loss"),
+        "transient" => tr(lang, "Transient buffers", "Временные буферы"),
+        "cuda_context" => tr(lang, "CUDA context", "Контекст CUDA"),
+        "workspaces" => tr(
+            lang,
+            "Workspaces (cuBLAS, NCCL)",
+            "Рабочие буферы (cuBLAS, NCCL)",
+        ),
+        "fragmentation" => tr(lang, "Fragmentation", "Фрагментация"),
+        _ => tr(lang, "Other", "Прочее"),
+    }
+}
+
+#[cfg(all(test, target_arch = "wasm32"))]
+mod tests {
+    use super::*;
+    wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn locale_separators() {
+        assert_eq!(num(12345.67, 1, Lang::En), "12,345.7");
+        assert_eq!(num(12345.67, 1, Lang::Ru), "12\u{202f}345,7");
+        assert_eq!(num(999.0, 0, Lang::En), "999");
+        assert_eq!(params(8_030_261_248, Lang::En), "8.03 B");
     }
 }

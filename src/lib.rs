@@ -2,8 +2,11 @@
 //! planner for a `Report`, and draws it. No number is computed here.
 
 pub mod app;
+pub mod charts;
 pub mod format;
+pub mod inputs;
 pub mod panic;
+pub mod results;
 
 /// Mount the page on `<body>` (called by `main`).
 pub fn start() {

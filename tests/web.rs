@@ -11,79 +11,96 @@ fn document() -> web_sys::Document {
     web_sys::window().unwrap().document().unwrap()
 }
 
-fn mount() -> web_sys::HtmlElement {
-    // Each test starts from the default plan: the page keeps its plan in the URL.
+/// Mount the page as if opened with `query` (the page keeps its plan in the URL).
+fn mount(query: &str) -> web_sys::HtmlElement {
     let w = web_sys::window().unwrap();
     let path = w.location().pathname().unwrap();
     w.history()
         .unwrap()
-        .replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&path))
+        .replace_state_with_url(
+            &wasm_bindgen::JsValue::NULL,
+            "",
+            Some(&format!("{path}{query}")),
+        )
         .unwrap();
     let host: web_sys::HtmlElement = document().create_element("div").unwrap().unchecked_into();
     document().body().unwrap().append_child(&host).unwrap();
-    let handle = leptos::mount::mount_to(host.clone(), App);
-    handle.forget();
+    leptos::mount::mount_to(host.clone(), App).forget();
     host
 }
 
-fn text(host: &web_sys::HtmlElement, selector: &str) -> String {
+fn find(host: &web_sys::HtmlElement, selector: &str) -> web_sys::Element {
     host.query_selector(selector)
         .unwrap()
         .unwrap_or_else(|| panic!("{selector} exists"))
-        .text_content()
-        .unwrap_or_default()
+}
+
+fn text(host: &web_sys::HtmlElement, selector: &str) -> String {
+    find(host, selector).text_content().unwrap_or_default()
 }
 
 fn type_into(host: &web_sys::HtmlElement, selector: &str, value: &str) {
-    let input: web_sys::HtmlInputElement = host
-        .query_selector(selector)
-        .unwrap()
-        .unwrap()
-        .unchecked_into();
+    let input: web_sys::HtmlInputElement = find(host, selector).unchecked_into();
     input.set_value(value);
-    let ev = web_sys::Event::new("input").unwrap();
-    input.dispatch_event(&ev).unwrap();
+    input
+        .dispatch_event(&web_sys::Event::new("input").unwrap())
+        .unwrap();
+}
+
+fn click(host: &web_sys::HtmlElement, selector: &str) {
+    let el: web_sys::HtmlElement = find(host, selector).unchecked_into();
+    el.click();
+}
+
+fn gib(s: &str) -> f64 {
+    s.split(" GiB")
+        .next()
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap()
 }
 
 #[wasm_bindgen_test]
 async fn default_plan_shows_llama_8b_and_a_verdict() {
-    let host = mount();
+    let host = mount("?lang=en");
     leptos::task::tick().await;
     // Llama-3.1-8B has 8,030,261,248 parameters (SPEC §3.1).
     assert_eq!(text(&host, "#params"), "8.03 B");
     assert!(
-        text(&host, "#verdict").starts_with("Fits"),
+        text(&host, "#verdict").contains("Fits"),
         "{}",
         text(&host, "#verdict")
     );
+    assert!(!text(&host, "#tps-gpu").is_empty());
     host.remove();
 }
 
 #[wasm_bindgen_test]
 async fn longer_sequence_raises_peak_memory() {
-    let host = mount();
+    let host = mount("?lang=en");
     leptos::task::tick().await;
     let before = text(&host, "#peak");
     type_into(&host, "#seq", "131072");
     leptos::task::tick().await;
     let after = text(&host, "#peak");
-    assert_ne!(
-        before, after,
-        "the peak must change with the sequence length"
-    );
-    let gib = |s: &str| s.split(" GiB").next().unwrap().parse::<f64>().unwrap();
     assert!(
         gib(&after) > 4.0 * gib(&before),
         "131072 tokens need far more than 8192: {before} -> {after}"
     );
     // 8B at 128K without checkpointing does not fit a B200 (activations alone exceed 179 GiB).
-    assert!(text(&host, "#verdict").starts_with("Does not fit"));
+    assert!(text(&host, "#verdict").contains("Does not fit"));
+    let url = web_sys::window().unwrap().location().search().unwrap();
+    assert!(
+        url.contains("seq=131072"),
+        "the URL follows the plan: {url}"
+    );
     host.remove();
 }
 
 #[wasm_bindgen_test]
 async fn bad_value_shows_message_beside_field_and_keeps_plan() {
-    let host = mount();
+    let host = mount("?lang=en");
     leptos::task::tick().await;
     let before = text(&host, "#peak");
     type_into(&host, "#mb", "0");
@@ -95,5 +112,69 @@ async fn bad_value_shows_message_beside_field_and_keeps_plan() {
         before,
         "the rest of the plan keeps working"
     );
+    host.remove();
+}
+
+#[wasm_bindgen_test]
+async fn russian_translates_labels_and_numbers() {
+    let host = mount("?seq=131072&ckpt=full&lang=en");
+    leptos::task::tick().await;
+    assert!(text(&host, "#verdict").contains("Does not fit"));
+    click(&host, "#lang-ru");
+    leptos::task::tick().await;
+    let v = text(&host, "#verdict");
+    assert!(v.contains("Не помещается"), "{v}");
+    // Russian decimal comma: "250,1 ГиБ"
+    assert!(
+        text(&host, "#peak").contains(",") && text(&host, "#peak").contains("ГиБ"),
+        "{}",
+        text(&host, "#peak")
+    );
+    assert!(
+        text(&host, "#messages").contains("бюджете"),
+        "warnings are translated"
+    );
+    host.remove();
+}
+
+#[wasm_bindgen_test]
+async fn clicking_a_warning_applies_its_fix() {
+    // 8B at 128K with full checkpointing: 187 GiB of plain logits break the budget.
+    let host = mount("?seq=131072&ckpt=full&lang=en");
+    leptos::task::tick().await;
+    assert!(text(&host, "#verdict").contains("Does not fit"));
+    click(&host, "li[data-code=over_budget] button.fix");
+    leptos::task::tick().await;
+    assert!(
+        text(&host, "#verdict").contains("Fits"),
+        "{}",
+        text(&host, "#verdict")
+    );
+    let url = web_sys::window().unwrap().location().search().unwrap();
+    assert!(url.contains("loss=fused"), "{url}");
+    host.remove();
+}
+
+#[wasm_bindgen_test]
+async fn pasted_config_json_sets_the_architecture() {
+    let host = mount("?lang=en");
+    leptos::task::tick().await;
+    let area: web_sys::HtmlTextAreaElement = find(&host, "#config-json").unchecked_into();
+    // Qwen/Qwen2.5-7B config.json (shape fields).
+    area.set_value(r#"{"model_type":"qwen2","hidden_size":3584,"intermediate_size":18944,"num_attention_heads":28,
+        "num_hidden_layers":28,"num_key_value_heads":4,"vocab_size":152064,"tie_word_embeddings":false}"#);
+    area.dispatch_event(&web_sys::Event::new("input").unwrap())
+        .unwrap();
+    click(&host, "#config-apply");
+    leptos::task::tick().await;
+    assert_eq!(text(&host, "#params"), "7.62 B");
+    // A broken paste is reported beside the box, and the plan stays.
+    area.set_value("{\"model_type\": \"bert\"}");
+    area.dispatch_event(&web_sys::Event::new("input").unwrap())
+        .unwrap();
+    click(&host, "#config-apply");
+    leptos::task::tick().await;
+    assert!(text(&host, "#config-json-error").contains("model_type"));
+    assert_eq!(text(&host, "#params"), "7.62 B");
     host.remove();
 }

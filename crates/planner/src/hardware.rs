@@ -72,16 +72,18 @@ pub struct Instance {
 
 impl Instance {
     /// Sustained network bandwidth per instance, Gbit/s ("up to N" counts as N/4,
-    /// the burst-credit baseline of such instances; unknown as 10).
+    /// the burst-credit baseline of such instances). Unknown: 100 Gbit/s for an
+    /// EFA instance (the smallest EFA size AWS sells), else 10.
     pub fn network_gbps(&self) -> f64 {
+        let unknown = if self.efa_supported { 100.0 } else { 10.0 };
         match &self.network_gbps {
-            serde_json::Value::Number(n) => n.as_f64().unwrap_or(10.0),
+            serde_json::Value::Number(n) => n.as_f64().unwrap_or(unknown),
             serde_json::Value::String(s) => s
                 .trim_start_matches("up to ")
                 .parse::<f64>()
                 .map(|x| x / 4.0)
-                .unwrap_or(10.0),
-            _ => 10.0,
+                .unwrap_or(unknown),
+            _ => unknown,
         }
     }
     /// Whether the price is a recalled figure rather than a verified one.
