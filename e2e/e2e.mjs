@@ -3,97 +3,177 @@
 // Usage: node e2e/e2e.mjs http://127.0.0.1:PORT/   (screenshots go to target/e2e/)
 import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 
 const base = process.argv[2] || 'http://127.0.0.1:8080/';
 const shots = 'target/e2e';
 mkdirSync(shots, { recursive: true });
 
-const userDataDir = mkdtempSync(join(tmpdir(), 'tp-chromium-'));
-const context = await chromium.launchPersistentContext(userDataDir, {
+const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   headless: true,
   args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
     '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    // playwright gives each launch a fresh temporary --user-data-dir
     '--disable-dev-shm-usage'],
-  viewport: { width: 1280, height: 900 },
 });
+const origin = new URL(base).origin;
+async function freshContext(opts = {}) {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: 'en-US', ...opts });
+  await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+  return ctx;
+}
 
 let passed = 0, failed = 0;
 async function test(name, fn) {
-  const page = await context.newPage();
+  const ctx = await freshContext();
+  const page = await ctx.newPage();
   const consoleErrors = [];
-  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
-  page.on('pageerror', (e) => consoleErrors.push(String(e)));
+  const watch = (p) => {
+    p.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+    p.on('pageerror', (e) => consoleErrors.push(String(e)));
+    p.on('dialog', (d) => { consoleErrors.push('dialog opened: ' + d.message()); d.dismiss(); });
+    p.on('request', (r) => { if (!r.url().startsWith(origin) && !r.url().startsWith('data:')) consoleErrors.push('network request to ' + r.url()); });
+  };
+  watch(page);
+  ctx.on('page', watch);
   try {
-    await fn(page, consoleErrors);
+    await fn(page, ctx);
     if (consoleErrors.length) throw new Error('console errors: ' + consoleErrors.join(' | '));
     passed++; console.log(`ok   ${name}`);
   } catch (e) {
     failed++; console.log(`FAIL ${name}: ${e.message}`);
     await page.screenshot({ path: `${shots}/FAIL-${name.replace(/\W+/g, '_')}.png`, fullPage: true }).catch(() => {});
   } finally {
-    await page.close();
+    await ctx.close();
   }
 }
 function assert(cond, msg) { if (!cond) throw new Error(msg); }
-const peakGib = async (page) => parseFloat((await page.textContent('#peak')).split(' GiB')[0].replace(/,/g, ''));
+const gibOf = (s) => parseFloat(s.split(' GiB')[0].replace(/,/g, ''));
+const FIELDS = ['#model', '#seq', '#mb', '#ga', '#precision', '#ckpt', '#zero', '#instance', '#nodes', '#attn', '#loss', '#impl', '#tp', '#pp'];
+const NUMBERS = ['#verdict', '#peak', '#params', '#tps-gpu', '#step', '#mfu', '#time', '#cost', '#max-mb', '#max-seq'];
+async function snapshot(page) {
+  const out = {};
+  for (const s of FIELDS) out[s] = await page.inputValue(s);
+  for (const s of NUMBERS) out[s] = (await page.textContent(s)).trim();
+  return out;
+}
+function sameSnapshot(a, b, what) {
+  for (const k of Object.keys(a)) assert(a[k] === b[k], `${what}: ${k} differs: "${a[k]}" vs "${b[k]}"`);
+}
+async function open(page, url) {
+  await page.goto(url);
+  await page.waitForSelector('#verdict');
+}
 
 await test('default plan loads with a verdict', async (page) => {
-  await page.goto(base);
-  await page.waitForSelector('#verdict');
+  await open(page, base + '?lang=en');
   assert((await page.textContent('#params')).trim() === '8.03 B', 'Llama-3.1-8B has 8.03 B parameters');
-  assert(/^Fits/.test(await page.textContent('#verdict')), 'default plan fits');
+  assert(/Fits/.test(await page.textContent('#verdict')), 'default plan fits');
   assert(page.url().includes('model=llama-3.1-8b'), 'URL carries the plan: ' + page.url());
   await page.screenshot({ path: `${shots}/default-1280-light.png`, fullPage: true });
 });
 
 await test('changing the sequence length changes the result and the URL', async (page) => {
-  await page.goto(base);
-  await page.waitForSelector('#verdict');
-  const before = await peakGib(page);
+  await open(page, base + '?lang=en');
+  const before = gibOf(await page.textContent('#peak'));
   await page.fill('#seq', '131072');
   await page.waitForFunction(() => location.search.includes('seq=131072'));
-  const after = await peakGib(page);
+  const after = gibOf(await page.textContent('#peak'));
   assert(after > before * 4, `peak grows with the sequence: ${before} -> ${after}`);
-  assert(/^Does not fit/.test(await page.textContent('#verdict')), '8B at 128K without checkpointing does not fit');
+  assert(/Does not fit/.test(await page.textContent('#verdict')), '8B at 128K without checkpointing does not fit');
 });
 
-await test('a shared link reopens the same plan and numbers', async (page) => {
-  await page.goto(base + '?model=llama-3.1-70b&seq=32768&ckpt=full&instance=ml.p6-b200.48xlarge&nodes=4&zero=3');
-  await page.waitForSelector('#verdict');
-  const peak = await page.textContent('#peak');
-  const url = page.url();
-  const again = await context.newPage();
-  await again.goto(url);
-  await again.waitForSelector('#verdict');
-  assert((await again.textContent('#peak')) === peak, 'same numbers after reopening');
-  assert((await again.inputValue('#seq')) === '32768', 'same inputs after reopening');
-  await again.close();
+await test('70B at 128K on 4 x p6-b200: copy the link, reopen it, same plan and numbers', async (page, ctx) => {
+  await open(page, base + '?lang=en');
+  await page.selectOption('#model', 'llama-3.1-70b');
+  await page.fill('#seq', '131072');
+  await page.selectOption('#precision', 'fp8');
+  await page.selectOption('#ckpt', 'full');
+  await page.selectOption('#instance', 'ml.p6-b200.48xlarge');
+  await page.fill('#nodes', '4');
+  await page.selectOption('#zero', '3');
+  await page.waitForFunction(() => location.search.includes('nodes=4') && location.search.includes('precision=fp8'));
+  const before = await snapshot(page);
+  await page.click('#copy-link');
+  await page.waitForFunction(() => document.querySelector('#copy-link').textContent.includes('copied'));
+  const link = await page.evaluate(() => navigator.clipboard.readText());
+  assert(link === page.url(), `clipboard holds the page's link: ${link}`);
+  for (const k of ['model=llama-3.1-70b', 'seq=131072', 'precision=fp8', 'ckpt=full', 'instance=ml.p6-b200.48xlarge', 'nodes=4', 'zero=3'])
+    assert(link.includes(k), `link has ${k}`);
+  const other = await (await freshContext()).newPage();
+  await open(other, link);
+  sameSnapshot(before, await snapshot(other), 'reopened link');
+  await other.context().close();
 });
 
-await test('a malformed link shows a notice and a working page', async (page) => {
-  await page.goto(base + '?seq=abc&model=nope&foo=%3Cscript%3Ealert(1)%3C/script%3E&mb=2');
-  await page.waitForSelector('#notices');
-  const notes = await page.textContent('#notices');
-  assert(notes.includes('seq') && notes.includes('model') && notes.includes('foo'), 'names each bad key: ' + notes);
-  assert((await page.$('script:not([src]):not([type])')) === null || true, '');
-  assert((await page.inputValue('#mb')) === '2', 'good keys are kept');
-  assert(await page.$('#verdict'), 'results still shown');
+await test('twenty random plans survive the round trip', async (page, ctx) => {
+  let seed = 12345;
+  const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  const pick = (xs) => xs[rnd(xs.length)];
+  for (let i = 0; i < 20; i++) {
+    const q = new URLSearchParams({
+      model: pick(['llama-3.2-1b', 'llama-3.1-8b', 'qwen2.5-14b', 'mixtral-8x7b', 'gemma-2-27b', 'llama-3.1-70b', 'qwen3-30b-a3b']),
+      seq: String(pick([512, 2048, 4096, 8192, 32768, 131072])),
+      mb: String(pick([1, 2, 4])), ga: String(pick([1, 4, 16])),
+      precision: pick(['bf16', 'bf16-pure', 'fp8']),
+      ckpt: pick(['none', 'selective', 'full', 'op', '0.5']),
+      zero: String(pick([0, 1, 2, 3])),
+      instance: pick(['ml.p6-b200.48xlarge', 'ml.p5.48xlarge', 'ml.p5en.48xlarge', 'ml.g6e.48xlarge', 'ml.p4de.24xlarge']),
+      nodes: String(pick([1, 2, 4])), loss: pick(['plain', 'fused']), impl: pick(['hf', 'megatron']),
+      lang: pick(['en', 'ru']), price: String(pick([30, 55.5, 98.32])),
+    });
+    await open(page, base + '?' + q.toString());
+    const a = await snapshot(page);
+    const url = page.url();
+    const other = await ctx.newPage();
+    await open(other, url);
+    sameSnapshot(a, await snapshot(other), `plan ${i} (${q})`);
+    await other.close();
+  }
 });
 
-await test('dark theme and a 390 px phone render', async (page) => {
-  await page.emulateMedia({ colorScheme: 'dark' });
-  await page.setViewportSize({ width: 390, height: 844 });
-  await page.goto(base);
-  await page.waitForSelector('#verdict');
-  await page.screenshot({ path: `${shots}/default-390-dark.png`, fullPage: true });
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  assert(overflow <= 0, `no horizontal scrolling on a phone (overflow ${overflow}px)`);
+await test('ten malformed links each show the page with a notice', async (page) => {
+  const bad = [
+    '?seq=abc',
+    '?model=gpt-17',
+    '?model=llama-3.1-8b&seq=8192&mb=',
+    '?seq=81',
+    '?job=' + 'a'.repeat(5000),
+    '?role=%3Cscript%3Ealert(1)%3C%2Fscript%3E%22%27&s3=%3Cimg%20src%3Dx%20onerror%3Dalert(2)%3E',
+    '?model=llama-3.1-8b&seq=8192&precisi',
+    '?seq=%E0%A4%A&nodes=%',
+    '?nodes=-3&tp=abc',
+    '?instance=ml.p99.48xlarge&zero=9&v=99',
+  ];
+  for (const q of bad) {
+    await open(page, base + q);
+    assert(await page.$('#notices'), `a notice for ${q.slice(0, 60)}`);
+    assert(await page.$('#verdict'), `results still shown for ${q.slice(0, 60)}`);
+    assert((await page.$$('img[src="x"]')).length === 0, 'no injected HTML');
+  }
 });
 
-await context.close();
+await test('clicking a warning applies its fix and the verdict changes', async (page) => {
+  await open(page, base + '?seq=131072&ckpt=full&lang=en');
+  assert(/Does not fit/.test(await page.textContent('#verdict')), 'starts over budget');
+  await page.click('li[data-code=over_budget] button.fix');
+  await page.waitForFunction(() => location.search.includes('loss=fused'));
+  assert(/Fits/.test(await page.textContent('#verdict')), 'fits after the fix');
+});
+
+await test('screenshots: light and dark at 1280 and 390 px', async (page) => {
+  for (const scheme of ['light', 'dark']) {
+    for (const width of [1280, 390]) {
+      await page.emulateMedia({ colorScheme: scheme });
+      await page.setViewportSize({ width, height: 900 });
+      await open(page, base + '?lang=en&seq=32768&ckpt=full');
+      await page.screenshot({ path: `${shots}/page-${width}-${scheme}.png`, fullPage: true });
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert(overflow <= 0, `no horizontal scrolling at ${width}px (${overflow}px)`);
+    }
+  }
+});
+
+await browser.close();
 console.log(`e2e: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -41,7 +41,7 @@ pub fn SequenceChart(ctx: Ctx) -> impl IntoView {
                 }).collect_view();
                 let legend = [("line-none", tr(l, "none", "нет")), ("line-selective", tr(l, "selective", "выборочный")), ("line-full", tr(l, "full", "полный"))]
                     .into_iter().enumerate().map(|(i, (class, name))| {
-                        let lx = left + 10.0 + i as f64 * 120.0;
+                        let lx = left + 10.0 + i as f64 * 175.0;
                         view! {
                             <line class=format!("series {class}") x1=lx y1=top + 8.0 x2=lx + 22.0 y2=top + 8.0 />
                             <text class="legend" x=lx + 28.0 y=top + 12.0>{name}</text>
@@ -89,7 +89,7 @@ pub fn InstanceChart(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
     let options = Memo::new(move |_| ctx.plan.with(compare_instances));
     view! {
-        <section class="chart" aria-labelledby="inst-chart-title">
+        <section class="chart scroll" aria-labelledby="inst-chart-title">
             <h2 id="inst-chart-title">{move || tr(lang.get(), "The same job on other instance types", "То же задание на других инстансах")}</h2>
             {move || {
                 let l = lang.get();

@@ -1,0 +1,80 @@
+//! The sharing contract (SPEC §8): forgiving decode, exact round trip, and
+//! export strings that cannot carry code.
+
+use planner::plan::{valid_entry, valid_hf_model, valid_job, valid_role, valid_s3, Plan};
+
+#[test]
+fn full_urls_and_bare_queries_read_the_same() {
+    let a = Plan::from_query("https://planner.example/?model=qwen2.5-7b&seq=4096#top").plan;
+    let b = Plan::from_query("model=qwen2.5-7b&seq=4096").plan;
+    assert_eq!(a, b);
+    assert_eq!(a.model, "qwen2.5-7b");
+    assert_eq!(a.seq, 4096);
+}
+
+#[test]
+fn bad_values_keep_defaults_and_name_the_key() {
+    let d = Plan::from_query("seq=abc&mb=2&model=nope&foo=1&zero=9");
+    assert_eq!(d.plan.seq, Plan::default().seq);
+    assert_eq!(d.plan.micro_batch, 2);
+    let keys: Vec<_> = d.notices.iter().map(|n| n.key.as_str()).collect();
+    assert_eq!(keys, ["seq", "model", "foo", "zero"]);
+    assert!(d
+        .notices
+        .iter()
+        .all(|n| n.message.contains(&format!("`{}`", n.key))));
+    assert!(d.notices.iter().all(|n| !n.message_ru.is_empty()));
+}
+
+#[test]
+fn truncated_and_oversized_input_never_panics() {
+    for q in [
+        "seq=",
+        "=",
+        "&&&",
+        "%",
+        "%E0%A4%A",
+        "seq=8192&precisi",
+        "v=99",
+        "nodes=-3",
+        "tokens=1e400",
+        "seq=1e5",
+    ] {
+        let _ = planner::evaluate(&Plan::from_query(q).plan);
+    }
+    let long = format!("job={}", "a".repeat(100_000));
+    let d = Plan::from_query(&long);
+    assert_eq!(d.notices.len(), 1);
+    assert!(d.plan.job.is_empty());
+}
+
+#[test]
+fn round_trip_keeps_every_key() {
+    let q = "model=mixtral-8x7b&train=lora&lora_rank=64&seq=32768&mb=2&ga=16&tokens=5e9&precision=fp8&optimizer=adamw8bit&ckpt=0.25&offload=1&attn=flash&loss=fused&impl=megatron&zero=2&shard=4&tp=2&pp=2&vp=2&cp=2&ep=4&sp=1&instance=ml.p5en.48xlarge&nodes=4&spot=1&price=63.3&save_every=250&save=weights&async_save=1&save_bw=2.5&headroom=7&ws_gib=2&frag=8&role=arn:aws:iam::123456789012:role/SageMakerRole&s3=s3://my-bucket/runs/a&job=llama-ft&entry=src/train.py&hf_model=meta-llama/Llama-3.1-8B&lang=ru";
+    let d = Plan::from_query(q);
+    assert!(d.notices.is_empty(), "{:?}", d.notices);
+    let again = Plan::from_query(&d.plan.to_query());
+    assert!(again.notices.is_empty());
+    assert_eq!(again.plan, d.plan);
+}
+
+#[test]
+fn export_fields_accept_real_values_and_refuse_code() {
+    assert!(valid_role(
+        "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole-2024"
+    ));
+    assert!(valid_role("SageMakerRole"));
+    assert!(!valid_role("arn:aws:iam::123:role/x"));
+    assert!(!valid_role("x\")\nimport os"));
+    assert!(valid_s3("s3://my-bucket/runs/2026-11"));
+    assert!(!valid_s3("s3://My_Bucket/x"));
+    assert!(!valid_s3("s3://bucket/a\"b"));
+    assert!(!valid_s3("https://bucket/x"));
+    assert!(valid_job("llama-3-ft"));
+    assert!(!valid_job("-bad"));
+    assert!(!valid_job("a'b"));
+    assert!(valid_entry("train.py") && valid_entry("scripts/train_fsdp.py"));
+    assert!(!valid_entry("../etc/x.py") && !valid_entry("/abs.py") && !valid_entry("a b.py"));
+    assert!(valid_hf_model("meta-llama/Llama-3.1-8B"));
+    assert!(!valid_hf_model("<script>"));
+}

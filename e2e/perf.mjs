@@ -1,0 +1,41 @@
+// Prints how fast the page responds in headless Chromium: time from navigation
+// to the first verdict, and from an input event to the updated result.
+// Usage: node e2e/perf.mjs http://127.0.0.1:PORT/   (a measurement, not a test)
+import { chromium } from 'playwright-core';
+
+const base = process.argv[2] || 'http://127.0.0.1:8080/';
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
+});
+const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+const loads = [];
+for (let i = 0; i < 5; i++) {
+  await page.goto(base + '?lang=en', { waitUntil: 'commit' });
+  await page.waitForSelector('#verdict');
+  loads.push(await page.evaluate(() => performance.now()));
+}
+// Time from an input event to the changed result, measured inside the page.
+const updates = await page.evaluate(async () => {
+  const seq = document.querySelector('#seq');
+  const peak = document.querySelector('#peak');
+  const times = [];
+  const values = [4096, 8192, 16384, 32768, 65536, 2048];
+  for (let i = 0; i < 30; i++) {
+    const before = peak.textContent;
+    const t0 = performance.now();
+    seq.value = String(values[i % values.length]);
+    seq.dispatchEvent(new Event('input', { bubbles: true }));
+    // Leptos updates the DOM synchronously or in a microtask; wait for the text change.
+    while (peak.textContent === before) await Promise.resolve();
+    times.push(performance.now() - t0);
+    await new Promise((r) => requestAnimationFrame(() => r()));
+  }
+  return times;
+});
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const max = (xs) => Math.max(...xs);
+console.log(`load to first verdict: median ${median(loads).toFixed(0)} ms, max ${max(loads).toFixed(0)} ms (budget 500 ms)`);
+console.log(`input to updated result: median ${median(updates).toFixed(1)} ms, max ${max(updates).toFixed(1)} ms (budget 16 ms)`);
+await browser.close();
