@@ -161,6 +161,20 @@ await test('clicking a warning applies its fix and the verdict changes', async (
   assert(/Fits/.test(await page.textContent('#verdict')), 'fits after the fix');
 });
 
+await test('auto-plan: apply the top plan, it fits and the URL changes', async (page) => {
+  // Llama-3.1-70B on one p5 node does not fit; the auto-plan finds what does.
+  await open(page, base + '?lang=en&model=llama-3.1-70b&instance=ml.p5.48xlarge&price=55&zero=0');
+  assert(/Does not fit/.test(await page.textContent('#verdict')), 'starts over budget');
+  await page.waitForSelector('#autoplan-table', { timeout: 30000 });
+  const before = page.url();
+  const why = await page.textContent('#autoplan-table tbody tr:first-child td.why');
+  await page.click('#apply-0');
+  await page.waitForFunction((u) => location.href !== u, before);
+  assert(/Fits/.test(await page.textContent('#verdict')), `the applied plan fits (${why})`);
+  assert(page.url() !== before, 'the URL changed');
+  await page.locator('.autoplan').screenshot({ path: `${shots}/autoplan.png` });
+});
+
 await test('screenshots: light and dark at 1280 and 390 px', async (page) => {
   for (const scheme of ['light', 'dark']) {
     for (const width of [1280, 390]) {

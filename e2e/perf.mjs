@@ -34,8 +34,19 @@ const updates = await page.evaluate(async () => {
   }
   return times;
 });
+// The auto-plan: the page reports its own search time; read it for several plans.
+const searches = [];
+for (const q of ['', 'model=llama-3.1-70b&seq=32768', 'model=mixtral-8x7b&precision=fp8', 'model=llama-3.2-1b&seq=131072']) {
+  await page.goto(base + '?lang=en&price=60&' + q);
+  await page.waitForFunction(() => /Searched/.test(document.querySelector('#search-status')?.textContent || ''), null, { timeout: 60000 });
+  const status = await page.textContent('#search-status');
+  const m = status.match(/Searched ([\d,]+) candidates .* in ([\d,]+) ms/);
+  if (m) searches.push({ q: q || 'default', candidates: +m[1].replace(/,/g, ''), ms: +m[2].replace(/,/g, '') });
+}
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const max = (xs) => Math.max(...xs);
 console.log(`load to first verdict: median ${median(loads).toFixed(0)} ms, max ${max(loads).toFixed(0)} ms (budget 500 ms)`);
 console.log(`input to updated result: median ${median(updates).toFixed(1)} ms, max ${max(updates).toFixed(1)} ms (budget 16 ms)`);
+for (const s of searches)
+  console.log(`auto-plan (${s.q}): ${s.candidates} candidates in ${s.ms} ms = ${(s.candidates / s.ms / 1000).toFixed(1)} M candidates/s in wasm (target: full search under 100 ms)`);
 await browser.close();

@@ -1,6 +1,7 @@
 //! The page. State is one `Plan` signal; the report and the charts are memos
 //! of planner functions; the URL follows the plan through `replaceState`.
 
+use crate::autoplan::AutoPlan;
 use crate::charts::{InstanceChart, SequenceChart};
 use crate::format::tr;
 use crate::inputs::Inputs;
@@ -166,6 +167,7 @@ pub fn App() -> impl IntoView {
             <Inputs ctx=ctx />
             <div class="output">
                 <Results ctx=ctx />
+                <AutoPlan ctx=ctx />
                 <SequenceChart ctx=ctx />
                 <InstanceChart ctx=ctx />
             </div>

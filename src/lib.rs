@@ -2,6 +2,7 @@
 //! planner for a `Report`, and draws it. No number is computed here.
 
 pub mod app;
+pub mod autoplan;
 pub mod charts;
 pub mod format;
 pub mod inputs;

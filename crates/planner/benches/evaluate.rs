@@ -30,6 +30,23 @@ fn main() {
             .plan,
         Plan::from_query("model=mixtral-8x22b&tp=4&pp=4&ep=2&nodes=4&impl=megatron").plan,
     ];
+    // The auto-plan over the whole space around the default plan.
+    let default = Plan::from_query("price=60").plan;
+    let searches = if quick { 1 } else { 10 };
+    let mut result = None;
+    let ns = time("auto-plan search (default plan)", searches, || {
+        result = Some(black_box(planner::search::search(black_box(&default))));
+    });
+    if let Some(r) = result {
+        println!(
+            "  {} candidates ({} evaluated, {} pruned by bounds): {:.1} M candidates/s, {:.1} ms per search",
+            r.candidates,
+            r.evaluated,
+            r.pruned,
+            r.candidates as f64 / ns * 1e3,
+            ns / 1e6
+        );
+    }
     for plan in &plans {
         let (r, _) = resolve(plan);
         time(

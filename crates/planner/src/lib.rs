@@ -9,6 +9,7 @@ pub mod hardware;
 pub mod memory;
 pub mod plan;
 pub mod report;
+pub mod search;
 pub mod throughput;
 pub mod warnings;
 

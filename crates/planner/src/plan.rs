@@ -286,6 +286,69 @@ pub struct Plan {
     pub entry: String,
     pub hf_model: String,
     pub lang: Option<Lang>,
+    /// Auto-plan: dimensions the search must keep as they are.
+    pub locks: Locks,
+    /// Auto-plan: spend at most this many USD.
+    pub budget_usd: Option<f64>,
+    /// Auto-plan: finish within this many hours.
+    pub deadline_hours: Option<f64>,
+}
+
+/// What the auto-plan may not change (`lock=instance,precision`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Locks {
+    pub instance: bool,
+    pub nodes: bool,
+    pub precision: bool,
+    pub parallelism: bool,
+    pub checkpointing: bool,
+    pub micro_batch: bool,
+}
+
+impl Locks {
+    pub const KEYS: [&'static str; 6] = [
+        "instance",
+        "nodes",
+        "precision",
+        "parallelism",
+        "checkpointing",
+        "mb",
+    ];
+
+    pub fn get(&self, key: &str) -> bool {
+        match key {
+            "instance" => self.instance,
+            "nodes" => self.nodes,
+            "precision" => self.precision,
+            "parallelism" => self.parallelism,
+            "checkpointing" => self.checkpointing,
+            "mb" => self.micro_batch,
+            _ => false,
+        }
+    }
+
+    pub fn set(&mut self, key: &str, on: bool) -> bool {
+        let slot = match key {
+            "instance" => &mut self.instance,
+            "nodes" => &mut self.nodes,
+            "precision" => &mut self.precision,
+            "parallelism" => &mut self.parallelism,
+            "checkpointing" => &mut self.checkpointing,
+            "mb" => &mut self.micro_batch,
+            _ => return false,
+        };
+        *slot = on;
+        true
+    }
+
+    pub fn to_value(&self) -> String {
+        Self::KEYS
+            .iter()
+            .filter(|k| self.get(k))
+            .copied()
+            .collect::<Vec<_>>()
+            .join(",")
+    }
 }
 
 impl Default for Plan {
@@ -333,6 +396,9 @@ impl Default for Plan {
             entry: "train.py".into(),
             hf_model: String::new(),
             lang: None,
+            locks: Locks::default(),
+            budget_usd: None,
+            deadline_hours: None,
         }
     }
 }
@@ -443,6 +509,9 @@ pub const KEYS: &[&str] = &[
     "job",
     "entry",
     "hf_model",
+    "lock",
+    "budget",
+    "deadline",
     "lang",
 ];
 
@@ -665,6 +734,20 @@ impl Plan {
                 ),
             },
             "lang" => self.lang = Some(keyed!(Lang)),
+            "lock" => {
+                let mut locks = Locks::default();
+                for k in value.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+                    if !locks.set(k, true) {
+                        return bad(
+                            &format!("expected a comma-separated list of {}", Locks::KEYS.join(", ")),
+                            &format!("ожидался список через запятую из {}", Locks::KEYS.join(", ")),
+                        );
+                    }
+                }
+                self.locks = locks;
+            }
+            "budget" => self.budget_usd = Some(num!(0.0, 1e12)),
+            "deadline" => self.deadline_hours = Some(num!(0.0, 1e6)),
             _ => {
                 return Err(Problem {
                     en: format!("unknown key `{}` was ignored", shorten(key)),
@@ -763,6 +846,15 @@ impl Plan {
             if !v.is_empty() {
                 out.push((k, v.clone()));
             }
+        }
+        if self.locks != Locks::default() {
+            out.push(("lock", self.locks.to_value()));
+        }
+        if let Some(b) = self.budget_usd {
+            out.push(("budget", fmt_num(b)));
+        }
+        if let Some(d) = self.deadline_hours {
+            out.push(("deadline", fmt_num(d)));
         }
         if let Some(l) = self.lang {
             out.push(("lang", l.key().into()));

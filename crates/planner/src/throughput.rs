@@ -421,15 +421,27 @@ pub fn throughput(
         _ => 2.0,
     };
     let dp_bw = fabric.bw(layout.dp, layout.tp * layout.cp);
+    let g = (layout.shard.max(1) as f64).min(dp);
     let dp_comm = if layout.dp > 1 {
         let ring = (dp - 1.0) / dp;
-        let bytes = match plan.zero {
-            0 => 2.0 * ring * trainable * grad_bytes,
-            1 | 2 => ring * trainable * (grad_bytes + 2.0),
+        match plan.zero {
+            0 => 2.0 * ring * trainable * grad_bytes / dp_bw,
+            1 | 2 => ring * trainable * (grad_bytes + 2.0) / dp_bw,
             // all-gather forward and backward per micro-batch, reduce-scatter per step
-            _ => m * 2.0 * ring * stage_params * 2.0 + ring * trainable * grad_bytes,
-        };
-        bytes / dp_bw
+            _ if g >= dp => {
+                (m * 2.0 * ring * stage_params * 2.0 + ring * trainable * grad_bytes) / dp_bw
+            }
+            // Hybrid shard: gathers and reduce-scatter inside the shard group,
+            // then an all-reduce of the shards across the dp/g replicas.
+            _ => {
+                let gr = (g - 1.0) / g;
+                let inside = (m * 2.0 * gr * stage_params * 2.0 + gr * trainable * grad_bytes)
+                    / fabric.bw(layout.shard, layout.tp * layout.cp);
+                let replicas = dp / g;
+                let across = 2.0 * (replicas - 1.0) / replicas * trainable / g * grad_bytes / dp_bw;
+                inside + across
+            }
+        }
     } else {
         0.0
     };

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string\n  plan calibrate [--fit] [--markdown]     predicted vs measured throughput (data/calibration.csv)";
+const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string\n  plan search '<URL or query string>'   auto-plan: ranked plans and the Pareto front as JSON\n  plan calibrate [--fit] [--markdown]     predicted vs measured throughput (data/calibration.csv)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -46,6 +46,7 @@ fn main() -> ExitCode {
             }
         }
         "query" => println!("{}", decoded.plan.to_query()),
+        "search" => return search(query),
         _ => {
             eprintln!("unknown command `{cmd}`\n{USAGE}");
             return ExitCode::from(2);
@@ -103,6 +104,36 @@ fn calibrate(flags: &[String]) {
             println!("\n{line}");
         } else {
             println!("{line}");
+        }
+    }
+}
+
+/// `plan search`: the auto-plan as JSON, with the count and the time taken.
+fn search(query: &str) -> ExitCode {
+    let plan = planner::Plan::from_query(query).plan;
+    let start = std::time::Instant::now();
+    let result = planner::search::search(&plan);
+    let seconds = start.elapsed().as_secs_f64();
+    #[derive(serde::Serialize)]
+    struct Out<'a> {
+        seconds: f64,
+        candidates_per_second: f64,
+        #[serde(flatten)]
+        result: &'a planner::search::SearchResult,
+    }
+    let out = Out {
+        seconds,
+        candidates_per_second: result.candidates as f64 / seconds.max(1e-9),
+        result: &result,
+    };
+    match serde_json::to_string_pretty(&out) {
+        Ok(s) => {
+            println!("{s}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
         }
     }
 }

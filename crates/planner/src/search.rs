@@ -1,0 +1,629 @@
+//! The auto-plan: search instance type and count, parallel degrees, ZeRO
+//! stage, micro-batch (keeping the global batch in tokens), precision,
+//! checkpointing and loss; keep the plans that fit; rank them by time and cost.
+//!
+//! Every candidate is evaluated by the same memory, throughput and cost
+//! models as the page. Pruning uses bounds only, so no plan on the Pareto
+//! front is missed:
+//! - memory grows with the micro-batch, so once one does not fit the larger
+//!   ones are skipped;
+//! - a whole block (instance, nodes, precision, layout) is skipped when even
+//!   its ideal time (every GPU at its dense peak) and the cost of that time are
+//!   dominated by a plan already found.
+//!
+//! The search runs in chunks (`Search::run`) so a page can stay responsive.
+
+use crate::architecture::{Architecture, ParameterCounts};
+
+use crate::hardware::{self, Gpu, Instance};
+use crate::memory::{self, Layout};
+use crate::plan::{Checkpointing, Lang, Loss, Plan, Precision};
+use crate::report::{budget_bytes, resolve_architecture};
+use crate::throughput::{self, Efficiency, Fabric};
+use serde::Serialize;
+
+/// One plan that fits, with its key numbers.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Candidate {
+    /// The whole plan as a query string: apply it by opening `?{query}`.
+    pub query: String,
+    pub instance: String,
+    pub gpu: String,
+    pub nodes: u64,
+    pub gpus: u64,
+    pub tp: u64,
+    pub pp: u64,
+    pub cp: u64,
+    pub zero: u8,
+    pub micro_batch: u64,
+    pub grad_accum: u64,
+    pub precision: &'static str,
+    pub checkpointing: String,
+    pub loss: &'static str,
+    pub peak_bytes_per_gpu: u64,
+    pub tokens_per_second: f64,
+    pub mfu: f64,
+    pub hours: f64,
+    pub usd: Option<f64>,
+    /// Why it wins, against the user's own plan.
+    pub why: String,
+}
+
+/// What the search found.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SearchResult {
+    /// Size of the space searched (every combination of the dimensions).
+    pub candidates: u64,
+    /// Combinations fully evaluated (memory; throughput and cost when they fit).
+    pub evaluated: u64,
+    /// Combinations ruled out by a bound or an invalid layout without evaluation.
+    pub pruned: u64,
+    pub fitting: u64,
+    /// Non-dominated plans in (hours, USD), fastest first.
+    pub pareto: Vec<Candidate>,
+    pub fastest: Option<Candidate>,
+    pub cheapest: Option<Candidate>,
+    pub best_under_budget: Option<Candidate>,
+    pub best_under_deadline: Option<Candidate>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Found {
+    hours: f64,
+    usd: f64, // f64::INFINITY when the price is unknown
+    idx: [usize; 10],
+    peak: u64,
+    tps: f64,
+    mfu: f64,
+    ga: u64,
+}
+
+struct InstanceInfo {
+    instance: &'static Instance,
+    gpu: &'static Gpu,
+    fabric: Fabric,
+    eff: Efficiency,
+    price: Option<f64>,
+    budget: u64,
+}
+
+/// The dimensions and their values.
+struct Space {
+    instances: Vec<InstanceInfo>,
+    nodes: Vec<u64>,
+    precisions: Vec<Precision>,
+    tps: Vec<u64>,
+    pps: Vec<u64>,
+    cps: Vec<u64>,
+    /// ZeRO stage, and whether sharding is hybrid (one node's data-parallel ranks).
+    zeros: Vec<(u8, bool)>,
+    ckpts: Vec<Checkpointing>,
+    losses: Vec<Loss>,
+    mbs: Vec<u64>,
+}
+
+impl Space {
+    fn outer_len(&self) -> usize {
+        self.instances.len()
+            * self.nodes.len()
+            * self.precisions.len()
+            * self.tps.len()
+            * self.pps.len()
+            * self.cps.len()
+            * self.zeros.len()
+    }
+    fn inner_len(&self) -> usize {
+        self.ckpts.len() * self.losses.len() * self.mbs.len()
+    }
+    /// Decode an outer block number into indices (instance, nodes, precision, tp, pp, cp, zero).
+    fn outer(&self, mut n: usize) -> [usize; 7] {
+        let dims = [
+            self.instances.len(),
+            self.nodes.len(),
+            self.precisions.len(),
+            self.tps.len(),
+            self.pps.len(),
+            self.cps.len(),
+            self.zeros.len(),
+        ];
+        let mut idx = [0; 7];
+        for i in (0..7).rev() {
+            idx[i] = n % dims[i];
+            n /= dims[i];
+        }
+        idx
+    }
+}
+
+/// A resumable search.
+pub struct Search {
+    base: Plan,
+    work: Plan,
+    arch: Architecture,
+    counts: ParameterCounts,
+    space: Space,
+    next_outer: usize,
+    global_sequences: u64,
+    found: Vec<Found>,
+    pareto: Vec<Found>,
+    evaluated: u64,
+    pruned: u64,
+    /// Prune by bounds (off only in tests, to compare with brute force).
+    pub use_bounds: bool,
+    user_hours: f64,
+    user_usd: Option<f64>,
+    user_fits: bool,
+    adapters: f64,
+}
+
+const TP: [u64; 4] = [1, 2, 4, 8];
+const PP: [u64; 4] = [1, 2, 4, 8];
+const NODES: [u64; 6] = [1, 2, 4, 8, 16, 32];
+const MB: [u64; 6] = [1, 2, 4, 8, 16, 32];
+
+impl Search {
+    /// The full space around `plan`, respecting its locks.
+    pub fn new(plan: &Plan) -> Search {
+        let locks = plan.locks;
+        let (arch, _) = resolve_architecture(plan);
+        let counts = arch.parameter_counts();
+        let arch_adapters = arch.lora_params_per_layer(plan.lora_rank) * arch.layers as f64;
+        let (r, _) = crate::report::resolve(plan);
+        let global_sequences = (plan.micro_batch * plan.grad_accum * r.layout.dp).max(1);
+        let instances: Vec<InstanceInfo> = hardware::instances()
+            .iter()
+            .filter(|i| {
+                if locks.instance || plan.instance == "custom" {
+                    i.instance_type == plan.instance
+                } else {
+                    // Multi-GPU training instances, plus the smallest size of each GPU.
+                    i.gpu_count >= 4
+                        || i.instance_type == plan.instance
+                        || hardware::instances()
+                            .iter()
+                            .find(|j| j.gpu == i.gpu)
+                            .map(|j| j.instance_type == i.instance_type)
+                            == Some(true)
+                }
+            })
+            .filter_map(|i| {
+                let gpu = hardware::gpu(&i.gpu)?;
+                let price = if i.instance_type == plan.instance {
+                    plan.price.or(i.price_usd_hr)
+                } else {
+                    i.price_usd_hr
+                };
+                Some(InstanceInfo {
+                    instance: i,
+                    gpu,
+                    fabric: Fabric::of(gpu, i),
+                    eff: throughput::efficiency(throughput::generation(gpu)),
+                    price,
+                    budget: budget_bytes(gpu.usable_bytes(), plan.headroom),
+                })
+            })
+            .collect();
+        let nodes = if locks.nodes {
+            vec![plan.nodes]
+        } else {
+            NODES.to_vec()
+        };
+        let precisions = if locks.precision {
+            vec![plan.precision]
+        } else {
+            let mut v = vec![Precision::Bf16, Precision::Fp8];
+            if !v.contains(&plan.precision) {
+                v.push(plan.precision);
+            }
+            v
+        };
+        let (tps, pps, cps) = if locks.parallelism {
+            (vec![plan.tp], vec![plan.pp], vec![plan.cp])
+        } else {
+            let cps = if plan.seq >= 16_384 {
+                vec![1, 2, 4]
+            } else {
+                vec![1]
+            };
+            (TP.to_vec(), PP.to_vec(), cps)
+        };
+        let zeros = if locks.parallelism {
+            vec![(plan.zero, plan.shard.is_some())]
+        } else {
+            vec![(0, false), (1, false), (2, false), (3, false), (3, true)]
+        };
+        let ckpts = if locks.checkpointing {
+            vec![plan.checkpointing]
+        } else {
+            vec![Checkpointing::None, Checkpointing::Op, Checkpointing::Full]
+        };
+        let losses = vec![Loss::Plain, Loss::Fused];
+        let mbs = if locks.micro_batch {
+            vec![plan.micro_batch]
+        } else {
+            MB.to_vec()
+        };
+        let user = crate::evaluate(plan);
+        let mut work = plan.clone();
+        work.shard = None;
+        Search {
+            base: plan.clone(),
+            work,
+            arch,
+            counts,
+            space: Space {
+                instances,
+                nodes,
+                precisions,
+                tps,
+                pps,
+                cps,
+                zeros,
+                ckpts,
+                losses,
+                mbs,
+            },
+            next_outer: 0,
+            global_sequences,
+            found: Vec::new(),
+            pareto: Vec::new(),
+            evaluated: 0,
+            pruned: 0,
+            use_bounds: true,
+            adapters: arch_adapters,
+            user_hours: user.time.total_hours,
+            user_fits: user.fits,
+            user_usd: user.cost.total_usd,
+        }
+    }
+
+    /// Size of the space.
+    pub fn candidates(&self) -> u64 {
+        (self.space.outer_len() * self.space.inner_len()) as u64
+    }
+
+    /// Fraction done, 0..1.
+    pub fn progress(&self) -> f64 {
+        self.next_outer as f64 / self.space.outer_len().max(1) as f64
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.next_outer >= self.space.outer_len()
+    }
+
+    /// Work through at least `candidates` more combinations; true when finished.
+    pub fn run(&mut self, candidates: u64) -> bool {
+        let inner = self.space.inner_len().max(1) as u64;
+        let blocks = candidates.div_ceil(inner).max(1) as usize;
+        let end = (self.next_outer + blocks).min(self.space.outer_len());
+        while self.next_outer < end {
+            let o = self.space.outer(self.next_outer);
+            self.block(o);
+            self.next_outer += 1;
+        }
+        self.is_done()
+    }
+
+    /// Run to the end.
+    pub fn finish(&mut self) -> SearchResult {
+        while !self.run(100_000) {}
+        self.result()
+    }
+
+    fn block(&mut self, o: [usize; 7]) {
+        let s = &self.space;
+        let inner = s.inner_len() as u64;
+        let i = &s.instances[o[0]];
+        let info = (i.instance, i.gpu, i.fabric, i.eff, i.price, i.budget);
+        let (instance, gpu, fabric, eff, price, budget) = info;
+        let (nodes, precision, tp, pp, cp, (zero, hybrid)) = (
+            s.nodes[o[1]],
+            s.precisions[o[2]],
+            s.tps[o[3]],
+            s.pps[o[4]],
+            s.cps[o[5]],
+            s.zeros[o[6]],
+        );
+        let (ckpts, losses, mbs) = (s.ckpts.clone(), s.losses.clone(), s.mbs.clone());
+        let gpn = instance.gpu_count;
+        let gpus = gpn * nodes;
+        let arch = &self.arch;
+        let valid = (nodes == 1 || instance.multi_node_efa_training)
+            && tp <= gpn
+            && arch.heads.is_multiple_of(tp)
+            && arch.kv_heads.is_multiple_of(tp)
+            && arch.layers.is_multiple_of(pp)
+            && self.base.seq.is_multiple_of(cp)
+            && gpus.is_multiple_of(tp * pp * cp)
+            && (!precision.is_low_precision() || gpu.fp8_tensor_cores)
+            && (!matches!(precision, Precision::Mxfp8 | Precision::Nvfp4) || gpu.fp4_tensor_cores);
+        let dp = if valid { gpus / (tp * pp * cp) } else { 0 };
+        // Hybrid sharding groups the data-parallel ranks of one node.
+        let shard = if hybrid {
+            (gpn / (tp * cp).min(gpn)).max(1)
+        } else {
+            dp
+        };
+        // ZeRO over one rank is DDP, and a hybrid group as large as the whole is full sharding: count each once.
+        if !valid
+            || (zero > 0 && dp < 2)
+            || (hybrid && (shard >= dp || !dp.is_multiple_of(shard) || shard < 2))
+            || !self.global_sequences.is_multiple_of(dp.max(1))
+        {
+            self.pruned += inner;
+            return;
+        }
+        // Bound: the ideal time at every GPU's dense peak, and its cost.
+        if self.use_bounds && !self.pareto.is_empty() {
+            let peak = match precision {
+                Precision::Fp8 | Precision::Mxfp8 => gpu.fp8_dense_tflops.or(gpu.bf16_dense_tflops),
+                Precision::Nvfp4 => gpu.fp4_dense_tflops.or(gpu.fp8_dense_tflops),
+                Precision::Fp32 => gpu.fp32_tflops,
+                _ => gpu.bf16_dense_tflops,
+            }
+            .unwrap_or(1.0)
+                * 1e12;
+            let flops = throughput::model_flops_per_token(arch, &self.counts, self.base.seq)
+                * self.base.tokens;
+            let hours = flops / (gpus as f64 * peak) / 3600.0;
+            let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);
+            if self.pareto.iter().any(|f| f.hours <= hours && f.usd <= usd) {
+                self.pruned += inner;
+                return;
+            }
+        }
+        let layout = Layout {
+            gpus,
+            tp,
+            pp,
+            cp,
+            ep: 1,
+            dp,
+            shard,
+        };
+        let w = &mut self.work;
+        if w.instance != instance.instance_type {
+            w.instance = instance.instance_type.clone();
+        }
+        w.nodes = nodes;
+        w.precision = precision;
+        w.tp = tp;
+        w.pp = pp;
+        w.cp = cp;
+        w.sp = tp > 1;
+        w.vp = 1;
+        w.ep = 1;
+        w.zero = zero;
+        w.shard = hybrid.then_some(shard);
+        for (ci, &ck) in ckpts.iter().enumerate() {
+            for (li, &loss) in losses.iter().enumerate() {
+                for (mi, &mb) in mbs.iter().enumerate() {
+                    if !self.global_sequences.is_multiple_of(mb * dp) {
+                        self.pruned += 1;
+                        continue;
+                    }
+                    let w = &mut self.work;
+                    w.checkpointing = ck;
+                    w.loss = loss;
+                    w.micro_batch = mb;
+                    w.grad_accum = self.global_sequences / (mb * dp);
+                    self.evaluated += 1;
+                    let mem = memory::breakdown(&self.arch, &self.counts, w, &layout);
+                    if mem.peak_bytes > budget {
+                        if self.use_bounds {
+                            // Larger micro-batches need more memory: skip them.
+                            let rest = (mbs.len() - mi - 1) as u64;
+                            self.pruned += rest;
+                            break;
+                        }
+                        continue;
+                    }
+                    let tp = throughput::throughput(
+                        &self.arch,
+                        &self.counts,
+                        w,
+                        &layout,
+                        gpu,
+                        &fabric,
+                        &eff,
+                    );
+                    // The same time and cost the page shows for this plan (checkpoint saving included).
+                    let (time, _, _) =
+                        crate::cost::estimate(w, &self.counts, self.adapters, &tp, instance, gpus);
+                    let hours = time.total_hours;
+                    let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);
+                    let f = Found {
+                        hours,
+                        usd,
+                        idx: [o[0], o[1], o[2], o[3], o[4], o[5], o[6], ci, li, mi],
+                        peak: mem.peak_bytes,
+                        tps: tp.tokens_per_second,
+                        mfu: tp.mfu,
+                        ga: w.grad_accum,
+                    };
+                    self.found_fit(f);
+                }
+            }
+        }
+    }
+
+    fn found_fit(&mut self, f: Found) {
+        self.found.push(f);
+        if self
+            .pareto
+            .iter()
+            .any(|p| p.hours <= f.hours && p.usd <= f.usd)
+        {
+            return;
+        }
+        self.pareto
+            .retain(|p| !(f.hours <= p.hours && f.usd <= p.usd));
+        self.pareto.push(f);
+    }
+
+    fn plan_of(&self, f: &Found) -> Plan {
+        let s = &self.space;
+        let i = f.idx;
+        let mut p = self.base.clone();
+        p.instance = s.instances[i[0]].instance.instance_type.clone();
+        p.nodes = s.nodes[i[1]];
+        p.precision = s.precisions[i[2]];
+        p.tp = s.tps[i[3]];
+        p.pp = s.pps[i[4]];
+        p.cp = s.cps[i[5]];
+        p.sp = p.tp > 1;
+        p.vp = 1;
+        p.ep = 1;
+        let (zero, hybrid) = s.zeros[i[6]];
+        p.zero = zero;
+        let gpn = s.instances[i[0]].instance.gpu_count;
+        p.shard = hybrid.then(|| (gpn / (p.tp * p.cp).min(gpn)).max(1));
+        p.checkpointing = s.ckpts[i[7]];
+        p.loss = s.losses[i[8]];
+        p.micro_batch = s.mbs[i[9]];
+        p.grad_accum = f.ga;
+        if p.instance != self.base.instance {
+            p.price = None;
+        }
+        p
+    }
+
+    fn candidate(&self, f: &Found) -> Candidate {
+        let p = self.plan_of(f);
+        let info = &self.space.instances[f.idx[0]];
+        let ru = self.base.lang == Some(Lang::Ru);
+        let short = info.instance.instance_type.trim_start_matches("ml.");
+        let what = format!(
+            "{} × {short}, {}{}, ZeRO-{}{}{}, mb {}",
+            p.nodes,
+            p.precision.key().to_uppercase(),
+            match p.checkpointing {
+                Checkpointing::None => String::new(),
+                c => format!(" + ckpt {}", c.key()),
+            },
+            p.zero,
+            p.shard
+                .map(|g| format!(" (hybrid {g})"))
+                .unwrap_or_default(),
+            if p.tp * p.pp * p.cp > 1 {
+                format!(", TP{} PP{} CP{}", p.tp, p.pp, p.cp)
+            } else {
+                String::new()
+            },
+            p.micro_batch,
+        );
+        let speed = self.user_hours / f.hours.max(1e-12);
+        let mut parts = vec![];
+        if speed > 1.05 {
+            parts.push(if ru {
+                format!("в {speed:.1} раза быстрее")
+            } else {
+                format!("{speed:.1}× faster")
+            });
+        } else if speed < 0.95 {
+            parts.push(if ru {
+                format!("в {:.1} раза медленнее", 1.0 / speed)
+            } else {
+                format!("{:.1}× slower", 1.0 / speed)
+            });
+        }
+        if let (Some(u), true) = (self.user_usd, f.usd.is_finite()) {
+            let d = 1.0 - f.usd / u;
+            if d > 0.02 {
+                parts.push(if ru {
+                    format!("на {:.0}% дешевле", d * 100.0)
+                } else {
+                    format!("{:.0}% cheaper", d * 100.0)
+                });
+            } else if d < -0.02 {
+                parts.push(if ru {
+                    format!("на {:.0}% дороже", -d * 100.0)
+                } else {
+                    format!("{:.0}% more expensive", -d * 100.0)
+                });
+            }
+        }
+        let vs = if !self.user_fits {
+            let mut s = if ru {
+                "помещается, в отличие от вашего плана".to_string()
+            } else {
+                "fits, unlike your plan".to_string()
+            };
+            if let Some(u) = f.usd.is_finite().then_some(f.usd) {
+                s += &if ru {
+                    format!("; ${u:.0} за {:.1} ч", f.hours)
+                } else {
+                    format!("; ${u:.0} for {:.1} h", f.hours)
+                };
+            }
+            s
+        } else if parts.is_empty() {
+            if ru {
+                "как ваш план".to_string()
+            } else {
+                "on a par with your plan".to_string()
+            }
+        } else if ru {
+            format!("{} вашего плана", parts.join(" и "))
+        } else {
+            format!("{} than your plan", parts.join(" and "))
+        };
+        Candidate {
+            query: p.to_query(),
+            instance: info.instance.instance_type.clone(),
+            gpu: info.gpu.id.clone(),
+            nodes: p.nodes,
+            gpus: p.nodes * info.instance.gpu_count,
+            tp: p.tp,
+            pp: p.pp,
+            cp: p.cp,
+            zero: p.zero,
+            micro_batch: p.micro_batch,
+            grad_accum: p.grad_accum,
+            precision: p.precision.key(),
+            checkpointing: p.checkpointing.key(),
+            loss: p.loss.key(),
+            peak_bytes_per_gpu: f.peak,
+            tokens_per_second: f.tps,
+            mfu: f.mfu,
+            hours: f.hours,
+            usd: f.usd.is_finite().then_some(f.usd),
+            why: format!("{what}: {vs}"),
+        }
+    }
+
+    /// The ranked result so far.
+    pub fn result(&self) -> SearchResult {
+        let mut pareto = self.pareto.clone();
+        pareto.sort_by(|a, b| a.hours.total_cmp(&b.hours).then(a.usd.total_cmp(&b.usd)));
+        let best = |f: &dyn Fn(&Found) -> bool, key: &dyn Fn(&Found) -> f64| {
+            self.found
+                .iter()
+                .filter(|x| f(x))
+                .min_by(|a, b| key(a).total_cmp(&key(b)))
+                .map(|x| self.candidate(x))
+        };
+        let budget = self.base.budget_usd;
+        let deadline = self.base.deadline_hours;
+        SearchResult {
+            candidates: self.candidates(),
+            evaluated: self.evaluated,
+            pruned: self.pruned,
+            fitting: self.found.len() as u64,
+            fastest: pareto.first().map(|f| self.candidate(f)),
+            cheapest: pareto
+                .iter()
+                .filter(|f| f.usd.is_finite())
+                .min_by(|a, b| a.usd.total_cmp(&b.usd))
+                .map(|f| self.candidate(f)),
+            best_under_budget: budget.and_then(|b| best(&|f| f.usd <= b, &|f| f.hours)),
+            best_under_deadline: deadline.and_then(|d| best(&|f| f.hours <= d, &|f| f.usd)),
+            pareto: pareto.iter().map(|f| self.candidate(f)).collect(),
+        }
+    }
+}
+
+/// Search the whole space around `plan` (native callers, tests, the CLI).
+pub fn search(plan: &Plan) -> SearchResult {
+    Search::new(plan).finish()
+}

@@ -1,0 +1,102 @@
+//! The auto-plan against brute force, and its locks.
+
+use planner::plan::{Plan, Precision};
+use planner::search::{search, Search};
+
+fn front(r: &planner::search::SearchResult) -> Vec<(String, u64, u64)> {
+    let mut v: Vec<_> = r
+        .pareto
+        .iter()
+        .map(|c| {
+            (
+                c.query.clone(),
+                (c.hours * 1e9) as u64,
+                c.usd.map_or(u64::MAX, |u| (u * 1e6) as u64),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// On a space small enough to enumerate, the pruned search returns exactly
+/// the Pareto front of an exhaustive evaluation of every candidate.
+#[test]
+fn pruned_search_equals_brute_force() {
+    for q in [
+        "model=llama-3.1-8b&instance=ml.p5.48xlarge&price=55&lock=instance",
+        "model=qwen2.5-14b&seq=32768&instance=ml.p4de.24xlarge&price=40&lock=instance,checkpointing&ckpt=full",
+        "model=llama-3.1-70b&instance=ml.p5en.48xlarge&price=63.3&lock=instance&tokens=1e9",
+    ] {
+        let plan = Plan::from_query(q).plan;
+        let fast = Search::new(&plan).finish();
+        let mut brute = Search::new(&plan);
+        brute.use_bounds = false;
+        let slow = brute.finish();
+        assert_eq!(fast.candidates, slow.candidates);
+        assert!(fast.evaluated < slow.evaluated, "{q}: bounds prune something");
+        assert!(!slow.pareto.is_empty(), "{q}: something fits");
+        assert_eq!(front(&fast), front(&slow), "{q}");
+        assert!(fast.fitting <= slow.fitting);
+        println!("{q}: {} candidates, {} evaluated with bounds vs {} without, front of {}", fast.candidates, fast.evaluated, slow.evaluated, fast.pareto.len());
+    }
+}
+
+#[test]
+fn locks_are_respected() {
+    let r = search(
+        &Plan::from_query(
+            "precision=bf16&instance=ml.p6-b200.48xlarge&lock=precision,instance&price=100",
+        )
+        .plan,
+    );
+    assert!(!r.pareto.is_empty());
+    for c in &r.pareto {
+        assert_eq!(c.precision, "bf16");
+        assert_eq!(c.instance, "ml.p6-b200.48xlarge");
+        let p = Plan::from_query(&c.query).plan;
+        assert_eq!(p.precision, Precision::Bf16);
+    }
+    let r = search(&Plan::from_query("nodes=2&mb=1&lock=nodes,mb").plan);
+    assert!(r.pareto.iter().all(|c| c.nodes == 2 && c.micro_batch == 1));
+}
+
+/// Every plan the search returns fits when evaluated on its own, keeps the
+/// user's global batch, and the page shows the same time.
+#[test]
+fn results_fit_and_keep_the_global_batch() {
+    let plan = Plan::from_query("model=llama-3.1-8b&seq=8192&mb=1&ga=8&price=60").plan;
+    let user = planner::evaluate(&plan);
+    let r = search(&plan);
+    assert!(
+        r.candidates >= 100_000,
+        "a full search covers at least 100,000 candidates: {}",
+        r.candidates
+    );
+    for c in r.pareto.iter().chain(r.fastest.iter()) {
+        let p = Plan::from_query(&c.query).plan;
+        let rep = planner::evaluate(&p);
+        assert!(rep.fits, "{} fits", c.query);
+        assert_eq!(
+            rep.global_batch_tokens, user.global_batch_tokens,
+            "{}",
+            c.query
+        );
+        assert!(
+            (rep.time.total_hours - c.hours).abs() / c.hours < 1e-9,
+            "{}",
+            c.query
+        );
+    }
+    // Budget and deadline picks.
+    let cheapest = r.cheapest.clone().unwrap();
+    let with_budget = search(&Plan {
+        budget_usd: Some(cheapest.usd.unwrap() * 1.5),
+        deadline_hours: Some(cheapest.hours * 0.5),
+        ..plan.clone()
+    });
+    let b = with_budget.best_under_budget.unwrap();
+    assert!(b.usd.unwrap() <= cheapest.usd.unwrap() * 1.5 && b.hours <= cheapest.hours);
+    let d = with_budget.best_under_deadline.unwrap();
+    assert!(d.hours <= cheapest.hours * 0.5);
+}
