@@ -5,6 +5,7 @@
 pub mod architecture;
 pub mod calibration;
 pub mod cost;
+pub mod export;
 pub mod hardware;
 pub mod memory;
 pub mod plan;

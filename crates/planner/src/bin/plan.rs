@@ -2,13 +2,22 @@
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string\n  plan search '<URL or query string>'   auto-plan: ranked plans and the Pareto front as JSON\n  plan calibrate [--fit] [--markdown]     predicted vs measured throughput (data/calibration.csv)";
+const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string\n  plan search '<URL or query string>'   auto-plan: ranked plans and the Pareto front as JSON\n  plan export '<URL or query string>' --format pytorch|huggingface|modeltrainer|training-args\n  plan calibrate [--fit] [--markdown]     predicted vs measured throughput (data/calibration.csv)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("calibrate") {
         calibrate(&args[1..]);
         return ExitCode::SUCCESS;
+    }
+    if args.first().map(String::as_str) == Some("export") {
+        return export(&args[1..]);
+    }
+    if let [cmd, text] = args.as_slice() {
+        if cmd == "py-literal" {
+            println!("{}", planner::export::py_str(text));
+            return ExitCode::SUCCESS;
+        }
     }
     let (cmd, query) = match args.as_slice() {
         [cmd] => (cmd.as_str(), ""),
@@ -136,4 +145,33 @@ fn search(query: &str) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `plan export '<query>' --format F`: SageMaker launch code on stdout.
+fn export(args: &[String]) -> ExitCode {
+    let mut query = None;
+    let mut format = planner::export::Format::Pytorch;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--format" {
+            match it.next().and_then(|f| planner::export::Format::from_key(f)) {
+                Some(f) => format = f,
+                None => {
+                    eprintln!("--format takes pytorch, huggingface, modeltrainer or training-args");
+                    return ExitCode::from(2);
+                }
+            }
+        } else if query.is_none() {
+            query = Some(a.as_str());
+        } else {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    }
+    let decoded = planner::Plan::from_query(query.unwrap_or(""));
+    for n in &decoded.notices {
+        eprintln!("notice: {}", n.message);
+    }
+    print!("{}", planner::export::export(&decoded.plan, format).code);
+    ExitCode::SUCCESS
 }

@@ -1,0 +1,707 @@
+//! SageMaker launch code for a plan: pure string building.
+//!
+//! Formats: the SDK v2 `PyTorch` and `HuggingFace` estimators, SDK v3
+//! `ModelTrainer`, and the matching `transformers.TrainingArguments` (with a
+//! TransformerEngine recipe for FP8). Framework versions come from the SDK's
+//! own image_uri_config (data/sdk.json). Every user-typed string goes through
+//! `py_str`, so nothing typed can leave its literal.
+
+use crate::plan::{
+    Attention, Checkpointing, Implementation, Lang, Loss, Optimizer, Plan, Precision, Training,
+};
+use crate::report::{evaluate, Report};
+use crate::throughput::Generation;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+use std::sync::OnceLock;
+
+/// The code formats a plan exports to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Format {
+    Pytorch,
+    Huggingface,
+    ModelTrainer,
+    TrainingArgs,
+}
+
+impl Format {
+    pub const ALL: [Format; 4] = [
+        Format::Pytorch,
+        Format::Huggingface,
+        Format::ModelTrainer,
+        Format::TrainingArgs,
+    ];
+    pub fn key(self) -> &'static str {
+        match self {
+            Format::Pytorch => "pytorch",
+            Format::Huggingface => "huggingface",
+            Format::ModelTrainer => "modeltrainer",
+            Format::TrainingArgs => "training-args",
+        }
+    }
+    pub fn from_key(s: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.key() == s)
+    }
+}
+
+#[derive(Deserialize)]
+struct Pt {
+    version: String,
+    py: String,
+    cuda: String,
+}
+#[derive(Deserialize)]
+struct Smp {
+    version: String,
+    py: String,
+    smp: String,
+}
+#[derive(Deserialize)]
+struct Hf {
+    transformers: String,
+    pytorch: String,
+    py: String,
+    cuda: String,
+}
+#[derive(Deserialize)]
+struct SdkV2 {
+    package: String,
+    pytorch: Vec<Pt>,
+    smp_pytorch: Vec<Smp>,
+    huggingface: Vec<Hf>,
+}
+#[derive(Deserialize)]
+struct SdkV3 {
+    package: String,
+    pytorch: Vec<Pt>,
+    smp_pytorch: Vec<Smp>,
+}
+#[derive(Deserialize)]
+struct Sdk {
+    v2: SdkV2,
+    v3: SdkV3,
+}
+
+fn sdk() -> &'static Sdk {
+    static SDK: OnceLock<Sdk> = OnceLock::new();
+    SDK.get_or_init(|| {
+        serde_json::from_str(include_str!("../data/sdk.json"))
+            .expect("data/sdk.json is valid (checked by tests)")
+    })
+}
+
+/// The SDK packages the generated code is written for.
+pub fn sdk_packages() -> (&'static str, &'static str) {
+    (&sdk().v2.package, &sdk().v3.package)
+}
+
+/// A Python string literal that holds exactly `s`: double-quoted, with
+/// backslashes, quotes and every non-printable or non-ASCII character escaped.
+pub fn py_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            ' '..='~' => out.push(c),
+            c if (c as u32) < 0x100 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if (c as u32) < 0x10000 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\U{:08x}", c as u32);
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Text for a `#` comment: printable ASCII only, one line.
+fn comment(s: &str) -> String {
+    s.chars()
+        .map(|c| if (' '..='~').contains(&c) { c } else { '?' })
+        .collect()
+}
+
+/// The launch code, and what the generator decided on the user's behalf.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Export {
+    pub format: Format,
+    pub code: String,
+    pub filename: String,
+}
+
+struct Ctx<'a> {
+    plan: &'a Plan,
+    report: Report,
+    blackwell: bool,
+    smp_wanted: bool,
+    smp: bool,
+    gpus_per_node: u64,
+}
+
+impl Ctx<'_> {
+    fn smp_fallback_note(&self) -> Option<&'static str> {
+        (self.smp_wanted && !self.smp).then_some(
+            "SMP v2 has no image for this GPU (its newest is PyTorch 2.5.1 / CUDA 12.4; Blackwell needs CUDA >= 12.8): using plain torchrun + FSDP; configure hybrid sharding and activation offloading in train.py",
+        )
+    }
+}
+
+fn ctx(plan: &Plan) -> Ctx<'_> {
+    let mut p = plan.clone();
+    p.lang = Some(Lang::En);
+    let report = evaluate(&p);
+    let gpu = crate::hardware::instance(&plan.instance).and_then(|i| crate::hardware::gpu(&i.gpu));
+    let blackwell = report.throughput.generation == Generation::Blackwell;
+    let smp_wanted = plan.shard.is_some()
+        || plan.offload
+        || (plan.tp > 1 && plan.implementation == Implementation::Hf);
+    // SMP v2 images run on ml.p4d, ml.p4de and ml.p5* (Ampere/Hopper).
+    let smp_instance = ["ml.p4d.", "ml.p4de.", "ml.p5.", "ml.p5e.", "ml.p5en."]
+        .iter()
+        .any(|p| plan.instance.starts_with(p));
+    let smp = smp_wanted && !blackwell && smp_instance && gpu.is_some();
+    let gpus_per_node = report.layout.gpus / plan.nodes.max(1);
+    Ctx {
+        plan,
+        report,
+        blackwell,
+        smp_wanted,
+        smp,
+        gpus_per_node,
+    }
+}
+
+/// Seconds SageMaker lets the job run: predicted time plus 25% and an hour, within SageMaker's 28 days.
+fn max_run(c: &Ctx<'_>) -> u64 {
+    let predicted = c.report.time.total_hours * 3600.0;
+    ((predicted * 1.25 + 3600.0).ceil() as u64).clamp(3600, 28 * 24 * 3600)
+}
+
+fn header(c: &Ctx<'_>, title: &str) -> String {
+    let r = &c.report;
+    let p = c.plan;
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let mut h = String::new();
+    let _ = writeln!(h, "# {title}, generated by Train Planner.");
+    let _ = writeln!(h, "# Plan: ?{}", comment(&p.to_query()));
+    let _ = writeln!(
+        h,
+        "# {} on {} x {} ({} x {}): {} - {:.1} GiB of a {:.1} GiB budget per GPU",
+        comment(&r.model_name),
+        p.nodes,
+        comment(&r.instance),
+        r.layout.gpus,
+        comment(&r.gpu),
+        if r.fits { "fits" } else { "DOES NOT FIT" },
+        gib(r.memory.peak_bytes_per_gpu),
+        gib(r.memory.budget_bytes)
+    );
+    let cost = match r.cost.total_usd {
+        Some(u) => format!(
+            "${u:.0} on-demand (price: {})",
+            comment(&r.cost.price_source)
+        ),
+        None => "cost unknown (no price entered)".into(),
+    };
+    let _ = writeln!(
+        h,
+        "# Predicted: {:.0} tokens/s per GPU, MFU {:.0}%, {:.1} h for {:.3e} tokens, {cost}",
+        r.throughput.tokens_per_second_per_gpu,
+        r.throughput.mfu * 100.0,
+        r.time.total_hours,
+        p.tokens
+    );
+    h
+}
+
+fn hf_optim(o: Optimizer) -> &'static str {
+    match o {
+        Optimizer::Adamw => "adamw_torch_fused",
+        Optimizer::AdamwForeach => "adamw_torch",
+        Optimizer::Adamw8bit => "adamw_bnb_8bit",
+        Optimizer::Adafactor => "adafactor",
+        Optimizer::Sgd => "sgd",
+    }
+}
+
+fn fsdp_value(p: &Plan) -> &'static str {
+    match (p.zero, p.shard.is_some()) {
+        (3, true) => "hybrid_shard auto_wrap",
+        (3, false) => "full_shard auto_wrap",
+        (1 | 2, _) => "shard_grad_op auto_wrap",
+        _ => "",
+    }
+}
+
+/// Hyperparameters passed to train.py (the Trainer's argument names where one exists).
+fn hyperparameters(c: &Ctx<'_>) -> String {
+    let p = c.plan;
+    let r = &c.report;
+    let mut items: Vec<(&str, String)> = Vec::new();
+    if !p.hf_model.is_empty() {
+        items.push(("model_id", py_str(&p.hf_model)));
+    }
+    items.push(("max_seq_length", p.seq.to_string()));
+    items.push(("per_device_train_batch_size", p.micro_batch.to_string()));
+    items.push(("gradient_accumulation_steps", p.grad_accum.to_string()));
+    items.push(("max_steps", r.time.steps.to_string()));
+    items.push(("bf16", py_bool(!matches!(p.precision, Precision::Fp32))));
+    if p.precision.is_low_precision() {
+        items.push(("fp8", py_str(p.precision.key())));
+    }
+    let ck = !matches!(
+        p.checkpointing,
+        Checkpointing::None | Checkpointing::Selective
+    );
+    items.push(("gradient_checkpointing", py_bool(ck)));
+    items.push(("optim", py_str(hf_optim(p.optimizer))));
+    let fsdp = fsdp_value(p);
+    if !fsdp.is_empty() && r.layout.dp > 1 {
+        items.push(("fsdp", py_str(fsdp)));
+    }
+    items.push((
+        "attn_implementation",
+        py_str(match p.attention {
+            Attention::Flash => "sdpa",
+            Attention::Eager => "eager",
+        }),
+    ));
+    if p.loss == Loss::Fused {
+        items.push(("use_liger_kernel", "True".into()));
+    }
+    if p.train != Training::Full {
+        items.push(("lora_r", p.lora_rank.to_string()));
+        if p.train == Training::Qlora {
+            items.push(("load_in_4bit", "True".into()));
+        }
+    }
+    items.push(("save_steps", p.save_every.max(1).to_string()));
+    items.push(("output_dir", py_str("/opt/ml/checkpoints")));
+    let mut s = String::from("hyperparameters = {\n");
+    for (k, v) in items {
+        let _ = writeln!(s, "    {}: {v},", py_str(k));
+    }
+    s.push_str("}\n");
+    s
+}
+
+fn py_bool(b: bool) -> String {
+    if b { "True" } else { "False" }.into()
+}
+
+/// `role`, the S3 prefix and the session, as Python lines.
+fn preamble(c: &Ctx<'_>, session: &str) -> String {
+    let p = c.plan;
+    let mut s = String::new();
+    let _ = writeln!(s, "session = {session}");
+    if p.role.is_empty() {
+        let _ = writeln!(
+            s,
+            "role = sagemaker.get_execution_role()  # or your SageMaker execution role ARN"
+        );
+    } else {
+        let _ = writeln!(s, "role = {}", py_str(&p.role));
+    }
+    if p.s3.is_empty() {
+        let _ = writeln!(
+            s,
+            "s3_prefix = \"s3://\" + session.default_bucket() + \"/train-planner\""
+        );
+    } else {
+        let _ = writeln!(s, "s3_prefix = {}", py_str(&p.s3));
+    }
+    s
+}
+
+fn job_name(p: &Plan) -> String {
+    py_str(if p.job.is_empty() {
+        "train-planner"
+    } else {
+        &p.job
+    })
+}
+
+fn entry(p: &Plan) -> String {
+    py_str(if p.entry.is_empty() {
+        "train.py"
+    } else {
+        &p.entry
+    })
+}
+
+fn smp_parameters(c: &Ctx<'_>) -> Vec<(&'static str, String)> {
+    let p = c.plan;
+    let mut v = vec![(
+        "hybrid_shard_degree",
+        p.shard.unwrap_or(c.report.layout.dp).to_string(),
+    )];
+    if p.tp > 1 {
+        v.push(("tensor_parallel_degree", p.tp.to_string()));
+    }
+    if p.offload {
+        v.push(("sm_activation_offloading", "True".into()));
+        v.push(("activation_loading_horizon", "2".into()));
+    }
+    v
+}
+
+fn spot_lines(c: &Ctx<'_>, out: &mut String) {
+    let run = max_run(c);
+    let _ = writeln!(
+        out,
+        "    max_run={run},  # predicted {:.1} h + 25% + 1 h",
+        c.report.time.total_hours
+    );
+    if c.plan.spot {
+        let wait = (run * 2).clamp(run, 28 * 24 * 3600).max(run);
+        let _ = writeln!(out, "    use_spot_instances=True,");
+        let _ = writeln!(
+            out,
+            "    max_wait={wait},  # >= max_run; spot capacity may take time"
+        );
+    } else {
+        let _ = writeln!(out, "    use_spot_instances=False,");
+    }
+}
+
+fn pytorch(c: &Ctx<'_>) -> String {
+    let sdk = &sdk().v2;
+    let p = c.plan;
+    let mut s = header(
+        c,
+        &format!(
+            "SageMaker Python SDK v2 PyTorch estimator ({})",
+            sdk.package
+        ),
+    );
+    let (version, py, note) = if c.smp {
+        let v = &sdk.smp_pytorch[0];
+        (
+            v.version.as_str(),
+            v.py.as_str(),
+            format!("SMP v2 {} image (PyTorch {})", v.smp, v.version),
+        )
+    } else {
+        let v = &sdk.pytorch[0];
+        (
+            v.version.as_str(),
+            v.py.as_str(),
+            format!(
+                "PyTorch {} ({}){}",
+                v.version,
+                v.cuda,
+                if c.blackwell {
+                    ": Blackwell needs CUDA >= 12.8"
+                } else {
+                    ""
+                }
+            ),
+        )
+    };
+    let _ = writeln!(s, "# Image: {note}");
+    if let Some(n) = c.smp_fallback_note() {
+        let _ = writeln!(s, "# {n}");
+    }
+    s.push_str("import sagemaker\nfrom sagemaker.pytorch import PyTorch\n\n");
+    s.push_str(&preamble(c, "sagemaker.Session()"));
+    s.push('\n');
+    s.push_str(&hyperparameters(c));
+    s.push('\n');
+    let distribution = if c.smp {
+        let params = smp_parameters(c)
+            .iter()
+            .map(|(k, v)| format!("{}: {v}", py_str(k)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "{{\n        \"torch_distributed\": {{\"enabled\": True}},\n        \"smdistributed\": {{\"modelparallel\": {{\"enabled\": True, \"parameters\": {{{params}}}}}}},\n    }}"
+        )
+    } else {
+        "{\"torch_distributed\": {\"enabled\": True}}".into()
+    };
+    s.push_str("estimator = PyTorch(\n");
+    let _ = writeln!(s, "    entry_point={},", entry(p));
+    let _ = writeln!(s, "    source_dir=\"scripts\",");
+    let _ = writeln!(s, "    role=role,");
+    let _ = writeln!(s, "    instance_type={},", py_str(&p.instance));
+    let _ = writeln!(s, "    instance_count={},", p.nodes);
+    let _ = writeln!(s, "    framework_version={},", py_str(version));
+    let _ = writeln!(s, "    py_version={},", py_str(py));
+    let _ = writeln!(s, "    distribution={distribution},");
+    let _ = writeln!(s, "    hyperparameters=hyperparameters,");
+    let _ = writeln!(s, "    base_job_name={},", job_name(p));
+    let _ = writeln!(s, "    checkpoint_s3_uri=s3_prefix + \"/checkpoints\",");
+    let _ = writeln!(s, "    checkpoint_local_path=\"/opt/ml/checkpoints\",");
+    let _ = writeln!(s, "    output_path=s3_prefix + \"/output\",");
+    spot_lines(c, &mut s);
+    let _ = writeln!(s, "    sagemaker_session=session,");
+    s.push_str(")\n\n");
+    s.push_str("if __name__ == \"__main__\":\n    estimator.fit({\"train\": s3_prefix + \"/data/train\"}, wait=False)\n");
+    s
+}
+
+fn huggingface(c: &Ctx<'_>) -> String {
+    let sdk = &sdk().v2;
+    let p = c.plan;
+    let v = &sdk.huggingface[0];
+    let mut s = header(
+        c,
+        &format!(
+            "SageMaker Python SDK v2 HuggingFace estimator ({})",
+            sdk.package
+        ),
+    );
+    let _ = writeln!(
+        s,
+        "# Image: transformers {} + PyTorch {} ({}){}",
+        v.transformers,
+        v.pytorch,
+        v.cuda,
+        if c.blackwell {
+            ": Blackwell needs CUDA >= 12.8"
+        } else {
+            ""
+        }
+    );
+    if c.smp_wanted {
+        let _ = writeln!(s, "# The HuggingFace estimator runs plain torchrun + FSDP here; for SMP v2 use the PyTorch export.");
+    }
+    s.push_str("import sagemaker\nfrom sagemaker.huggingface import HuggingFace\n\n");
+    s.push_str(&preamble(c, "sagemaker.Session()"));
+    s.push('\n');
+    s.push_str(&hyperparameters(c));
+    s.push('\n');
+    s.push_str("estimator = HuggingFace(\n");
+    let _ = writeln!(s, "    entry_point={},", entry(p));
+    let _ = writeln!(s, "    source_dir=\"scripts\",");
+    let _ = writeln!(s, "    role=role,");
+    let _ = writeln!(s, "    instance_type={},", py_str(&p.instance));
+    let _ = writeln!(s, "    instance_count={},", p.nodes);
+    let _ = writeln!(s, "    transformers_version={},", py_str(&v.transformers));
+    let _ = writeln!(s, "    pytorch_version={},", py_str(&v.pytorch));
+    let _ = writeln!(s, "    py_version={},", py_str(&v.py));
+    let _ = writeln!(
+        s,
+        "    distribution={{\"torch_distributed\": {{\"enabled\": True}}}},"
+    );
+    let _ = writeln!(s, "    hyperparameters=hyperparameters,");
+    let _ = writeln!(s, "    base_job_name={},", job_name(p));
+    let _ = writeln!(s, "    checkpoint_s3_uri=s3_prefix + \"/checkpoints\",");
+    let _ = writeln!(s, "    checkpoint_local_path=\"/opt/ml/checkpoints\",");
+    let _ = writeln!(s, "    output_path=s3_prefix + \"/output\",");
+    spot_lines(c, &mut s);
+    let _ = writeln!(s, "    sagemaker_session=session,");
+    s.push_str(")\n\n");
+    s.push_str("if __name__ == \"__main__\":\n    estimator.fit({\"train\": s3_prefix + \"/data/train\"}, wait=False)\n");
+    s
+}
+
+fn modeltrainer(c: &Ctx<'_>) -> String {
+    let sdk = &sdk().v3;
+    let p = c.plan;
+    let mut s = header(
+        c,
+        &format!("SageMaker Python SDK v3 ModelTrainer ({})", sdk.package),
+    );
+    let (version, py) = if c.smp {
+        (
+            sdk.smp_pytorch[0].version.as_str(),
+            sdk.smp_pytorch[0].py.as_str(),
+        )
+    } else {
+        (sdk.pytorch[0].version.as_str(), sdk.pytorch[0].py.as_str())
+    };
+    let _ = writeln!(
+        s,
+        "# Image: PyTorch {version}{}",
+        if c.smp {
+            " with SMP v2"
+        } else if c.blackwell {
+            ": Blackwell needs CUDA >= 12.8"
+        } else {
+            ""
+        }
+    );
+    if let Some(n) = c.smp_fallback_note() {
+        let _ = writeln!(s, "# {n}");
+    }
+    s.push_str("from sagemaker.core import image_uris\n");
+    s.push_str("from sagemaker.core.helper.session_helper import Session, get_execution_role\n");
+    s.push_str("from sagemaker.train import ModelTrainer\n");
+    s.push_str("from sagemaker.core.training.configs import CheckpointConfig, Compute, OutputDataConfig, SourceCode, StoppingCondition\n");
+    s.push_str(if c.smp {
+        "from sagemaker.train.distributed import SMP, Torchrun\n\n"
+    } else {
+        "from sagemaker.train.distributed import Torchrun\n\n"
+    });
+    s.push_str(
+        &preamble(c, "Session()").replace("sagemaker.get_execution_role()", "get_execution_role()"),
+    );
+    s.push('\n');
+    s.push_str(&hyperparameters(c));
+    s.push('\n');
+    let _ = writeln!(s, "training_image = image_uris.retrieve(");
+    // SMP v2 images live under their own framework key (pytorch-smp, CUDA 12.4).
+    let _ = writeln!(
+        s,
+        "    framework={},",
+        py_str(if c.smp { "pytorch-smp" } else { "pytorch" })
+    );
+    let _ = writeln!(s, "    region=session.boto_region_name,");
+    let _ = writeln!(s, "    version={},", py_str(version));
+    let _ = writeln!(s, "    py_version={},", py_str(py));
+    let _ = writeln!(s, "    instance_type={},", py_str(&p.instance));
+    let _ = writeln!(s, "    image_scope=\"training\",");
+    if c.smp {
+        let _ = writeln!(s, "    container_version=\"cu124\",");
+    }
+    s.push_str(")\n\n");
+    let distributed = if c.smp {
+        let params = smp_parameters(c)
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "Torchrun(process_count_per_node={}, smp=SMP({params}))",
+            c.gpus_per_node
+        )
+    } else {
+        format!("Torchrun(process_count_per_node={})", c.gpus_per_node)
+    };
+    let run = max_run(c);
+    s.push_str("trainer = ModelTrainer(\n");
+    let _ = writeln!(s, "    training_image=training_image,");
+    let _ = writeln!(
+        s,
+        "    source_code=SourceCode(source_dir=\"scripts\", entry_script={}),",
+        entry(p)
+    );
+    let _ = writeln!(
+        s,
+        "    compute=Compute(instance_type={}, instance_count={}, enable_managed_spot_training={}),",
+        py_str(&p.instance),
+        p.nodes,
+        py_bool(p.spot)
+    );
+    let _ = writeln!(s, "    distributed={distributed},");
+    let _ = writeln!(s, "    hyperparameters=hyperparameters,");
+    let _ = writeln!(s, "    role=role,");
+    let _ = writeln!(s, "    base_job_name={},", job_name(p));
+    let _ = writeln!(s, "    checkpoint_config=CheckpointConfig(s3_uri=s3_prefix + \"/checkpoints\", local_path=\"/opt/ml/checkpoints\"),");
+    let _ = writeln!(
+        s,
+        "    output_data_config=OutputDataConfig(s3_output_path=s3_prefix + \"/output\"),"
+    );
+    if p.spot {
+        let wait = (run * 2).clamp(run, 28 * 24 * 3600).max(run);
+        let _ = writeln!(s, "    stopping_condition=StoppingCondition(max_runtime_in_seconds={run}, max_wait_time_in_seconds={wait}),");
+    } else {
+        let _ = writeln!(
+            s,
+            "    stopping_condition=StoppingCondition(max_runtime_in_seconds={run}),"
+        );
+    }
+    let _ = writeln!(s, "    sagemaker_session=session,");
+    s.push_str(")\n\n");
+    s.push_str("if __name__ == \"__main__\":\n    trainer.train(wait=False)\n");
+    s
+}
+
+fn training_args(c: &Ctx<'_>) -> String {
+    let p = c.plan;
+    let r = &c.report;
+    let mut s = header(c, "transformers.TrainingArguments for train.py");
+    s.push_str("from transformers import TrainingArguments\n\n");
+    s.push_str("args = TrainingArguments(\n");
+    let _ = writeln!(s, "    output_dir=\"/opt/ml/checkpoints\",");
+    let _ = writeln!(s, "    per_device_train_batch_size={},", p.micro_batch);
+    let _ = writeln!(s, "    gradient_accumulation_steps={},", p.grad_accum);
+    let _ = writeln!(s, "    max_steps={},", r.time.steps);
+    let _ = writeln!(
+        s,
+        "    bf16={},",
+        py_bool(!matches!(p.precision, Precision::Fp32))
+    );
+    let ck = !matches!(
+        p.checkpointing,
+        Checkpointing::None | Checkpointing::Selective
+    );
+    let _ = writeln!(s, "    gradient_checkpointing={},", py_bool(ck));
+    if ck {
+        let _ = writeln!(
+            s,
+            "    gradient_checkpointing_kwargs={{\"use_reentrant\": False}},"
+        );
+    }
+    let _ = writeln!(s, "    optim={},", py_str(hf_optim(p.optimizer)));
+    let fsdp = fsdp_value(p);
+    if !fsdp.is_empty() && r.layout.dp > 1 {
+        let _ = writeln!(s, "    fsdp={},", py_str(fsdp));
+        let _ = writeln!(
+            s,
+            "    fsdp_config={{\"backward_prefetch\": \"backward_pre\", \"forward_prefetch\": True, \"use_orig_params\": True, \"activation_checkpointing\": False}},"
+        );
+    }
+    if p.loss == Loss::Fused {
+        let _ = writeln!(
+            s,
+            "    use_liger_kernel=True,  # fused linear cross-entropy: no full logits"
+        );
+    }
+    let _ = writeln!(s, "    save_strategy=\"steps\",");
+    let _ = writeln!(s, "    save_steps={},", p.save_every.max(1));
+    let _ = writeln!(s, "    logging_steps=10,");
+    let _ = writeln!(s, "    report_to=\"none\",");
+    s.push_str(")\n");
+    if p.precision.is_low_precision() {
+        s.push_str("\n# FP8 with TransformerEngine: wrap the forward pass; the embedding, norms and LM head\n");
+        s.push_str("# stay in BF16 (TransformerEngine only converts the te.Linear/te.LayerNormMLP layers you use).\n");
+        s.push_str("from transformer_engine.common.recipe import Format");
+        match (p.precision, c.blackwell) {
+            (Precision::Mxfp8, _) => {
+                s.push_str(", MXFP8BlockScaling\n\nfp8_recipe = MXFP8BlockScaling(fp8_format=Format.E4M3)\n");
+            }
+            (Precision::Nvfp4, _) => {
+                s.push_str(", NVFP4BlockScaling\n\nfp8_recipe = NVFP4BlockScaling()\n");
+            }
+            (_, true) => {
+                s.push_str(", Float8CurrentScaling\n\nfp8_recipe = Float8CurrentScaling(fp8_format=Format.HYBRID)\n");
+            }
+            _ => {
+                s.push_str(", DelayedScaling\n\nfp8_recipe = DelayedScaling(fp8_format=Format.HYBRID, amax_history_len=16, amax_compute_algo=\"max\")\n");
+            }
+        }
+        s.push_str("# In the training step:\n#   import transformer_engine.pytorch as te\n#   with te.fp8_autocast(enabled=True, fp8_recipe=fp8_recipe):\n#       loss = model(**batch).loss\n");
+    }
+    s
+}
+
+/// The launch code of `plan` in `format`.
+pub fn export(plan: &Plan, format: Format) -> Export {
+    let c = ctx(plan);
+    let code = match format {
+        Format::Pytorch => pytorch(&c),
+        Format::Huggingface => huggingface(&c),
+        Format::ModelTrainer => modeltrainer(&c),
+        Format::TrainingArgs => training_args(&c),
+    };
+    let filename = match format {
+        Format::TrainingArgs => "training_args.py".into(),
+        f => format!("launch_{}.py", f.key().replace('-', "_")),
+    };
+    Export {
+        format,
+        code,
+        filename,
+    }
+}

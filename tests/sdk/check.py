@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Checks the planner's SageMaker launch code against the real SDKs.
+
+  check.py syntax   every format for every plan (and hostile strings): ast.parse + py_compile
+  check.py v2       run the PyTorch and HuggingFace snippets with sagemaker 2.x
+  check.py v3       run the ModelTrainer snippets with sagemaker 3.x
+
+Snippets run with a stub session and no AWS credentials, up to the
+construction of the estimator or trainer (their `fit`/`train` sits under
+`if __name__ == "__main__"`). The resolved training image must exist for the
+instance type (the SDK's image_uris raises otherwise), and the instance type,
+count, distribution and batch settings must equal the plan's.
+
+Prints one closing line: "<mode>: N passed, M failed".
+"""
+import ast
+import os
+import py_compile
+import runpy
+import subprocess
+import sys
+import tempfile
+import traceback
+from urllib.parse import parse_qs
+
+PLAN = os.environ.get("PLAN_BIN", "target/debug/plan")
+FORMATS = ["pytorch", "huggingface", "modeltrainer", "training-args"]
+BLACKWELL = ("ml.p6-b200", "ml.p6-b300", "ml.g7e", "ml.p6e-gb200")
+SMP_FAMILIES = ("ml.p4d.", "ml.p4de.", "ml.p5.", "ml.p5e.", "ml.p5en.")
+GPUS_PER_NODE = {"ml.g5.2xlarge": 1, "ml.g5.12xlarge": 4, "ml.g6e.12xlarge": 4, "ml.g7e.24xlarge": 4}
+
+
+def plans():
+    """64 plans over instance families, precisions, sharding, node counts and export fields."""
+    instances = [
+        ("ml.p6-b200.48xlarge", ["bf16", "fp8", "mxfp8", "nvfp4"]),
+        ("ml.p6-b300.48xlarge", ["bf16", "fp8"]),
+        ("ml.p5.48xlarge", ["bf16", "fp8"]),
+        ("ml.p5e.48xlarge", ["bf16", "fp8"]),
+        ("ml.p5en.48xlarge", ["bf16", "fp8"]),
+        ("ml.p4d.24xlarge", ["bf16", "bf16-pure"]),
+        ("ml.p4de.24xlarge", ["bf16", "fp32"]),
+        ("ml.g7e.48xlarge", ["bf16", "fp8"]),
+        ("ml.g7e.24xlarge", ["bf16"]),
+        ("ml.g6e.48xlarge", ["bf16", "fp8"]),
+        ("ml.g6e.12xlarge", ["bf16"]),
+        ("ml.g5.48xlarge", ["bf16"]),
+        ("ml.g5.12xlarge", ["bf16"]),
+        ("ml.g5.2xlarge", ["bf16"]),
+        ("ml.g6.48xlarge", ["bf16"]),
+    ]
+    models = ["llama-3.2-1b", "llama-3.1-8b", "qwen2.5-7b", "mixtral-8x7b", "llama-3.1-70b", "gemma-2-9b"]
+    sharding = [
+        "zero=0", "zero=1", "zero=2", "zero=3", "zero=3&shard=8", "zero=3&offload=1",
+        "zero=3&tp=2", "zero=3&shard=8&offload=1&tp=2",
+    ]
+    extras = [
+        "", "spot=1", "role=arn:aws:iam::123456789012:role/service-role/SM-Exec&s3=s3://my-bucket/runs/2026",
+        "job=llama-ft-01&entry=src/train_fsdp.py&hf_model=meta-llama/Llama-3.1-8B", "ckpt=full&loss=fused",
+        "train=lora&lora_rank=32&save=adapter", "train=qlora&optimizer=adamw8bit", "async_save=1&save_every=200&spot=1",
+        # hostile strings: rejected at the URL, so the code keeps safe defaults
+        "role=x%22)%0Aimport%20os%23&job=a'b&s3=s3://b/%22%22%22&hf_model=%3Cscript%3E&entry=..%2Fx.py",
+    ]
+    out = []
+    i = 0
+    for inst, precs in instances:
+        for prec in precs:
+            gpn = GPUS_PER_NODE.get(inst, 8)
+            nodes = [1, 2, 4][i % 3] if not inst.startswith("ml.g5.2") else 1
+            shard = sharding[i % len(sharding)]
+            if "shard=8" in shard and gpn < 8:
+                shard = shard.replace("shard=8", f"shard={gpn}")
+            if "tp=2" in shard and gpn < 2:
+                shard = shard.replace("&tp=2", "")
+            q = f"model={models[i % len(models)]}&instance={inst}&precision={prec}&nodes={nodes}&{shard}&{extras[i % len(extras)]}"
+            out.append(q.strip("&"))
+            i += 1
+    # Fill to 64 with variations of sequence, batch and price.
+    while len(out) < 64:
+        base = out[len(out) % 25]
+        out.append(f"{base}&seq={[4096, 32768, 131072][len(out) % 3]}&mb=2&ga=4&price=50")
+    return out
+
+
+def export(q, fmt):
+    r = subprocess.run([PLAN, "export", q, "--format", fmt], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"plan export failed: {r.stderr}")
+    return r.stdout
+
+
+def query_of(q):
+    """The plan as the planner normalised it (from the snippet's header line)."""
+    return {k: v[-1] for k, v in parse_qs(q, keep_blank_values=True).items()}
+
+
+class Results:
+    def __init__(self, mode):
+        self.mode, self.passed, self.failed = mode, 0, 0
+
+    def check(self, name, fn):
+        try:
+            fn()
+            self.passed += 1
+        except Exception as e:  # report and go on
+            self.failed += 1
+            print(f"FAIL {self.mode} {name}: {e}")
+            if os.environ.get("VERBOSE"):
+                traceback.print_exc()
+
+    def close(self):
+        print(f"{self.mode}: {self.passed} passed, {self.failed} failed")
+        return 0 if self.failed == 0 and self.passed > 0 else 1
+
+
+def syntax_mode():
+    res = Results("sdk-syntax")
+    tmp = tempfile.mkdtemp()
+    for i, q in enumerate(plans()):
+        for fmt in FORMATS:
+            def one(q=q, fmt=fmt, i=i):
+                code = export(q, fmt)
+                ast.parse(code)
+                path = os.path.join(tmp, f"p{i}_{fmt.replace('-', '_')}.py")
+                with open(path, "w") as f:
+                    f.write(code)
+                py_compile.compile(path, doraise=True)
+            res.check(f"{fmt} {q}", one)
+    # The string escaper: whatever goes in comes back out of the literal, and nothing else runs.
+    hostile = ['a"b', "a'b", 'x"""y', "back\\slash", "new\nline", "tab\tcr\r", "\x01\x1b\x7f (argv cannot carry NUL)", "ünïcødé 日本 🦙",
+               '"); import os; os.system("echo pwned"); ("', "\\\"\n'''", "\u2028\u2029", "{x}", "%s"]
+    for s in hostile:
+        def lit(s=s):
+            r = subprocess.run([PLAN, "py-literal", s], capture_output=True, text=True, check=True)
+            out = r.stdout.rstrip("\n")
+            node = ast.parse(out, mode="eval")
+            assert isinstance(node.body, ast.Constant), "a single literal"
+            assert ast.literal_eval(out) == s, f"{out!r} reads back as {s!r}"
+        res.check(f"py-literal {s!r}", lit)
+    return res.close()
+
+
+def expected_smp(q):
+    p = query_of(q)
+    inst = p.get("instance", "")
+    wanted = "shard" in p or p.get("offload") == "1" or int(p.get("tp", "1")) > 1
+    return wanted and inst.startswith(SMP_FAMILIES)
+
+
+def run_snippet(code, workdir):
+    path = os.path.join(workdir, "launch.py")
+    with open(path, "w") as f:
+        f.write(code)
+    os.makedirs(os.path.join(workdir, "scripts", "src"), exist_ok=True)
+    for script in ("train.py", "src/train_fsdp.py"):
+        with open(os.path.join(workdir, "scripts", script), "w") as f:
+            f.write("print('train')\n")
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+        return runpy.run_path(path, run_name="launch_test")
+    finally:
+        os.chdir(cwd)
+
+
+def v2_mode():
+    os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+    import sagemaker
+    import sagemaker.session
+
+    class StubSession(sagemaker.session.Session):
+        """No boto calls: a region, a bucket and an empty config."""
+
+        def __init__(self, *args, **kwargs):
+            self.boto_session = None
+            self._region_name = "us-east-1"
+            self.sagemaker_config = None
+            self.config = None
+            self.local_mode = False
+            self._default_bucket = "stub-bucket"
+            self._default_bucket_name_override = None
+            self.default_bucket_prefix = None
+            self._default_bucket_set_by_sdk = False
+            self.settings = sagemaker.session.SessionSettings()
+            self.s3_client = self.s3_resource = self.sagemaker_client = self.sagemaker_runtime_client = None
+
+        @property
+        def boto_region_name(self):
+            return "us-east-1"
+
+        def default_bucket(self):
+            return "stub-bucket"
+
+    sagemaker.Session = StubSession
+    sagemaker.session.Session = StubSession
+    sagemaker.get_execution_role = lambda *a, **k: "arn:aws:iam::111111111111:role/StubRole"
+    res = Results("sdk-v2")
+    work = tempfile.mkdtemp()
+    for q in plans():
+        p = query_of(q)
+        for fmt in ("pytorch", "huggingface"):
+            def one(q=q, fmt=fmt, p=p):
+                g = run_snippet(export(q, fmt), work)
+                est = g["estimator"]
+                assert est.instance_type == p["instance"], est.instance_type
+                assert est.instance_count == int(p["nodes"]), est.instance_count
+                uri = est.training_image_uri()
+                assert ".dkr.ecr.us-east-1.amazonaws.com/" in uri, uri
+                smp = fmt == "pytorch" and expected_smp(q) and not p["instance"].startswith(BLACKWELL)
+                dist = est.distribution
+                assert dist.get("torch_distributed", {}).get("enabled") is True, dist
+                assert ("smdistributed" in dist) == smp, f"SMP expected={smp}: {dist}"
+                if smp:
+                    assert "smdistributed-modelparallel" in uri, uri
+                elif fmt == "pytorch":
+                    assert "pytorch-training:2.8.0-gpu-py312" in uri, uri
+                else:
+                    assert "huggingface-pytorch-training:2.8.0-transformers4.56.2-gpu-py312-cu129" in uri, uri
+                if p["instance"].startswith(BLACKWELL):
+                    assert ":2.8.0-" in uri, f"Blackwell needs CUDA >= 12.8 (PyTorch >= 2.7.1): {uri}"
+                hp = g["hyperparameters"]
+                assert hp["per_device_train_batch_size"] == int(p.get("mb", 1))
+                assert hp["gradient_accumulation_steps"] == int(p.get("ga", 8))
+                assert est.max_run >= 3600
+                assert est.use_spot_instances == (p.get("spot") == "1")
+                if est.use_spot_instances:
+                    assert est.max_wait >= est.max_run
+            res.check(f"{fmt} {q}", one)
+    return res.close()
+
+
+def v3_mode():
+    import sagemaker.core.helper.session_helper as sh
+    import sagemaker.train.defaults as defaults
+    from sagemaker.train.distributed import Torchrun
+
+    class StubSession(sh.Session):
+        def __init__(self, *args, **kwargs):
+            self.boto_session = None
+            self._region_name = "us-east-1"
+            self.sagemaker_config = None
+            self.config = None
+            self.local_mode = False
+            self._default_bucket = "stub-bucket"
+            self._default_bucket_name_override = None
+            self.default_bucket_prefix = None
+            self._default_bucket_set_by_sdk = False
+            self.s3_client = self.s3_resource = self.sagemaker_client = self.sagemaker_runtime_client = None
+
+        @property
+        def boto_region_name(self):
+            return "us-east-1"
+
+        def default_bucket(self):
+            return "stub-bucket"
+
+    sh.Session = StubSession
+    sh.get_execution_role = lambda *a, **k: "arn:aws:iam::111111111111:role/StubRole"
+    # Role validation calls IAM; with no credentials it is the identity.
+    defaults.TrainDefaults.get_role = staticmethod(lambda role=None, sagemaker_session=None: role)
+    res = Results("sdk-v3")
+    work = tempfile.mkdtemp()
+    for q in plans():
+        p = query_of(q)
+        def one(q=q, p=p):
+            g = run_snippet(export(q, "modeltrainer"), work)
+            t = g["trainer"]
+            assert t.compute.instance_type == p["instance"], t.compute.instance_type
+            assert t.compute.instance_count == int(p["nodes"])
+            smp = expected_smp(q) and not p["instance"].startswith(BLACKWELL)
+            img = t.training_image
+            assert ".dkr.ecr.us-east-1.amazonaws.com/" in img, img
+            assert ("smdistributed-modelparallel" in img) == smp, f"SMP expected={smp}: {img}"
+            assert isinstance(t.distributed, Torchrun)
+            assert (t.distributed.smp is not None) == smp
+            gpn = GPUS_PER_NODE.get(p["instance"], 8)
+            assert t.distributed.process_count_per_node == gpn, t.distributed.process_count_per_node
+            assert t.stopping_condition.max_runtime_in_seconds >= 3600
+            assert bool(t.compute.enable_managed_spot_training) == (p.get("spot") == "1")
+            assert t.hyperparameters["per_device_train_batch_size"] == int(p.get("mb", 1))
+        res.check(f"modeltrainer {q}", one)
+    return res.close()
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1] if len(sys.argv) > 1 else "syntax"
+    sys.exit({"syntax": syntax_mode, "v2": v2_mode, "v3": v3_mode}[mode]())
