@@ -175,6 +175,25 @@ await test('auto-plan: apply the top plan, it fits and the URL changes', async (
   await page.locator('.autoplan').screenshot({ path: `${shots}/autoplan.png` });
 });
 
+await test('export: copy the ModelTrainer code and read it from the clipboard', async (page) => {
+  await open(page, base + '?lang=en&instance=ml.p5.48xlarge&nodes=2&role=arn:aws:iam::123456789012:role/SM&s3=s3://my-bucket/runs');
+  await page.click('#fmt-modeltrainer');
+  await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('ModelTrainer('));
+  await page.click('#copy-code');
+  await page.waitForFunction(() => document.querySelector('#copy-code').textContent.includes('Copied'));
+  const clip = await page.evaluate(() => navigator.clipboard.readText());
+  const shown = await page.textContent('#export-code');
+  assert(clip === shown, 'the clipboard holds the code on screen');
+  for (const s of ['instance_type="ml.p5.48xlarge"', 'instance_count=2', 'role = "arn:aws:iam::123456789012:role/SM"', 's3_prefix = "s3://my-bucket/runs"', 'Torchrun(process_count_per_node=8'])
+    assert(clip.includes(s), `code has ${s}`);
+  // Typing a hostile role is refused beside the field; the code keeps the last valid role.
+  await page.fill('#role', 'x") ; import os #');
+  await page.press('#role', 'Tab');
+  assert((await page.textContent('#role-error')).includes('role'), 'refused role is reported');
+  assert((await page.textContent('#export-code')).includes('role/SM"'), 'the code keeps the valid role');
+  await page.locator('.export').screenshot({ path: `${shots}/export.png` });
+});
+
 await test('screenshots: light and dark at 1280 and 390 px', async (page) => {
   for (const scheme of ['light', 'dark']) {
     for (const width of [1280, 390]) {

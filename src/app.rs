@@ -3,6 +3,7 @@
 
 use crate::autoplan::AutoPlan;
 use crate::charts::{InstanceChart, SequenceChart};
+use crate::export::ExportPanel;
 use crate::format::tr;
 use crate::inputs::Inputs;
 use crate::results::Results;
@@ -170,6 +171,7 @@ pub fn App() -> impl IntoView {
                 <AutoPlan ctx=ctx />
                 <SequenceChart ctx=ctx />
                 <InstanceChart ctx=ctx />
+                <ExportPanel ctx=ctx />
             </div>
         </main>
         <footer class="foot">
@@ -213,7 +215,7 @@ fn CopyLink(ctx: Ctx) -> impl IntoView {
 }
 
 /// Copy through a temporary textarea where the Clipboard API is refused.
-fn copy_fallback(text: &str) -> bool {
+pub fn copy_fallback(text: &str) -> bool {
     use wasm_bindgen::JsCast;
     let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
         return false;

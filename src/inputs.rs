@@ -182,15 +182,16 @@ pub fn NumberField(
     view! {
         <div class="field">
             <label for=key>{move || tr(lang.get(), label.0, label.1)}</label>
-            <input id=key name=key type="text" inputmode=if step.is_some() { "decimal" } else { "numeric" }
+            <input id=key name=key type="text" inputmode=match step { Some("text") => "text", Some(_) => "decimal", None => "numeric" }
                 autocomplete="off" spellcheck="false"
                 aria-invalid=move || err().is_some().to_string()
                 aria-describedby=err_id.clone()
                 prop:value=move || ctx.plan.with(get)
                 on:change=move |ev| ctx.set(key, &event_target_value(&ev))
                 on:input=move |ev| {
+                    // Numbers apply as they are typed; text applies when the field is left.
                     let v = event_target_value(&ev);
-                    if !v.trim().is_empty() { ctx.set(key, &v) }
+                    if step != Some("text") && !v.trim().is_empty() { ctx.set(key, &v) }
                 } />
             <span class="field-error" id=err_id role="alert">{err}</span>
         </div>

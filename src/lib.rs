@@ -4,6 +4,7 @@
 pub mod app;
 pub mod autoplan;
 pub mod charts;
+pub mod export;
 pub mod format;
 pub mod inputs;
 pub mod panic;

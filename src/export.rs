@@ -1,0 +1,192 @@
+//! The code panel: the planner's SageMaker launch code for the plan on
+//! screen, with light syntax colouring, Copy and Download .py.
+
+use crate::app::Ctx;
+use crate::format::tr;
+use crate::inputs::NumberField;
+use leptos::prelude::*;
+use planner::export::{export, Format};
+use wasm_bindgen::JsCast;
+
+/// A Python token class for colouring.
+#[derive(Clone, Copy, PartialEq)]
+enum Tok {
+    Plain,
+    Comment,
+    Str,
+    Keyword,
+    Number,
+}
+
+const KEYWORDS: &[&str] = &[
+    "import", "from", "if", "else", "True", "False", "None", "and", "or", "not", "with", "as",
+    "def", "return", "in",
+];
+
+/// Split Python source into coloured runs. Not a parser: good enough for the
+/// code the planner writes (one-line strings, `#` comments).
+fn tokens(code: &str) -> Vec<(Tok, String)> {
+    let mut out: Vec<(Tok, String)> = Vec::new();
+    let push = |out: &mut Vec<(Tok, String)>, t: Tok, s: &str| {
+        if let Some(last) = out.last_mut() {
+            if last.0 == t {
+                last.1.push_str(s);
+                return;
+            }
+        }
+        out.push((t, s.to_string()));
+    };
+    for line in code.split_inclusive('\n') {
+        let chars: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            if c == '#' {
+                let rest: String = chars[i..].iter().collect();
+                push(&mut out, Tok::Comment, &rest);
+                break;
+            } else if c == '"' || c == '\'' {
+                let mut j = i + 1;
+                while j < chars.len() && chars[j] != c {
+                    if chars[j] == '\\' {
+                        j += 1;
+                    }
+                    j += 1;
+                }
+                let end = (j + 1).min(chars.len());
+                push(
+                    &mut out,
+                    Tok::Str,
+                    &chars[i..end].iter().collect::<String>(),
+                );
+                i = end;
+            } else if c.is_ascii_alphabetic() || c == '_' {
+                let mut j = i;
+                while j < chars.len() && (chars[j].is_ascii_alphanumeric() || chars[j] == '_') {
+                    j += 1;
+                }
+                let word: String = chars[i..j].iter().collect();
+                let t = if KEYWORDS.contains(&word.as_str()) {
+                    Tok::Keyword
+                } else {
+                    Tok::Plain
+                };
+                push(&mut out, t, &word);
+                i = j;
+            } else if c.is_ascii_digit() {
+                let mut j = i;
+                while j < chars.len() && (chars[j].is_ascii_alphanumeric() || chars[j] == '.') {
+                    j += 1;
+                }
+                push(
+                    &mut out,
+                    Tok::Number,
+                    &chars[i..j].iter().collect::<String>(),
+                );
+                i = j;
+            } else {
+                push(&mut out, Tok::Plain, &c.to_string());
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+#[component]
+pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
+    let lang = ctx.lang;
+    let format = RwSignal::new(Format::Pytorch);
+    let code = Memo::new(move |_| {
+        let f = format.get();
+        ctx.plan.with(|p| export(p, f))
+    });
+    let copied = RwSignal::new(0u8);
+    let copy = move |_| {
+        let text = code.with_untracked(|e| e.code.clone());
+        let Some(w) = web_sys::window() else { return };
+        let promise = w.navigator().clipboard().write_text(&text);
+        leptos::task::spawn_local(async move {
+            let ok = wasm_bindgen_futures::JsFuture::from(promise).await.is_ok()
+                || crate::app::copy_fallback(&text);
+            copied.set(if ok { 1 } else { 2 });
+            gloo::timers::future::TimeoutFuture::new(2000).await;
+            copied.set(0);
+        });
+    };
+    let download = move |_| {
+        let (text, name) = code.with_untracked(|e| (e.code.clone(), e.filename.clone()));
+        download_file(&name, &text);
+    };
+    let t = move |en, ru| tr(lang.get(), en, ru);
+    view! {
+        <section class="chart export" aria-labelledby="export-title">
+            <h2 id="export-title">{move || t("Launch it on SageMaker", "Запуск в SageMaker")}</h2>
+            <div class="row3">
+                <NumberField ctx=ctx key="role" label=("Execution role ARN", "ARN роли выполнения") step="text" get=|p| p.role.clone() />
+                <NumberField ctx=ctx key="s3" label=("S3 prefix", "Префикс S3") step="text" get=|p| p.s3.clone() />
+                <NumberField ctx=ctx key="job" label=("Base job name", "Имя задания") step="text" get=|p| p.job.clone() />
+                <NumberField ctx=ctx key="entry" label=("Entry script", "Скрипт") step="text" get=|p| p.entry.clone() />
+                <NumberField ctx=ctx key="hf_model" label=("Hugging Face model id", "Модель на Hugging Face") step="text" get=|p| p.hf_model.clone() />
+            </div>
+            <div class="export-bar">
+                <div class="formats" role="tablist" aria-label=move || t("Code format", "Формат кода")>
+                    {Format::ALL.into_iter().map(|f| {
+                        let label = match f {
+                            Format::Pytorch => "PyTorch (SDK v2)",
+                            Format::Huggingface => "HuggingFace (SDK v2)",
+                            Format::ModelTrainer => "ModelTrainer (SDK v3)",
+                            Format::TrainingArgs => "TrainingArguments",
+                        };
+                        view! {
+                            <button type="button" role="tab" id=format!("fmt-{}", f.key())
+                                aria-selected=move || (format.get() == f).to_string()
+                                on:click=move |_| format.set(f)>{label}</button>
+                        }
+                    }).collect_view()}
+                </div>
+                <div class="export-actions">
+                    <button type="button" id="copy-code" on:click=copy>
+                        {move || match copied.get() { 1 => t("Copied", "Скопировано"), 2 => t("Copy failed", "Не удалось"), _ => t("Copy", "Копировать") }}
+                    </button>
+                    <button type="button" id="download-code" on:click=download>{move || t("Download .py", "Скачать .py")}</button>
+                </div>
+            </div>
+            <pre class="code" id="export-code" tabindex="0" aria-label=move || t("Generated Python", "Сгенерированный Python")><code>
+                {move || code.with(|e| tokens(&e.code)).into_iter().map(|(tok, text)| {
+                    let class = match tok {
+                        Tok::Plain => "",
+                        Tok::Comment => "tok-c",
+                        Tok::Str => "tok-s",
+                        Tok::Keyword => "tok-k",
+                        Tok::Number => "tok-n",
+                    };
+                    view! { <span class=class>{text}</span> }
+                }).collect_view()}
+            </code></pre>
+        </section>
+    }
+}
+
+/// Save `text` as a file through a temporary object URL.
+fn download_file(name: &str, text: &str) {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    let opts = web_sys::BlobPropertyBag::new();
+    opts.set_type("text/x-python");
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts) else {
+        return;
+    };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
+        return;
+    };
+    if let Ok(el) = doc.create_element("a") {
+        let a: web_sys::HtmlAnchorElement = el.unchecked_into();
+        a.set_href(&url);
+        a.set_download(name);
+        a.click();
+    }
+    web_sys::Url::revoke_object_url(&url).ok();
+}
