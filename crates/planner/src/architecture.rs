@@ -138,6 +138,40 @@ pub struct ParameterCounts {
 }
 
 impl Architecture {
+    /// A plain dense decoder: no biases, two pre-norms per layer, no QK-norm,
+    /// `head_dim = hidden / heads` (Llama, GPT and the calibration shapes).
+    #[allow(clippy::too_many_arguments)]
+    pub fn dense(
+        layers: u64,
+        hidden: u64,
+        heads: u64,
+        kv_heads: u64,
+        ffn: u64,
+        vocab: u64,
+        tied: bool,
+        mlp: Mlp,
+    ) -> Architecture {
+        Architecture {
+            layers,
+            hidden,
+            heads,
+            kv_heads,
+            head_dim: hidden / heads.max(1),
+            ffn,
+            vocab,
+            tied,
+            mlp,
+            qkv_bias: false,
+            o_bias: false,
+            mlp_bias: false,
+            qk_norm: QkNorm::None,
+            norms_per_layer: 2,
+            attn_sinks: false,
+            max_context: 0,
+            moe: None,
+        }
+    }
+
     /// `a*d`, the width of the query projection.
     pub fn q_width(&self) -> u64 {
         self.heads * self.head_dim
@@ -317,23 +351,18 @@ impl Architecture {
             let kv_heads = if heads >= 8 { 8 } else { heads };
             let ffn = ((hidden as f64 * 3.5 / 256.0).round() as u64).max(1) * 256;
             let proto = Architecture {
-                layers: 1,
-                hidden,
-                heads,
-                kv_heads,
                 head_dim: 128,
-                ffn,
-                vocab: 128_256,
-                tied: hidden < 4096,
-                mlp: Mlp::Swiglu,
-                qkv_bias: false,
-                o_bias: false,
-                mlp_bias: false,
-                qk_norm: QkNorm::None,
-                norms_per_layer: 2,
-                attn_sinks: false,
                 max_context: 131_072,
-                moe: None,
+                ..Architecture::dense(
+                    1,
+                    hidden,
+                    heads,
+                    kv_heads,
+                    ffn,
+                    128_256,
+                    hidden < 4096,
+                    Mlp::Swiglu,
+                )
             };
             let pc = proto.parameter_counts();
             let fixed = pc.embedding + pc.lm_head + hidden;

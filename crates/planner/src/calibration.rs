@@ -1,7 +1,7 @@
 //! Published training throughput (data/calibration.csv, a copy of
 //! ../shared/data/calibration.csv) and the model's error on it.
 
-use crate::architecture::{Architecture, Mlp, QkNorm};
+use crate::architecture::{Architecture, Mlp};
 use crate::hardware;
 use crate::memory::Layout;
 use crate::plan::{Checkpointing, Implementation, Plan, Precision};
@@ -104,26 +104,17 @@ fn case(r: &Row) -> Option<Case> {
     );
     let model = r.get("model");
     let llama = model.starts_with("Llama");
-    let arch = Architecture {
+    // GPT-3's vocabulary is padded to 51200 in NeMo.
+    let arch = Architecture::dense(
         layers,
         hidden,
         heads,
-        kv_heads: num("kv_heads")? as u64,
-        head_dim: hidden / heads,
-        ffn: num("ffn")? as u64,
-        // GPT-3's vocabulary is padded to 51200 in NeMo.
-        vocab: num("vocab").unwrap_or(51200.0) as u64,
-        tied: false,
-        mlp: if llama { Mlp::Swiglu } else { Mlp::Gelu },
-        qkv_bias: false,
-        o_bias: false,
-        mlp_bias: false,
-        qk_norm: QkNorm::None,
-        norms_per_layer: 2,
-        attn_sinks: false,
-        max_context: 0,
-        moe: None,
-    };
+        num("kv_heads")? as u64,
+        num("ffn")? as u64,
+        num("vocab").unwrap_or(51200.0) as u64,
+        false,
+        if llama { Mlp::Swiglu } else { Mlp::Gelu },
+    );
     let gpus = num("gpus")? as u64;
     let mb = num("micro_batch")? as u64;
     let tp = num("tp").unwrap_or(1.0) as u64;

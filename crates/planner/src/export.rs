@@ -373,9 +373,32 @@ fn spot_lines(c: &Ctx<'_>, out: &mut String) {
     }
 }
 
+/// The SDK v2 estimator call shared by the PyTorch and HuggingFace exports.
+fn estimator(c: &Ctx<'_>, class: &str, versions: &[(&str, String)], distribution: &str) -> String {
+    let p = c.plan;
+    let mut s = format!("estimator = {class}(\n");
+    let _ = writeln!(s, "    entry_point={},", entry(p));
+    let _ = writeln!(s, "    source_dir=\"scripts\",");
+    let _ = writeln!(s, "    role=role,");
+    let _ = writeln!(s, "    instance_type={},", py_str(&p.instance));
+    let _ = writeln!(s, "    instance_count={},", p.nodes);
+    for (k, v) in versions {
+        let _ = writeln!(s, "    {k}={v},");
+    }
+    let _ = writeln!(s, "    distribution={distribution},");
+    let _ = writeln!(s, "    hyperparameters=hyperparameters,");
+    let _ = writeln!(s, "    base_job_name={},", job_name(p));
+    let _ = writeln!(s, "    checkpoint_s3_uri=s3_prefix + \"/checkpoints\",");
+    let _ = writeln!(s, "    checkpoint_local_path=\"/opt/ml/checkpoints\",");
+    let _ = writeln!(s, "    output_path=s3_prefix + \"/output\",");
+    spot_lines(c, &mut s);
+    let _ = writeln!(s, "    sagemaker_session=session,");
+    s.push_str(")\n\n");
+    s
+}
+
 fn pytorch(c: &Ctx<'_>) -> String {
     let sdk = &sdk().v2;
-    let p = c.plan;
     let mut s = header(
         c,
         &format!(
@@ -428,30 +451,21 @@ fn pytorch(c: &Ctx<'_>) -> String {
     } else {
         "{\"torch_distributed\": {\"enabled\": True}}".into()
     };
-    s.push_str("estimator = PyTorch(\n");
-    let _ = writeln!(s, "    entry_point={},", entry(p));
-    let _ = writeln!(s, "    source_dir=\"scripts\",");
-    let _ = writeln!(s, "    role=role,");
-    let _ = writeln!(s, "    instance_type={},", py_str(&p.instance));
-    let _ = writeln!(s, "    instance_count={},", p.nodes);
-    let _ = writeln!(s, "    framework_version={},", py_str(version));
-    let _ = writeln!(s, "    py_version={},", py_str(py));
-    let _ = writeln!(s, "    distribution={distribution},");
-    let _ = writeln!(s, "    hyperparameters=hyperparameters,");
-    let _ = writeln!(s, "    base_job_name={},", job_name(p));
-    let _ = writeln!(s, "    checkpoint_s3_uri=s3_prefix + \"/checkpoints\",");
-    let _ = writeln!(s, "    checkpoint_local_path=\"/opt/ml/checkpoints\",");
-    let _ = writeln!(s, "    output_path=s3_prefix + \"/output\",");
-    spot_lines(c, &mut s);
-    let _ = writeln!(s, "    sagemaker_session=session,");
-    s.push_str(")\n\n");
+    s.push_str(&estimator(
+        c,
+        "PyTorch",
+        &[
+            ("framework_version", py_str(version)),
+            ("py_version", py_str(py)),
+        ],
+        &distribution,
+    ));
     s.push_str("if __name__ == \"__main__\":\n    estimator.fit({\"train\": s3_prefix + \"/data/train\"}, wait=False)\n");
     s
 }
 
 fn huggingface(c: &Ctx<'_>) -> String {
     let sdk = &sdk().v2;
-    let p = c.plan;
     let v = &sdk.huggingface[0];
     let mut s = header(
         c,
@@ -480,27 +494,16 @@ fn huggingface(c: &Ctx<'_>) -> String {
     s.push('\n');
     s.push_str(&hyperparameters(c));
     s.push('\n');
-    s.push_str("estimator = HuggingFace(\n");
-    let _ = writeln!(s, "    entry_point={},", entry(p));
-    let _ = writeln!(s, "    source_dir=\"scripts\",");
-    let _ = writeln!(s, "    role=role,");
-    let _ = writeln!(s, "    instance_type={},", py_str(&p.instance));
-    let _ = writeln!(s, "    instance_count={},", p.nodes);
-    let _ = writeln!(s, "    transformers_version={},", py_str(&v.transformers));
-    let _ = writeln!(s, "    pytorch_version={},", py_str(&v.pytorch));
-    let _ = writeln!(s, "    py_version={},", py_str(&v.py));
-    let _ = writeln!(
-        s,
-        "    distribution={{\"torch_distributed\": {{\"enabled\": True}}}},"
-    );
-    let _ = writeln!(s, "    hyperparameters=hyperparameters,");
-    let _ = writeln!(s, "    base_job_name={},", job_name(p));
-    let _ = writeln!(s, "    checkpoint_s3_uri=s3_prefix + \"/checkpoints\",");
-    let _ = writeln!(s, "    checkpoint_local_path=\"/opt/ml/checkpoints\",");
-    let _ = writeln!(s, "    output_path=s3_prefix + \"/output\",");
-    spot_lines(c, &mut s);
-    let _ = writeln!(s, "    sagemaker_session=session,");
-    s.push_str(")\n\n");
+    s.push_str(&estimator(
+        c,
+        "HuggingFace",
+        &[
+            ("transformers_version", py_str(&v.transformers)),
+            ("pytorch_version", py_str(&v.pytorch)),
+            ("py_version", py_str(&v.py)),
+        ],
+        "{\"torch_distributed\": {\"enabled\": True}}",
+    ));
     s.push_str("if __name__ == \"__main__\":\n    estimator.fit({\"train\": s3_prefix + \"/data/train\"}, wait=False)\n");
     s
 }

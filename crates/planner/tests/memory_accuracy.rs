@@ -7,32 +7,23 @@
 //! `memory.allocated_peak_bytes`. Bounds from issue #3: every row within 10%,
 //! median under 3%.
 
-use planner::architecture::{Architecture, Mlp, QkNorm};
+use planner::architecture::{Architecture, Mlp};
 use planner::hardware;
 use planner::memory::{breakdown, Layout};
 use planner::plan::{Attention, Checkpointing, Optimizer, Plan, Precision};
 
 fn row_plan(r: &planner::calibration::Row) -> Option<(Architecture, Plan)> {
     let n = |k: &str| r.num(k).expect(k) as u64;
-    let arch = Architecture {
-        layers: n("layers"),
-        hidden: n("hidden"),
-        heads: n("heads"),
-        kv_heads: n("kv_heads"),
-        head_dim: n("hidden") / n("heads"),
-        ffn: n("intermediate"),
-        vocab: n("vocab"),
-        tied: r.get("tied") == "1",
-        mlp: Mlp::Swiglu,
-        qkv_bias: false,
-        o_bias: false,
-        mlp_bias: false,
-        qk_norm: QkNorm::None,
-        norms_per_layer: 2,
-        attn_sinks: false,
-        max_context: 0,
-        moe: None,
-    };
+    let arch = Architecture::dense(
+        n("layers"),
+        n("hidden"),
+        n("heads"),
+        n("kv_heads"),
+        n("intermediate"),
+        n("vocab"),
+        r.get("tied") == "1",
+        Mlp::Swiglu,
+    );
     let mut plan = Plan {
         micro_batch: n("b"),
         seq: n("s"),

@@ -1,6 +1,6 @@
 //! Hand-derived checks of the memory terms for parallelism and profiles.
 
-use planner::architecture::{preset, Architecture, Mlp, QkNorm};
+use planner::architecture::{preset, Architecture, Mlp};
 use planner::memory::{breakdown, Layout, Term};
 use planner::plan::{Checkpointing, Implementation, Plan, Precision};
 use planner::report::{evaluate, resolve};
@@ -25,23 +25,8 @@ fn layout(gpus: u64, tp: u64, pp: u64, dp: u64) -> Layout {
 fn megatron_profile_matches_korthikanti_without_dropout() {
     let (h, a, layers, s, b) = (6144u64, 48u64, 4u64, 2048u64, 2u64);
     let arch = Architecture {
-        layers,
-        hidden: h,
-        heads: a,
-        kv_heads: a,
-        head_dim: h / a,
-        ffn: 4 * h,
-        vocab: 51200,
-        tied: true,
-        mlp: Mlp::Gelu,
-        qkv_bias: false,
-        o_bias: false,
-        mlp_bias: false,
-        qk_norm: QkNorm::None,
-        norms_per_layer: 2,
-        attn_sinks: false,
         max_context: 2048,
-        moe: None,
+        ..Architecture::dense(layers, h, a, a, 4 * h, 51200, true, Mlp::Gelu)
     };
     let plan = Plan {
         implementation: Implementation::Megatron,
