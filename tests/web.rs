@@ -178,3 +178,27 @@ async fn pasted_config_json_sets_the_architecture() {
     assert_eq!(text(&host, "#params"), "7.62 B");
     host.remove();
 }
+
+#[wasm_bindgen_test]
+fn crash_message_is_visible_text() {
+    train_planner_web::panic::show_crash_message();
+    train_planner_web::panic::show_crash_message(); // once only
+    let crash = document()
+        .get_element_by_id("crash")
+        .expect("a visible message");
+    assert_eq!(crash.get_attribute("role").as_deref(), Some("alert"));
+    assert!(crash
+        .text_content()
+        .unwrap()
+        .contains("Something went wrong"));
+    assert_eq!(
+        document()
+            .body()
+            .unwrap()
+            .inner_html()
+            .matches("id=\"crash\"")
+            .count(),
+        1
+    );
+    crash.remove();
+}

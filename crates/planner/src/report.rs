@@ -47,27 +47,37 @@ pub struct Accuracy {
     pub level: &'static str,
     /// Expected relative error, as a fraction (e.g. 0.02).
     pub expected_error: f64,
+    /// What it was checked against, in the plan's language.
     pub note: &'static str,
+}
+
+fn pick(ru: bool, en: &'static str, ru_text: &'static str) -> &'static str {
+    if ru {
+        ru_text
+    } else {
+        en
+    }
 }
 
 fn accuracy(plan: &Plan, layout: &Layout) -> Accuracy {
     use crate::plan::Implementation;
+    let ru = plan.lang == Some(crate::plan::Lang::Ru);
     let parallel = layout.tp > 1 || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
     match (plan.implementation, plan.zero, parallel) {
         (Implementation::Hf, 0, false) => Accuracy {
             level: "measured",
             expected_error: 0.02,
-            note: "HF Transformers + Trainer on one data-parallel rank: matches 120 measured PyTorch steps (median error 0.0%, worst 6.6%)",
+            note: pick(ru, "HF Transformers + Trainer on one data-parallel rank: matches 120 measured PyTorch steps (median error 0.0%, worst 6.6%)", "HF Transformers + Trainer на одном ранге: совпадает со 120 измеренными шагами PyTorch (медианная ошибка 0,0%, худшая 6,6%)"),
         },
         (Implementation::Hf, _, false) => Accuracy {
             level: "approximate",
             expected_error: 0.15,
-            note: "FSDP/ZeRO sharding: within 13% of torchtitan's measured 8B peaks, usually below them; keep 10-15% headroom",
+            note: pick(ru, "FSDP/ZeRO sharding: within 13% of torchtitan's measured 8B peaks, usually below them; keep 10-15% headroom", "шардирование FSDP/ZeRO: в пределах 13% от измеренных пиков torchtitan для 8B, обычно ниже них; держите запас 10-15%"),
         },
         _ => Accuracy {
             level: "derived",
             expected_error: 0.2,
-            note: "tensor/pipeline/context/expert parallelism and the Megatron profile follow the published formulas (Korthikanti et al. 2022, Narayanan et al. 2021) but are not checked against a measurement here",
+            note: pick(ru, "tensor/pipeline/context/expert parallelism and the Megatron profile follow the published formulas (Korthikanti et al. 2022, Narayanan et al. 2021) but are not checked against a measurement here", "тензорный, конвейерный, контекстный и экспертный параллелизм и профиль Megatron следуют опубликованным формулам (Korthikanti et al. 2022, Narayanan et al. 2021), но здесь не сверены с измерениями"),
         },
     }
 }
@@ -537,22 +547,23 @@ pub fn evaluate(plan: &Plan) -> Report {
 
 fn throughput_accuracy(gen: Generation, plan: &Plan) -> Accuracy {
     use crate::plan::Implementation;
+    let ru = plan.lang == Some(crate::plan::Lang::Ru);
     let bf16 = !plan.precision.is_low_precision();
     match gen {
         Generation::Ada => Accuracy {
             level: "derived",
             expected_error: 0.3,
-            note: "no published measurement for L4/L40S: Hopper's fitted efficiencies are assumed",
+            note: pick(ru, "no published measurement for L4/L40S: Hopper's fitted efficiencies are assumed", "для L4/L40S нет опубликованных измерений: взяты эффективности, подобранные для Hopper"),
         },
         Generation::Blackwell if bf16 || plan.implementation == Implementation::Hf => Accuracy {
             level: "approximate",
             expected_error: 0.2,
-            note: "Blackwell is calibrated on Megatron-Bridge FP8 runs only (median error 7%); BF16 and HF-stack efficiency are carried over from Hopper",
+            note: pick(ru, "Blackwell is calibrated on Megatron-Bridge FP8 runs only (median error 7%); BF16 and HF-stack efficiency are carried over from Hopper", "Blackwell откалиброван только на запусках Megatron-Bridge в FP8 (медианная ошибка 7%); эффективность BF16 и стека HF перенесена с Hopper"),
         },
         _ => Accuracy {
             level: "measured",
             expected_error: 0.1,
-            note: "calibrated on 33 published runs (NeMo, Megatron-Bridge, DGX Cloud, torchtitan, Megatron papers): median error 3.5%, worst 22%",
+            note: pick(ru, "calibrated on 33 published runs (NeMo, Megatron-Bridge, DGX Cloud, torchtitan, Megatron papers): median error 3.5%, worst 22%", "откалибровано на 33 опубликованных запусках (NeMo, Megatron-Bridge, DGX Cloud, torchtitan, статьи Megatron): медианная ошибка 3,5%, худшая 22%"),
         },
     }
 }
@@ -562,35 +573,55 @@ pub fn budget_bytes(usable: u64, headroom_percent: f64) -> u64 {
     (usable as f64 * (1.0 - headroom_percent.clamp(0.0, 100.0) / 100.0)) as u64
 }
 
-fn peak_with(r: &Resolved<'_>, edit: impl Fn(&mut Plan)) -> u64 {
-    let mut p = r.plan.clone();
-    edit(&mut p);
-    memory::breakdown(&r.arch, &r.counts, &p, &r.layout).peak_bytes
-}
-
 /// Largest micro-batch (up to 4096) whose peak stays within the budget.
 fn max_micro_batch(r: &Resolved<'_>, budget: u64) -> u64 {
-    let fits = |mb: u64| peak_with(r, |p| p.micro_batch = mb) <= budget;
+    // One working copy of the plan for the whole search (no clone per probe).
+    let p = std::cell::RefCell::new(r.plan.clone());
+    let fits = |mb: u64| {
+        let mut p = p.borrow_mut();
+        p.micro_batch = mb;
+        memory::breakdown(&r.arch, &r.counts, &p, &r.layout).peak_bytes <= budget
+    };
     largest(1, 4096, fits)
 }
 
 /// Longest sequence, in steps of 128 up to 131072, that fits at this micro-batch.
 fn max_sequence(r: &Resolved<'_>, budget: u64) -> u64 {
     let cp = r.layout.cp.max(1);
-    let fits = |steps: u64| peak_with(r, |p| p.seq = steps * 128 * cp) <= budget;
+    let p = std::cell::RefCell::new(r.plan.clone());
+    let fits = |steps: u64| {
+        let mut p = p.borrow_mut();
+        p.seq = steps * 128 * cp;
+        memory::breakdown(&r.arch, &r.counts, &p, &r.layout).peak_bytes <= budget
+    };
     largest(1, 1024 / cp, fits) * 128 * cp
 }
 
 /// Largest `x` in `lo..=hi` with `fits(x)`, memory being monotonic in `x`; 0 if none.
+/// Gallops up from `lo` and then bisects, so small answers (the usual case)
+/// take a handful of probes.
 fn largest(lo: u64, hi: u64, fits: impl Fn(u64) -> bool) -> u64 {
     if hi < lo || !fits(lo) {
         return 0;
     }
-    let (mut ok, mut bad) = (lo, hi + 1);
-    if fits(hi) {
-        return hi;
+    let (mut ok, mut step) = (lo, 1u64);
+    let mut bad = hi + 1;
+    while ok + step <= hi {
+        if fits(ok + step) {
+            ok += step;
+            step *= 2;
+        } else {
+            bad = ok + step;
+            break;
+        }
     }
-    bad = bad.min(hi);
+    if bad == hi + 1 && ok < hi {
+        // Galloping overshot the range: the answer lies in ok..=hi.
+        if fits(hi) {
+            return hi;
+        }
+        bad = hi;
+    }
     while bad - ok > 1 {
         let mid = ok + (bad - ok) / 2;
         if fits(mid) {
@@ -612,13 +643,13 @@ pub fn memory_vs_sequence(plan: &Plan, seqs: &[u64]) -> Vec<(Checkpointing, Vec<
     ]
     .into_iter()
     .map(|ck| {
+        let mut p = plan.clone();
+        p.checkpointing = ck;
         let row = seqs
             .iter()
             .map(|&s| {
-                peak_with(&r, |p| {
-                    p.seq = s;
-                    p.checkpointing = ck;
-                })
+                p.seq = s;
+                memory::breakdown(&r.arch, &r.counts, &p, &r.layout).peak_bytes
             })
             .collect();
         (ck, row)

@@ -145,3 +145,46 @@ fn quick_size_lands_near_the_request() {
         assert!((got - b).abs() / b < 0.05, "asked {b}B, got {got:.2}B");
     }
 }
+
+/// Importing each family's config.json gives the preset's exact count.
+/// The configs are the shape fields of the models' Hugging Face config.json files.
+#[test]
+fn hf_config_import_matches_presets_across_families() {
+    let cases = [
+        (
+            "mixtral-8x7b",
+            r#"{"model_type":"mixtral","hidden_size":4096,"intermediate_size":14336,"num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":8,"num_local_experts":8,"num_experts_per_tok":2,"vocab_size":32000,"tie_word_embeddings":false}"#,
+        ),
+        (
+            "qwen2.5-7b",
+            r#"{"model_type":"qwen2","hidden_size":3584,"intermediate_size":18944,"num_attention_heads":28,"num_hidden_layers":28,"num_key_value_heads":4,"vocab_size":152064,"tie_word_embeddings":false}"#,
+        ),
+        (
+            "qwen3-30b-a3b",
+            r#"{"model_type":"qwen3_moe","hidden_size":2048,"intermediate_size":6144,"moe_intermediate_size":768,"num_attention_heads":32,"num_hidden_layers":48,"num_key_value_heads":4,"head_dim":128,"num_experts":128,"num_experts_per_tok":8,"vocab_size":151936,"tie_word_embeddings":false}"#,
+        ),
+        (
+            "gemma-2-9b",
+            r#"{"model_type":"gemma2","hidden_size":3584,"intermediate_size":14336,"num_attention_heads":16,"num_hidden_layers":42,"num_key_value_heads":8,"head_dim":256,"hidden_activation":"gelu_pytorch_tanh","vocab_size":256000}"#,
+        ),
+        (
+            "gpt-oss-20b",
+            r#"{"model_type":"gpt_oss","hidden_size":2880,"intermediate_size":2880,"num_attention_heads":64,"num_hidden_layers":24,"num_key_value_heads":8,"head_dim":64,"num_local_experts":32,"num_experts_per_tok":4,"vocab_size":201088,"tie_word_embeddings":false}"#,
+        ),
+        (
+            "olmo-2-7b",
+            r#"{"model_type":"olmo2","hidden_size":4096,"intermediate_size":11008,"num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":32,"vocab_size":100352,"tie_word_embeddings":false}"#,
+        ),
+        (
+            "gemma-3-12b",
+            r#"{"model_type":"gemma3","text_config":{"model_type":"gemma3_text","hidden_size":3840,"intermediate_size":15360,"num_attention_heads":16,"num_hidden_layers":48,"num_key_value_heads":8,"head_dim":256,"hidden_activation":"gelu_pytorch_tanh","vocab_size":262208}}"#,
+        ),
+    ];
+    for (id, cfg) in cases {
+        let a = from_hf_config(cfg).unwrap_or_else(|e| panic!("{id}: {e}"));
+        let want = preset(id).unwrap().arch.parameter_counts();
+        let got = a.parameter_counts();
+        assert_eq!(got.total, want.total, "{id} total");
+        assert_eq!(got.active, want.active, "{id} active");
+    }
+}

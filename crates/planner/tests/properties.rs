@@ -113,4 +113,25 @@ proptest! {
             prop_assert!(peak(&with(&plan, |p| p.seq *= 2)) >= base);
         }
     }
+
+    #[test]
+    fn solvers_return_the_exact_boundary(plan in any_plan()) {
+        let r = evaluate(&plan);
+        let fits = |p: &Plan| evaluate(p).fits;
+        let mb = r.max_micro_batch;
+        if mb > 0 {
+            prop_assert!(fits(&with(&plan, |p| p.micro_batch = mb)));
+        }
+        if mb < 4096 {
+            prop_assert!(!fits(&with(&plan, |p| p.micro_batch = mb + 1)));
+        }
+        let cp = r.layout.cp;
+        let seq = r.max_sequence;
+        if seq > 0 {
+            prop_assert!(fits(&with(&plan, |p| p.seq = seq)));
+        }
+        if seq + 128 * cp <= 131_072 {
+            prop_assert!(!fits(&with(&plan, |p| p.seq = seq + 128 * cp)));
+        }
+    }
 }
