@@ -163,14 +163,10 @@ def run_snippet(code, workdir):
         os.chdir(cwd)
 
 
-def v2_mode():
-    os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
-    import sagemaker
-    import sagemaker.session
+def stub_session(base, settings=None):
+    """A subclass of the SDK's Session that makes no boto calls: a region, a bucket, no config."""
 
-    class StubSession(sagemaker.session.Session):
-        """No boto calls: a region, a bucket and an empty config."""
-
+    class StubSession(base):
         def __init__(self, *args, **kwargs):
             self.boto_session = None
             self._region_name = "us-east-1"
@@ -181,7 +177,8 @@ def v2_mode():
             self._default_bucket_name_override = None
             self.default_bucket_prefix = None
             self._default_bucket_set_by_sdk = False
-            self.settings = sagemaker.session.SessionSettings()
+            if settings is not None:
+                self.settings = settings()
             self.s3_client = self.s3_resource = self.sagemaker_client = self.sagemaker_runtime_client = None
 
         @property
@@ -190,6 +187,16 @@ def v2_mode():
 
         def default_bucket(self):
             return "stub-bucket"
+
+    return StubSession
+
+
+def v2_mode():
+    os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+    import sagemaker
+    import sagemaker.session
+
+    StubSession = stub_session(sagemaker.session.Session, settings=sagemaker.session.SessionSettings)
 
     sagemaker.Session = StubSession
     sagemaker.session.Session = StubSession
@@ -234,25 +241,7 @@ def v3_mode():
     import sagemaker.train.defaults as defaults
     from sagemaker.train.distributed import Torchrun
 
-    class StubSession(sh.Session):
-        def __init__(self, *args, **kwargs):
-            self.boto_session = None
-            self._region_name = "us-east-1"
-            self.sagemaker_config = None
-            self.config = None
-            self.local_mode = False
-            self._default_bucket = "stub-bucket"
-            self._default_bucket_name_override = None
-            self.default_bucket_prefix = None
-            self._default_bucket_set_by_sdk = False
-            self.s3_client = self.s3_resource = self.sagemaker_client = self.sagemaker_runtime_client = None
-
-        @property
-        def boto_region_name(self):
-            return "us-east-1"
-
-        def default_bucket(self):
-            return "stub-bucket"
+    StubSession = stub_session(sh.Session)
 
     sh.Session = StubSession
     sh.get_execution_role = lambda *a, **k: "arn:aws:iam::111111111111:role/StubRole"
