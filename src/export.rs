@@ -130,7 +130,7 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
                 <NumberField ctx=ctx key="hf_model" label=("Hugging Face model id", "Модель на Hugging Face") step="text" get=|p| p.hf_model.clone() />
             </div>
             <div class="export-bar">
-                <div class="formats" role="tablist" aria-label=move || t("Code format", "Формат кода")>
+                <div class="formats" role="group" aria-label=move || t("Code format", "Формат кода")>
                     {Format::ALL.into_iter().map(|f| {
                         let label = match f {
                             Format::Pytorch => "PyTorch (SDK v2)",
@@ -139,8 +139,8 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
                             Format::TrainingArgs => "TrainingArguments",
                         };
                         view! {
-                            <button type="button" role="tab" id=format!("fmt-{}", f.key())
-                                aria-selected=move || (format.get() == f).to_string()
+                            <button type="button" id=format!("fmt-{}", f.key())
+                                aria-pressed=move || (format.get() == f).to_string()
                                 on:click=move |_| format.set(f)>{label}</button>
                         }
                     }).collect_view()}

@@ -513,18 +513,27 @@ impl Search {
             p.micro_batch,
         );
         let speed = self.user_hours / f.hours.max(1e-12);
+        // One decimal, with the decimal comma in Russian.
+        let d1 = |x: f64| {
+            let s = format!("{x:.1}");
+            if ru {
+                s.replace('.', ",")
+            } else {
+                s
+            }
+        };
         let mut parts = vec![];
         if speed > 1.05 {
             parts.push(if ru {
-                format!("в {speed:.1} раза быстрее")
+                format!("в {} раза быстрее", d1(speed))
             } else {
-                format!("{speed:.1}× faster")
+                format!("{}× faster", d1(speed))
             });
         } else if speed < 0.95 {
             parts.push(if ru {
-                format!("в {:.1} раза медленнее", 1.0 / speed)
+                format!("в {} раза медленнее", d1(1.0 / speed))
             } else {
-                format!("{:.1}× slower", 1.0 / speed)
+                format!("{}× slower", d1(1.0 / speed))
             });
         }
         if let (Some(u), true) = (self.user_usd, f.usd.is_finite()) {
@@ -551,9 +560,9 @@ impl Search {
             };
             if let Some(u) = f.usd.is_finite().then_some(f.usd) {
                 s += &if ru {
-                    format!("; ${u:.0} за {:.1} ч", f.hours)
+                    format!("; ${u:.0} за {} ч", d1(f.hours))
                 } else {
-                    format!("; ${u:.0} for {:.1} h", f.hours)
+                    format!("; ${u:.0} for {} h", d1(f.hours))
                 };
             }
             s
