@@ -5,7 +5,7 @@ use crate::app::Ctx;
 use crate::format::{gib, hours, num, tr, usd, GIB};
 use leptos::prelude::*;
 use planner::plan::Checkpointing;
-use planner::report::{compare_instances, memory_vs_sequence, InstanceOption};
+use planner::report::{compare_instances, memory_vs_sequence};
 
 const SEQS: [u64; 8] = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072];
 
@@ -93,12 +93,8 @@ pub fn InstanceChart(ctx: Ctx) -> impl IntoView {
             <h2 id="inst-chart-title">{move || tr(lang.get(), "The same job on other instance types", "То же задание на других инстансах")}</h2>
             {move || {
                 let l = lang.get();
-                let mut opts = options.get();
-                opts.sort_by(|a, b| b.fits.cmp(&a.fits).then(a.hours.total_cmp(&b.hours)));
-                let fitting: Vec<&InstanceOption> = opts.iter().filter(|o| o.fits).collect();
-                let fastest = fitting.iter().min_by(|a, b| a.hours.total_cmp(&b.hours)).map(|o| o.instance.clone());
-                let cheapest = fitting.iter().filter(|o| o.usd.is_some()).min_by(|a, b| a.usd.unwrap_or(f64::MAX).total_cmp(&b.usd.unwrap_or(f64::MAX))).map(|o| o.instance.clone());
-                let max_h = fitting.iter().map(|o| o.hours).fold(0.0, f64::max).max(1e-9);
+                let opts = options.get();
+                let max_h = opts.iter().filter(|o| o.fits).map(|o| o.hours).fold(0.0, f64::max).max(1e-9);
                 let row_h = 26.0;
                 let (w, label_w, bar_w) = (640.0, 250.0, 210.0);
                 let h = row_h * opts.len() as f64 + 8.0;
@@ -107,8 +103,8 @@ pub fn InstanceChart(ctx: Ctx) -> impl IntoView {
                     let yy = 4.0 + i as f64 * row_h;
                     let bar = if o.fits { o.hours / max_h * bar_w } else { 0.0 };
                     let mut tags = Vec::new();
-                    if Some(&o.instance) == fastest.as_ref() { tags.push(tr(l, "fastest", "быстрее всех")); }
-                    if Some(&o.instance) == cheapest.as_ref() { tags.push(tr(l, "cheapest", "дешевле всех")); }
+                    if o.fastest { tags.push(tr(l, "fastest", "быстрее всех")); }
+                    if o.cheapest { tags.push(tr(l, "cheapest", "дешевле всех")); }
                     let right = if o.fits {
                         let cost = o.usd.map(|u| usd(u, l)).unwrap_or_else(|| tr(l, "price unknown", "цена неизвестна").to_string());
                         format!("{} · {}{}", hours(o.hours, l), cost, if tags.is_empty() { String::new() } else { format!(" · {}", tags.join(", ")) })

@@ -675,6 +675,10 @@ pub struct InstanceOption {
     pub usd: Option<f64>,
     pub spot_usd: Option<f64>,
     pub price_source: String,
+    /// The fastest of the options that fit.
+    pub fastest: bool,
+    /// The cheapest of the options that fit and have a price.
+    pub cheapest: bool,
 }
 
 /// This job on every multi-GPU training instance type, at the same number
@@ -744,7 +748,25 @@ pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
             usd: cost.total_usd,
             spot_usd: cost.spot_usd,
             price_source: cost.price_source,
+            fastest: false,
+            cheapest: false,
         });
+    }
+    // Fitting options first, fastest first; then mark the fastest and the cheapest.
+    out.sort_by(|a, b| b.fits.cmp(&a.fits).then(a.hours.total_cmp(&b.hours)));
+    if let Some(first) = out.first_mut().filter(|o| o.fits) {
+        first.fastest = true;
+    }
+    if let Some(c) = out
+        .iter_mut()
+        .filter(|o| o.fits && o.usd.is_some())
+        .min_by(|a, b| {
+            a.usd
+                .unwrap_or(f64::MAX)
+                .total_cmp(&b.usd.unwrap_or(f64::MAX))
+        })
+    {
+        c.cheapest = true;
     }
     out
 }

@@ -161,3 +161,25 @@ fn custom_gpu_with_h100_figures_matches_p5() {
         "no price for a custom GPU unless entered"
     );
 }
+
+/// The instance comparison marks one fastest and one cheapest option, both fitting.
+#[test]
+fn instance_comparison_marks_fastest_and_cheapest() {
+    let opts =
+        planner::report::compare_instances(&Plan::from_query("model=llama-3.1-8b&seq=4096").plan);
+    assert!(opts.len() >= 10);
+    let fastest: Vec<_> = opts.iter().filter(|o| o.fastest).collect();
+    assert_eq!(fastest.len(), 1);
+    assert!(opts
+        .iter()
+        .filter(|o| o.fits)
+        .all(|o| o.hours >= fastest[0].hours));
+    let cheapest: Vec<_> = opts.iter().filter(|o| o.cheapest).collect();
+    assert_eq!(cheapest.len(), 1);
+    let min = opts
+        .iter()
+        .filter(|o| o.fits)
+        .filter_map(|o| o.usd)
+        .fold(f64::MAX, f64::min);
+    assert_eq!(cheapest[0].usd, Some(min));
+}
