@@ -107,6 +107,12 @@ pub struct Architecture {
     /// Context length the model was trained for.
     #[serde(default)]
     pub max_context: u64,
+    /// Sliding-window attention: window in tokens (0 = none) ...
+    #[serde(default)]
+    pub sliding_window: u64,
+    /// ... and how many layers use it (Gemma 2/3, gpt-oss alternate local and global layers).
+    #[serde(default)]
+    pub local_layers: u64,
     #[serde(default)]
     pub moe: Option<Moe>,
 }
@@ -168,8 +174,27 @@ impl Architecture {
             norms_per_layer: 2,
             attn_sinks: false,
             max_context: 0,
+            sliding_window: 0,
+            local_layers: 0,
             moe: None,
         }
+    }
+
+    /// Keys each query attends to on average, per layer, under causal masking
+    /// at sequence length `s`: `s/2` for global layers; for a window `w < s`,
+    /// `w * (1 - w/(2s))`. Flash kernels skip the masked blocks.
+    pub fn mean_keys_per_query(&self, s: u64) -> f64 {
+        let s = s as f64;
+        let global = s / 2.0;
+        let w = self.sliding_window as f64;
+        let local = if w <= 0.0 || w >= s {
+            global
+        } else {
+            w * (1.0 - w / (2.0 * s))
+        };
+        let l = self.layers.max(1) as f64;
+        let nl = (self.local_layers as f64).min(l);
+        (nl * local + (l - nl) * global) / l
     }
 
     /// `a*d`, the width of the query projection.
@@ -596,6 +621,30 @@ pub fn from_hf_config(text: &str) -> Result<Architecture, ConfigError> {
         Some(m) => int("intermediate_size")?.unwrap_or(m.expert_ffn),
         None => need("intermediate_size")?,
     };
+    // Sliding windows: Mistral v0.1 (all layers), Gemma 2 (every other layer),
+    // Gemma 3 (5 local : 1 global), gpt-oss (layer_types), Qwen only if enabled.
+    let window = int("sliding_window")?.unwrap_or(0);
+    let local_layers =
+        if window == 0 || (family.starts_with("qwen") && !flag("use_sliding_window", false)) {
+            0
+        } else if let Some(types) = cfg.get("layer_types").and_then(|v| v.as_array()) {
+            types
+                .iter()
+                .filter(|t| t.as_str() == Some("sliding_attention"))
+                .count() as u64
+        } else {
+            match family {
+                "gemma2" => layers.div_ceil(2),
+                "gemma3" | "gemma3_text" => {
+                    let pattern = int("sliding_window_pattern")?.unwrap_or(6).max(1);
+                    layers - layers / pattern
+                }
+                "gpt_oss" => layers.div_ceil(2),
+                "mistral" | "mixtral" => layers,
+                _ => 0,
+            }
+        };
+    let sliding_window = if local_layers > 0 { window } else { 0 };
     let arch = Architecture {
         layers,
         hidden,
@@ -606,6 +655,8 @@ pub fn from_hf_config(text: &str) -> Result<Architecture, ConfigError> {
         vocab,
         tied,
         mlp,
+        sliding_window,
+        local_layers,
         qkv_bias,
         o_bias,
         mlp_bias: family == "gpt_oss" || flag("mlp_bias", false),

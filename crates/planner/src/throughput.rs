@@ -208,8 +208,10 @@ pub fn model_flops_per_token(arch: &Architecture, counts: &ParameterCounts, seq:
     let norms = counts.norms_per_layer as f64;
     let matmul = arch.layers as f64 * (counts.active_per_layer as f64 - norms)
         + (arch.vocab * arch.hidden) as f64;
-    // 12 * L * s * a * d, halved for causal masking (flash skips masked blocks).
-    let attention = 12.0 * arch.layers as f64 * seq as f64 * arch.q_width() as f64 * 0.5;
+    // 12 * L * s * a * d, halved for causal masking (flash skips masked
+    // blocks); sliding-window layers see only their window.
+    let attention =
+        12.0 * arch.layers as f64 * arch.mean_keys_per_query(seq) * arch.q_width() as f64;
     6.0 * matmul + attention
 }
 
@@ -294,7 +296,7 @@ pub fn throughput(
     }
     // Flash attention: 4*s*a*d FLOPs per query token forward, half skipped by
     // the causal mask; backward does 2.5x the forward's work.
-    let attn_flops = 4.0 * tokens * s * q / t * 0.5;
+    let attn_flops = 4.0 * tokens * arch.mean_keys_per_query(plan.seq) * q / t;
     let attn_fwd = match plan.attention {
         Attention::Flash => attn_flops / (bf16_peak * eff.attention) + t0,
         // Eager: two batched GEMMs plus softmax over the s x s scores in HBM.

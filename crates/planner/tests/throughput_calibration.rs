@@ -183,3 +183,35 @@ fn instance_comparison_marks_fastest_and_cheapest() {
         .fold(f64::MAX, f64::min);
     assert_eq!(cheapest[0].usd, Some(min));
 }
+
+/// Sliding-window layers attend to their window only: gpt-oss-20b alternates
+/// 12 layers with a 128-token window and 12 global layers (models.json);
+/// attention FLOPs per token = 12 * a*d * (12 * w(1 - w/2s) + 12 * s/2).
+#[test]
+fn sliding_window_attention_flops() {
+    let arch = planner::architecture::preset("gpt-oss-20b")
+        .unwrap()
+        .arch
+        .clone();
+    let counts = arch.parameter_counts();
+    let s = 131_072.0;
+    let dense = 6.0
+        * (arch.layers as f64 * (counts.active_per_layer - counts.norms_per_layer) as f64
+            + (arch.vocab * arch.hidden) as f64);
+    let keys = 12.0 * 128.0 * (1.0 - 128.0 / (2.0 * s)) + 12.0 * s / 2.0;
+    let want = dense + 12.0 * arch.q_width() as f64 * keys;
+    let got = planner::throughput::model_flops_per_token(&arch, &counts, 131_072);
+    assert!((got - want).abs() / want < 1e-12, "{got} vs {want}");
+    // Without windows the attention term would be about twice as large.
+    let global = planner::architecture::Architecture {
+        sliding_window: 0,
+        local_layers: 0,
+        ..arch.clone()
+    };
+    let full = planner::throughput::model_flops_per_token(&global, &counts, 131_072);
+    assert!((full - dense) / (got - dense) > 1.99);
+    // Imported from its config.json (layer_types), the same windows come back.
+    let cfg = r#"{"model_type":"gpt_oss","hidden_size":2880,"intermediate_size":2880,"num_attention_heads":64,"num_hidden_layers":4,"num_key_value_heads":8,"head_dim":64,"num_local_experts":32,"num_experts_per_tok":4,"vocab_size":201088,"sliding_window":128,"layer_types":["sliding_attention","full_attention","sliding_attention","full_attention"]}"#;
+    let a = planner::architecture::from_hf_config(cfg).unwrap();
+    assert_eq!((a.sliding_window, a.local_layers), (128, 2));
+}
