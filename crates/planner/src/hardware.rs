@@ -86,10 +86,6 @@ impl Instance {
             _ => unknown,
         }
     }
-    /// Whether the price is a recalled figure rather than a verified one.
-    pub fn price_is_uncertain(&self) -> bool {
-        self.price_confidence != "verified"
-    }
 }
 
 #[derive(Deserialize)]

@@ -78,3 +78,29 @@ fn export_fields_accept_real_values_and_refuse_code() {
     assert!(valid_hf_model("meta-llama/Llama-3.1-8B"));
     assert!(!valid_hf_model("<script>"));
 }
+
+/// `plan::KEYS` lists the schema: every key a link carries is in it, and the
+/// parser knows every key in it.
+#[test]
+fn the_key_list_is_the_schema() {
+    let q = "model=mixtral-8x7b&layers=30&params_b=7&train=qlora&shard=4&instance=custom&gpu_mem=96&price=9&role=R&s3=s3://bkt/x&job=j&entry=t.py&hf_model=a/b&lock=instance,mb&budget=100&deadline=10&lang=en";
+    let p = Plan::from_query(q).plan;
+    for pair in p.to_query().split('&') {
+        let key = pair.split('=').next().unwrap();
+        assert!(
+            planner::plan::KEYS.contains(&key),
+            "{key} is written but not listed"
+        );
+    }
+    for key in planner::plan::KEYS {
+        let err = Plan::default()
+            .set(key, "\u{1}")
+            .err()
+            .map(|e| e.en)
+            .unwrap_or_default();
+        assert!(
+            !err.contains("unknown key"),
+            "{key} is listed but not parsed"
+        );
+    }
+}
