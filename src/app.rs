@@ -114,7 +114,6 @@ pub fn App() -> impl IntoView {
             evaluate(&q)
         })
     });
-    provide_context(lang);
     let ctx = Ctx {
         plan,
         field_errors: RwSignal::new(BTreeMap::new()),

@@ -25,23 +25,23 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
             </div>
             <MemoryBar ctx=ctx />
             <dl class="stats">
-                <Stat id="model-name" label=("Model", "Модель") value=move |_l| report.with(|r| r.model_name.clone()) />
-                <Stat id="params" label=("Parameters", "Параметры") value=move |l| report.with(|r| if r.parameters == r.parameters_active { params(r.parameters, l) } else { format!("{} ({} {})", params(r.parameters, l), params(r.parameters_active, l), tr(l, "active", "активных")) }) />
-                <Stat id="gpus" label=("GPUs", "GPU") value=move |_l| report.with(|r| format!("{} × {} (DP {}, TP {}, PP {}, CP {})", r.layout.gpus, r.gpu, r.layout.dp, r.layout.tp, r.layout.pp, r.layout.cp)) />
-                <Stat id="tps-gpu" label=("Tokens/s per GPU", "Токенов/с на GPU") value=move |l| report.with(|r| sig(r.throughput.tokens_per_second_per_gpu, l)) />
-                <Stat id="tps" label=("Tokens/s, whole job", "Токенов/с на всё задание") value=move |l| report.with(|r| format!("{} ({} {})", tokens(r.throughput.tokens_per_second, l), sig(r.throughput.samples_per_second, l), tr(l, "samples/s", "примеров/с"))) />
-                <Stat id="step" label=("Step time", "Время шага") value=move |l| report.with(|r| seconds(r.throughput.step_seconds, l)) />
-                <Stat id="mfu" label=("MFU / HFU", "MFU / HFU") value=move |l| report.with(|r| format!("{} / {}", percent(r.throughput.mfu, l), percent(r.throughput.hfu, l))) />
-                <Stat id="time" label=("Time to train", "Время обучения") value=move |l| report.with(|r| format!("{} ({} {}, {} {})", hours(r.time.total_hours, l), num(r.time.steps as f64, 0, l), tr(l, "steps", "шагов"), sig(r.time.gpu_hours, l), tr(l, "GPU-hours", "GPU-часов"))) />
-                <Stat id="cost" label=("Cost on-demand / spot", "Стоимость on-demand / spot") value=move |l| report.with(|r| match (r.cost.total_usd, r.cost.spot_usd) {
+                <Stat lang=lang id="model-name" label=("Model", "Модель") value=move |_l| report.with(|r| r.model_name.clone()) />
+                <Stat lang=lang id="params" label=("Parameters", "Параметры") value=move |l| report.with(|r| if r.parameters == r.parameters_active { params(r.parameters, l) } else { format!("{} ({} {})", params(r.parameters, l), params(r.parameters_active, l), tr(l, "active", "активных")) }) />
+                <Stat lang=lang id="gpus" label=("GPUs", "GPU") value=move |_l| report.with(|r| format!("{} × {} (DP {}, TP {}, PP {}, CP {})", r.layout.gpus, r.gpu, r.layout.dp, r.layout.tp, r.layout.pp, r.layout.cp)) />
+                <Stat lang=lang id="tps-gpu" label=("Tokens/s per GPU", "Токенов/с на GPU") value=move |l| report.with(|r| sig(r.throughput.tokens_per_second_per_gpu, l)) />
+                <Stat lang=lang id="tps" label=("Tokens/s, whole job", "Токенов/с на всё задание") value=move |l| report.with(|r| format!("{} ({} {})", tokens(r.throughput.tokens_per_second, l), sig(r.throughput.samples_per_second, l), tr(l, "samples/s", "примеров/с"))) />
+                <Stat lang=lang id="step" label=("Step time", "Время шага") value=move |l| report.with(|r| seconds(r.throughput.step_seconds, l)) />
+                <Stat lang=lang id="mfu" label=("MFU / HFU", "MFU / HFU") value=move |l| report.with(|r| format!("{} / {}", percent(r.throughput.mfu, l), percent(r.throughput.hfu, l))) />
+                <Stat lang=lang id="time" label=("Time to train", "Время обучения") value=move |l| report.with(|r| format!("{} ({} {}, {} {})", hours(r.time.total_hours, l), num(r.time.steps as f64, 0, l), tr(l, "steps", "шагов"), sig(r.time.gpu_hours, l), tr(l, "GPU-hours", "GPU-часов"))) />
+                <Stat lang=lang id="cost" label=("Cost on-demand / spot", "Стоимость on-demand / spot") value=move |l| report.with(|r| match (r.cost.total_usd, r.cost.spot_usd) {
                     (Some(a), Some(b)) => format!("{} / {} ({} {})", usd(a, l), usd(b, l), usd(r.cost.usd_per_million_tokens.unwrap_or(0.0), l), tr(l, "per 1M tokens", "за 1 млн токенов")),
                     _ => tr(l, "price unknown: enter it under Hardware", "цена неизвестна: введите её в разделе «Железо»").to_string(),
                 }) />
-                <Stat id="checkpoint" label=("Checkpoint", "Чекпоинт") value=move |l| report.with(|r| format!("{} {} {}, {} {}",
+                <Stat lang=lang id="checkpoint" label=("Checkpoint", "Чекпоинт") value=move |l| report.with(|r| format!("{} {} {}, {} {}",
                     gb(r.checkpoint.size_bytes, l), tr(l, "per save,", "на сохранение,"), seconds(r.checkpoint.seconds_per_save, l),
                     percent(r.checkpoint.wall_share, l), tr(l, "of wall time", "времени"))) />
-                <Stat id="max-mb" label=("Largest micro-batch that fits", "Наибольший micro-batch, который влезает") value=move |l| report.with(|r| if r.max_micro_batch == 0 { tr(l, "none", "никакой").to_string() } else { r.max_micro_batch.to_string() }) />
-                <Stat id="max-seq" label=("Longest sequence that fits", "Самая длинная последовательность, которая влезает") value=move |l| report.with(|r| if r.max_sequence == 0 { tr(l, "none", "никакая").to_string() } else { num(r.max_sequence as f64, 0, l) }) />
+                <Stat lang=lang id="max-mb" label=("Largest micro-batch that fits", "Наибольший micro-batch, который влезает") value=move |l| report.with(|r| if r.max_micro_batch == 0 { tr(l, "none", "никакой").to_string() } else { r.max_micro_batch.to_string() }) />
+                <Stat lang=lang id="max-seq" label=("Longest sequence that fits", "Самая длинная последовательность, которая влезает") value=move |l| report.with(|r| if r.max_sequence == 0 { tr(l, "none", "никакая").to_string() } else { num(r.max_sequence as f64, 0, l) }) />
             </dl>
             <p class="accuracy" id="throughput-accuracy">{move || { let l = lang.get(); report.with(|r| format!("{} ±{}: {}.",
                 tr(l, "Speed and cost are expected within", "Скорость и стоимость — с ожидаемой ошибкой"),
@@ -52,13 +52,16 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
 }
 
 #[component]
-fn Stat<F>(id: &'static str, label: (&'static str, &'static str), value: F) -> impl IntoView
+fn Stat<F>(
+    lang: Signal<Lang>,
+    id: &'static str,
+    label: (&'static str, &'static str),
+    value: F,
+) -> impl IntoView
 where
     F: Fn(Lang) -> String + Send + Sync + 'static,
 {
-    // The label and value are read from a context-free closure; `lang` comes from the value's caller.
-    let lang = use_context::<Signal<Lang>>();
-    let l = move || lang.map(|s| s.get()).unwrap_or(Lang::En);
+    let l = move || lang.get();
     view! {
         <dt>{move || tr(l(), label.0, label.1)}</dt>
         <dd id=id>{move || value(l())}</dd>

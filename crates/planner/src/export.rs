@@ -354,6 +354,11 @@ fn smp_parameters(c: &Ctx<'_>) -> Vec<(&'static str, String)> {
     v
 }
 
+/// Spot jobs may wait for capacity: twice max_run, within SageMaker's 28 days, never below max_run.
+fn max_wait(run: u64) -> u64 {
+    (run * 2).min(28 * 24 * 3600).max(run)
+}
+
 fn spot_lines(c: &Ctx<'_>, out: &mut String) {
     let run = max_run(c);
     let _ = writeln!(
@@ -362,7 +367,7 @@ fn spot_lines(c: &Ctx<'_>, out: &mut String) {
         c.report.time.total_hours
     );
     if c.plan.spot {
-        let wait = (run * 2).clamp(run, 28 * 24 * 3600).max(run);
+        let wait = max_wait(run);
         let _ = writeln!(out, "    use_spot_instances=True,");
         let _ = writeln!(
             out,
@@ -606,7 +611,7 @@ fn modeltrainer(c: &Ctx<'_>) -> String {
         "    output_data_config=OutputDataConfig(s3_output_path=s3_prefix + \"/output\"),"
     );
     if p.spot {
-        let wait = (run * 2).clamp(run, 28 * 24 * 3600).max(run);
+        let wait = max_wait(run);
         let _ = writeln!(s, "    stopping_condition=StoppingCondition(max_runtime_in_seconds={run}, max_wait_time_in_seconds={wait}),");
     } else {
         let _ = writeln!(

@@ -51,14 +51,6 @@ pub struct Accuracy {
     pub note: &'static str,
 }
 
-fn pick(ru: bool, en: &'static str, ru_text: &'static str) -> &'static str {
-    if ru {
-        ru_text
-    } else {
-        en
-    }
-}
-
 fn accuracy(plan: &Plan, layout: &Layout) -> Accuracy {
     use crate::plan::Implementation;
     let ru = plan.lang == Some(crate::plan::Lang::Ru);
@@ -67,17 +59,17 @@ fn accuracy(plan: &Plan, layout: &Layout) -> Accuracy {
         (Implementation::Hf, 0, false) => Accuracy {
             level: "measured",
             expected_error: 0.02,
-            note: pick(ru, "HF Transformers + Trainer on one data-parallel rank: matches 120 measured PyTorch steps (median error 0.0%, worst 6.6%)", "HF Transformers + Trainer на одном ранге: совпадает со 120 измеренными шагами PyTorch (медианная ошибка 0,0%, худшая 6,6%)"),
+            note: tr(ru, "HF Transformers + Trainer on one data-parallel rank: matches 120 measured PyTorch steps (median error 0.0%, worst 6.6%)", "HF Transformers + Trainer на одном ранге: совпадает со 120 измеренными шагами PyTorch (медианная ошибка 0,0%, худшая 6,6%)"),
         },
         (Implementation::Hf, _, false) => Accuracy {
             level: "approximate",
             expected_error: 0.15,
-            note: pick(ru, "FSDP/ZeRO sharding: within 13% of torchtitan's measured 8B peaks, usually below them; keep 10-15% headroom", "шардирование FSDP/ZeRO: в пределах 13% от измеренных пиков torchtitan для 8B, обычно ниже них; держите запас 10-15%"),
+            note: tr(ru, "FSDP/ZeRO sharding: within 13% of torchtitan's measured 8B peaks, usually below them; keep 10-15% headroom", "шардирование FSDP/ZeRO: в пределах 13% от измеренных пиков torchtitan для 8B, обычно ниже них; держите запас 10-15%"),
         },
         _ => Accuracy {
             level: "derived",
             expected_error: 0.2,
-            note: pick(ru, "tensor/pipeline/context/expert parallelism and the Megatron profile follow the published formulas (Korthikanti et al. 2022, Narayanan et al. 2021) but are not checked against a measurement here", "тензорный, конвейерный, контекстный и экспертный параллелизм и профиль Megatron следуют опубликованным формулам (Korthikanti et al. 2022, Narayanan et al. 2021), но здесь не сверены с измерениями"),
+            note: tr(ru, "tensor/pipeline/context/expert parallelism and the Megatron profile follow the published formulas (Korthikanti et al. 2022, Narayanan et al. 2021) but are not checked against a measurement here", "тензорный, конвейерный, контекстный и экспертный параллелизм и профиль Megatron следуют опубликованным формулам (Korthikanti et al. 2022, Narayanan et al. 2021), но здесь не сверены с измерениями"),
         },
     }
 }
@@ -195,7 +187,7 @@ fn err(code: &'static str, key: &'static str, message: String) -> Message {
 }
 
 /// The English or the Russian text.
-pub fn tr(ru: bool, en: String, ru_text: String) -> String {
+pub fn tr<T>(ru: bool, en: T, ru_text: T) -> T {
     if ru {
         ru_text
     } else {
@@ -553,17 +545,17 @@ fn throughput_accuracy(gen: Generation, plan: &Plan) -> Accuracy {
         Generation::Ada => Accuracy {
             level: "derived",
             expected_error: 0.3,
-            note: pick(ru, "no published measurement for L4/L40S: Hopper's fitted efficiencies are assumed", "для L4/L40S нет опубликованных измерений: взяты эффективности, подобранные для Hopper"),
+            note: tr(ru, "no published measurement for L4/L40S: Hopper's fitted efficiencies are assumed", "для L4/L40S нет опубликованных измерений: взяты эффективности, подобранные для Hopper"),
         },
         Generation::Blackwell if bf16 || plan.implementation == Implementation::Hf => Accuracy {
             level: "approximate",
             expected_error: 0.2,
-            note: pick(ru, "Blackwell is calibrated on Megatron-Bridge FP8 runs only (median error 7%); BF16 and HF-stack efficiency are carried over from Hopper", "Blackwell откалиброван только на запусках Megatron-Bridge в FP8 (медианная ошибка 7%); эффективность BF16 и стека HF перенесена с Hopper"),
+            note: tr(ru, "Blackwell is calibrated on Megatron-Bridge FP8 runs only (median error 7%); BF16 and HF-stack efficiency are carried over from Hopper", "Blackwell откалиброван только на запусках Megatron-Bridge в FP8 (медианная ошибка 7%); эффективность BF16 и стека HF перенесена с Hopper"),
         },
         _ => Accuracy {
             level: "measured",
             expected_error: 0.1,
-            note: pick(ru, "calibrated on 33 published runs (NeMo, Megatron-Bridge, DGX Cloud, torchtitan, Megatron papers): median error 3.5%, worst 22%", "откалибровано на 33 опубликованных запусках (NeMo, Megatron-Bridge, DGX Cloud, torchtitan, статьи Megatron): медианная ошибка 3,5%, худшая 22%"),
+            note: tr(ru, "calibrated on 33 published runs (NeMo, Megatron-Bridge, DGX Cloud, torchtitan, Megatron papers): median error 3.5%, worst 22%", "откалибровано на 33 опубликованных запусках (NeMo, Megatron-Bridge, DGX Cloud, torchtitan, статьи Megatron): медианная ошибка 3,5%, худшая 22%"),
         },
     }
 }

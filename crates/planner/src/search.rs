@@ -18,7 +18,7 @@ use crate::architecture::{Architecture, ParameterCounts};
 use crate::hardware::{self, Gpu, Instance};
 use crate::memory::{self, Layout};
 use crate::plan::{Checkpointing, Lang, Loss, Plan, Precision};
-use crate::report::{budget_bytes, resolve_architecture};
+use crate::report::budget_bytes;
 use crate::throughput::{self, Efficiency, Fabric};
 use serde::Serialize;
 
@@ -165,11 +165,12 @@ impl Search {
     /// The full space around `plan`, respecting its locks.
     pub fn new(plan: &Plan) -> Search {
         let locks = plan.locks;
-        let (arch, _) = resolve_architecture(plan);
+        // The user's own plan: the resolved shape, its global batch, and the baseline to beat.
+        let user = crate::evaluate(plan);
+        let arch = user.architecture.clone();
         let counts = arch.parameter_counts();
         let arch_adapters = arch.lora_params_per_layer(plan.lora_rank) * arch.layers as f64;
-        let (r, _) = crate::report::resolve(plan);
-        let global_sequences = (plan.micro_batch * plan.grad_accum * r.layout.dp).max(1);
+        let global_sequences = user.global_batch_sequences.max(1);
         let instances: Vec<InstanceInfo> = hardware::instances()
             .iter()
             .filter(|i| {
@@ -243,7 +244,6 @@ impl Search {
         } else {
             MB.to_vec()
         };
-        let user = crate::evaluate(plan);
         let mut work = plan.clone();
         work.shard = None;
         Search {

@@ -76,14 +76,7 @@ pub fn efficiency(generation: Generation) -> Efficiency {
             overlap: 0.85,
         },
         // Ada has no calibration row: Hopper's fitted values, stated as uncertain.
-        Generation::Ada => Efficiency {
-            gemm: 0.74,
-            fp8_gemm: 0.63,
-            kernel_overhead: 6e-6,
-            attention: 0.30,
-            memory: 0.75,
-            overlap: 0.85,
-        },
+        Generation::Ada => efficiency(Generation::Hopper),
         // Fitted on 16 H100 rows: NeMo 24.07, DGX Cloud recipes, Megatron-Bridge 25.11.
         Generation::Hopper => Efficiency {
             gemm: 0.74,
