@@ -245,103 +245,193 @@ struct LayerActivations {
     scores: f64,
 }
 
+/// The widths one decoder layer's saved tensors are made of.
+struct Widths {
+    h: f64,
+    q: f64,
+    kv: f64,
+    a: f64,
+    /// FFN width of one expert (or of the dense MLP).
+    f: f64,
+    /// Experts a token passes through (1 for a dense MLP).
+    routed: f64,
+    /// The router's saved logits and probabilities per token.
+    router: f64,
+    gated: bool,
+    /// Norms beyond the two of a Llama layer (Gemma's four).
+    extra_norms: f64,
+    /// q/k norms' saved width (Qwen3, OLMo 2, Gemma 3).
+    qk_norm: f64,
+    eager: bool,
+    /// Bytes per element of a Linear input kept for the weight gradient
+    /// (FP8 recipes keep it in 8 bits).
+    lin: f64,
+    seq: f64,
+}
+
+impl Widths {
+    fn of(arch: &Architecture, plan: &Plan, seq_per_gpu: f64) -> Widths {
+        let (f, routed) = match &arch.moe {
+            // Each token passes through `active` experts (+ shared ones).
+            Some(m) => (m.expert_ffn as f64, (m.active + m.shared) as f64),
+            None => (arch.ffn as f64, 1.0),
+        };
+        let (q, kv) = (arch.q_width() as f64, arch.kv_width() as f64);
+        Widths {
+            h: arch.hidden as f64,
+            q,
+            kv,
+            a: arch.heads as f64,
+            f,
+            routed,
+            router: arch
+                .moe
+                .as_ref()
+                .map_or(0.0, |m| 4.0 * m.experts as f64 * 2.0),
+            gated: arch.mlp.is_gated(),
+            extra_norms: arch.norms_per_layer.saturating_sub(2) as f64,
+            qk_norm: match arch.qk_norm {
+                crate::architecture::QkNorm::None => 0.0,
+                _ => q + kv,
+            },
+            eager: plan.attention == Attention::Eager,
+            lin: if plan.precision.is_low_precision() {
+                1.0
+            } else {
+                2.0
+            },
+            seq: seq_per_gpu,
+        }
+    }
+}
+
 fn layer_activations(arch: &Architecture, plan: &Plan, seq_per_gpu: f64) -> LayerActivations {
-    let h = arch.hidden as f64;
-    let q = arch.q_width() as f64;
-    let kv = arch.kv_width() as f64;
-    let a = arch.heads as f64;
-    let (f, routed) = match &arch.moe {
-        // Each token passes through `active` experts (+ shared ones).
-        Some(m) => (m.expert_ffn as f64, (m.active + m.shared) as f64),
-        None => (arch.ffn as f64, 1.0),
-    };
-    let router = arch
-        .moe
-        .as_ref()
-        .map_or(0.0, |m| 4.0 * m.experts as f64 * 2.0);
-    let gated = arch.mlp.is_gated();
-    let extra_norms = arch.norms_per_layer.saturating_sub(2) as f64;
-    let qk_norm_width = match arch.qk_norm {
-        crate::architecture::QkNorm::None => 0.0,
-        _ => q + kv,
-    };
-    let eager = plan.attention == Attention::Eager;
-    let fp8 = plan.precision.is_low_precision();
-    // A Linear input saved for the weight gradient: FP8 recipes keep it in 8 bits.
-    let lin = if fp8 { 1.0 } else { 2.0 };
+    let w = Widths::of(arch, plan, seq_per_gpu);
     match profile(plan) {
-        Profile::HfFp32 => {
-            // RMSNorm saves its input (pow), the normalised value (weight mul)
-            // and its output is saved by the next Linear: 3 x 4h.
-            let norm = 12.0 * h;
-            let attn = 4.0 * q + 8.0 * kv + 4.0 * q + 4.0 * a; // q, k, v, output, logsumexp
-            let mlp = if gated { 16.0 * f } else { 8.0 * f };
-            let kv_rep = if eager { 8.0 * (q - kv) - 4.0 * a } else { 0.0 };
-            LayerActivations {
-                tp_split: attn + kv_rep + routed * mlp + router + 8.0 * qk_norm_width,
-                replicated: 2.0 * norm + extra_norms * 8.0 * h,
-                scores: if eager { 4.0 * a * seq_per_gpu } else { 0.0 },
-            }
-        }
-        Profile::HfBf16 => {
-            // RMSNorm upcasts to fp32 (saved by pow: 4h), saves the bf16
-            // normalised value (2h), and its bf16 output is saved by the Linears (2h).
-            let norm = 6.0 * h + lin * h;
-            let attn = 2.0 * q + 4.0 * kv + lin * q + 4.0 * a;
-            let mlp = if gated {
-                6.0 * f + lin * f
-            } else {
-                2.0 * f + lin * f
-            };
-            let kv_rep = if eager { 4.0 * (q - kv) - 4.0 * a } else { 0.0 };
-            LayerActivations {
-                tp_split: attn + kv_rep + routed * mlp + router + 6.0 * qk_norm_width,
-                replicated: 2.0 * norm + extra_norms * 8.0 * h,
-                // fp32 softmax output + its bf16 cast used by the matmul with v
-                scores: if eager { 6.0 * a * seq_per_gpu } else { 0.0 },
-            }
-        }
-        Profile::HfAutocast => {
-            // fp32 residual; each norm saves its fp32 input and normalised
-            // value (8h); autocast casts the norm output to bf16 once per
-            // consuming Linear (q, k, v: 3 casts; gate, up: 2), each saved.
-            let cast = lin;
-            let attn_norm = 8.0 * h + 3.0 * cast * h;
-            let mlp_norm = 8.0 * h + if gated { 2.0 } else { 1.0 } * cast * h;
-            let attn = 2.0 * q + 4.0 * kv + cast * q + 4.0 * a;
-            let mlp = if gated {
-                6.0 * f + cast * f
-            } else {
-                2.0 * f + cast * f
-            };
-            let kv_rep = if eager { 4.0 * (q - kv) - 4.0 * a } else { 0.0 };
-            LayerActivations {
-                tp_split: attn + kv_rep + routed * mlp + router + 8.0 * qk_norm_width,
-                replicated: attn_norm + mlp_norm + extra_norms * 10.0 * h,
-                scores: if eager { 6.0 * a * seq_per_gpu } else { 0.0 },
-            }
-        }
-        Profile::Megatron => {
-            // TE LayerNormLinear saves the norm input (2h) and its output for
-            // the weight gradient (2h, FP8: 1h); flash attention saves q, k,
-            // v, output and logsumexp; SwiGLU saves fc1's output (2 x 2f) and
-            // fc2 saves the activation (2f, FP8: 1f).
-            let fp32 = plan.precision == Precision::Fp32;
-            let e = if fp32 { 2.0 } else { 1.0 };
-            let norms = e * (2.0 * h + lin * h) * 2.0;
-            let attn = e * (2.0 * q + 4.0 * kv + lin * q) + 4.0 * a;
-            let mlp = e * if gated {
-                4.0 * f + lin * f
-            } else {
-                2.0 * f + lin * f
-            };
-            let kv_rep = if eager { 4.0 * (q - kv) } else { 0.0 };
-            LayerActivations {
-                tp_split: attn + kv_rep + routed * mlp + router + 4.0 * qk_norm_width,
-                replicated: norms + extra_norms * 4.0 * h,
-                scores: if eager { 5.0 * a * seq_per_gpu } else { 0.0 },
-            }
-        }
+        Profile::HfFp32 => hf_fp32_layer(&w),
+        Profile::HfBf16 => hf_bf16_layer(&w),
+        Profile::HfAutocast => hf_autocast_layer(&w),
+        Profile::Megatron => megatron_layer(&w, plan.precision == Precision::Fp32),
+    }
+}
+
+/// HF in fp32: RMSNorm saves its input (pow), the normalised value (weight
+/// mul), and its output is saved by the next Linear: 3 x 4h
+/// (memory_examples.csv, `precision=fp32` rows).
+fn hf_fp32_layer(w: &Widths) -> LayerActivations {
+    let Widths { h, q, kv, a, f, .. } = *w;
+    let norm = 12.0 * h;
+    let attn = 4.0 * q + 8.0 * kv + 4.0 * q + 4.0 * a; // q, k, v, output, logsumexp
+    let mlp = if w.gated { 16.0 * f } else { 8.0 * f };
+    let kv_rep = if w.eager {
+        8.0 * (q - kv) - 4.0 * a
+    } else {
+        0.0
+    };
+    LayerActivations {
+        tp_split: attn + kv_rep + w.routed * mlp + w.router + 8.0 * w.qk_norm,
+        replicated: 2.0 * norm + w.extra_norms * 8.0 * h,
+        scores: if w.eager { 4.0 * a * w.seq } else { 0.0 },
+    }
+}
+
+/// HF with bf16 compute weights (pure bf16, or FSDP's bf16 policy): RMSNorm
+/// upcasts to fp32 (saved by pow: 4h), saves the bf16 normalised value (2h),
+/// and its bf16 output is saved by the Linears (2h) (memory_examples.csv,
+/// `precision=bf16` rows).
+fn hf_bf16_layer(w: &Widths) -> LayerActivations {
+    let Widths {
+        h,
+        q,
+        kv,
+        a,
+        f,
+        lin,
+        ..
+    } = *w;
+    let norm = 6.0 * h + lin * h;
+    let attn = 2.0 * q + 4.0 * kv + lin * q + 4.0 * a;
+    let mlp = if w.gated {
+        6.0 * f + lin * f
+    } else {
+        2.0 * f + lin * f
+    };
+    let kv_rep = if w.eager {
+        4.0 * (q - kv) - 4.0 * a
+    } else {
+        0.0
+    };
+    LayerActivations {
+        tp_split: attn + kv_rep + w.routed * mlp + w.router + 6.0 * w.qk_norm,
+        replicated: 2.0 * norm + w.extra_norms * 8.0 * h,
+        // fp32 softmax output + its bf16 cast used by the matmul with v
+        scores: if w.eager { 6.0 * a * w.seq } else { 0.0 },
+    }
+}
+
+/// HF fp32 params under bf16 autocast: fp32 residual; each norm saves its
+/// fp32 input and normalised value (8h); autocast casts the norm output to
+/// bf16 once per consuming Linear (q, k, v: 3 casts; gate, up: 2), each
+/// saved (memory_examples.csv, `precision=mixed` rows).
+fn hf_autocast_layer(w: &Widths) -> LayerActivations {
+    let Widths {
+        h,
+        q,
+        kv,
+        a,
+        f,
+        lin,
+        ..
+    } = *w;
+    let cast = lin;
+    let attn_norm = 8.0 * h + 3.0 * cast * h;
+    let mlp_norm = 8.0 * h + if w.gated { 2.0 } else { 1.0 } * cast * h;
+    let attn = 2.0 * q + 4.0 * kv + cast * q + 4.0 * a;
+    let mlp = if w.gated {
+        6.0 * f + cast * f
+    } else {
+        2.0 * f + cast * f
+    };
+    let kv_rep = if w.eager {
+        4.0 * (q - kv) - 4.0 * a
+    } else {
+        0.0
+    };
+    LayerActivations {
+        tp_split: attn + kv_rep + w.routed * mlp + w.router + 8.0 * w.qk_norm,
+        replicated: attn_norm + mlp_norm + w.extra_norms * 10.0 * h,
+        scores: if w.eager { 6.0 * a * w.seq } else { 0.0 },
+    }
+}
+
+/// Megatron-Core / TransformerEngine (Korthikanti et al. 2022 without
+/// dropout): LayerNormLinear saves the norm input (2h) and its output for
+/// the weight gradient (2h, FP8: 1h); flash attention saves q, k, v, output
+/// and logsumexp; SwiGLU saves fc1's output (2 x 2f) and fc2 saves the
+/// activation (2f, FP8: 1f).
+fn megatron_layer(w: &Widths, fp32: bool) -> LayerActivations {
+    let Widths {
+        h,
+        q,
+        kv,
+        a,
+        f,
+        lin,
+        ..
+    } = *w;
+    let e = if fp32 { 2.0 } else { 1.0 };
+    let norms = e * (2.0 * h + lin * h) * 2.0;
+    let attn = e * (2.0 * q + 4.0 * kv + lin * q) + 4.0 * a;
+    let mlp = e * if w.gated {
+        4.0 * f + lin * f
+    } else {
+        2.0 * f + lin * f
+    };
+    let kv_rep = if w.eager { 4.0 * (q - kv) } else { 0.0 };
+    LayerActivations {
+        tp_split: attn + kv_rep + w.routed * mlp + w.router + 4.0 * w.qk_norm,
+        replicated: norms + w.extra_norms * 4.0 * h,
+        scores: if w.eager { 5.0 * a * w.seq } else { 0.0 },
     }
 }
 
@@ -370,10 +460,10 @@ pub fn breakdown(
     layout: &Layout,
 ) -> MemoryBreakdown {
     if layout.pp <= 1 {
-        return stage_breakdown(arch, counts, plan, layout, Stage::Only);
+        return stage_breakdown(&StageShape::new(arch, counts, plan, layout, Stage::Only));
     }
-    let first = stage_breakdown(arch, counts, plan, layout, Stage::First);
-    let last = stage_breakdown(arch, counts, plan, layout, Stage::Last);
+    let first = stage_breakdown(&StageShape::new(arch, counts, plan, layout, Stage::First));
+    let last = stage_breakdown(&StageShape::new(arch, counts, plan, layout, Stage::Last));
     if last.peak_bytes > first.peak_bytes {
         last
     } else {
@@ -381,324 +471,553 @@ pub fn breakdown(
     }
 }
 
-fn stage_breakdown(
-    arch: &Architecture,
-    counts: &ParameterCounts,
-    plan: &Plan,
-    layout: &Layout,
+/// What every memory term of one pipeline stage reads: the plan, and the
+/// share of the model and of the tokens this GPU holds.
+struct StageShape<'a> {
+    arch: &'a Architecture,
+    counts: &'a ParameterCounts,
+    plan: &'a Plan,
+    layout: &'a Layout,
     stage: Stage,
-) -> MemoryBreakdown {
-    let sb = state_bytes(plan);
-    let t = layout.tp as f64;
-    let p = layout.pp as f64;
-    let c = layout.cp as f64;
-    let ep = layout.ep as f64;
-    let g = layout.shard.max(1) as f64;
-    let zero = plan.zero;
-    let layers_stage = (arch.layers as f64 / p).ceil();
+    sb: StateBytes,
+    profile: Profile,
+    /// Tensor-parallel degree.
+    t: f64,
+    /// ZeRO/FSDP shard group size.
+    g: f64,
+    /// Decoder layers on this stage.
+    layers: f64,
+    /// Parameters of one decoder layer on this GPU (after TP and EP).
+    layer_params: f64,
+    /// Embedding (and untied LM head) parameters on this GPU.
+    emb: f64,
+    /// Whether this stage computes the LM head and the loss.
+    has_head: bool,
+    /// Parameters this stage holds before ZeRO sharding.
+    params: f64,
+    /// Parameters with gradients and optimizer states (none for a PEFT base).
+    trainable: f64,
+    peft: bool,
+    /// Bytes per parameter of the (frozen or trained) weights.
+    weight_bytes: f64,
+    /// FSDP's mixed-precision policy: fp32 params sharded, bf16 gathered.
+    mixed_policy: bool,
+    /// Tokens per GPU per micro-batch (CP splits the sequence).
+    tokens: f64,
+    /// What divides the norm/residual activations: TP with sequence parallelism.
+    sp_div: f64,
+    /// Bytes per token one decoder layer saves.
+    layer: LayerActivations,
+}
 
-    // ---- parameters held by the most loaded pipeline stage -----------------
-    let expert_params = match &arch.moe {
-        Some(m) => (m.experts as u64 * counts.expert) as f64,
-        None => 0.0,
-    };
-    let dense_layer = counts.per_layer as f64 - expert_params;
-    let layer_params = dense_layer / t + expert_params / (ep * t);
-    let emb = counts.embedding as f64 / t;
-    let head = if arch.tied && stage == Stage::Only {
-        0.0
-    } else {
-        counts.embedding as f64 / t
-    };
-    // First stage: embedding (+ the head when p == 1); last stage: LM head and final norm.
-    let final_norm_params = arch.hidden as f64;
-    let stage_has_head = stage != Stage::First;
-    let stage_params = layers_stage * layer_params
-        + if stage != Stage::Last { emb } else { 0.0 }
-        + if stage_has_head {
-            head + final_norm_params
-        } else {
-            0.0
+impl<'a> StageShape<'a> {
+    fn new(
+        arch: &'a Architecture,
+        counts: &'a ParameterCounts,
+        plan: &'a Plan,
+        layout: &'a Layout,
+        stage: Stage,
+    ) -> Self {
+        let t = layout.tp as f64;
+        let layers = (arch.layers as f64 / layout.pp as f64).ceil();
+        let expert_params = match &arch.moe {
+            Some(m) => (m.experts as u64 * counts.expert) as f64,
+            None => 0.0,
         };
+        let dense_layer = counts.per_layer as f64 - expert_params;
+        let layer_params = dense_layer / t + expert_params / (layout.ep as f64 * t);
+        let emb = counts.embedding as f64 / t;
+        let head = if arch.tied && stage == Stage::Only {
+            0.0
+        } else {
+            counts.embedding as f64 / t
+        };
+        // First stage: embedding (+ the head when p == 1); last stage: LM head and final norm.
+        let has_head = stage != Stage::First;
+        let params = layers * layer_params
+            + if stage != Stage::Last { emb } else { 0.0 }
+            + if has_head {
+                head + arch.hidden as f64
+            } else {
+                0.0
+            };
+        let peft = plan.train != Training::Full;
+        StageShape {
+            arch,
+            counts,
+            plan,
+            layout,
+            stage,
+            sb: state_bytes(plan),
+            profile: profile(plan),
+            t,
+            g: layout.shard.max(1) as f64,
+            layers,
+            layer_params,
+            emb,
+            has_head,
+            params,
+            trainable: if peft { 0.0 } else { params },
+            peft,
+            weight_bytes: match plan.train {
+                Training::Full => state_bytes(plan).weights,
+                // Frozen base in bf16 (LoRA) or NF4 with double-quantised constants (QLoRA).
+                Training::Lora => 2.0,
+                Training::Qlora => 0.5 + 0.127 / 8.0 * 4.0,
+            },
+            mixed_policy: plan.implementation == Implementation::Hf
+                && !matches!(plan.precision, Precision::Fp32 | Precision::Bf16Pure)
+                && !peft,
+            tokens: plan.micro_batch as f64 * plan.seq as f64 / layout.cp as f64,
+            sp_div: if plan.sp || layout.tp == 1 { t } else { 1.0 },
+            layer: layer_activations(arch, plan, plan.seq as f64),
+        }
+    }
 
-    // ---- model states -------------------------------------------------------
-    let peft = plan.train != Training::Full;
-    let trainable = if peft { 0.0 } else { stage_params };
-    let weight_bytes = match plan.train {
-        Training::Full => sb.weights,
-        // Frozen base in bf16 (LoRA) or NF4 with double-quantised constants (QLoRA).
-        Training::Lora => 2.0,
-        Training::Qlora => 0.5 + 0.127 / 8.0 * 4.0,
+    /// `x` divided over the shard group when ZeRO reaches `stage` (ZeRO paper, Rajbhandari et al. 2020).
+    fn shard(&self, x: f64, stage: u8) -> f64 {
+        if self.plan.zero >= stage {
+            x / self.g
+        } else {
+            x
+        }
+    }
+
+    /// Linear-weight parameters of this stage's decoder layers.
+    fn linear_layer_params(&self) -> f64 {
+        linear_params(self.counts) / self.counts.per_layer.max(1) as f64 * self.layer_params
+    }
+
+    fn recomputed(&self) -> f64 {
+        self.plan.checkpointing.recomputed_fraction()
+    }
+}
+
+// ---- model states (SPEC §3.2) --------------------------------------------
+
+/// Weights: Ψ x bytes per parameter, sharded from ZeRO-3 (from ZeRO-2 under
+/// FSDP's mixed policy, whose SHARD_GRAD_OP shards the fp32 parameters) (SPEC §3.2).
+fn weights(s: &StageShape) -> f64 {
+    let from = if s.mixed_policy && s.plan.zero == 2 {
+        2
+    } else {
+        3
     };
-    let shard = |x: f64, stage: u8| if zero >= stage { x / g } else { x };
-    // FSDP's mixed-precision policy (HF Trainer + accelerate): the fp32
-    // parameters are sharded from SHARD_GRAD_OP (ZeRO-2) on, and a bf16 copy
-    // is gathered for compute.
-    let mixed_policy = plan.implementation == Implementation::Hf
-        && !matches!(plan.precision, Precision::Fp32 | Precision::Bf16Pure)
-        && !peft;
-    let weights = shard(
-        stage_params * weight_bytes,
-        if mixed_policy && zero == 2 { 2 } else { 3 },
-    );
-    let grads = shard(trainable * sb.grads, 2);
-    let master = shard(trainable * sb.master, 1);
-    let optimizer = shard(trainable * sb.optimizer, 1);
-    let linear_stage =
-        linear_params(counts) / counts.per_layer.max(1) as f64 * layers_stage * layer_params;
-    let copies = shard(linear_stage * sb.copies, 3);
-    let adapters = if peft {
-        // fp32 adapter weights, grads and AdamW moments: 16 B/param.
-        arch.lora_params_per_layer(plan.lora_rank) * layers_stage / t * 16.0
+    s.shard(s.params * s.weight_bytes, from)
+}
+
+/// Gradients: trainable Ψ x gradient bytes, sharded from ZeRO-2 (SPEC §3.2).
+fn gradients(s: &StageShape) -> f64 {
+    s.shard(s.trainable * s.sb.grads, 2)
+}
+
+/// fp32 master weights of Megatron/DeepSpeed mixed precision (4 B/param), sharded from ZeRO-1 (SPEC §3.2).
+fn master_weights(s: &StageShape) -> f64 {
+    s.shard(s.trainable * s.sb.master, 1)
+}
+
+/// Optimizer states (AdamW: two moments), sharded from ZeRO-1 (SPEC §3.2).
+fn optimizer_states(s: &StageShape) -> f64 {
+    s.shard(s.trainable * s.sb.optimizer, 1)
+}
+
+/// TransformerEngine's quantised Linear-weight copies (sharded with the
+/// weights), plus SHARD_GRAD_OP's gathered bf16 parameters, which live from
+/// forward to backward (PyTorch FSDP docs).
+fn weight_copies(s: &StageShape) -> f64 {
+    let linear =
+        linear_params(s.counts) / s.counts.per_layer.max(1) as f64 * s.layers * s.layer_params;
+    let quantised = s.shard(linear * s.sb.copies, 3);
+    let compute_copy = if s.mixed_policy && s.plan.zero == 2 {
+        s.params * 2.0
     } else {
         0.0
     };
+    quantised + compute_copy
+}
 
-    // ---- FSDP's unsharded unit ---------------------------------------------
-    // One decoder layer gathered for compute, and one prefetched; plus the
-    // layer's full gradient before its reduce-scatter.
-    // Gathered in the compute dtype; a frozen PEFT base in its own format.
-    let gathered_bytes = match (plan.train, plan.precision) {
+/// LoRA adapters: fp32 weights, grads and AdamW moments, 16 B per adapter
+/// parameter `r(in + out)` of each target matrix (Hu et al. 2021).
+fn adapters(s: &StageShape) -> f64 {
+    if s.peft {
+        s.arch.lora_params_per_layer(s.plan.lora_rank) * s.layers / s.t * 16.0
+    } else {
+        0.0
+    }
+}
+
+/// FSDP/ZeRO-3: one decoder layer gathered for compute and one prefetched,
+/// in the compute dtype (a frozen PEFT base in its own format), plus the
+/// layer's full gradient before its reduce-scatter (PyTorch FSDP, Zhao et al. 2023).
+fn unsharded_unit(s: &StageShape) -> f64 {
+    if s.plan.zero < 3 || s.g <= 1.0 {
+        return 0.0;
+    }
+    let gathered_bytes = match (s.plan.train, s.plan.precision) {
         (Training::Full, Precision::Fp32) => 4.0,
         (Training::Full, _) => 2.0,
-        _ => weight_bytes,
+        _ => s.weight_bytes,
     };
-    let unsharded = if zero >= 3 && g > 1.0 {
-        layer_params * (2.0 * gathered_bytes + if peft { 0.0 } else { gathered_bytes })
-    } else {
-        0.0
-    };
-    // SHARD_GRAD_OP keeps the gathered bf16 parameters from forward to backward.
-    let compute_copy = if mixed_policy && zero == 2 {
-        stage_params * 2.0
-    } else {
-        0.0
-    };
+    s.layer_params * (2.0 * gathered_bytes + if s.peft { 0.0 } else { gathered_bytes })
+}
 
-    // ---- activations ---------------------------------------------------------
-    let b = plan.micro_batch as f64;
-    let s = plan.seq as f64;
-    let tokens = b * s / c; // tokens per GPU per micro-batch (CP splits the sequence)
-    let la = layer_activations(arch, plan, s);
-    let sp_div = if plan.sp || layout.tp == 1 { t } else { 1.0 };
-    let per_layer_token = la.tp_split / t + la.replicated / sp_div;
-    let scores_token = la.scores / t;
-    let full_layer = tokens * (per_layer_token + scores_token);
-    // Pipeline: the first stage keeps min(p, m) micro-batches in flight;
-    // interleaving adds (1 + (p-1)/(p*vp)) (Narayanan et al. 2021).
-    let m = plan.grad_accum as f64;
-    let in_flight = if stage == Stage::First {
-        let base = p.min(m);
-        let vp = plan.vp.max(1) as f64;
-        if vp > 1.0 {
-            base * (1.0 + (p - 1.0) / (p * vp))
-        } else {
-            base
-        }
-    } else {
-        1.0
-    };
-    let recomputed = plan.checkpointing.recomputed_fraction();
-    let kept_layers = layers_stage * (1.0 - recomputed);
-    let ckpt_layers = layers_stage * recomputed;
-    // A checkpointed layer keeps only its input (residual dtype).
-    let prof = profile(plan);
-    let h = arch.hidden as f64;
-    let mut ckpt_input = tokens * h * residual_bytes(prof) / sp_div;
-    if plan.checkpointing == Checkpointing::Op {
-        // torchtitan's policy saves the outputs of the 1st, 3rd, 5th and 7th
-        // matmul of a Llama block (wq, wv, w1, w2) and of flash attention
-        // (output + logsumexp), all bf16.
-        let (q, kv) = (arch.q_width() as f64, arch.kv_width() as f64);
-        let (f, routed) = match &arch.moe {
-            Some(m) => (m.expert_ffn as f64, (m.active + m.shared) as f64),
-            None => (arch.ffn as f64, 1.0),
-        };
-        let a = arch.heads as f64;
-        ckpt_input += tokens
-            * ((2.0 * q + 2.0 * kv + 2.0 * f * routed + 2.0 * q + 4.0 * a) / t + 2.0 * h / sp_div);
+// ---- activations (SPEC §3.3) ------------------------------------------------
+
+/// Micro-batches whose activations the stage holds: 1F1B's first stage keeps
+/// `min(p, m)` in flight, interleaving adds `(1 + (p-1)/(p*vp))` (Narayanan et al. 2021).
+fn in_flight_micro_batches(s: &StageShape) -> f64 {
+    if s.stage != Stage::First {
+        return 1.0;
     }
-    let mut kept = (kept_layers * full_layer + ckpt_layers * ckpt_input) * in_flight;
-    let mut scores = kept_layers * tokens * scores_token * in_flight;
-    if plan.offload {
-        // SMP activation offloading keeps about two layers' worth on the GPU.
-        let horizon = 2.0_f64.min(layers_stage);
-        let per_layer = kept / layers_stage.max(1.0);
+    let p = s.layout.pp as f64;
+    let base = p.min(s.plan.grad_accum as f64);
+    let vp = s.plan.vp.max(1) as f64;
+    if vp > 1.0 {
+        base * (1.0 + (p - 1.0) / (p * vp))
+    } else {
+        base
+    }
+}
+
+/// Everything one non-checkpointed layer keeps for backward, scores included
+/// (Korthikanti et al. 2022, per profile above).
+fn full_layer_bytes(s: &StageShape) -> f64 {
+    let la = &s.layer;
+    let per_layer_token = la.tp_split / s.t + la.replicated / s.sp_div;
+    let scores_token = la.scores / s.t;
+    s.tokens * (per_layer_token + scores_token)
+}
+
+/// Eager attention's `s^2` part of one layer, per token.
+fn scores_per_token(s: &StageShape) -> f64 {
+    s.layer.scores / s.t
+}
+
+/// What a checkpointed layer keeps: its input in the residual dtype
+/// (SPEC §3.3); torchtitan's op-level SAC also keeps the outputs of wq, wv,
+/// w1, w2 and flash attention (output + logsumexp), all bf16.
+fn checkpointed_layer_bytes(s: &StageShape) -> f64 {
+    let h = s.arch.hidden as f64;
+    let mut input = s.tokens * h * residual_bytes(s.profile) / s.sp_div;
+    if s.plan.checkpointing == Checkpointing::Op {
+        let w = Widths::of(s.arch, s.plan, s.plan.seq as f64);
+        let (q, kv, f, a) = (w.q, w.kv, w.f, w.a);
+        input += s.tokens
+            * ((2.0 * q + 2.0 * kv + 2.0 * f * w.routed + 2.0 * q + 4.0 * a) / s.t
+                + 2.0 * h / s.sp_div);
+    }
+    input
+}
+
+/// Saved activations, split into the decoder layers' tensors and eager
+/// attention's scores; SMP activation offloading keeps about two layers'
+/// worth on the GPU (`activation_loading_horizon`).
+struct SavedActivations {
+    activations: f64,
+    scores: f64,
+}
+
+fn saved_activations(s: &StageShape) -> SavedActivations {
+    let in_flight = in_flight_micro_batches(s);
+    let kept_layers = s.layers * (1.0 - s.recomputed());
+    let ckpt_layers = s.layers * s.recomputed();
+    let mut kept =
+        (kept_layers * full_layer_bytes(s) + ckpt_layers * checkpointed_layer_bytes(s)) * in_flight;
+    let mut scores = kept_layers * s.tokens * scores_per_token(s) * in_flight;
+    if s.plan.offload {
+        let horizon = 2.0_f64.min(s.layers);
+        let per_layer = kept / s.layers.max(1.0);
         kept = per_layer * horizon;
-        scores = scores / layers_stage.max(1.0) * horizon;
+        scores = scores / s.layers.max(1.0) * horizon;
     }
-    // During recompute, one layer's full working set is rebuilt.
-    let recompute = if recomputed > 0.0 { full_layer } else { 0.0 };
-    let activations_saved = kept - scores;
-    // Autocast's bf16 weight copies, held by the graph until each layer's backward.
-    let autocast = prof == Profile::HfAutocast && !peft;
-    let cast_copies = if autocast {
-        let per_layer = linear_params(counts) / counts.per_layer.max(1) as f64 * layer_params * 2.0;
-        let head_copy = if stage_has_head {
-            counts.embedding as f64 / t * 2.0
-        } else {
-            0.0
-        };
-        (kept_layers + if recomputed > 0.0 { 1.0 } else { 0.0 }) * per_layer + head_copy
+    SavedActivations {
+        activations: kept - scores,
+        scores,
+    }
+}
+
+/// During recompute, one layer's full working set is rebuilt (SPEC §3.3).
+fn recompute_working_set(s: &StageShape) -> f64 {
+    if s.recomputed() > 0.0 {
+        full_layer_bytes(s)
+    } else {
+        0.0
+    }
+}
+
+/// Autocast's bf16 copies of the Linear weights, held by the graph until
+/// each layer's backward (memory_examples.csv `saved_wcopy_fwd_end_bytes`).
+fn autocast_casts(s: &StageShape) -> f64 {
+    if s.profile != Profile::HfAutocast || s.peft {
+        return 0.0;
+    }
+    let per_layer = s.linear_layer_params() * 2.0;
+    let head_copy = if s.has_head {
+        s.counts.embedding as f64 / s.t * 2.0
     } else {
         0.0
     };
+    let kept_layers = s.layers * (1.0 - s.recomputed());
+    (kept_layers + if s.recomputed() > 0.0 { 1.0 } else { 0.0 }) * per_layer + head_copy
+}
 
-    // ---- logits and loss -----------------------------------------------------
-    let v = arch.vocab as f64;
-    let final_norm = if stage_has_head {
-        tokens
-            * arch.hidden as f64
-            * match prof {
-                Profile::HfFp32 => 12.0,
-                Profile::HfBf16 => 8.0,
-                Profile::HfAutocast => 10.0,
-                Profile::Megatron => 4.0,
+/// The final norm's saved tensors, in the profile's dtypes (memory_examples.csv).
+fn final_norm(s: &StageShape) -> f64 {
+    if !s.has_head {
+        return 0.0;
+    }
+    let per_element = match s.profile {
+        Profile::HfFp32 => 12.0,
+        Profile::HfBf16 => 8.0,
+        Profile::HfAutocast => 10.0,
+        Profile::Megatron => 4.0,
+    };
+    s.tokens * s.arch.hidden as f64 * per_element / s.sp_div
+}
+
+/// Logits and cross-entropy buffers at the start of backward, `s*b*V/t`
+/// elements (SPEC §3.3): HF upcasts the logits to fp32 and log_softmax
+/// saves its fp32 output (4 B), its gradient and the input gradient coexist
+/// with it (8 B more); Megatron's fused vocab-parallel cross-entropy keeps
+/// bf16 logits, an fp32 softmax and one fp32 gradient (~10 B); Liger's fused
+/// linear cross-entropy works on ~1/8 of the tokens at a time.
+fn logits_and_loss(s: &StageShape) -> f64 {
+    if !s.has_head {
+        return 0.0;
+    }
+    let per_element = match (s.plan.loss, s.plan.implementation) {
+        (Loss::Plain, Implementation::Hf) => 12.0,
+        (Loss::Plain, Implementation::Megatron) => 10.0,
+        (Loss::Fused, _) => 12.0 / 8.0,
+    };
+    s.tokens * s.arch.vocab as f64 / s.t * per_element
+}
+
+// ---- short-lived buffers ----------------------------------------------------
+
+/// The LM head's gradient, alive while the last layers are recomputed.
+fn head_gradient(s: &StageShape) -> f64 {
+    if s.has_head && !s.peft {
+        s.shard(s.emb * s.sb.grads, 2)
+    } else {
+        0.0
+    }
+}
+
+/// Tied embedding: its gradient is added to the LM head's, two extra
+/// embedding-sized buffers in the gradient dtype (memory_examples.csv, Llama-3.2-1B rows).
+fn tied_embedding_gradient(s: &StageShape) -> f64 {
+    if s.arch.tied && s.stage == Stage::Only && !s.peft {
+        2.0 * s.shard(s.emb * s.sb.grads, 2).min(s.emb * s.sb.grads)
+    } else {
+        0.0
+    }
+}
+
+/// foreach AdamW materialises one parameter-sized temporary list (measured:
+/// exactly the weights' size in memory_examples.csv).
+fn foreach_temporaries(s: &StageShape, weights: f64) -> f64 {
+    if s.plan.optimizer != Optimizer::AdamwForeach {
+        return 0.0;
+    }
+    let g = if s.plan.zero >= 3 { s.g } else { 1.0 };
+    weights.max(s.trainable * s.sb.weights / g)
+}
+
+// ---- overheads (SPEC §3.4) ----------------------------------------------------
+
+/// cuBLAS/cuDNN/NCCL workspaces: the user's figure in GiB.
+fn workspaces(plan: &Plan) -> f64 {
+    plan.workspace_gib * crate::hardware::GIB as f64
+}
+
+/// Caching-allocator fragmentation: the user's percentage of what is allocated.
+fn fragmentation(plan: &Plan, allocated: f64) -> f64 {
+    allocated * plan.fragmentation / 100.0
+}
+
+// ---- the step's moments ------------------------------------------------------
+
+/// One moment of the step: the bytes alive then, term by term.
+struct Moment {
+    phase: Phase,
+    total: f64,
+    terms: Vec<(Term, f64)>,
+}
+
+/// Every term of one stage, before the peak is taken.
+struct Terms {
+    weights: f64,
+    gradients: f64,
+    master: f64,
+    optimizer: f64,
+    copies: f64,
+    adapters: f64,
+    unsharded: f64,
+    saved: SavedActivations,
+    recompute: f64,
+    casts: f64,
+    final_norm: f64,
+    logits: f64,
+    head_grad: f64,
+    tied_grad: f64,
+    foreach: f64,
+}
+
+impl Terms {
+    fn of(s: &StageShape) -> Terms {
+        let weights = weights(s);
+        Terms {
+            weights,
+            gradients: gradients(s),
+            master: master_weights(s),
+            optimizer: optimizer_states(s),
+            copies: weight_copies(s),
+            adapters: adapters(s),
+            unsharded: unsharded_unit(s),
+            saved: saved_activations(s),
+            recompute: recompute_working_set(s),
+            casts: autocast_casts(s),
+            final_norm: final_norm(s),
+            logits: logits_and_loss(s),
+            head_grad: head_gradient(s),
+            tied_grad: tied_embedding_gradient(s),
+            foreach: foreach_temporaries(s, weights),
+        }
+    }
+
+    /// States alive at every moment (gradients come and go).
+    fn states(&self) -> f64 {
+        self.weights + self.master + self.optimizer + self.copies + self.adapters
+    }
+
+    /// The step's moments, each with the terms alive then: the loss's
+    /// backward (grads freed by `zero_grad(set_to_none=True)`), the last
+    /// checkpointed layer's recompute, the end of backward, the optimizer step.
+    fn moments(&self) -> [Moment; 4] {
+        let (t, a) = (self, &self.saved);
+        let states = t.states();
+        let moment = |phase, total, grads, copies, more: &[(Term, f64)]| {
+            let mut terms = vec![
+                (Term::Weights, t.weights),
+                (Term::Gradients, grads),
+                (Term::MasterWeights, t.master),
+                (Term::OptimizerStates, t.optimizer),
+                (Term::WeightCopies, copies),
+                (Term::Adapters, t.adapters),
+            ];
+            terms.extend_from_slice(more);
+            Moment {
+                phase,
+                total,
+                terms,
             }
-            / sp_div
-    } else {
-        0.0
-    };
-    let logits = if !stage_has_head {
-        0.0
-    } else {
-        let per_element = match (plan.loss, plan.implementation) {
-            // HF: the loss upcasts the logits to fp32 and log_softmax saves its
-            // fp32 output (4 B); at the start of backward its gradient and the
-            // log_softmax input gradient coexist with it (8 B more): 12 B.
-            (Loss::Plain, Implementation::Hf) => 12.0,
-            // Megatron's fused vocab-parallel cross-entropy: bf16 logits, fp32
-            // softmax saved, one fp32 gradient buffer: ~10 B.
-            (Loss::Plain, Implementation::Megatron) => 10.0,
-            // Liger fused linear cross-entropy: logits in chunks of ~1/8 of
-            // the tokens, fp32, plus the hidden-state gradient.
-            (Loss::Fused, _) => 12.0 / 8.0,
         };
-        tokens * v / t * per_element
-    };
+        let loss_backward =
+            states + t.unsharded + t.casts + a.activations + a.scores + t.final_norm + t.logits;
+        let layer_backward =
+            states + t.unsharded + t.casts + a.activations + a.scores + t.recompute + t.head_grad;
+        [
+            moment(
+                Phase::LossBackward,
+                loss_backward,
+                0.0,
+                t.copies + t.casts,
+                &[
+                    (Term::UnshardedUnit, t.unsharded),
+                    (Term::Activations, a.activations + t.final_norm),
+                    (Term::AttentionScores, a.scores),
+                    (Term::LogitsAndLoss, t.logits),
+                ],
+            ),
+            moment(
+                Phase::LayerBackward,
+                layer_backward,
+                t.head_grad,
+                t.copies + t.casts,
+                &[
+                    (Term::UnshardedUnit, t.unsharded),
+                    (Term::Activations, a.activations + t.recompute),
+                    (Term::AttentionScores, a.scores),
+                ],
+            ),
+            moment(
+                Phase::EndOfBackward,
+                states + t.gradients + t.unsharded + t.tied_grad,
+                t.gradients,
+                t.copies,
+                &[
+                    (Term::UnshardedUnit, t.unsharded),
+                    (Term::Transient, t.tied_grad),
+                ],
+            ),
+            moment(
+                Phase::OptimizerStep,
+                states + t.gradients + t.foreach,
+                t.gradients,
+                t.copies,
+                &[(Term::Transient, t.foreach)],
+            ),
+        ]
+    }
+}
 
-    // ---- the three moments -------------------------------------------------
-    let copies = copies + compute_copy;
-    let states_no_grad = weights + master + optimizer + copies + adapters;
-    let loss_backward =
-        states_no_grad + unsharded + cast_copies + activations_saved + scores + final_norm + logits;
-    // Recomputing the last checkpointed layer happens after the loss buffers
-    // are freed: its full working set sits on top of the saved inputs and the
-    // LM head's gradient.
-    let head_grad = if stage_has_head && !peft {
-        shard(emb * sb.grads, 2)
+/// The peak of one stage: the largest moment, then the overheads on top.
+fn stage_breakdown(s: &StageShape) -> MemoryBreakdown {
+    let terms = Terms::of(s);
+    let [loss, layer, end, step] = terms.moments();
+    let top = [loss.total, layer.total, end.total, step.total]
+        .into_iter()
+        .fold(0.0, f64::max);
+    // Ties go to the earlier moment; the last two compare with each other.
+    let Moment {
+        phase,
+        terms: mut peak,
+        ..
+    } = if loss.total >= top {
+        loss
+    } else if layer.total >= top {
+        layer
+    } else if end.total >= step.total {
+        end
     } else {
-        0.0
+        step
     };
-    let layer_backward = states_no_grad
-        + unsharded
-        + cast_copies
-        + activations_saved
-        + scores
-        + recompute
-        + head_grad;
-    // Tied embedding: the embedding's gradient is added to the LM head's (two
-    // extra embedding-sized buffers in the gradient dtype).
-    let tied_grad = if arch.tied && stage == Stage::Only && !peft {
-        2.0 * shard(emb * sb.grads, 2).min(emb * sb.grads)
-    } else {
-        0.0
-    };
-    let end_of_backward = states_no_grad + grads + unsharded + tied_grad;
-    // foreach AdamW materialises one parameter-sized temporary list (measured:
-    // exactly the weights' size in memory_examples.csv).
-    let foreach_temp = if plan.optimizer == Optimizer::AdamwForeach {
-        weights.max(trainable * sb.weights / if zero >= 3 { g } else { 1.0 })
-    } else {
-        0.0
-    };
-    let optimizer_step = states_no_grad + grads + foreach_temp;
+    let allocated: f64 = peak.iter().map(|(_, b)| b).sum();
+    peak.push((Term::CudaContext, CUDA_CONTEXT_BYTES as f64));
+    peak.push((Term::Workspaces, workspaces(s.plan)));
+    peak.push((Term::Fragmentation, fragmentation(s.plan, allocated)));
+    let a = &terms.saved;
+    let activation_bytes =
+        a.activations + terms.recompute + terms.final_norm + a.scores + terms.logits;
+    finish(
+        peak,
+        phase,
+        activation_bytes,
+        terms.states() + terms.gradients + terms.unsharded,
+        a.activations + terms.final_norm,
+        terms.logits,
+    )
+}
 
-    let phases = [
-        loss_backward,
-        layer_backward,
-        end_of_backward,
-        optimizer_step,
-    ];
-    let top = phases.iter().copied().fold(0.0, f64::max);
-    let (phase, mut terms) = if loss_backward >= top {
-        (
-            Phase::LossBackward,
-            vec![
-                (Term::Weights, weights),
-                (Term::Gradients, 0.0),
-                (Term::MasterWeights, master),
-                (Term::OptimizerStates, optimizer),
-                (Term::WeightCopies, copies + cast_copies),
-                (Term::Adapters, adapters),
-                (Term::UnshardedUnit, unsharded),
-                (Term::Activations, activations_saved + final_norm),
-                (Term::AttentionScores, scores),
-                (Term::LogitsAndLoss, logits),
-            ],
-        )
-    } else if layer_backward >= top {
-        (
-            Phase::LayerBackward,
-            vec![
-                (Term::Weights, weights),
-                (Term::Gradients, head_grad),
-                (Term::MasterWeights, master),
-                (Term::OptimizerStates, optimizer),
-                (Term::WeightCopies, copies + cast_copies),
-                (Term::Adapters, adapters),
-                (Term::UnshardedUnit, unsharded),
-                (Term::Activations, activations_saved + recompute),
-                (Term::AttentionScores, scores),
-            ],
-        )
-    } else if end_of_backward >= optimizer_step {
-        (
-            Phase::EndOfBackward,
-            vec![
-                (Term::Weights, weights),
-                (Term::Gradients, grads),
-                (Term::MasterWeights, master),
-                (Term::OptimizerStates, optimizer),
-                (Term::WeightCopies, copies),
-                (Term::Adapters, adapters),
-                (Term::UnshardedUnit, unsharded),
-                (Term::Transient, tied_grad),
-            ],
-        )
-    } else {
-        (
-            Phase::OptimizerStep,
-            vec![
-                (Term::Weights, weights),
-                (Term::Gradients, grads),
-                (Term::MasterWeights, master),
-                (Term::OptimizerStates, optimizer),
-                (Term::WeightCopies, copies),
-                (Term::Adapters, adapters),
-                (Term::Transient, foreach_temp),
-            ],
-        )
-    };
-    let allocated: f64 = terms.iter().map(|(_, b)| b).sum();
-    let activation_bytes = activations_saved + recompute + final_norm + scores + logits;
-    terms.push((Term::CudaContext, CUDA_CONTEXT_BYTES as f64));
-    terms.push((
-        Term::Workspaces,
-        plan.workspace_gib * crate::hardware::GIB as f64,
-    ));
-    terms.push((Term::Fragmentation, allocated * plan.fragmentation / 100.0));
+/// Round every term to bytes and add up the totals.
+fn finish(
+    terms: Vec<(Term, f64)>,
+    phase: Phase,
+    activation_bytes: f64,
+    model_state_bytes: f64,
+    saved_activation_bytes: f64,
+    logits_bytes: f64,
+) -> MemoryBreakdown {
     let terms: Vec<(Term, u64)> = terms
         .into_iter()
         .map(|(t, b)| {
-            (
-                t,
-                if b.is_finite() && b > 0.0 {
-                    b.round() as u64
-                } else {
-                    0
-                },
-            )
+            let bytes = if b.is_finite() && b > 0.0 {
+                b.round() as u64
+            } else {
+                0
+            };
+            (t, bytes)
         })
         .collect();
     let allocated_peak_bytes = terms
@@ -713,8 +1032,8 @@ fn stage_breakdown(
         allocated_peak_bytes,
         peak_bytes,
         activation_bytes: activation_bytes.max(0.0) as u64,
-        model_state_bytes: (states_no_grad + grads + unsharded).round() as u64,
-        saved_activation_bytes: (activations_saved + final_norm).round() as u64,
-        logits_bytes: logits.round() as u64,
+        model_state_bytes: model_state_bytes.round() as u64,
+        saved_activation_bytes: saved_activation_bytes.round() as u64,
+        logits_bytes: logits_bytes.round() as u64,
     }
 }
