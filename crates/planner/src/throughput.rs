@@ -222,6 +222,415 @@ fn peak_of(gpu: &Gpu, precision: Precision) -> f64 {
     tf.max(1.0) * 1e12
 }
 
+/// What every cost of one step reads: the plan, the layout, the hardware,
+/// and the work one GPU does per micro-batch.
+struct StepShape<'a> {
+    arch: &'a Architecture,
+    counts: &'a ParameterCounts,
+    plan: &'a Plan,
+    layout: &'a Layout,
+    fabric: &'a Fabric,
+    eff: &'a Efficiency,
+    /// Tensor-, pipeline-, context- and expert-parallel degrees.
+    t: f64,
+    p: f64,
+    c: f64,
+    ep: f64,
+    h: f64,
+    q: f64,
+    kv: f64,
+    /// Tokens per GPU per micro-batch.
+    tokens: f64,
+    /// Decoder layers per pipeline stage.
+    layers: f64,
+    /// Achievable HBM bandwidth, bytes/s.
+    bw: f64,
+    /// Dense peak of the plan's GEMM dtype, and BF16's.
+    gemm_peak: f64,
+    bf16_peak: f64,
+    /// The Linear layers' peak, efficiency and bytes per element.
+    lin_peak: f64,
+    lin_eff: f64,
+    lin_bytes: f64,
+    /// Micro-batches per step.
+    m: f64,
+}
+
+impl<'a> StepShape<'a> {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        arch: &'a Architecture,
+        counts: &'a ParameterCounts,
+        plan: &'a Plan,
+        layout: &'a Layout,
+        gpu: &Gpu,
+        fabric: &'a Fabric,
+        eff: &'a Efficiency,
+    ) -> Self {
+        let gemm_peak = peak_of(gpu, plan.precision);
+        let bf16_peak = peak_of(gpu, Precision::Bf16);
+        let (lin_peak, lin_eff, lin_bytes) = match plan.precision {
+            Precision::Fp32 => (gemm_peak, eff.gemm, 4.0),
+            p if p.is_low_precision() && gpu.fp8_tensor_cores => (gemm_peak, eff.fp8_gemm, 1.0),
+            _ => (bf16_peak, eff.gemm, 2.0),
+        };
+        let c = layout.cp.max(1) as f64;
+        StepShape {
+            arch,
+            counts,
+            plan,
+            layout,
+            fabric,
+            eff,
+            t: layout.tp.max(1) as f64,
+            p: layout.pp.max(1) as f64,
+            c,
+            ep: layout.ep.max(1) as f64,
+            h: arch.hidden as f64,
+            q: arch.q_width() as f64,
+            kv: arch.kv_width() as f64,
+            tokens: plan.micro_batch as f64 * plan.seq as f64 / c,
+            layers: (arch.layers as f64 / layout.pp.max(1) as f64).ceil(),
+            bw: gpu.mem_bw_tbs * 1e12 * eff.memory,
+            gemm_peak,
+            bf16_peak,
+            lin_peak,
+            lin_eff,
+            lin_bytes,
+            m: plan.grad_accum.max(1) as f64,
+        }
+    }
+
+    /// Forward time of one GEMM `[m x k] @ [k x n]`: the roofline
+    /// `max(flops / (peak * e), bytes / bandwidth)` plus the per-kernel cost
+    /// `t0` that makes small GEMMs slow (SPEC §4).
+    fn gemm(&self, m: f64, n: f64, k: f64, peak: f64, e: f64, bytes: f64) -> f64 {
+        if m < 1.0 || n < 1.0 || k < 1.0 {
+            return 0.0;
+        }
+        let compute = 2.0 * m * n * k / (peak * e);
+        let memory = (m * k + k * n + m * n) * bytes / self.bw;
+        compute.max(memory) + self.eff.kernel_overhead
+    }
+
+    /// A Linear layer's GEMM in the plan's precision.
+    fn lin(&self, m: f64, n: f64, k: f64) -> f64 {
+        self.gemm(m, n, k, self.lin_peak, self.lin_eff, self.lin_bytes)
+    }
+
+    /// One MLP (gated: gate + up, then down) of width `f` over `m` tokens.
+    fn mlp(&self, f: f64, m: f64) -> f64 {
+        let up = if self.arch.mlp.is_gated() { 2.0 * f } else { f };
+        self.lin(m, up / self.t, self.h) + self.lin(m, self.h, f / self.t)
+    }
+
+    /// Fraction of the layers recomputed.
+    fn recomputed(&self) -> f64 {
+        self.plan.checkpointing.recomputed_fraction()
+    }
+}
+
+// ---- compute, per layer and micro-batch, forward -------------------------------
+
+/// The layer's GEMMs forward: q/k/v and output projections, then the MLP or
+/// the experts each token is routed to (all EP ranks' tokens reach the local
+/// experts), shared experts and the router.
+fn layer_gemms(s: &StepShape) -> f64 {
+    let (h, t, tokens) = (s.h, s.t, s.tokens);
+    let mut gemm = s.lin(tokens, (s.q + 2.0 * s.kv) / t, h) + s.lin(tokens, h, s.q / t);
+    match &s.arch.moe {
+        None => gemm += s.mlp(s.arch.ffn as f64, tokens),
+        Some(m) => {
+            let local = (m.experts as f64 / s.ep).max(1.0);
+            let per_expert = tokens * s.ep * m.active as f64 / m.experts as f64;
+            gemm += local * s.mlp(m.expert_ffn as f64, per_expert);
+            gemm += m.shared as f64 * s.mlp(m.expert_ffn as f64, tokens);
+            gemm += s.gemm(tokens, m.experts as f64, h, s.bf16_peak, s.eff.gemm, 2.0);
+        }
+    }
+    gemm
+}
+
+/// Attention forward. Flash: `4*s*a*d` FLOPs per query token, half skipped
+/// by the causal mask (Dao 2023), at a fitted fraction of the BF16 peak.
+/// Eager: two batched GEMMs plus softmax over the `s x s` scores in HBM.
+fn attention_forward(s: &StepShape) -> f64 {
+    let t0 = s.eff.kernel_overhead;
+    let flops = 4.0 * s.tokens * s.arch.mean_keys_per_query(s.plan.seq) * s.q / s.t;
+    match s.plan.attention {
+        Attention::Flash => flops / (s.bf16_peak * s.eff.attention) + t0,
+        Attention::Eager => {
+            flops * 2.0 / (s.bf16_peak * s.eff.gemm)
+                + s.tokens * s.plan.seq as f64 * s.arch.heads as f64 / s.t * 2.0 * 6.0 / s.bw
+                + 4.0 * t0
+        }
+    }
+}
+
+/// Elementwise traffic forward (norms, RoPE, residual adds, activation):
+/// fused kernels (Megatron/TE) move ~`20h + 4(q+kv) + 6f` bytes per token;
+/// HF's unfused fp32 norms and separate casts ~2.5x that, in more kernels.
+/// Without sequence parallelism the norm/residual part runs whole on every TP rank.
+fn elementwise_forward(s: &StepShape) -> f64 {
+    let f_eff = s.arch.moe.as_ref().map_or(s.arch.ffn as f64, |m| {
+        m.expert_ffn as f64 * (m.active + m.shared) as f64
+    });
+    let (factor, kernels) = match s.plan.implementation {
+        Implementation::Megatron => (1.0, 8.0),
+        Implementation::Hf => (2.5, 30.0),
+    };
+    let sp_div = if s.plan.sp { s.t } else { 1.0 };
+    factor * s.tokens * (20.0 * s.h / sp_div + (4.0 * (s.q + s.kv) + 6.0 * f_eff) / s.t) / s.bw
+        + kernels * s.eff.kernel_overhead
+}
+
+/// The layer's forward pieces.
+struct LayerForward {
+    gemm: f64,
+    attention: f64,
+    elementwise: f64,
+}
+
+/// Flash attention's backward does 2.5x its forward's work (Dao 2023); an
+/// eager one, like GEMMs, 2x.
+fn attention_train(s: &StepShape, fwd: &LayerForward) -> f64 {
+    fwd.attention
+        * if s.plan.attention == Attention::Flash {
+            3.5
+        } else {
+            3.0
+        }
+}
+
+/// Recomputation: a second forward of what checkpointing dropped. Op-level
+/// SAC recomputes the elementwise ops and half the GEMMs; Megatron's
+/// selective recomputes only the attention core (eager: the scores).
+fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
+    match s.plan.checkpointing {
+        Checkpointing::Op => fwd.elementwise + 0.5 * fwd.gemm,
+        Checkpointing::Selective => {
+            if s.plan.attention == Attention::Eager {
+                fwd.attention
+            } else {
+                0.0
+            }
+        }
+        _ => s.recomputed() * (fwd.gemm + fwd.attention + fwd.elementwise),
+    }
+}
+
+/// LM head, forward and backward (BF16).
+fn lm_head(s: &StepShape) -> f64 {
+    3.0 * s.gemm(
+        s.tokens,
+        s.arch.vocab as f64 / s.t,
+        s.h,
+        s.bf16_peak,
+        s.eff.gemm,
+        2.0,
+    )
+}
+
+/// The loss's elementwise traffic: plain upcasts the logits and runs
+/// log-softmax forward and backward in fp32; a fused loss streams bf16 chunks.
+fn loss_elementwise(s: &StepShape) -> f64 {
+    let elements = s.tokens * s.arch.vocab as f64 / s.t;
+    match s.plan.loss {
+        Loss::Plain => elements * 4.0 * 6.0 / s.bw,
+        Loss::Fused => elements * 2.0 * 3.0 / s.bw,
+    }
+}
+
+// ---- communication per micro-batch ------------------------------------------------
+
+/// Bytes of one layer's bf16 activations of a micro-batch.
+fn activation_bytes(s: &StepShape) -> f64 {
+    s.tokens * s.h * 2.0
+}
+
+/// Tensor parallelism, per layer in units of one all-gather of the
+/// activations (Korthikanti et al. 2022): without SP 2 all-reduces forward
+/// and 2 backward (= 8); with SP 2 all-gathers + 2 reduce-scatters forward,
+/// as many backward, plus the input all-gathers again for the weight
+/// gradients (= 10). Recomputing a layer repeats its forward collectives.
+/// TransformerEngine overlaps ~30% with the GEMMs.
+fn tensor_parallel(s: &StepShape) -> f64 {
+    if s.layout.tp <= 1 {
+        return 0.0;
+    }
+    let t = s.t;
+    let units = if s.plan.sp { 10.0 } else { 8.0 } + 4.0 * s.recomputed();
+    let per_layer = units * (t - 1.0) / t * activation_bytes(s) / s.fabric.bw(s.layout.tp, 1);
+    let hidden = if s.plan.implementation == Implementation::Megatron {
+        0.3
+    } else {
+        0.0
+    };
+    s.layers * per_layer * (1.0 - hidden)
+}
+
+/// Context parallelism's ring: K and V chunks go round (`c-1` steps), dK and
+/// dV come back, overlapped with attention; only the excess shows
+/// (Liu et al. 2023, ring attention).
+fn context_parallel(s: &StepShape, attention_train: f64) -> f64 {
+    if s.layout.cp <= 1 {
+        return 0.0;
+    }
+    let per_layer = 3.0 * (s.c - 1.0) * s.tokens * s.kv / s.t * 2.0 * 2.0
+        / s.fabric.bw(s.layout.cp, s.layout.tp);
+    s.layers * (per_layer - attention_train).max(0.0)
+}
+
+/// Expert parallelism: each token's hidden state goes to its `k` experts
+/// and back, forward and backward (4 all-to-alls), half overlapped.
+fn expert_parallel(s: &StepShape) -> f64 {
+    let bytes = match &s.arch.moe {
+        Some(m) if s.ep > 1.0 => s.tokens * m.active as f64 * s.h * 2.0 * (s.ep - 1.0) / s.ep,
+        _ => 0.0,
+    };
+    s.layers * 4.0 * bytes / s.fabric.bw(s.layout.ep, s.layout.tp) * 0.5
+}
+
+// ---- the step --------------------------------------------------------------------
+
+/// The 1F1B bubble `(p-1)/(m*vp)` of the step's compute (Narayanan et al. 2021).
+fn pipeline_bubble(s: &StepShape, per_micro_batch: f64) -> f64 {
+    if s.layout.pp <= 1 {
+        return 0.0;
+    }
+    let vp = s.plan.vp.max(1) as f64;
+    (s.p - 1.0) / (s.m * vp) * s.m * per_micro_batch
+}
+
+/// Pipeline point-to-point sends of the activations, forward and backward, mostly overlapped.
+fn pipeline_p2p(s: &StepShape) -> f64 {
+    if s.layout.pp <= 1 {
+        return 0.0;
+    }
+    let l = s.layout;
+    s.m * 2.0 * activation_bytes(s) / s.t / s.fabric.bw(2, l.tp * l.cp * l.dp)
+        * (1.0 - s.eff.overlap)
+}
+
+/// Parameters of one pipeline stage on this GPU, and those that train.
+fn stage_parameters(s: &StepShape) -> (f64, f64) {
+    let moe_split = if s.arch.moe.is_some() {
+        s.ep.min(2.0)
+    } else {
+        1.0
+    };
+    let stage = s.counts.total as f64 / (s.t * s.p * moe_split);
+    let trainable = match s.plan.train {
+        Training::Full => stage,
+        // LoRA adapters: a fraction of a percent; count 1%.
+        _ => stage * 0.01,
+    };
+    (stage, trainable)
+}
+
+/// Bytes per gradient element the data-parallel reduction moves.
+fn gradient_bytes(plan: &Plan) -> f64 {
+    match (plan.implementation, plan.precision, plan.zero) {
+        (_, Precision::Fp32, _) => 4.0,
+        (Implementation::Hf, Precision::Bf16Pure, _) => 2.0,
+        (Implementation::Hf, _, 0) => 4.0,
+        _ => 2.0,
+    }
+}
+
+/// Data-parallel traffic of one step, ring cost `2(n-1)/n * bytes / bw`:
+/// DDP all-reduces the gradients; ZeRO-1/2 reduce-scatter them and gather
+/// the parameters; ZeRO-3 all-gathers the parameters forward and backward
+/// per micro-batch and reduce-scatters per step (Rajbhandari et al. 2020);
+/// hybrid shard does that inside its group and all-reduces the shards
+/// across the replicas.
+fn data_parallel(s: &StepShape) -> f64 {
+    let l = s.layout;
+    if l.dp <= 1 {
+        return 0.0;
+    }
+    let (stage_params, trainable) = stage_parameters(s);
+    let grad_bytes = gradient_bytes(s.plan);
+    let dp = l.dp as f64;
+    let dp_bw = s.fabric.bw(l.dp, l.tp * l.cp);
+    let g = (l.shard.max(1) as f64).min(dp);
+    let ring = (dp - 1.0) / dp;
+    let m = s.m;
+    match s.plan.zero {
+        0 => 2.0 * ring * trainable * grad_bytes / dp_bw,
+        1 | 2 => ring * trainable * (grad_bytes + 2.0) / dp_bw,
+        _ if g >= dp => {
+            (m * 2.0 * ring * stage_params * 2.0 + ring * trainable * grad_bytes) / dp_bw
+        }
+        _ => {
+            let gr = (g - 1.0) / g;
+            let inside = (m * 2.0 * gr * stage_params * 2.0 + gr * trainable * grad_bytes)
+                / s.fabric.bw(l.shard, l.tp * l.cp);
+            let replicas = dp / g;
+            let across = 2.0 * (replicas - 1.0) / replicas * trainable / g * grad_bytes / dp_bw;
+            inside + across
+        }
+    }
+}
+
+/// The part of the data-parallel traffic that compute does not hide.
+fn data_parallel_exposed(s: &StepShape, compute: f64) -> f64 {
+    let comm = data_parallel(s);
+    (comm * (1.0 - s.eff.overlap)).max(comm - compute * 0.9)
+}
+
+/// Optimizer step: read params, grads and states, write params and states
+/// (AdamW fp32: 28 B per parameter), at HBM bandwidth, on this GPU's shard.
+fn optimizer_step(s: &StepShape) -> f64 {
+    let (_, trainable) = stage_parameters(s);
+    let shard = if s.plan.zero >= 1 {
+        s.layout.shard.max(1) as f64
+    } else {
+        1.0
+    };
+    let bytes_per_param = match s.plan.optimizer {
+        Optimizer::Adamw | Optimizer::AdamwForeach => 28.0,
+        Optimizer::Adamw8bit => 16.0,
+        Optimizer::Adafactor => 14.0,
+        Optimizer::Sgd => 20.0,
+    };
+    trainable / shard * bytes_per_param / s.bw + 50.0 * s.eff.kernel_overhead
+}
+
+/// Where one step's time goes: compute and communication per micro-batch,
+/// times the micro-batches, plus bubble, exposed data-parallel traffic and
+/// the optimizer.
+fn step_time(s: &StepShape) -> StepTime {
+    let fwd = LayerForward {
+        gemm: layer_gemms(s),
+        attention: attention_forward(s),
+        elementwise: elementwise_forward(s),
+    };
+    // Forward + backward: 2x forward for GEMMs and elementwise work.
+    let attn_train = attention_train(s, &fwd);
+    let mb_gemm = s.layers * (3.0 * fwd.gemm) + lm_head(s);
+    let mb_attn = s.layers * attn_train;
+    let mb_elem = s.layers * (3.0 * fwd.elementwise) + loss_elementwise(s);
+    let mb_recompute = s.layers * recompute_per_layer(s, &fwd);
+    let tp_comm = tensor_parallel(s);
+    let cp_comm = context_parallel(s, attn_train);
+    let ep_comm = expert_parallel(s);
+    let per_mb = mb_gemm + mb_attn + mb_elem + mb_recompute + tp_comm + cp_comm + ep_comm;
+    let m = s.m;
+    StepTime {
+        gemm: m * mb_gemm,
+        attention: m * mb_attn,
+        elementwise: m * mb_elem,
+        recompute: m * mb_recompute,
+        tensor_parallel: m * tp_comm,
+        context_parallel: m * cp_comm,
+        expert_parallel: m * ep_comm,
+        pipeline_bubble: pipeline_bubble(s, per_mb) + pipeline_p2p(s),
+        data_parallel: data_parallel_exposed(s, m * per_mb),
+        optimizer: optimizer_step(s),
+    }
+}
+
 /// Step time and rates for a resolved plan.
 pub fn throughput(
     arch: &Architecture,
@@ -232,255 +641,15 @@ pub fn throughput(
     fabric: &Fabric,
     eff: &Efficiency,
 ) -> Throughput {
-    let t = layout.tp.max(1) as f64;
-    let p = layout.pp.max(1) as f64;
-    let c = layout.cp.max(1) as f64;
-    let ep = layout.ep.max(1) as f64;
-    let h = arch.hidden as f64;
-    let q = arch.q_width() as f64;
-    let kv = arch.kv_width() as f64;
-    let a = arch.heads as f64;
-    let s = plan.seq as f64;
-    let b = plan.micro_batch as f64;
-    let tokens = b * s / c;
-    let layers = (arch.layers as f64 / p).ceil();
-    let bw = gpu.mem_bw_tbs * 1e12 * eff.memory;
-
-    let gemm_peak = peak_of(gpu, plan.precision);
-    let bf16_peak = peak_of(gpu, Precision::Bf16);
-    let (lin_peak, lin_eff, lin_bytes) = match plan.precision {
-        Precision::Fp32 => (gemm_peak, eff.gemm, 4.0),
-        p if p.is_low_precision() && gpu.fp8_tensor_cores => (gemm_peak, eff.fp8_gemm, 1.0),
-        _ => (bf16_peak, eff.gemm, 2.0),
-    };
-    let t0 = eff.kernel_overhead;
-    // Forward time of one GEMM [m x k] @ [k x n].
-    let gemm = |m: f64, n: f64, k: f64, peak: f64, e: f64, bytes: f64| -> f64 {
-        if m < 1.0 || n < 1.0 || k < 1.0 {
-            return 0.0;
-        }
-        let compute = 2.0 * m * n * k / (peak * e);
-        let memory = (m * k + k * n + m * n) * bytes / bw;
-        compute.max(memory) + t0
-    };
-    let lin = |m: f64, n: f64, k: f64| gemm(m, n, k, lin_peak, lin_eff, lin_bytes);
-
-    // ---- one layer, forward, one micro-batch ---------------------------------
-    let gated = arch.mlp.is_gated();
-    let mut layer_gemm = lin(tokens, (q + 2.0 * kv) / t, h) + lin(tokens, h, q / t);
-    let mlp = |f: f64, m: f64| {
-        let up = if gated { 2.0 * f } else { f };
-        lin(m, up / t, h) + lin(m, h, f / t)
-    };
-    let mut moe_a2a_bytes = 0.0;
-    match &arch.moe {
-        None => layer_gemm += mlp(arch.ffn as f64, tokens),
-        Some(m) => {
-            let local = (m.experts as f64 / ep).max(1.0);
-            // Tokens reaching each local expert, from all EP ranks.
-            let per_expert = tokens * ep * m.active as f64 / m.experts as f64;
-            layer_gemm += local * mlp(m.expert_ffn as f64, per_expert);
-            layer_gemm += m.shared as f64 * mlp(m.expert_ffn as f64, tokens);
-            layer_gemm += gemm(tokens, m.experts as f64, h, bf16_peak, eff.gemm, 2.0);
-            if ep > 1.0 {
-                moe_a2a_bytes = tokens * m.active as f64 * h * 2.0 * (ep - 1.0) / ep;
-            }
-        }
-    }
-    // Flash attention: 4*s*a*d FLOPs per query token forward, half skipped by
-    // the causal mask; backward does 2.5x the forward's work.
-    let attn_flops = 4.0 * tokens * arch.mean_keys_per_query(plan.seq) * q / t;
-    let attn_fwd = match plan.attention {
-        Attention::Flash => attn_flops / (bf16_peak * eff.attention) + t0,
-        // Eager: two batched GEMMs plus softmax over the s x s scores in HBM.
-        Attention::Eager => {
-            attn_flops * 2.0 / (bf16_peak * eff.gemm)
-                + tokens * s * a / t * 2.0 * 6.0 / bw
-                + 4.0 * t0
-        }
-    };
-    // Elementwise traffic per token (norms, RoPE, residual adds, activation):
-    // fused kernels (Megatron/TE) move ~20h + 4(q+kv) + 6f bytes forward; HF's
-    // unfused fp32 norms and separate casts ~2.5x that, in more kernels.
-    let f_eff = arch.moe.as_ref().map_or(arch.ffn as f64, |m| {
-        m.expert_ffn as f64 * (m.active + m.shared) as f64
-    });
-    let (elem_factor, elem_kernels) = match plan.implementation {
-        Implementation::Megatron => (1.0, 8.0),
-        Implementation::Hf => (2.5, 30.0),
-    };
-    // Without sequence parallelism the norm/residual part runs whole on every TP rank.
-    let sp_div = if plan.sp { t } else { 1.0 };
-    let elem_fwd = elem_factor * tokens * (20.0 * h / sp_div + (4.0 * (q + kv) + 6.0 * f_eff) / t)
-        / bw
-        + elem_kernels * t0;
-
-    // Forward + backward (2x forward for GEMMs, 2.5x for flash attention, 2x elementwise).
-    let layer_train_gemm = 3.0 * layer_gemm;
-    let layer_train_attn = attn_fwd
-        * if plan.attention == Attention::Flash {
-            3.5
-        } else {
-            3.0
-        };
-    let layer_train_elem = 3.0 * elem_fwd;
-    // Recomputation (a second forward of what was dropped).
-    let frac = plan.checkpointing.recomputed_fraction();
-    let layer_recompute = match plan.checkpointing {
-        Checkpointing::Op => elem_fwd + 0.5 * layer_gemm,
-        Checkpointing::Selective => {
-            if plan.attention == Attention::Eager {
-                attn_fwd
-            } else {
-                0.0
-            }
-        }
-        _ => frac * (layer_gemm + attn_fwd + elem_fwd),
-    };
-
-    // LM head and loss on the last stage.
-    let v = arch.vocab as f64;
-    let head_gemm = 3.0 * gemm(tokens, v / t, h, bf16_peak, eff.gemm, 2.0);
-    let loss_elem = match plan.loss {
-        // logits upcast, log-softmax forward and backward in fp32
-        Loss::Plain => tokens * v / t * 4.0 * 6.0 / bw,
-        Loss::Fused => tokens * v / t * 2.0 * 3.0 / bw,
-    };
-
-    let mb_gemm = layers * layer_train_gemm + head_gemm;
-    let mb_attn = layers * layer_train_attn;
-    let mb_elem = layers * layer_train_elem + loss_elem;
-    let mb_recompute = layers * layer_recompute;
-
-    // ---- communication per micro-batch ------------------------------------------
-    let act_bytes = tokens * h * 2.0;
-    let tp_comm = if layout.tp > 1 {
-        // Per layer, in units of one all-gather of the activations:
-        // without SP 2 all-reduces forward and 2 backward (= 8); with SP 2
-        // all-gathers + 2 reduce-scatters forward, as many backward, plus the
-        // input all-gathers again for the weight gradients (= 10). Recomputing
-        // a layer repeats its forward collectives.
-        let units = if plan.sp { 10.0 } else { 8.0 } + 4.0 * frac;
-        let per_layer = units * (t - 1.0) / t * act_bytes / fabric.bw(layout.tp, 1);
-        // TransformerEngine/AsyncTP overlap part of it with the GEMMs.
-        let hidden = if plan.implementation == Implementation::Megatron {
-            0.3
-        } else {
-            0.0
-        };
-        layers * per_layer * (1.0 - hidden)
-    } else {
-        0.0
-    };
-    let cp_comm = if layout.cp > 1 {
-        // K and V chunks go round the ring (c-1 steps), dK and dV come back:
-        // overlapped with attention, only the excess shows.
-        let per_layer =
-            3.0 * (c - 1.0) * tokens * kv / t * 2.0 * 2.0 / fabric.bw(layout.cp, layout.tp);
-        layers * (per_layer - layer_train_attn).max(0.0)
-    } else {
-        0.0
-    };
-    let ep_comm = layers * 4.0 * moe_a2a_bytes / fabric.bw(layout.ep, layout.tp) * 0.5;
-
-    // ---- the step ------------------------------------------------------------------
-    let m = plan.grad_accum.max(1) as f64;
-    let vp = plan.vp.max(1) as f64;
-    let per_mb = mb_gemm + mb_attn + mb_elem + mb_recompute + tp_comm + cp_comm + ep_comm;
-    let bubble = if layout.pp > 1 {
-        (p - 1.0) / (m * vp) * m * per_mb
-    } else {
-        0.0
-    };
-    let pp_p2p = if layout.pp > 1 {
-        m * 2.0 * act_bytes / t / fabric.bw(2, layout.tp * layout.cp * layout.dp)
-            * (1.0 - eff.overlap)
-    } else {
-        0.0
-    };
-    let compute_total = m * per_mb;
-
-    // Data parallel: gradient reduction and (ZeRO-3) parameter gathers.
-    let stage_params =
-        counts.total as f64 / (t * p * if arch.moe.is_some() { ep.min(2.0) } else { 1.0 });
-    let trainable = match plan.train {
-        Training::Full => stage_params,
-        // LoRA adapters: a fraction of a percent; count 1%.
-        _ => stage_params * 0.01,
-    };
-    let dp = layout.dp as f64;
-    let grad_bytes = match (plan.implementation, plan.precision, plan.zero) {
-        (_, Precision::Fp32, _) => 4.0,
-        (Implementation::Hf, Precision::Bf16Pure, _) => 2.0,
-        (Implementation::Hf, _, 0) => 4.0,
-        _ => 2.0,
-    };
-    let dp_bw = fabric.bw(layout.dp, layout.tp * layout.cp);
-    let g = (layout.shard.max(1) as f64).min(dp);
-    let dp_comm = if layout.dp > 1 {
-        let ring = (dp - 1.0) / dp;
-        match plan.zero {
-            0 => 2.0 * ring * trainable * grad_bytes / dp_bw,
-            1 | 2 => ring * trainable * (grad_bytes + 2.0) / dp_bw,
-            // all-gather forward and backward per micro-batch, reduce-scatter per step
-            _ if g >= dp => {
-                (m * 2.0 * ring * stage_params * 2.0 + ring * trainable * grad_bytes) / dp_bw
-            }
-            // Hybrid shard: gathers and reduce-scatter inside the shard group,
-            // then an all-reduce of the shards across the dp/g replicas.
-            _ => {
-                let gr = (g - 1.0) / g;
-                let inside = (m * 2.0 * gr * stage_params * 2.0 + gr * trainable * grad_bytes)
-                    / fabric.bw(layout.shard, layout.tp * layout.cp);
-                let replicas = dp / g;
-                let across = 2.0 * (replicas - 1.0) / replicas * trainable / g * grad_bytes / dp_bw;
-                inside + across
-            }
-        }
-    } else {
-        0.0
-    };
-    let dp_exposed = (dp_comm * (1.0 - eff.overlap)).max(dp_comm - compute_total * 0.9);
-
-    // Optimizer: read params, grads and states, write params and states.
-    let shard = if plan.zero >= 1 {
-        layout.shard.max(1) as f64
-    } else {
-        1.0
-    };
-    let opt_bytes_per_param = match plan.optimizer {
-        Optimizer::Adamw | Optimizer::AdamwForeach => 28.0,
-        Optimizer::Adamw8bit => 16.0,
-        Optimizer::Adafactor => 14.0,
-        Optimizer::Sgd => 20.0,
-    };
-    let optimizer = trainable / shard * opt_bytes_per_param / bw + 50.0 * t0;
-
-    let step = StepTime {
-        gemm: m * mb_gemm,
-        attention: m * mb_attn,
-        elementwise: m * mb_elem,
-        recompute: m * mb_recompute,
-        tensor_parallel: m * tp_comm,
-        context_parallel: m * cp_comm,
-        expert_parallel: m * ep_comm,
-        pipeline_bubble: bubble + pp_p2p,
-        data_parallel: dp_exposed,
-        optimizer,
-    };
+    let shape = StepShape::new(arch, counts, plan, layout, gpu, fabric, eff);
+    let step = step_time(&shape);
     let step_seconds = step.total().max(1e-9);
     let tokens_per_step = plan.micro_batch * plan.seq * plan.grad_accum * layout.dp;
     let tokens_per_second = tokens_per_step as f64 / step_seconds;
     let tokens_per_second_per_gpu = tokens_per_second / layout.gpus.max(1) as f64;
     let model_flops = model_flops_per_token(arch, counts, plan.seq);
-    // Recompute repeats a forward pass (1/3 of the training FLOPs) for the dropped layers.
-    let recompute_share = match plan.checkpointing {
-        Checkpointing::Op => 0.5 / 3.0,
-        Checkpointing::Selective => 0.0,
-        _ => frac / 3.0,
-    };
-    let hardware_flops = model_flops * (1.0 + recompute_share);
-    let peak_flops = gemm_peak;
+    let hardware_flops = model_flops * (1.0 + recompute_flops_share(plan));
+    let peak_flops = shape.gemm_peak;
     Throughput {
         step_seconds,
         step,
@@ -494,5 +663,15 @@ pub fn throughput(
         mfu: model_flops * tokens_per_second_per_gpu / peak_flops,
         hfu: hardware_flops * tokens_per_second_per_gpu / peak_flops,
         generation: generation(gpu),
+    }
+}
+
+/// Recompute repeats a forward pass (1/3 of the training FLOPs) for the
+/// dropped layers; HFU counts it, MFU does not (Korthikanti et al. 2022).
+fn recompute_flops_share(plan: &Plan) -> f64 {
+    match plan.checkpointing {
+        Checkpointing::Op => 0.5 / 3.0,
+        Checkpointing::Selective => 0.0,
+        _ => plan.checkpointing.recomputed_fraction() / 3.0,
     }
 }
