@@ -6,7 +6,10 @@
 //! unless tied, final norm `h`; MoE counts every expert for the total and only
 //! the routed top-k (+ shared experts) for the active count.
 
+use crate::plan::Lang;
+use crate::text::{fill, t, Text};
 use serde::{Deserialize, Serialize};
+use std::fmt::Display;
 use std::sync::OnceLock;
 
 /// Feed-forward block shape.
@@ -298,12 +301,11 @@ impl Architecture {
 
     /// Check the shape for values that make no sense; each message names its field.
     pub fn validate(&self) -> Vec<(&'static str, String)> {
-        self.validate_in(false)
+        self.validate_in(Lang::En)
     }
 
-    /// As `validate`, in Russian when `ru`.
-    pub fn validate_in(&self, ru: bool) -> Vec<(&'static str, String)> {
-        let pick = |en: String, r: String| if ru { r } else { en };
+    /// As `validate`, in `lang`.
+    pub fn validate_in(&self, lang: Lang) -> Vec<(&'static str, String)> {
         let mut errs = Vec::new();
         for (key, v) in [
             ("layers", self.layers),
@@ -315,47 +317,28 @@ impl Architecture {
             ("vocab", self.vocab),
         ] {
             if v == 0 {
-                errs.push((
-                    key,
-                    pick(
-                        format!("`{key}` must be a positive whole number"),
-                        format!("`{key}` должно быть целым положительным числом"),
-                    ),
-                ));
+                let args: [(&str, &dyn Display); 1] = [("key", &key)];
+                errs.push((key, fill(lang, Text::NotPositiveWhole, &args)));
             }
         }
         if self.heads > 0 && self.kv_heads > 0 && !self.heads.is_multiple_of(self.kv_heads) {
-            errs.push((
-                "kv_heads",
-                pick(
-                    format!(
-                        "kv_heads ({}) must divide heads ({}) for grouped-query attention",
-                        self.kv_heads, self.heads
-                    ),
-                    format!(
-                        "kv_heads ({}) должно делить heads ({}) для grouped-query attention",
-                        self.kv_heads, self.heads
-                    ),
-                ),
-            ));
+            let args: [(&str, &dyn Display); 2] =
+                [("kv_heads", &self.kv_heads), ("heads", &self.heads)];
+            errs.push(("kv_heads", fill(lang, Text::KvHeadsDoNotDivideHeads, &args)));
         }
         if let Some(moe) = &self.moe {
             if moe.experts == 0 || moe.active == 0 || moe.active > moe.experts {
+                let args: [(&str, &dyn Display); 2] =
+                    [("active", &moe.active), ("experts", &moe.experts)];
                 errs.push((
                     "active_experts",
-                    pick(
-                        format!("active experts ({}) must be between 1 and the number of experts ({})", moe.active, moe.experts),
-                        format!("число активных экспертов ({}) должно быть от 1 до числа экспертов ({})", moe.active, moe.experts),
-                    ),
+                    fill(lang, Text::ActiveExpertsOutOfRange, &args),
                 ));
             }
             if moe.expert_ffn == 0 {
                 errs.push((
                     "expert_ffn",
-                    pick(
-                        "`expert_ffn` must be positive".into(),
-                        "`expert_ffn` должно быть положительным".into(),
-                    ),
+                    t(lang, Text::ExpertFfnNotPositive).to_string(),
                 ));
             }
         }

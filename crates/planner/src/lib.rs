@@ -11,6 +11,7 @@ pub mod memory;
 pub mod plan;
 pub mod report;
 pub mod search;
+pub mod text;
 pub mod throughput;
 pub mod warnings;
 

@@ -542,13 +542,14 @@ impl<'a> StageShape<'a> {
                 0.0
             };
         let peft = plan.train != Training::Full;
+        let sb = state_bytes(plan);
         StageShape {
             arch,
             counts,
             plan,
             layout,
             stage,
-            sb: state_bytes(plan),
+            sb,
             profile: profile(plan),
             t,
             g: layout.shard.max(1) as f64,
@@ -560,7 +561,7 @@ impl<'a> StageShape<'a> {
             trainable: if peft { 0.0 } else { params },
             peft,
             weight_bytes: match plan.train {
-                Training::Full => state_bytes(plan).weights,
+                Training::Full => sb.weights,
                 // Frozen base in bf16 (LoRA) or NF4 with double-quantised constants (QLoRA).
                 Training::Lora => 2.0,
                 Training::Qlora => 0.5 + 0.127 / 8.0 * 4.0,
@@ -838,13 +839,6 @@ fn fragmentation(plan: &Plan, allocated: f64) -> f64 {
 
 // ---- the step's moments ------------------------------------------------------
 
-/// One moment of the step: the bytes alive then, term by term.
-struct Moment {
-    phase: Phase,
-    total: f64,
-    terms: Vec<(Term, f64)>,
-}
-
 /// Every term of one stage, before the peak is taken.
 struct Terms {
     weights: f64,
@@ -891,36 +885,40 @@ impl Terms {
         self.weights + self.master + self.optimizer + self.copies + self.adapters
     }
 
-    /// The step's moments, each with the terms alive then: the loss's
-    /// backward (grads freed by `zero_grad(set_to_none=True)`), the last
-    /// checkpointed layer's recompute, the end of backward, the optimizer step.
-    fn moments(&self) -> [Moment; 4] {
+    /// Bytes alive at each of the step's moments: the loss's backward
+    /// (grads freed by `zero_grad(set_to_none=True)`), the last checkpointed
+    /// layer's recompute, the end of backward, the optimizer step.
+    fn totals(&self) -> [(Phase, f64); 4] {
         let (t, a) = (self, &self.saved);
         let states = t.states();
-        let moment = |phase, total, grads, copies, more: &[(Term, f64)]| {
-            let mut terms = vec![
-                (Term::Weights, t.weights),
-                (Term::Gradients, grads),
-                (Term::MasterWeights, t.master),
-                (Term::OptimizerStates, t.optimizer),
-                (Term::WeightCopies, copies),
-                (Term::Adapters, t.adapters),
-            ];
-            terms.extend_from_slice(more);
-            Moment {
-                phase,
-                total,
-                terms,
-            }
-        };
-        let loss_backward =
-            states + t.unsharded + t.casts + a.activations + a.scores + t.final_norm + t.logits;
-        let layer_backward =
-            states + t.unsharded + t.casts + a.activations + a.scores + t.recompute + t.head_grad;
         [
-            moment(
+            (
                 Phase::LossBackward,
-                loss_backward,
+                states + t.unsharded + t.casts + a.activations + a.scores + t.final_norm + t.logits,
+            ),
+            (
+                Phase::LayerBackward,
+                states
+                    + t.unsharded
+                    + t.casts
+                    + a.activations
+                    + a.scores
+                    + t.recompute
+                    + t.head_grad,
+            ),
+            (
+                Phase::EndOfBackward,
+                states + t.gradients + t.unsharded + t.tied_grad,
+            ),
+            (Phase::OptimizerStep, states + t.gradients + t.foreach),
+        ]
+    }
+
+    /// The terms alive at `phase`, in the breakdown's order.
+    fn at(&self, phase: Phase) -> Vec<(Term, f64)> {
+        let (t, a) = (self, &self.saved);
+        let (grads, copies, more): (f64, f64, &[(Term, f64)]) = match phase {
+            Phase::LossBackward => (
                 0.0,
                 t.copies + t.casts,
                 &[
@@ -930,9 +928,7 @@ impl Terms {
                     (Term::LogitsAndLoss, t.logits),
                 ],
             ),
-            moment(
-                Phase::LayerBackward,
-                layer_backward,
+            Phase::LayerBackward => (
                 t.head_grad,
                 t.copies + t.casts,
                 &[
@@ -941,9 +937,7 @@ impl Terms {
                     (Term::AttentionScores, a.scores),
                 ],
             ),
-            moment(
-                Phase::EndOfBackward,
-                states + t.gradients + t.unsharded + t.tied_grad,
+            Phase::EndOfBackward => (
                 t.gradients,
                 t.copies,
                 &[
@@ -951,38 +945,40 @@ impl Terms {
                     (Term::Transient, t.tied_grad),
                 ],
             ),
-            moment(
-                Phase::OptimizerStep,
-                states + t.gradients + t.foreach,
-                t.gradients,
-                t.copies,
-                &[(Term::Transient, t.foreach)],
-            ),
-        ]
+            Phase::OptimizerStep => (t.gradients, t.copies, &[(Term::Transient, t.foreach)]),
+        };
+        let mut terms = Vec::with_capacity(16);
+        terms.extend_from_slice(&[
+            (Term::Weights, t.weights),
+            (Term::Gradients, grads),
+            (Term::MasterWeights, t.master),
+            (Term::OptimizerStates, t.optimizer),
+            (Term::WeightCopies, copies),
+            (Term::Adapters, t.adapters),
+        ]);
+        terms.extend_from_slice(more);
+        terms
     }
 }
 
 /// The peak of one stage: the largest moment, then the overheads on top.
 fn stage_breakdown(s: &StageShape) -> MemoryBreakdown {
     let terms = Terms::of(s);
-    let [loss, layer, end, step] = terms.moments();
-    let top = [loss.total, layer.total, end.total, step.total]
+    let [loss, layer, end, step] = terms.totals();
+    let top = [loss.1, layer.1, end.1, step.1]
         .into_iter()
         .fold(0.0, f64::max);
     // Ties go to the earlier moment; the last two compare with each other.
-    let Moment {
-        phase,
-        terms: mut peak,
-        ..
-    } = if loss.total >= top {
-        loss
-    } else if layer.total >= top {
-        layer
-    } else if end.total >= step.total {
-        end
+    let phase = if loss.1 >= top {
+        loss.0
+    } else if layer.1 >= top {
+        layer.0
+    } else if end.1 >= step.1 {
+        end.0
     } else {
-        step
+        step.0
     };
+    let mut peak = terms.at(phase);
     let allocated: f64 = peak.iter().map(|(_, b)| b).sum();
     peak.push((Term::CudaContext, CUDA_CONTEXT_BYTES as f64));
     peak.push((Term::Workspaces, workspaces(s.plan)));

@@ -4,7 +4,9 @@
 //! an unknown key is ignored with a notice, a bad value keeps its default with
 //! a notice naming the key; nothing panics on any input.
 
+use crate::text::{fill, Text};
 use serde::Serialize;
+use std::fmt::Display;
 
 /// Version of the query-string schema (`v=`).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -429,6 +431,14 @@ pub struct Problem {
 }
 
 impl Problem {
+    /// The catalog's text of `id` in both languages.
+    pub fn new(id: Text, args: &[(&str, &dyn Display)]) -> Problem {
+        Problem {
+            en: fill(Lang::En, id, args),
+            ru: fill(Lang::Ru, id, args),
+        }
+    }
+
     pub fn text(&self, lang: Option<Lang>) -> &str {
         if lang == Some(Lang::Ru) {
             &self.ru
@@ -531,10 +541,13 @@ impl Plan {
             let value = percent_decode(raw_value);
             let key = key.trim();
             if value.chars().count() > MAX_VALUE_LEN {
+                let key = safe_key(key);
+                let args: [(&str, &dyn Display); 2] = [("key", &key), ("max", &MAX_VALUE_LEN)];
+                let p = Problem::new(Text::ValueTooLong, &args);
                 notices.push(Notice {
-                    key: safe_key(key),
-                    message: format!("the value of `{}` is longer than {MAX_VALUE_LEN} characters and was ignored", safe_key(key)),
-                    message_ru: format!("значение `{}` длиннее {MAX_VALUE_LEN} символов и пропущено", safe_key(key)),
+                    key,
+                    message: p.en,
+                    message_ru: p.ru,
                 });
                 continue;
             }
@@ -551,23 +564,24 @@ impl Plan {
 
     /// Set one key from its URL value; `Err` says why the value was not taken.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), Problem> {
-        let bad = |en: &str, ru: &str| {
+        let bad = |id: Text, args: &[(&str, &dyn Display)]| -> Result<(), Problem> {
+            let shown = shorten(value);
+            let each = |lang| {
+                let problem = fill(lang, id, args);
+                let outer: [(&str, &dyn Display); 3] =
+                    [("key", &key), ("problem", &problem), ("value", &shown)];
+                fill(lang, Text::BadValue, &outer)
+            };
             Err(Problem {
-                en: format!(
-                    "`{key}`: {en} (got \"{}\"); kept the previous value",
-                    shorten(value)
-                ),
-                ru: format!(
-                    "`{key}`: {ru} (получено \"{}\"); оставлено прежнее значение",
-                    shorten(value)
-                ),
+                en: each(Lang::En),
+                ru: each(Lang::Ru),
             })
         };
         macro_rules! int {
             ($lo:expr, $hi:expr) => {
                 match value.parse::<f64>() {
                     Ok(x) if x.fract() == 0.0 && x >= $lo as f64 && x <= $hi as f64 => x as u64,
-                    _ => return bad(&format!("expected a whole number from {} to {}", $lo, $hi), &format!("ожидалось целое число от {} до {}", $lo, $hi)),
+                    _ => return bad(Text::ExpectedWholeNumber, &[("lo", &$lo), ("hi", &$hi)]),
                 }
             };
         }
@@ -575,12 +589,7 @@ impl Plan {
             ($lo:expr, $hi:expr) => {
                 match value.parse::<f64>() {
                     Ok(x) if x.is_finite() && ($lo..=$hi).contains(&x) => x,
-                    _ => {
-                        return bad(
-                            &format!("expected a number from {} to {}", $lo, $hi),
-                            &format!("ожидалось число от {} до {}", $lo, $hi),
-                        )
-                    }
+                    _ => return bad(Text::ExpectedNumber, &[("lo", &$lo), ("hi", &$hi)]),
                 }
             };
         }
@@ -589,7 +598,7 @@ impl Plan {
                 match value {
                     "1" | "true" | "yes" | "on" => true,
                     "0" | "false" | "no" | "off" => false,
-                    _ => return bad("expected 0 or 1", "ожидалось 0 или 1"),
+                    _ => return bad(Text::ExpectedFlag, &[]),
                 }
             };
         }
@@ -597,12 +606,7 @@ impl Plan {
             ($t:ty) => {
                 match <$t>::from_key(value) {
                     Some(v) => v,
-                    None => {
-                        return bad(
-                            &format!("expected one of {}", <$t>::keys()),
-                            &format!("ожидалось одно из: {}", <$t>::keys()),
-                        )
-                    }
+                    None => return bad(Text::ExpectedOneOf, &[("keys", &<$t>::keys())]),
                 }
             };
         }
@@ -610,17 +614,15 @@ impl Plan {
             "v" => {
                 let v = int!(1, 1000);
                 if v as u32 > SCHEMA_VERSION {
-                    return Err(Problem {
-                        en: format!("this link is from a newer version of the schema (v={v}); read as v={SCHEMA_VERSION}"),
-                        ru: format!("ссылка из более новой версии схемы (v={v}); прочитана как v={SCHEMA_VERSION}"),
-                    });
+                    let args: [(&str, &dyn Display); 2] = [("v", &v), ("current", &SCHEMA_VERSION)];
+                    return Err(Problem::new(Text::NewerSchema, &args));
                 }
             }
             "model" => {
                 if value == "custom" || crate::architecture::preset(value).is_some() {
                     self.model = value.to_string();
                 } else {
-                    return bad("unknown model preset", "неизвестная модель");
+                    return bad(Text::UnknownModel, &[]);
                 }
             }
             "layers" => self.arch.layers = Some(int!(1, 1024)),
@@ -633,12 +635,7 @@ impl Plan {
             "tied" => self.arch.tied = Some(flag!()),
             "mlp" => match crate::architecture::Mlp::from_key(value) {
                 Some(m) => self.arch.mlp = Some(m),
-                None => {
-                    return bad(
-                        "expected swiglu, geglu or gelu",
-                        "ожидалось swiglu, geglu или gelu",
-                    )
-                }
+                None => return bad(Text::ExpectedMlp, &[]),
             },
             "experts" => self.arch.experts = Some(int!(1, 1024)),
             "active_experts" => self.arch.active_experts = Some(int!(1, 1024)),
@@ -654,10 +651,7 @@ impl Plan {
             "optimizer" => self.optimizer = keyed!(Optimizer),
             "ckpt" => match Checkpointing::from_key(value) {
                 Some(c) => self.checkpointing = c,
-                None => return bad(
-                    "expected none, selective, full, op or a fraction of layers between 0 and 1",
-                    "ожидалось none, selective, full, op или доля слоёв от 0 до 1",
-                ),
+                None => return bad(Text::ExpectedCheckpointing, &[]),
             },
             "offload" => self.offload = flag!(),
             "attn" => self.attention = keyed!(Attention),
@@ -682,10 +676,7 @@ impl Plan {
                 if value == "custom" || crate::hardware::instance(value).is_some() {
                     self.instance = value.to_string();
                 } else {
-                    return bad(
-                        "unknown SageMaker instance type",
-                        "неизвестный тип инстанса SageMaker",
-                    );
+                    return bad(Text::UnknownInstance, &[]);
                 }
             }
             "nodes" => self.nodes = int!(1, 4096),
@@ -700,48 +691,30 @@ impl Plan {
             "frag" => self.fragmentation = num!(0.0, 50.0),
             "role" => match valid_role(value) {
                 true => self.role = value.to_string(),
-                false => return bad(
-                    "expected an IAM role ARN (arn:aws:iam::123456789012:role/Name) or a role name",
-                    "ожидался ARN роли IAM (arn:aws:iam::123456789012:role/Name) или имя роли",
-                ),
+                false => return bad(Text::ExpectedRole, &[]),
             },
             "s3" => match valid_s3(value) {
                 true => self.s3 = value.trim_end_matches('/').to_string(),
-                false => return bad(
-                    "expected an S3 URI such as s3://my-bucket/runs (no spaces or quotes)",
-                    "ожидался S3 URI вида s3://my-bucket/runs (без пробелов и кавычек)",
-                ),
+                false => return bad(Text::ExpectedS3, &[]),
             },
             "job" => match valid_job(value) {
                 true => self.job = value.to_string(),
-                false => return bad(
-                    "a SageMaker job name has up to 63 letters, digits and hyphens, starting with a letter or digit",
-                    "имя задания SageMaker: до 63 латинских букв, цифр и дефисов, начинается с буквы или цифры",
-                ),
+                false => return bad(Text::ExpectedJobName, &[]),
             },
             "entry" => match valid_entry(value) {
                 true => self.entry = value.to_string(),
-                false => return bad(
-                    "expected a relative path to a .py script (letters, digits, _ . / -)",
-                    "ожидался относительный путь к скрипту .py (буквы, цифры, _ . / -)",
-                ),
+                false => return bad(Text::ExpectedEntry, &[]),
             },
             "hf_model" => match valid_hf_model(value) {
                 true => self.hf_model = value.to_string(),
-                false => return bad(
-                    "expected a Hugging Face model id such as meta-llama/Llama-3.1-8B",
-                    "ожидался идентификатор модели Hugging Face вида meta-llama/Llama-3.1-8B",
-                ),
+                false => return bad(Text::ExpectedHfModel, &[]),
             },
             "lang" => self.lang = Some(keyed!(Lang)),
             "lock" => {
                 let mut locks = Locks::default();
                 for k in value.split(',').map(str::trim).filter(|k| !k.is_empty()) {
                     if !locks.set(k, true) {
-                        return bad(
-                            &format!("expected a comma-separated list of {}", Locks::KEYS.join(", ")),
-                            &format!("ожидался список через запятую из {}", Locks::KEYS.join(", ")),
-                        );
+                        return bad(Text::ExpectedLockList, &[("keys", &Locks::KEYS.join(", "))]);
                     }
                 }
                 self.locks = locks;
@@ -749,10 +722,9 @@ impl Plan {
             "budget" => self.budget_usd = Some(num!(0.0, 1e12)),
             "deadline" => self.deadline_hours = Some(num!(0.0, 1e6)),
             _ => {
-                return Err(Problem {
-                    en: format!("unknown key `{}` was ignored", shorten(key)),
-                    ru: format!("неизвестный ключ `{}` пропущен", shorten(key)),
-                })
+                let key = shorten(key);
+                let args: [(&str, &dyn Display); 1] = [("key", &key)];
+                return Err(Problem::new(Text::UnknownKey, &args));
             }
         }
         Ok(())

@@ -4,12 +4,14 @@ use crate::architecture::{self, Architecture, Moe, ParameterCounts};
 use crate::cost::{self, Checkpointing as CheckpointCost, Cost, Time};
 use crate::hardware::{self, Gpu, Instance};
 use crate::memory::{self, Layout, Phase};
-use crate::plan::{Checkpointing, Plan, Precision};
+use crate::plan::{Checkpointing, Lang, Plan, Precision};
+use crate::text::{fill, lang_of, t, Text};
 use crate::throughput::{self, Fabric, Generation, Throughput};
 use crate::warnings;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use std::borrow::Cow;
+use std::fmt::Display;
 
 /// A problem or advice with a stable code, tied to the input key it concerns.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -53,23 +55,23 @@ pub struct Accuracy {
 
 fn accuracy(plan: &Plan, layout: &Layout) -> Accuracy {
     use crate::plan::Implementation;
-    let ru = plan.lang == Some(crate::plan::Lang::Ru);
+    let lang = lang_of(plan.lang);
     let parallel = layout.tp > 1 || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
     match (plan.implementation, plan.zero, parallel) {
         (Implementation::Hf, 0, false) => Accuracy {
             level: "measured",
             expected_error: 0.02,
-            note: tr(ru, "HF Transformers + Trainer on one data-parallel rank: matches 120 measured PyTorch steps (median error 0.0%, worst 6.6%)", "HF Transformers + Trainer на одном ранге: совпадает со 120 измеренными шагами PyTorch (медианная ошибка 0,0%, худшая 6,6%)"),
+            note: t(lang, Text::MemoryCheckedSingleRank),
         },
         (Implementation::Hf, _, false) => Accuracy {
             level: "approximate",
             expected_error: 0.15,
-            note: tr(ru, "FSDP/ZeRO sharding: within 13% of torchtitan's measured 8B peaks, usually below them; keep 10-15% headroom", "шардирование FSDP/ZeRO: в пределах 13% от измеренных пиков torchtitan для 8B, обычно ниже них; держите запас 10-15%"),
+            note: t(lang, Text::MemoryCheckedSharded),
         },
         _ => Accuracy {
             level: "derived",
             expected_error: 0.2,
-            note: tr(ru, "tensor/pipeline/context/expert parallelism and the Megatron profile follow the published formulas (Korthikanti et al. 2022, Narayanan et al. 2021) but are not checked against a measurement here", "тензорный, конвейерный, контекстный и экспертный параллелизм и профиль Megatron следуют опубликованным формулам (Korthikanti et al. 2022, Narayanan et al. 2021), но здесь не сверены с измерениями"),
+            note: t(lang, Text::MemoryDerived),
         },
     }
 }
@@ -177,57 +179,89 @@ pub fn resolve_architecture(plan: &Plan) -> (Architecture, String) {
     (arch, name)
 }
 
-fn err(code: &'static str, key: &'static str, message: String) -> Message {
-    Message {
-        code,
-        key: Some(key),
-        message,
-        fix: None,
+impl Message {
+    /// A message from the catalog, in `lang`, about the URL key `key`.
+    pub fn new(
+        lang: Lang,
+        code: &'static str,
+        key: &'static str,
+        id: Text,
+        args: &[(&str, &dyn Display)],
+    ) -> Message {
+        Message {
+            code,
+            key: Some(key),
+            message: fill(lang, id, args),
+            fix: None,
+        }
+    }
+
+    /// The one setting that fixes it.
+    pub fn fix(mut self, key: &'static str, value: impl Into<String>) -> Message {
+        self.fix = Some((key, value.into()));
+        self
     }
 }
 
-/// The English or the Russian text.
-pub fn tr<T>(ru: bool, en: T, ru_text: T) -> T {
-    if ru {
-        ru_text
-    } else {
-        en
-    }
-}
-
-/// Resolve and validate. Errors never stop the evaluation: the planner falls
+/// Resolve and validate. Errors never stop the evaluation: each step falls
 /// back to the nearest valid value so the rest of the page keeps working.
 pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
-    let ru = plan.lang == Some(crate::plan::Lang::Ru);
+    let lang = lang_of(plan.lang);
     let mut errors = Vec::new();
+    let (arch, model_name) = resolve_model(plan, lang, &mut errors);
+    let counts = arch.parameter_counts();
+    let (gpu, instance) = resolve_hardware(plan, lang, &mut errors);
+    let layout = resolve_layout(plan, &arch, &instance, lang, &mut errors);
+    check_precision(plan, &gpu, lang, &mut errors);
+    if plan.vp > 1 && layout.pp == 1 {
+        errors
+            .push(Message::new(lang, "vp_without_pp", "vp", Text::VpWithoutPp, &[]).fix("vp", "1"));
+    }
+    let resolved = Resolved {
+        plan,
+        arch,
+        model_name,
+        counts,
+        gpu,
+        instance,
+        layout,
+    };
+    (resolved, errors)
+}
+
+/// The model: preset or quick size with the user's overrides, validated.
+fn resolve_model(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> (Architecture, String) {
     let (arch, model_name) = resolve_architecture(plan);
     if plan.arch.hidden.is_some()
         && plan.arch.head_dim.is_none()
         && arch.heads > 0
         && arch.hidden % arch.heads != 0
     {
-        errors.push(err(
+        let args: [(&str, &dyn Display); 2] = [("heads", &arch.heads), ("hidden", &arch.hidden)];
+        errors.push(Message::new(
+            lang,
             "heads_do_not_divide_hidden",
             "heads",
-            tr(
-                ru,
-                format!(
-                    "heads ({}) must divide hidden ({}) when no head_dim is given",
-                    arch.heads, arch.hidden
-                ),
-                format!(
-                    "heads ({}) должно делить hidden ({}), если head_dim не задан",
-                    arch.heads, arch.hidden
-                ),
-            ),
+            Text::HeadsDoNotDivideHidden,
+            &args,
         ));
     }
-    for (key, message) in arch.validate_in(ru) {
-        errors.push(err("invalid_architecture", key, message));
+    for (key, message) in arch.validate_in(lang) {
+        errors.push(Message {
+            code: "invalid_architecture",
+            key: Some(key),
+            message,
+            fix: None,
+        });
     }
-    let counts = arch.parameter_counts();
-    let (gpu, instance): (Cow<'static, Gpu>, Cow<'static, Instance>) = if plan.instance == "custom"
-    {
+    (arch, model_name)
+}
+
+type Hardware = (Cow<'static, Gpu>, Cow<'static, Instance>);
+
+/// The GPU and the instance: a catalogued SageMaker type or the user's custom GPU.
+fn resolve_hardware(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> Hardware {
+    let (gpu, instance): Hardware = if plan.instance == "custom" {
         let (g, i) = hardware::custom(&plan.custom_gpu);
         (Cow::Owned(g), Cow::Owned(i))
     } else {
@@ -237,225 +271,60 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         let gpu = hardware::gpu(&instance.gpu).expect("every instance names a catalogued GPU");
         (Cow::Borrowed(gpu), Cow::Borrowed(instance))
     };
-    let gpus = instance.gpu_count * plan.nodes.max(1);
     if plan.nodes > 1 && !instance.multi_node_efa_training {
-        errors.push(err(
+        let args: [(&str, &dyn Display); 1] = [("instance", &instance.instance_type)];
+        errors.push(Message::new(
+            lang,
             "no_multi_node",
             "nodes",
-            tr(
-                ru,
-                format!("{} does not support multi-node EFA training; use 1 node or another instance type", instance.instance_type),
-                format!("{} не поддерживает многоузловое обучение через EFA: возьмите 1 узел или другой тип инстанса", instance.instance_type),
-            ),
+            Text::NoMultiNode,
+            &args,
         ));
     }
-    let (mut tp, mut pp, mut cp, mut ep) = (
-        plan.tp.max(1),
-        plan.pp.max(1),
-        plan.cp.max(1),
-        plan.ep.max(1),
-    );
-    if arch.heads > 0 && (arch.heads % tp != 0 || arch.kv_heads % tp != 0) {
-        errors.push(err(
-            "tp_does_not_divide_heads",
-            "tp",
-            tr(
-                ru,
-                format!(
-                    "tensor parallel degree {tp} must divide heads ({}) and kv_heads ({})",
-                    arch.heads, arch.kv_heads
-                ),
-                format!(
-                    "степень тензорного параллелизма {tp} должна делить heads ({}) и kv_heads ({})",
-                    arch.heads, arch.kv_heads
-                ),
-            ),
-        ));
-        tp = 1;
-    }
-    if tp > instance.gpu_count {
-        errors.push(err(
-            "tp_exceeds_node",
-            "tp",
-            tr(
-                ru,
-                format!(
-                    "tensor parallelism ({tp}) should stay inside one node ({} GPUs)",
-                    instance.gpu_count
-                ),
-                format!(
-                    "тензорный параллелизм ({tp}) должен помещаться в один узел ({} GPU)",
-                    instance.gpu_count
-                ),
-            ),
-        ));
-    }
-    if arch.layers > 0 && arch.layers % pp != 0 {
-        errors.push(err(
-            "pp_does_not_divide_layers",
-            "pp",
-            tr(
-                ru,
-                format!(
-                    "pipeline degree {pp} must divide the number of layers ({})",
-                    arch.layers
-                ),
-                format!(
-                    "степень конвейерного параллелизма {pp} должна делить число слоёв ({})",
-                    arch.layers
-                ),
-            ),
-        ));
-        pp = 1;
-    }
-    if !plan.seq.is_multiple_of(cp) {
-        errors.push(err(
-            "cp_does_not_divide_seq",
-            "cp",
-            tr(
-                ru,
-                format!("context parallel degree {cp} must divide the sequence length ({})", plan.seq),
-                format!("степень контекстного параллелизма {cp} должна делить длину последовательности ({})", plan.seq),
-            ),
-        ));
-        cp = 1;
-    }
-    match &arch.moe {
-        Some(m) if !(m.experts as u64).is_multiple_of(ep) => {
-            errors.push(err(
-                "ep_does_not_divide_experts",
-                "ep",
-                tr(
-                    ru,
-                    format!(
-                        "expert parallel degree {ep} must divide the number of experts ({})",
-                        m.experts
-                    ),
-                    format!(
-                        "степень экспертного параллелизма {ep} должна делить число экспертов ({})",
-                        m.experts
-                    ),
-                ),
-            ));
-            ep = 1;
-        }
-        None if ep > 1 => {
-            errors.push(err(
-                "ep_without_moe",
-                "ep",
-                tr(
-                    ru,
-                    "expert parallelism needs a mixture-of-experts model".into(),
-                    "экспертный параллелизм нужен только для моделей MoE".into(),
-                ),
-            ));
-            ep = 1;
-        }
-        _ => {}
-    }
+    (gpu, instance)
+}
+
+/// The parallel layout: each degree checked against the model and the GPUs,
+/// an invalid one falling back to 1.
+fn resolve_layout(
+    plan: &Plan,
+    arch: &Architecture,
+    instance: &Instance,
+    lang: Lang,
+    errors: &mut Vec<Message>,
+) -> Layout {
+    let gpus = instance.gpu_count * plan.nodes.max(1);
+    let mut tp = resolve_tp(plan, arch, instance, lang, errors);
+    let mut pp = resolve_pp(plan, arch, lang, errors);
+    let mut cp = resolve_cp(plan, lang, errors);
+    let mut ep = resolve_ep(plan, arch, lang, errors);
     if tp * pp * cp > gpus || !gpus.is_multiple_of(tp * pp * cp) {
-        errors.push(err(
+        let product = tp * pp * cp;
+        let args: [(&str, &dyn Display); 2] = [("product", &product), ("gpus", &gpus)];
+        errors.push(Message::new(
+            lang,
             "parallel_degrees_exceed_gpus",
             "tp",
-            tr(
-                ru,
-                format!(
-                    "tp x pp x cp = {} must divide the number of GPUs ({gpus})",
-                    tp * pp * cp
-                ),
-                format!(
-                    "tp x pp x cp = {} должно делить число GPU ({gpus})",
-                    tp * pp * cp
-                ),
-            ),
+            Text::ParallelDegreesExceedGpus,
+            &args,
         ));
-        tp = 1;
-        pp = 1;
-        cp = 1;
+        (tp, pp, cp) = (1, 1, 1);
     }
     let dp = gpus / (tp * pp * cp);
     if ep > dp * tp {
-        errors.push(err(
+        let available = dp * tp;
+        let args: [(&str, &dyn Display); 2] = [("ep", &ep), ("available", &available)];
+        errors.push(Message::new(
+            lang,
             "ep_exceeds_gpus",
             "ep",
-            tr(
-                ru,
-                format!(
-                    "expert parallel degree {ep} exceeds the GPUs available for it ({})",
-                    dp * tp
-                ),
-                format!(
-                    "степень экспертного параллелизма {ep} больше числа доступных GPU ({})",
-                    dp * tp
-                ),
-            ),
+            Text::EpExceedsGpus,
+            &args,
         ));
         ep = 1;
     }
-    let shard = match plan.shard {
-        Some(s) if s > dp || !dp.is_multiple_of(s) => {
-            errors.push(err(
-                "shard_does_not_divide_dp",
-                "shard",
-                tr(
-                    ru,
-                    format!("hybrid shard group {s} must divide the data-parallel degree ({dp})"),
-                    format!("группа гибридного шардирования {s} должна делить степень параллелизма данных ({dp})"),
-                ),
-            ));
-            dp
-        }
-        Some(s) => s,
-        None => dp,
-    };
-    if plan.precision.is_low_precision() && !gpu.fp8_tensor_cores {
-        let mut e = err(
-            "fp8_unsupported",
-            "precision",
-            tr(
-                ru,
-                format!(
-                    "{} has no FP8 tensor cores: {} is impossible on it; use bf16",
-                    gpu.id,
-                    plan.precision.key()
-                ),
-                format!(
-                    "у {} нет тензорных ядер FP8: {} на нём невозможен; используйте bf16",
-                    gpu.id,
-                    plan.precision.key()
-                ),
-            ),
-        );
-        e.fix = Some(("precision", "bf16".into()));
-        errors.push(e);
-    } else if matches!(plan.precision, Precision::Mxfp8 | Precision::Nvfp4) && !gpu.fp4_tensor_cores
-    {
-        let mut e = err(
-            "blackwell_only",
-            "precision",
-            tr(
-                ru,
-                format!("{} needs Blackwell block-scaled tensor cores, which {} lacks; use fp8", plan.precision.key(), gpu.id),
-                format!("{} требует блочного масштабирования Blackwell, которого у {} нет; используйте fp8", plan.precision.key(), gpu.id),
-            ),
-        );
-        e.fix = Some(("precision", "fp8".into()));
-        errors.push(e);
-    }
-    if plan.vp > 1 && pp == 1 {
-        let mut e = err(
-            "vp_without_pp",
-            "vp",
-            tr(
-                ru,
-                "interleaving (vp > 1) needs pipeline parallelism (pp > 1)".into(),
-                "чередование (vp > 1) требует конвейерного параллелизма (pp > 1)".into(),
-            ),
-        );
-        e.fix = Some(("vp", "1".into()));
-        errors.push(e);
-    }
-    let layout = Layout {
+    let shard = resolve_shard(plan, dp, lang, errors);
+    Layout {
         gpus,
         tp,
         pp,
@@ -463,19 +332,156 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         ep,
         dp,
         shard,
-    };
-    (
-        Resolved {
-            plan,
-            arch,
-            model_name,
-            counts,
-            gpu,
-            instance,
-            layout,
-        },
-        errors,
-    )
+    }
+}
+
+/// Tensor parallelism splits heads and kv heads, and should stay in one node.
+fn resolve_tp(
+    plan: &Plan,
+    arch: &Architecture,
+    instance: &Instance,
+    lang: Lang,
+    errors: &mut Vec<Message>,
+) -> u64 {
+    let mut tp = plan.tp.max(1);
+    if arch.heads > 0 && (!arch.heads.is_multiple_of(tp) || !arch.kv_heads.is_multiple_of(tp)) {
+        let args: [(&str, &dyn Display); 3] = [
+            ("tp", &tp),
+            ("heads", &arch.heads),
+            ("kv_heads", &arch.kv_heads),
+        ];
+        errors.push(Message::new(
+            lang,
+            "tp_does_not_divide_heads",
+            "tp",
+            Text::TpDoesNotDivideHeads,
+            &args,
+        ));
+        tp = 1;
+    }
+    if tp > instance.gpu_count {
+        let args: [(&str, &dyn Display); 2] = [("tp", &tp), ("gpus", &instance.gpu_count)];
+        errors.push(Message::new(
+            lang,
+            "tp_exceeds_node",
+            "tp",
+            Text::TpExceedsNode,
+            &args,
+        ));
+    }
+    tp
+}
+
+/// Pipeline stages hold whole layers.
+fn resolve_pp(plan: &Plan, arch: &Architecture, lang: Lang, errors: &mut Vec<Message>) -> u64 {
+    let pp = plan.pp.max(1);
+    if arch.layers > 0 && !arch.layers.is_multiple_of(pp) {
+        let args: [(&str, &dyn Display); 2] = [("pp", &pp), ("layers", &arch.layers)];
+        errors.push(Message::new(
+            lang,
+            "pp_does_not_divide_layers",
+            "pp",
+            Text::PpDoesNotDivideLayers,
+            &args,
+        ));
+        return 1;
+    }
+    pp
+}
+
+/// Context parallelism splits the sequence evenly.
+fn resolve_cp(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> u64 {
+    let cp = plan.cp.max(1);
+    if !plan.seq.is_multiple_of(cp) {
+        let args: [(&str, &dyn Display); 2] = [("cp", &cp), ("seq", &plan.seq)];
+        errors.push(Message::new(
+            lang,
+            "cp_does_not_divide_seq",
+            "cp",
+            Text::CpDoesNotDivideSeq,
+            &args,
+        ));
+        return 1;
+    }
+    cp
+}
+
+/// Expert parallelism splits the experts of a mixture-of-experts model.
+fn resolve_ep(plan: &Plan, arch: &Architecture, lang: Lang, errors: &mut Vec<Message>) -> u64 {
+    let ep = plan.ep.max(1);
+    match &arch.moe {
+        Some(m) if !(m.experts as u64).is_multiple_of(ep) => {
+            let args: [(&str, &dyn Display); 2] = [("ep", &ep), ("experts", &m.experts)];
+            errors.push(Message::new(
+                lang,
+                "ep_does_not_divide_experts",
+                "ep",
+                Text::EpDoesNotDivideExperts,
+                &args,
+            ));
+            1
+        }
+        None if ep > 1 => {
+            errors.push(Message::new(
+                lang,
+                "ep_without_moe",
+                "ep",
+                Text::EpWithoutMoe,
+                &[],
+            ));
+            1
+        }
+        _ => ep,
+    }
+}
+
+/// The hybrid shard group divides the data-parallel ranks (all of them by default).
+fn resolve_shard(plan: &Plan, dp: u64, lang: Lang, errors: &mut Vec<Message>) -> u64 {
+    match plan.shard {
+        Some(s) if s > dp || !dp.is_multiple_of(s) => {
+            let args: [(&str, &dyn Display); 2] = [("shard", &s), ("dp", &dp)];
+            errors.push(Message::new(
+                lang,
+                "shard_does_not_divide_dp",
+                "shard",
+                Text::ShardDoesNotDivideDp,
+                &args,
+            ));
+            dp
+        }
+        Some(s) => s,
+        None => dp,
+    }
+}
+
+/// FP8 needs FP8 tensor cores; MXFP8 and NVFP4 need Blackwell's block scaling.
+fn check_precision(plan: &Plan, gpu: &Gpu, lang: Lang, errors: &mut Vec<Message>) {
+    let precision = plan.precision.key();
+    let args: [(&str, &dyn Display); 2] = [("gpu", &gpu.id), ("precision", &precision)];
+    if plan.precision.is_low_precision() && !gpu.fp8_tensor_cores {
+        errors.push(
+            Message::new(
+                lang,
+                "fp8_unsupported",
+                "precision",
+                Text::Fp8Unsupported,
+                &args,
+            )
+            .fix("precision", "bf16"),
+        );
+    } else if matches!(plan.precision, Precision::Mxfp8 | Precision::Nvfp4) && !gpu.fp4_tensor_cores
+    {
+        errors.push(
+            Message::new(
+                lang,
+                "blackwell_only",
+                "precision",
+                Text::BlackwellOnly,
+                &args,
+            )
+            .fix("precision", "fp8"),
+        );
+    }
 }
 
 /// Evaluate a plan: parameters, memory, verdict, solvers, warnings.
@@ -539,23 +545,23 @@ pub fn evaluate(plan: &Plan) -> Report {
 
 fn throughput_accuracy(gen: Generation, plan: &Plan) -> Accuracy {
     use crate::plan::Implementation;
-    let ru = plan.lang == Some(crate::plan::Lang::Ru);
+    let lang = lang_of(plan.lang);
     let bf16 = !plan.precision.is_low_precision();
     match gen {
         Generation::Ada => Accuracy {
             level: "derived",
             expected_error: 0.3,
-            note: tr(ru, "no published measurement for L4/L40S: Hopper's fitted efficiencies are assumed", "для L4/L40S нет опубликованных измерений: взяты эффективности, подобранные для Hopper"),
+            note: t(lang, Text::ThroughputAdaAssumed),
         },
         Generation::Blackwell if bf16 || plan.implementation == Implementation::Hf => Accuracy {
             level: "approximate",
             expected_error: 0.2,
-            note: tr(ru, "Blackwell is calibrated on Megatron-Bridge FP8 runs only (median error 7%); BF16 and HF-stack efficiency are carried over from Hopper", "Blackwell откалиброван только на запусках Megatron-Bridge в FP8 (медианная ошибка 7%); эффективность BF16 и стека HF перенесена с Hopper"),
+            note: t(lang, Text::ThroughputBlackwellPartly),
         },
         _ => Accuracy {
             level: "measured",
             expected_error: 0.1,
-            note: tr(ru, "calibrated on 33 published runs (NeMo, Megatron-Bridge, DGX Cloud, torchtitan, Megatron papers): median error 3.5%, worst 22%", "откалибровано на 33 опубликованных запусках (NeMo, Megatron-Bridge, DGX Cloud, torchtitan, статьи Megatron): медианная ошибка 3,5%, худшая 22%"),
+            note: t(lang, Text::ThroughputCalibrated),
         },
     }
 }

@@ -19,8 +19,10 @@ use crate::hardware::{self, Gpu, Instance};
 use crate::memory::{self, Layout};
 use crate::plan::{Checkpointing, Lang, Loss, Plan, Precision};
 use crate::report::budget_bytes;
+use crate::text::{fill, lang_of, t, Text};
 use crate::throughput::{self, Efficiency, Fabric};
 use serde::Serialize;
+use std::fmt::Display;
 
 /// One plan that fits, with its key numbers.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -488,10 +490,46 @@ impl Search {
         p
     }
 
+    /// Why a candidate wins, against the user's own plan: speed and cost
+    /// ratios, or that it fits where the user's plan does not.
+    fn why(&self, lang: Lang, speed: f64, f: &Found, d1: &dyn Fn(f64) -> String) -> String {
+        let mut parts = vec![];
+        if speed > 1.05 {
+            parts.push(fill(lang, Text::TimesFaster, &[("x", &d1(speed))]));
+        } else if speed < 0.95 {
+            parts.push(fill(lang, Text::TimesSlower, &[("x", &d1(1.0 / speed))]));
+        }
+        if let (Some(u), true) = (self.user_usd, f.usd.is_finite()) {
+            let d = 1.0 - f.usd / u;
+            if d > 0.02 {
+                let percent = format!("{:.0}", d * 100.0);
+                parts.push(fill(lang, Text::PercentCheaper, &[("percent", &percent)]));
+            } else if d < -0.02 {
+                let percent = format!("{:.0}", -d * 100.0);
+                parts.push(fill(lang, Text::PercentDearer, &[("percent", &percent)]));
+            }
+        }
+        if !self.user_fits {
+            let mut s = t(lang, Text::FitsUnlikeYours).to_string();
+            if let Some(u) = f.usd.is_finite().then_some(f.usd) {
+                let usd = format!("{u:.0}");
+                let args: [(&str, &dyn Display); 2] = [("usd", &usd), ("hours", &d1(f.hours))];
+                s += &fill(lang, Text::CostForHours, &args);
+            }
+            s
+        } else if parts.is_empty() {
+            t(lang, Text::OnAParWithYours).to_string()
+        } else {
+            let parts = parts.join(t(lang, Text::And));
+            fill(lang, Text::ComparedWithYours, &[("parts", &parts)])
+        }
+    }
+
     fn candidate(&self, f: &Found) -> Candidate {
         let p = self.plan_of(f);
         let info = &self.space.instances[f.idx[0]];
-        let ru = self.base.lang == Some(Lang::Ru);
+        let lang = lang_of(self.base.lang);
+        let ru = lang == Lang::Ru;
         let short = info.instance.instance_type.trim_start_matches("ml.");
         let what = format!(
             "{} × {short}, {}{}, ZeRO-{}{}{}, mb {}",
@@ -522,61 +560,7 @@ impl Search {
                 s
             }
         };
-        let mut parts = vec![];
-        if speed > 1.05 {
-            parts.push(if ru {
-                format!("в {} раза быстрее", d1(speed))
-            } else {
-                format!("{}× faster", d1(speed))
-            });
-        } else if speed < 0.95 {
-            parts.push(if ru {
-                format!("в {} раза медленнее", d1(1.0 / speed))
-            } else {
-                format!("{}× slower", d1(1.0 / speed))
-            });
-        }
-        if let (Some(u), true) = (self.user_usd, f.usd.is_finite()) {
-            let d = 1.0 - f.usd / u;
-            if d > 0.02 {
-                parts.push(if ru {
-                    format!("на {:.0}% дешевле", d * 100.0)
-                } else {
-                    format!("{:.0}% cheaper", d * 100.0)
-                });
-            } else if d < -0.02 {
-                parts.push(if ru {
-                    format!("на {:.0}% дороже", -d * 100.0)
-                } else {
-                    format!("{:.0}% more expensive", -d * 100.0)
-                });
-            }
-        }
-        let vs = if !self.user_fits {
-            let mut s = if ru {
-                "помещается, в отличие от вашего плана".to_string()
-            } else {
-                "fits, unlike your plan".to_string()
-            };
-            if let Some(u) = f.usd.is_finite().then_some(f.usd) {
-                s += &if ru {
-                    format!("; ${u:.0} за {} ч", d1(f.hours))
-                } else {
-                    format!("; ${u:.0} for {} h", d1(f.hours))
-                };
-            }
-            s
-        } else if parts.is_empty() {
-            if ru {
-                "как ваш план".to_string()
-            } else {
-                "on a par with your plan".to_string()
-            }
-        } else if ru {
-            format!("{} вашего плана", parts.join(" и "))
-        } else {
-            format!("{} than your plan", parts.join(" and "))
-        };
+        let vs = self.why(lang, speed, f, &d1);
         Candidate {
             query: p.to_query(),
             instance: info.instance.instance_type.clone(),
