@@ -9,6 +9,7 @@ use crate::inputs::Inputs;
 use crate::results::Results;
 use leptos::prelude::*;
 use planner::plan::{Lang, Notice};
+use planner::text::Text;
 use planner::{evaluate, Plan, Report};
 use std::collections::BTreeMap;
 
@@ -90,13 +91,9 @@ impl Ctx {
         }
     }
 
-    pub fn t(
-        &self,
-        en: &'static str,
-        ru: &'static str,
-    ) -> impl Fn() -> &'static str + Copy + 'static {
+    pub fn t(&self, id: Text) -> impl Fn() -> &'static str + Copy + 'static {
         let lang = self.lang;
-        move || tr(lang.get(), en, ru)
+        move || tr(lang.get(), id)
     }
 }
 
@@ -130,21 +127,20 @@ pub fn App() -> impl IntoView {
         }
     });
     let notices = StoredValue::new(notices);
-    let t = move |en, ru| tr(lang.get(), en, ru);
+    let t = move |id| tr(lang.get(), id);
     view! {
         <header class="top">
             <div class="brand">
                 <h1>"Train Planner"</h1>
                 <p class="tagline">
                     {move || t(
-                        "Will your LLM training job fit, how fast will it run, and what will it cost on SageMaker?",
-                        "Поместится ли обучение LLM, как быстро оно пойдёт и сколько будет стоить в SageMaker?",
+                        Text::WillYourLLMTrainingJob,
                     )}
                 </p>
             </div>
             <div class="top-actions">
                 <CopyLink ctx=ctx />
-                <div class="lang" role="group" aria-label="Language / Язык">
+                <div class="lang" role="group" aria-label=format!("{} / {}", tr(Lang::En, Text::Language), tr(Lang::Ru, Text::Language))>
                     <button type="button" id="lang-en" aria-pressed=move || (lang.get() == Lang::En).to_string()
                         on:click=move |_| ctx.set("lang", "en")>"EN"</button>
                     <button type="button" id="lang-ru" aria-pressed=move || (lang.get() == Lang::Ru).to_string()
@@ -154,7 +150,7 @@ pub fn App() -> impl IntoView {
         </header>
         <Show when=move || notices.with_value(|n| !n.is_empty())>
             <div class="notices" role="status" id="notices">
-                <strong>{move || t("Parts of the link could not be used: ", "Часть ссылки не удалось прочитать: ")}</strong>
+                <strong>{move || t(Text::PartsOfTheLinkCould)}</strong>
                 <ul>
                     {move || notices.with_value(|n| n.iter().map(|n| {
                         let text = n.text(Some(lang.get())).to_string();
@@ -175,8 +171,7 @@ pub fn App() -> impl IntoView {
         </main>
         <footer class="foot">
             {move || t(
-                "Numbers come from one planning model shared with the CLI and the tests; its accuracy against published measurements is stated beside each figure. Prices are recalled, not verified: enter yours.",
-                "Все числа считает одна модель, общая со CLI и тестами; её точность относительно опубликованных измерений указана рядом с каждой цифрой. Цены взяты по памяти и не проверены: введите свои.",
+                Text::NumbersComeFromOnePlanning,
             )}
         </footer>
     }
@@ -186,12 +181,9 @@ pub fn App() -> impl IntoView {
 #[component]
 fn CopyLink(ctx: Ctx) -> impl IntoView {
     let state = RwSignal::new(0u8); // 0 idle, 1 copied, 2 failed
-    let t = ctx.t("Copy link", "Скопировать ссылку");
-    let copied = ctx.t("Link copied", "Ссылка скопирована");
-    let failed = ctx.t(
-        "Copy failed: use the address bar",
-        "Не удалось: скопируйте из адресной строки",
-    );
+    let t = ctx.t(Text::CopyLink);
+    let copied = ctx.t(Text::LinkCopied);
+    let failed = ctx.t(Text::CopyFailedUseTheAddress);
     let on_click = move |_| {
         let Some(w) = web_sys::window() else { return };
         let href = w.location().href().unwrap_or_default();

@@ -7,6 +7,7 @@ use crate::inputs::NumberField;
 use leptos::prelude::*;
 use planner::plan::Locks;
 use planner::search::{Candidate, Search, SearchResult};
+use planner::text::Text;
 
 fn now_ms() -> f64 {
     web_sys::window()
@@ -61,26 +62,25 @@ pub fn AutoPlan(ctx: Ctx) -> impl IntoView {
             }
         });
     });
-    let t = move |en, ru| tr(lang.get(), en, ru);
+    let t = move |id| tr(lang.get(), id);
     view! {
         <section class="chart autoplan" aria-labelledby="autoplan-title">
-            <h2 id="autoplan-title">{move || t("Auto-plan: the best plans that fit", "Автоплан: лучшие планы, которые помещаются")}</h2>
+            <h2 id="autoplan-title">{move || t(Text::AutoPlanTheBestPlans)}</h2>
             <p class="derived">{move || t(
-                "Searches instance type and count, parallelism, ZeRO stage, micro-batch (keeping your global batch), precision, checkpointing and loss, with the same model as above.",
-                "Перебирает тип и число инстансов, параллелизм, стадию ZeRO, micro-batch (сохраняя ваш глобальный батч), точность, checkpointing и loss той же моделью, что выше.",
+                Text::SearchesInstanceTypeAndCount,
             )}</p>
-            <div class="locks" role="group" aria-label=move || t("Keep as is", "Не менять")>
-                <span class="locks-label">{move || t("Keep:", "Не менять:")}</span>
+            <div class="locks" role="group" aria-label=move || t(Text::KeepAsIs)>
+                <span class="locks-label">{move || t(Text::KeepLabel)}</span>
                 {Locks::KEYS.iter().map(|&key| {
                     let id = format!("lock-{key}");
                     let for_id = id.clone();
                     let label = match key {
-                        "instance" => ("instance type", "тип инстанса"),
-                        "nodes" => ("instance count", "число инстансов"),
-                        "precision" => ("precision", "точность"),
-                        "parallelism" => ("parallelism and sharding", "параллелизм и шардирование"),
-                        "checkpointing" => ("checkpointing", "checkpointing"),
-                        _ => ("micro-batch", "micro-batch"),
+                        "instance" => Text::InstanceType,
+                        "nodes" => Text::LockInstanceCount,
+                        "precision" => Text::LockPrecision,
+                        "parallelism" => Text::ParallelismAndSharding,
+                        "checkpointing" => Text::Checkpointing,
+                        _ => Text::MicroBatch,
                     };
                     view! {
                         <label class="lock" for=for_id>
@@ -91,24 +91,24 @@ pub fn AutoPlan(ctx: Ctx) -> impl IntoView {
                                     locks.set(key, on);
                                     ctx.set("lock", &locks.to_value());
                                 } />
-                            {move || tr(lang.get(), label.0, label.1)}
+                            {move || tr(lang.get(), label)}
                         </label>
                     }
                 }).collect_view()}
             </div>
             <div class="row2">
-                <NumberField ctx=ctx key="budget" label=("Budget, USD (optional)", "Бюджет, USD (необязательно)") step="any" get=|p| p.budget_usd.map(|x| x.to_string()).unwrap_or_default() />
-                <NumberField ctx=ctx key="deadline" label=("Deadline, hours (optional)", "Срок, часов (необязательно)") step="any" get=|p| p.deadline_hours.map(|x| x.to_string()).unwrap_or_default() />
+                <NumberField ctx=ctx key="budget" label=Text::BudgetUSDOptional step="any" get=|p| p.budget_usd.map(|x| x.to_string()).unwrap_or_default() />
+                <NumberField ctx=ctx key="deadline" label=Text::DeadlineHoursOptional step="any" get=|p| p.deadline_hours.map(|x| x.to_string()).unwrap_or_default() />
             </div>
             <p class="search-status" id="search-status" role="status">{move || {
                 let l = lang.get();
                 match (progress.get(), result.with(|r| r.as_ref().map(|r| (r.candidates, r.evaluated, r.fitting)))) {
-                    (Some(p), _) => format!("{} {}", tr(l, "Searching…", "Поиск…"), percent(p, l)),
+                    (Some(p), _) => format!("{} {}", tr(l, Text::Searching), percent(p, l)),
                     (None, Some((c, e, f))) => format!("{} {} {} ({} {}, {} {}) {} {} {}",
-                        tr(l, "Searched", "Перебрано"), num(c as f64, 0, l), tr(l, "candidates", "вариантов"),
-                        num(e as f64, 0, l), tr(l, "evaluated", "посчитано"), num(f as f64, 0, l), tr(l, "fit", "помещаются"),
-                        tr(l, "in", "за"), num(elapsed.get(), 0, l), tr(l, "ms", "мс")),
-                    _ => tr(l, "Searching…", "Поиск…").to_string(),
+                        tr(l, Text::WordSearched), num(c as f64, 0, l), tr(l, Text::WordCandidates),
+                        num(e as f64, 0, l), tr(l, Text::WordEvaluated), num(f as f64, 0, l), tr(l, Text::WordFit),
+                        tr(l, Text::WordIn), num(elapsed.get(), 0, l), tr(l, Text::UnitMs)),
+                    _ => tr(l, Text::Searching).to_string(),
                 }
             }}</p>
             {move || result.get().map(|r| view! { <Ranked ctx=ctx result=r /> })}
@@ -121,28 +121,29 @@ fn Ranked(ctx: Ctx, result: SearchResult) -> impl IntoView {
     let lang = ctx.lang;
     let l = lang.get_untracked();
     if result.pareto.is_empty() {
-        return view! { <p class="empty" id="autoplan-empty">{tr(l, "No plan in the search space fits. Unlock a dimension or use a smaller sequence.", "Ни один план не помещается. Снимите ограничения или уменьшите длину последовательности.")}</p> }.into_any();
+        return view! { <p class="empty" id="autoplan-empty">{tr(l, Text::NoPlanInTheSearch)}</p> }
+            .into_any();
     }
-    let mut rows: Vec<(&'static str, &'static str, Candidate)> = Vec::new();
+    let mut rows: Vec<(Text, Candidate)> = Vec::new();
     if let Some(c) = result.fastest.clone() {
-        rows.push(("fastest", "быстрее всех", c));
+        rows.push((Text::Fastest, c));
     }
     if let Some(c) = result.cheapest.clone() {
-        rows.push(("cheapest", "дешевле всех", c));
+        rows.push((Text::Cheapest, c));
     }
     if let Some(c) = result.best_under_budget.clone() {
-        rows.push(("best in budget", "лучший в бюджете", c));
+        rows.push((Text::BestInBudget, c));
     }
     if let Some(c) = result.best_under_deadline.clone() {
-        rows.push(("cheapest by deadline", "дешевле всех в срок", c));
+        rows.push((Text::CheapestByDeadline, c));
     }
     for c in &result.pareto {
-        if !rows.iter().any(|(_, _, r)| r.query == c.query) {
-            rows.push(("Pareto", "Парето", c.clone()));
+        if !rows.iter().any(|(_, r)| r.query == c.query) {
+            rows.push((Text::Pareto, c.clone()));
         }
     }
     rows.truncate(8);
-    let table = rows.into_iter().enumerate().map(|(i, (en, ru, c))| {
+    let table = rows.into_iter().enumerate().map(|(i, (pick, c))| {
         let query = c.query.clone();
         let apply = move |_| {
             let d = planner::Plan::from_query(&query);
@@ -152,12 +153,12 @@ fn Ranked(ctx: Ctx, result: SearchResult) -> impl IntoView {
         };
         view! {
             <tr>
-                <td>{tr(l, en, ru)}</td>
+                <td>{tr(l, pick)}</td>
                 <td class="why">{c.why.clone()}</td>
                 <td class="num">{hours(c.hours, l)}</td>
                 <td class="num">{c.usd.map(|u| usd(u, l)).unwrap_or_else(|| "—".into())}</td>
                 <td class="num">{tokens(c.tokens_per_second, l)}</td>
-                <td><button type="button" class="apply" id=format!("apply-{i}") on:click=apply>{tr(l, "Apply", "Применить")}</button></td>
+                <td><button type="button" class="apply" id=format!("apply-{i}") on:click=apply>{tr(l, Text::Apply)}</button></td>
             </tr>
         }
     }).collect_view();
@@ -165,8 +166,8 @@ fn Ranked(ctx: Ctx, result: SearchResult) -> impl IntoView {
         <div class="table-scroll">
             <table class="ranked" id="autoplan-table">
                 <thead><tr>
-                    <th>{tr(l, "Pick", "Выбор")}</th><th>{tr(l, "Plan, and why it wins", "План и чем он лучше")}</th>
-                    <th>{tr(l, "Time", "Время")}</th><th>{tr(l, "Cost", "Стоимость")}</th><th>{tr(l, "Tokens/s", "Токенов/с")}</th><th></th>
+                    <th>{tr(l, Text::Pick)}</th><th>{tr(l, Text::PlanAndWhyItWins)}</th>
+                    <th>{tr(l, Text::Time)}</th><th>{tr(l, Text::Cost)}</th><th>{tr(l, Text::TokensS)}</th><th></th>
                 </tr></thead>
                 <tbody>{table}</tbody>
             </table>
@@ -221,7 +222,7 @@ fn Pareto(result: SearchResult, lang: planner::plan::Lang) -> impl IntoView {
         .unwrap_or_default();
     view! {
         <svg class="chart-svg" id="pareto-chart" viewBox=format!("0 0 {w} {h}") role="img"
-            aria-label=tr(lang, "Pareto front: time to train against cost, log scales", "Фронт Парето: время обучения и стоимость, логарифмические шкалы")>
+            aria-label=tr(lang, Text::ParetoFrontTimeToTrain)>
             <line class="grid" x1=left y1=h - bottom x2=w - right y2=h - bottom />
             <line class="grid" x1=left y1=top x2=left y2=h - bottom />
             <path class="series line-full" d=path />
@@ -230,8 +231,8 @@ fn Pareto(result: SearchResult, lang: planner::plan::Lang) -> impl IntoView {
             <text class="tick" x=sx(last.0) y=h - bottom + 14.0 text-anchor="end">{hours(last.0, lang)}</text>
             <text class="tick" x=left - 4.0 y=sy(first.1) + 4.0 text-anchor="end">{usd(first.1, lang)}</text>
             <text class="tick" x=left - 4.0 y=sy(last.1) + 4.0 text-anchor="end">{usd(last.1, lang)}</text>
-            <text class="axis" x=(left + w - right) / 2.0 y=h - 4.0 text-anchor="middle">{tr(lang, "time to train (log)", "время обучения (лог.)")}</text>
-            <text class="axis" x=12.0 y=(top + h - bottom) / 2.0 text-anchor="middle" transform=format!("rotate(-90 12 {})", (top + h - bottom) / 2.0)>{tr(lang, "cost, USD (log)", "стоимость, USD (лог.)")}</text>
+            <text class="axis" x=(left + w - right) / 2.0 y=h - 4.0 text-anchor="middle">{tr(lang, Text::TimeToTrainLog)}</text>
+            <text class="axis" x=12.0 y=(top + h - bottom) / 2.0 text-anchor="middle" transform=format!("rotate(-90 12 {})", (top + h - bottom) / 2.0)>{tr(lang, Text::CostUSDLog)}</text>
         </svg>
     }.into_any()
 }

@@ -6,6 +6,7 @@ use crate::format::{gib, hours, num, tr, usd, GIB};
 use leptos::prelude::*;
 use planner::plan::Checkpointing;
 use planner::report::{compare_instances, memory_vs_sequence};
+use planner::text::Text;
 
 const SEQS: [u64; 8] = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072];
 
@@ -16,7 +17,7 @@ pub fn SequenceChart(ctx: Ctx) -> impl IntoView {
     let (w, h, left, right, top, bottom) = (640.0, 280.0, 56.0, 16.0, 16.0, 44.0);
     view! {
         <section class="chart" aria-labelledby="seq-chart-title">
-            <h2 id="seq-chart-title">{move || tr(lang.get(), "Memory per GPU against sequence length", "Память на GPU в зависимости от длины последовательности")}</h2>
+            <h2 id="seq-chart-title">{move || tr(lang.get(), Text::MemoryPerGPUAgainstSequence)}</h2>
             {move || {
                 let l = lang.get();
                 let usable = ctx.report.with(|r| r.memory.usable_bytes) as f64 / GIB;
@@ -31,15 +32,15 @@ pub fn SequenceChart(ctx: Ctx) -> impl IntoView {
                 let lines = data.iter().map(|(ck, values)| {
                     let d = values.iter().zip(SEQS).enumerate().map(|(i, (b, s))| format!("{}{:.1},{:.1}", if i == 0 { "M" } else { "L" }, x(s), y(*b as f64 / GIB))).collect::<String>();
                     let (class, name) = match ck {
-                        Checkpointing::None => ("line-none", tr(l, "no checkpointing", "без checkpointing")),
-                        Checkpointing::Selective => ("line-selective", tr(l, "selective", "выборочный")),
-                        _ => ("line-full", tr(l, "full checkpointing", "полный checkpointing")),
+                        Checkpointing::None => ("line-none", tr(l, Text::NoCheckpointing)),
+                        Checkpointing::Selective => ("line-selective", tr(l, Text::LegendSelective)),
+                        _ => ("line-full", tr(l, Text::FullCheckpointing)),
                     };
                     let last = values.last().copied().unwrap_or(0);
                     let title = format!("{name}: {} @ 128K", gib(last, l));
                     view! { <path class=format!("series {class}") d=d><title>{title}</title></path> }
                 }).collect_view();
-                let legend = [("line-none", tr(l, "none", "нет")), ("line-selective", tr(l, "selective", "выборочный")), ("line-full", tr(l, "full", "полный"))]
+                let legend = [("line-none", tr(l, Text::LegendNone)), ("line-selective", tr(l, Text::LegendSelective)), ("line-full", tr(l, Text::LegendFull))]
                     .into_iter().enumerate().map(|(i, (class, name))| {
                         let lx = left + 10.0 + i as f64 * 175.0;
                         view! {
@@ -50,7 +51,7 @@ pub fn SequenceChart(ctx: Ctx) -> impl IntoView {
                 let cur = ctx.plan.with(|p| p.seq).clamp(1024, 131072);
                 view! {
                     <svg class="chart-svg" id="seq-chart" viewBox=format!("0 0 {w} {h}") role="img"
-                        aria-label=tr(l, "Peak memory per GPU for none, selective and full checkpointing from 1K to 128K tokens, with the GPU's usable memory", "Пиковая память на GPU без checkpointing, с выборочным и полным, от 1K до 128K токенов, и доступная память GPU")>
+                        aria-label=tr(l, Text::PeakMemoryPerGPUFor)>
                         {y_ticks.iter().map(|g| view! {
                             <line class="grid" x1=left y1=y(*g) x2=w - right y2=y(*g) />
                             <text class="tick" x=left - 6.0 y=y(*g) + 4.0 text-anchor="end">{num(*g, 0, l)}</text>
@@ -59,13 +60,13 @@ pub fn SequenceChart(ctx: Ctx) -> impl IntoView {
                             <text class="tick" x=x(*s) y=h - bottom + 16.0 text-anchor="middle">{format!("{}K", s / 1024)}</text>
                         }).collect_view()}
                         <line class="cap-line" x1=left y1=y(usable) x2=w - right y2=y(usable) />
-                        <text class="cap-label" x=w - right - 4.0 y=y(usable) - 5.0 text-anchor="end">{format!("{} {}", tr(l, "usable", "доступно"), num(usable, 0, l))}</text>
+                        <text class="cap-label" x=w - right - 4.0 y=y(usable) - 5.0 text-anchor="end">{format!("{} {}", tr(l, Text::WordUsable), num(usable, 0, l))}</text>
                         <line class="budget-line" x1=left y1=y(budget) x2=w - right y2=y(budget) />
                         <line class="now-line" x1=x(cur) y1=top x2=x(cur) y2=h - bottom />
                         {lines}
                         {legend}
-                        <text class="axis" x=(left + w - right) / 2.0 y=h - 6.0 text-anchor="middle">{tr(l, "sequence length, tokens (log scale)", "длина последовательности, токенов (лог. шкала)")}</text>
-                        <text class="axis" x=14.0 y=(top + h - bottom) / 2.0 text-anchor="middle" transform=format!("rotate(-90 14 {})", (top + h - bottom) / 2.0)>{tr(l, "GiB per GPU", "ГиБ на GPU")}</text>
+                        <text class="axis" x=(left + w - right) / 2.0 y=h - 6.0 text-anchor="middle">{tr(l, Text::SequenceLengthTokensLogScale)}</text>
+                        <text class="axis" x=14.0 y=(top + h - bottom) / 2.0 text-anchor="middle" transform=format!("rotate(-90 14 {})", (top + h - bottom) / 2.0)>{tr(l, Text::GiBPerGPU)}</text>
                     </svg>
                 }
             }}
@@ -90,7 +91,7 @@ pub fn InstanceChart(ctx: Ctx) -> impl IntoView {
     let options = Memo::new(move |_| ctx.plan.with(compare_instances));
     view! {
         <section class="chart scroll" aria-labelledby="inst-chart-title">
-            <h2 id="inst-chart-title">{move || tr(lang.get(), "The same job on other instance types", "То же задание на других инстансах")}</h2>
+            <h2 id="inst-chart-title">{move || tr(lang.get(), Text::TheSameJobOnOther)}</h2>
             {move || {
                 let l = lang.get();
                 let opts = options.get();
@@ -103,13 +104,13 @@ pub fn InstanceChart(ctx: Ctx) -> impl IntoView {
                     let yy = 4.0 + i as f64 * row_h;
                     let bar = if o.fits { o.hours / max_h * bar_w } else { 0.0 };
                     let mut tags = Vec::new();
-                    if o.fastest { tags.push(tr(l, "fastest", "быстрее всех")); }
-                    if o.cheapest { tags.push(tr(l, "cheapest", "дешевле всех")); }
+                    if o.fastest { tags.push(tr(l, Text::Fastest)); }
+                    if o.cheapest { tags.push(tr(l, Text::Cheapest)); }
                     let right = if o.fits {
-                        let cost = o.usd.map(|u| usd(u, l)).unwrap_or_else(|| tr(l, "price unknown", "цена неизвестна").to_string());
+                        let cost = o.usd.map(|u| usd(u, l)).unwrap_or_else(|| tr(l, Text::PriceUnknownShort).to_string());
                         format!("{} · {}{}", hours(o.hours, l), cost, if tags.is_empty() { String::new() } else { format!(" · {}", tags.join(", ")) })
                     } else {
-                        format!("{}: {} > {} {}", tr(l, "does not fit", "не помещается"), gib(o.peak_bytes_per_gpu, l), gib(o.budget_bytes, l), tr(l, "budget", "бюджета"))
+                        format!("{}: {} > {} {}", tr(l, Text::DoesNotFitInline), gib(o.peak_bytes_per_gpu, l), gib(o.budget_bytes, l), tr(l, Text::WordBudget))
                     };
                     let label = format!("{} × {}{}", o.nodes, o.instance.trim_start_matches("ml."), if o.precision != ctx.plan.with(|p| p.precision.key()) { format!(" ({})", o.precision) } else { String::new() });
                     let class = format!("inst-row{}{}", if o.fits { "" } else { " nofit" }, if o.instance == current { " current" } else { "" });
@@ -123,7 +124,7 @@ pub fn InstanceChart(ctx: Ctx) -> impl IntoView {
                 }).collect_view();
                 view! {
                     <svg class="chart-svg" id="instance-chart" viewBox=format!("0 0 {w} {h}") role="img"
-                        aria-label=tr(l, "Time to train and cost of this job per instance type; bars are hours", "Время и стоимость этого задания по типам инстансов; полосы — часы")>
+                        aria-label=tr(l, Text::TimeToTrainAndCost)>
                         {rows}
                     </svg>
                 }

@@ -6,6 +6,7 @@ use crate::format::tr;
 use crate::inputs::NumberField;
 use leptos::prelude::*;
 use planner::export::{export, Format};
+use planner::text::Text;
 use wasm_bindgen::JsCast;
 
 /// A Python token class for colouring.
@@ -118,19 +119,19 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
         let (text, name) = code.with_untracked(|e| (e.code.clone(), e.filename.clone()));
         download_file(&name, &text);
     };
-    let t = move |en, ru| tr(lang.get(), en, ru);
+    let t = move |id| tr(lang.get(), id);
     view! {
         <section class="chart export" aria-labelledby="export-title">
-            <h2 id="export-title">{move || t("Launch it on SageMaker", "Запуск в SageMaker")}</h2>
+            <h2 id="export-title">{move || t(Text::LaunchItOnSageMaker)}</h2>
             <div class="row3">
-                <NumberField ctx=ctx key="role" label=("Execution role ARN", "ARN роли выполнения") step="text" get=|p| p.role.clone() />
-                <NumberField ctx=ctx key="s3" label=("S3 prefix", "Префикс S3") step="text" get=|p| p.s3.clone() />
-                <NumberField ctx=ctx key="job" label=("Base job name", "Имя задания") step="text" get=|p| p.job.clone() />
-                <NumberField ctx=ctx key="entry" label=("Entry script", "Скрипт") step="text" get=|p| p.entry.clone() />
-                <NumberField ctx=ctx key="hf_model" label=("Hugging Face model id", "Модель на Hugging Face") step="text" get=|p| p.hf_model.clone() />
+                <NumberField ctx=ctx key="role" label=Text::ExecutionRoleARN step="text" get=|p| p.role.clone() />
+                <NumberField ctx=ctx key="s3" label=Text::S3Prefix step="text" get=|p| p.s3.clone() />
+                <NumberField ctx=ctx key="job" label=Text::BaseJobName step="text" get=|p| p.job.clone() />
+                <NumberField ctx=ctx key="entry" label=Text::EntryScript step="text" get=|p| p.entry.clone() />
+                <NumberField ctx=ctx key="hf_model" label=Text::HuggingFaceModelId step="text" get=|p| p.hf_model.clone() />
             </div>
             <div class="export-bar">
-                <div class="formats" role="group" aria-label=move || t("Code format", "Формат кода")>
+                <div class="formats" role="group" aria-label=move || t(Text::CodeFormat)>
                     {Format::ALL.into_iter().map(|f| {
                         let label = match f {
                             Format::Pytorch => "PyTorch (SDK v2)",
@@ -147,12 +148,12 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
                 </div>
                 <div class="export-actions">
                     <button type="button" id="copy-code" on:click=copy>
-                        {move || match copied.get() { 1 => t("Copied", "Скопировано"), 2 => t("Copy failed", "Не удалось"), _ => t("Copy", "Копировать") }}
+                        {move || match copied.get() { 1 => t(Text::Copied), 2 => t(Text::CopyFailed), _ => t(Text::CopyButton) }}
                     </button>
-                    <button type="button" id="download-code" on:click=download>{move || t("Download .py", "Скачать .py")}</button>
+                    <button type="button" id="download-code" on:click=download>{move || t(Text::DownloadPy)}</button>
                 </div>
             </div>
-            <pre class="code" id="export-code" tabindex="0" aria-label=move || t("Generated Python", "Сгенерированный Python")><code>
+            <pre class="code" id="export-code" tabindex="0" aria-label=move || t(Text::GeneratedPython)><code>
                 {move || code.with(|e| tokens(&e.code)).into_iter().map(|(tok, text)| {
                     let class = match tok {
                         Tok::Plain => "",

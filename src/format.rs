@@ -1,6 +1,7 @@
 //! Formatting at the edge: bytes, counts, durations, money, per language.
 
 use planner::plan::Lang;
+use planner::text::Text;
 
 pub const GIB: f64 = (1u64 << 30) as f64;
 
@@ -9,13 +10,9 @@ pub fn is_ru(lang: Lang) -> bool {
     lang == Lang::Ru
 }
 
-/// The English or Russian text.
-pub fn tr(lang: Lang, en: &'static str, ru: &'static str) -> &'static str {
-    if is_ru(lang) {
-        ru
-    } else {
-        en
-    }
+/// The catalog's text of `id` in the page's language.
+pub fn tr(lang: Lang, id: Text) -> &'static str {
+    planner::text::t(lang, id)
 }
 
 /// A number with `decimals` places and locale separators:
@@ -66,39 +63,43 @@ pub fn gib(bytes: u64, lang: Lang) -> String {
     format!(
         "{} {}",
         num(bytes as f64 / GIB, 1, lang),
-        tr(lang, "GiB", "ГиБ")
+        tr(lang, Text::UnitGib)
     )
 }
 
 pub fn gb(bytes: u64, lang: Lang) -> String {
-    format!("{} {}", sig(bytes as f64 / 1e9, lang), tr(lang, "GB", "ГБ"))
+    format!(
+        "{} {}",
+        sig(bytes as f64 / 1e9, lang),
+        tr(lang, Text::UnitGb)
+    )
 }
 
 /// 8,030,261,248 → "8.03 B" / "8,03 млрд"
 pub fn params(n: u64, lang: Lang) -> String {
     let x = n as f64;
     if x >= 1e9 {
-        format!("{} {}", num(x / 1e9, 2, lang), tr(lang, "B", "млрд"))
+        format!("{} {}", num(x / 1e9, 2, lang), tr(lang, Text::UnitBillions))
     } else {
-        format!("{} {}", num(x / 1e6, 0, lang), tr(lang, "M", "млн"))
+        format!("{} {}", num(x / 1e6, 0, lang), tr(lang, Text::UnitMillions))
     }
 }
 
 pub fn hours(h: f64, lang: Lang) -> String {
     if h < 1.0 {
-        format!("{} {}", sig(h * 60.0, lang), tr(lang, "min", "мин"))
+        format!("{} {}", sig(h * 60.0, lang), tr(lang, Text::UnitMinutes))
     } else if h < 72.0 {
-        format!("{} {}", sig(h, lang), tr(lang, "h", "ч"))
+        format!("{} {}", sig(h, lang), tr(lang, Text::UnitHours))
     } else {
-        format!("{} {}", sig(h / 24.0, lang), tr(lang, "days", "дн."))
+        format!("{} {}", sig(h / 24.0, lang), tr(lang, Text::UnitDays))
     }
 }
 
 pub fn seconds(s: f64, lang: Lang) -> String {
     if s < 1.0 {
-        format!("{} {}", sig(s * 1000.0, lang), tr(lang, "ms", "мс"))
+        format!("{} {}", sig(s * 1000.0, lang), tr(lang, Text::UnitMs))
     } else {
-        format!("{} {}", sig(s, lang), tr(lang, "s", "с"))
+        format!("{} {}", sig(s, lang), tr(lang, Text::UnitSeconds))
     }
 }
 
@@ -120,9 +121,9 @@ pub fn percent(x: f64, lang: Lang) -> String {
 /// Tokens: "1.2 M", "524,288"
 pub fn tokens(x: f64, lang: Lang) -> String {
     if x >= 1e9 {
-        format!("{} {}", sig(x / 1e9, lang), tr(lang, "B", "млрд"))
+        format!("{} {}", sig(x / 1e9, lang), tr(lang, Text::UnitBillions))
     } else if x >= 1e6 {
-        format!("{} {}", sig(x / 1e6, lang), tr(lang, "M", "млн"))
+        format!("{} {}", sig(x / 1e6, lang), tr(lang, Text::UnitMillions))
     } else {
         num(x, 0, lang)
     }
@@ -131,29 +132,21 @@ pub fn tokens(x: f64, lang: Lang) -> String {
 /// Human label of a memory term key.
 pub fn term_label(key: &str, lang: Lang) -> &'static str {
     match key {
-        "weights" => tr(lang, "Weights", "Веса"),
-        "gradients" => tr(lang, "Gradients", "Градиенты"),
-        "master_weights" => tr(lang, "Master weights (fp32)", "Мастер-веса (fp32)"),
-        "optimizer_states" => tr(lang, "Optimizer states", "Состояния оптимизатора"),
-        "weight_copies" => tr(
-            lang,
-            "Weight copies (casts, FP8)",
-            "Копии весов (bf16, FP8)",
-        ),
-        "adapters" => tr(lang, "LoRA adapters", "Адаптеры LoRA"),
-        "unsharded_unit" => tr(lang, "FSDP unsharded unit", "Собранный слой FSDP"),
-        "activations" => tr(lang, "Activations", "Активации"),
-        "attention_scores" => tr(lang, "Attention scores", "Матрицы внимания"),
-        "logits_and_loss" => tr(lang, "Logits and loss", "Логиты и loss"),
-        "transient" => tr(lang, "Transient buffers", "Временные буферы"),
-        "cuda_context" => tr(lang, "CUDA context", "Контекст CUDA"),
-        "workspaces" => tr(
-            lang,
-            "Workspaces (cuBLAS, NCCL)",
-            "Рабочие буферы (cuBLAS, NCCL)",
-        ),
-        "fragmentation" => tr(lang, "Fragmentation", "Фрагментация"),
-        _ => tr(lang, "Other", "Прочее"),
+        "weights" => tr(lang, Text::Weights),
+        "gradients" => tr(lang, Text::Gradients),
+        "master_weights" => tr(lang, Text::MasterWeightsFp32),
+        "optimizer_states" => tr(lang, Text::OptimizerStates),
+        "weight_copies" => tr(lang, Text::WeightCopiesCastsFP8),
+        "adapters" => tr(lang, Text::LoRAAdapters),
+        "unsharded_unit" => tr(lang, Text::FSDPUnshardedUnit),
+        "activations" => tr(lang, Text::Activations),
+        "attention_scores" => tr(lang, Text::AttentionScores),
+        "logits_and_loss" => tr(lang, Text::LogitsAndLoss),
+        "transient" => tr(lang, Text::TransientBuffers),
+        "cuda_context" => tr(lang, Text::CUDAContext),
+        "workspaces" => tr(lang, Text::WorkspacesCuBLASNCCL),
+        "fragmentation" => tr(lang, Text::Fragmentation),
+        _ => tr(lang, Text::Other),
     }
 }
 

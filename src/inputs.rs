@@ -6,9 +6,10 @@ use crate::format::{num, tr};
 use leptos::prelude::*;
 use planner::architecture::{from_hf_config, presets, Mlp};
 use planner::hardware::{gpu, instances};
-use planner::plan::{Checkpointing, Lang, Plan};
+use planner::plan::{Checkpointing, Plan};
+use planner::text::Text;
 
-type Label = (&'static str, &'static str);
+type Label = Text;
 /// A custom-architecture field: URL key, label, and the resolved value shown.
 type ArchField = (
     &'static str,
@@ -18,146 +19,146 @@ type ArchField = (
 
 #[component]
 pub fn Inputs(ctx: Ctx) -> impl IntoView {
-    let t = move |l: Label| tr(ctx.lang.get(), l.0, l.1);
+    let t = move |l: Label| tr(ctx.lang.get(), l);
     view! {
-        <form class="inputs" aria-label="Plan" on:submit=|ev| ev.prevent_default()>
+        <form class="inputs" aria-label=move || tr(ctx.lang.get(), Text::PlanForm) on:submit=|ev| ev.prevent_default()>
             <fieldset>
-                <legend>{move || t(("Model", "Модель"))}</legend>
+                <legend>{move || t(Text::Model)}</legend>
                 <ModelPicker ctx=ctx />
-                <NumberField ctx=ctx key="params_b" label=("or about N billion parameters", "или около N млрд параметров")
+                <NumberField ctx=ctx key="params_b" label=Text::OrAboutNBillionParameters
                     step="any" get=|p| p.params_b.map(|b| b.to_string()).unwrap_or_default() />
                 <details class="custom-arch">
-                    <summary>{move || t(("Custom architecture", "Своя архитектура"))}</summary>
+                    <summary>{move || t(Text::CustomArchitecture)}</summary>
                     <ArchFields ctx=ctx />
                 </details>
                 <ConfigPaste ctx=ctx />
             </fieldset>
             <fieldset>
-                <legend>{move || t(("Data and batch", "Данные и батч"))}</legend>
+                <legend>{move || t(Text::DataAndBatch)}</legend>
                 <SeqField ctx=ctx />
                 <div class="row2">
-                    <NumberField ctx=ctx key="mb" label=("Micro-batch per GPU", "Micro-batch на GPU") get=|p| p.micro_batch.to_string() />
-                    <NumberField ctx=ctx key="ga" label=("Gradient accumulation", "Накопление градиентов") get=|p| p.grad_accum.to_string() />
+                    <NumberField ctx=ctx key="mb" label=Text::MicroBatchPerGPU get=|p| p.micro_batch.to_string() />
+                    <NumberField ctx=ctx key="ga" label=Text::GradientAccumulation get=|p| p.grad_accum.to_string() />
                 </div>
                 <p class="derived" id="global-batch">{move || {
                     let lang = ctx.lang.get();
                     ctx.report.with(|r| format!("{}: {} × {} = {} {}",
-                        tr(lang, "Global batch", "Глобальный батч"),
+                        tr(lang, Text::GlobalBatch),
                         num(r.global_batch_sequences as f64, 0, lang),
                         num(ctx.plan.with(|p| p.seq) as f64, 0, lang),
                         num(r.global_batch_tokens as f64, 0, lang),
-                        tr(lang, "tokens", "токенов")))
+                        tr(lang, Text::WordTokens)))
                 }}</p>
-                <NumberField ctx=ctx key="tokens" label=("Training tokens", "Токенов для обучения") step="any"
+                <NumberField ctx=ctx key="tokens" label=Text::TrainingTokens step="any"
                     get=|p| planner::plan::fmt_num(p.tokens) />
-                <SelectField ctx=ctx key="train" label=("Training", "Обучение")
-                    options=vec![("full", ("Full fine-tuning / pre-training", "Полное обучение")), ("lora", ("LoRA", "LoRA")), ("qlora", ("QLoRA (4-bit base)", "QLoRA (4-битная база)"))]
+                <SelectField ctx=ctx key="train" label=Text::Training
+                    options=vec![("full", Text::FullFineTuningPreTraining), ("lora", Text::LoRA), ("qlora", Text::QLoRA4BitBase)]
                     get=|p| p.train.key().to_string() />
                 <Show when=move || plan_is(ctx, |p| p.train != planner::plan::Training::Full)>
-                    <NumberField ctx=ctx key="lora_rank" label=("LoRA rank", "Ранг LoRA") get=|p| p.lora_rank.to_string() />
+                    <NumberField ctx=ctx key="lora_rank" label=Text::LoRARank get=|p| p.lora_rank.to_string() />
                 </Show>
             </fieldset>
             <fieldset>
-                <legend>{move || t(("Precision and memory savers", "Точность и экономия памяти"))}</legend>
-                <SelectField ctx=ctx key="precision" label=("Precision", "Точность")
+                <legend>{move || t(Text::PrecisionAndMemorySavers)}</legend>
+                <SelectField ctx=ctx key="precision" label=Text::Precision
                     options=vec![
-                        ("bf16", ("BF16 mixed (fp32 master)", "BF16 смешанная (fp32 мастер)")),
-                        ("bf16-pure", ("Pure BF16", "Чистый BF16")),
-                        ("fp8", ("FP8 (TransformerEngine)", "FP8 (TransformerEngine)")),
-                        ("mxfp8", ("MXFP8 (Blackwell)", "MXFP8 (Blackwell)")),
-                        ("nvfp4", ("NVFP4 (Blackwell)", "NVFP4 (Blackwell)")),
-                        ("fp32", ("FP32", "FP32")),
+                        ("bf16", Text::BF16MixedFp32Master),
+                        ("bf16-pure", Text::PureBF16),
+                        ("fp8", Text::FP8TransformerEngine),
+                        ("mxfp8", Text::MXFP8Blackwell),
+                        ("nvfp4", Text::NVFP4Blackwell),
+                        ("fp32", Text::FP32),
                     ]
                     get=|p| p.precision.key().to_string() />
-                <SelectField ctx=ctx key="optimizer" label=("Optimizer", "Оптимизатор")
+                <SelectField ctx=ctx key="optimizer" label=Text::Optimizer
                     options=vec![
-                        ("adamw", ("AdamW (fused)", "AdamW (fused)")),
-                        ("adamw-foreach", ("AdamW (foreach)", "AdamW (foreach)")),
-                        ("adamw8bit", ("8-bit AdamW", "8-битный AdamW")),
-                        ("adafactor", ("Adafactor", "Adafactor")),
-                        ("sgd", ("SGD with momentum", "SGD с моментом")),
+                        ("adamw", Text::AdamWFused),
+                        ("adamw-foreach", Text::AdamWForeach),
+                        ("adamw8bit", Text::N8BitAdamW),
+                        ("adafactor", Text::Adafactor),
+                        ("sgd", Text::SGDWithMomentum),
                     ]
                     get=|p| p.optimizer.key().to_string() />
-                <SelectField ctx=ctx key="ckpt" label=("Activation checkpointing", "Activation checkpointing")
+                <SelectField ctx=ctx key="ckpt" label=Text::ActivationCheckpointing
                     options=vec![
-                        ("none", ("None", "Нет")),
-                        ("selective", ("Selective (attention core)", "Выборочный (ядро внимания)")),
-                        ("op", ("Selective op-level (PyTorch SAC)", "Выборочный по операциям (PyTorch SAC)")),
-                        ("0.5", ("Half of the layers", "Половина слоёв")),
-                        ("full", ("Full (every layer)", "Полный (каждый слой)")),
+                        ("none", Text::CheckpointingNone),
+                        ("selective", Text::SelectiveAttentionCore),
+                        ("op", Text::SelectiveOpLevelPyTorchSAC),
+                        ("0.5", Text::HalfOfTheLayers),
+                        ("full", Text::FullEveryLayer),
                     ]
                     get=|p| match p.checkpointing { Checkpointing::Fraction(f) if (f - 0.5).abs() > 1e-9 => "0.5".to_string(), c => c.key() } />
-                <CheckField ctx=ctx key="offload" label=("Offload activations to CPU (SMP)", "Выгрузка активаций на CPU (SMP)") get=|p| p.offload />
+                <CheckField ctx=ctx key="offload" label=Text::OffloadActivationsToCPUSMP get=|p| p.offload />
                 <div class="row2">
-                    <SelectField ctx=ctx key="attn" label=("Attention", "Внимание")
-                        options=vec![("flash", ("Flash / SDPA", "Flash / SDPA")), ("eager", ("Eager (s² scores)", "Eager (матрица s²)"))]
+                    <SelectField ctx=ctx key="attn" label=Text::Attention
+                        options=vec![("flash", Text::FlashSDPA), ("eager", Text::EagerSScores)]
                         get=|p| p.attention.key().to_string() />
-                    <SelectField ctx=ctx key="loss" label=("Loss", "Loss")
-                        options=vec![("plain", ("Plain logits", "Полные логиты")), ("fused", ("Fused / chunked", "Fused / по частям"))]
+                    <SelectField ctx=ctx key="loss" label=Text::Loss
+                        options=vec![("plain", Text::PlainLogits), ("fused", Text::FusedChunked)]
                         get=|p| p.loss.key().to_string() />
                 </div>
-                <SelectField ctx=ctx key="impl" label=("Implementation", "Реализация")
-                    options=vec![("hf", ("Hugging Face Transformers + Trainer", "Hugging Face Transformers + Trainer")), ("megatron", ("Megatron / TransformerEngine", "Megatron / TransformerEngine"))]
+                <SelectField ctx=ctx key="impl" label=Text::Implementation
+                    options=vec![("hf", Text::HuggingFaceTransformersTrainer), ("megatron", Text::MegatronTransformerEngine)]
                     get=|p| p.implementation.key().to_string() />
             </fieldset>
             <fieldset>
-                <legend>{move || t(("Parallelism", "Параллелизм"))}</legend>
-                <SelectField ctx=ctx key="zero" label=("Sharding (ZeRO / FSDP)", "Шардирование (ZeRO / FSDP)")
+                <legend>{move || t(Text::Parallelism)}</legend>
+                <SelectField ctx=ctx key="zero" label=Text::ShardingZeROFSDP
                     options=vec![
-                        ("0", ("DDP (ZeRO-0)", "DDP (ZeRO-0)")),
-                        ("1", ("ZeRO-1 (optimizer states)", "ZeRO-1 (состояния оптимизатора)")),
-                        ("2", ("ZeRO-2 / FSDP SHARD_GRAD_OP", "ZeRO-2 / FSDP SHARD_GRAD_OP")),
-                        ("3", ("ZeRO-3 / FSDP FULL_SHARD", "ZeRO-3 / FSDP FULL_SHARD")),
+                        ("0", Text::DDPZeRO0),
+                        ("1", Text::ZeRO1OptimizerStates),
+                        ("2", Text::ZeRO2FSDPSHARDGRAD),
+                        ("3", Text::ZeRO3FSDPFULLSHARD),
                     ]
                     get=|p| p.zero.to_string() />
-                <NumberField ctx=ctx key="shard" label=("Hybrid shard group (empty: all GPUs)", "Группа гибридного шардирования (пусто: все GPU)")
+                <NumberField ctx=ctx key="shard" label=Text::HybridShardGroupEmptyAll
                     get=|p| p.shard.map(|s| s.to_string()).unwrap_or_default() />
                 <div class="row4">
-                    <NumberField ctx=ctx key="tp" label=("TP", "TP") get=|p| p.tp.to_string() />
-                    <NumberField ctx=ctx key="pp" label=("PP", "PP") get=|p| p.pp.to_string() />
-                    <NumberField ctx=ctx key="cp" label=("CP", "CP") get=|p| p.cp.to_string() />
-                    <NumberField ctx=ctx key="ep" label=("EP", "EP") get=|p| p.ep.to_string() />
+                    <NumberField ctx=ctx key="tp" label=Text::LabelTP get=|p| p.tp.to_string() />
+                    <NumberField ctx=ctx key="pp" label=Text::LabelPP get=|p| p.pp.to_string() />
+                    <NumberField ctx=ctx key="cp" label=Text::LabelCP get=|p| p.cp.to_string() />
+                    <NumberField ctx=ctx key="ep" label=Text::LabelEP get=|p| p.ep.to_string() />
                 </div>
                 <div class="row2">
-                    <CheckField ctx=ctx key="sp" label=("Sequence parallel", "Sequence parallel") get=|p| p.sp />
-                    <NumberField ctx=ctx key="vp" label=("Interleave (vp)", "Чередование (vp)") get=|p| p.vp.to_string() />
+                    <CheckField ctx=ctx key="sp" label=Text::SequenceParallel get=|p| p.sp />
+                    <NumberField ctx=ctx key="vp" label=Text::InterleaveVp get=|p| p.vp.to_string() />
                 </div>
             </fieldset>
             <fieldset>
-                <legend>{move || t(("Hardware and cost", "Железо и стоимость"))}</legend>
+                <legend>{move || t(Text::HardwareAndCost)}</legend>
                 <InstancePicker ctx=ctx />
                 <Show when=move || plan_is(ctx, |p| p.instance == "custom")>
                     <div class="row2">
-                        <NumberField ctx=ctx key="gpu_mem" label=("GPU memory, GB", "Память GPU, ГБ") step="any" get=|p| p.custom_gpu.memory_gb.to_string() />
-                        <NumberField ctx=ctx key="gpu_bf16" label=("BF16 dense TFLOP/s", "BF16 TFLOP/s (dense)") step="any" get=|p| p.custom_gpu.bf16_tflops.to_string() />
-                        <NumberField ctx=ctx key="gpu_fp8" label=("FP8 dense TFLOP/s (0: none)", "FP8 TFLOP/s (0: нет)") step="any" get=|p| p.custom_gpu.fp8_tflops.to_string() />
-                        <NumberField ctx=ctx key="gpu_bw" label=("HBM bandwidth, TB/s", "Пропускная способность HBM, ТБ/с") step="any" get=|p| p.custom_gpu.bandwidth_tbs.to_string() />
-                        <NumberField ctx=ctx key="gpu_count" label=("GPUs per node", "GPU на узел") get=|p| p.custom_gpu.per_node.to_string() />
-                        <NumberField ctx=ctx key="gpu_nvlink" label=("NVLink GB/s (0: PCIe)", "NVLink ГБ/с (0: PCIe)") step="any" get=|p| p.custom_gpu.nvlink_gbs.to_string() />
+                        <NumberField ctx=ctx key="gpu_mem" label=Text::GPUMemoryGB step="any" get=|p| p.custom_gpu.memory_gb.to_string() />
+                        <NumberField ctx=ctx key="gpu_bf16" label=Text::Bf16DenseTflops step="any" get=|p| p.custom_gpu.bf16_tflops.to_string() />
+                        <NumberField ctx=ctx key="gpu_fp8" label=Text::Fp8DenseTflops step="any" get=|p| p.custom_gpu.fp8_tflops.to_string() />
+                        <NumberField ctx=ctx key="gpu_bw" label=Text::HBMBandwidthTBS step="any" get=|p| p.custom_gpu.bandwidth_tbs.to_string() />
+                        <NumberField ctx=ctx key="gpu_count" label=Text::GPUsPerNode get=|p| p.custom_gpu.per_node.to_string() />
+                        <NumberField ctx=ctx key="gpu_nvlink" label=Text::NVLinkGBS0PCIe step="any" get=|p| p.custom_gpu.nvlink_gbs.to_string() />
                     </div>
                 </Show>
                 <div class="row2">
-                    <NumberField ctx=ctx key="nodes" label=("Instance count", "Число инстансов") get=|p| p.nodes.to_string() />
-                    <NumberField ctx=ctx key="price" label=("Price, USD per instance-hour", "Цена, USD за инстанс-час") step="any"
+                    <NumberField ctx=ctx key="nodes" label=Text::InstanceCount get=|p| p.nodes.to_string() />
+                    <NumberField ctx=ctx key="price" label=Text::PriceUSDPerInstanceHour step="any"
                         get=|p| p.price.map(|x| x.to_string()).unwrap_or_default() />
                 </div>
-                <CheckField ctx=ctx key="spot" label=("Managed spot training", "Managed spot training") get=|p| p.spot />
+                <CheckField ctx=ctx key="spot" label=Text::ManagedSpotTraining get=|p| p.spot />
                 <div class="row3">
-                    <NumberField ctx=ctx key="headroom" label=("Headroom, %", "Запас, %") step="any" get=|p| p.headroom.to_string() />
-                    <NumberField ctx=ctx key="ws_gib" label=("Workspaces, GiB", "Буферы, ГиБ") step="any" get=|p| p.workspace_gib.to_string() />
-                    <NumberField ctx=ctx key="frag" label=("Fragmentation, %", "Фрагментация, %") step="any" get=|p| p.fragmentation.to_string() />
+                    <NumberField ctx=ctx key="headroom" label=Text::Headroom step="any" get=|p| p.headroom.to_string() />
+                    <NumberField ctx=ctx key="ws_gib" label=Text::WorkspacesGiB step="any" get=|p| p.workspace_gib.to_string() />
+                    <NumberField ctx=ctx key="frag" label=Text::FragmentationPercent step="any" get=|p| p.fragmentation.to_string() />
                 </div>
             </fieldset>
             <fieldset>
-                <legend>{move || t(("Checkpoint saving", "Сохранение чекпоинтов"))}</legend>
+                <legend>{move || t(Text::CheckpointSaving)}</legend>
                 <div class="row2">
-                    <NumberField ctx=ctx key="save_every" label=("Save every N steps (0: never)", "Каждые N шагов (0: никогда)") get=|p| p.save_every.to_string() />
-                    <NumberField ctx=ctx key="save_bw" label=("Write bandwidth, GB/s per node", "Запись, ГБ/с на узел") step="any" get=|p| p.save_bw.to_string() />
+                    <NumberField ctx=ctx key="save_every" label=Text::SaveEveryNSteps get=|p| p.save_every.to_string() />
+                    <NumberField ctx=ctx key="save_bw" label=Text::WriteBandwidthGBSPer step="any" get=|p| p.save_bw.to_string() />
                 </div>
-                <SelectField ctx=ctx key="save" label=("What is saved", "Что сохраняется")
-                    options=vec![("full", ("Full state (resumable)", "Полное состояние (можно продолжить)")), ("weights", ("Weights only", "Только веса")), ("adapter", ("LoRA adapter", "Адаптер LoRA"))]
+                <SelectField ctx=ctx key="save" label=Text::WhatIsSaved
+                    options=vec![("full", Text::FullStateResumable), ("weights", Text::WeightsOnly), ("adapter", Text::LoRAAdapter)]
                     get=|p| p.save.key().to_string() />
-                <CheckField ctx=ctx key="async_save" label=("Asynchronous save", "Асинхронное сохранение") get=|p| p.async_save />
+                <CheckField ctx=ctx key="async_save" label=Text::AsynchronousSave get=|p| p.async_save />
             </fieldset>
         </form>
     }
@@ -181,7 +182,7 @@ pub fn NumberField(
     let lang = ctx.lang;
     view! {
         <div class="field">
-            <label for=key>{move || tr(lang.get(), label.0, label.1)}</label>
+            <label for=key>{move || tr(lang.get(), label)}</label>
             <input id=key name=key type="text" inputmode=match step { Some("text") => "text", Some(_) => "decimal", None => "numeric" }
                 autocomplete="off" spellcheck="false"
                 aria-invalid=move || err().is_some().to_string()
@@ -212,11 +213,11 @@ pub fn SelectField(
     let lang = ctx.lang;
     view! {
         <div class="field">
-            <label for=key>{move || tr(lang.get(), label.0, label.1)}</label>
+            <label for=key>{move || tr(lang.get(), label)}</label>
             <select id=key name=key aria-describedby=err_id.clone() aria-invalid=move || err().is_some().to_string()
                 on:change=move |ev| ctx.set(key, &event_target_value(&ev))>
                 {options.into_iter().map(|(value, text)| {
-                    view! { <option value=value selected=move || ctx.plan.with(|p| get(p) == value)>{move || tr(lang.get(), text.0, text.1)}</option> }
+                    view! { <option value=value selected=move || ctx.plan.with(|p| get(p) == value)>{move || tr(lang.get(), text)}</option> }
                 }).collect_view()}
             </select>
             <span class="field-error" id=err_id role="alert">{err}</span>
@@ -236,7 +237,7 @@ pub fn CheckField(
         <div class="field check">
             <input id=key name=key type="checkbox" prop:checked=move || ctx.plan.with(get)
                 on:change=move |ev| ctx.set(key, if event_target_checked(&ev) { "1" } else { "0" }) />
-            <label for=key>{move || tr(lang.get(), label.0, label.1)}</label>
+            <label for=key>{move || tr(lang.get(), label)}</label>
         </div>
     }
 }
@@ -249,10 +250,10 @@ fn ModelPicker(ctx: Ctx) -> impl IntoView {
     let err = ctx.error("model");
     view! {
         <div class="field">
-            <label for="model-search">{move || tr(lang.get(), "Search models", "Поиск модели")}</label>
+            <label for="model-search">{move || tr(lang.get(), Text::SearchModels)}</label>
             <input id="model-search" type="search" autocomplete="off" placeholder="llama, qwen, mixtral…"
                 prop:value=move || query.get() on:input=move |ev| query.set(event_target_value(&ev)) />
-            <label for="model">{move || tr(lang.get(), "Model preset", "Модель")}</label>
+            <label for="model">{move || tr(lang.get(), Text::ModelPreset)}</label>
             <select id="model" name="model" on:change=move |ev| {
                 let v = event_target_value(&ev);
                 // Picking a preset clears the quick size and custom fields.
@@ -272,7 +273,7 @@ fn ModelPicker(ctx: Ctx) -> impl IntoView {
                         })
                         .collect_view()
                 }}
-                {move || ctx.plan.with(|p| p.model == "custom").then(|| view! { <option value="custom" selected=true>{tr(lang.get(), "Custom", "Своя")}</option> })}
+                {move || ctx.plan.with(|p| p.model == "custom").then(|| view! { <option value="custom" selected=true>{tr(lang.get(), Text::Custom)}</option> })}
             </select>
             <span class="field-error" role="alert">{err}</span>
         </div>
@@ -289,30 +290,22 @@ fn ArchFields(ctx: Ctx) -> impl IntoView {
         move || ctx.report.with(|r| f(&r.architecture).to_string())
     }
     let fields: Vec<ArchField> = vec![
-        ("layers", ("Layers", "Слои"), |a| a.layers),
-        ("hidden", ("Hidden size", "Скрытый размер"), |a| a.hidden),
-        ("heads", ("Attention heads", "Головы внимания"), |a| a.heads),
-        ("kv_heads", ("KV heads", "KV-головы"), |a| a.kv_heads),
-        ("head_dim", ("Head dim", "Размер головы"), |a| {
-            a.head_dim
+        ("layers", (Text::Layers), |a| a.layers),
+        ("hidden", (Text::HiddenSize), |a| a.hidden),
+        ("heads", (Text::AttentionHeads), |a| a.heads),
+        ("kv_heads", (Text::KVHeads), |a| a.kv_heads),
+        ("head_dim", (Text::HeadDim), |a| a.head_dim),
+        ("ffn", (Text::FFNSize), |a| a.ffn),
+        ("vocab", (Text::Vocabulary), |a| a.vocab),
+        ("experts", (Text::ExpertsMoE), |a| {
+            a.moe.map_or(1, |m| m.experts as u64)
         }),
-        ("ffn", ("FFN size", "Размер FFN"), |a| a.ffn),
-        ("vocab", ("Vocabulary", "Словарь"), |a| a.vocab),
-        (
-            "experts",
-            ("Experts (MoE)", "Эксперты (MoE)"),
-            |a| a.moe.map_or(1, |m| m.experts as u64),
-        ),
-        (
-            "active_experts",
-            ("Active experts", "Активные эксперты"),
-            |a| a.moe.map_or(1, |m| m.active as u64),
-        ),
-        (
-            "expert_ffn",
-            ("Expert FFN size", "FFN эксперта"),
-            |a| a.moe.map_or(a.ffn, |m| m.expert_ffn),
-        ),
+        ("active_experts", (Text::ActiveExperts), |a| {
+            a.moe.map_or(1, |m| m.active as u64)
+        }),
+        ("expert_ffn", (Text::ExpertFFNSize), |a| {
+            a.moe.map_or(a.ffn, |m| m.expert_ffn)
+        }),
     ];
     let lang = ctx.lang;
     view! {
@@ -322,7 +315,7 @@ fn ArchFields(ctx: Ctx) -> impl IntoView {
                 let value = shown(ctx, f);
                 view! {
                     <div class="field">
-                        <label for=key>{move || tr(lang.get(), label.0, label.1)}</label>
+                        <label for=key>{move || tr(lang.get(), label)}</label>
                         <input id=key name=key type="text" inputmode="numeric" autocomplete="off"
                             aria-invalid=move || err().is_some().to_string()
                             prop:value=value on:change=move |ev| ctx.set(key, &event_target_value(&ev)) />
@@ -332,10 +325,10 @@ fn ArchFields(ctx: Ctx) -> impl IntoView {
             }).collect_view()}
         </div>
         <div class="row2">
-            <SelectField ctx=ctx key="mlp" label=("MLP", "MLP")
-                options=vec![("swiglu", ("SwiGLU (gated)", "SwiGLU (с гейтом)")), ("geglu", ("GeGLU (gated)", "GeGLU (с гейтом)")), ("gelu", ("Plain GELU", "Обычный GELU"))]
+            <SelectField ctx=ctx key="mlp" label=Text::LabelMLP
+                options=vec![("swiglu", Text::SwiGLUGated), ("geglu", Text::GeGLUGated), ("gelu", Text::PlainGELU)]
                 get=|p| p.arch.mlp.unwrap_or(Mlp::Swiglu).key().to_string() />
-            <CheckField ctx=ctx key="tied" label=("Tied embeddings", "Общие эмбеддинги") get=|p| p.arch.tied.unwrap_or(false) />
+            <CheckField ctx=ctx key="tied" label=Text::TiedEmbeddings get=|p| p.arch.tied.unwrap_or(false) />
         </div>
     }
 }
@@ -347,7 +340,7 @@ fn ConfigPaste(ctx: Ctx) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
     let lang = ctx.lang;
     let apply = move |_| {
-        let ru = lang.get_untracked() == Lang::Ru;
+        let page_lang = lang.get_untracked();
         match from_hf_config(&text.get_untracked()) {
             Ok(a) => {
                 error.set(None);
@@ -371,24 +364,24 @@ fn ConfigPaste(ctx: Ctx) -> impl IntoView {
                 });
             }
             Err(e) => {
-                let field = e.field.map(|f| format!(" [{f}]")).unwrap_or_default();
-                let prefix = if ru {
-                    "config.json не прочитан"
-                } else {
-                    "config.json not read"
-                };
-                error.set(Some(format!("{prefix}{field}: {}", e.message)));
+                let field = e
+                    .field
+                    .as_ref()
+                    .map(|f| format!(" [{f}]"))
+                    .unwrap_or_default();
+                let prefix = tr(page_lang, Text::ConfigNotRead);
+                error.set(Some(format!("{prefix}{field}: {}", e.text(page_lang))));
             }
         }
     };
     view! {
         <details class="config-paste">
-            <summary>{move || tr(lang.get(), "Paste a Hugging Face config.json", "Вставить config.json с Hugging Face")}</summary>
+            <summary>{move || tr(lang.get(), Text::PasteAHuggingFaceConfig)}</summary>
             <label for="config-json" class="sr-only">"config.json"</label>
             <textarea id="config-json" rows="6" spellcheck="false" placeholder="{\"model_type\": \"llama\", \"hidden_size\": 4096, …}"
                 aria-describedby="config-json-error"
                 prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))></textarea>
-            <button type="button" id="config-apply" on:click=apply>{move || tr(lang.get(), "Use this architecture", "Взять эту архитектуру")}</button>
+            <button type="button" id="config-apply" on:click=apply>{move || tr(lang.get(), Text::UseThisArchitecture)}</button>
             <span class="field-error" id="config-json-error" role="alert">{move || error.get()}</span>
         </details>
     }
@@ -402,10 +395,10 @@ fn SeqField(ctx: Ctx) -> impl IntoView {
     let log = move || ctx.plan.with(|p| (p.seq as f64).log2());
     view! {
         <div class="field">
-            <label for="seq">{move || tr(lang.get(), "Sequence length (tokens)", "Длина последовательности (токенов)")}</label>
+            <label for="seq">{move || tr(lang.get(), Text::SequenceLengthTokens)}</label>
             <div class="seq">
                 <input id="seq-slider" type="range" min="7" max="17" step="0.25"
-                    aria-label=move || tr(lang.get(), "Sequence length, log scale", "Длина последовательности, логарифмическая шкала")
+                    aria-label=move || tr(lang.get(), Text::SequenceLengthLogScale)
                     aria-valuetext=move || ctx.plan.with(|p| p.seq.to_string())
                     prop:value=move || log().to_string()
                     on:input=move |ev| {
@@ -432,20 +425,20 @@ fn InstancePicker(ctx: Ctx) -> impl IntoView {
     let err = ctx.error("instance");
     view! {
         <div class="field">
-            <label for="instance">{move || tr(lang.get(), "SageMaker instance", "Инстанс SageMaker")}</label>
+            <label for="instance">{move || tr(lang.get(), Text::SageMakerInstance)}</label>
             <select id="instance" name="instance" on:change=move |ev| ctx.set("instance", &event_target_value(&ev))>
                 {move || {
                     let l = lang.get();
                     instances().iter().map(|i| {
                         let mem = gpu(&i.gpu).map(|g| g.memory_gb).unwrap_or(0.0);
-                        let price = i.price_usd_hr.map(|p| format!("${}/h", num(p, 2, l))).unwrap_or_else(|| tr(l, "price unknown", "цена неизвестна").to_string());
+                        let price = i.price_usd_hr.map(|p| format!("${}/h", num(p, 2, l))).unwrap_or_else(|| tr(l, Text::PriceUnknownShort).to_string());
                         let label = format!("{} — {} × {} {} GB — {}", i.instance_type, i.gpu_count, short_gpu(&i.gpu), mem, price);
                         let id = i.instance_type.clone();
                         let sel = id.clone();
                         view! { <option value=id selected=move || ctx.plan.with(|p| p.instance == sel)>{label}</option> }
                     }).collect_view()
                 }}
-                <option value="custom" selected=move || ctx.plan.with(|p| p.instance == "custom")>{move || tr(lang.get(), "Custom GPU…", "Свой GPU…")}</option>
+                <option value="custom" selected=move || ctx.plan.with(|p| p.instance == "custom")>{move || tr(lang.get(), Text::CustomGPU)}</option>
             </select>
             <span class="field-error" role="alert">{err}</span>
         </div>

@@ -1,6 +1,8 @@
 //! A panic hook that logs to the console and replaces the blank page with a
 //! visible message and a way back to the default plan.
 
+use planner::plan::Lang;
+use planner::text::{t, Text};
 use wasm_bindgen::JsCast;
 
 pub fn install() {
@@ -22,9 +24,13 @@ pub fn show_crash_message() {
     if let Ok(el) = doc.create_element("div") {
         el.set_id("crash");
         el.set_attribute("role", "alert").ok();
-        el.set_text_content(Some(
-            "Something went wrong and the planner stopped. Reload the page, or open it without the query string to start from the default plan. Details are in the browser console. / Что-то пошло не так: перезагрузите страницу или откройте её без параметров.",
-        ));
+        // The page's language is unknown here: both, as the catalogs have them.
+        let text = format!(
+            "{} / {}",
+            t(Lang::En, Text::Crashed),
+            t(Lang::Ru, Text::Crashed)
+        );
+        el.set_text_content(Some(&text));
         if let Some(body) = doc.body() {
             body.prepend_with_node_1(el.unchecked_ref()).ok();
         }

@@ -425,7 +425,28 @@ pub fn preset(id: &str) -> Option<&'static Preset> {
 pub struct ConfigError {
     /// The config key at fault, if one.
     pub field: Option<String>,
+    /// Why, in English.
     pub message: String,
+    /// Why, in Russian.
+    pub message_ru: String,
+}
+
+impl ConfigError {
+    fn new(field: Option<&str>, id: Text, args: &[(&str, &dyn Display)]) -> ConfigError {
+        ConfigError {
+            field: field.map(str::to_string),
+            message: fill(Lang::En, id, args),
+            message_ru: fill(Lang::Ru, id, args),
+        }
+    }
+
+    /// Why, in `lang`.
+    pub fn text(&self, lang: Lang) -> &str {
+        match lang {
+            Lang::En => &self.message,
+            Lang::Ru => &self.message_ru,
+        }
+    }
 }
 
 impl std::fmt::Display for ConfigError {
@@ -453,23 +474,15 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
 /// Read a Hugging Face `config.json` (Llama, Qwen2/3, Qwen3-MoE, Mistral,
 /// Mixtral, Gemma 1/2/3, gpt-oss, OLMo 2) into an architecture.
 pub fn from_hf_config(text: &str) -> Result<Architecture, ConfigError> {
-    let err = |field: Option<&str>, message: String| ConfigError {
-        field: field.map(str::to_string),
-        message,
-    };
+    let err = ConfigError::new;
     let root: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        err(
-            None,
-            format!(
-                "not valid JSON (line {}, column {}): {e}",
-                e.line(),
-                e.column()
-            ),
-        )
+        let args: [(&str, &dyn Display); 3] =
+            [("line", &e.line()), ("column", &e.column()), ("detail", &e)];
+        err(None, Text::ConfigNotJson, &args)
     })?;
     let obj = root
         .as_object()
-        .ok_or_else(|| err(None, "a config.json must be a JSON object".into()))?;
+        .ok_or_else(|| err(None, Text::ConfigNotObject, &[]))?;
     // Gemma 3 multimodal configs nest the language model under text_config.
     let cfg = match obj.get("text_config").and_then(|v| v.as_object()) {
         Some(text_cfg) => text_cfg,
@@ -482,34 +495,33 @@ pub fn from_hf_config(text: &str) -> Result<Architecture, ConfigError> {
         .unwrap_or("")
         .to_string();
     if model_type.is_empty() {
+        let types = SUPPORTED_MODEL_TYPES.join(", ");
         return Err(err(
             Some("model_type"),
-            "missing \"model_type\"; expected one of: ".to_string()
-                + &SUPPORTED_MODEL_TYPES.join(", "),
+            Text::ConfigNoModelType,
+            &[("types", &types)],
         ));
     }
     if !SUPPORTED_MODEL_TYPES.contains(&model_type.as_str()) {
+        let types = SUPPORTED_MODEL_TYPES.join(", ");
+        let args: [(&str, &dyn Display); 2] = [("model_type", &model_type), ("types", &types)];
         return Err(err(
             Some("model_type"),
-            format!(
-                "model_type \"{model_type}\" is not supported; supported: {}",
-                SUPPORTED_MODEL_TYPES.join(", ")
-            ),
+            Text::ConfigUnsupportedModelType,
+            &args,
         ));
     }
     let int = |key: &str| -> Result<Option<u64>, ConfigError> {
         match cfg.get(key) {
             None | Some(serde_json::Value::Null) => Ok(None),
             Some(v) => v.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(|| {
-                err(
-                    Some(key),
-                    format!("\"{key}\" must be a positive integer, got {v}"),
-                )
+                let args: [(&str, &dyn Display); 2] = [("key", &key), ("value", v)];
+                err(Some(key), Text::ConfigNotPositiveInteger, &args)
             }),
         }
     };
     let need = |key: &str| -> Result<u64, ConfigError> {
-        int(key)?.ok_or_else(|| err(Some(key), format!("missing \"{key}\"")))
+        int(key)?.ok_or_else(|| err(Some(key), Text::ConfigMissingKey, &[("key", &key)]))
     };
     let flag = |key: &str, default: bool| cfg.get(key).and_then(|v| v.as_bool()).unwrap_or(default);
 
@@ -521,9 +533,11 @@ pub fn from_hf_config(text: &str) -> Result<Architecture, ConfigError> {
         Some(d) => d,
         None => {
             if hidden % heads != 0 {
+                let args: [(&str, &dyn Display); 2] = [("heads", &heads), ("hidden", &hidden)];
                 return Err(err(
                     Some("head_dim"),
-                    format!("no \"head_dim\" and num_attention_heads ({heads}) does not divide hidden_size ({hidden})"),
+                    Text::ConfigHeadsDoNotDivideHidden,
+                    &args,
                 ));
             }
             hidden / heads
@@ -572,19 +586,12 @@ pub fn from_hf_config(text: &str) -> Result<Architecture, ConfigError> {
         "mixtral" | "qwen3_moe" | "gpt_oss" => {
             let experts = int("num_local_experts")?
                 .or(int("num_experts")?)
-                .ok_or_else(|| {
-                    err(
-                        Some("num_local_experts"),
-                        "missing the number of experts".into(),
-                    )
-                })?;
+                .ok_or_else(|| err(Some("num_local_experts"), Text::ConfigNoExpertCount, &[]))?;
             let active = int("num_experts_per_tok")?
                 .or(int("experts_per_token")?)
                 .ok_or_else(|| {
-                    err(
-                        Some("num_experts_per_tok"),
-                        "missing \"num_experts_per_tok\"".into(),
-                    )
+                    let key = "num_experts_per_tok";
+                    err(Some(key), Text::ConfigMissingKey, &[("key", &key)])
                 })?;
             let expert_ffn = match int("moe_intermediate_size")? {
                 Some(f) => f,
@@ -650,7 +657,12 @@ pub fn from_hf_config(text: &str) -> Result<Architecture, ConfigError> {
         moe,
     };
     if let Some((field, message)) = arch.validate().into_iter().next() {
-        return Err(err(Some(field), message));
+        let message_ru = arch.validate_in(Lang::Ru).swap_remove(0).1;
+        return Err(ConfigError {
+            field: Some(field.to_string()),
+            message,
+            message_ru,
+        });
     }
     Ok(arch)
 }

@@ -9,10 +9,15 @@
 
 use crate::plan::Lang;
 use std::fmt::{Display, Write};
+use std::sync::OnceLock;
 
-/// Declares the ids and the English catalog in one list.
+/// Separates the texts of a packed catalog (never part of a text).
+const SEP: char = '\u{1f}';
+
+/// Declares the ids and the English catalog in one list. The texts are packed
+/// into one string (smaller in the wasm than a table of string slices).
 macro_rules! catalog {
-    ($($(#[$doc:meta])* $id:ident => $en:expr,)*) => {
+    ($($(#[$doc:meta])* $id:ident => $en:literal,)*) => {
         /// A user-facing text. The variant's name is its stable id.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum Text {
@@ -24,9 +29,21 @@ macro_rules! catalog {
             pub const ALL: &'static [Text] = &[$(Text::$id,)*];
         }
 
-        pub(super) fn english(id: Text) -> &'static str {
+        pub(super) const ENGLISH: &str = concat!($($en, "\u{1f}",)*);
+    };
+}
+
+/// The Russian catalog, in the English catalog's order (a test checks the
+/// order), packed the same way. The match below is never called: it makes a
+/// missing or unknown id a compile error.
+macro_rules! translations {
+    ($($id:ident => $text:literal,)*) => {
+        pub(super) const ORDER: &[super::Text] = &[$(super::Text::$id,)*];
+        pub(super) const RUSSIAN: &str = concat!($($text, "\u{1f}",)*);
+        #[allow(dead_code)]
+        fn exhaustive(id: super::Text) {
             match id {
-                $(Text::$id => $en,)*
+                $(super::Text::$id => {})*
             }
         }
     };
@@ -35,14 +52,39 @@ macro_rules! catalog {
 mod en;
 mod ru;
 
-use en::english;
 pub use en::Text;
+
+/// Where each text of a packed catalog starts and ends.
+fn spans(packed: &'static str) -> Vec<(u32, u32)> {
+    let mut out = Vec::with_capacity(Text::ALL.len());
+    let mut start = 0;
+    for (i, c) in packed.char_indices() {
+        if c == SEP {
+            out.push((start as u32, i as u32));
+            start = i + c.len_utf8();
+        }
+    }
+    out
+}
+
+fn lookup(packed: &'static str, table: &OnceLock<Vec<(u32, u32)>>, id: Text) -> &'static str {
+    let spans = table.get_or_init(|| spans(packed));
+    let (a, b) = spans.get(id as usize).copied().unwrap_or((0, 0));
+    &packed[a as usize..b as usize]
+}
+
+/// The ids in the Russian catalog's order (equal to `Text::ALL`, tested).
+pub fn russian_order() -> &'static [Text] {
+    ru::ORDER
+}
 
 /// The text of `id` in `lang`, as written in its catalog.
 pub fn t(lang: Lang, id: Text) -> &'static str {
+    static EN: OnceLock<Vec<(u32, u32)>> = OnceLock::new();
+    static RU: OnceLock<Vec<(u32, u32)>> = OnceLock::new();
     match lang {
-        Lang::En => english(id),
-        Lang::Ru => ru::russian(id),
+        Lang::En => lookup(en::ENGLISH, &EN, id),
+        Lang::Ru => lookup(ru::RUSSIAN, &RU, id),
     }
 }
 

@@ -1,0 +1,141 @@
+//! The text catalogs (`crates/planner/src/text/`): every id has a text in
+//! both languages with the same `{placeholders}`, every id is used by the
+//! planner or the page, and no user-facing Russian is written outside the
+//! Russian catalog (a missing id does not compile: `ru.rs` is an exhaustive match).
+
+use planner::plan::Lang;
+use planner::text::{fill, placeholders, t, Text};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every Rust source of the planner and the page, with its text.
+fn sources() -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root().join("crates/planner/src"), root().join("src")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("source folder") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).expect("readable source");
+                out.push((path, text));
+            }
+        }
+    }
+    out
+}
+
+fn in_catalog(path: &Path) -> bool {
+    path.components().any(|c| c.as_os_str() == "text")
+        && path.starts_with(root().join("crates/planner/src"))
+}
+
+#[test]
+fn every_text_exists_in_both_languages_with_the_same_placeholders() {
+    assert!(Text::ALL.len() > 250, "ids: {}", Text::ALL.len());
+    for &id in Text::ALL {
+        let (en, ru) = (t(Lang::En, id), t(Lang::Ru, id));
+        assert!(
+            !en.trim().is_empty() && !ru.trim().is_empty(),
+            "{id:?} is empty"
+        );
+        let (mut a, mut b) = (placeholders(en), placeholders(ru));
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b, "{id:?}: placeholders differ between en and ru");
+    }
+}
+
+/// The catalogs are packed by position: `ru.rs` lists the ids in `en.rs`'s order.
+#[test]
+fn russian_catalog_follows_the_english_order() {
+    let ru = planner::text::russian_order();
+    assert_eq!(ru.len(), Text::ALL.len());
+    for (i, (a, b)) in Text::ALL.iter().zip(ru).enumerate() {
+        assert_eq!(a, b, "entry {i}: en.rs has {a:?}, ru.rs has {b:?}");
+    }
+}
+
+#[test]
+fn every_id_is_used_outside_the_catalog() {
+    let code: String = sources()
+        .into_iter()
+        .filter(|(p, _)| !in_catalog(p))
+        .map(|(_, s)| s)
+        .collect();
+    let unused: Vec<String> = Text::ALL
+        .iter()
+        .map(|id| format!("{id:?}"))
+        .filter(|name| {
+            let needle = format!("Text::{name}");
+            !code.match_indices(&needle).any(|(i, _)| {
+                // a whole identifier: `Text::Fit` must not count `Text::Fits`
+                let next = code[i + needle.len()..].chars().next();
+                !next.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+        })
+        .collect();
+    assert!(unused.is_empty(), "ids nobody uses: {unused:?}");
+}
+
+#[test]
+fn russian_lives_only_in_its_catalog() {
+    let cyrillic = |c: char| ('\u{0400}'..='\u{04FF}').contains(&c);
+    let mut files = sources();
+    let index = root().join("index.html");
+    files.push((
+        index.clone(),
+        std::fs::read_to_string(&index).expect("index.html"),
+    ));
+    for (path, text) in files {
+        if path.ends_with("text/ru.rs") {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            assert!(
+                !code.chars().any(cyrillic),
+                "{}:{}: Russian outside text/ru.rs: {line}",
+                path.display(),
+                n + 1
+            );
+        }
+    }
+}
+
+#[test]
+fn no_bilingual_helper_survives() {
+    // The old `tr(lang, "English", "Russian")` helpers built text outside the catalog.
+    for (path, text) in sources() {
+        assert!(
+            !text.contains("en: &'static str, ru: &'static str")
+                && !text.contains("fn tr<T>(ru: bool"),
+            "{} still takes English and Russian side by side",
+            path.display()
+        );
+    }
+}
+
+/// `fill` substitutes each named value once and leaves other braces alone.
+#[test]
+fn fill_substitutes_named_values() {
+    let args: [(&str, &dyn std::fmt::Display); 2] = [("tp", &3), ("gpus", &8)];
+    assert_eq!(
+        fill(Lang::En, Text::TpExceedsNode, &args),
+        "tensor parallelism (3) should stay inside one node (8 GPUs)"
+    );
+    assert_eq!(
+        fill(Lang::Ru, Text::TpExceedsNode, &args),
+        "тензорный параллелизм (3) должен помещаться в один узел (8 GPU)"
+    );
+    // A value that looks like a placeholder is written as it is.
+    let args: [(&str, &dyn std::fmt::Display); 1] = [("key", &"{key}")];
+    assert_eq!(
+        fill(Lang::En, Text::UnknownKey, &args),
+        "unknown key `{key}` was ignored"
+    );
+}
