@@ -122,8 +122,7 @@ impl MemoryBreakdown {
         self.terms
             .iter()
             .filter(|(t, _)| *t == term)
-            .map(|(_, b)| b)
-            .sum()
+            .fold(0u64, |sum, (_, b)| sum.saturating_add(*b))
     }
 }
 
@@ -722,9 +721,21 @@ fn saved_activations(s: &StageShape) -> SavedActivations {
     let in_flight = in_flight_micro_batches(s);
     let kept_layers = s.layers * (1.0 - s.recomputed());
     let ckpt_layers = s.layers * s.recomputed();
+    // Megatron's selective recomputation drops the attention core: the
+    // `5as/h` scores term of Korthikanti et al. 2022 (eq. 1 vs §5, 34sbh).
+    let selective = s.plan.checkpointing == Checkpointing::Selective;
+    let kept_layer = if selective {
+        full_layer_bytes(s) - s.tokens * scores_per_token(s)
+    } else {
+        full_layer_bytes(s)
+    };
     let mut kept =
-        (kept_layers * full_layer_bytes(s) + ckpt_layers * checkpointed_layer_bytes(s)) * in_flight;
-    let mut scores = kept_layers * s.tokens * scores_per_token(s) * in_flight;
+        (kept_layers * kept_layer + ckpt_layers * checkpointed_layer_bytes(s)) * in_flight;
+    let mut scores = if selective {
+        0.0
+    } else {
+        kept_layers * s.tokens * scores_per_token(s) * in_flight
+    };
     if s.plan.offload {
         let horizon = 2.0_f64.min(s.layers);
         let per_layer = kept / s.layers.max(1.0);
@@ -737,10 +748,13 @@ fn saved_activations(s: &StageShape) -> SavedActivations {
     }
 }
 
-/// During recompute, one layer's full working set is rebuilt (SPEC §3.3).
+/// During recompute, one layer's full working set is rebuilt (SPEC §3.3);
+/// under selective recomputation, one layer's attention scores.
 fn recompute_working_set(s: &StageShape) -> f64 {
     if s.recomputed() > 0.0 {
         full_layer_bytes(s)
+    } else if s.plan.checkpointing == Checkpointing::Selective {
+        s.tokens * scores_per_token(s)
     } else {
         0.0
     }
@@ -1016,12 +1030,14 @@ fn finish(
             (t, bytes)
         })
         .collect();
+    // Saturating: a plan the URL accepts can ask for more than 2^64 bytes.
     let allocated_peak_bytes = terms
         .iter()
         .filter(|(t, _)| !t.is_overhead())
-        .map(|(_, b)| b)
-        .sum();
-    let peak_bytes = terms.iter().map(|(_, b)| b).sum();
+        .fold(0u64, |sum, (_, b)| sum.saturating_add(*b));
+    let peak_bytes = terms
+        .iter()
+        .fold(0u64, |sum, (_, b)| sum.saturating_add(*b));
     MemoryBreakdown {
         terms,
         phase,

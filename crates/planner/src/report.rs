@@ -280,6 +280,9 @@ fn resolve_hardware(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> Hardw
             Text::NoMultiNode,
             &args,
         ));
+    } else if plan.nodes > 1 && instance.network_gbps() <= 0.0 {
+        let m = Message::new(lang, "no_network", "gpu_net", Text::NoNetwork, &[]);
+        errors.push(m.fix("nodes", "1"));
     }
     (gpu, instance)
 }
@@ -293,7 +296,13 @@ fn resolve_layout(
     lang: Lang,
     errors: &mut Vec<Message>,
 ) -> Layout {
-    let gpus = instance.gpu_count * plan.nodes.max(1);
+    // Without a network between them, nodes cannot train together: one node.
+    let nodes = if instance.network_gbps() > 0.0 {
+        plan.nodes.max(1)
+    } else {
+        1
+    };
+    let gpus = instance.gpu_count * nodes;
     let mut tp = resolve_tp(plan, arch, instance, lang, errors);
     let mut pp = resolve_pp(plan, arch, lang, errors);
     let mut cp = resolve_cp(plan, lang, errors);
@@ -493,7 +502,9 @@ pub fn evaluate(plan: &Plan) -> Report {
     let fits = mem.peak_bytes <= budget;
     let max_micro_batch = max_micro_batch(&r, budget);
     let max_sequence = max_sequence(&r, budget);
-    let global_batch_sequences = plan.micro_batch * plan.grad_accum * r.layout.dp;
+    let global_batch_sequences = (plan.micro_batch)
+        .saturating_mul(plan.grad_accum)
+        .saturating_mul(r.layout.dp);
     let gen = throughput::generation(&r.gpu);
     let tp = throughput::throughput(
         &r.arch,
@@ -530,7 +541,7 @@ pub fn evaluate(plan: &Plan) -> Report {
         max_micro_batch,
         max_sequence,
         global_batch_sequences,
-        global_batch_tokens: global_batch_sequences * plan.seq,
+        global_batch_tokens: global_batch_sequences.saturating_mul(plan.seq),
         throughput_accuracy: throughput_accuracy(gen, plan),
         throughput: tp,
         time,
@@ -637,6 +648,7 @@ pub fn memory_vs_sequence(plan: &Plan, seqs: &[u64]) -> Vec<(Checkpointing, Vec<
     [
         Checkpointing::None,
         Checkpointing::Selective,
+        Checkpointing::Op,
         Checkpointing::Full,
     ]
     .into_iter()

@@ -644,8 +644,15 @@ pub fn throughput(
     let shape = StepShape::new(arch, counts, plan, layout, gpu, fabric, eff);
     let step = step_time(&shape);
     let step_seconds = step.total().max(1e-9);
-    let tokens_per_step = plan.micro_batch * plan.seq * plan.grad_accum * layout.dp;
-    let tokens_per_second = tokens_per_step as f64 / step_seconds;
+    // Counts multiply in f64 (exact below 2^53): the URL accepts batches whose
+    // token count overflows u64; the integer field saturates.
+    let tokens =
+        plan.micro_batch as f64 * plan.seq as f64 * plan.grad_accum as f64 * layout.dp as f64;
+    let tokens_per_step = (plan.micro_batch)
+        .saturating_mul(plan.seq)
+        .saturating_mul(plan.grad_accum)
+        .saturating_mul(layout.dp);
+    let tokens_per_second = tokens / step_seconds;
     let tokens_per_second_per_gpu = tokens_per_second / layout.gpus.max(1) as f64;
     let model_flops = model_flops_per_token(arch, counts, plan.seq);
     let hardware_flops = model_flops * (1.0 + recompute_flops_share(plan));

@@ -42,6 +42,49 @@ fn megatron_profile_matches_korthikanti_without_dropout() {
     assert_eq!(m.saved_activation_bytes, layers * per_layer + final_norm);
 }
 
+/// Korthikanti et al. 2022 §5 (Table 2): selective recomputation drops the
+/// attention core's `5as/h` term, leaving `34sbh/t` with TP + SP; here, as
+/// above without dropout, `(32h + 4a)sb/t`. With eager attention it saves
+/// exactly the scores, `5as^2b` bytes per layer.
+#[test]
+fn selective_recomputation_drops_the_attention_scores() {
+    let (h, a, layers, s, b, t) = (6144u64, 48u64, 4u64, 2048u64, 2u64, 8u64);
+    let arch = Architecture {
+        max_context: 2048,
+        ..Architecture::dense(layers, h, a, a, 4 * h, 51200, true, Mlp::Gelu)
+    };
+    let plan = |ckpt| Plan {
+        implementation: Implementation::Megatron,
+        precision: Precision::Bf16,
+        attention: planner::plan::Attention::Eager,
+        checkpointing: ckpt,
+        seq: s,
+        micro_batch: b,
+        zero: 0,
+        tp: t,
+        sp: true,
+        ..Plan::default()
+    };
+    let m = |ckpt| {
+        breakdown(
+            &arch,
+            &arch.parameter_counts(),
+            &plan(ckpt),
+            &layout(t, t, 1, 1),
+        )
+    };
+    let (none, selective) = (m(Checkpointing::None), m(Checkpointing::Selective));
+    let final_norm = s * b * 4 * h / t;
+    assert_eq!(
+        selective.saved_activation_bytes,
+        layers * s * b * (32 * h + 4 * a) / t + final_norm
+    );
+    let scores = none.get(Term::AttentionScores) - selective.get(Term::AttentionScores);
+    assert_eq!(scores, layers * 5 * a * s * s * b / t);
+    // The peak falls (here to the end of backward, where the gradients live).
+    assert!(selective.peak_bytes < none.peak_bytes);
+}
+
 /// Sequence parallelism with tensor parallelism divides every activation by t
 /// (Korthikanti §4.2.2); without SP the norm/residual part stays whole.
 #[test]
@@ -223,4 +266,36 @@ fn inconsistent_parallelism_is_reported_not_panicking() {
         assert!(r.memory.peak_bytes_per_gpu > 0, "{q} still evaluates");
     }
     let _ = Checkpointing::Full;
+}
+
+/// The sequence chart shows what each option really saves: with eager
+/// attention selective recomputation drops the scores; with flash it saves
+/// nothing (SPEC §3.3); op-level SAC keeps less than none and more than full.
+#[test]
+fn sequence_chart_lines_show_each_options_savings() {
+    let seqs = [32768];
+    let at = |q: &str| -> Vec<(Checkpointing, u64)> {
+        planner::report::memory_vs_sequence(&Plan::from_query(q).plan, &seqs)
+            .into_iter()
+            .map(|(c, v)| (c, v[0]))
+            .collect()
+    };
+    let eager = at("attn=eager&impl=megatron&zero=3");
+    let modes: Vec<Checkpointing> = eager.iter().map(|(c, _)| *c).collect();
+    assert_eq!(
+        modes,
+        [
+            Checkpointing::None,
+            Checkpointing::Selective,
+            Checkpointing::Op,
+            Checkpointing::Full
+        ]
+    );
+    let (none, selective, op, full) = (eager[0].1, eager[1].1, eager[2].1, eager[3].1);
+    assert!(selective < none && full < op && op < none, "{eager:?}");
+    let flash = at("attn=flash&impl=megatron&zero=3");
+    assert_eq!(
+        flash[0].1, flash[1].1,
+        "selective is a no-op with flash attention"
+    );
 }

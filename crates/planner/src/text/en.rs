@@ -51,6 +51,7 @@ catalog! {
     ShardDoesNotDivideDp => "hybrid shard group {shard} must divide the data-parallel degree ({dp})",
     Fp8Unsupported => "{gpu} has no FP8 tensor cores: {precision} is impossible on it; use bf16",
     BlackwellOnly => "{precision} needs Blackwell block-scaled tensor cores, which {gpu} lacks; use fp8",
+    NoNetwork => "a custom GPU with no network (gpu_net=0) cannot train across nodes: computed for 1 node; enter the network bandwidth or use 1 node",
     VpWithoutPp => "interleaving (vp > 1) needs pipeline parallelism (pp > 1)",
 
     // ---- how far a figure was checked (report.rs) -----------------------------
@@ -240,8 +241,9 @@ catalog! {
     LegendSelective => "selective",
     FullCheckpointing => "full checkpointing",
     LegendNone => "none",
+    LegendOp => "op-level SAC",
     LegendFull => "full",
-    PeakMemoryPerGPUFor => "Peak memory per GPU for none, selective and full checkpointing from 1K to 128K tokens, with the GPU's usable memory",
+    PeakMemoryPerGPUFor => "Peak memory per GPU for no, selective, op-level and full checkpointing from 1K to 128K tokens, with the GPU's usable memory",
     WordUsable => "usable",
     SequenceLengthTokensLogScale => "sequence length, tokens (log scale)",
     GiBPerGPU => "GiB per GPU",

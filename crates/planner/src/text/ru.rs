@@ -52,6 +52,7 @@ translations! {
     ShardDoesNotDivideDp => "группа гибридного шардирования {shard} должна делить степень параллелизма данных ({dp})",
     Fp8Unsupported => "у {gpu} нет тензорных ядер FP8: {precision} на нём невозможен; используйте bf16",
     BlackwellOnly => "{precision} требует блочного масштабирования Blackwell, которого у {gpu} нет; используйте fp8",
+    NoNetwork => "у своего GPU нет сети (gpu_net=0), обучение на нескольких узлах невозможно: посчитано для 1 узла; введите пропускную способность сети или возьмите 1 узел",
     VpWithoutPp => "чередование (vp > 1) требует конвейерного параллелизма (pp > 1)",
 
     // ---- насколько проверена оценка ----
@@ -241,8 +242,9 @@ translations! {
     LegendSelective => "выборочный",
     FullCheckpointing => "полный checkpointing",
     LegendNone => "нет",
+    LegendOp => "SAC по операциям",
     LegendFull => "полный",
-    PeakMemoryPerGPUFor => "Пиковая память на GPU без checkpointing, с выборочным и полным, от 1K до 128K токенов, и доступная память GPU",
+    PeakMemoryPerGPUFor => "Пиковая память на GPU без checkpointing, с выборочным, по операциям и полным, от 1K до 128K токенов, и доступная память GPU",
     WordUsable => "доступно",
     SequenceLengthTokensLogScale => "длина последовательности, токенов (лог. шкала)",
     GiBPerGPU => "ГиБ на GPU",
