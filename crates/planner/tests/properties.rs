@@ -6,6 +6,7 @@ use planner::memory::{breakdown, Layout};
 use planner::plan::{Checkpointing, Plan};
 use planner::report::{evaluate, resolve};
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 
 /// An arbitrary plan, built through the URL parser as a user's link would be.
 fn any_plan() -> impl Strategy<Value = Plan> {
@@ -43,6 +44,118 @@ fn any_plan() -> impl Strategy<Value = Plan> {
         })
 }
 
+/// `key=value` for one URL key, or nothing (the key's default).
+fn key(k: &'static str, values: impl Strategy<Value = String> + 'static) -> BoxedStrategy<String> {
+    prop::option::of(values)
+        .prop_map(move |v| v.map(|v| format!("{k}={v}")).unwrap_or_default())
+        .boxed()
+}
+
+/// Whole numbers over a key's accepted range, spread over its orders of magnitude.
+fn whole(lo: u64, hi: u64) -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(lo),
+        Just(hi),
+        (0.0f64..1.0).prop_map(move |x| {
+            let (l, h) = ((lo.max(1) as f64).ln(), (hi as f64).ln());
+            ((l + x * (h - l)).exp().round() as u64).clamp(lo, hi)
+        })
+    ]
+    .prop_map(|v| v.to_string())
+}
+
+/// Real numbers over a key's accepted range, ends included.
+fn real(lo: f64, hi: f64) -> impl Strategy<Value = String> {
+    prop_oneof![Just(lo), Just(hi), lo..hi].prop_map(|v| v.to_string())
+}
+
+fn one_of(options: &'static [&'static str]) -> impl Strategy<Value = String> {
+    prop::sample::select(options).prop_map(str::to_string)
+}
+
+/// Any link the URL parser accepts: every key of the schema, each absent or
+/// anywhere in its accepted range (extremes included).
+fn any_link() -> impl Strategy<Value = String> {
+    let models: Vec<String> = presets().iter().map(|p| p.id.clone()).collect();
+    let insts: Vec<String> = instances()
+        .iter()
+        .map(|i| i.instance_type.clone())
+        .chain(["custom".to_string()])
+        .collect();
+    let keys: Vec<BoxedStrategy<String>> = vec![
+        key("model", prop::sample::select(models)),
+        key("layers", whole(1, 1024)),
+        key("hidden", whole(64, 131_072)),
+        key("heads", whole(1, 1024)),
+        key("kv_heads", whole(1, 1024)),
+        key("head_dim", whole(8, 1024)),
+        key("ffn", whole(64, 1_048_576)),
+        key("vocab", whole(16, 4_194_304)),
+        key("tied", one_of(&["0", "1"])),
+        key("mlp", one_of(&["swiglu", "geglu", "gelu"])),
+        key("experts", whole(1, 1024)),
+        key("active_experts", whole(1, 1024)),
+        key("expert_ffn", whole(16, 1_048_576)),
+        key("params_b", real(0.05, 2000.0)),
+        key("train", one_of(&["full", "lora", "qlora"])),
+        key("lora_rank", whole(1, 4096)),
+        key("seq", whole(128, 131_072)),
+        key("mb", whole(1, 4096)),
+        key("ga", whole(1, 65_536)),
+        key("tokens", real(1e6, 1e15)),
+        key(
+            "precision",
+            one_of(&["fp32", "bf16", "bf16-pure", "fp8", "mxfp8", "nvfp4"]),
+        ),
+        key(
+            "optimizer",
+            one_of(&["adamw", "adamw-foreach", "adamw8bit", "adafactor", "sgd"]),
+        ),
+        key(
+            "ckpt",
+            one_of(&["none", "selective", "full", "op", "0.25", "0.5"]),
+        ),
+        key("offload", one_of(&["0", "1"])),
+        key("attn", one_of(&["flash", "eager"])),
+        key("loss", one_of(&["plain", "fused"])),
+        key("impl", one_of(&["hf", "megatron"])),
+        key("zero", whole(0, 3)),
+        key("shard", whole(1, 65_536)),
+        key("tp", whole(1, 1024)),
+        key("sp", one_of(&["0", "1"])),
+        key("pp", whole(1, 1024)),
+        key("vp", whole(1, 64)),
+        key("cp", whole(1, 1024)),
+        key("ep", whole(1, 1024)),
+        key("instance", prop::sample::select(insts)),
+        key("nodes", whole(1, 4096)),
+        key("gpu_mem", real(1.0, 10_000.0)),
+        key("gpu_bf16", real(1.0, 1_000_000.0)),
+        key("gpu_fp8", real(0.0, 1_000_000.0)),
+        key("gpu_bw", real(0.01, 1000.0)),
+        key("gpu_count", whole(1, 1024)),
+        key("gpu_nvlink", real(0.0, 100_000.0)),
+        key("gpu_net", real(0.0, 1_000_000.0)),
+        key("spot", one_of(&["0", "1"])),
+        key("price", real(0.0, 100_000.0)),
+        key("save_every", whole(0, 10_000_000)),
+        key("save", one_of(&["full", "weights", "adapter"])),
+        key("async_save", one_of(&["0", "1"])),
+        key("save_bw", real(0.001, 1000.0)),
+        key("headroom", real(0.0, 50.0)),
+        key("ws_gib", real(0.0, 64.0)),
+        key("frag", real(0.0, 50.0)),
+        key("lang", one_of(&["en", "ru"])),
+    ];
+    keys.prop_map(|pairs| {
+        pairs
+            .into_iter()
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+            .join("&")
+    })
+}
+
 fn with(plan: &Plan, edit: impl Fn(&mut Plan)) -> Plan {
     let mut p = plan.clone();
     edit(&mut p);
@@ -50,7 +163,42 @@ fn with(plan: &Plan, edit: impl Fn(&mut Plan)) -> Plan {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, .. ProptestConfig::default() })]
+    // Failures are saved beside this file and replayed first on every run.
+    #![proptest_config(ProptestConfig {
+        cases: 400,
+        failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel("proptest-regressions"))),
+        .. ProptestConfig::default()
+    })]
+
+    /// Every number of the report is finite for every link the parser accepts
+    /// (issue #15: overflow and division by zero from accepted values).
+    #[test]
+    fn every_accepted_link_gives_finite_numbers(link in any_link()) {
+        let decoded = Plan::from_query(&link);
+        prop_assert!(decoded.notices.is_empty(), "{:?}", decoded.notices);
+        let r = evaluate(&decoded.plan);
+        let t = &r.throughput;
+        let s = &t.step;
+        for (name, x) in [
+            ("step_seconds", t.step_seconds), ("tokens/s/GPU", t.tokens_per_second_per_gpu),
+            ("tokens/s", t.tokens_per_second), ("samples/s", t.samples_per_second),
+            ("mfu", t.mfu), ("hfu", t.hfu), ("flops/token", t.model_flops_per_token),
+            ("gemm", s.gemm), ("attention", s.attention), ("elementwise", s.elementwise),
+            ("recompute", s.recompute), ("tp", s.tensor_parallel), ("cp", s.context_parallel),
+            ("ep", s.expert_parallel), ("bubble", s.pipeline_bubble), ("dp", s.data_parallel),
+            ("optimizer", s.optimizer), ("total_hours", r.time.total_hours),
+            ("gpu_hours", r.time.gpu_hours), ("ckpt share", r.checkpoint.wall_share),
+            ("ckpt seconds", r.checkpoint.seconds_per_save),
+        ] {
+            prop_assert!(x.is_finite() && x >= 0.0, "{} = {} for {}", name, x, link);
+        }
+        for x in [r.cost.total_usd, r.cost.spot_usd, r.cost.usd_per_million_tokens].into_iter().flatten() {
+            prop_assert!(x.is_finite() && x >= 0.0, "cost {} for {}", x, link);
+        }
+        let m = &r.memory;
+        prop_assert!(m.peak_bytes_per_gpu > 0 && m.allocated_peak_bytes <= m.peak_bytes_per_gpu);
+        prop_assert!(serde_json::to_string(&r).is_ok());
+    }
 
     #[test]
     fn every_output_is_finite_and_consistent(plan in any_plan()) {
@@ -134,4 +282,32 @@ proptest! {
             prop_assert!(!fits(&with(&plan, |p| p.seq = seq + 128 * cp)));
         }
     }
+}
+
+/// Issue #15's three links: values the parser accepts that overflowed u64 or
+/// divided by a zero network. Each gives finite numbers or a clear error.
+#[test]
+fn accepted_extremes_give_finite_numbers_or_an_error() {
+    let big = evaluate(
+        &Plan::from_query("instance=custom&gpu_count=1024&nodes=4096&mb=4096&seq=131072&ga=65536")
+            .plan,
+    );
+    assert!(big.throughput.step_seconds.is_finite() && big.throughput.tokens_per_second > 0.0);
+    assert_eq!(
+        big.throughput.tokens_per_step,
+        u64::MAX,
+        "saturates, never wraps"
+    );
+    let huge = evaluate(&Plan::from_query("params_b=2000&mb=4096&seq=131072&attn=eager").plan);
+    assert!(!huge.fits && huge.memory.peak_bytes_per_gpu == u64::MAX);
+    assert!(huge.time.total_hours.is_finite());
+    let no_net = evaluate(&Plan::from_query("instance=custom&gpu_net=0&nodes=2").plan);
+    assert!(no_net.throughput.step_seconds.is_finite());
+    let e = no_net
+        .errors
+        .iter()
+        .find(|e| e.code == "no_network")
+        .expect("a clear error");
+    assert_eq!(e.key, Some("gpu_net"));
+    assert_eq!(no_net.layout.gpus, 8, "computed for one node");
 }
