@@ -44,9 +44,8 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
                 <Stat lang=lang id="max-mb" label=Text::LargestMicroBatchThatFits value=move |l| report.with(|r| if r.max_micro_batch == 0 { tr(l, Text::NoMicroBatchFits).to_string() } else { r.max_micro_batch.to_string() }) />
                 <Stat lang=lang id="max-seq" label=Text::LongestSequenceThatFits value=move |l| report.with(|r| if r.max_sequence == 0 { tr(l, Text::NoSequenceFits).to_string() } else { num(r.max_sequence as f64, 0, l) }) />
             </dl>
-            <p class="accuracy" id="throughput-accuracy">{move || { let l = lang.get(); report.with(|r| format!("{} ±{}: {}.",
-                tr(l, Text::SpeedAndCostAreExpected),
-                percent(r.throughput_accuracy.expected_error, l), r.throughput_accuracy.note)) }}</p>
+            <p class=move || report.with(|r| format!("accuracy accuracy-{}", r.throughput_accuracy.level)) id="throughput-accuracy">
+                {move || { let l = lang.get(); report.with(|r| accuracy_line(&r.throughput_accuracy, Text::SpeedAndCostAreExpected, Text::SpeedAndCostUnchecked, l)) }}</p>
             <Messages ctx=ctx />
         </section>
     }
@@ -97,7 +96,7 @@ fn MemoryBar(ctx: Ctx) -> impl IntoView {
                             <tfoot><tr><th>{tr(l, Text::Total)}</th><th class="num">{gib(m.peak_bytes_per_gpu, l)}</th></tr></tfoot>
                         </table>
                         <p class=format!("accuracy accuracy-{}", m.accuracy.level) id="accuracy">
-                            {format!("{} ±{}: {}.", tr(l, Text::MemoryExpectedWithin), percent(m.accuracy.expected_error, l), m.accuracy.note)}
+                            {accuracy_line(&m.accuracy, Text::MemoryExpectedWithin, Text::MemoryUnchecked, l)}
                         </p>
                     }
                 })
@@ -141,5 +140,20 @@ fn Messages(ctx: Ctx) -> impl IntoView {
                 })
             }}
         </ul>
+    }
+}
+
+/// "Expected within ±X%: what it was checked against." A derived figure gets
+/// no ± at all: the page never shows precision it does not have.
+fn accuracy_line(a: &planner::report::Accuracy, checked: Text, derived: Text, l: Lang) -> String {
+    if a.level == "derived" {
+        format!("{}: {}.", tr(l, derived), a.note)
+    } else {
+        format!(
+            "{} ±{}: {}.",
+            tr(l, checked),
+            percent(a.expected_error, l),
+            a.note
+        )
     }
 }

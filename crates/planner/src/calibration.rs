@@ -93,6 +93,45 @@ pub fn cases() -> Vec<Case> {
     read_csv(CALIBRATION_CSV).iter().filter_map(case).collect()
 }
 
+/// Rows the model is not compared with, by id, and why.
+pub fn excluded() -> Vec<(String, &'static str)> {
+    read_csv(CALIBRATION_CSV)
+        .iter()
+        .filter(|r| case(r).is_none())
+        .map(|r| {
+            let why = if r.num("micro_batch").is_none() {
+                "the source gives no micro-batch (Narayanan et al. 2021, Table 1), so neither the pipeline bubble nor the GEMM shapes are known"
+            } else if gpu_of(r.get("gpu_type")).is_none() {
+                "a GPU the catalogue does not have"
+            } else {
+                "no measured tokens/s or step time"
+            };
+            (r.get("id").to_string(), why)
+        })
+        .collect()
+}
+
+/// A setting the notes state as `KEY=value` (`VP=5;`, `GA=64`,
+/// `step_time_s=12.91`), read up to the first character that is not part of a number.
+pub fn stated(notes: &str, key: &str) -> Option<f64> {
+    let pattern = format!("{key}=");
+    notes.match_indices(&pattern).find_map(|(i, _)| {
+        let starts_word = notes[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_alphanumeric() && c != '_');
+        let value: String = notes[i + pattern.len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        if starts_word {
+            value.trim_end_matches('.').parse().ok()
+        } else {
+            None
+        }
+    })
+}
+
 fn case(r: &Row) -> Option<Case> {
     let id = r.get("id").to_string();
     let gpu = gpu_of(r.get("gpu_type"))?;
@@ -123,11 +162,7 @@ fn case(r: &Row) -> Option<Case> {
     let dp = gpus / (tp * pp * cp);
     let gb = num("global_batch")? as u64;
     let notes = r.get("notes");
-    let step = notes
-        .split("step_time_s=")
-        .nth(1)
-        .and_then(|s| s.split([';', ' ']).next())
-        .and_then(|s| s.parse::<f64>().ok());
+    let step = stated(notes, "step_time_s");
     let seq = num("seq_len")? as u64;
     let measured = match (num("measured_tokens_per_s_per_gpu"), step) {
         (Some(t), _) => t,
@@ -156,12 +191,7 @@ fn case(r: &Row) -> Option<Case> {
     } else {
         Checkpointing::None
     };
-    let vp = notes
-        .split("VP=")
-        .nth(1)
-        .and_then(|s| s.split(' ').next())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
+    let vp = stated(notes, "VP").map_or(1, |v| v as u64);
     // The 2021-22 Megatron papers predate flash attention: their attention
     // materialises the scores (that is what selective recomputation drops).
     let attention = if id.starts_with("korthikanti") || id.starts_with("megatron21") {
@@ -207,11 +237,7 @@ fn case(r: &Row) -> Option<Case> {
     } else {
         50e9
     };
-    let fabric = Fabric {
-        gpus_per_domain: if nvl72 { 72 } else { 8 },
-        intra_bw: gpu.nvlink_gbs_per_gpu.unwrap_or(600.0) / 2.0 * 1e9 * 0.8,
-        inter_bw: nic * 0.8,
-    };
+    let fabric = Fabric::new(gpu, if nvl72 { 72 } else { 8 }, nic);
     Some(Case {
         id,
         arch,
@@ -284,62 +310,108 @@ pub fn median_abs_error(p: &[Prediction]) -> f64 {
     }
 }
 
-/// Fit the efficiency parameters of each generation by coordinate descent on
-/// the mean absolute log error of its rows (global parameters shared).
-pub fn fit() -> Vec<(Generation, Efficiency, f64)> {
-    let cases = cases();
-    let gens = [
-        Generation::Ampere,
-        Generation::Hopper,
-        Generation::HopperPowerCapped,
-        Generation::Blackwell,
-    ];
-    let mut out = Vec::new();
-    for g in gens {
-        let mine: Vec<&Case> = cases.iter().filter(|c| generation(c.gpu) == g).collect();
-        let loss = |e: &Efficiency| -> f64 {
-            mine.iter()
-                .map(|c| {
-                    let p = predict_with(c, e);
-                    (p.predicted / p.measured).ln().abs()
-                })
-                .sum::<f64>()
-                / mine.len().max(1) as f64
-        };
-        let mut best = efficiency(g);
-        let mut best_loss = loss(&best);
-        // Fit only what the rows of this generation can tell apart, within
-        // physical bounds: BF16 GEMM efficiency where BF16 rows exist, FP8
-        // where FP8 rows exist, and flash-attention efficiency.
-        let has_bf16 = mine.iter().any(|c| c.plan.precision == Precision::Bf16);
-        let has_fp8 = mine.iter().any(|c| c.plan.precision == Precision::Fp8);
-        for _round in 0..60 {
-            let mut improved = false;
-            for i in 0..3 {
-                if (i == 0 && !has_bf16) || (i == 1 && !has_fp8) {
-                    continue;
+/// The generations with calibration rows, in the order the docs list them.
+pub const FITTED: [Generation; 4] = [
+    Generation::Ampere,
+    Generation::Hopper,
+    Generation::HopperPowerCapped,
+    Generation::Blackwell,
+];
+
+/// Physical bounds of the fitted parameters: BF16 GEMM, FP8 GEMM and
+/// flash-attention efficiency (fractions of the dense peak).
+const BOUNDS: [(f64, f64); 3] = [(0.5, 0.85), (0.35, 0.75), (0.25, 0.7)];
+
+/// Where every fit starts: mid-range values that favour no generation, so
+/// that a fit reproduces its result without knowing the shipped values.
+pub fn neutral(generation: Generation) -> Efficiency {
+    Efficiency {
+        gemm: 0.65,
+        fp8_gemm: 0.55,
+        attention: 0.45,
+        ..efficiency(generation)
+    }
+}
+
+fn slot(e: &mut Efficiency, i: usize) -> &mut f64 {
+    match i {
+        0 => &mut e.gemm,
+        1 => &mut e.fp8_gemm,
+        _ => &mut e.attention,
+    }
+}
+
+/// Mean absolute log error of `eff` on `cases`.
+fn loss(cases: &[&Case], eff: &Efficiency) -> f64 {
+    cases
+        .iter()
+        .map(|c| {
+            let p = predict_with(c, eff);
+            (p.predicted / p.measured).ln().abs()
+        })
+        .sum::<f64>()
+        / cases.len().max(1) as f64
+}
+
+/// Fit one generation's parameters on `cases` by coordinate descent from
+/// `neutral`, within `BOUNDS`. Only what the rows can tell apart moves: BF16
+/// GEMM efficiency where BF16 rows exist, FP8 where FP8 rows exist.
+pub fn fit_on(generation: Generation, cases: &[&Case]) -> (Efficiency, f64) {
+    let mut best = neutral(generation);
+    let mut best_loss = loss(cases, &best);
+    let has_bf16 = cases.iter().any(|c| c.plan.precision == Precision::Bf16);
+    let has_fp8 = cases.iter().any(|c| c.plan.precision == Precision::Fp8);
+    let free = [has_bf16, has_fp8, !cases.is_empty()];
+    for _round in 0..200 {
+        let mut improved = false;
+        for (i, &(lo, hi)) in BOUNDS.iter().enumerate().filter(|(i, _)| free[*i]) {
+            for factor in [0.9, 0.95, 0.98, 0.995, 1.005, 1.02, 1.05, 1.1] {
+                let mut e = best;
+                let x = slot(&mut e, i);
+                *x = (*x * factor).clamp(lo, hi);
+                let l = loss(cases, &e);
+                if l < best_loss - 1e-9 {
+                    (best, best_loss) = (e, l);
+                    improved = true;
                 }
-                for factor in [0.9, 0.95, 0.98, 0.995, 1.005, 1.02, 1.05, 1.1] {
-                    let mut e = best;
-                    let (slot, lo, hi) = match i {
-                        0 => (&mut e.gemm, 0.5, 0.85),
-                        1 => (&mut e.fp8_gemm, 0.35, 0.75),
-                        _ => (&mut e.attention, 0.25, 0.7),
-                    };
-                    *slot = (*slot * factor).clamp(lo, hi);
-                    let l = loss(&e);
-                    if l < best_loss - 1e-9 {
-                        best = e;
-                        best_loss = l;
-                        improved = true;
-                    }
-                }
-            }
-            if !improved {
-                break;
             }
         }
-        out.push((g, best, best_loss));
+        if !improved {
+            break;
+        }
     }
-    out
+    (best, best_loss)
+}
+
+/// Fit every generation on all its rows (`plan calibrate --fit`).
+pub fn fit() -> Vec<(Generation, Efficiency, f64)> {
+    let cases = cases();
+    FITTED
+        .iter()
+        .map(|&g| {
+            let mine: Vec<&Case> = cases.iter().filter(|c| generation(c.gpu) == g).collect();
+            let (e, l) = fit_on(g, &mine);
+            (g, e, l)
+        })
+        .collect()
+}
+
+/// Leave-one-out: each row predicted by parameters fitted on the other rows
+/// of its generation. This, not the in-sample error, is the accuracy to quote.
+pub fn cross_validated() -> Vec<Prediction> {
+    let cases = cases();
+    cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let g = generation(c.gpu);
+            let others: Vec<&Case> = cases
+                .iter()
+                .enumerate()
+                .filter(|(j, o)| *j != i && generation(o.gpu) == g)
+                .map(|(_, o)| o)
+                .collect();
+            predict_with(c, &fit_on(g, &others).0)
+        })
+        .collect()
 }

@@ -2,6 +2,7 @@
 //! and what will it cost on SageMaker. Pure Rust, no web dependency; shared by
 //! the page (wasm32), the `plan` CLI and the tests.
 
+pub mod accuracy;
 pub mod architecture;
 pub mod calibration;
 pub mod cost;

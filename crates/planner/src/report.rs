@@ -50,29 +50,57 @@ pub struct Accuracy {
     /// Expected relative error, as a fraction (e.g. 0.02).
     pub expected_error: f64,
     /// What it was checked against, in the plan's language.
-    pub note: &'static str,
+    pub note: String,
 }
 
-fn accuracy(plan: &Plan, layout: &Layout) -> Accuracy {
-    use crate::plan::Implementation;
+/// How far the memory figure is checked: HF Transformers on one GPU against
+/// the FakeTensor-counted steps, HF FSDP against torchtitan's measured runs,
+/// everything else derived (data/coverage.json, computed by `plan calibrate`).
+fn accuracy(r: &Resolved<'_>) -> Accuracy {
+    use crate::plan::{Implementation, Optimizer, Training};
+    let (plan, layout) = (r.plan, &r.layout);
     let lang = lang_of(plan.lang);
+    let c = crate::accuracy::shipped();
     let parallel = layout.tp > 1 || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
-    match (plan.implementation, plan.zero, parallel) {
-        (Implementation::Hf, 0, false) => Accuracy {
-            level: "measured",
-            expected_error: 0.02,
-            note: t(lang, Text::MemoryCheckedSingleRank),
-        },
-        (Implementation::Hf, _, false) => Accuracy {
-            level: "approximate",
-            expected_error: 0.15,
-            note: t(lang, Text::MemoryCheckedSharded),
-        },
-        _ => Accuracy {
+    let plain = plan.implementation == Implementation::Hf
+        && !parallel
+        && plan.train == Training::Full
+        && !plan.offload
+        && r.arch.moe.is_none();
+    let adamw = matches!(plan.optimizer, Optimizer::Adamw | Optimizer::AdamwForeach);
+    let single = plain && plan.zero == 0 && adamw && !plan.precision.is_low_precision();
+    let fsdp =
+        plain && plan.zero == 3 && matches!(plan.precision, Precision::Bf16 | Precision::Fp8);
+    let checked = |level, stats: &crate::accuracy::MemoryStats, id| {
+        let (median, worst) = (
+            format!("{:.1}", stats.median),
+            format!("{:+.1}", stats.worst),
+        );
+        let args: [(&str, &dyn Display); 3] = [
+            ("rows", &stats.rows),
+            ("median", &median),
+            ("worst", &worst),
+        ];
+        Accuracy {
+            level,
+            expected_error: stats.worst.abs().max(2.0) / 100.0,
+            note: fill(lang, id, &args),
+        }
+    };
+    if single {
+        checked(
+            "measured",
+            &c.memory_single_rank,
+            Text::MemoryCheckedSingleRank,
+        )
+    } else if fsdp {
+        checked("approximate", &c.memory_fsdp, Text::MemoryCheckedSharded)
+    } else {
+        Accuracy {
             level: "derived",
             expected_error: 0.2,
-            note: t(lang, Text::MemoryDerived),
-        },
+            note: t(lang, Text::MemoryDerived).to_string(),
+        }
     }
 }
 
@@ -535,14 +563,14 @@ pub fn evaluate(plan: &Plan) -> Report {
             budget_bytes: budget,
             usable_is_estimate: r.gpu.usable_is_estimate(),
             activation_bytes: mem.activation_bytes,
-            accuracy: accuracy(plan, &r.layout),
+            accuracy: accuracy(&r),
         },
         fits,
         max_micro_batch,
         max_sequence,
         global_batch_sequences,
         global_batch_tokens: global_batch_sequences.saturating_mul(plan.seq),
-        throughput_accuracy: throughput_accuracy(gen, plan),
+        throughput_accuracy: throughput_accuracy(&r, gen),
         throughput: tp,
         time,
         checkpoint,
@@ -554,27 +582,49 @@ pub fn evaluate(plan: &Plan) -> Report {
     report
 }
 
-fn throughput_accuracy(gen: Generation, plan: &Plan) -> Accuracy {
-    use crate::plan::Implementation;
-    let lang = lang_of(plan.lang);
-    let bf16 = !plan.precision.is_low_precision();
-    match gen {
-        Generation::Ada => Accuracy {
+/// How far the speed is checked: the cross-validated error of the group of
+/// published runs this plan belongs to, or, outside every checked group,
+/// "derived" with the nearest group's error for scale (data/coverage.json).
+fn throughput_accuracy(r: &Resolved<'_>, gen: Generation) -> Accuracy {
+    use crate::accuracy::{checked_group, Group};
+    let lang = lang_of(r.plan.lang);
+    let fabric = Fabric::of(&r.gpu, &r.instance);
+    let group = Group::of(r.plan, &r.layout, gen, &fabric);
+    let Some((stats, exact)) = checked_group(&group) else {
+        return Accuracy {
             level: "derived",
             expected_error: 0.3,
-            note: t(lang, Text::ThroughputAdaAssumed),
-        },
-        Generation::Blackwell if bf16 || plan.implementation == Implementation::Hf => Accuracy {
-            level: "approximate",
-            expected_error: 0.2,
-            note: t(lang, Text::ThroughputBlackwellPartly),
-        },
-        _ => Accuracy {
+            note: t(lang, Text::ThroughputUnchecked).to_string(),
+        };
+    };
+    let (median, worst) = (
+        format!("{:.1}", stats.cv_median),
+        format!("{:+.1}", stats.cv_worst),
+    );
+    let name = stats.group.name();
+    let args: [(&str, &dyn Display); 4] = [
+        ("rows", &stats.rows),
+        ("group", &name),
+        ("median", &median),
+        ("worst", &worst),
+    ];
+    let mut a = if exact {
+        Accuracy {
             level: "measured",
-            expected_error: 0.1,
-            note: t(lang, Text::ThroughputCalibrated),
-        },
+            expected_error: stats.cv_worst.abs().max(5.0) / 100.0,
+            note: fill(lang, Text::ThroughputChecked, &args),
+        }
+    } else {
+        Accuracy {
+            level: "derived",
+            expected_error: (2.0 * stats.cv_worst.abs() / 100.0).clamp(0.2, 0.5),
+            note: fill(lang, Text::ThroughputNearest, &args),
+        }
+    };
+    if gen == Generation::Blackwell && !r.plan.precision.is_low_precision() {
+        a.note = format!("{}; {}", a.note, t(lang, Text::BlackwellBf16FromHopper));
     }
+    a
 }
 
 /// Usable memory minus the headroom percentage.

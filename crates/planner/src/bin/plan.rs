@@ -64,55 +64,40 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Print the calibration table (and, with --fit, refit the parameters).
+/// Print the calibration tables: `--fit` refits the parameters from a neutral
+/// start, `--markdown` prints docs/accuracy.md's generated part, `--coverage`
+/// the JSON of data/coverage.json; without a flag, every row.
 fn calibrate(flags: &[String]) {
-    use planner::calibration::{fit, median_abs_error, predictions};
-    let md = flags.iter().any(|f| f == "--markdown");
-    if flags.iter().any(|f| f == "--fit") {
-        for (g, e, loss) in fit() {
-            println!("{g:?}: gemm {:.3} fp8_gemm {:.3} attention {:.3} overlap {:.3} (mean |ln error| {loss:.3})", e.gemm, e.fp8_gemm, e.attention, e.overlap);
+    use planner::accuracy::{compute, markdown, throughput_rows};
+    let has = |f: &str| flags.iter().any(|x| x == f);
+    if has("--fit") {
+        for (g, e, loss) in planner::calibration::fit() {
+            println!(
+                "{g:?}: gemm {:.3} fp8_gemm {:.3} attention {:.3} (mean |ln error| {loss:.3})",
+                e.gemm, e.fp8_gemm, e.attention
+            );
         }
-        return;
-    }
-    let preds = predictions();
-    if md {
-        println!("| row | GPU generation | measured tok/s/GPU | predicted | error |");
-        println!("|---|---|---:|---:|---:|");
+    } else if has("--coverage") {
+        match serde_json::to_string_pretty(&compute()) {
+            Ok(s) => println!("{s}"),
+            Err(e) => eprintln!("error: {e}"),
+        }
+    } else if has("--markdown") {
+        print!("{}", markdown(&compute(), &throughput_rows()));
     } else {
         println!(
-            "{:<34} {:<20} {:>12} {:>12} {:>8}",
-            "row", "generation", "measured", "predicted", "error"
+            "{:<34} {:<44} {:>9} {:>10} {:>8}",
+            "row", "group", "measured", "in-sample", "LOO"
         );
-    }
-    for p in &preds {
-        let g = format!("{:?}", p.generation);
-        if md {
+        for r in throughput_rows() {
             println!(
-                "| {} | {g} | {:.0} | {:.0} | {:+.1}% |",
-                p.id, p.measured, p.predicted, p.error_percent
+                "{:<34} {:<44} {:>9.0} {:>+9.1}% {:>+7.1}%",
+                r.id,
+                r.group.name(),
+                r.measured,
+                r.in_sample_percent,
+                r.cross_validated_percent
             );
-        } else {
-            println!(
-                "{:<34} {g:<20} {:>12.0} {:>12.0} {:>+7.1}%",
-                p.id, p.measured, p.predicted, p.error_percent
-            );
-        }
-    }
-    let worst = preds
-        .iter()
-        .max_by(|a, b| a.error_percent.abs().total_cmp(&b.error_percent.abs()));
-    let median = median_abs_error(&preds);
-    if let Some(w) = worst {
-        let line = format!(
-            "rows: {}  median |error|: {median:.1}%  worst: {} ({:+.1}%)",
-            preds.len(),
-            w.id,
-            w.error_percent
-        );
-        if md {
-            println!("\n{line}");
-        } else {
-            println!("{line}");
         }
     }
 }

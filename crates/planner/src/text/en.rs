@@ -55,12 +55,13 @@ catalog! {
     VpWithoutPp => "interleaving (vp > 1) needs pipeline parallelism (pp > 1)",
 
     // ---- how far a figure was checked (report.rs) -----------------------------
-    MemoryCheckedSingleRank => "HF Transformers + Trainer on one data-parallel rank: matches 120 measured PyTorch steps (median error 0.0%, worst 6.6%)",
-    MemoryCheckedSharded => "FSDP/ZeRO sharding: within 13% of torchtitan's measured 8B peaks, usually below them; keep 10-15% headroom",
-    MemoryDerived => "tensor/pipeline/context/expert parallelism and the Megatron profile follow the published formulas (Korthikanti et al. 2022, Narayanan et al. 2021) but are not checked against a measurement here",
-    ThroughputAdaAssumed => "no published measurement for L4/L40S: Hopper's fitted efficiencies are assumed",
-    ThroughputBlackwellPartly => "Blackwell is calibrated on Megatron-Bridge FP8 runs only (median error 7%); BF16 and HF-stack efficiency are carried over from Hopper",
-    ThroughputCalibrated => "calibrated on 33 published runs (NeMo, Megatron-Bridge, DGX Cloud, torchtitan, Megatron papers): median error 3.5%, worst 22%",
+    MemoryCheckedSingleRank => "checked against {rows} PyTorch training steps counted under FakeTensor (HF Llama, one GPU; in-sample: the profile's coefficients were read off these rows): median error {median}%, worst {worst}%",
+    MemoryCheckedSharded => "checked against {rows} torchtitan FSDP2 runs (Llama 3.1 8B, 8 x H100): median error {median}%, worst {worst}%; the model tends to under-predict here, keep 10-15% headroom",
+    MemoryDerived => "derived — not checked against a measurement: tensor/pipeline/context/expert parallelism, the Megatron profile, LoRA/QLoRA, offloading and MoE follow the published formulas (Korthikanti et al. 2022, Narayanan et al. 2021)",
+    ThroughputChecked => "checked against published runs of this kind ({group}, n = {rows}): cross-validated median error {median}%, worst {worst}%",
+    ThroughputNearest => "derived — not checked against a measurement; the nearest checked kind ({group}, n = {rows}) has a cross-validated median error of {median}%, worst {worst}%",
+    ThroughputUnchecked => "derived — not checked against any measurement",
+    BlackwellBf16FromHopper => "Blackwell's BF16 efficiency is carried over from Hopper (no published BF16 run)",
 
     // ---- warnings (warnings.rs) ---------------------------------------------
     InlineActivations => "activations",
@@ -223,6 +224,8 @@ catalog! {
     NoMicroBatchFits => "none",
     LongestSequenceThatFits => "Longest sequence that fits",
     NoSequenceFits => "none",
+    SpeedAndCostUnchecked => "Speed and cost",
+    MemoryUnchecked => "Memory",
     SpeedAndCostAreExpected => "Speed and cost are expected within",
     PeakMemory => "Peak memory",
     UsableMemory => "usable memory",

@@ -56,12 +56,13 @@ translations! {
     VpWithoutPp => "чередование (vp > 1) требует конвейерного параллелизма (pp > 1)",
 
     // ---- насколько проверена оценка ----
-    MemoryCheckedSingleRank => "HF Transformers + Trainer на одном ранге: совпадает со 120 измеренными шагами PyTorch (медианная ошибка 0,0%, худшая 6,6%)",
-    MemoryCheckedSharded => "шардирование FSDP/ZeRO: в пределах 13% от измеренных пиков torchtitan для 8B, обычно ниже них; держите запас 10-15%",
-    MemoryDerived => "тензорный, конвейерный, контекстный и экспертный параллелизм и профиль Megatron следуют опубликованным формулам (Korthikanti et al. 2022, Narayanan et al. 2021), но здесь не сверены с измерениями",
-    ThroughputAdaAssumed => "для L4/L40S нет опубликованных измерений: взяты эффективности, подобранные для Hopper",
-    ThroughputBlackwellPartly => "Blackwell откалиброван только на запусках Megatron-Bridge в FP8 (медианная ошибка 7%); эффективность BF16 и стека HF перенесена с Hopper",
-    ThroughputCalibrated => "откалибровано на 33 опубликованных запусках (NeMo, Megatron-Bridge, DGX Cloud, torchtitan, статьи Megatron): медианная ошибка 3,5%, худшая 22%",
+    MemoryCheckedSingleRank => "сверено с {rows} шагами обучения PyTorch, посчитанными под FakeTensor (HF Llama, один GPU; на тех же данных: коэффициенты профиля взяты из них): медианная ошибка {median}%, худшая {worst}%",
+    MemoryCheckedSharded => "сверено с {rows} запусками torchtitan FSDP2 (Llama 3.1 8B, 8 x H100): медианная ошибка {median}%, худшая {worst}%; здесь модель скорее занижает, держите запас 10-15%",
+    MemoryDerived => "выведено, не сверено с измерениями: тензорный, конвейерный, контекстный и экспертный параллелизм, профиль Megatron, LoRA/QLoRA, выгрузка и MoE следуют опубликованным формулам (Korthikanti et al. 2022, Narayanan et al. 2021)",
+    ThroughputChecked => "сверено с опубликованными запусками такого вида ({group}, n = {rows}): медианная ошибка при перекрёстной проверке {median}%, худшая {worst}%",
+    ThroughputNearest => "выведено, не сверено с измерениями; ближайший проверенный вид ({group}, n = {rows}) даёт при перекрёстной проверке медианную ошибку {median}%, худшую {worst}%",
+    ThroughputUnchecked => "выведено, не сверено ни с одним измерением",
+    BlackwellBf16FromHopper => "эффективность BF16 для Blackwell перенесена с Hopper (опубликованных запусков в BF16 нет)",
 
     // ---- предупреждения ----
     InlineActivations => "активации",
@@ -224,6 +225,8 @@ translations! {
     NoMicroBatchFits => "никакой",
     LongestSequenceThatFits => "Самая длинная последовательность, которая влезает",
     NoSequenceFits => "никакая",
+    SpeedAndCostUnchecked => "Скорость и стоимость",
+    MemoryUnchecked => "Память",
     SpeedAndCostAreExpected => "Скорость и стоимость — с ожидаемой ошибкой",
     PeakMemory => "Пиковая память",
     UsableMemory => "доступная память",
