@@ -590,7 +590,7 @@ fn throughput_accuracy(r: &Resolved<'_>, gen: Generation) -> Accuracy {
     let lang = lang_of(r.plan.lang);
     let fabric = Fabric::of(&r.gpu, &r.instance);
     let group = Group::of(r.plan, &r.layout, gen, &fabric);
-    let Some((stats, exact)) = checked_group(&group) else {
+    let Some((stats, exact)) = checked_group(&group, &r.gpu.id) else {
         return Accuracy {
             level: "derived",
             expected_error: 0.3,
