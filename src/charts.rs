@@ -43,7 +43,7 @@ pub fn SequenceChart(ctx: Ctx) -> impl IntoView {
                 }).collect_view();
                 let legend = [("line-none", tr(l, Text::LegendNone)), ("line-selective", tr(l, Text::LegendSelective)), ("line-op", tr(l, Text::LegendOp)), ("line-full", tr(l, Text::LegendFull))]
                     .into_iter().enumerate().map(|(i, (class, name))| {
-                        let lx = left + 10.0 + i as f64 * 140.0;
+                        let lx = left + 10.0 + i as f64 * 118.0;
                         view! {
                             <line class=format!("series {class}") x1=lx y1=top + 8.0 x2=lx + 22.0 y2=top + 8.0 />
                             <text class="legend" x=lx + 28.0 y=top + 12.0>{name}</text>
