@@ -108,7 +108,8 @@ pub fn InstanceChart(ctx: Ctx) -> impl IntoView {
                     if o.fastest { tags.push(tr(l, Text::Fastest)); }
                     if o.cheapest { tags.push(tr(l, Text::Cheapest)); }
                     let right = if o.fits {
-                        let cost = o.usd.map(|u| usd(u, l)).unwrap_or_else(|| tr(l, Text::PriceUnknownShort).to_string());
+                        let approx = if o.price_source == "derived" { "≈" } else { "" };
+                        let cost = o.usd.map(|u| format!("{approx}{}", usd(u, l))).unwrap_or_else(|| tr(l, Text::PriceUnknownShort).to_string());
                         format!("{} · {}{}", hours(o.hours, l), cost, if tags.is_empty() { String::new() } else { format!(" · {}", tags.join(", ")) })
                     } else {
                         format!("{}: {} > {} {}", tr(l, Text::DoesNotFitInline), gib(o.peak_bytes_per_gpu, l), gib(o.budget_bytes, l), tr(l, Text::WordBudget))

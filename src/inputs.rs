@@ -5,7 +5,7 @@ use crate::app::Ctx;
 use crate::format::{num, tr};
 use leptos::prelude::*;
 use planner::architecture::{from_hf_config, presets, Mlp};
-use planner::hardware::{gpu, instances};
+use planner::hardware::{gpu, instances, PriceBasis};
 use planner::plan::{Checkpointing, Plan};
 use planner::text::Text;
 
@@ -431,7 +431,8 @@ fn InstancePicker(ctx: Ctx) -> impl IntoView {
                     let l = lang.get();
                     instances().iter().map(|i| {
                         let mem = gpu(&i.gpu).map(|g| g.memory_gb).unwrap_or(0.0);
-                        let price = i.price_usd_hr.map(|p| format!("${}/h", num(p, 2, l))).unwrap_or_else(|| tr(l, Text::PriceUnknownShort).to_string());
+                        let approx = if i.price_basis == PriceBasis::Derived { "≈" } else { "" };
+                        let price = i.price_usd_hr.map(|p| format!("{approx}${}/h", num(p, 2, l))).unwrap_or_else(|| tr(l, Text::PriceUnknownShort).to_string());
                         let label = format!("{} — {} × {} {} GB — {}", i.instance_type, i.gpu_count, short_gpu(&i.gpu), mem, price);
                         let id = i.instance_type.clone();
                         let sel = id.clone();

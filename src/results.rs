@@ -35,7 +35,7 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
                 <Stat lang=lang id="mfu" label=Text::MFUHFU value=move |l| report.with(|r| format!("{} / {}", percent(r.throughput.mfu, l), percent(r.throughput.hfu, l))) />
                 <Stat lang=lang id="time" label=Text::TimeToTrain value=move |l| report.with(|r| format!("{} ({} {}, {} {})", hours(r.time.total_hours, l), num(r.time.steps as f64, 0, l), tr(l, Text::WordSteps), sig(r.time.gpu_hours, l), tr(l, Text::GPUHours))) />
                 <Stat lang=lang id="cost" label=Text::CostOnDemandSpot value=move |l| report.with(|r| match (r.cost.total_usd, r.cost.spot_usd) {
-                    (Some(a), Some(b)) => format!("{} / {} ({} {})", usd(a, l), usd(b, l), usd(r.cost.usd_per_million_tokens.unwrap_or(0.0), l), tr(l, Text::Per1MTokens)),
+                    (Some(a), Some(b)) => format!("{} / {} ({} {}; {})", usd(a, l), usd(b, l), usd(r.cost.usd_per_million_tokens.unwrap_or(0.0), l), tr(l, Text::Per1MTokens), price_basis(&r.cost, l)),
                     _ => tr(l, Text::PriceUnknownEnterItUnder).to_string(),
                 }) />
                 <Stat lang=lang id="checkpoint" label=Text::Checkpoint value=move |l| report.with(|r| format!("{} {} {}, {} {}",
@@ -155,5 +155,15 @@ fn accuracy_line(a: &planner::report::Accuracy, checked: Text, derived: Text, l:
             percent(a.expected_error, l),
             a.note
         )
+    }
+}
+
+/// Where the hourly price comes from, beside every cost (SPEC §8).
+fn price_basis(cost: &planner::cost::Cost, l: Lang) -> String {
+    let as_of = cost.price_as_of.clone().unwrap_or_default();
+    match cost.price_source.as_str() {
+        "listed" => planner::text::fill(l, Text::PriceBasisListed, &[("as_of", &as_of)]),
+        "derived" => tr(l, Text::PriceBasisDerived).to_string(),
+        _ => tr(l, Text::PriceBasisUser).to_string(),
     }
 }

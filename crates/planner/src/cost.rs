@@ -39,10 +39,12 @@ pub struct Time {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Cost {
-    /// USD per instance-hour used (the user's override, else the catalogue's).
+    /// USD per instance-hour used (the user's override, else the price table's).
     pub price_per_instance_hour: Option<f64>,
-    /// `user`, `catalogue (recalled, uncertain)` or `unknown`.
+    /// `user`, `listed`, `derived` (an estimate: 1.15 x EC2) or `unknown` (SPEC §8).
     pub price_source: String,
+    /// When a listed price was read; the EC2 price list's date for a derived one.
+    pub price_as_of: Option<String>,
     pub total_usd: Option<f64>,
     pub spot_usd: Option<f64>,
     pub usd_per_million_tokens: Option<f64>,
@@ -132,18 +134,20 @@ pub fn estimate(
         wall_share: share(blocking),
         wall_share_sync: share(seconds_per_save),
     };
-    let (price, source) = match (plan.price, instance.price_usd_hr) {
-        (Some(p), _) => (Some(p), "user".to_string()),
+    let (price, source, as_of) = match (plan.price, instance.price_usd_hr) {
+        (Some(p), _) => (Some(p), "user", None),
         (None, Some(p)) => (
             Some(p),
-            format!("catalogue ({})", instance.price_confidence),
+            instance.price_basis.key(),
+            Some(instance.price_as_of.clone()).filter(|d| !d.is_empty()),
         ),
-        (None, None) => (None, "unknown".to_string()),
+        (None, None) => (None, "unknown", None),
     };
     let total = price.map(|p| p * plan.nodes.max(1) as f64 * total_hours);
     let cost = Cost {
         price_per_instance_hour: price,
-        price_source: source,
+        price_source: source.to_string(),
+        price_as_of: as_of,
         total_usd: total,
         spot_usd: total.map(|t| t * (1.0 - SPOT_DISCOUNT)),
         usd_per_million_tokens: total.map(|t| t / (plan.tokens / 1e6)),

@@ -208,9 +208,17 @@ fn header(c: &Ctx<'_>, title: &str) -> String {
     let cost = match r.cost.total_usd {
         Some(u) => format!(
             "${u:.0} on-demand (price: {})",
-            comment(&r.cost.price_source)
+            comment(&match r.cost.price_source.as_str() {
+                "listed" => format!(
+                    "listed, as of {}",
+                    r.cost.price_as_of.as_deref().unwrap_or("?")
+                ),
+                "derived" =>
+                    "an ESTIMATE, 1.15 x the EC2 on-demand price; SageMaker lists none".into(),
+                other => other.to_string(),
+            })
         ),
-        None => "cost unknown (no price entered)".into(),
+        None => "cost unknown (no on-demand price: enter the price you pay)".into(),
     };
     let _ = writeln!(
         h,

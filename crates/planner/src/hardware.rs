@@ -58,11 +58,23 @@ pub struct Instance {
     pub efa_supported: bool,
     #[serde(default)]
     pub multi_node_efa_training: bool,
-    /// On-demand SageMaker training price, USD per hour, us-east-1, where recalled.
-    #[serde(default, rename = "sagemaker_train_price_usd_hr_us_east_1")]
+    /// On-demand SageMaker training price, USD per instance-hour, us-east-1,
+    /// from data/sagemaker_prices.csv (hardware.json's recalled prices are
+    /// superseded and ignored).
+    #[serde(skip)]
     pub price_usd_hr: Option<f64>,
-    #[serde(default)]
-    pub price_confidence: String,
+    /// Where the price comes from.
+    #[serde(skip)]
+    pub price_basis: PriceBasis,
+    /// When a listed price was read (or the EC2 price a derived one is based on).
+    #[serde(skip)]
+    pub price_as_of: String,
+    /// The EC2 on-demand price a derived price multiplies.
+    #[serde(skip)]
+    pub ec2_usd_hr: Option<f64>,
+    /// The price table says it has no on-demand price (training plans only).
+    #[serde(skip)]
+    pub sold_by_plan_only: bool,
     /// Network bandwidth per instance in Gbit/s: a number, "up to N", or absent.
     #[serde(default)]
     pub network_gbps: serde_json::Value,
@@ -88,6 +100,53 @@ impl Instance {
     }
 }
 
+/// Where an instance's hourly price comes from (sagemaker_prices.csv, SPEC §8).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PriceBasis {
+    /// Read from a copy of the AWS price list or pricing page, dated.
+    Listed,
+    /// No SageMaker price found: 1.15 x the EC2 on-demand price, an estimate.
+    Derived,
+    /// Sold only through training plans / capacity blocks (GB200: UltraServers).
+    #[default]
+    Unknown,
+}
+
+impl PriceBasis {
+    pub fn key(self) -> &'static str {
+        match self {
+            PriceBasis::Listed => "listed",
+            PriceBasis::Derived => "derived",
+            PriceBasis::Unknown => "unknown",
+        }
+    }
+}
+
+/// SageMaker on-demand training prices (../shared/data/sagemaker_prices.csv).
+pub const PRICES_CSV: &str = include_str!("../data/sagemaker_prices.csv");
+
+/// Fill each instance's price from the price table.
+fn price_instances(instances: &mut [Instance]) {
+    let rows = crate::calibration::read_csv(PRICES_CSV);
+    for i in instances.iter_mut() {
+        let Some(r) = rows.iter().find(|r| r.get("instance") == i.instance_type) else {
+            continue;
+        };
+        i.price_basis = match r.get("basis") {
+            "listed" => PriceBasis::Listed,
+            "derived" => PriceBasis::Derived,
+            _ => PriceBasis::Unknown,
+        };
+        i.price_usd_hr = r
+            .num("usd_per_hour")
+            .filter(|_| i.price_basis != PriceBasis::Unknown);
+        i.price_as_of = r.get("as_of").to_string();
+        i.ec2_usd_hr = r.num("ec2_usd_per_hour");
+        i.sold_by_plan_only = i.price_basis == PriceBasis::Unknown;
+    }
+}
+
 #[derive(Deserialize)]
 struct Catalog {
     gpus: Vec<Gpu>,
@@ -100,8 +159,10 @@ pub const GIB: u64 = 1 << 30;
 fn catalog() -> &'static Catalog {
     static CATALOG: OnceLock<Catalog> = OnceLock::new();
     CATALOG.get_or_init(|| {
-        serde_json::from_str(include_str!("../data/hardware.json"))
-            .expect("data/hardware.json is valid (checked by tests)")
+        let mut c: Catalog = serde_json::from_str(include_str!("../data/hardware.json"))
+            .expect("data/hardware.json is valid (checked by tests)");
+        price_instances(&mut c.instances);
+        c
     })
 }
 
@@ -129,7 +190,10 @@ pub fn custom(c: &crate::plan::CustomGpu) -> (Gpu, Instance) {
         efa_supported: true,
         multi_node_efa_training: true,
         price_usd_hr: None,
-        price_confidence: "unknown".into(),
+        price_basis: PriceBasis::Unknown,
+        price_as_of: String::new(),
+        ec2_usd_hr: None,
+        sold_by_plan_only: false,
         network_gbps: serde_json::Value::from(c.network_gbps),
         source: "entered by the user".into(),
     };

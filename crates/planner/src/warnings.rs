@@ -50,7 +50,8 @@ const RULES: &[Rule] = &[
     micro_batch_one_low_utilisation,
     checkpoint_overhead,
     price_unknown,
-    price_uncertain,
+    price_derived,
+    price_dated,
     fp32_slow,
 ];
 
@@ -308,23 +309,51 @@ fn checkpoint_overhead(c: &Context) -> Option<Message> {
     )
 }
 
-/// No price known for the instance.
+/// No price known: say how the instance is sold, and ask for the price paid.
 fn price_unknown(c: &Context) -> Option<Message> {
     if c.report.cost.total_usd.is_some() {
         return None;
     }
+    let i = &c.r.instance;
+    let id = if i.instance_type.contains("gb200") {
+        Text::PriceUltraServerOnly
+    } else if i.sold_by_plan_only {
+        Text::PriceTrainingPlansOnly
+    } else {
+        Text::PriceUnknown
+    };
     let args: [(&str, &dyn Display); 1] = [("instance", &c.report.instance)];
-    Some(c.warn("price_unknown", "price", Text::PriceUnknown, &args))
+    Some(c.warn("price_unknown", "price", id, &args))
 }
 
-/// A catalogue price that was recalled, not read from a price list.
-fn price_uncertain(c: &Context) -> Option<Message> {
+/// A derived price is an estimate: 1.15 x the EC2 on-demand price.
+fn price_derived(c: &Context) -> Option<Message> {
     let cost = &c.report.cost;
-    if cost.total_usd.is_none() || !cost.price_source.starts_with("catalogue") {
+    let ec2 = c.r.instance.ec2_usd_hr?;
+    let usd = cost.price_per_instance_hour?;
+    if cost.price_source != "derived" {
         return None;
     }
-    let args: [(&str, &dyn Display); 1] = [("instance", &c.report.instance)];
-    Some(c.warn("price_uncertain", "price", Text::PriceUncertain, &args))
+    let (usd, ec2) = (format!("{usd:.2}"), format!("{ec2:.2}"));
+    let args: [(&str, &dyn Display); 3] = [
+        ("instance", &c.report.instance),
+        ("usd", &usd),
+        ("ec2", &ec2),
+    ];
+    Some(c.warn("price_derived", "price", Text::PriceDerived, &args))
+}
+
+/// A listed price read before AWS's June 2025 P-family price cut may be stale
+/// or withdrawn (sagemaker_prices.csv: the P3 prices date from 2021).
+fn price_dated(c: &Context) -> Option<Message> {
+    let cost = &c.report.cost;
+    let as_of = cost.price_as_of.as_deref()?;
+    let year: u32 = as_of.get(..4)?.parse().ok()?;
+    if cost.price_source != "listed" || year >= 2025 {
+        return None;
+    }
+    let args: [(&str, &dyn Display); 2] = [("instance", &c.report.instance), ("as_of", &as_of)];
+    Some(c.warn("price_dated", "price", Text::PriceDated, &args))
 }
 
 /// FP32 training.

@@ -277,10 +277,63 @@ fn cost_is_price_times_instance_hours() {
         (1e10 / r.throughput.tokens_per_step as f64).ceil() * r.throughput.step_seconds / 3600.0;
     assert!((hours - expect_hours).abs() / expect_hours < 1e-9);
     assert_eq!(r.cost.price_source, "user");
-    // The default B200 instance has no known price: null, with a warning.
-    let d = evaluate(&Plan::default());
-    assert!(d.cost.total_usd.is_none());
-    assert!(d.warnings.iter().any(|w| w.code == "price_unknown"));
+}
+
+/// Prices from ../shared/data/sagemaker_prices.csv, each with its basis:
+/// ml.p5.48xlarge is listed at $63.296/h (2026-09, after the June 2025 cut);
+/// ml.p6-b200.48xlarge has no SageMaker price, so 1.15 x EC2 $113.9328 =
+/// $131.0227, an estimate; GB200 is sold only in UltraServers.
+#[test]
+fn prices_come_with_their_basis() {
+    let p5 = evaluate(&Plan::from_query("instance=ml.p5.48xlarge&nodes=2").plan);
+    assert_eq!(p5.cost.price_per_instance_hour, Some(63.296));
+    assert_eq!(
+        (
+            p5.cost.price_source.as_str(),
+            p5.cost.price_as_of.as_deref()
+        ),
+        ("listed", Some("2026-09"))
+    );
+    let hours = p5.time.total_hours;
+    assert!((p5.cost.total_usd.unwrap() - 63.296 * 2.0 * hours).abs() < 1e-6);
+    let b200 = evaluate(&Plan::default());
+    assert_eq!(b200.cost.price_per_instance_hour, Some(131.0227));
+    assert!(
+        (131.0227f64 - 1.15 * 113.9328).abs() < 0.001,
+        "derived = 1.15 x EC2"
+    );
+    assert_eq!(b200.cost.price_source, "derived");
+    let w = b200
+        .warnings
+        .iter()
+        .find(|w| w.code == "price_derived")
+        .expect("marked as an estimate");
+    assert!(
+        w.message.contains("estimate") && w.message.contains("113.93"),
+        "{}",
+        w.message
+    );
+    let gb200 = evaluate(&Plan::from_query("instance=ml.p6e-gb200.36xlarge").plan);
+    assert!(gb200.cost.total_usd.is_none());
+    let w = gb200
+        .warnings
+        .iter()
+        .find(|w| w.code == "price_unknown")
+        .expect("asks for a price");
+    assert!(
+        w.message.contains("UltraServer") && w.message.contains("price="),
+        "{}",
+        w.message
+    );
+    // Every catalogued instance the table prices has its price.
+    for i in planner::hardware::instances() {
+        let listed = planner::calibration::read_csv(planner::hardware::PRICES_CSV)
+            .into_iter()
+            .find(|r| r.get("instance") == i.instance_type);
+        if let Some(r) = listed.filter(|r| r.get("basis") != "unknown") {
+            assert_eq!(i.price_usd_hr, r.num("usd_per_hour"), "{}", i.instance_type);
+        }
+    }
 }
 
 /// A full (resumable) AdamW checkpoint of Llama-3.1-8B: 4 B weights + 8 B

@@ -91,7 +91,10 @@ catalog! {
     FixSaveLessOften => "save less often (raise save_every)",
     FixSaveAsync => "save asynchronously (async_save=1) or less often",
     PriceUnknown => "no SageMaker price is known for {instance}: enter the hourly price you pay (price=) to see the cost",
-    PriceUncertain => "the catalogue price for {instance} is recalled, not verified: check the SageMaker pricing page and enter yours (price=)",
+    PriceTrainingPlansOnly => "{instance} has no on-demand SageMaker price: it is sold through training plans and capacity blocks; enter the hourly price you pay (price=) to see the cost",
+    PriceUltraServerOnly => "{instance} is sold only inside P6e-GB200 UltraServers (9 or 18 instances) through training plans, with no on-demand price; enter what you pay per instance-hour (price=) to see the cost",
+    PriceDerived => "the price of {instance}, ${usd}/h, is an estimate: SageMaker lists none, so it is 1.15 x the EC2 on-demand price (${ec2}/h), the ratio of every P-family pair with both prices; enter yours (price=)",
+    PriceDated => "the listed price of {instance} dates from {as_of} and may no longer be offered; check the SageMaker pricing page and enter yours (price=)",
     Fp32Slow => "FP32 runs far below tensor-core peak and doubles memory: use bf16",
 
     // ---- auto-plan: why a candidate wins (search.rs) ------------------------------
@@ -217,6 +220,9 @@ catalog! {
     CostOnDemandSpot => "Cost on-demand / spot",
     Per1MTokens => "per 1M tokens",
     PriceUnknownEnterItUnder => "price unknown: enter it under Hardware",
+    PriceBasisListed => "listed price of {as_of}",
+    PriceBasisDerived => "estimated price: 1.15 × EC2",
+    PriceBasisUser => "your price",
     Checkpoint => "Checkpoint",
     PerSave => "per save,",
     OfWallTime => "of wall time",

@@ -92,7 +92,10 @@ translations! {
     FixSaveLessOften => "сохраняйте реже (увеличьте save_every)",
     FixSaveAsync => "сохраняйте асинхронно (async_save=1) или реже",
     PriceUnknown => "цена SageMaker для {instance} неизвестна: введите свою цену за час (price=), чтобы увидеть стоимость",
-    PriceUncertain => "цена {instance} в каталоге взята по памяти и не проверена: сверьтесь со страницей цен SageMaker и введите свою (price=)",
+    PriceTrainingPlansOnly => "у {instance} нет цены SageMaker по требованию: он продаётся через training plans и capacity blocks; введите свою цену за час (price=), чтобы увидеть стоимость",
+    PriceUltraServerOnly => "{instance} продаётся только в составе UltraServer P6e-GB200 (9 или 18 инстансов) через training plans, без цены по требованию; введите свою цену за инстанс-час (price=), чтобы увидеть стоимость",
+    PriceDerived => "цена {instance}, ${usd}/ч, — оценка: SageMaker её не публикует, поэтому это 1,15 × цена EC2 по требованию (${ec2}/ч), отношение всех пар семейства P, у которых известны обе цены; введите свою (price=)",
+    PriceDated => "опубликованная цена {instance} относится к {as_of} и может быть уже недоступна; сверьтесь со страницей цен SageMaker и введите свою (price=)",
     Fp32Slow => "FP32 работает намного ниже пика тензорных ядер и удваивает память: используйте bf16",
 
     // ---- автоплан ----
@@ -218,6 +221,9 @@ translations! {
     CostOnDemandSpot => "Стоимость on-demand / spot",
     Per1MTokens => "за 1 млн токенов",
     PriceUnknownEnterItUnder => "цена неизвестна: введите её в разделе «Железо»",
+    PriceBasisListed => "опубликованная цена на {as_of}",
+    PriceBasisDerived => "оценка цены: 1,15 × EC2",
+    PriceBasisUser => "ваша цена",
     Checkpoint => "Чекпоинт",
     PerSave => "на сохранение,",
     OfWallTime => "времени",
