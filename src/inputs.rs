@@ -142,6 +142,11 @@ pub fn Inputs(ctx: Ctx) -> impl IntoView {
                     <NumberField ctx=ctx key="price" label=Text::PriceUSDPerInstanceHour step="any"
                         get=|p| p.price.map(|x| x.to_string()).unwrap_or_default() />
                 </div>
+                <Show when=move || plan_is(ctx, |p| planner::hardware::is_ultraserver(&p.instance))>
+                    <SelectField ctx=ctx key="ultraserver" label=Text::UltraServerLabel
+                        options=vec![("72", Text::UltraServer72), ("36", Text::UltraServer36)]
+                        get=|p| p.ultraserver.to_string() />
+                </Show>
                 <CheckField ctx=ctx key="spot" label=Text::ManagedSpotTraining get=|p| p.spot />
                 <div class="row3">
                     <NumberField ctx=ctx key="headroom" label=Text::Headroom step="any" get=|p| p.headroom.to_string() />

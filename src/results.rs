@@ -29,6 +29,11 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
                 <Stat lang=lang id="model-name" label=Text::Model value=move |_l| report.with(|r| r.model_name.clone()) />
                 <Stat lang=lang id="params" label=Text::Parameters value=move |l| report.with(|r| if r.parameters == r.parameters_active { params(r.parameters, l) } else { format!("{} ({} {})", params(r.parameters, l), params(r.parameters_active, l), tr(l, Text::WordActive)) }) />
                 <Stat lang=lang id="gpus" label=Text::Gpus value=move |_l| report.with(|r| format!("{} × {} (DP {}, TP {}, PP {}, CP {})", r.layout.gpus, r.gpu, r.layout.dp, r.layout.tp, r.layout.pp, r.layout.cp)) />
+                <Stat lang=lang id="nvlink" label=Text::NvlinkDomains value=move |l| report.with(|r| {
+                    let n = &r.nvlink;
+                    let crossing = if n.crossing.is_empty() { tr(l, Text::NoGroupCrosses).to_string() } else { n.crossing.join(", ").to_uppercase() };
+                    format!("{} × {} GPU — {}: {}", n.domains, n.gpus_per_domain, tr(l, Text::CrossingDomains), crossing)
+                }) />
                 <Stat lang=lang id="tps-gpu" label=Text::TokensSPerGPU value=move |l| report.with(|r| sig(r.throughput.tokens_per_second_per_gpu, l)) />
                 <Stat lang=lang id="tps" label=Text::TokensSWholeJob value=move |l| report.with(|r| format!("{} ({} {})", tokens(r.throughput.tokens_per_second, l), sig(r.throughput.samples_per_second, l), tr(l, Text::SamplesS))) />
                 <Stat lang=lang id="step" label=Text::StepTime value=move |l| report.with(|r| seconds(r.throughput.step_seconds, l)) />

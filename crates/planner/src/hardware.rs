@@ -153,6 +153,12 @@ struct Catalog {
     instances: Vec<Instance>,
 }
 
+/// ml.p6e-gb200.36xlarge is sold only inside P6e-GB200 UltraServers, whose
+/// 36 or 72 GPUs share one NVLink domain (shared/data/gb200_nvl72_and_uneven_pp.md §1.1).
+pub fn is_ultraserver(instance_type: &str) -> bool {
+    instance_type.contains("gb200")
+}
+
 /// 2^30 bytes.
 pub const GIB: u64 = 1 << 30;
 

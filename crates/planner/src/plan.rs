@@ -268,6 +268,9 @@ pub struct Plan {
     /// The GPU when `instance` is `custom`.
     pub custom_gpu: CustomGpu,
     pub nodes: u64,
+    /// GPUs per NVLink domain of a GB200 UltraServer: 72 (u-p6e-gb200x72,
+    /// 18 instances) or 36 (x36, 9 instances).
+    pub ultraserver: u64,
     pub spot: bool,
     /// USD per instance-hour, overriding the catalogue.
     pub price: Option<f64>,
@@ -383,6 +386,7 @@ impl Default for Plan {
             instance: "ml.p6-b200.48xlarge".into(),
             custom_gpu: CustomGpu::default(),
             nodes: 1,
+            ultraserver: 72,
             spot: false,
             price: None,
             save_every: 500,
@@ -505,6 +509,7 @@ pub const KEYS: &[&str] = &[
     "gpu_nvlink",
     "gpu_net",
     "nodes",
+    "ultraserver",
     "spot",
     "price",
     "save_every",
@@ -680,6 +685,11 @@ impl Plan {
                 }
             }
             "nodes" => self.nodes = int!(1, 4096),
+            "ultraserver" => match value {
+                "72" => self.ultraserver = 72,
+                "36" => self.ultraserver = 36,
+                _ => return bad(Text::ExpectedUltraServer, &[]),
+            },
             "spot" => self.spot = flag!(),
             "price" => self.price = Some(num!(0.0, 100_000.0)),
             "save_every" => self.save_every = int!(0, 10_000_000),
@@ -797,6 +807,9 @@ impl Plan {
             out.push(("gpu_net", fmt_num(g.network_gbps)));
         }
         out.push(("nodes", self.nodes.to_string()));
+        if crate::hardware::is_ultraserver(&self.instance) || self.ultraserver != 72 {
+            out.push(("ultraserver", self.ultraserver.to_string()));
+        }
         out.push(("spot", flag(self.spot).into()));
         if let Some(p) = self.price {
             out.push(("price", fmt_num(p)));

@@ -136,8 +136,43 @@ pub struct Report {
     pub time: Time,
     pub checkpoint: CheckpointCost,
     pub cost: Cost,
+    /// The NVLink domains the job spans and the groups that leave one.
+    pub nvlink: NvlinkDomains,
     pub warnings: Vec<Message>,
     pub errors: Vec<Message>,
+}
+
+/// How a job sits on its NVLink domains (an 8-GPU instance, or a GB200
+/// UltraServer's 36 or 72 GPUs).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NvlinkDomains {
+    pub gpus_per_domain: u64,
+    /// Domains the job's GPUs span.
+    pub domains: u64,
+    /// Parallel groups whose collectives leave a domain: `tp`, `cp`, `ep`, `dp`, `pp`.
+    pub crossing: Vec<&'static str>,
+}
+
+/// Megatron's rank order (TP innermost, then CP, DP, PP): each group's size
+/// and the distance between its ranks, checked against the domain.
+fn nvlink_domains(layout: &Layout, fabric: &Fabric) -> NvlinkDomains {
+    let l = layout;
+    let groups = [
+        ("tp", l.tp, 1),
+        ("cp", l.cp, l.tp),
+        ("ep", l.ep, l.tp),
+        ("dp", l.dp, l.tp * l.cp),
+        ("pp", l.pp, l.tp * l.cp * l.dp),
+    ];
+    NvlinkDomains {
+        gpus_per_domain: fabric.gpus_per_domain,
+        domains: l.gpus.div_ceil(fabric.gpus_per_domain.max(1)),
+        crossing: groups
+            .iter()
+            .filter(|(_, n, stride)| fabric.crosses(*n, *stride))
+            .map(|(name, _, _)| *name)
+            .collect(),
+    }
 }
 
 /// The plan with its model, hardware and layout resolved.
@@ -396,8 +431,14 @@ fn resolve_tp(
         ));
         tp = 1;
     }
-    if tp > instance.gpu_count {
-        let args: [(&str, &dyn Display); 2] = [("tp", &tp), ("gpus", &instance.gpu_count)];
+    // TP's all-reduces want NVLink: one instance, or a GB200 UltraServer's domain.
+    let domain = if crate::hardware::is_ultraserver(&instance.instance_type) {
+        plan.ultraserver.max(instance.gpu_count)
+    } else {
+        instance.gpu_count
+    };
+    if tp > domain {
+        let args: [(&str, &dyn Display); 2] = [("tp", &tp), ("gpus", &domain)];
         errors.push(Message::new(
             lang,
             "tp_exceeds_node",
@@ -524,6 +565,7 @@ fn check_precision(plan: &Plan, gpu: &Gpu, lang: Lang, errors: &mut Vec<Message>
 /// Evaluate a plan: parameters, memory, verdict, solvers, warnings.
 pub fn evaluate(plan: &Plan) -> Report {
     let (r, errors) = resolve(plan);
+    let fabric = Fabric::of(&r.gpu, &r.instance, plan.ultraserver);
     let mem = memory::breakdown(&r.arch, &r.counts, plan, &r.layout);
     let usable = r.gpu.usable_bytes();
     let budget = budget_bytes(usable, plan.headroom);
@@ -540,7 +582,7 @@ pub fn evaluate(plan: &Plan) -> Report {
         plan,
         &r.layout,
         &r.gpu,
-        &Fabric::of(&r.gpu, &r.instance),
+        &fabric,
         &throughput::efficiency(gen),
     );
     let adapters = r.arch.lora_params_per_layer(plan.lora_rank) * r.arch.layers as f64;
@@ -575,6 +617,7 @@ pub fn evaluate(plan: &Plan) -> Report {
         time,
         checkpoint,
         cost,
+        nvlink: nvlink_domains(&r.layout, &fabric),
         warnings: Vec::new(),
         errors,
     };
@@ -588,7 +631,7 @@ pub fn evaluate(plan: &Plan) -> Report {
 fn throughput_accuracy(r: &Resolved<'_>, gen: Generation) -> Accuracy {
     use crate::accuracy::{checked_group, Group};
     let lang = lang_of(r.plan.lang);
-    let fabric = Fabric::of(&r.gpu, &r.instance);
+    let fabric = Fabric::of(&r.gpu, &r.instance, r.plan.ultraserver);
     let group = Group::of(r.plan, &r.layout, gen, &fabric);
     let Some((stats, exact)) = checked_group(&group, &r.gpu.id) else {
         return Accuracy {
@@ -787,7 +830,7 @@ pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
             &p,
             &r.layout,
             &r.gpu,
-            &Fabric::of(&r.gpu, &r.instance),
+            &Fabric::of(&r.gpu, &r.instance, p.ultraserver),
             &throughput::efficiency(throughput::generation(&r.gpu)),
         );
         let adapters = r.arch.lora_params_per_layer(p.lora_rank) * r.arch.layers as f64;

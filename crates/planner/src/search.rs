@@ -199,7 +199,7 @@ impl Search {
                 Some(InstanceInfo {
                     instance: i,
                     gpu,
-                    fabric: Fabric::of(gpu, i),
+                    fabric: Fabric::of(gpu, i, plan.ultraserver),
                     eff: throughput::efficiency(throughput::generation(gpu)),
                     price,
                     budget: budget_bytes(gpu.usable_bytes(), plan.headroom),

@@ -121,15 +121,26 @@ pub struct Fabric {
     pub intra_bw: f64,
     /// Inter-node bandwidth per GPU and direction, bytes/s.
     pub inter_bw: f64,
+    /// Collectives across domains are hierarchical (multi-node NVLink domains).
+    pub hierarchical: bool,
 }
 
 impl Fabric {
     /// NVLink (half of the bidirectional figure) or PCIe inside the instance;
     /// the instance's network shared by its GPUs between instances.
-    pub fn of(gpu: &Gpu, instance: &Instance) -> Fabric {
-        let network_per_gpu =
-            instance.network_gbps() / 8.0 * 1e9 / instance.gpu_count.max(1) as f64;
-        Fabric::new(gpu, instance.gpu_count.max(1), network_per_gpu)
+    /// `ultraserver` GPUs share one NVLink domain on a GB200 UltraServer;
+    /// elsewhere the domain is the instance.
+    pub fn of(gpu: &Gpu, instance: &Instance, ultraserver: u64) -> Fabric {
+        let per_node = instance.gpu_count.max(1);
+        let network_per_gpu = instance.network_gbps() / 8.0 * 1e9 / per_node as f64;
+        if crate::hardware::is_ultraserver(&instance.instance_type) {
+            Fabric {
+                hierarchical: true,
+                ..Fabric::new(gpu, ultraserver.max(per_node), network_per_gpu)
+            }
+        } else {
+            Fabric::new(gpu, per_node, network_per_gpu)
+        }
     }
 
     /// `gpus_per_domain` GPUs on the GPU's NVLink (PCIe without), and
@@ -145,7 +156,29 @@ impl Fabric {
             gpus_per_domain,
             intra_bw,
             inter_bw: network_per_gpu * 0.8,
+            hierarchical: false,
         }
+    }
+
+    /// Seconds of a ring all-gather or reduce-scatter of `bytes` per GPU over
+    /// `n` ranks `stride` GPUs apart: `(n-1)/n * bytes / bw` inside a domain.
+    /// Across an UltraServer's domains it is hierarchical: the `d` ranks of
+    /// each domain exchange over NVLink, and only each rank's `1/d` shard
+    /// crosses on the network (NCCL with MNNVL; gb200_nvl72_and_uneven_pp.md §5).
+    /// Across 8-GPU nodes the ring runs at the network's speed (calibrated).
+    pub fn ring_seconds(&self, n: u64, stride: u64, bytes: f64) -> f64 {
+        let ring = (n as f64 - 1.0) / n as f64;
+        let d = (self.gpus_per_domain / stride.max(1)).max(1);
+        if !self.hierarchical || n <= d || d == 1 {
+            return ring * bytes / self.bw(n, stride);
+        }
+        let (d, k) = (d as f64, (n as f64 / d as f64).ceil());
+        (d - 1.0) / d * bytes / self.intra_bw + (k - 1.0) / k * bytes / d / self.inter_bw
+    }
+
+    /// Whether a group of `n` ranks `stride` GPUs apart leaves the NVLink domain.
+    pub fn crosses(&self, n: u64, stride: u64) -> bool {
+        n > 1 && n * stride > self.gpus_per_domain
     }
     /// Bandwidth of a collective over `n` ranks that sit `stride` GPUs apart.
     fn bw(&self, n: u64, stride: u64) -> f64 {
@@ -563,23 +596,18 @@ fn data_parallel(s: &StepShape) -> f64 {
     }
     let (stage_params, trainable) = stage_parameters(s);
     let grad_bytes = gradient_bytes(s.plan);
-    let dp = l.dp as f64;
-    let dp_bw = s.fabric.bw(l.dp, l.tp * l.cp);
-    let g = (l.shard.max(1) as f64).min(dp);
-    let ring = (dp - 1.0) / dp;
-    let m = s.m;
+    let stride = l.tp * l.cp;
+    let ring = |n: u64, stride: u64, bytes: f64| s.fabric.ring_seconds(n, stride, bytes);
+    let gathers = s.m * 2.0 * stage_params * 2.0;
     match s.plan.zero {
-        0 => 2.0 * ring * trainable * grad_bytes / dp_bw,
-        1 | 2 => ring * trainable * (grad_bytes + 2.0) / dp_bw,
-        _ if g >= dp => {
-            (m * 2.0 * ring * stage_params * 2.0 + ring * trainable * grad_bytes) / dp_bw
-        }
+        // All-reduce = reduce-scatter + all-gather.
+        0 => 2.0 * ring(l.dp, stride, trainable * grad_bytes),
+        1 | 2 => ring(l.dp, stride, trainable * (grad_bytes + 2.0)),
+        _ if l.shard.max(1) >= l.dp => ring(l.dp, stride, gathers + trainable * grad_bytes),
         _ => {
-            let gr = (g - 1.0) / g;
-            let inside = (m * 2.0 * gr * stage_params * 2.0 + gr * trainable * grad_bytes)
-                / s.fabric.bw(l.shard, l.tp * l.cp);
-            let replicas = dp / g;
-            let across = 2.0 * (replicas - 1.0) / replicas * trainable / g * grad_bytes / dp_bw;
+            let g = l.shard.max(1);
+            let inside = ring(g, stride, gathers + trainable * grad_bytes);
+            let across = 2.0 * ring(l.dp / g, stride * g, trainable / g as f64 * grad_bytes);
             inside + across
         }
     }

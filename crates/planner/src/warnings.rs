@@ -49,6 +49,7 @@ const RULES: &[Rule] = &[
     sequence_beyond_context,
     micro_batch_one_low_utilisation,
     checkpoint_overhead,
+    crosses_nvlink_domain,
     price_unknown,
     price_derived,
     price_dated,
@@ -307,6 +308,28 @@ fn checkpoint_overhead(c: &Context) -> Option<Message> {
         c.warn("checkpoint_overhead", key, Text::CheckpointOverhead, &args)
             .fix(key, value),
     )
+}
+
+/// TP, CP or EP traffic leaving the NVLink domain runs on the network, an
+/// order of magnitude slower (900 GB/s NVLink vs 50 GB/s EFA per GPU on p6e).
+fn crosses_nvlink_domain(c: &Context) -> Option<Message> {
+    let nv = &c.report.nvlink;
+    let tp_error = c.report.errors.iter().any(|e| e.code == "tp_exceeds_node");
+    let groups: Vec<&str> = nv
+        .crossing
+        .iter()
+        .copied()
+        .filter(|g| matches!(*g, "cp" | "ep") || (*g == "tp" && !tp_error))
+        .collect();
+    let key = *groups.first()?;
+    let names = groups.join(", ").to_uppercase();
+    let args: [(&str, &dyn Display); 2] = [("groups", &names), ("gpus", &nv.gpus_per_domain)];
+    Some(c.warn(
+        "crosses_nvlink_domain",
+        key,
+        Text::CrossesNvlinkDomain,
+        &args,
+    ))
 }
 
 /// No price known: say how the instance is sold, and ask for the price paid.

@@ -126,11 +126,11 @@ fn fill_substitutes_named_values() {
     let args: [(&str, &dyn std::fmt::Display); 2] = [("tp", &3), ("gpus", &8)];
     assert_eq!(
         fill(Lang::En, Text::TpExceedsNode, &args),
-        "tensor parallelism (3) should stay inside one node (8 GPUs)"
+        "tensor parallelism (3) should stay inside one NVLink domain (8 GPUs)"
     );
     assert_eq!(
         fill(Lang::Ru, Text::TpExceedsNode, &args),
-        "тензорный параллелизм (3) должен помещаться в один узел (8 GPU)"
+        "тензорный параллелизм (3) должен помещаться в один домен NVLink (8 GPU)"
     );
     // A value that looks like a placeholder is written as it is.
     let args: [(&str, &dyn std::fmt::Display); 1] = [("key", &"{key}")];

@@ -499,3 +499,42 @@ fn accuracy_labels_follow_coverage() {
         "derived"
     );
 }
+
+/// GB200 on SageMaker is sold as UltraServers whose 72 (or 36) GPUs share
+/// one NVLink domain (gb200_nvl72_and_uneven_pp.md §1.1). Megatron-Bridge
+/// 25.11 ran Llama 3 70B FP8 with Megatron-FSDP over 64 GB200s at 4,312
+/// tokens/s/GPU (calibration.csv `mb2511_l70b_gb200_fp8`); as a page plan on
+/// 16 x ml.p6e-gb200.36xlarge it must land within 15%, its FSDP traffic on NVLink.
+#[test]
+fn gb200_ultraserver_keeps_fsdp_on_nvlink() {
+    let q = "model=llama-3.1-70b&precision=fp8&impl=megatron&zero=3&instance=ml.p6e-gb200.36xlarge&nodes=16&mb=2&ga=2&seq=8192";
+    let r = evaluate(&Plan::from_query(q).plan);
+    let err = r.throughput.tokens_per_second_per_gpu / 4312.0 - 1.0;
+    assert!(err.abs() < 0.15, "{:+.1}%", err * 100.0);
+    assert_eq!((r.nvlink.gpus_per_domain, r.nvlink.domains), (72, 1));
+    assert!(r.nvlink.crossing.is_empty());
+    // On x36 UltraServers the 64 GPUs span two domains: DP crosses, hierarchically.
+    let x36 = evaluate(&Plan::from_query(&format!("{q}&ultraserver=36")).plan);
+    assert_eq!(
+        (x36.nvlink.domains, x36.nvlink.crossing.clone()),
+        (2, vec!["dp"])
+    );
+    assert!(x36.throughput.step_seconds > r.throughput.step_seconds);
+    assert!(
+        x36.throughput.step_seconds < 1.1 * r.throughput.step_seconds,
+        "only 1/36 shards cross"
+    );
+    // TP 8 spans two 4-GPU trays over multi-node NVLink (NVIDIA's Nemotron-4 340B FP8 recipe).
+    let tp8 = evaluate(
+        &Plan::from_query("instance=ml.p6e-gb200.36xlarge&nodes=4&tp=8&impl=megatron").plan,
+    );
+    assert!(tp8.errors.is_empty(), "{:?}", tp8.errors);
+    // Context parallelism across two p5 nodes leaves the 8-GPU domain: a warning on `cp`.
+    let cp = evaluate(&Plan::from_query("instance=ml.p5.48xlarge&nodes=2&cp=16&seq=131072&impl=megatron&model=llama-3.1-70b&zero=3").plan);
+    let w = cp
+        .warnings
+        .iter()
+        .find(|w| w.code == "crosses_nvlink_domain")
+        .expect("warned");
+    assert_eq!(w.key, Some("cp"));
+}
