@@ -29,6 +29,13 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
                 <Stat lang=lang id="model-name" label=Text::Model value=move |_l| report.with(|r| r.model_name.clone()) />
                 <Stat lang=lang id="params" label=Text::Parameters value=move |l| report.with(|r| if r.parameters == r.parameters_active { params(r.parameters, l) } else { format!("{} ({} {})", params(r.parameters, l), params(r.parameters_active, l), tr(l, Text::WordActive)) }) />
                 <Stat lang=lang id="gpus" label=Text::Gpus value=move |_l| report.with(|r| format!("{} × {} (DP {}, TP {}, PP {}, CP {})", r.layout.gpus, r.gpu, r.layout.dp, r.layout.tp, r.layout.pp, r.layout.cp)) />
+                <Show when=move || report.with(|r| r.layout.pp > 1)>
+                    <Stat lang=lang id="pp-layers" label=Text::LayersPerPipelineRank value=move |l| report.with(|r| {
+                        let s = &r.layout.stages;
+                        let ends = if s.embedding_and_loss_slots { tr(l, Text::EmbeddingAndLossSlots) } else { "" };
+                        format!("{} | {} × {} | {}{}", s.first, s.middle, r.layout.pp.saturating_sub(2), s.last, ends)
+                    }) />
+                </Show>
                 <Stat lang=lang id="nvlink" label=Text::NvlinkDomains value=move |l| report.with(|r| {
                     let n = &r.nvlink;
                     let crossing = if n.crossing.is_empty() { tr(l, Text::NoGroupCrosses).to_string() } else { n.crossing.join(", ").to_uppercase() };

@@ -8,7 +8,7 @@
 
 use crate::architecture::{Architecture, Mlp};
 use crate::calibration::{cases, cross_validated, median_abs_error, predictions, read_csv, Case};
-use crate::memory::{breakdown, Layout, CUDA_CONTEXT_BYTES};
+use crate::memory::{breakdown, Layout, Stages, CUDA_CONTEXT_BYTES};
 use crate::plan::{Attention, Checkpointing, Implementation, Optimizer, Plan, Precision};
 use crate::throughput::{generation, Fabric, Generation};
 use serde::{Deserialize, Serialize};
@@ -293,19 +293,20 @@ fn memory_row_plan(r: &crate::calibration::Row) -> Option<(Architecture, Plan)> 
 /// HF Transformers on one GPU against the FakeTensor-counted peaks of
 /// `torch.cuda.max_memory_allocated()` (the report's `allocated_peak_bytes`).
 pub fn single_rank_memory_rows() -> Vec<MemoryRow> {
-    let one = Layout {
-        gpus: 1,
-        tp: 1,
-        pp: 1,
-        cp: 1,
-        ep: 1,
-        dp: 1,
-        shard: 1,
-    };
     read_csv(MEMORY_EXAMPLES_CSV)
         .iter()
         .filter_map(|r| {
             let (arch, plan) = memory_row_plan(r)?;
+            let one = Layout {
+                gpus: 1,
+                tp: 1,
+                pp: 1,
+                cp: 1,
+                ep: 1,
+                dp: 1,
+                shard: 1,
+                stages: Stages::even(arch.layers, 1),
+            };
             let m = breakdown(&arch, &arch.parameter_counts(), &plan, &one);
             let measured = r.num("peak_bytes")?;
             let predicted = m.allocated_peak_bytes as f64;

@@ -3,7 +3,7 @@
 
 use crate::architecture::{Architecture, Mlp};
 use crate::hardware;
-use crate::memory::Layout;
+use crate::memory::{Layout, Stages};
 use crate::plan::{Checkpointing, Implementation, Plan, Precision};
 use crate::throughput::{efficiency, generation, throughput, Efficiency, Fabric, Generation};
 use serde::Serialize;
@@ -228,6 +228,7 @@ fn case(r: &Row) -> Option<Case> {
         ep: 1,
         dp,
         shard: dp,
+        stages: Stages::megatron(layers, pp, vp).unwrap_or(Stages::even(layers, pp)),
     };
     // NVL72 racks share one NVLink domain; DGX nodes have 8 GPUs with one
     // 400 Gb/s NIC each (A100: 200 Gb/s).

@@ -141,6 +141,102 @@ pub struct Layout {
     pub dp: u64,
     /// ZeRO/FSDP shard group size.
     pub shard: u64,
+    /// Decoder layers per pipeline rank.
+    pub stages: Stages,
+}
+
+/// Decoder layers per pipeline rank, as Megatron-LM builds them
+/// (`transformer_block.py::get_num_layers_to_build`; shared/data/
+/// gb200_nvl72_and_uneven_pp.md §3): the first and last rank may hold fewer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Stages {
+    pub first: u64,
+    /// Every rank between the first and the last.
+    pub middle: u64,
+    pub last: u64,
+    /// The embedding and the loss count as one layer slot each
+    /// (`account_for_embedding_in_pipeline_split`, `..._loss_...`).
+    pub embedding_and_loss_slots: bool,
+}
+
+impl Stages {
+    /// `layers / pp` on every rank (rounded up where it does not divide).
+    pub fn even(layers: u64, pp: u64) -> Stages {
+        let n = layers.div_ceil(pp.max(1));
+        Stages {
+            first: n,
+            middle: n,
+            last: n,
+            embedding_and_loss_slots: false,
+        }
+    }
+
+    /// The split Megatron runs for `pp` ranks of `vp` virtual stages with no
+    /// explicit layout: even when `pp*vp` divides the layers, else with the
+    /// embedding and the loss counted as slots when `pp*vp` divides `layers + 2`.
+    pub fn megatron(layers: u64, pp: u64, vp: u64) -> Option<Stages> {
+        let chunks = pp.max(1) * vp.max(1);
+        if layers.is_multiple_of(chunks) {
+            return Some(Stages::even(layers, pp));
+        }
+        if pp > 1 && (layers + 2).is_multiple_of(chunks) {
+            let slots = (layers + 2) / pp;
+            return Some(Stages {
+                first: slots - 1,
+                middle: slots,
+                last: slots - 1,
+                embedding_and_loss_slots: true,
+            });
+        }
+        None
+    }
+
+    /// Explicit first/last-rank layer counts (`--decoder-first/last-pipeline-num-layers`):
+    /// the rest splits evenly over the middle ranks, every count a multiple of `vp`.
+    pub fn explicit(
+        layers: u64,
+        pp: u64,
+        vp: u64,
+        first: Option<u64>,
+        last: Option<u64>,
+    ) -> Option<Stages> {
+        let vp = vp.max(1);
+        let ends = first.is_some() as u64 + last.is_some() as u64;
+        let set = first.unwrap_or(0) + last.unwrap_or(0);
+        if pp < 2 || ends > pp || set > layers {
+            return None;
+        }
+        let rest = layers - set;
+        let others = pp - ends;
+        let middle = match others {
+            0 if rest == 0 => 0,
+            0 => return None,
+            n if rest.is_multiple_of(n) => rest / n,
+            _ => return None,
+        };
+        let s = Stages {
+            first: first.unwrap_or(middle),
+            middle,
+            last: last.unwrap_or(middle),
+            embedding_and_loss_slots: false,
+        };
+        [s.first, s.middle, s.last]
+            .iter()
+            .all(|n| n.is_multiple_of(vp))
+            .then_some(s)
+    }
+
+    /// Layers on each of the `pp` ranks.
+    pub fn per_rank(&self, pp: u64) -> Vec<u64> {
+        (0..pp.max(1))
+            .map(|i| match i {
+                0 if pp <= 1 => self.first,
+                0 => self.first,
+                i if i + 1 == pp => self.last,
+                _ => self.middle,
+            })
+            .collect()
+    }
 }
 
 /// Bytes per parameter of each model state (SPEC §3.2 table).
@@ -446,6 +542,9 @@ enum Stage {
     Only,
     /// First of `p` stages: embedding, `min(p, m)` micro-batches in flight.
     First,
+    /// The second rank: a middle stage, `min(p-1, m)` micro-batches in
+    /// flight (more loaded than the first when the embedding takes a slot).
+    Second,
     /// Last stage: head, final norm, loss, one micro-batch in flight.
     Last,
 }
@@ -463,11 +562,18 @@ pub fn breakdown(
     }
     let first = stage_breakdown(&StageShape::new(arch, counts, plan, layout, Stage::First));
     let last = stage_breakdown(&StageShape::new(arch, counts, plan, layout, Stage::Last));
-    if last.peak_bytes > first.peak_bytes {
+    let mut peak = if last.peak_bytes > first.peak_bytes {
         last
     } else {
         first
+    };
+    if layout.pp > 2 && layout.stages.middle > layout.stages.first {
+        let second = stage_breakdown(&StageShape::new(arch, counts, plan, layout, Stage::Second));
+        if second.peak_bytes > peak.peak_bytes {
+            peak = second;
+        }
     }
+    peak
 }
 
 /// What every memory term of one pipeline stage reads: the plan, and the
@@ -518,7 +624,12 @@ impl<'a> StageShape<'a> {
         stage: Stage,
     ) -> Self {
         let t = layout.tp as f64;
-        let layers = (arch.layers as f64 / layout.pp as f64).ceil();
+        let layers = match stage {
+            Stage::Only => arch.layers,
+            Stage::First => layout.stages.first,
+            Stage::Second => layout.stages.middle,
+            Stage::Last => layout.stages.last,
+        } as f64;
         let expert_params = match &arch.moe {
             Some(m) => (m.experts as u64 * counts.expert) as f64,
             None => 0.0,
@@ -532,9 +643,10 @@ impl<'a> StageShape<'a> {
             counts.embedding as f64 / t
         };
         // First stage: embedding (+ the head when p == 1); last stage: LM head and final norm.
-        let has_head = stage != Stage::First;
+        let has_head = matches!(stage, Stage::Only | Stage::Last);
+        let has_embedding = matches!(stage, Stage::Only | Stage::First);
         let params = layers * layer_params
-            + if stage != Stage::Last { emb } else { 0.0 }
+            + if has_embedding { emb } else { 0.0 }
             + if has_head {
                 head + arch.hidden as f64
             } else {
@@ -666,11 +778,13 @@ fn unsharded_unit(s: &StageShape) -> f64 {
 /// Micro-batches whose activations the stage holds: 1F1B's first stage keeps
 /// `min(p, m)` in flight, interleaving adds `(1 + (p-1)/(p*vp))` (Narayanan et al. 2021).
 fn in_flight_micro_batches(s: &StageShape) -> f64 {
-    if s.stage != Stage::First {
-        return 1.0;
-    }
     let p = s.layout.pp as f64;
-    let base = p.min(s.plan.grad_accum as f64);
+    let ahead = match s.stage {
+        Stage::First => p,
+        Stage::Second => p - 1.0,
+        _ => return 1.0,
+    };
+    let base = ahead.min(s.plan.grad_accum as f64);
     let vp = s.plan.vp.max(1) as f64;
     if vp > 1.0 {
         base * (1.0 + (p - 1.0) / (p * vp))

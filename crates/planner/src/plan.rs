@@ -262,6 +262,10 @@ pub struct Plan {
     pub sp: bool,
     pub pp: u64,
     pub vp: u64,
+    /// Decoder layers on the first / last pipeline rank, where set
+    /// (Megatron's `--decoder-first/last-pipeline-num-layers`).
+    pub pp_first: Option<u64>,
+    pub pp_last: Option<u64>,
     pub cp: u64,
     pub ep: u64,
     pub instance: String,
@@ -381,6 +385,8 @@ impl Default for Plan {
             sp: false,
             pp: 1,
             vp: 1,
+            pp_first: None,
+            pp_last: None,
             cp: 1,
             ep: 1,
             instance: "ml.p6-b200.48xlarge".into(),
@@ -498,6 +504,8 @@ pub const KEYS: &[&str] = &[
     "sp",
     "pp",
     "vp",
+    "pp_first",
+    "pp_last",
     "cp",
     "ep",
     "instance",
@@ -615,6 +623,28 @@ impl Plan {
                 }
             };
         }
+        // An emptied optional field goes back to its default (none).
+        if value.is_empty() {
+            let slot = match key {
+                "shard" => &mut self.shard,
+                "pp_first" => &mut self.pp_first,
+                "pp_last" => &mut self.pp_last,
+                _ => &mut None,
+            };
+            let real = match key {
+                "price" => &mut self.price,
+                "budget" => &mut self.budget_usd,
+                "deadline" => &mut self.deadline_hours,
+                _ => &mut None,
+            };
+            if matches!(
+                key,
+                "shard" | "pp_first" | "pp_last" | "price" | "budget" | "deadline"
+            ) {
+                (*slot, *real) = (None, None);
+                return Ok(());
+            }
+        }
         match key {
             "v" => {
                 let v = int!(1, 1000);
@@ -668,6 +698,8 @@ impl Plan {
             "sp" => self.sp = flag!(),
             "pp" => self.pp = int!(1, 1024),
             "vp" => self.vp = int!(1, 64),
+            "pp_first" => self.pp_first = Some(int!(0, 1024)),
+            "pp_last" => self.pp_last = Some(int!(0, 1024)),
             "cp" => self.cp = int!(1, 1024),
             "ep" => self.ep = int!(1, 1024),
             "gpu_mem" => self.custom_gpu.memory_gb = num!(1.0, 10_000.0),
@@ -793,6 +825,12 @@ impl Plan {
             ("ep", self.ep),
         ] {
             out.push((k, v.to_string()));
+        }
+        if let Some(n) = self.pp_first {
+            out.push(("pp_first", n.to_string()));
+        }
+        if let Some(n) = self.pp_last {
+            out.push(("pp_last", n.to_string()));
         }
         out.push(("sp", flag(self.sp).into()));
         out.push(("instance", self.instance.clone()));

@@ -3,7 +3,7 @@
 use crate::architecture::{self, Architecture, Moe, ParameterCounts};
 use crate::cost::{self, Checkpointing as CheckpointCost, Cost, Time};
 use crate::hardware::{self, Gpu, Instance};
-use crate::memory::{self, Layout, Phase};
+use crate::memory::{self, Layout, Phase, Stages};
 use crate::plan::{Checkpointing, Lang, Plan, Precision};
 use crate::text::{fill, lang_of, t, Text};
 use crate::throughput::{self, Fabric, Generation, Throughput};
@@ -136,6 +136,8 @@ pub struct Report {
     pub time: Time,
     pub checkpoint: CheckpointCost,
     pub cost: Cost,
+    /// Decoder layers on each pipeline rank, first to last.
+    pub layers_per_pipeline_rank: Vec<u64>,
     /// The NVLink domains the job spans and the groups that leave one.
     pub nvlink: NvlinkDomains,
     pub warnings: Vec<Message>,
@@ -367,7 +369,7 @@ fn resolve_layout(
     };
     let gpus = instance.gpu_count * nodes;
     let mut tp = resolve_tp(plan, arch, instance, lang, errors);
-    let mut pp = resolve_pp(plan, arch, lang, errors);
+    let (mut pp, mut stages) = resolve_pp(plan, arch, lang, errors);
     let mut cp = resolve_cp(plan, lang, errors);
     let mut ep = resolve_ep(plan, arch, lang, errors);
     if tp * pp * cp > gpus || !gpus.is_multiple_of(tp * pp * cp) {
@@ -381,6 +383,7 @@ fn resolve_layout(
             &args,
         ));
         (tp, pp, cp) = (1, 1, 1);
+        stages = Stages::even(arch.layers, 1);
     }
     let dp = gpus / (tp * pp * cp);
     if ep > dp * tp {
@@ -404,6 +407,7 @@ fn resolve_layout(
         ep,
         dp,
         shard,
+        stages,
     }
 }
 
@@ -450,21 +454,61 @@ fn resolve_tp(
     tp
 }
 
-/// Pipeline stages hold whole layers.
-fn resolve_pp(plan: &Plan, arch: &Architecture, lang: Lang, errors: &mut Vec<Message>) -> u64 {
-    let pp = plan.pp.max(1);
-    if arch.layers > 0 && !arch.layers.is_multiple_of(pp) {
-        let args: [(&str, &dyn Display); 2] = [("pp", &pp), ("layers", &arch.layers)];
-        errors.push(Message::new(
-            lang,
+/// Pipeline stages as Megatron splits them: evenly, with the embedding and
+/// loss counted as slots, or with explicit first/last-rank layer counts.
+fn resolve_pp(
+    plan: &Plan,
+    arch: &Architecture,
+    lang: Lang,
+    errors: &mut Vec<Message>,
+) -> (u64, Stages) {
+    let (pp, vp, layers) = (plan.pp.max(1), plan.vp.max(1), arch.layers);
+    if pp == 1 || layers == 0 {
+        return (pp, Stages::even(layers, pp));
+    }
+    let explicit = plan.pp_first.is_some() || plan.pp_last.is_some();
+    let stages = if explicit {
+        Stages::explicit(layers, pp, vp, plan.pp_first, plan.pp_last)
+    } else {
+        Stages::megatron(layers, pp, vp)
+    };
+    if let Some(s) = stages {
+        return (pp, s);
+    }
+    let nearest = nearest_pipeline_degrees(layers, pp, vp);
+    let args: [(&str, &dyn Display); 5] = [
+        ("pp", &pp),
+        ("vp", &vp),
+        ("layers", &layers),
+        ("slots", &(layers + 2)),
+        ("nearest", &nearest),
+    ];
+    let (code, key, id) = if explicit {
+        ("pp_split_invalid", "pp_first", Text::PpSplitInvalid)
+    } else {
+        (
             "pp_does_not_divide_layers",
             "pp",
             Text::PpDoesNotDivideLayers,
-            &args,
-        ));
-        return 1;
-    }
-    pp
+        )
+    };
+    errors.push(Message::new(lang, code, key, id, &args));
+    (1, Stages::even(layers, 1))
+}
+
+/// The two pipeline degrees closest to `pp` that Megatron can split `layers` over.
+fn nearest_pipeline_degrees(layers: u64, pp: u64, vp: u64) -> String {
+    let mut valid: Vec<u64> = (2..=layers.min(1024))
+        .filter(|&q| Stages::megatron(layers, q, vp).is_some())
+        .collect();
+    valid.sort_by_key(|&q| (q.abs_diff(pp), q));
+    valid.truncate(2);
+    valid.sort_unstable();
+    valid
+        .iter()
+        .map(|q| format!("pp={q}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Context parallelism splits the sequence evenly.
@@ -617,6 +661,7 @@ pub fn evaluate(plan: &Plan) -> Report {
         time,
         checkpoint,
         cost,
+        layers_per_pipeline_rank: r.layout.stages.per_rank(r.layout.pp),
         nvlink: nvlink_domains(&r.layout, &fabric),
         warnings: Vec::new(),
         errors,

@@ -16,7 +16,7 @@
 use crate::architecture::{Architecture, ParameterCounts};
 
 use crate::hardware::{self, Gpu, Instance};
-use crate::memory::{self, Layout};
+use crate::memory::{self, Layout, Stages};
 use crate::plan::{Checkpointing, Lang, Loss, Plan, Precision};
 use crate::report::budget_bytes;
 use crate::text::{fill, lang_of, t, Text};
@@ -330,11 +330,13 @@ impl Search {
         let gpn = instance.gpu_count;
         let gpus = gpn * nodes;
         let arch = &self.arch;
+        // Uneven splits too: Megatron counts the embedding and loss as slots.
+        let stages = Stages::megatron(arch.layers, pp, 1);
         let valid = (nodes == 1 || instance.multi_node_efa_training)
             && tp <= gpn
             && arch.heads.is_multiple_of(tp)
             && arch.kv_heads.is_multiple_of(tp)
-            && arch.layers.is_multiple_of(pp)
+            && stages.is_some()
             && self.base.seq.is_multiple_of(cp)
             && gpus.is_multiple_of(tp * pp * cp)
             && (!precision.is_low_precision() || gpu.fp8_tensor_cores)
@@ -382,6 +384,7 @@ impl Search {
             ep: 1,
             dp,
             shard,
+            stages: stages.unwrap_or(Stages::even(arch.layers, pp)),
         };
         let w = &mut self.work;
         if w.instance != instance.instance_type {

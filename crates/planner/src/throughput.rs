@@ -104,8 +104,8 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // GB300). No BF16 row: BF16 GEMM efficiency is carried over from Hopper.
         Generation::Blackwell => Efficiency {
             gemm: efficiency(Generation::Hopper).gemm,
-            fp8_gemm: 0.525,
-            attention: 0.387,
+            fp8_gemm: 0.48,
+            attention: 0.478,
             kernel_overhead: 5e-6,
             ..hand_set
         },
@@ -286,8 +286,10 @@ struct StepShape<'a> {
     kv: f64,
     /// Tokens per GPU per micro-batch.
     tokens: f64,
-    /// Decoder layers per pipeline stage.
+    /// Decoder layers of the pipeline stage timed.
     layers: f64,
+    /// Whether that stage computes the LM head and the loss (the last one).
+    head: bool,
     /// Achievable HBM bandwidth, bytes/s.
     bw: f64,
     /// Dense peak of the plan's GEMM dtype, and BF16's.
@@ -335,7 +337,8 @@ impl<'a> StepShape<'a> {
             q: arch.q_width() as f64,
             kv: arch.kv_width() as f64,
             tokens: plan.micro_batch as f64 * plan.seq as f64 / c,
-            layers: (arch.layers as f64 / layout.pp.max(1) as f64).ceil(),
+            layers: layout.stages.last as f64,
+            head: true,
             bw: gpu.mem_bw_tbs * 1e12 * eff.memory,
             gemm_peak,
             bf16_peak,
@@ -464,8 +467,11 @@ fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
     }
 }
 
-/// LM head, forward and backward (BF16).
+/// LM head, forward and backward (BF16), on the last stage.
 fn lm_head(s: &StepShape) -> f64 {
+    if !s.head {
+        return 0.0;
+    }
     3.0 * s.gemm(
         s.tokens,
         s.arch.vocab as f64 / s.t,
@@ -479,6 +485,9 @@ fn lm_head(s: &StepShape) -> f64 {
 /// The loss's elementwise traffic: plain upcasts the logits and runs
 /// log-softmax forward and backward in fp32; a fused loss streams bf16 chunks.
 fn loss_elementwise(s: &StepShape) -> f64 {
+    if !s.head {
+        return 0.0;
+    }
     let elements = s.tokens * s.arch.vocab as f64 / s.t;
     match s.plan.loss {
         Loss::Plain => elements * 4.0 * 6.0 / s.bw,
@@ -682,7 +691,21 @@ pub fn throughput(
     eff: &Efficiency,
 ) -> Throughput {
     let shape = StepShape::new(arch, counts, plan, layout, gpu, fabric, eff);
-    let step = step_time(&shape);
+    // The slowest pipeline stage sets the pace: the last (its layers, the LM
+    // head and the loss) or the busiest other one (an uneven split's middle).
+    let mut step = step_time(&shape);
+    let other = layout.stages.first.max(layout.stages.middle);
+    if layout.pp > 1 && other > layout.stages.last {
+        let busiest = StepShape {
+            layers: other as f64,
+            head: false,
+            ..StepShape::new(arch, counts, plan, layout, gpu, fabric, eff)
+        };
+        let alt = step_time(&busiest);
+        if alt.total() > step.total() {
+            step = alt;
+        }
+    }
     let step_seconds = step.total().max(1e-9);
     // Counts multiply in f64 (exact below 2^53): the URL accepts batches whose
     // token count overflows u64; the integer field saturates.

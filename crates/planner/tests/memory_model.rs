@@ -1,12 +1,14 @@
 //! Hand-derived checks of the memory terms for parallelism and profiles.
 
 use planner::architecture::{preset, Architecture, Mlp};
-use planner::memory::{breakdown, Layout, Term};
+use planner::memory::{breakdown, Layout, Stages, Term};
 use planner::plan::{Checkpointing, Implementation, Plan, Precision};
 use planner::report::{evaluate, resolve};
 
-fn layout(gpus: u64, tp: u64, pp: u64, dp: u64) -> Layout {
+/// A layout of `gpus` for a model of `layers`, split evenly over `pp` stages.
+fn layout(gpus: u64, tp: u64, pp: u64, dp: u64, layers: u64) -> Layout {
     Layout {
+        stages: Stages::even(layers, pp),
         gpus,
         tp,
         pp,
@@ -36,7 +38,12 @@ fn megatron_profile_matches_korthikanti_without_dropout() {
         zero: 0,
         ..Plan::default()
     };
-    let m = breakdown(&arch, &arch.parameter_counts(), &plan, &layout(1, 1, 1, 1));
+    let m = breakdown(
+        &arch,
+        &arch.parameter_counts(),
+        &plan,
+        &layout(1, 1, 1, 1, layers),
+    );
     let per_layer = s * b * (32 * h + 4 * a);
     let final_norm = s * b * 4 * h;
     assert_eq!(m.saved_activation_bytes, layers * per_layer + final_norm);
@@ -70,7 +77,7 @@ fn selective_recomputation_drops_the_attention_scores() {
             &arch,
             &arch.parameter_counts(),
             &plan(ckpt),
-            &layout(t, t, 1, 1),
+            &layout(t, t, 1, 1, layers),
         )
     };
     let (none, selective) = (m(Checkpointing::None), m(Checkpointing::Selective));
@@ -103,7 +110,8 @@ fn tensor_and_sequence_parallel_divide_activations() {
             sp,
             ..base.clone()
         };
-        breakdown(&arch, &c, &p, &layout(8, tp, 1, 8 / tp)).saved_activation_bytes as f64
+        breakdown(&arch, &c, &p, &layout(8, tp, 1, 8 / tp, arch.layers)).saved_activation_bytes
+            as f64
     };
     let ratio = act(1, false) / act(8, true);
     assert!(
@@ -137,7 +145,7 @@ fn pipeline_first_stage_holds_p_microbatches() {
             vp,
             ..plan.clone()
         };
-        let m = breakdown(&arch, &c, &p, &layout(8, 1, pp, 8 / pp));
+        let m = breakdown(&arch, &c, &p, &layout(8, 1, pp, 8 / pp, arch.layers));
         m.saved_activation_bytes as f64
     };
     let tokens = 8192.0;
@@ -298,4 +306,70 @@ fn sequence_chart_lines_show_each_options_savings() {
         flash[0].1, flash[1].1,
         "selective is a no-op with flash attention"
     );
+}
+
+/// Llama 3.1 405B has 126 layers; NVIDIA runs it at PP 16 x VP 4 (GB200,
+/// B200) and PP 8 x VP 8 (H100) by counting the embedding and the loss as
+/// pipeline slots: 128 slots, the first and last ranks one layer short
+/// (shared/data/gb200_nvl72_and_uneven_pp.md §3.2).
+#[test]
+fn llama_405b_pipelines_split_as_megatron_does() {
+    let report = |q: &str| evaluate(&Plan::from_query(q).plan);
+    let r = report("model=llama-3.1-405b&impl=megatron&precision=fp8&tp=4&pp=16&vp=4&instance=ml.p6-b200.48xlarge&nodes=32");
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let ranks = &r.layers_per_pipeline_rank;
+    assert_eq!((ranks.len(), ranks[0], ranks[1], ranks[15]), (16, 7, 8, 7));
+    assert_eq!(ranks.iter().sum::<u64>(), 126);
+    assert!(r.layout.stages.embedding_and_loss_slots);
+    let h100 = report("model=llama-3.1-405b&impl=megatron&precision=fp8&tp=8&pp=8&vp=8&cp=2&instance=ml.p5.48xlarge&nodes=128");
+    assert!(h100.errors.is_empty(), "{:?}", h100.errors);
+    assert_eq!(
+        h100.layers_per_pipeline_rank,
+        [15, 16, 16, 16, 16, 16, 16, 15]
+    );
+    // Explicit first/last-rank counts: 15 + 6 x 16 + 15.
+    let explicit = report("model=llama-3.1-405b&impl=megatron&tp=8&pp=8&pp_first=15&pp_last=15&instance=ml.p5.48xlarge&nodes=8");
+    assert!(explicit.errors.is_empty(), "{:?}", explicit.errors);
+    assert_eq!(explicit.layers_per_pipeline_rank[1], 16);
+    // A degree Megatron cannot split names the nearest ones it can.
+    let bad = report("model=llama-3.1-405b&pp=5");
+    let e = bad
+        .errors
+        .iter()
+        .find(|e| e.code == "pp_does_not_divide_layers")
+        .expect("error");
+    assert!(e.message.contains("pp=4, pp=6"), "{}", e.message);
+}
+
+/// Every published configuration of calibration.csv is accepted by the page
+/// as published: its shape as custom fields, its parallel layout on the
+/// matching SageMaker instance.
+#[test]
+fn every_published_recipe_is_accepted() {
+    for c in planner::calibration::cases() {
+        let a = &c.arch;
+        let instance = match c.gpu.id.as_str() {
+            id if id.starts_with("A100") => "ml.p4de.24xlarge",
+            id if id.starts_with("H100") => "ml.p5.48xlarge",
+            "B200" => "ml.p6-b200.48xlarge",
+            _ => "ml.p6e-gb200.36xlarge",
+        };
+        let per_node = planner::hardware::instance(instance).unwrap().gpu_count;
+        let q = format!(
+            "layers={}&hidden={}&heads={}&kv_heads={}&head_dim={}&ffn={}&vocab={}&mlp={}&tp={}&pp={}&vp={}&cp={}&seq={}&mb={}&ga={}&impl=megatron&instance={instance}&nodes={}",
+            a.layers, a.hidden, a.heads, a.kv_heads, a.head_dim, a.ffn, a.vocab,
+            if a.mlp.is_gated() { "swiglu" } else { "gelu" },
+            c.layout.tp, c.layout.pp, c.plan.vp, c.layout.cp, c.plan.seq, c.plan.micro_batch,
+            c.plan.grad_accum, c.layout.gpus.div_ceil(per_node),
+        );
+        let d = Plan::from_query(&q);
+        assert!(d.notices.is_empty(), "{}: {:?}", c.id, d.notices);
+        let r = evaluate(&d.plan);
+        assert!(r.errors.is_empty(), "{}: {:?}", c.id, r.errors);
+        assert_eq!(
+            r.layout.stages, c.layout.stages,
+            "{}: the harness and the page split alike",
+            c.id
+        );
+    }
 }
