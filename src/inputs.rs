@@ -121,6 +121,7 @@ pub fn Inputs(ctx: Ctx) -> impl IntoView {
                 </div>
                 <div class="row2">
                     <CheckField ctx=ctx key="sp" label=Text::SequenceParallel get=|p| p.sp />
+                    <CheckField ctx=ctx key="overlap" label=Text::OverlapCommunication get=|p| p.overlap />
                     <NumberField ctx=ctx key="vp" label=Text::InterleaveVp get=|p| p.vp.to_string() />
                     <NumberField ctx=ctx key="pp_first" label=Text::PpFirstLayers get=|p| p.pp_first.map(|n| n.to_string()).unwrap_or_default() />
                     <NumberField ctx=ctx key="pp_last" label=Text::PpLastLayers get=|p| p.pp_last.map(|n| n.to_string()).unwrap_or_default() />

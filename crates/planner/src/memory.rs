@@ -933,6 +933,20 @@ fn head_gradient(s: &StageShape) -> f64 {
     }
 }
 
+/// Megatron-Core's DDP allocates one contiguous gradient buffer (fp32
+/// `main_grad` with `--accumulate-allreduce-grads-in-fp32`, its default for
+/// BF16) before the first step and keeps it: weights, gradients, optimizer
+/// states and activations coexist at the peak, as Megatron-LM's
+/// `theoretical_memory_usage.py` adds them. HF frees gradients between steps
+/// (`zero_grad(set_to_none=True)`).
+fn persistent_gradient_buffer(s: &StageShape) -> f64 {
+    if s.plan.implementation == Implementation::Megatron {
+        gradients(s)
+    } else {
+        0.0
+    }
+}
+
 /// Tied embedding: its gradient is added to the LM head's, two extra
 /// embedding-sized buffers in the gradient dtype (memory_examples.csv, Llama-3.2-1B rows).
 fn tied_embedding_gradient(s: &StageShape) -> f64 {
@@ -984,6 +998,9 @@ struct Terms {
     head_grad: f64,
     tied_grad: f64,
     foreach: f64,
+    /// Gradients alive during the backward's early moments: Megatron keeps
+    /// one gradient buffer (fp32 `main_grad`) allocated for the whole step.
+    grads_during_backward: f64,
 }
 
 impl Terms {
@@ -1005,6 +1022,7 @@ impl Terms {
             head_grad: head_gradient(s),
             tied_grad: tied_embedding_gradient(s),
             foreach: foreach_temporaries(s, weights),
+            grads_during_backward: persistent_gradient_buffer(s),
         }
     }
 
@@ -1022,7 +1040,14 @@ impl Terms {
         [
             (
                 Phase::LossBackward,
-                states + t.unsharded + t.casts + a.activations + a.scores + t.final_norm + t.logits,
+                states
+                    + t.unsharded
+                    + t.casts
+                    + a.activations
+                    + a.scores
+                    + t.final_norm
+                    + t.logits
+                    + t.grads_during_backward,
             ),
             (
                 Phase::LayerBackward,
@@ -1032,7 +1057,7 @@ impl Terms {
                     + a.activations
                     + a.scores
                     + t.recompute
-                    + t.head_grad,
+                    + t.head_grad.max(t.grads_during_backward),
             ),
             (
                 Phase::EndOfBackward,
@@ -1047,7 +1072,7 @@ impl Terms {
         let (t, a) = (self, &self.saved);
         let (grads, copies, more): (f64, f64, &[(Term, f64)]) = match phase {
             Phase::LossBackward => (
-                0.0,
+                t.grads_during_backward,
                 t.copies + t.casts,
                 &[
                     (Term::UnshardedUnit, t.unsharded),
@@ -1057,7 +1082,7 @@ impl Terms {
                 ],
             ),
             Phase::LayerBackward => (
-                t.head_grad,
+                t.head_grad.max(t.grads_during_backward),
                 t.copies + t.casts,
                 &[
                     (Term::UnshardedUnit, t.unsharded),

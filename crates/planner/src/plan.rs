@@ -272,6 +272,10 @@ pub struct Plan {
     /// The GPU when `instance` is `custom`.
     pub custom_gpu: CustomGpu,
     pub nodes: u64,
+    /// Communication overlapped with compute (Megatron's overlap_grad_reduce /
+    /// overlap_param_gather, FSDP prefetch, TE's TP overlap): NVIDIA's
+    /// published recipes do; many users' runs do not.
+    pub overlap: bool,
     /// GPUs per NVLink domain of a GB200 UltraServer: 72 (u-p6e-gb200x72,
     /// 18 instances) or 36 (x36, 9 instances).
     pub ultraserver: u64,
@@ -392,6 +396,7 @@ impl Default for Plan {
             instance: "ml.p6-b200.48xlarge".into(),
             custom_gpu: CustomGpu::default(),
             nodes: 1,
+            overlap: true,
             ultraserver: 72,
             spot: false,
             price: None,
@@ -517,6 +522,7 @@ pub const KEYS: &[&str] = &[
     "gpu_nvlink",
     "gpu_net",
     "nodes",
+    "overlap",
     "ultraserver",
     "spot",
     "price",
@@ -717,6 +723,7 @@ impl Plan {
                 }
             }
             "nodes" => self.nodes = int!(1, 4096),
+            "overlap" => self.overlap = flag!(),
             "ultraserver" => match value {
                 "72" => self.ultraserver = 72,
                 "36" => self.ultraserver = 36,
@@ -845,6 +852,9 @@ impl Plan {
             out.push(("gpu_net", fmt_num(g.network_gbps)));
         }
         out.push(("nodes", self.nodes.to_string()));
+        if !self.overlap {
+            out.push(("overlap", "0".into()));
+        }
         if crate::hardware::is_ultraserver(&self.instance) || self.ultraserver != 72 {
             out.push(("ultraserver", self.ultraserver.to_string()));
         }

@@ -515,7 +515,7 @@ fn tensor_parallel(s: &StepShape) -> f64 {
     let t = s.t;
     let units = if s.plan.sp { 10.0 } else { 8.0 } + 4.0 * s.recomputed();
     let per_layer = units * (t - 1.0) / t * activation_bytes(s) / s.fabric.bw(s.layout.tp, 1);
-    let hidden = if s.plan.implementation == Implementation::Megatron {
+    let hidden = if s.plan.implementation == Implementation::Megatron && s.plan.overlap {
         0.3
     } else {
         0.0
@@ -562,8 +562,17 @@ fn pipeline_p2p(s: &StepShape) -> f64 {
         return 0.0;
     }
     let l = s.layout;
-    s.m * 2.0 * activation_bytes(s) / s.t / s.fabric.bw(2, l.tp * l.cp * l.dp)
-        * (1.0 - s.eff.overlap)
+    s.m * 2.0 * activation_bytes(s) / s.t / s.fabric.bw(2, l.tp * l.cp * l.dp) * (1.0 - overlap(s))
+}
+
+/// The hidden share of overlappable traffic: the calibrated one, or none
+/// when the user says the run does not overlap (`overlap=0`).
+fn overlap(s: &StepShape) -> f64 {
+    if s.plan.overlap {
+        s.eff.overlap
+    } else {
+        0.0
+    }
 }
 
 /// Parameters of one pipeline stage on this GPU, and those that train.
@@ -625,6 +634,9 @@ fn data_parallel(s: &StepShape) -> f64 {
 /// The part of the data-parallel traffic that compute does not hide.
 fn data_parallel_exposed(s: &StepShape, compute: f64) -> f64 {
     let comm = data_parallel(s);
+    if !s.plan.overlap {
+        return comm;
+    }
     (comm * (1.0 - s.eff.overlap)).max(comm - compute * 0.9)
 }
 

@@ -373,3 +373,37 @@ fn every_published_recipe_is_accepted() {
         );
     }
 }
+
+/// Megatron-LM's `theoretical_memory_usage.py`: weights and optimizer take
+/// `6 + 12/dp` bytes per parameter with the distributed optimizer (bf16
+/// weights 2, fp32 grads 4, fp32 master and Adam moments 12 sharded), and
+/// it adds them to the activations: the gradient buffer lives through the
+/// whole step, so they coexist at the peak.
+#[test]
+fn megatron_gradient_buffer_coexists_with_activations() {
+    let r = evaluate(
+        &Plan::from_query("impl=megatron&zero=1&instance=ml.p5.48xlarge&seq=4096&precision=bf16")
+            .plan,
+    );
+    let m = &r.memory;
+    let states: u64 = ["weights", "gradients", "master_weights", "optimizer_states"]
+        .iter()
+        .map(|k| {
+            m.terms
+                .iter()
+                .find(|(t, _)| t.key() == *k)
+                .map_or(0, |(_, b)| *b)
+        })
+        .sum();
+    let megatron = r.parameters as f64 * (6.0 + 12.0 / 8.0);
+    assert!(
+        (states as f64 / megatron - 1.0).abs() < 1e-6,
+        "{states} vs {megatron}"
+    );
+    let act = m
+        .terms
+        .iter()
+        .find(|(t, _)| t.key() == "activations")
+        .map_or(0, |(_, b)| *b);
+    assert!(act > 0, "peak while activations are alive ({:?})", m.phase);
+}

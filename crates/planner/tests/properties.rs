@@ -130,6 +130,7 @@ fn any_link() -> impl Strategy<Value = String> {
         key("instance", prop::sample::select(insts)),
         key("nodes", whole(1, 4096)),
         key("ultraserver", one_of(&["36", "72"])),
+        key("overlap", one_of(&["0", "1"])),
         key("gpu_mem", real(1.0, 10_000.0)),
         key("gpu_bf16", real(1.0, 1_000_000.0)),
         key("gpu_fp8", real(0.0, 1_000_000.0)),

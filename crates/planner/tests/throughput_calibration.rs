@@ -538,3 +538,32 @@ fn gb200_ultraserver_keeps_fsdp_on_nvlink() {
         .expect("warned");
     assert_eq!(w.key, Some("cp"));
 }
+
+/// Communication overlap is a stated assumption the user can switch off:
+/// NVIDIA's recipes overlap data-parallel, tensor-parallel and pipeline
+/// traffic with compute (85% of the data-parallel traffic hidden, fitted);
+/// without overlap all of it shows.
+#[test]
+fn communication_overlap_is_an_explicit_assumption() {
+    let q = "model=llama-3.1-70b&impl=megatron&zero=3&instance=ml.p5.48xlarge&nodes=4&tp=4&seq=8192&ga=4";
+    let on = evaluate(&Plan::from_query(q).plan);
+    let off = evaluate(&Plan::from_query(&format!("{q}&overlap=0")).plan);
+    assert!(on.errors.is_empty() && off.errors.is_empty());
+    let (a, b) = (&on.throughput.step, &off.throughput.step);
+    assert!(
+        b.data_parallel >= a.data_parallel / (1.0 - 0.85) * 0.999,
+        "{} vs {}",
+        b.data_parallel,
+        a.data_parallel
+    );
+    assert!(
+        (b.tensor_parallel / a.tensor_parallel - 1.0 / 0.7).abs() < 1e-9,
+        "TE hides 30% of TP"
+    );
+    assert!(off.throughput.step_seconds > on.throughput.step_seconds);
+    // A link keeps the assumption.
+    assert!(Plan::from_query(&format!("{q}&overlap=0"))
+        .plan
+        .to_query()
+        .contains("overlap=0"));
+}

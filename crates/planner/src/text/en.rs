@@ -236,6 +236,7 @@ catalog! {
     EmbeddingAndLossSlots => " (embedding and loss take a slot each)",
     PpFirstLayers => "Layers on the first stage (empty: as Megatron)",
     PpLastLayers => "Layers on the last stage (empty: as Megatron)",
+    OverlapCommunication => "Communication overlapped with compute (NVIDIA recipes: yes)",
     Checkpoint => "Checkpoint",
     PerSave => "per save,",
     OfWallTime => "of wall time",

@@ -237,6 +237,7 @@ translations! {
     EmbeddingAndLossSlots => " (эмбеддинг и loss занимают по слоту)",
     PpFirstLayers => "Слоёв на первой стадии (пусто: как в Megatron)",
     PpLastLayers => "Слоёв на последней стадии (пусто: как в Megatron)",
+    OverlapCommunication => "Связь перекрывается вычислениями (рецепты NVIDIA: да)",
     Checkpoint => "Чекпоинт",
     PerSave => "на сохранение,",
     OfWallTime => "времени",
