@@ -132,28 +132,54 @@ pub fn stated(notes: &str, key: &str) -> Option<f64> {
     })
 }
 
+/// A row's model: a dense Llama (SwiGLU) or GPT (GELU) shape from its columns.
+fn row_architecture(r: &Row) -> Option<Architecture> {
+    let num = |k: &str| r.num(k).map(|x| x as u64);
+    let llama = r.get("model").starts_with("Llama");
+    Some(Architecture::dense(
+        num("layers")?,
+        num("hidden")?,
+        num("heads")?,
+        num("kv_heads")?,
+        num("ffn")?,
+        // GPT-3's vocabulary is padded to 51200 in NeMo.
+        num("vocab").unwrap_or(51200),
+        false,
+        if llama { Mlp::Swiglu } else { Mlp::Gelu },
+    ))
+}
+
+/// The row's recomputation; torchtitan's "selective" is its op-level policy.
+fn row_checkpointing(ac: &str, torchtitan: bool) -> Checkpointing {
+    if ac.starts_with("full") {
+        Checkpointing::Full
+    } else if ac.starts_with("selective op") || (torchtitan && ac.starts_with("selective")) {
+        Checkpointing::Op
+    } else if ac.starts_with("selective") {
+        Checkpointing::Selective
+    } else {
+        Checkpointing::None
+    }
+}
+
+/// NVL72 racks share one NVLink domain; DGX nodes have 8 GPUs with one
+/// 400 Gb/s NIC each (A100: 200 Gb/s).
+fn row_fabric(gpu: &hardware::Gpu) -> Fabric {
+    let nvl72 = gpu.id.starts_with("GB");
+    let nic = if gpu.id.starts_with("A100") {
+        25e9
+    } else {
+        50e9
+    };
+    Fabric::new(gpu, if nvl72 { 72 } else { 8 }, nic)
+}
+
 fn case(r: &Row) -> Option<Case> {
     let id = r.get("id").to_string();
     let gpu = gpu_of(r.get("gpu_type"))?;
     let num = |k: &str| r.num(k);
-    let (layers, hidden, heads) = (
-        num("layers")? as u64,
-        num("hidden")? as u64,
-        num("heads")? as u64,
-    );
-    let model = r.get("model");
-    let llama = model.starts_with("Llama");
-    // GPT-3's vocabulary is padded to 51200 in NeMo.
-    let arch = Architecture::dense(
-        layers,
-        hidden,
-        heads,
-        num("kv_heads")? as u64,
-        num("ffn")? as u64,
-        num("vocab").unwrap_or(51200.0) as u64,
-        false,
-        if llama { Mlp::Swiglu } else { Mlp::Gelu },
-    );
+    let arch = row_architecture(r)?;
+    let layers = arch.layers;
     let gpus = num("gpus")? as u64;
     let mb = num("micro_batch")? as u64;
     let tp = num("tp").unwrap_or(1.0) as u64;
@@ -182,15 +208,7 @@ fn case(r: &Row) -> Option<Case> {
         1
     };
     let ac = r.get("activation_checkpointing");
-    let checkpointing = if ac.starts_with("full") {
-        Checkpointing::Full
-    } else if ac.starts_with("selective op") || (torchtitan && ac.starts_with("selective")) {
-        Checkpointing::Op
-    } else if ac.starts_with("selective") {
-        Checkpointing::Selective
-    } else {
-        Checkpointing::None
-    };
+    let checkpointing = row_checkpointing(ac, torchtitan);
     let vp = stated(notes, "VP").map_or(1, |v| v as u64);
     // The 2021-22 Megatron papers predate flash attention: their attention
     // materialises the scores (that is what selective recomputation drops).
@@ -230,15 +248,7 @@ fn case(r: &Row) -> Option<Case> {
         shard: dp,
         stages: Stages::megatron(layers, pp, vp).unwrap_or(Stages::even(layers, pp)),
     };
-    // NVL72 racks share one NVLink domain; DGX nodes have 8 GPUs with one
-    // 400 Gb/s NIC each (A100: 200 Gb/s).
-    let nvl72 = gpu.id.starts_with("GB");
-    let nic = if gpu.id.starts_with("A100") {
-        25e9
-    } else {
-        50e9
-    };
-    let fabric = Fabric::new(gpu, if nvl72 { 72 } else { 8 }, nic);
+    let fabric = row_fabric(gpu);
     Some(Case {
         id,
         arch,
