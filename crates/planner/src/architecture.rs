@@ -401,6 +401,8 @@ impl Architecture {
 pub struct Preset {
     pub id: String,
     pub name: String,
+    /// Where the shape comes from (left out of the page's copy of the data).
+    #[serde(default)]
     pub source: String,
     #[serde(flatten)]
     pub arch: Architecture,
@@ -410,7 +412,7 @@ pub struct Preset {
 pub fn presets() -> &'static [Preset] {
     static PRESETS: OnceLock<Vec<Preset>> = OnceLock::new();
     PRESETS.get_or_init(|| {
-        serde_json::from_str(include_str!("../data/models.json"))
+        serde_json::from_str(include_str!(concat!(env!("OUT_DIR"), "/models.json")))
             .expect("data/models.json is valid (checked by tests)")
     })
 }

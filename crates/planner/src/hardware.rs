@@ -124,7 +124,7 @@ impl PriceBasis {
 }
 
 /// SageMaker on-demand training prices (../shared/data/sagemaker_prices.csv).
-pub const PRICES_CSV: &str = include_str!("../data/sagemaker_prices.csv");
+pub const PRICES_CSV: &str = include_str!(concat!(env!("OUT_DIR"), "/sagemaker_prices.csv"));
 
 /// Fill each instance's price from the price table.
 fn price_instances(instances: &mut [Instance]) {
@@ -165,8 +165,9 @@ pub const GIB: u64 = 1 << 30;
 fn catalog() -> &'static Catalog {
     static CATALOG: OnceLock<Catalog> = OnceLock::new();
     CATALOG.get_or_init(|| {
-        let mut c: Catalog = serde_json::from_str(include_str!("../data/hardware.json"))
-            .expect("data/hardware.json is valid (checked by tests)");
+        let mut c: Catalog =
+            serde_json::from_str(include_str!(concat!(env!("OUT_DIR"), "/hardware.json")))
+                .expect("data/hardware.json is valid (checked by tests)");
         price_instances(&mut c.instances);
         c
     })
