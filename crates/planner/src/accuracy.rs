@@ -475,6 +475,25 @@ pub fn checked_group(group: &Group, gpu: &str) -> Option<(&'static GroupStats, b
 
 // ---- the docs' tables --------------------------------------------------------------
 
+/// The README's sentence of cross-validated medians per GPU generation and per stack.
+pub fn readme_groups(rows: &[ThroughputRow]) -> String {
+    let part =
+        |name: String, g: &GroupStats| format!("{name} {:.1}% (n = {})", g.cv_median, g.rows);
+    let gens: Vec<String> = stats_by(rows, |g| g.generation)
+        .iter()
+        .map(|(k, g)| part(format!("{k:?}"), g))
+        .collect();
+    let stacks: Vec<String> = stats_by(rows, |g| g.stack)
+        .iter()
+        .map(|(k, g)| part(format!("{k:?}"), g))
+        .collect();
+    format!(
+        "Cross-validated median error by GPU generation: {}; by stack: {}.",
+        gens.join(", "),
+        stacks.join(", ")
+    )
+}
+
 fn pct(x: f64) -> String {
     format!("{x:+.1}%")
 }

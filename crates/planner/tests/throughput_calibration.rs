@@ -377,6 +377,7 @@ fn coverage_docs_and_readme_are_current() {
     let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("README.md");
     let t = &c.throughput;
     for claim in [
+        planner::accuracy::readme_groups(&throughput_rows()),
         format!("{} published runs", t.rows),
         format!("cross-validated median error {:.1}%", t.cv_median),
         format!("in-sample {:.1}%", t.in_sample_median),

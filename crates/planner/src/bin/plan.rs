@@ -83,7 +83,9 @@ fn calibrate(flags: &[String]) {
             Err(e) => eprintln!("error: {e}"),
         }
     } else if has("--markdown") {
-        print!("{}", markdown(&compute(), &throughput_rows()));
+        let rows = throughput_rows();
+        print!("{}", markdown(&compute(), &rows));
+        println!("\nREADME: {}", planner::accuracy::readme_groups(&rows));
     } else {
         println!(
             "{:<34} {:<44} {:>9} {:>10} {:>8}",
