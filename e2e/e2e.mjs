@@ -106,6 +106,32 @@ await test('70B at 128K on 4 x p6-b200: copy the link, reopen it, same plan and 
   await other.context().close();
 });
 
+await test('Blackwell on SageMaker: price basis, UltraServer domain, uneven pipeline', async (page) => {
+  // The default plan (8B on ml.p6-b200.48xlarge) has a cost, marked as an estimate.
+  await open(page, base + '?lang=en');
+  const cost = await page.textContent('#cost');
+  assert(/\$/.test(cost) && /estimated price/.test(cost), 'cost with its basis: ' + cost);
+  // GB200: the UltraServer picker appears; x36 splits 64 GPUs over two NVLink domains.
+  await open(page, base + '?lang=en&model=llama-3.1-70b&impl=megatron&precision=fp8&zero=3&instance=ml.p6e-gb200.36xlarge&nodes=16&mb=2&ga=2');
+  assert((await page.inputValue('#ultraserver')) === '72', 'x72 by default');
+  assert(/1 × 72 GPU/.test(await page.textContent('#nvlink')), await page.textContent('#nvlink'));
+  await page.selectOption('#ultraserver', '36');
+  await page.waitForFunction(() => location.search.includes('ultraserver=36'));
+  const nv = await page.textContent('#nvlink');
+  assert(/2 × 36 GPU/.test(nv) && /DP/.test(nv), 'two domains, DP crosses: ' + nv);
+  // Llama 3.1 405B at PP 16 x VP 4: Megatron's split, no error.
+  await open(page, base + '?lang=en&model=llama-3.1-405b&impl=megatron&precision=fp8&tp=4&pp=16&vp=4&instance=ml.p6-b200.48xlarge&nodes=32');
+  const layers = await page.textContent('#pp-layers');
+  assert(/7 \| 8 × 14 \| 7/.test(layers), 'layers per rank: ' + layers);
+  assert((await page.textContent('#pp-error')).trim() === '', 'pp accepted');
+  // An optional field can be emptied again.
+  await page.fill('#pp_first', '7');
+  await page.waitForFunction(() => location.search.includes('pp_first=7'));
+  await page.fill('#pp_first', '');
+  await page.dispatchEvent('#pp_first', 'change');
+  await page.waitForFunction(() => !location.search.includes('pp_first'));
+});
+
 await test('twenty random plans survive the round trip', async (page, ctx) => {
   let seed = 12345;
   const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
