@@ -422,6 +422,61 @@ pub fn preset(id: &str) -> Option<&'static Preset> {
     presets().iter().find(|p| p.id == id)
 }
 
+/// Presets whose id is closest to what a user typed (`mistral-7b`,
+/// `llama3-70b`): ids compared without case or punctuation, a contained name
+/// first, else the smallest edit distance (at most a third of the name).
+pub fn suggest_presets(typed: &str) -> Vec<&'static str> {
+    let norm = |s: &str| -> Vec<char> {
+        s.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let want = norm(typed);
+    if want.len() < 3 {
+        return Vec::new();
+    }
+    let mut scored: Vec<(usize, &'static str)> = presets()
+        .iter()
+        .map(|p| {
+            let id = norm(&p.id);
+            let contains = id.windows(want.len()).any(|w| w == want.as_slice());
+            (
+                if contains {
+                    0
+                } else {
+                    edit_distance(&want, &id)
+                },
+                p.id.as_str(),
+            )
+        })
+        .filter(|(d, _)| *d <= (want.len() / 3).max(2))
+        .collect();
+    scored.sort();
+    let best = scored.first().map_or(0, |(d, _)| *d);
+    scored
+        .into_iter()
+        .take_while(|(d, _)| *d == best)
+        .take(3)
+        .map(|(_, id)| id)
+        .collect()
+}
+
+/// Levenshtein distance.
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 /// Why a pasted `config.json` could not be read.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConfigError {

@@ -663,7 +663,12 @@ impl Plan {
                 if value == "custom" || crate::architecture::preset(value).is_some() {
                     self.model = value.to_string();
                 } else {
-                    return bad(Text::UnknownModel, &[]);
+                    let near = crate::architecture::suggest_presets(value);
+                    if near.is_empty() {
+                        return bad(Text::UnknownModel, &[]);
+                    }
+                    let ids = near.join(", ");
+                    return bad(Text::UnknownModelDidYouMean, &[("ids", &ids)]);
                 }
             }
             "layers" => self.arch.layers = Some(int!(1, 1024)),

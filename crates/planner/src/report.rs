@@ -190,7 +190,7 @@ pub struct Resolved<'a> {
 
 /// Build the architecture the plan names: preset, quick size, then overrides.
 pub fn resolve_architecture(plan: &Plan) -> (Architecture, String) {
-    let (mut arch, mut name) = match plan.params_b {
+    let (mut arch, name) = match plan.params_b {
         Some(b) => (
             Architecture::from_billions(b),
             format!("~{b}B (derived shape)"),
@@ -205,9 +205,6 @@ pub fn resolve_architecture(plan: &Plan) -> (Architecture, String) {
         },
     };
     let o = &plan.arch;
-    if !o.is_empty() {
-        name = format!("{name} (custom)");
-    }
     // Changing hidden or heads without head_dim keeps d = h / a.
     let derive_head_dim = o.head_dim.is_none() && (o.hidden.is_some() || o.heads.is_some());
     arch.layers = o.layers.unwrap_or(arch.layers);
@@ -296,7 +293,10 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
 
 /// The model: preset or quick size with the user's overrides, validated.
 fn resolve_model(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> (Architecture, String) {
-    let (arch, model_name) = resolve_architecture(plan);
+    let (arch, mut model_name) = resolve_architecture(plan);
+    if !plan.arch.is_empty() {
+        model_name = custom_name(&arch, &plan.model, lang);
+    }
     if plan.arch.hidden.is_some()
         && plan.arch.head_dim.is_none()
         && arch.heads > 0
@@ -320,6 +320,45 @@ fn resolve_model(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> (Archite
         });
     }
     (arch, model_name)
+}
+
+/// A shape the user edited is "custom", with a preset of its size (within
+/// 15% of its parameters) as a hint: the one it started from if still that
+/// size, else the nearest. A 405B shape typed over the 8B preset is not
+/// "Llama-3.1-8B".
+fn custom_name(arch: &Architecture, base: &str, lang: Lang) -> String {
+    let total = arch.parameter_counts().total as f64;
+    let near =
+        |p: &&architecture::Preset| (preset_total(&p.id) / total).ln().abs() < 0.15f64.ln_1p();
+    let nearest = architecture::preset(base)
+        .filter(near)
+        .map(|p| (p, 0.0))
+        .or_else(|| {
+            architecture::presets()
+                .iter()
+                .filter(near)
+                .map(|p| (p, (preset_total(&p.id) / total).ln().abs()))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+        });
+    match nearest {
+        Some((p, _)) => fill(lang, Text::CustomModelNear, &[("name", &p.name)]),
+        None => t(lang, Text::CustomModel).to_string(),
+    }
+}
+
+/// A preset's parameter count, computed once per preset.
+fn preset_total(id: &str) -> f64 {
+    static TOTALS: std::sync::OnceLock<Vec<(String, f64)>> = std::sync::OnceLock::new();
+    TOTALS
+        .get_or_init(|| {
+            architecture::presets()
+                .iter()
+                .map(|p| (p.id.clone(), p.arch.parameter_counts().total as f64))
+                .collect()
+        })
+        .iter()
+        .find(|(i, _)| i == id)
+        .map_or(f64::NAN, |(_, n)| *n)
 }
 
 type Hardware = (Cow<'static, Gpu>, Cow<'static, Instance>);

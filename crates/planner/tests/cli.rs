@@ -68,3 +68,28 @@ fn usage_errors_exit_nonzero() {
     let (_, err, ok) = plan(&["frobnicate", "x"]);
     assert!(!ok && err.contains("usage"));
 }
+
+/// A reader that goes away (`plan search ... | head -1`) ends the CLI quietly:
+/// exit 0, no panic, no backtrace. The pipe is closed before the program
+/// writes, so every write meets a broken pipe.
+#[test]
+fn closed_pipe_exits_quietly() {
+    for args in [
+        &["report", ""][..],
+        &["search", ""],
+        &["calibrate"],
+        &["export", "", "--format", "pytorch"],
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_plan"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("runs");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("waits");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

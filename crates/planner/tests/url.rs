@@ -104,3 +104,39 @@ fn the_key_list_is_the_schema() {
         );
     }
 }
+
+/// Names users naturally type get "did you mean" from the presets, in both
+/// languages; a name like no preset gets the plain message.
+#[test]
+fn unknown_model_names_get_suggestions() {
+    let notice = |q: &str, lang| {
+        let d = Plan::from_query(q);
+        d.notices
+            .first()
+            .map(|n| n.text(Some(lang)).to_string())
+            .unwrap_or_default()
+    };
+    use planner::plan::Lang::{En, Ru};
+    assert!(
+        notice("model=mistral-7b", En).contains("did you mean mistral-7b-v0.1, mistral-7b-v0.3?")
+    );
+    assert!(notice("model=llama3-70b", En).contains("did you mean llama-3.1-70b?"));
+    assert!(notice("model=llama3-70b", Ru).contains("может быть, llama-3.1-70b?"));
+    assert!(!notice("model=nope", En).contains("did you mean"));
+}
+
+/// A shape typed over a preset is named custom, with the preset of its size as a hint.
+#[test]
+fn custom_shapes_are_named_custom() {
+    let name = |q: &str| planner::evaluate(&Plan::from_query(q).plan).model_name;
+    // Llama 3.1 405B's shape typed over the default 8B preset.
+    assert_eq!(
+        name("layers=126&hidden=16384&heads=128&kv_heads=8&ffn=53248"),
+        "custom (close to Llama-3.1-405B)"
+    );
+    assert_eq!(
+        name("layers=126&hidden=16384&heads=128&kv_heads=8&ffn=53248&lang=ru"),
+        "своя (близка к Llama-3.1-405B)"
+    );
+    assert_eq!(name("model=llama-3.1-70b"), "Llama-3.1-70B");
+}

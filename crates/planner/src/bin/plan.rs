@@ -4,6 +4,29 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string\n  plan search '<URL or query string>'   auto-plan: ranked plans and the Pareto front as JSON\n  plan export '<URL or query string>' --format pytorch|huggingface|modeltrainer|training-args\n  plan calibrate [--fit] [--markdown]     predicted vs measured throughput (data/calibration.csv)";
 
+/// `print!` that ends the program quietly when its reader has gone
+/// (`plan search ... | head -1`): a closed pipe is not an error here.
+macro_rules! out {
+    ($($arg:tt)*) => { emit(format_args!($($arg)*)) };
+}
+
+/// `println!`, likewise.
+macro_rules! outln {
+    ($($arg:tt)*) => { emit(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+fn emit(args: std::fmt::Arguments) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("calibrate") {
@@ -15,7 +38,7 @@ fn main() -> ExitCode {
     }
     if let [cmd, text] = args.as_slice() {
         if cmd == "py-literal" {
-            println!("{}", planner::export::py_str(text));
+            outln!("{}", planner::export::py_str(text));
             return ExitCode::SUCCESS;
         }
     }
@@ -47,14 +70,14 @@ fn main() -> ExitCode {
                 report: &report,
             };
             match serde_json::to_string_pretty(&out) {
-                Ok(s) => println!("{s}"),
+                Ok(s) => outln!("{s}"),
                 Err(e) => {
                     eprintln!("error: {e}");
                     return ExitCode::FAILURE;
                 }
             }
         }
-        "query" => println!("{}", decoded.plan.to_query()),
+        "query" => outln!("{}", decoded.plan.to_query()),
         "search" => return search(query),
         _ => {
             eprintln!("unknown command `{cmd}`\n{USAGE}");
@@ -72,27 +95,33 @@ fn calibrate(flags: &[String]) {
     let has = |f: &str| flags.iter().any(|x| x == f);
     if has("--fit") {
         for (g, e, loss) in planner::calibration::fit() {
-            println!(
+            outln!(
                 "{g:?}: gemm {:.3} fp8_gemm {:.3} attention {:.3} (mean |ln error| {loss:.3})",
-                e.gemm, e.fp8_gemm, e.attention
+                e.gemm,
+                e.fp8_gemm,
+                e.attention
             );
         }
     } else if has("--coverage") {
         match serde_json::to_string_pretty(&compute()) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => outln!("{s}"),
             Err(e) => eprintln!("error: {e}"),
         }
     } else if has("--markdown") {
         let rows = throughput_rows();
-        print!("{}", markdown(&compute(), &rows));
-        println!("\nREADME: {}", planner::accuracy::readme_groups(&rows));
+        out!("{}", markdown(&compute(), &rows));
+        outln!("\nREADME: {}", planner::accuracy::readme_groups(&rows));
     } else {
-        println!(
+        outln!(
             "{:<34} {:<44} {:>9} {:>10} {:>8}",
-            "row", "group", "measured", "in-sample", "LOO"
+            "row",
+            "group",
+            "measured",
+            "in-sample",
+            "LOO"
         );
         for r in throughput_rows() {
-            println!(
+            outln!(
                 "{:<34} {:<44} {:>9.0} {:>+9.1}% {:>+7.1}%",
                 r.id,
                 r.group.name(),
@@ -124,7 +153,7 @@ fn search(query: &str) -> ExitCode {
     };
     match serde_json::to_string_pretty(&out) {
         Ok(s) => {
-            println!("{s}");
+            outln!("{s}");
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -159,6 +188,6 @@ fn export(args: &[String]) -> ExitCode {
     for n in &decoded.notices {
         eprintln!("notice: {}", n.message);
     }
-    print!("{}", planner::export::export(&decoded.plan, format).code);
+    out!("{}", planner::export::export(&decoded.plan, format).code);
     ExitCode::SUCCESS
 }

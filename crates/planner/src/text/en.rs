@@ -11,6 +11,7 @@ catalog! {
     ExpectedOneOf => "expected one of {keys}",
     NewerSchema => "this link is from a newer version of the schema (v={v}); read as v={current}",
     UnknownModel => "unknown model preset",
+    UnknownModelDidYouMean => "unknown model preset; did you mean {ids}?",
     ExpectedMlp => "expected swiglu, geglu or gelu",
     ExpectedCheckpointing => "expected none, selective, full, op or a fraction of layers between 0 and 1",
     UnknownInstance => "unknown SageMaker instance type",
@@ -39,6 +40,8 @@ catalog! {
     ConfigNotRead => "config.json not read",
 
     // ---- resolving a plan (report.rs) ----------------------------------------
+    CustomModel => "custom",
+    CustomModelNear => "custom (close to {name})",
     HeadsDoNotDivideHidden => "heads ({heads}) must divide hidden ({hidden}) when no head_dim is given",
     NoMultiNode => "{instance} does not support multi-node EFA training; use 1 node or another instance type",
     TpDoesNotDivideHeads => "tensor parallel degree {tp} must divide heads ({heads}) and kv_heads ({kv_heads})",

@@ -12,6 +12,7 @@ translations! {
     ExpectedOneOf => "ожидалось одно из: {keys}",
     NewerSchema => "ссылка из более новой версии схемы (v={v}); прочитана как v={current}",
     UnknownModel => "неизвестная модель",
+    UnknownModelDidYouMean => "неизвестная модель; может быть, {ids}?",
     ExpectedMlp => "ожидалось swiglu, geglu или gelu",
     ExpectedCheckpointing => "ожидалось none, selective, full, op или доля слоёв от 0 до 1",
     UnknownInstance => "неизвестный тип инстанса SageMaker",
@@ -40,6 +41,8 @@ translations! {
     ConfigNotRead => "config.json не прочитан",
 
     // ---- разбор плана ----
+    CustomModel => "своя",
+    CustomModelNear => "своя (близка к {name})",
     HeadsDoNotDivideHidden => "heads ({heads}) должно делить hidden ({hidden}), если head_dim не задан",
     NoMultiNode => "{instance} не поддерживает многоузловое обучение через EFA: возьмите 1 узел или другой тип инстанса",
     TpDoesNotDivideHeads => "степень тензорного параллелизма {tp} должна делить heads ({heads}) и kv_heads ({kv_heads})",
