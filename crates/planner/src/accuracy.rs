@@ -49,20 +49,33 @@ pub struct Group {
     pub layout: LayoutKind,
     /// The job's NVLink domain spans more than one 8-GPU node (GB200 NVL72).
     pub nvl72: bool,
+    /// A mixture-of-experts model.
+    #[serde(default)]
+    pub moe: bool,
 }
 
 impl Group {
     /// The group of a plan with its resolved layout and fabric.
-    pub fn of(plan: &Plan, layout: &Layout, gen: Generation, fabric: &Fabric) -> Group {
+    pub fn of(
+        plan: &Plan,
+        arch: &Architecture,
+        layout: &Layout,
+        gen: Generation,
+        fabric: &Fabric,
+    ) -> Group {
         let stack = match plan.implementation {
             Implementation::Megatron => Stack::Megatron,
             Implementation::Hf => Stack::HfTrainer,
         };
-        Group::with_stack(plan, layout, gen, fabric, stack)
+        Group {
+            moe: arch.moe.is_some(),
+            ..Group::with_stack(plan, layout, gen, fabric, stack)
+        }
     }
 
     fn with_stack(plan: &Plan, l: &Layout, gen: Generation, f: &Fabric, stack: Stack) -> Group {
         Group {
+            moe: false,
             generation: gen,
             stack,
             fp8: plan.precision.is_low_precision(),
@@ -85,7 +98,10 @@ impl Group {
         } else {
             Stack::Megatron
         };
-        Group::with_stack(&c.plan, &c.layout, generation(c.gpu), &c.fabric, stack)
+        Group {
+            moe: c.arch.moe.is_some(),
+            ..Group::with_stack(&c.plan, &c.layout, generation(c.gpu), &c.fabric, stack)
+        }
     }
 
     /// Short English name, e.g. `Hopper, Megatron, FP8, TP/PP`.
@@ -102,7 +118,11 @@ impl Group {
         };
         let precision = if self.fp8 { "FP8" } else { "BF16" };
         let nvl = if self.nvl72 { ", NVL72" } else { "" };
-        format!("{:?}, {stack}, {precision}, {layout}{nvl}", self.generation)
+        let moe = if self.moe { ", MoE" } else { "" };
+        format!(
+            "{:?}, {stack}, {precision}, {layout}{nvl}{moe}",
+            self.generation
+        )
     }
 
     /// How unlike `other` this group is (0 = the same).
@@ -112,6 +132,7 @@ impl Group {
             + 2 * (self.fp8 != other.fp8) as u32
             + (self.layout != other.layout) as u32
             + (self.nvl72 != other.nvl72) as u32
+            + 2 * (self.moe != other.moe) as u32
     }
 }
 
@@ -445,6 +466,7 @@ impl Coverage {
                     fp8: false,
                     layout: LayoutKind::DataParallel,
                     nvl72: false,
+                    moe: false,
                 },
                 rows: 0,
                 cv_median: 0.0,

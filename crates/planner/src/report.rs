@@ -716,7 +716,7 @@ fn throughput_accuracy(r: &Resolved<'_>, gen: Generation) -> Accuracy {
     use crate::accuracy::{checked_group, Group};
     let lang = lang_of(r.plan.lang);
     let fabric = Fabric::of(&r.gpu, &r.instance, r.plan.ultraserver);
-    let group = Group::of(r.plan, &r.layout, gen, &fabric);
+    let group = Group::of(r.plan, &r.arch, &r.layout, gen, &fabric);
     let Some((stats, exact)) = checked_group(&group, &r.gpu.id) else {
         return Accuracy {
             level: "derived",
@@ -750,6 +750,9 @@ fn throughput_accuracy(r: &Resolved<'_>, gen: Generation) -> Accuracy {
     };
     if gen == Generation::Blackwell && !r.plan.precision.is_low_precision() {
         a.note = format!("{}; {}", a.note, t(lang, Text::BlackwellBf16FromHopper));
+    }
+    if r.arch.moe.is_some() && !exact {
+        a.note = format!("{}; {}", a.note, t(lang, Text::MoeComputeUnchecked));
     }
     a
 }

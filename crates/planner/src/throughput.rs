@@ -577,12 +577,13 @@ fn overlap(s: &StepShape) -> f64 {
 
 /// Parameters of one pipeline stage on this GPU, and those that train.
 fn stage_parameters(s: &StepShape) -> (f64, f64) {
-    let moe_split = if s.arch.moe.is_some() {
-        s.ep.min(2.0)
-    } else {
-        1.0
-    };
-    let stage = s.counts.total as f64 / (s.t * s.p * moe_split);
+    // Dense parameters split by TP and PP; routed experts also by EP, each
+    // GPU holding `experts/ep` of them (Megatron-Core expert parallelism).
+    let experts = s.arch.moe.as_ref().map_or(0.0, |m| {
+        m.experts as f64 * s.counts.expert as f64 * s.arch.layers as f64
+    });
+    let dense = s.counts.total as f64 - experts;
+    let stage = dense / (s.t * s.p) + experts / (s.t * s.p * s.ep);
     let trainable = match s.plan.train {
         Training::Full => stage,
         // LoRA adapters: a fraction of a percent; count 1%.

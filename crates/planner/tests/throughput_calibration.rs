@@ -601,3 +601,25 @@ fn hugging_face_stack_rows_within_ten_percent_median() {
     let median = median_abs_error(&preds);
     assert!(median <= 10.0, "median {median:.1}%");
 }
+
+/// Expert parallelism: each GPU holds `1/ep` of the routed experts, so its
+/// data-parallel gradient traffic is `dense + experts/ep` parameters (DDP
+/// all-reduce, overlap off so all of it shows). Mixtral-8x7B: 32 layers x 8
+/// experts of 3 x 4096 x 14336 parameters each.
+#[test]
+fn expert_parameters_reduce_over_their_share() {
+    let q = "model=mixtral-8x7b&impl=megatron&zero=0&instance=ml.p5.48xlarge&nodes=2&overlap=0";
+    let one = evaluate(&Plan::from_query(q).plan);
+    let eight = evaluate(&Plan::from_query(&format!("{q}&ep=8")).plan);
+    let experts = 32.0 * 8.0 * 3.0 * 4096.0 * 14336.0;
+    let dense = one.parameters as f64 - experts;
+    let want = (dense + experts / 8.0) / (dense + experts);
+    let got = eight.throughput.step.data_parallel / one.throughput.step.data_parallel;
+    assert!((got / want - 1.0).abs() < 1e-9, "{got} vs {want}");
+    // And the label says mixture-of-experts compute is not checked.
+    assert_eq!(eight.throughput_accuracy.level, "derived");
+    assert!(eight
+        .throughput_accuracy
+        .note
+        .contains("mixture-of-experts"));
+}

@@ -66,6 +66,7 @@ catalog! {
     ThroughputChecked => "checked against published runs of this kind ({group}, n = {rows}): cross-validated median error {median}%, worst {worst}%",
     ThroughputNearest => "derived — not checked against a measurement; the nearest checked kind ({group}, n = {rows}) has a cross-validated median error of {median}%, worst {worst}%",
     ThroughputUnchecked => "derived — not checked against any measurement",
+    MoeComputeUnchecked => "mixture-of-experts compute is not calibrated: on NVIDIA's published GPT-OSS-120B runs (Megatron-Bridge 25.11, B200 and GB200) the model is about twice too fast",
     BlackwellBf16FromHopper => "Blackwell's BF16 efficiency is carried over from Hopper (no published BF16 run)",
 
     // ---- warnings (warnings.rs) ---------------------------------------------
