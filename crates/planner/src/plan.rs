@@ -470,6 +470,11 @@ pub struct Decoded {
     pub notices: Vec<Notice>,
 }
 
+/// Keys whose empty value means "none" (the field was emptied).
+const OPTIONAL: [&str; 6] = [
+    "shard", "pp_first", "pp_last", "price", "budget", "deadline",
+];
+
 /// Longest value accepted for any key (a link is not a storage format).
 const MAX_VALUE_LEN: usize = 512;
 
@@ -630,26 +635,16 @@ impl Plan {
             };
         }
         // An emptied optional field goes back to its default (none).
-        if value.is_empty() {
-            let slot = match key {
-                "shard" => &mut self.shard,
-                "pp_first" => &mut self.pp_first,
-                "pp_last" => &mut self.pp_last,
-                _ => &mut None,
-            };
-            let real = match key {
-                "price" => &mut self.price,
-                "budget" => &mut self.budget_usd,
-                "deadline" => &mut self.deadline_hours,
-                _ => &mut None,
-            };
-            if matches!(
-                key,
-                "shard" | "pp_first" | "pp_last" | "price" | "budget" | "deadline"
-            ) {
-                (*slot, *real) = (None, None);
-                return Ok(());
+        if value.is_empty() && OPTIONAL.contains(&key) {
+            match key {
+                "shard" => self.shard = None,
+                "pp_first" => self.pp_first = None,
+                "pp_last" => self.pp_last = None,
+                "price" => self.price = None,
+                "budget" => self.budget_usd = None,
+                _ => self.deadline_hours = None,
             }
+            return Ok(());
         }
         match key {
             "v" => {

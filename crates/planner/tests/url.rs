@@ -140,3 +140,16 @@ fn custom_shapes_are_named_custom() {
     );
     assert_eq!(name("model=llama-3.1-70b"), "Llama-3.1-70B");
 }
+
+/// An emptied optional field (the page's "empty: ..." inputs) means none,
+/// without a notice; an emptied required one is still an error.
+#[test]
+fn emptied_optional_fields_mean_none() {
+    let d = Plan::from_query("shard=4&shard=&pp_first=7&pp_first=&price=30&price=");
+    assert!(d.notices.is_empty(), "{:?}", d.notices);
+    assert_eq!(
+        (d.plan.shard, d.plan.pp_first, d.plan.price),
+        (None, None, None)
+    );
+    assert_eq!(Plan::from_query("mb=").notices.len(), 1);
+}
