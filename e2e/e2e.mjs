@@ -132,6 +132,23 @@ await test('Blackwell on SageMaker: price basis, UltraServer domain, uneven pipe
   await page.waitForFunction(() => !location.search.includes('pp_first'));
 });
 
+await test('copy as Markdown: a summary with verdict, cost, warnings and the link', async (page) => {
+  await open(page, base + '?lang=en');
+  await page.click('#copy-markdown');
+  await page.waitForFunction(() => document.querySelector('#copy-markdown').textContent.includes('copied'));
+  const md = await page.evaluate(() => navigator.clipboard.readText());
+  assert(md.startsWith('**Llama-3.1-8B on ml.p6-b200.48xlarge (8 × B200) — fits'), 'headline: ' + md.split('\n')[0]);
+  for (const part of ['- Memory per GPU: ', '- Speed: ', 'tokens/s per GPU', '- Time: ', '- Cost: $', 'estimated price', 'Warnings:'])
+    assert(md.includes(part), `summary has "${part}":\n${md}`);
+  assert(md.includes(`](${page.url()})`), 'summary links the plan');
+  // In Russian, the same summary in Russian.
+  await open(page, base + '?lang=ru');
+  await page.click('#copy-markdown');
+  await page.waitForFunction(() => document.querySelector('#copy-markdown').textContent.includes('скопирована'));
+  const ru = await page.evaluate(() => navigator.clipboard.readText());
+  assert(ru.includes('помещается') && ru.includes('Стоимость'), ru);
+});
+
 await test('twenty random plans survive the round trip', async (page, ctx) => {
   let seed = 12345;
   const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };

@@ -139,7 +139,8 @@ pub fn App() -> impl IntoView {
                 </p>
             </div>
             <div class="top-actions">
-                <CopyLink ctx=ctx />
+                <CopyButton ctx=ctx id="copy-link" label=Text::CopyLink done=Text::LinkCopied what=page_link />
+                <CopyButton ctx=ctx id="copy-markdown" label=Text::CopyAsMarkdown done=Text::MarkdownCopied what=plan_markdown />
                 <div class="lang" role="group" aria-label=format!("{} / {}", tr(Lang::En, Text::Language), tr(Lang::Ru, Text::Language))>
                     <button type="button" id="lang-en" aria-pressed=move || (lang.get() == Lang::En).to_string()
                         on:click=move |_| ctx.set("lang", "en")>"EN"</button>
@@ -178,31 +179,53 @@ pub fn App() -> impl IntoView {
 }
 
 /// "Copy link": the Clipboard API, with a textarea fallback, and feedback.
+/// A button that copies `what(ctx)` to the clipboard and says so for two seconds.
 #[component]
-fn CopyLink(ctx: Ctx) -> impl IntoView {
+fn CopyButton(
+    ctx: Ctx,
+    id: &'static str,
+    label: Text,
+    done: Text,
+    what: fn(&Ctx) -> String,
+) -> impl IntoView {
     let state = RwSignal::new(0u8); // 0 idle, 1 copied, 2 failed
-    let t = ctx.t(Text::CopyLink);
-    let copied = ctx.t(Text::LinkCopied);
-    let failed = ctx.t(Text::CopyFailedUseTheAddress);
+    let (t, copied, failed) = (
+        ctx.t(label),
+        ctx.t(done),
+        ctx.t(Text::CopyFailedUseTheAddress),
+    );
     let on_click = move |_| {
         let Some(w) = web_sys::window() else { return };
-        let href = w.location().href().unwrap_or_default();
-        let clip = w.navigator().clipboard();
-        let promise = clip.write_text(&href);
+        let text = what(&ctx);
+        let promise = w.navigator().clipboard().write_text(&text);
         leptos::task::spawn_local(async move {
             let ok =
-                wasm_bindgen_futures::JsFuture::from(promise).await.is_ok() || copy_fallback(&href);
+                wasm_bindgen_futures::JsFuture::from(promise).await.is_ok() || copy_fallback(&text);
             state.set(if ok { 1 } else { 2 });
             gloo::timers::future::TimeoutFuture::new(2000).await;
             state.set(0);
         });
     };
     view! {
-        <button type="button" class="copy-link" id="copy-link" on:click=on_click>
+        <button type="button" class="copy-link" id=id on:click=on_click>
             {move || match state.get() { 1 => copied(), 2 => failed(), _ => t() }}
         </button>
         <span class="sr-only" role="status">{move || if state.get() == 1 { copied() } else { "" }}</span>
     }
+}
+
+/// The page's address: the whole plan.
+fn page_link(_: &Ctx) -> String {
+    web_sys::window()
+        .and_then(|w| w.location().href().ok())
+        .unwrap_or_default()
+}
+
+/// The plan as a short Markdown summary with its link.
+fn plan_markdown(ctx: &Ctx) -> String {
+    let lang = ctx.lang.get_untracked();
+    ctx.report
+        .with_untracked(|r| crate::summary::markdown(r, &page_link(ctx), lang))
 }
 
 /// Copy through a temporary textarea where the Clipboard API is refused.

@@ -9,6 +9,7 @@ pub mod format;
 pub mod inputs;
 pub mod panic;
 pub mod results;
+pub mod summary;
 
 /// Mount the page on `<body>` (called by `main`).
 pub fn start() {

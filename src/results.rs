@@ -171,7 +171,7 @@ fn accuracy_line(a: &planner::report::Accuracy, checked: Text, derived: Text, l:
 }
 
 /// Where the hourly price comes from, beside every cost (SPEC §8).
-fn price_basis(cost: &planner::cost::Cost, l: Lang) -> String {
+pub fn price_basis(cost: &planner::cost::Cost, l: Lang) -> String {
     let as_of = cost.price_as_of.clone().unwrap_or_default();
     match cost.price_source.as_str() {
         "listed" => planner::text::fill(l, Text::PriceBasisListed, &[("as_of", &as_of)]),
