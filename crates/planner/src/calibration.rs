@@ -356,7 +356,7 @@ fn hf_case(r: &Row) -> Option<Case> {
         plan,
         layout,
         gpu,
-        fabric: Fabric::new(gpu, 8, 25e9),
+        fabric: row_fabric(gpu),
         measured_tokens_per_s_per_gpu: r.num("measured_value")?,
         measured_step_seconds: None,
     })

@@ -230,7 +230,6 @@ impl Stages {
     pub fn per_rank(&self, pp: u64) -> Vec<u64> {
         (0..pp.max(1))
             .map(|i| match i {
-                0 if pp <= 1 => self.first,
                 0 => self.first,
                 i if i + 1 == pp => self.last,
                 _ => self.middle,

@@ -695,7 +695,7 @@ pub fn evaluate(plan: &Plan) -> Report {
         max_sequence,
         global_batch_sequences,
         global_batch_tokens: global_batch_sequences.saturating_mul(plan.seq),
-        throughput_accuracy: throughput_accuracy(&r, gen),
+        throughput_accuracy: throughput_accuracy(&r, gen, &fabric),
         throughput: tp,
         time,
         checkpoint,
@@ -712,11 +712,10 @@ pub fn evaluate(plan: &Plan) -> Report {
 /// How far the speed is checked: the cross-validated error of the group of
 /// published runs this plan belongs to, or, outside every checked group,
 /// "derived" with the nearest group's error for scale (data/coverage.json).
-fn throughput_accuracy(r: &Resolved<'_>, gen: Generation) -> Accuracy {
+fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Accuracy {
     use crate::accuracy::{checked_group, Group};
     let lang = lang_of(r.plan.lang);
-    let fabric = Fabric::of(&r.gpu, &r.instance, r.plan.ultraserver);
-    let group = Group::of(r.plan, &r.arch, &r.layout, gen, &fabric);
+    let group = Group::of(r.plan, &r.arch, &r.layout, gen, fabric);
     let Some((stats, exact)) = checked_group(&group, &r.gpu.id) else {
         return Accuracy {
             level: "derived",

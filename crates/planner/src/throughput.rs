@@ -712,7 +712,7 @@ pub fn throughput(
         let busiest = StepShape {
             layers: other as f64,
             head: false,
-            ..StepShape::new(arch, counts, plan, layout, gpu, fabric, eff)
+            ..shape
         };
         let alt = step_time(&busiest);
         if alt.total() > step.total() {
