@@ -401,6 +401,9 @@ impl Architecture {
 pub struct Preset {
     pub id: String,
     pub name: String,
+    /// The Hugging Face Hub repository of the weights (what train.py loads).
+    #[serde(default)]
+    pub hub: String,
     /// Where the shape comes from (left out of the page's copy of the data).
     #[serde(default)]
     pub source: String,

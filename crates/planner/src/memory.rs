@@ -313,10 +313,25 @@ fn profile(plan: &Plan) -> Profile {
         (Implementation::Megatron, _) => Profile::Megatron,
         (Implementation::Hf, Precision::Fp32) => Profile::HfFp32,
         (Implementation::Hf, Precision::Bf16Pure) => Profile::HfBf16,
-        (Implementation::Hf, _) if plan.zero >= 1 && plan.train == Training::Full => {
+        // FSDP (ZeRO-2/3) gathers BF16 copies of its fp32 shards; DDP and
+        // ZeRO-1 (DDP + a sharded optimizer) keep fp32 weights under autocast:
+        // what the bundle's train.py does (`compute_path` there).
+        (Implementation::Hf, _) if plan.zero >= 2 && plan.train == Training::Full => {
             Profile::HfBf16
         }
         (Implementation::Hf, _) => Profile::HfAutocast,
+    }
+}
+
+/// How the plan's GEMMs get their weights, in the words train.py reports
+/// (`compute_path`), so a test can hold the script to the model.
+pub fn compute_path(plan: &Plan) -> &'static str {
+    match (profile(plan), plan.precision) {
+        (Profile::Megatron, _) => "megatron",
+        (Profile::HfFp32, _) => "fp32",
+        (_, Precision::Bf16Pure) => "bf16 weights",
+        (Profile::HfBf16, _) => "fsdp bf16 gather, fp32 reduce",
+        (Profile::HfAutocast, _) => "autocast bf16",
     }
 }
 

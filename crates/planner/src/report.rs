@@ -38,6 +38,8 @@ pub struct MemoryReport {
     pub budget_bytes: u64,
     pub usable_is_estimate: bool,
     pub activation_bytes: u64,
+    /// How the GEMMs get their weights (`memory::compute_path`), as train.py reports it.
+    pub compute: &'static str,
     /// How far this kind of plan has been checked against measurements.
     pub accuracy: Accuracy,
 }
@@ -688,6 +690,7 @@ pub fn evaluate(plan: &Plan) -> Report {
             budget_bytes: budget,
             usable_is_estimate: r.gpu.usable_is_estimate(),
             activation_bytes: mem.activation_bytes,
+            compute: memory::compute_path(plan),
             accuracy: accuracy(&r),
         },
         fits,
