@@ -2,7 +2,10 @@
 // playwright-core (never the `playwright` package, which downloads a browser).
 // Usage: node e2e/e2e.mjs http://127.0.0.1:PORT/   (screenshots go to target/e2e/)
 import { chromium } from 'playwright-core';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
 
 const base = process.argv[2] || 'http://127.0.0.1:8080/';
 const shots = 'target/e2e';
@@ -235,6 +238,71 @@ await test('export: copy the ModelTrainer code and read it from the clipboard', 
   assert((await page.textContent('#role-error')).includes('role'), 'refused role is reported');
   assert((await page.textContent('#export-code')).includes('role/SM"'), 'the code keeps the valid role');
   await page.locator('.export').screenshot({ path: `${shots}/export.png` });
+});
+
+/** The files of a stored (uncompressed) ZIP, by path, from its central directory. */
+function unzipStored(buf) {
+  const files = {};
+  let end = buf.length - 22;
+  while (end >= 0 && buf.readUInt32LE(end) !== 0x06054b50) end--;
+  assert(end >= 0, 'the download is a ZIP');
+  let at = buf.readUInt32LE(end + 16);
+  for (let n = buf.readUInt16LE(end + 10); n > 0; n--) {
+    assert(buf.readUInt32LE(at) === 0x02014b50, 'central directory entry');
+    assert(buf.readUInt16LE(at + 10) === 0, 'stored, not compressed');
+    const size = buf.readUInt32LE(at + 24), nameLen = buf.readUInt16LE(at + 28);
+    const extra = buf.readUInt16LE(at + 30), comment = buf.readUInt16LE(at + 32);
+    const local = buf.readUInt32LE(at + 42);
+    const name = buf.toString('utf8', at + 46, at + 46 + nameLen);
+    const dataAt = local + 30 + buf.readUInt16LE(local + 26) + buf.readUInt16LE(local + 28);
+    files[name] = buf.toString('utf8', dataAt, dataAt + size);
+    at += 46 + nameLen + extra + comment;
+  }
+  return files;
+}
+const PLAN_BIN = process.env.PLAN_BIN || 'target/debug/plan';
+
+await test("bundle: the page's .zip holds the files the CLI writes", async (page) => {
+  const query = 'lang=en&model=llama-3.1-8b&train=lora&nodes=2&job=ft-01';
+  await open(page, base + '?' + query);
+  await page.click('#fmt-huggingface');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-bundle')]);
+  assert(download.suggestedFilename() === 'ft-01-bundle.zip', 'named after the job: ' + download.suggestedFilename());
+  const zipped = unzipStored(readFileSync(await download.path()));
+  const dir = mkdtempSync(join(tmpdir(), 'bundle-'));
+  const listed = execFileSync(PLAN_BIN, ['export', query, '--format', 'bundle', '--launcher', 'huggingface', '--out', dir])
+    .toString().trim().split('\n').map((p) => p.slice(dir.length + 1));
+  assert(JSON.stringify(Object.keys(zipped)) === JSON.stringify(listed), `same files: ${Object.keys(zipped)} vs ${listed}`);
+  for (const f of listed) assert(zipped[f] === readFileSync(join(dir, f), 'utf8'), `${f} is the same as the CLI's`);
+  assert(zipped['launch.py'].includes('HuggingFace(') && zipped['scripts/train.py'].includes('TRAIN_PLANNER_MEASURED'), 'launcher and script');
+});
+
+await test("measured: a CI run's line re-bases time and cost; bad lines get a message", async (page) => {
+  const file = 'target/bundle-test/plan0.measured';
+  assert(existsSync(file), `${file} is written by the bundle tests, which run first`);
+  const line = readFileSync(file, 'utf8').trim();
+  const m = JSON.parse(line.split(' ').slice(1).join(' '));
+  await open(page, base + '?lang=en&model=llama-3.1-8b');
+  const url = page.url();
+  const before = await snapshot(page);
+  await page.fill('#measured-line', 'loss 2.31 step 40');
+  assert((await page.textContent('#measured-error')).includes('no TRAIN_PLANNER_MEASURED line found'), 'not a line');
+  await page.fill('#measured-line', 'TRAIN_PLANNER_MEASURED {"v": 1,');
+  assert((await page.textContent('#measured-error')).includes('not valid JSON'), 'malformed');
+  await page.fill('#measured-line', line.replace('model=llama-3.1-8b', 'model=llama-3.1-70b'));
+  assert((await page.textContent('#measured-error')).includes('another plan'), 'foreign');
+  await page.fill('#measured-line', 'job log...\n' + line);
+  await page.waitForSelector('#measured-table');
+  const cells = await page.$$eval('#measured-table tbody tr', (rows) => rows.map((r) => [...r.children].map((c) => c.textContent.trim())));
+  const speed = parseFloat(cells[0][2].replace(/,/g, ''));
+  assert(Math.abs(speed - Math.round(m.tokens_per_second_per_gpu)) <= 1, `measured speed shown: ${cells[0][2]} vs ${m.tokens_per_second_per_gpu}`);
+  const cli = JSON.parse(execFileSync(PLAN_BIN, ['report', 'model=llama-3.1-8b', '--measured', line]).toString()).measured;
+  assert(cells[3][2] !== cells[3][1] && cells[4][2] !== cells[4][1], 'time and cost re-based');
+  assert((await page.textContent('#measured-rebased')).includes('re-based'), 'says so');
+  assert((await page.textContent('#measured-table')).includes('—') === (cli.measured_peak_gib === null), 'no GPU memory on a CPU run');
+  sameSnapshot(before, await snapshot(page), 'pasting a line changes no setting');
+  assert(page.url() === url, 'and not the link');
+  await page.locator('.measured').screenshot({ path: `${shots}/measured.png` });
 });
 
 await test('screenshots: light and dark at 1280 and 390 px', async (page) => {

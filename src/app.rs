@@ -6,6 +6,7 @@ use crate::charts::{InstanceChart, SequenceChart};
 use crate::export::ExportPanel;
 use crate::format::tr;
 use crate::inputs::Inputs;
+use crate::measured::MeasuredPanel;
 use crate::results::Results;
 use leptos::prelude::*;
 use planner::plan::{Lang, Notice};
@@ -168,6 +169,7 @@ pub fn App() -> impl IntoView {
                 <SequenceChart ctx=ctx />
                 <InstanceChart ctx=ctx />
                 <ExportPanel ctx=ctx />
+                <MeasuredPanel ctx=ctx />
             </div>
         </main>
         <footer class="foot">

@@ -119,6 +119,23 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
         let (text, name) = code.with_untracked(|e| (e.code.clone(), e.filename.clone()));
         download_file(&name, &text);
     };
+    let bundle_error = RwSignal::new(None::<String>);
+    let download_zip = move |_| {
+        let plan = ctx.plan.get_untracked();
+        let launcher = match format.get_untracked() {
+            Format::TrainingArgs => Format::Pytorch,
+            f => f,
+        };
+        leptos::task::spawn_local(async move {
+            match bundle_zip(&plan, launcher).await {
+                Ok(bytes) => {
+                    bundle_error.set(None);
+                    download_bytes(&zip_name(&plan), &bytes, "application/zip");
+                }
+                Err(detail) => bundle_error.set(Some(detail)),
+            }
+        });
+    };
     let t = move |id| tr(lang.get(), id);
     view! {
         <section class="chart export" aria-labelledby="export-title">
@@ -151,8 +168,13 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
                         {move || match copied.get() { 1 => t(Text::Copied), 2 => t(Text::CopyFailed), _ => t(Text::CopyButton) }}
                     </button>
                     <button type="button" id="download-code" on:click=download>{move || t(Text::DownloadPy)}</button>
+                    <button type="button" id="download-bundle" on:click=download_zip
+                        title=move || t(Text::BundleHint)>{move || t(Text::DownloadBundle)}</button>
                 </div>
             </div>
+            {move || bundle_error.get().map(|d| view! {
+                <p class="field-error" role="alert">{planner::text::fill(lang.get(), Text::BundleFailed, &[("detail", &d)])}</p>
+            })}
             <pre class="code" id="export-code" tabindex="0" aria-label=move || t(Text::GeneratedPython)><code>
                 {move || code.with(|e| tokens(&e.code)).into_iter().map(|(tok, text)| {
                     let class = match tok {
@@ -169,15 +191,58 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
     }
 }
 
+/// The bundle as a ZIP: launch.py, the README and requirements from the
+/// planner, and train.py fetched from the site (it never weighs on the wasm).
+async fn bundle_zip(plan: &planner::Plan, launcher: Format) -> Result<Vec<u8>, String> {
+    let train_py = fetch_text("bundle/train.py").await?;
+    let files = planner::bundle::files(plan, launcher, &train_py);
+    let entries: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|f| (f.path.as_str(), f.text.as_bytes()))
+        .collect();
+    Ok(planner::zip::archive(&entries))
+}
+
+async fn fetch_text(url: &str) -> Result<String, String> {
+    use wasm_bindgen_futures::JsFuture;
+    let window = web_sys::window().ok_or("no window")?;
+    let failed = |e: wasm_bindgen::JsValue| format!("{url}: {e:?}");
+    let response: web_sys::Response = JsFuture::from(window.fetch_with_str(url))
+        .await
+        .map_err(failed)?
+        .unchecked_into();
+    if !response.ok() {
+        return Err(format!("{url}: HTTP {}", response.status()));
+    }
+    let text = JsFuture::from(response.text().map_err(failed)?)
+        .await
+        .map_err(failed)?;
+    text.as_string().ok_or_else(|| format!("{url}: not text"))
+}
+
+/// `<job name>-bundle.zip`.
+fn zip_name(plan: &planner::Plan) -> String {
+    let job = if plan.job.is_empty() {
+        "train-planner"
+    } else {
+        &plan.job
+    };
+    format!("{job}-bundle.zip")
+}
+
 /// Save `text` as a file through a temporary object URL.
 fn download_file(name: &str, text: &str) {
+    download_bytes(name, text.as_bytes(), "text/x-python");
+}
+
+fn download_bytes(name: &str, bytes: &[u8], mime: &str) {
     let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
         return;
     };
-    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
     let opts = web_sys::BlobPropertyBag::new();
-    opts.set_type("text/x-python");
-    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts) else {
+    opts.set_type(mime);
+    let Ok(blob) = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts) else {
         return;
     };
     let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {

@@ -7,6 +7,7 @@ pub mod charts;
 pub mod export;
 pub mod format;
 pub mod inputs;
+pub mod measured;
 pub mod panic;
 pub mod results;
 pub mod summary;

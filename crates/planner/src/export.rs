@@ -250,31 +250,37 @@ fn fsdp_value(p: &Plan) -> &'static str {
     }
 }
 
-/// Hyperparameters passed to train.py (the Trainer's argument names where one exists).
-fn hyperparameters(c: &Ctx<'_>) -> String {
-    let p = c.plan;
-    let r = &c.report;
-    let mut items: Vec<(&str, String)> = Vec::new();
-    if !p.hf_model.is_empty() {
-        items.push(("model_id", py_str(&p.hf_model)));
+/// Hyperparameters passed to train.py, in the script's own names: each one
+/// carries a planner setting, so the script trains exactly what was modelled.
+pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, String)> {
+    let p = plan;
+    let r = report;
+    let mut items: Vec<(&'static str, String)> = Vec::new();
+    if let Some(id) = model_id(p, r) {
+        items.push(("model_id", py_str(id)));
     }
+    items.push(("plan", py_str(&p.to_query())));
     items.push(("max_seq_length", p.seq.to_string()));
     items.push(("per_device_train_batch_size", p.micro_batch.to_string()));
     items.push(("gradient_accumulation_steps", p.grad_accum.to_string()));
     items.push(("max_steps", r.time.steps.to_string()));
-    items.push(("bf16", py_bool(!matches!(p.precision, Precision::Fp32))));
-    if p.precision.is_low_precision() {
-        items.push(("fp8", py_str(p.precision.key())));
+    items.push(("precision", py_str(p.precision.key())));
+    items.push(("checkpointing", py_str(&p.checkpointing.key())));
+    if p.offload {
+        items.push(("activation_offloading", "True".into()));
     }
-    let ck = !matches!(
-        p.checkpointing,
-        Checkpointing::None | Checkpointing::Selective
-    );
-    items.push(("gradient_checkpointing", py_bool(ck)));
-    items.push(("optim", py_str(hf_optim(p.optimizer))));
-    let fsdp = fsdp_value(p);
-    if !fsdp.is_empty() && r.layout.dp > 1 {
-        items.push(("fsdp", py_str(fsdp)));
+    items.push(("zero_stage", p.zero.to_string()));
+    items.push(("shard_degree", r.layout.shard.to_string()));
+    items.push(("planned_world_size", r.layout.gpus.to_string()));
+    for (k, v) in [
+        ("tp", r.layout.tp),
+        ("pp", r.layout.pp),
+        ("cp", r.layout.cp),
+        ("ep", r.layout.ep),
+    ] {
+        if v > 1 {
+            items.push((k, v.to_string()));
+        }
     }
     items.push((
         "attn_implementation",
@@ -283,24 +289,49 @@ fn hyperparameters(c: &Ctx<'_>) -> String {
             Attention::Eager => "eager",
         }),
     ));
-    if p.loss == Loss::Fused {
-        items.push(("use_liger_kernel", "True".into()));
-    }
+    items.push(("loss", py_str(p.loss.key())));
+    items.push(("optim", py_str(p.optimizer.key())));
+    items.push(("train_mode", py_str(p.train.key())));
     if p.train != Training::Full {
         items.push(("lora_r", p.lora_rank.to_string()));
-        if p.train == Training::Qlora {
-            items.push(("load_in_4bit", "True".into()));
-        }
     }
     items.push(("save_steps", p.save_every.max(1).to_string()));
+    items.push(("save", py_str(p.save.key())));
+    if p.async_save {
+        items.push(("async_save", "True".into()));
+    }
     items.push(("output_dir", py_str("/opt/ml/checkpoints")));
+    items
+}
+
+/// The weights train.py loads: the plan's Hugging Face model, or the preset's
+/// Hub repository when the shape is the preset's own (not a custom one).
+fn model_id<'a>(p: &'a Plan, r: &Report) -> Option<&'a str> {
+    if !p.hf_model.is_empty() {
+        return Some(&p.hf_model);
+    }
+    crate::architecture::preset(&p.model)
+        .filter(|m| m.name == r.model_name && !m.hub.is_empty())
+        .map(|m| m.hub.as_str())
+}
+
+/// The hyperparameters as a Python dict, and the trial switch: `python launch.py --trial`
+/// runs a few dozen steps on the same instances before the real job.
+fn hyperparameters(c: &Ctx<'_>) -> String {
     let mut s = String::from("hyperparameters = {\n");
-    for (k, v) in items {
+    for (k, v) in hyperparameter_items(c.plan, &c.report) {
         let _ = writeln!(s, "    {}: {v},", py_str(k));
     }
     s.push_str("}\n");
+    s.push_str("# A short trial first, on the same instances: python launch.py --trial\n");
+    let _ = writeln!(s, "TRIAL = \"--trial\" in sys.argv");
+    let _ = writeln!(s, "if TRIAL:");
+    let _ = writeln!(s, "    hyperparameters[\"max_steps\"] = {TRIAL_STEPS}");
     s
 }
+
+/// Steps of the trial run (the field guide: iterate on short runs before the full job).
+pub const TRIAL_STEPS: u64 = 30;
 
 fn py_bool(b: bool) -> String {
     if b { "True" } else { "False" }.into()
@@ -400,7 +431,11 @@ fn estimator(c: &Ctx<'_>, class: &str, versions: &[(&str, String)], distribution
     }
     let _ = writeln!(s, "    distribution={distribution},");
     let _ = writeln!(s, "    hyperparameters=hyperparameters,");
-    let _ = writeln!(s, "    base_job_name={},", job_name(p));
+    let _ = writeln!(
+        s,
+        "    base_job_name={} + (\"-trial\" if TRIAL else \"\"),",
+        job_name(p)
+    );
     let _ = writeln!(s, "    checkpoint_s3_uri=s3_prefix + \"/checkpoints\",");
     let _ = writeln!(s, "    checkpoint_local_path=\"/opt/ml/checkpoints\",");
     let _ = writeln!(s, "    output_path=s3_prefix + \"/output\",");
@@ -447,7 +482,7 @@ fn pytorch(c: &Ctx<'_>) -> String {
     if let Some(n) = c.smp_fallback_note() {
         let _ = writeln!(s, "# {n}");
     }
-    s.push_str("import sagemaker\nfrom sagemaker.pytorch import PyTorch\n\n");
+    s.push_str("import sys\n\nimport sagemaker\nfrom sagemaker.pytorch import PyTorch\n\n");
     s.push_str(&preamble(c, "sagemaker.Session()"));
     s.push('\n');
     s.push_str(&hyperparameters(c));
@@ -502,7 +537,7 @@ fn huggingface(c: &Ctx<'_>) -> String {
     if c.smp_wanted {
         let _ = writeln!(s, "# The HuggingFace estimator runs plain torchrun + FSDP here; for SMP v2 use the PyTorch export.");
     }
-    s.push_str("import sagemaker\nfrom sagemaker.huggingface import HuggingFace\n\n");
+    s.push_str("import sys\n\nimport sagemaker\nfrom sagemaker.huggingface import HuggingFace\n\n");
     s.push_str(&preamble(c, "sagemaker.Session()"));
     s.push('\n');
     s.push_str(&hyperparameters(c));
@@ -550,7 +585,7 @@ fn modeltrainer(c: &Ctx<'_>) -> String {
     if let Some(n) = c.smp_fallback_note() {
         let _ = writeln!(s, "# {n}");
     }
-    s.push_str("from sagemaker.core import image_uris\n");
+    s.push_str("import sys\n\nfrom sagemaker.core import image_uris\n");
     s.push_str("from sagemaker.core.helper.session_helper import Session, get_execution_role\n");
     s.push_str("from sagemaker.train import ModelTrainer\n");
     s.push_str("from sagemaker.core.training.configs import CheckpointConfig, Compute, OutputDataConfig, SourceCode, StoppingCondition\n");
@@ -612,7 +647,11 @@ fn modeltrainer(c: &Ctx<'_>) -> String {
     let _ = writeln!(s, "    distributed={distributed},");
     let _ = writeln!(s, "    hyperparameters=hyperparameters,");
     let _ = writeln!(s, "    role=role,");
-    let _ = writeln!(s, "    base_job_name={},", job_name(p));
+    let _ = writeln!(
+        s,
+        "    base_job_name={} + (\"-trial\" if TRIAL else \"\"),",
+        job_name(p)
+    );
     let _ = writeln!(s, "    checkpoint_config=CheckpointConfig(s3_uri=s3_prefix + \"/checkpoints\", local_path=\"/opt/ml/checkpoints\"),");
     let _ = writeln!(
         s,

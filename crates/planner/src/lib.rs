@@ -4,10 +4,12 @@
 
 pub mod accuracy;
 pub mod architecture;
+pub mod bundle;
 pub mod calibration;
 pub mod cost;
 pub mod export;
 pub mod hardware;
+pub mod measured;
 pub mod memory;
 pub mod plan;
 pub mod report;
@@ -15,6 +17,7 @@ pub mod search;
 pub mod text;
 pub mod throughput;
 pub mod warnings;
+pub mod zip;
 
 pub use plan::{Decoded, Plan};
 pub use report::{evaluate, Report};

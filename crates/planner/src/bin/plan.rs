@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string\n  plan search '<URL or query string>'   auto-plan: ranked plans and the Pareto front as JSON\n  plan export '<URL or query string>' --format pytorch|huggingface|modeltrainer|training-args\n  plan calibrate [--fit] [--markdown]     predicted vs measured throughput (data/calibration.csv)";
+const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string\n  plan search '<URL or query string>'   auto-plan: ranked plans and the Pareto front as JSON\n  plan report '<URL or query string>' --measured '<the TRAIN_PLANNER_MEASURED line>'\n  plan export '<URL or query string>' --format pytorch|huggingface|modeltrainer|training-args\n  plan export '<URL or query string>' --format bundle --out DIR|FILE.zip [--launcher pytorch|huggingface|modeltrainer]\n  plan calibrate [--fit] [--markdown]     predicted vs measured throughput (data/calibration.csv)";
 
 /// `print!` that ends the program quietly when its reader has gone
 /// (`plan search ... | head -1`): a closed pipe is not an error here.
@@ -35,6 +35,11 @@ fn main() -> ExitCode {
     }
     if args.first().map(String::as_str) == Some("export") {
         return export(&args[1..]);
+    }
+    if let [cmd, query, flag, line] = args.as_slice() {
+        if cmd == "report" && flag == "--measured" {
+            return report_measured(query, line);
+        }
     }
     if let [cmd, text] = args.as_slice() {
         if cmd == "py-literal" {
@@ -163,31 +168,144 @@ fn search(query: &str) -> ExitCode {
     }
 }
 
-/// `plan export '<query>' --format F`: SageMaker launch code on stdout.
-fn export(args: &[String]) -> ExitCode {
-    let mut query = None;
-    let mut format = planner::export::Format::Pytorch;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if a == "--format" {
-            match it.next().and_then(|f| planner::export::Format::from_key(f)) {
-                Some(f) => format = f,
-                None => {
-                    eprintln!("--format takes pytorch, huggingface, modeltrainer or training-args");
-                    return ExitCode::from(2);
-                }
-            }
-        } else if query.is_none() {
-            query = Some(a.as_str());
-        } else {
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        }
-    }
-    let decoded = planner::Plan::from_query(query.unwrap_or(""));
+/// `plan report '<query>' --measured '<line>'`: the report with the measured
+/// run beside it, time and cost re-based on the measured speed.
+fn report_measured(query: &str, line: &str) -> ExitCode {
+    let decoded = planner::Plan::from_query(query);
     for n in &decoded.notices {
         eprintln!("notice: {}", n.message);
     }
-    out!("{}", planner::export::export(&decoded.plan, format).code);
+    let plan = &decoded.plan;
+    let lang = plan.lang.unwrap_or(planner::plan::Lang::En);
+    let report = planner::evaluate(plan);
+    let compared =
+        planner::measured::parse(line).and_then(|m| planner::measured::compare(plan, &report, &m));
+    let comparison = match compared {
+        Ok(c) => c,
+        Err(p) => {
+            eprintln!("error: {}", p.message(lang));
+            return ExitCode::from(2);
+        }
+    };
+    #[derive(serde::Serialize)]
+    struct Out<'a> {
+        query: String,
+        measured: &'a planner::measured::Comparison,
+        #[serde(flatten)]
+        report: &'a planner::Report,
+    }
+    let out = Out {
+        query: plan.to_query(),
+        measured: &comparison,
+        report: &report,
+    };
+    match serde_json::to_string_pretty(&out) {
+        Ok(s) => outln!("{s}"),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `plan export` options: the query, the format, and for a bundle its launcher and folder.
+struct ExportArgs<'a> {
+    query: &'a str,
+    format: Option<planner::export::Format>,
+    bundle: bool,
+    launcher: planner::export::Format,
+    out: Option<&'a str>,
+}
+
+fn export_args(args: &[String]) -> Result<ExportArgs<'_>, String> {
+    use planner::export::Format;
+    let mut e = ExportArgs {
+        query: "",
+        format: Some(Format::Pytorch),
+        bundle: false,
+        launcher: Format::Pytorch,
+        out: None,
+    };
+    let mut query = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--format" => match it.next().map(String::as_str) {
+                Some("bundle") => (e.bundle, e.format) = (true, None),
+                f => e.format = Some(f.and_then(Format::from_key).ok_or(
+                    "--format takes pytorch, huggingface, modeltrainer, training-args or bundle",
+                )?),
+            },
+            "--launcher" => {
+                e.launcher = it
+                    .next()
+                    .and_then(|f| Format::from_key(f))
+                    .filter(|f| planner::bundle::launchers().contains(f))
+                    .ok_or("--launcher takes pytorch, huggingface or modeltrainer")?
+            }
+            "--out" => e.out = Some(it.next().ok_or("--out takes a folder")?.as_str()),
+            _ if query.is_none() => query = Some(a.as_str()),
+            _ => return Err(USAGE.into()),
+        }
+    }
+    if e.bundle && e.out.is_none() {
+        return Err("--format bundle writes files: give it --out DIR".into());
+    }
+    e.query = query.unwrap_or("");
+    Ok(e)
+}
+
+/// `plan export '<query>' --format F`: SageMaker launch code on stdout, or with
+/// `--format bundle --out DIR` the launch bundle's files in DIR.
+fn export(args: &[String]) -> ExitCode {
+    let e = match export_args(args) {
+        Ok(e) => e,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return ExitCode::from(2);
+        }
+    };
+    let decoded = planner::Plan::from_query(e.query);
+    for n in &decoded.notices {
+        eprintln!("notice: {}", n.message);
+    }
+    match (e.format, e.out) {
+        (Some(format), _) => out!("{}", planner::export::export(&decoded.plan, format).code),
+        (None, Some(dir)) => return write_bundle(&decoded.plan, e.launcher, dir),
+        (None, None) => unreachable!("export_args requires --out for a bundle"),
+    }
+    ExitCode::SUCCESS
+}
+
+/// The bundle's files under `dir`, one path per line on stdout; or, when
+/// `dir` ends in `.zip`, the ZIP archive the page downloads.
+fn write_bundle(plan: &planner::Plan, launcher: planner::export::Format, dir: &str) -> ExitCode {
+    const TRAIN_PY: &str = include_str!("../../bundle/train.py");
+    let files = planner::bundle::files(plan, launcher, TRAIN_PY);
+    if dir.ends_with(".zip") {
+        let entries: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|f| (f.path.as_str(), f.text.as_bytes()))
+            .collect();
+        if let Err(err) = std::fs::write(dir, planner::zip::archive(&entries)) {
+            eprintln!("error: {dir}: {err}");
+            return ExitCode::FAILURE;
+        }
+        outln!("{dir}");
+        return ExitCode::SUCCESS;
+    }
+    for f in files {
+        let path = std::path::Path::new(dir).join(&f.path);
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&path, &f.text));
+        if let Err(err) = written {
+            eprintln!("error: {}: {err}", path.display());
+            return ExitCode::FAILURE;
+        }
+        outln!("{}", path.display());
+    }
     ExitCode::SUCCESS
 }

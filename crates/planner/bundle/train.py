@@ -1,0 +1,754 @@
+#!/usr/bin/env python3
+"""Train Planner's training script for SageMaker (Hugging Face Transformers + PyTorch).
+
+It trains exactly what the planner modelled. SageMaker passes the launcher's
+hyperparameters as `--name value` arguments; each one below names the planner
+setting it carries:
+
+  --precision       fp32 | bf16 (fp32 weights, BF16 compute) | bf16-pure | fp8 | mxfp8 | nvfp4
+  --checkpointing   none | selective (attention core) | full | op | a fraction of the layers
+  --zero_stage      0 DDP, 1 optimizer states sharded, 2 + gradients (FSDP2 without
+                    resharding after forward), 3 FSDP2 full shard
+  --shard_degree    FSDP2 sharding group; replicas beyond it (HSDP); 0 = every rank
+  --loss            plain (full logits, upcast to fp32) | fused (chunked: never the full logits)
+  --train_mode      full | lora | qlora, with --lora_r
+
+Data: the `train` channel (SM_CHANNEL_TRAIN) holds JSON Lines files with a
+`text` field, or a dataset saved with `datasets.save_to_disk` that has an
+`input_ids` column. Texts are tokenized and packed into --max_seq_length blocks.
+
+Checkpoints go to --output_dir (SageMaker syncs /opt/ml/checkpoints to S3); a
+restarted job (managed spot) resumes from the newest complete one.
+
+Every run ends by printing one line that starts with TRAIN_PLANNER_MEASURED:
+paste it into the planner (page, or `plan report '<plan>' --measured '<line>'`)
+to compare measured with predicted and to re-base time and cost.
+"""
+
+import argparse
+import contextlib
+import glob
+import json
+import math
+import os
+import re
+import sys
+import time
+
+MEASURED_TAG = "TRAIN_PLANNER_MEASURED"
+SETUP_TAG = "TRAIN_PLANNER_SETUP"
+LINE_VERSION = 1
+PRECISIONS = ("fp32", "bf16", "bf16-pure", "fp8", "mxfp8", "nvfp4")
+LOW_PRECISION = ("fp8", "mxfp8", "nvfp4")
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "w1", "w2", "w3")
+
+
+class PlanError(Exception):
+    """A setting this script cannot honour: printed as one clear line, exit code 2."""
+
+
+def str2bool(value):
+    if isinstance(value, bool):
+        return value
+    if value.lower() in ("1", "true", "yes"):
+        return True
+    if value.lower() in ("0", "false", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected True or False, got {value!r}")
+
+
+def checkpointing_value(value):
+    if value in ("none", "selective", "full", "op"):
+        return value
+    try:
+        fraction = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected none, selective, full, op or a fraction, got {value!r}"
+        ) from None
+    if not 0.0 <= fraction <= 1.0:
+        raise argparse.ArgumentTypeError(f"the recomputed fraction must be in 0..1, got {value}")
+    return value
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model_id", default="", help="a Hub id or a local directory")
+    p.add_argument("--plan", default="", help="the planner's query for this plan")
+    p.add_argument("--max_seq_length", type=int, required=True)
+    p.add_argument("--per_device_train_batch_size", type=int, default=1)
+    p.add_argument("--gradient_accumulation_steps", type=int, default=1)
+    p.add_argument("--max_steps", type=int, required=True)
+    p.add_argument("--learning_rate", type=float, default=2e-5)
+    p.add_argument("--precision", choices=PRECISIONS, default="bf16")
+    p.add_argument("--fp8_fallback", type=str2bool, default=False,
+                   help="train in BF16 where the low-precision path is unavailable")
+    p.add_argument("--checkpointing", type=checkpointing_value, default="none")
+    p.add_argument("--activation_offloading", type=str2bool, default=False)
+    p.add_argument("--zero_stage", type=int, choices=(0, 1, 2, 3), default=3)
+    p.add_argument("--shard_degree", type=int, default=0)
+    p.add_argument("--planned_world_size", type=int, default=0)
+    for name in ("tp", "pp", "cp", "ep"):
+        p.add_argument(f"--{name}", type=int, default=1)
+    p.add_argument("--attn_implementation", choices=("sdpa", "eager"), default="sdpa")
+    p.add_argument("--loss", choices=("plain", "fused"), default="plain")
+    p.add_argument("--optim", choices=("adamw", "adamw-foreach", "adamw8bit", "adafactor", "sgd"),
+                   default="adamw")
+    p.add_argument("--train_mode", choices=("full", "lora", "qlora"), default="full")
+    p.add_argument("--lora_r", type=int, default=16)
+    p.add_argument("--save_steps", type=int, default=0, help="0 = only at the end")
+    p.add_argument("--save", choices=("full", "weights", "adapter"), default="full")
+    p.add_argument("--async_save", type=str2bool, default=False)
+    p.add_argument("--output_dir", default="/opt/ml/checkpoints")
+    p.add_argument("--model_dir", default=os.environ.get("SM_MODEL_DIR", ""))
+    p.add_argument("--data_dir", default=os.environ.get("SM_CHANNEL_TRAIN", ""))
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--log_steps", type=int, default=10)
+    return p.parse_args(argv)
+
+
+# ---- the setup: what the plan asks for, on the world this job got -----------------------
+
+
+def resolve_setup(args, world_size):
+    """Every decision the script takes from the plan, as plain data (tested against the planner)."""
+    if not args.model_id:
+        raise PlanError("no model: give the plan a Hugging Face model (hf_model=...) or pass --model_id")
+    for name in ("tp", "pp", "cp", "ep"):
+        if getattr(args, name) > 1:
+            raise PlanError(
+                f"{name}={getattr(args, name)}: this script is data parallel only (DDP or FSDP2); "
+                "tensor, pipeline, context and expert parallelism need Megatron-Core or SMP v2"
+            )
+    if args.train_mode == "qlora" and args.zero_stage > 0 and world_size > 1:
+        raise PlanError("QLoRA with ZeRO/FSDP sharding is not supported here: plan it with zero=0")
+    if args.precision in LOW_PRECISION and args.train_mode != "full":
+        raise PlanError(f"{args.precision} with {args.train_mode}: low-precision GEMMs train full models only")
+    shard = world_size
+    if args.zero_stage >= 2 and world_size > 1:
+        shard = args.shard_degree or world_size
+        if args.planned_world_size and world_size != args.planned_world_size:
+            # A trial on fewer GPUs keeps the plan's sharding group where it fits.
+            shard = math.gcd(shard, world_size)
+        if world_size % shard:
+            raise PlanError(f"shard_degree={shard} does not divide the world size {world_size}")
+    if args.zero_stage < 2 or world_size == 1:
+        shard = 1
+    fsdp = args.zero_stage >= 2 and world_size > 1
+    return {
+        "world_size": world_size,
+        "data_parallel": world_size,
+        "zero_stage": args.zero_stage if world_size > 1 else 0,
+        "strategy": "fsdp2" if fsdp else ("ddp+zero1" if args.zero_stage == 1 and world_size > 1
+                                          else ("ddp" if world_size > 1 else "single")),
+        "shard_group": shard,
+        "replicas": world_size // shard if fsdp else world_size,
+        "reshard_after_forward": args.zero_stage == 3,
+        "precision": args.precision,
+        # Planner: FSDP full training gathers BF16 copies of fp32 shards (a mixed-precision
+        # policy); everything else in BF16 runs fp32 weights under autocast (HF Trainer's bf16).
+        "compute": compute_path(args, fsdp),
+        "checkpointing": args.checkpointing,
+        "activation_offloading": args.activation_offloading,
+        "attention": args.attn_implementation,
+        "loss": args.loss,
+        "train_mode": args.train_mode,
+        "lora_r": args.lora_r if args.train_mode != "full" else 0,
+        "optim": args.optim,
+        "micro_batch": args.per_device_train_batch_size,
+        "grad_accum": args.gradient_accumulation_steps,
+        "seq": args.max_seq_length,
+    }
+
+
+def compute_path(args, fsdp):
+    if args.precision == "fp32":
+        return "fp32"
+    if args.precision == "bf16-pure":
+        return "bf16 weights"
+    if fsdp and args.train_mode == "full":
+        return "fsdp bf16 gather, fp32 reduce"
+    return "autocast bf16"
+
+
+# ---- distributed ----------------------------------------------------------------------
+
+
+def init_distributed(torch):
+    import torch.distributed as dist
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.cuda.set_device(local)
+    backend = "nccl" if cuda else "gloo"
+    if world > 1:
+        dist.init_process_group(backend)
+    else:
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+    return rank, local, world, torch.device("cuda", local) if cuda else torch.device("cpu")
+
+
+def log(rank, *parts):
+    if rank == 0:
+        print(*parts, flush=True)
+
+
+def describe_device(torch, device):
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        major, minor = torch.cuda.get_device_capability(device)
+        return name, (major, minor)
+    return "cpu", (0, 0)
+
+
+# ---- model ----------------------------------------------------------------------------
+
+
+def load_model(args, torch, device):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(args.model_id)
+    kwargs = {"attn_implementation": args.attn_implementation}
+    if args.train_mode == "qlora":
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch.bfloat16)
+        kwargs["device_map"] = {"": device}
+    # Weights in their training dtype: fp32 masters, or BF16 for pure BF16 and a frozen LoRA base.
+    bf16_weights = args.precision == "bf16-pure" or args.train_mode != "full"
+    kwargs[dtype_key()] = torch.bfloat16 if bf16_weights and args.precision != "fp32" else torch.float32
+    if args.train_mode != "qlora":
+        kwargs.pop("device_map", None)
+    model = AutoModelForCausalLM.from_pretrained(args.model_id, config=config, **kwargs)
+    model.config.use_cache = False
+    if args.train_mode != "full":
+        model = add_adapters(args, model)
+    return model
+
+
+def dtype_key():
+    """`dtype` from Transformers 4.56, `torch_dtype` before (the SMP and older images)."""
+    import transformers
+
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+
+
+def add_adapters(args, model):
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+
+    present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+    targets = [t for t in LORA_TARGETS if t in present]
+    if args.train_mode == "qlora":
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    lora = LoraConfig(r=args.lora_r, lora_alpha=2 * args.lora_r, lora_dropout=0.0,
+                      target_modules=targets, task_type="CAUSAL_LM")
+    # PEFT keeps the adapters in fp32 (autocast_adapter_dtype): 16 B per adapter parameter.
+    return get_peft_model(model, lora)
+
+
+def decoder_layers(model):
+    """The decoder layers' ModuleList, through the loss and PEFT wrappers if there are any."""
+    model = getattr(model, "lm", model)
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner = getattr(base, "model", base)
+    layers = getattr(inner, "layers", None)
+    if layers is None:
+        raise PlanError(f"{type(base).__name__}: cannot find its decoder layers (model.model.layers)")
+    return base, inner, layers
+
+
+def apply_low_precision(args, model, torch, capability):
+    """Low-precision GEMMs through torchao (embedding, norms and LM head stay BF16, as planned)."""
+    need = (10, 0) if args.precision in ("mxfp8", "nvfp4") else (8, 9)
+    why = None
+    if capability < need:
+        why = f"{args.precision} needs a GPU of compute capability {need[0]}.{need[1]} or newer"
+    elif args.precision == "nvfp4":
+        why = "NVFP4 training needs TransformerEngine's NVFP4 recipe, which this script does not wire yet"
+    else:
+        try:
+            import torchao  # noqa: F401
+        except ImportError:
+            why = "torchao is not installed (scripts/requirements.txt pins it)"
+    if why:
+        if not args.fp8_fallback:
+            raise PlanError(f"{why}. Pass --fp8_fallback True to train in BF16 instead.")
+        return f"bf16 (fallback: {why})"
+
+    def linear_filter(module, fqn):
+        return (isinstance(module, torch.nn.Linear) and "lm_head" not in fqn
+                and module.in_features % 16 == 0 and module.out_features % 16 == 0)
+
+    if args.precision == "fp8":
+        from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+        convert_to_float8_training(model, config=Float8LinearConfig.from_recipe_name("tensorwise"),
+                                   module_filter_fn=linear_filter)
+        return "fp8 tensorwise (torchao)"
+    from torchao.prototype.mx_formats import MXLinearConfig
+    from torchao.quantization import quantize_
+
+    quantize_(model, config=MXLinearConfig(), filter_fn=linear_filter)
+    return "mxfp8 (torchao)"
+
+
+# ---- activation checkpointing ---------------------------------------------------------
+
+
+def apply_checkpointing(args, model, torch):
+    """Returns how many decoder layers recompute their activations."""
+    mode = args.checkpointing
+    if mode == "none":
+        return 0
+    if mode == "selective":
+        return recompute_attention_core(model, torch)
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        CheckpointImpl, checkpoint_wrapper)
+
+    _, _, layers = decoder_layers(model)
+    count = len(layers) if mode in ("full", "op") else round(float(mode) * len(layers))
+    extra = {"context_fn": op_level_policy(torch)} if mode == "op" else {}
+    for i in range(count):
+        layers[i] = checkpoint_wrapper(layers[i], checkpoint_impl=CheckpointImpl.NO_REENTRANT, **extra)
+    return count
+
+
+def op_level_policy(torch):
+    """Op-level selective checkpointing: keep matmul and attention outputs, recompute the rest."""
+    import functools
+
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    aten = torch.ops.aten
+    keep = {aten.mm.default, aten.addmm.default, aten.bmm.default}
+    for name in ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                 "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu"):
+        op = getattr(aten, name, None)
+        if op is not None:
+            keep.add(op.default)
+
+    def policy(ctx, op, *args, **kwargs):
+        return CheckpointPolicy.MUST_SAVE if op in keep else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return functools.partial(create_selective_checkpoint_contexts, policy)
+
+
+def recompute_attention_core(model, torch):
+    """Megatron's selective recomputation: only softmax(QK^T)V is recomputed in backward."""
+    import importlib
+
+    from torch.utils.checkpoint import checkpoint
+    from transformers import AttentionInterface
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    base, _, layers = decoder_layers(model)
+    config = base.config
+    impl = config._attn_implementation
+    if impl == "eager":
+        attn_module = importlib.import_module(type(layers[0].self_attn).__module__)
+        core = attn_module.eager_attention_forward
+    else:
+        core = ALL_ATTENTION_FUNCTIONS[impl]
+
+    def recomputed(module, query, key, value, attention_mask, **kwargs):
+        return checkpoint(core, module, query, key, value, attention_mask, use_reentrant=False, **kwargs)
+
+    name = f"{impl}_recompute_core"
+    AttentionInterface.register(name, recomputed)
+    for m in base.modules():
+        if hasattr(m, "config") and getattr(m.config, "_attn_implementation", None) == impl:
+            m.config._attn_implementation = name
+    return len(layers)
+
+
+# ---- sharding ---------------------------------------------------------------------------
+
+
+def shard_model(args, setup, model, torch, device):
+    import torch.distributed as dist
+
+    if setup["strategy"] in ("single",):
+        return model.to(device) if args.train_mode != "qlora" else model
+    if setup["strategy"] in ("ddp", "ddp+zero1"):
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        if args.train_mode != "qlora":
+            model = model.to(device)
+        ids = [device.index] if device.type == "cuda" else None
+        return DDP(model, device_ids=ids)
+    try:
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    except ImportError:  # PyTorch 2.5 (the SMP v2 image)
+        from torch.distributed._composable.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.distributed.device_mesh import init_device_mesh
+
+    kind = device.type
+    if setup["replicas"] > 1:
+        mesh = init_device_mesh(kind, (setup["replicas"], setup["shard_group"]),
+                                mesh_dim_names=("replicate", "shard"))
+    else:
+        mesh = init_device_mesh(kind, (dist.get_world_size(),), mesh_dim_names=("shard",))
+    if setup["compute"].startswith("fsdp bf16"):
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    else:
+        mp = MixedPrecisionPolicy()
+    reshard = setup["reshard_after_forward"]
+    _, _, layers = decoder_layers(model)
+    for layer in layers:
+        fully_shard(layer, mesh=mesh, mp_policy=mp, reshard_after_forward=reshard)
+    fully_shard(model, mesh=mesh, mp_policy=mp, reshard_after_forward=reshard)
+    return model
+
+
+def make_optimizer(args, model, torch, device, setup):
+    params = [p for p in model.parameters() if p.requires_grad]
+    lr = args.learning_rate
+    if args.optim == "adamw8bit":
+        import bitsandbytes as bnb
+
+        return bnb.optim.AdamW8bit(params, lr=lr)
+    if args.optim == "adafactor":
+        return torch.optim.Adafactor(params, lr=lr)
+    if args.optim == "sgd":
+        return torch.optim.SGD(params, lr=lr)
+    kwargs = {"fused": True} if args.optim == "adamw" else {"foreach": True}
+    if setup["strategy"] == "ddp+zero1":
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
+        return ZeroRedundancyOptimizer(params, optimizer_class=torch.optim.AdamW, lr=lr, **kwargs)
+    return torch.optim.AdamW(params, lr=lr, **kwargs)
+
+
+# ---- data -------------------------------------------------------------------------------
+
+
+def load_blocks(args, rank, world):
+    """Token blocks of max_seq_length + 1 for this rank, packed across documents."""
+    root = args.data_dir
+    if not root or not os.path.isdir(root):
+        raise PlanError(f"no training data: the train channel ({root or 'SM_CHANNEL_TRAIN'}) is empty")
+    if os.path.exists(os.path.join(root, "dataset_info.json")) or os.path.exists(os.path.join(root, "state.json")):
+        from datasets import load_from_disk
+
+        ids = [i for row in load_from_disk(root)["input_ids"] for i in row]
+    else:
+        ids = tokenize_jsonl(args, root)
+    n = args.max_seq_length + 1
+    blocks = [ids[i:i + n] for i in range(0, len(ids) - n + 1, args.max_seq_length)]
+    if len(blocks) < world:
+        raise PlanError(f"the data packs into {len(blocks)} blocks of {args.max_seq_length} tokens: "
+                        f"fewer than the {world} ranks")
+    return blocks[rank::world]
+
+
+def tokenize_jsonl(args, root):
+    from transformers import AutoTokenizer
+
+    files = sorted(glob.glob(os.path.join(root, "**", "*.jsonl"), recursive=True)
+                   + glob.glob(os.path.join(root, "**", "*.json"), recursive=True))
+    if not files:
+        raise PlanError(f"{root}: no .jsonl files and no saved dataset")
+    tok = AutoTokenizer.from_pretrained(args.model_id)
+    eos = tok.eos_token_id if tok.eos_token_id is not None else 0
+    ids = []
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    text = json.loads(line)["text"]
+                except (ValueError, KeyError, TypeError):
+                    raise PlanError(f"{path}:{number}: expected a JSON object with a \"text\" field") from None
+                ids.extend(tok(text, add_special_tokens=False)["input_ids"])
+                ids.append(eos)
+    return ids
+
+
+def batches(blocks, micro_batch, start, torch):
+    """Micro-batches forever, from micro-batch number `start` (so a resumed job continues)."""
+    i = start * micro_batch
+    while True:
+        rows = [blocks[(i + j) % len(blocks)] for j in range(micro_batch)]
+        i += micro_batch
+        yield torch.tensor(rows, dtype=torch.long)
+
+
+# ---- loss -------------------------------------------------------------------------------
+
+
+def with_loss(args, model, torch):
+    """The causal LM with its loss as one module, so DDP and FSDP2 see the loss inside forward."""
+    import torch.nn.functional as F
+    from torch.utils.checkpoint import checkpoint
+
+    class CausalLMLoss(torch.nn.Module):
+        """Mean next-token cross-entropy: `plain` materialises fp32 logits (as HF's loss does),
+        `fused` computes the LM head and the loss in chunks of 1,024 tokens, recomputed in backward."""
+
+        def __init__(self, lm):
+            super().__init__()
+            self.lm = lm
+
+        def forward(self, tokens):
+            inputs, labels = tokens[:, :-1], tokens[:, 1:].flatten()
+            if args.loss == "plain":
+                logits = self.lm(input_ids=inputs).logits
+                return F.cross_entropy(logits.float().flatten(0, 1), labels)
+            base, inner, _ = decoder_layers(self.lm)
+            hidden = inner(input_ids=inputs).last_hidden_state.flatten(0, 1)
+            head = base.get_output_embeddings()
+            total = hidden.new_zeros((), dtype=torch.float32)
+            for s in range(0, hidden.shape[0], 1024):
+                total = total + checkpoint(piece, head, hidden[s:s + 1024], labels[s:s + 1024],
+                                           use_reentrant=False)
+            return total / labels.numel()
+
+    def piece(head, h, y):
+        return F.cross_entropy(head(h).float(), y, reduction="sum")
+
+    return CausalLMLoss(model)
+
+
+# ---- checkpoints ------------------------------------------------------------------------
+
+
+def newest_checkpoint(output_dir):
+    done = glob.glob(os.path.join(output_dir, "step-*", ".done"))
+    steps = sorted(int(re.search(r"step-(\d+)", d).group(1)) for d in done)
+    return steps[-1] if steps else 0
+
+
+def state_for(args, model, optimizer):
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+
+    opts = StateDictOptions(ignore_frozen_params=args.train_mode != "full")
+    msd, osd = get_state_dict(model, optimizer, options=opts)
+    return {"model": msd} if args.save != "full" else {"model": msd, "optim": osd}
+
+
+SAVE_GROUP = None
+
+
+def save_checkpoint(args, model, optimizer, step, rank, pending):
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+
+    finish_save(pending, rank)
+    path = os.path.join(args.output_dir, f"step-{step:08d}")
+    if is_zero1(optimizer):
+        save_zero1(model, optimizer, path, rank)
+        return None
+    state = state_for(args, model, optimizer)
+    if args.async_save and dist.get_world_size() > 1:
+        # Its own gloo group: the save's collectives run beside training's (as torchtitan does).
+        global SAVE_GROUP
+        SAVE_GROUP = SAVE_GROUP or dist.new_group(backend="gloo")
+        return dcp.async_save(state, checkpoint_id=path, process_group=SAVE_GROUP), path
+    dcp.save(state, checkpoint_id=path)
+    dist.barrier()
+    mark_done(path, rank)
+    return None
+
+
+def finish_save(pending, rank):
+    """Wait for an asynchronous save, then mark it complete (DCP's coordinator wrote its metadata)."""
+    if pending is not None:
+        future, path = pending
+        future.result()
+        mark_done(path, rank)
+
+
+def is_zero1(optimizer):
+    """DDP + ZeroRedundancyOptimizer, whose states DCP cannot address: saved consolidated on rank 0."""
+    return hasattr(optimizer, "consolidate_state_dict")
+
+
+def save_zero1(model, optimizer, path, rank):
+    import torch
+    import torch.distributed as dist
+
+    optimizer.consolidate_state_dict(to=0)
+    if rank == 0:
+        os.makedirs(path, exist_ok=True)
+        torch.save({"model": model.module.state_dict(), "optim": optimizer.state_dict()},
+                   os.path.join(path, "zero1.pt"))
+    dist.barrier()
+    mark_done(path, rank)
+
+
+def resume_zero1(model, optimizer, path, step, rank):
+    import torch
+
+    state = torch.load(os.path.join(path, "zero1.pt"), map_location="cpu", weights_only=True)
+    model.module.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optim"])
+    log(rank, f"resumed from {path} (step {step})")
+    return step
+
+
+def mark_done(path, rank):
+    if rank == 0:
+        with open(os.path.join(path, ".done"), "w") as f:
+            f.write("complete\n")
+
+
+def resume(args, model, optimizer, rank):
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import (StateDictOptions, set_model_state_dict,
+                                                          set_state_dict)
+
+    step = newest_checkpoint(args.output_dir)
+    if step == 0:
+        return 0
+    path = os.path.join(args.output_dir, f"step-{step:08d}")
+    if is_zero1(optimizer):
+        return resume_zero1(model, optimizer, path, step, rank)
+    state = state_for(args, model, optimizer)
+    dcp.load(state, checkpoint_id=path)
+    opts = StateDictOptions(ignore_frozen_params=args.train_mode != "full", strict=False)
+    if "optim" in state:
+        set_state_dict(model, optimizer, model_state_dict=state["model"],
+                       optim_state_dict=state["optim"], options=opts)
+    else:
+        set_model_state_dict(model, state["model"], options=opts)
+    log(rank, f"resumed from {path} (step {step})"
+        + ("" if "optim" in state else "; optimizer states start afresh (save=weights/adapter)"))
+    return step
+
+
+def save_final(args, model, rank):
+    """The trained model (or adapter) in Hugging Face format in SM_MODEL_DIR, which SageMaker uploads."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    if not args.model_dir:
+        return
+    opts = StateDictOptions(full_state_dict=True, cpu_offload=True,
+                            ignore_frozen_params=args.train_mode != "full")
+    inner = model.module if hasattr(model, "module") else model
+    state = get_model_state_dict(inner, options=opts)
+    if rank == 0:
+        lm = inner.lm
+        state = {k[len("lm."):] if k.startswith("lm.") else k: v for k, v in state.items()}
+        lm.save_pretrained(args.model_dir, state_dict=state)
+        log(rank, f"saved the trained {'model' if args.train_mode == 'full' else 'adapter'} to {args.model_dir}")
+
+
+# ---- the run ----------------------------------------------------------------------------
+
+
+def memory_gib(torch, device):
+    if device.type != "cuda":
+        return None, None
+    gib = float(1 << 30)
+    return (round(torch.cuda.max_memory_allocated(device) / gib, 3),
+            round(torch.cuda.max_memory_reserved(device) / gib, 3))
+
+
+def train(args):
+    import torch
+    import torch.distributed as dist
+
+    rank, _, world, device = init_distributed(torch)
+    torch.manual_seed(args.seed)
+    setup = resolve_setup(args, world)
+    gpu, capability = describe_device(torch, device)
+    model = load_model(args, torch, device)
+    setup["compute_applied"] = setup["compute"]
+    if args.precision in LOW_PRECISION:
+        setup["compute_applied"] = apply_low_precision(args, model, torch, capability)
+    setup["recomputed_layers"] = apply_checkpointing(args, model, torch)
+    setup["layers"] = len(decoder_layers(model)[2])
+    model = with_loss(args, model, torch)
+    model = shard_model(args, setup, model, torch, device)
+    optimizer = make_optimizer(args, model, torch, device, setup)
+    log(rank, f"Train Planner: {gpu} x {world} (world size {world}), {setup['compute_applied']}, "
+              f"{setup['strategy']} (shard group {setup['shard_group']}), torch {torch.__version__}")
+    log(rank, SETUP_TAG + " " + json.dumps(setup, sort_keys=True))
+    start = resume(args, model, optimizer, rank)
+    blocks = load_blocks(args, rank, world)
+    data = batches(blocks, args.per_device_train_batch_size, start * args.gradient_accumulation_steps, torch)
+    autocast = (torch.autocast(device.type, dtype=torch.bfloat16)
+                if setup["compute"] == "autocast bf16" else contextlib.nullcontext())
+    offload = (torch.autograd.graph.save_on_cpu(pin_memory=device.type == "cuda")
+               if args.activation_offloading else contextlib.nullcontext())
+    times, pending, loss_value = [], None, float("nan")
+    model.train()
+    for step in range(start + 1, args.max_steps + 1):
+        began = time.perf_counter()
+        loss_value = train_step(args, model, optimizer, data, device, autocast, offload, torch)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - began)
+        if step % max(args.log_steps, 1) == 0 or step == args.max_steps:
+            log(rank, f"step {step}/{args.max_steps} loss {loss_value:.4f} {times[-1]:.3f} s")
+        if (args.save_steps and step % args.save_steps == 0) or step == args.max_steps:
+            pending = save_checkpoint(args, model, optimizer, step, rank, pending)
+    finish_save(pending, rank)
+    dist.barrier()
+    save_final(args, model, rank)
+    report_measured(args, setup, gpu, times, start, torch, device, rank, loss_value)
+    dist.destroy_process_group()
+
+
+def train_step(args, model, optimizer, data, device, autocast, offload, torch):
+    total = 0.0
+    ga = args.gradient_accumulation_steps
+    for micro in range(ga):
+        tokens = next(data).to(device)
+        sync = micro == ga - 1 or not hasattr(model, "no_sync")
+        with (contextlib.nullcontext() if sync else model.no_sync()):
+            with autocast, offload:
+                loss = model(tokens) / ga
+            loss.backward()
+        total += loss.item()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return total
+
+
+def report_measured(args, setup, gpu, times, start, torch, device, rank, loss_value):
+    import torch.distributed as dist
+
+    warm = min(3, len(times) // 2)
+    steady = times[warm:] or times
+    step_time = sorted(steady)[len(steady) // 2] if steady else None
+    allocated, reserved = memory_gib(torch, device)
+    mems = [None] * dist.get_world_size()
+    dist.all_gather_object(mems, (allocated, reserved))
+    tokens = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.max_seq_length
+    line = {
+        "v": LINE_VERSION,
+        "plan": args.plan,
+        "gpu": gpu,
+        "world_size": setup["world_size"],
+        "steps": len(times),
+        "first_step": start + 1,
+        "measured_steps": len(steady),
+        "step_time_s": round(step_time, 6) if step_time else None,
+        "tokens_per_second_per_gpu": round(tokens / step_time, 3) if step_time else None,
+        "max_memory_allocated_gib": [m[0] for m in mems] if mems[0][0] is not None else None,
+        "max_memory_reserved_gib": [m[1] for m in mems] if mems[0][1] is not None else None,
+        "compute": setup["compute_applied"],
+        "loss": round(loss_value, 5) if math.isfinite(loss_value) else None,
+    }
+    log(rank, MEASURED_TAG + " " + json.dumps(line, sort_keys=True))
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        train(args)
+    except PlanError as e:
+        print(f"train.py: {e}", file=sys.stderr, flush=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

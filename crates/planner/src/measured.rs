@@ -1,0 +1,177 @@
+//! A finished run, measured: the `TRAIN_PLANNER_MEASURED {json}` line the
+//! bundle's train.py prints, read back and set beside the prediction. Time
+//! and cost are then re-based on the measured speed.
+
+use crate::bundle::MEASURED_TAG;
+use crate::plan::{Lang, Plan};
+use crate::report::Report;
+use crate::text::{fill, Text};
+use serde::{Deserialize, Serialize};
+
+/// The format version of the line this planner reads.
+pub const LINE_VERSION: u64 = 1;
+
+/// What train.py measured (its `report_measured`).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+pub struct Measured {
+    pub v: u64,
+    #[serde(default)]
+    pub plan: String,
+    #[serde(default)]
+    pub gpu: String,
+    pub world_size: u64,
+    #[serde(default)]
+    pub steps: u64,
+    #[serde(default)]
+    pub measured_steps: u64,
+    pub step_time_s: Option<f64>,
+    pub tokens_per_second_per_gpu: Option<f64>,
+    /// Per rank, GiB; absent on CPU.
+    #[serde(default)]
+    pub max_memory_allocated_gib: Option<Vec<f64>>,
+    #[serde(default)]
+    pub max_memory_reserved_gib: Option<Vec<f64>>,
+    /// The compute path the script took (a fallback says so).
+    #[serde(default)]
+    pub compute: String,
+}
+
+/// Why a pasted line cannot be compared.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Problem {
+    NotALine,
+    Json(String),
+    Version(u64),
+    NoSpeed,
+    OtherPlan(String),
+}
+
+impl Problem {
+    pub fn message(&self, lang: Lang) -> String {
+        match self {
+            Problem::NotALine => fill(lang, Text::MeasuredNotALine, &[("tag", &MEASURED_TAG)]),
+            Problem::Json(d) => fill(
+                lang,
+                Text::MeasuredBadJson,
+                &[("tag", &MEASURED_TAG), ("detail", d)],
+            ),
+            Problem::Version(v) => fill(
+                lang,
+                Text::MeasuredNewerVersion,
+                &[("v", v), ("current", &LINE_VERSION)],
+            ),
+            Problem::NoSpeed => fill(lang, Text::MeasuredNoSpeed, &[]),
+            Problem::OtherPlan(q) => fill(lang, Text::MeasuredOtherPlan, &[("plan", q)]),
+        }
+    }
+}
+
+/// The measured line in `text` (the last one, if a whole log was pasted).
+pub fn parse(text: &str) -> Result<Measured, Problem> {
+    let line = text
+        .lines()
+        .rev()
+        .find_map(|l| l.split_once(MEASURED_TAG).map(|(_, rest)| rest.trim()))
+        .ok_or(Problem::NotALine)?;
+    let m: Measured = serde_json::from_str(line).map_err(|e| Problem::Json(e.to_string()))?;
+    if m.v != LINE_VERSION {
+        return Err(Problem::Version(m.v));
+    }
+    match (m.step_time_s, m.tokens_per_second_per_gpu) {
+        (Some(s), Some(t)) if s > 0.0 && t > 0.0 && s.is_finite() && t.is_finite() => Ok(m),
+        _ => Err(Problem::NoSpeed),
+    }
+}
+
+/// Measured beside predicted, and the time and cost re-based on the measured speed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    pub measured: Measured,
+    pub predicted_tokens_per_second_per_gpu: f64,
+    pub measured_tokens_per_second_per_gpu: f64,
+    /// Measured / predicted speed.
+    pub speed_ratio: f64,
+    pub predicted_step_seconds: f64,
+    pub measured_step_seconds: f64,
+    pub predicted_peak_gib: f64,
+    /// The largest `max_memory_reserved` over the ranks (what the allocator held).
+    pub measured_peak_gib: Option<f64>,
+    /// Hours for the plan's tokens at the measured speed, checkpoints as predicted.
+    pub hours: f64,
+    pub usd: Option<f64>,
+    /// Caveats: another GPU, another world size, a fallback, no plan named.
+    pub notes: Vec<String>,
+}
+
+/// Compare `m` with the plan's prediction; a line measured for another plan is refused.
+pub fn compare(plan: &Plan, report: &Report, m: &Measured) -> Result<Comparison, Problem> {
+    let lang = plan.lang.unwrap_or(Lang::En);
+    let mut notes = Vec::new();
+    if m.plan.is_empty() {
+        notes.push(fill(lang, Text::MeasuredNoPlan, &[]));
+    } else if speed_key(&Plan::from_query(&m.plan).plan) != speed_key(plan) {
+        return Err(Problem::OtherPlan(m.plan.clone()));
+    }
+    if !m.gpu.to_lowercase().contains(&report.gpu.to_lowercase()) {
+        notes.push(fill(
+            lang,
+            Text::MeasuredOtherGpu,
+            &[("gpu", &m.gpu), ("planned", &report.gpu)],
+        ));
+    }
+    if m.world_size != report.layout.gpus {
+        notes.push(fill(
+            lang,
+            Text::MeasuredOtherWorld,
+            &[("n", &m.world_size), ("planned", &report.layout.gpus)],
+        ));
+    }
+    if m.compute.contains("fallback") {
+        notes.push(m.compute.clone());
+    }
+    let tps = m.tokens_per_second_per_gpu.unwrap_or(0.0);
+    let predicted = report.throughput.tokens_per_second_per_gpu;
+    let training_hours = plan.tokens / (tps * report.layout.gpus.max(1) as f64) / 3600.0;
+    let hours = training_hours + report.time.checkpoint_hours;
+    let gib = (1u64 << 30) as f64;
+    Ok(Comparison {
+        measured: m.clone(),
+        predicted_tokens_per_second_per_gpu: predicted,
+        measured_tokens_per_second_per_gpu: tps,
+        speed_ratio: tps / predicted.max(1e-9),
+        predicted_step_seconds: report.throughput.step_seconds,
+        measured_step_seconds: m.step_time_s.unwrap_or(0.0),
+        predicted_peak_gib: report.memory.peak_bytes_per_gpu as f64 / gib,
+        measured_peak_gib: m
+            .max_memory_reserved_gib
+            .as_ref()
+            .and_then(|v| v.iter().copied().reduce(f64::max)),
+        hours,
+        usd: report
+            .cost
+            .price_per_instance_hour
+            .map(|p| p * plan.nodes.max(1) as f64 * hours),
+        notes,
+    })
+}
+
+/// The plan without what does not change a step's speed or memory (tokens,
+/// prices, names, the page's language and the auto-plan's limits): a trial
+/// and the real run of one plan share it.
+fn speed_key(plan: &Plan) -> String {
+    let mut p = plan.clone();
+    let d = Plan::default();
+    p.tokens = d.tokens;
+    p.price = None;
+    p.spot = d.spot;
+    p.budget_usd = None;
+    p.deadline_hours = None;
+    p.locks = d.locks;
+    p.lang = None;
+    p.role = String::new();
+    p.s3 = String::new();
+    p.job = String::new();
+    p.entry = d.entry;
+    p.hf_model = String::new();
+    p.to_query()
+}

@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Trains with the launch bundle's script, on CPU, for ten varied plans.
+
+For each plan: `plan export '<plan>' --format bundle` writes the bundle; the
+hyperparameters are read out of its launch.py (what SageMaker would pass);
+
+  1. one plan, one truth: train.py's resolve_setup() on the planned world size
+     must take exactly the planner's sharding group, ZeRO stage, precision and
+     compute path, checkpointing, loss, attention, adapters and batch;
+  2. the script trains a tiny model made from a config (random weights, no
+     download) on a tiny JSON Lines file for a few steps, as one process or as
+     two under torchrun (gloo, FSDP2), scaled down (sequence, accumulation);
+  3. its TRAIN_PLANNER_MEASURED line, pasted back with `plan report --measured`,
+     re-bases time and cost by the arithmetic the README states.
+
+Then: a resumed run continues from the checkpoint the first one wrote, FP8 on
+a CPU stops with a message (and trains with --fp8_fallback True), and a
+malformed or foreign line gets a clear message.
+
+Prints one closing line: "bundle: N passed, M failed".
+"""
+import ast
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import fixture  # noqa: E402
+
+PLAN = os.environ.get("PLAN_BIN", "target/debug/plan")
+WORK = os.environ.get("BUNDLE_WORK", "target/bundle-test")
+
+# (plan, launcher): dense and MoE, full/LoRA/QLoRA, BF16/FP8, FSDP on 1-4 nodes, spot.
+PLANS = [
+    ("model=llama-3.1-8b", "pytorch"),
+    ("model=llama-3.1-8b&train=lora&lora_rank=32&save=adapter&spot=1", "huggingface"),
+    ("model=llama-3.1-8b&train=qlora&zero=0&instance=ml.g5.2xlarge&optimizer=adamw8bit&ckpt=full", "huggingface"),
+    ("model=llama-3.1-70b&instance=ml.p5.48xlarge&nodes=4&shard=8&precision=fp8&ckpt=full&loss=fused&spot=1",
+     "modeltrainer"),
+    ("model=qwen2.5-7b&precision=mxfp8&ckpt=selective&nodes=2", "pytorch"),
+    ("model=llama-3.2-1b&precision=bf16-pure&zero=2&optimizer=adamw-foreach&attn=eager&ckpt=op&seq=2048",
+     "modeltrainer"),
+    ("model=gemma-2-9b&zero=1&ckpt=0.5&async_save=1&instance=ml.p4de.24xlarge", "pytorch"),
+    ("model=mistral-7b-v0.3&train=lora&ckpt=full&instance=ml.g6e.12xlarge&nodes=2", "modeltrainer"),
+    ("model=mixtral-8x7b&nodes=4&ckpt=full&loss=fused&instance=ml.p5en.48xlarge", "pytorch"),
+    ("model=qwen3-30b-a3b&train=lora&nodes=2&ckpt=full&offload=1&async_save=1", "huggingface"),
+]
+MOE = ("mixtral", "qwen3-30b-a3b")
+RESULTS = []
+
+
+def case(name):
+    def wrap(fn):
+        def run(*a):
+            try:
+                fn(*a)
+                RESULTS.append((name, None))
+                print(f"ok   {name}", flush=True)
+            except Exception as e:  # noqa: BLE001 (report and go on)
+                RESULTS.append((name, e))
+                print(f"FAIL {name}: {e}", flush=True)
+                traceback.print_exc(file=sys.stderr)
+        return run
+    return wrap
+
+
+def plan_cli(*args, check=True):
+    r = subprocess.run([PLAN, *args], capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise AssertionError(f"plan {args[0]} exited {r.returncode}: {r.stderr.strip()}")
+    return r
+
+
+def hyperparameters(launch_py):
+    """The `hyperparameters = {...}` dict of launch.py, as SageMaker would read it."""
+    tree = ast.parse(open(launch_py).read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "hyperparameters":
+            return ast.literal_eval(node.value)
+    raise AssertionError("launch.py has no hyperparameters dict")
+
+
+def as_argv(hp):
+    """SageMaker hands hyperparameters to the entry point as `--name value` strings."""
+    argv = []
+    for k, v in hp.items():
+        argv += [f"--{k}", str(v)]
+    return argv
+
+
+def load_script(path):
+    spec = importlib.util.spec_from_file_location("bundle_train", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def expected_setup(report, query):
+    """What the planner modelled, in resolve_setup's words."""
+    plan = dict(kv.split("=", 1) for kv in report["query"].split("&"))
+    layout = report["layout"]
+    zero = int(plan["zero"]) if layout["gpus"] > 1 else 0
+    fsdp = zero >= 2
+    return {
+        "world_size": layout["gpus"],
+        "data_parallel": layout["dp"],
+        "zero_stage": zero,
+        "shard_group": layout["shard"] if fsdp else 1,
+        "replicas": layout["dp"] // layout["shard"] if fsdp else layout["dp"],
+        "precision": plan["precision"],
+        "compute": report["memory"]["compute"],
+        "checkpointing": plan["ckpt"],
+        "activation_offloading": plan["offload"] == "1",
+        "attention": {"flash": "sdpa", "eager": "eager"}[plan["attn"]],
+        "loss": plan["loss"],
+        "train_mode": plan["train"],
+        "lora_r": int(plan.get("lora_rank", 0)) if plan["train"] != "full" else 0,
+        "optim": plan["optimizer"],
+        "micro_batch": int(plan["mb"]),
+        "grad_accum": int(plan["ga"]),
+        "seq": int(plan["seq"]),
+    }
+
+
+def run_script(script, argv, world, env_extra=None):
+    py = sys.executable
+    if world > 1:
+        cmd = [py, "-m", "torch.distributed.run", "--nproc_per_node", str(world), script, *argv]
+    else:
+        cmd = [py, script, *argv]
+    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", **(env_extra or {}))
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+
+
+def measured_line(out):
+    lines = [l for l in out.splitlines() if l.startswith("TRAIN_PLANNER_MEASURED ")]
+    assert len(lines) == 1, f"expected one measured line, got {len(lines)}"
+    return lines[0]
+
+
+def small_argv(hp, model_dir, data_dir, out_dir, steps):
+    """The launcher's hyperparameters, scaled down for a CPU: short sequences, little accumulation."""
+    hp = dict(hp)
+    hp.update(model_id=model_dir, max_seq_length=64, per_device_train_batch_size=2,
+              gradient_accumulation_steps=min(int(hp["gradient_accumulation_steps"]), 2),
+              max_steps=steps, save_steps=2, log_steps=1)
+    return as_argv(hp) + ["--data_dir", data_dir, "--output_dir", out_dir,
+                          "--model_dir", os.path.join(out_dir, "model")]
+
+
+def check_plan(i, query, launcher, models, data_dir):
+    bundle = os.path.join(WORK, f"plan{i}")
+    shutil.rmtree(bundle, ignore_errors=True)
+    plan_cli("export", query, "--format", "bundle", "--launcher", launcher, "--out", bundle)
+    files = sorted(os.path.relpath(os.path.join(d, f), bundle) for d, _, fs in os.walk(bundle) for f in fs)
+    assert files == ["README.md", "launch.py", "scripts/requirements.txt", "scripts/train.py"], files
+    report = json.loads(plan_cli("report", query).stdout)
+    hp = hyperparameters(os.path.join(bundle, "launch.py"))
+    script = os.path.join(bundle, "scripts", "train.py")
+    train = load_script(script)
+
+    @case(f"plan {i} one truth: {query}")
+    def one_truth():
+        args = train.parse_args(as_argv(hp) if "model_id" in hp else as_argv(hp) + ["--model_id", "x"])
+        setup = train.resolve_setup(args, report["layout"]["gpus"])
+        want = expected_setup(report, query)
+        diff = {k: (setup.get(k), v) for k, v in want.items() if setup.get(k) != v}
+        assert not diff, f"train.py (got, planner) differ: {diff}"
+        assert setup["reshard_after_forward"] == (want["zero_stage"] == 3)
+
+    one_truth()
+    model = models["mixtral" if any(m in query for m in MOE) else "llama"]
+    world = 1 if report["layout"]["gpus"] == 1 else 2
+    low_precision = hp["precision"] in ("fp8", "mxfp8", "nvfp4")
+    out_dir = tempfile.mkdtemp(prefix=f"run{i}-", dir=WORK)
+
+    @case(f"plan {i} trains ({world} process{'es' if world > 1 else ''})")
+    def trains():
+        argv = small_argv(hp, model, data_dir, out_dir, steps=4)
+        if low_precision:
+            r = run_script(script, argv, 1)
+            assert r.returncode == 2, f"FP8 on a CPU should stop with exit 2, got {r.returncode}"
+            assert "--fp8_fallback True" in r.stderr and "Traceback" not in r.stderr, r.stderr[-400:]
+            argv += ["--fp8_fallback", "True"]
+        r = run_script(script, argv, world)
+        assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+        line = measured_line(r.stdout)
+        m = json.loads(line.split(" ", 1)[1])
+        assert m["world_size"] == world and m["steps"] == 4 and m["tokens_per_second_per_gpu"] > 0
+        assert m["plan"] == report["query"], "the line names the plan it was launched for"
+        assert ("fallback" in m["compute"]) == low_precision
+        saved = os.listdir(os.path.join(out_dir, "model"))
+        want = "adapter_model.safetensors" if hp["train_mode"] != "full" else "model.safetensors"
+        assert want in saved, saved
+        check_rebase(query, report, line, m)
+        with open(os.path.join(WORK, f"plan{i}.measured"), "w") as f:
+            f.write(line + "\n")  # the page's e2e pastes this line back
+
+    trains()
+
+
+def check_rebase(query, report, line, m):
+    """Time = tokens / (measured tokens/s per GPU x planned GPUs) + the predicted checkpoint time."""
+    out = json.loads(plan_cli("report", query, "--measured", line).stdout)["measured"]
+    tokens = float(dict(kv.split("=", 1) for kv in report["query"].split("&"))["tokens"])
+    hours = tokens / (m["tokens_per_second_per_gpu"] * report["layout"]["gpus"]) / 3600
+    hours += report["time"]["checkpoint_hours"]
+    assert abs(out["hours"] - hours) <= 1e-9 * hours, (out["hours"], hours)
+    price = report["cost"]["price_per_instance_hour"]
+    if price is not None:
+        nodes = int(dict(kv.split("=", 1) for kv in report["query"].split("&"))["nodes"])
+        assert abs(out["usd"] - price * nodes * hours) <= 1e-6 * out["usd"]
+    assert any("cpu" in n for n in out["notes"]), "a CPU run is flagged as another GPU"
+
+
+@case("resume: a second run continues from the newest checkpoint")
+def resume(models, data_dir):
+    out_dir = tempfile.mkdtemp(prefix="resume-", dir=WORK)
+    bundle = os.path.join(WORK, "plan0")
+    hp = hyperparameters(os.path.join(bundle, "launch.py"))
+    script = os.path.join(bundle, "scripts", "train.py")
+    first = run_script(script, small_argv(hp, models["llama"], data_dir, out_dir, steps=4), 2)
+    assert first.returncode == 0, first.stderr[-2000:]
+    second = run_script(script, small_argv(hp, models["llama"], data_dir, out_dir, steps=6), 2)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "resumed from" in second.stdout and "step-00000004" in second.stdout, second.stdout[-800:]
+    m = json.loads(measured_line(second.stdout).split(" ", 1)[1])
+    assert m["first_step"] == 5 and m["steps"] == 2, m
+
+
+@case("the ZIP the page builds opens with Python's zipfile and holds the CLI's files")
+def zip_matches():
+    import zipfile
+
+    query, launcher = PLANS[1]
+    path = os.path.join(WORK, "bundle.zip")
+    plan_cli("export", query, "--format", "bundle", "--launcher", launcher, "--out", path)
+    with zipfile.ZipFile(path) as z:
+        assert z.testzip() is None, "every CRC checks"
+        names = z.namelist()
+        assert names == ["README.md", "launch.py", "scripts/train.py", "scripts/requirements.txt"], names
+        for name in names:
+            on_disk = open(os.path.join(WORK, "plan1", name), encoding="utf-8").read()
+            assert z.read(name).decode("utf-8") == on_disk, f"{name} differs from the folder bundle"
+
+
+@case("a malformed, foreign or missing line gets a clear message")
+def bad_lines():
+    q = PLANS[0][0]
+    cases = [
+        ("TRAIN_PLANNER_MEASURED {\"v\": 1,", "not valid JSON"),
+        ("loss 2.3 step 40", "no TRAIN_PLANNER_MEASURED line found"),
+        ('TRAIN_PLANNER_MEASURED {"v": 2, "world_size": 8, "step_time_s": 1, "tokens_per_second_per_gpu": 9}',
+         "format v2"),
+        ('TRAIN_PLANNER_MEASURED {"v": 1, "plan": "model=llama-3.1-70b", "world_size": 8, "step_time_s": 1,'
+         ' "tokens_per_second_per_gpu": 9}', "another plan"),
+    ]
+    for line, want in cases:
+        r = plan_cli("report", q, "--measured", line, check=False)
+        assert r.returncode == 2 and want in r.stderr and "panicked" not in r.stderr, (line, r.stderr)
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    fixtures = os.path.join(WORK, "fixture")
+    models = {}
+    for family in ("llama", "mixtral"):
+        models[family], data_dir = fixture.make(fixtures, family)
+    for i, (query, launcher) in enumerate(PLANS):
+        check_plan(i, query, launcher, models, data_dir)
+    resume(models, data_dir)
+    zip_matches()
+    bad_lines()
+    failed = sum(1 for _, e in RESULTS if e)
+    print(f"bundle: {len(RESULTS) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
