@@ -305,6 +305,66 @@ await test("measured: a CI run's line re-bases time and cost; bad lines get a me
   await page.locator('.measured').screenshot({ path: `${shots}/measured.png` });
 });
 
+await test('live summary: verdict and cost stay in view while inputs change (390 and 1280 px)', async (page) => {
+  const inView = (sel) => page.$eval(sel, (el) => {
+    const r = el.getBoundingClientRect();
+    return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight;
+  });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await open(page, base + '?lang=en');
+  const before = await page.textContent('#live-verdict');
+  await page.fill('#seq', '131072');
+  await page.waitForFunction(() => location.search.includes('seq=131072'));
+  assert(await inView('#live-verdict') && await inView('#live-cost'), 'verdict and cost in view at 390 px');
+  await page.fill('#nodes', '2');
+  await page.waitForFunction(() => location.search.includes('nodes=2'));
+  assert(await page.evaluate(() => window.scrollY) > 0, 'the nodes field is below the fold on a phone');
+  assert(await inView('#live-verdict') && await inView('#live-cost'), 'still in view after scrolling to a lower field');
+  assert((await page.textContent('#live-verdict')) !== before, 'the summary follows the change');
+  assert(/Does not fit/.test(await page.textContent('#live-verdict')), '128K without checkpointing does not fit');
+  await page.screenshot({ path: `${shots}/live-390.png` });
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await open(page, base + '?lang=en');
+  for (const sel of FIELDS) {
+    await page.locator(sel).scrollIntoViewIfNeeded();
+    assert(await inView('#live-verdict') && await inView('#live-cost'), `verdict and cost in view beside ${sel}`);
+  }
+  await page.selectOption('#precision', 'fp8');
+  await page.waitForFunction(() => location.search.includes('precision=fp8'));
+  assert(await inView('#live-tps') && await inView('#live-time'), 'speed and time in view too');
+  await page.screenshot({ path: `${shots}/live-1280.png` });
+});
+
+await test('pin and compare: pin, change precision, copy the link, reopen it; Compare on an auto-plan row', async (page, ctx) => {
+  await open(page, base + '?lang=en&model=llama-3.1-70b&nodes=2');
+  await page.click('#pin');
+  await page.waitForFunction(() => location.search.includes('vs='));
+  assert(await page.isVisible('#compare-same'), 'just pinned: no input differs');
+  await page.selectOption('#precision', 'fp8');
+  await page.waitForSelector('#diff-precision');
+  const cells = async (p, sel) => p.$$eval(sel, (els) => els.map((e) => e.textContent.trim()));
+  const diff = await cells(page, '#diff-precision td');
+  assert(diff[0] === 'bf16' && diff[1] === 'fp8', 'precision differs, highlighted: ' + diff);
+  assert((await page.$$('#compare-inputs tr.diff')).length === 1, 'only precision differs');
+  const results = await cells(page, '#compare-results tbody tr');
+  assert((await page.$$('#compare-results tr.diff')).length >= 2, 'speed and time differ: ' + results);
+  await page.click('#copy-link');
+  const link = await page.evaluate(() => navigator.clipboard.readText());
+  assert(link.includes('vs='), 'the link carries the pinned plan: ' + link);
+  const again = await ctx.newPage();
+  await open(again, link);
+  assert(JSON.stringify(await cells(again, '#diff-precision td')) === JSON.stringify(diff), 'same difference after reopening');
+  assert(JSON.stringify(await cells(again, '#compare-results tbody tr')) === JSON.stringify(results), 'same results after reopening');
+  await again.locator('#compare').screenshot({ path: `${shots}/compare.png` });
+  await again.click('#compare-unpin');
+  await again.waitForFunction(() => !location.search.includes('vs='));
+  assert(!(await again.isVisible('#compare')), 'unpinned: the comparison is gone');
+  await again.waitForSelector('#autoplan-table', { timeout: 30000 });
+  await again.click('#compare-0');
+  await again.waitForSelector('#compare-inputs, #compare-same');
+  assert(await again.isVisible('#compare'), 'Compare on an auto-plan row pins it');
+});
+
 await test('screenshots: light and dark at 1280 and 390 px', async (page) => {
   for (const scheme of ['light', 'dark']) {
     for (const width of [1280, 390]) {

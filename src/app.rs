@@ -3,9 +3,11 @@
 
 use crate::autoplan::AutoPlan;
 use crate::charts::{InstanceChart, SequenceChart};
+use crate::compare::ComparePanel;
 use crate::export::ExportPanel;
 use crate::format::tr;
 use crate::inputs::Inputs;
+use crate::live::LiveSummary;
 use crate::measured::MeasuredPanel;
 use crate::results::Results;
 use leptos::prelude::*;
@@ -162,8 +164,10 @@ pub fn App() -> impl IntoView {
             </div>
         </Show>
         <main class="layout">
+            <LiveSummary ctx=ctx />
             <Inputs ctx=ctx />
             <div class="output">
+                <ComparePanel ctx=ctx />
                 <Results ctx=ctx />
                 <AutoPlan ctx=ctx />
                 <SequenceChart ctx=ctx />

@@ -151,6 +151,8 @@ fn Ranked(ctx: Ctx, result: SearchResult) -> impl IntoView {
             p.lang = ctx.plan.with_untracked(|q| q.lang);
             ctx.plan.set(p);
         };
+        let compare_query = c.query.clone();
+        let compare = move |_| crate::compare::pin_query(ctx, &compare_query);
         view! {
             <tr>
                 <td>{tr(l, pick)}</td>
@@ -158,7 +160,10 @@ fn Ranked(ctx: Ctx, result: SearchResult) -> impl IntoView {
                 <td class="num">{hours(c.hours, l)}</td>
                 <td class="num">{c.usd.map(|u| usd(u, l)).unwrap_or_else(|| "—".into())}</td>
                 <td class="num">{tokens(c.tokens_per_second, l)}</td>
-                <td><button type="button" class="apply" id=format!("apply-{i}") on:click=apply>{tr(l, Text::Apply)}</button></td>
+                <td class="row-actions">
+                    <button type="button" class="apply" id=format!("apply-{i}") on:click=apply>{tr(l, Text::Apply)}</button>
+                    <button type="button" class="compare-row" id=format!("compare-{i}") on:click=compare>{tr(l, Text::CompareButton)}</button>
+                </td>
             </tr>
         }
     }).collect_view();

@@ -4,9 +4,11 @@
 pub mod app;
 pub mod autoplan;
 pub mod charts;
+pub mod compare;
 pub mod export;
 pub mod format;
 pub mod inputs;
+pub mod live;
 pub mod measured;
 pub mod panic;
 pub mod results;

@@ -305,6 +305,9 @@ pub struct Plan {
     pub budget_usd: Option<f64>,
     /// Auto-plan: finish within this many hours.
     pub deadline_hours: Option<f64>,
+    /// A pinned plan to compare with: its short query (`vs=`), the keys that
+    /// differ from the defaults.
+    pub pinned: Option<String>,
 }
 
 /// What the auto-plan may not change (`lock=instance,precision`).
@@ -415,6 +418,7 @@ impl Default for Plan {
             lang: None,
             locks: Locks::default(),
             budget_usd: None,
+            pinned: None,
             deadline_hours: None,
         }
     }
@@ -471,8 +475,8 @@ pub struct Decoded {
 }
 
 /// Keys whose empty value means "none" (the field was emptied).
-const OPTIONAL: [&str; 6] = [
-    "shard", "pp_first", "pp_last", "price", "budget", "deadline",
+const OPTIONAL: [&str; 7] = [
+    "shard", "pp_first", "pp_last", "price", "budget", "deadline", "vs",
 ];
 
 /// Longest value accepted for any key (a link is not a storage format).
@@ -547,6 +551,7 @@ pub const KEYS: &[&str] = &[
     "budget",
     "deadline",
     "lang",
+    "vs",
 ];
 
 impl Plan {
@@ -642,6 +647,7 @@ impl Plan {
                 "pp_last" => self.pp_last = None,
                 "price" => self.price = None,
                 "budget" => self.budget_usd = None,
+                "vs" => self.pinned = None,
                 _ => self.deadline_hours = None,
             }
             return Ok(());
@@ -770,6 +776,14 @@ impl Plan {
             }
             "budget" => self.budget_usd = Some(num!(0.0, 1e12)),
             "deadline" => self.deadline_hours = Some(num!(0.0, 1e6)),
+            "vs" => {
+                let pinned = Plan::from_query(value);
+                if !pinned.notices.is_empty() {
+                    let first = pinned.notices[0].key.clone();
+                    return bad(Text::ExpectedPinnedPlan, &[("key", &first)]);
+                }
+                self.pinned = Some(pinned.plan.short_query());
+            }
             _ => {
                 let key = shorten(key);
                 let args: [(&str, &dyn Display); 1] = [("key", &key)];
@@ -892,10 +906,56 @@ impl Plan {
         if let Some(l) = self.lang {
             out.push(("lang", l.key().into()));
         }
+        if let Some(vs) = &self.pinned {
+            out.push(("vs", vs.clone()));
+        }
         out.iter()
             .map(|(k, v)| format!("{k}={}", percent_encode(v)))
             .collect::<Vec<_>>()
             .join("&")
+    }
+}
+
+impl Plan {
+    /// The pairs of `to_query` that differ from the default plan's, without
+    /// the language and any pinned plan: what a pinned plan (`vs=`) keeps.
+    pub fn short_query(&self) -> String {
+        let mut p = self.clone();
+        p.lang = None;
+        p.pinned = None;
+        let defaults = Plan::default().to_query();
+        let defaults: Vec<&str> = defaults.split('&').collect();
+        p.to_query()
+            .split('&')
+            .filter(|pair| !defaults.contains(pair) && !pair.starts_with("v="))
+            .collect::<Vec<_>>()
+            .join("&")
+    }
+
+    /// `(key, pinned value, current value)` for every key whose value differs,
+    /// in the schema's order (a key one plan does not write shows as empty).
+    pub fn differences(&self, other: &Plan) -> Vec<(String, String, String)> {
+        let pairs = |p: &Plan| -> Vec<(String, String)> {
+            let mut p = p.clone();
+            p.lang = None;
+            p.pinned = None;
+            p.to_query()
+                .split('&')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_string(), percent_decode(v)))
+                .collect()
+        };
+        let (a, b) = (pairs(self), pairs(other));
+        let value = |list: &[(String, String)], k: &str| {
+            list.iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        KEYS.iter()
+            .map(|k| (k.to_string(), value(&a, k), value(&b, k)))
+            .filter(|(_, x, y)| x != y)
+            .collect()
     }
 }
 

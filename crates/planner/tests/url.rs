@@ -153,3 +153,31 @@ fn emptied_optional_fields_mean_none() {
     );
     assert_eq!(Plan::from_query("mb=").notices.len(), 1);
 }
+
+/// A pinned plan rides in the link as `vs=`: its short query survives the
+/// round trip, a malformed one is a notice, and the differences name the keys.
+#[test]
+fn a_pinned_plan_survives_the_link() {
+    let mut p = Plan::from_query("model=llama-3.1-70b&nodes=2").plan;
+    p.pinned = Some(p.short_query());
+    assert_eq!(p.pinned.as_deref(), Some("model=llama-3.1-70b&nodes=2"));
+    p.set("precision", "fp8").unwrap();
+    let back = Plan::from_query(&p.to_query());
+    assert!(back.notices.is_empty(), "{:?}", back.notices);
+    assert_eq!(back.plan, p);
+    let pinned = Plan::from_query(p.pinned.as_deref().unwrap()).plan;
+    assert_eq!(
+        pinned.differences(&p),
+        vec![(
+            "precision".to_string(),
+            "bf16".to_string(),
+            "fp8".to_string()
+        )]
+    );
+    let bad = Plan::from_query("model=llama-3.1-8b&vs=model%3Dnope");
+    assert_eq!(bad.notices.len(), 1, "a broken pinned plan is reported");
+    assert!(bad.notices[0].message.contains("vs"));
+    assert_eq!(bad.plan.pinned, None, "and the current plan stays");
+    let emptied = Plan::from_query(&format!("{}&vs=", p.to_query())).plan;
+    assert_eq!(emptied.pinned, None, "an empty vs unpins");
+}

@@ -1,0 +1,138 @@
+//! Pin and compare: the pinned plan (`vs=` in the link) beside the current
+//! one, their results and every input that differs, highlighted.
+
+use crate::app::Ctx;
+use crate::format::{gib, hours, sig, tr, usd};
+use leptos::prelude::*;
+use planner::plan::Lang;
+use planner::text::Text;
+use planner::{evaluate, Plan, Report};
+
+/// Pin the plan on screen (the button in the live summary).
+pub fn pin(ctx: Ctx) {
+    ctx.plan.update(|p| p.pinned = Some(p.short_query()));
+}
+
+/// Pin `query` to compare with the plan on screen (an auto-plan row's Compare).
+pub fn pin_query(ctx: Ctx, query: &str) {
+    let short = Plan::from_query(query).plan.short_query();
+    ctx.plan.update(|p| p.pinned = Some(short));
+}
+
+#[component]
+pub fn ComparePanel(ctx: Ctx) -> impl IntoView {
+    let lang = ctx.lang;
+    let pinned = Memo::new(move |_| {
+        ctx.plan.with(|p| p.pinned.clone()).map(|q| {
+            let mut plan = Plan::from_query(&q).plan;
+            plan.lang = Some(lang.get());
+            plan
+        })
+    });
+    let t = move |id| tr(lang.get(), id);
+    let unpin = move |_| ctx.plan.update(|p| p.pinned = None);
+    let swap = move |_| {
+        let Some(mut other) = pinned.get_untracked() else {
+            return;
+        };
+        let current = ctx.plan.get_untracked();
+        other.pinned = Some(current.short_query());
+        other.lang = current.lang;
+        ctx.plan.set(other);
+    };
+    move || {
+        pinned.get().map(|other| {
+            let report = evaluate(&other);
+            view! {
+                <section class="chart compare" id="compare" aria-labelledby="compare-title">
+                    <h2 id="compare-title">{t(Text::ComparePlans)}</h2>
+                    <ResultsTable ctx=ctx report=report />
+                    <Differences ctx=ctx other=other />
+                    <div class="compare-actions">
+                        <button type="button" id="compare-open" on:click=swap>{t(Text::OpenPinned)}</button>
+                        <button type="button" id="compare-unpin" on:click=unpin>{t(Text::Unpin)}</button>
+                    </div>
+                </section>
+            }
+        })
+    }
+}
+
+/// One row per result: what the pinned plan gives, what this one gives.
+fn result_rows(r: &Report, l: Lang) -> [(Text, String); 5] {
+    let verdict = if r.fits { Text::Fits } else { Text::DoesNotFit };
+    [
+        (
+            verdict,
+            format!(
+                "{} / {}",
+                gib(r.memory.peak_bytes_per_gpu, l),
+                gib(r.memory.budget_bytes, l)
+            ),
+        ),
+        (
+            Text::TokensSPerGPU,
+            sig(r.throughput.tokens_per_second_per_gpu, l),
+        ),
+        (Text::MFUHFU, format!("{:.0}%", r.throughput.mfu * 100.0)),
+        (Text::Time, hours(r.time.total_hours, l)),
+        (
+            Text::Cost,
+            r.cost
+                .total_usd
+                .map_or_else(|| tr(l, Text::PriceUnknownShort).into(), |u| usd(u, l)),
+        ),
+    ]
+}
+
+#[component]
+fn ResultsTable(ctx: Ctx, report: Report) -> impl IntoView {
+    let l = ctx.lang.get_untracked();
+    let pinned = result_rows(&report, l);
+    let current = ctx.report.with(|r| result_rows(r, l));
+    let rows = pinned
+        .into_iter()
+        .zip(current)
+        .enumerate()
+        .map(|(i, ((a_label, a), (b_label, b)))| {
+            // The verdict row is labelled by each plan's own verdict.
+            let label = if i == 0 {
+                format!("{} / {}", tr(l, a_label), tr(l, b_label))
+            } else {
+                tr(l, a_label).to_string()
+            };
+            let class = if a != b { "diff" } else { "" };
+            view! { <tr class=class><th scope="row">{label}</th><td>{a}</td><td>{b}</td></tr> }
+        })
+        .collect_view();
+    view! {
+        <table class="compare-table" id="compare-results">
+            <thead><tr><th></th><th>{tr(l, Text::PinnedColumn)}</th><th>{tr(l, Text::CurrentColumn)}</th></tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+}
+
+#[component]
+fn Differences(ctx: Ctx, other: Plan) -> impl IntoView {
+    let l = ctx.lang.get_untracked();
+    let diffs = ctx.plan.with_untracked(|p| other.differences(p));
+    if diffs.is_empty() {
+        return view! { <p class="derived" id="compare-same">{tr(l, Text::NoInputDiffers)}</p> }
+            .into_any();
+    }
+    let rows = diffs
+        .into_iter()
+        .map(|(key, a, b)| {
+            let id = format!("diff-{key}");
+            view! { <tr class="diff" id=id><th scope="row"><code>{key}</code></th><td>{a}</td><td>{b}</td></tr> }
+        })
+        .collect_view();
+    view! {
+        <table class="compare-table" id="compare-inputs">
+            <caption>{tr(l, Text::InputsThatDiffer)}</caption>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+    .into_any()
+}

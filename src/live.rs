@@ -1,0 +1,45 @@
+//! The live summary: verdict, speed, time, cost and the top warning, pinned
+//! at the top of the screen while the user changes any input (phones and
+//! wide screens alike).
+
+use crate::app::Ctx;
+use crate::format::{gib, hours, sig, tr, usd};
+use leptos::prelude::*;
+use planner::text::Text;
+
+#[component]
+pub fn LiveSummary(ctx: Ctx) -> impl IntoView {
+    let report = ctx.report;
+    let lang = ctx.lang;
+    let t = move |id| tr(lang.get(), id);
+    let fits = move || report.with(|r| r.fits);
+    view! {
+        <section class="live" id="live" aria-label=move || t(Text::LiveSummary)>
+            <span id="live-verdict" class=move || if fits() { "live-verdict fits" } else { "live-verdict nofit" }>
+                <strong>{move || if fits() { t(Text::Fits) } else { t(Text::DoesNotFit) }}</strong>
+                " "
+                {move || { let l = lang.get(); report.with(|r| format!("{} / {}",
+                    gib(r.memory.peak_bytes_per_gpu, l), gib(r.memory.budget_bytes, l))) }}
+            </span>
+            <span class="live-item" id="live-tps">
+                <span class="live-label">{move || t(Text::TokensSPerGPU)}</span>
+                " "{move || report.with(|r| sig(r.throughput.tokens_per_second_per_gpu, lang.get()))}
+            </span>
+            <span class="live-item" id="live-time">
+                <span class="live-label">{move || t(Text::Time)}</span>
+                " "{move || report.with(|r| hours(r.time.total_hours, lang.get()))}
+            </span>
+            <span class="live-item" id="live-cost">
+                <span class="live-label">{move || t(Text::Cost)}</span>
+                " "{move || { let l = lang.get(); report.with(|r| r.cost.total_usd
+                    .map_or_else(|| tr(l, Text::PriceUnknownShort).to_string(), |u| usd(u, l))) }}
+            </span>
+            <button type="button" class="live-pin" id="pin" title=move || t(Text::PinHint)
+                on:click=move |_| crate::compare::pin(ctx)>{move || t(Text::PinPlan)}</button>
+            {move || report.with(|r| r.warnings.first().map(|w| w.message.clone())).map(|m| {
+                let title = m.clone();
+                view! { <span class="live-warning" id="live-warning" title=title>{m}</span> }
+            })}
+        </section>
+    }
+}
