@@ -2,7 +2,7 @@
 //! one, their results and every input that differs, highlighted.
 
 use crate::app::Ctx;
-use crate::format::{gib, hours, sig, tr, usd};
+use crate::format::{gib, hours, percent, sig, tr, usd};
 use leptos::prelude::*;
 use planner::plan::Lang;
 use planner::text::Text;
@@ -74,7 +74,7 @@ fn result_rows(r: &Report, l: Lang) -> [(Text, String); 5] {
             Text::TokensSPerGPU,
             sig(r.throughput.tokens_per_second_per_gpu, l),
         ),
-        (Text::MFUHFU, format!("{:.0}%", r.throughput.mfu * 100.0)),
+        (Text::MFUHFU, percent(r.throughput.mfu, l)),
         (Text::Time, hours(r.time.total_hours, l)),
         (
             Text::Cost,

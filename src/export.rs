@@ -195,12 +195,9 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
 /// planner, and train.py fetched from the site (it never weighs on the wasm).
 async fn bundle_zip(plan: &planner::Plan, launcher: Format) -> Result<Vec<u8>, String> {
     let train_py = fetch_text("bundle/train.py").await?;
-    let files = planner::bundle::files(plan, launcher, &train_py);
-    let entries: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|f| (f.path.as_str(), f.text.as_bytes()))
-        .collect();
-    Ok(planner::zip::archive(&entries))
+    Ok(planner::bundle::zip(&planner::bundle::files(
+        plan, launcher, &train_py,
+    )))
 }
 
 async fn fetch_text(url: &str) -> Result<String, String> {

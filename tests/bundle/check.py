@@ -101,9 +101,14 @@ def load_script(path):
     return module
 
 
-def expected_setup(report, query):
+def plan_keys(report):
+    """The report's normalised query as a dict (every key is written)."""
+    return dict(kv.split("=", 1) for kv in report["query"].split("&"))
+
+
+def expected_setup(report):
     """What the planner modelled, in resolve_setup's words."""
-    plan = dict(kv.split("=", 1) for kv in report["query"].split("&"))
+    plan = plan_keys(report)
     layout = report["layout"]
     zero = int(plan["zero"]) if layout["gpus"] > 1 else 0
     fsdp = zero >= 2
@@ -169,7 +174,7 @@ def check_plan(i, query, launcher, models, data_dir):
     def one_truth():
         args = train.parse_args(as_argv(hp) if "model_id" in hp else as_argv(hp) + ["--model_id", "x"])
         setup = train.resolve_setup(args, report["layout"]["gpus"])
-        want = expected_setup(report, query)
+        want = expected_setup(report)
         diff = {k: (setup.get(k), v) for k, v in want.items() if setup.get(k) != v}
         assert not diff, f"train.py (got, planner) differ: {diff}"
         assert setup["reshard_after_forward"] == (want["zero_stage"] == 3)
@@ -208,13 +213,14 @@ def check_plan(i, query, launcher, models, data_dir):
 def check_rebase(query, report, line, m):
     """Time = tokens / (measured tokens/s per GPU x planned GPUs) + the predicted checkpoint time."""
     out = json.loads(plan_cli("report", query, "--measured", line).stdout)["measured"]
-    tokens = float(dict(kv.split("=", 1) for kv in report["query"].split("&"))["tokens"])
+    keys = plan_keys(report)
+    tokens = float(keys["tokens"])
     hours = tokens / (m["tokens_per_second_per_gpu"] * report["layout"]["gpus"]) / 3600
     hours += report["time"]["checkpoint_hours"]
     assert abs(out["hours"] - hours) <= 1e-9 * hours, (out["hours"], hours)
     price = report["cost"]["price_per_instance_hour"]
     if price is not None:
-        nodes = int(dict(kv.split("=", 1) for kv in report["query"].split("&"))["nodes"])
+        nodes = int(keys["nodes"])
         assert abs(out["usd"] - price * nodes * hours) <= 1e-6 * out["usd"]
     assert any("cpu" in n for n in out["notes"]), "a CPU run is flagged as another GPU"
 

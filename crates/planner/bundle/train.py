@@ -124,17 +124,15 @@ def resolve_setup(args, world_size):
         raise PlanError("QLoRA with ZeRO/FSDP sharding is not supported here: plan it with zero=0")
     if args.precision in LOW_PRECISION and args.train_mode != "full":
         raise PlanError(f"{args.precision} with {args.train_mode}: low-precision GEMMs train full models only")
-    shard = world_size
-    if args.zero_stage >= 2 and world_size > 1:
+    fsdp = args.zero_stage >= 2 and world_size > 1
+    shard = 1
+    if fsdp:
         shard = args.shard_degree or world_size
         if args.planned_world_size and world_size != args.planned_world_size:
             # A trial on fewer GPUs keeps the plan's sharding group where it fits.
             shard = math.gcd(shard, world_size)
         if world_size % shard:
             raise PlanError(f"shard_degree={shard} does not divide the world size {world_size}")
-    if args.zero_stage < 2 or world_size == 1:
-        shard = 1
-    fsdp = args.zero_stage >= 2 and world_size > 1
     return {
         "world_size": world_size,
         "data_parallel": world_size,
@@ -373,7 +371,7 @@ def recompute_attention_core(model, torch):
 def shard_model(args, setup, model, torch, device):
     import torch.distributed as dist
 
-    if setup["strategy"] in ("single",):
+    if setup["strategy"] == "single":
         return model.to(device) if args.train_mode != "qlora" else model
     if setup["strategy"] in ("ddp", "ddp+zero1"):
         from torch.nn.parallel import DistributedDataParallel as DDP

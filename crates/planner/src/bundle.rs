@@ -59,6 +59,15 @@ pub fn files(plan: &Plan, launcher: Format, train_py: &str) -> Vec<File> {
     ]
 }
 
+/// The bundle as one ZIP archive (what the page downloads and `--out x.zip` writes).
+pub fn zip(files: &[File]) -> Vec<u8> {
+    let entries: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|f| (f.path.as_str(), f.text.as_bytes()))
+        .collect();
+    crate::zip::archive(&entries)
+}
+
 /// Where the entry script goes under `scripts/`: the plan's `entry` when it is a
 /// plain relative path, else `train.py` (a bundle never writes outside itself).
 pub fn entry_path(plan: &Plan) -> String {
@@ -130,7 +139,7 @@ fn readme(plan: &Plan, r: &Report, launcher: Format, entry: &str) -> String {
         "| time | {:.1} h for {} steps |",
         r.time.total_hours, r.time.steps
     );
-    let _ = writeln!(s, "| cost | {} |\n", cost_line(r));
+    let _ = writeln!(s, "| cost | {} |\n", crate::export::cost_words(r));
     if !r.fits {
         s.push_str("**The planner says this plan does not fit in GPU memory**: the job would run out of memory. Change the plan before launching it.\n\n");
     }
@@ -143,18 +152,6 @@ fn readme(plan: &Plan, r: &Report, launcher: Format, entry: &str) -> String {
         }
     }
     s
-}
-
-fn cost_line(r: &Report) -> String {
-    match (r.cost.total_usd, r.cost.price_source.as_str()) {
-        (Some(u), "derived") => format!("${u:.0} on demand (an estimate: 1.15 x the EC2 price)"),
-        (Some(u), "listed") => format!(
-            "${u:.0} on demand (listed price as of {})",
-            r.cost.price_as_of.as_deref().unwrap_or("?")
-        ),
-        (Some(u), _) => format!("${u:.0} on demand (your price)"),
-        (None, _) => "unknown: no on-demand price (enter the price you pay in the planner)".into(),
-    }
 }
 
 fn run_steps(launcher: Format, entry: &str) -> String {

@@ -205,21 +205,7 @@ fn header(c: &Ctx<'_>, title: &str) -> String {
         gib(r.memory.peak_bytes_per_gpu),
         gib(r.memory.budget_bytes)
     );
-    let cost = match r.cost.total_usd {
-        Some(u) => format!(
-            "${u:.0} on-demand (price: {})",
-            comment(&match r.cost.price_source.as_str() {
-                "listed" => format!(
-                    "listed, as of {}",
-                    r.cost.price_as_of.as_deref().unwrap_or("?")
-                ),
-                "derived" =>
-                    "an ESTIMATE, 1.15 x the EC2 on-demand price; SageMaker lists none".into(),
-                other => other.to_string(),
-            })
-        ),
-        None => "cost unknown (no on-demand price: enter the price you pay)".into(),
-    };
+    let cost = comment(&cost_words(r));
     let _ = writeln!(
         h,
         "# Predicted: {:.0} tokens/s per GPU, MFU {:.0}%, {:.1} h for {:.3e} tokens, {cost}",
@@ -229,6 +215,26 @@ fn header(c: &Ctx<'_>, title: &str) -> String {
         p.tokens
     );
     h
+}
+
+/// The predicted cost with its price basis, as the launch header and the
+/// bundle's README state it.
+pub(crate) fn cost_words(r: &Report) -> String {
+    match r.cost.total_usd {
+        Some(u) => format!(
+            "${u:.0} on-demand (price: {})",
+            match r.cost.price_source.as_str() {
+                "listed" => format!(
+                    "listed, as of {}",
+                    r.cost.price_as_of.as_deref().unwrap_or("?")
+                ),
+                "derived" =>
+                    "an ESTIMATE, 1.15 x the EC2 on-demand price; SageMaker lists none".into(),
+                other => other.to_string(),
+            }
+        ),
+        None => "cost unknown (no on-demand price: enter the price you pay)".into(),
+    }
 }
 
 fn hf_optim(o: Optimizer) -> &'static str {

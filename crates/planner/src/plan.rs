@@ -920,26 +920,29 @@ impl Plan {
     /// The pairs of `to_query` that differ from the default plan's, without
     /// the language and any pinned plan: what a pinned plan (`vs=`) keeps.
     pub fn short_query(&self) -> String {
-        let mut p = self.clone();
-        p.lang = None;
-        p.pinned = None;
         let defaults = Plan::default().to_query();
         let defaults: Vec<&str> = defaults.split('&').collect();
-        p.to_query()
+        self.unpinned_query()
             .split('&')
             .filter(|pair| !defaults.contains(pair) && !pair.starts_with("v="))
             .collect::<Vec<_>>()
             .join("&")
     }
 
+    /// The query without the language and any pinned plan: what two plans
+    /// are compared on.
+    fn unpinned_query(&self) -> String {
+        let mut p = self.clone();
+        p.lang = None;
+        p.pinned = None;
+        p.to_query()
+    }
+
     /// `(key, pinned value, current value)` for every key whose value differs,
     /// in the schema's order (a key one plan does not write shows as empty).
     pub fn differences(&self, other: &Plan) -> Vec<(String, String, String)> {
         let pairs = |p: &Plan| -> Vec<(String, String)> {
-            let mut p = p.clone();
-            p.lang = None;
-            p.pinned = None;
-            p.to_query()
+            p.unpinned_query()
                 .split('&')
                 .filter_map(|kv| kv.split_once('='))
                 .map(|(k, v)| (k.to_string(), percent_decode(v)))

@@ -27,6 +27,29 @@ fn emit(args: std::fmt::Arguments) {
     }
 }
 
+/// The plan of a query, with each part of it that was not taken said on stderr.
+fn decode(query: &str) -> planner::Decoded {
+    let decoded = planner::Plan::from_query(query);
+    for n in &decoded.notices {
+        eprintln!("notice: {}", n.message);
+    }
+    decoded
+}
+
+/// `value` as pretty JSON on stdout.
+fn print_json(value: &impl serde::Serialize) -> ExitCode {
+    match serde_json::to_string_pretty(value) {
+        Ok(s) => {
+            outln!("{s}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("calibrate") {
@@ -55,10 +78,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let decoded = planner::Plan::from_query(query);
-    for n in &decoded.notices {
-        eprintln!("notice: {}", n.message);
-    }
+    let decoded = decode(query);
     match cmd {
         "report" => {
             let report = planner::evaluate(&decoded.plan);
@@ -69,21 +89,14 @@ fn main() -> ExitCode {
                 #[serde(flatten)]
                 report: &'a planner::Report,
             }
-            let out = Out {
+            return print_json(&Out {
                 query: decoded.plan.to_query(),
                 notices: &decoded.notices,
                 report: &report,
-            };
-            match serde_json::to_string_pretty(&out) {
-                Ok(s) => outln!("{s}"),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::FAILURE;
-                }
-            }
+            });
         }
         "query" => outln!("{}", decoded.plan.to_query()),
-        "search" => return search(query),
+        "search" => return search(&decoded.plan),
         _ => {
             eprintln!("unknown command `{cmd}`\n{USAGE}");
             return ExitCode::from(2);
@@ -139,10 +152,9 @@ fn calibrate(flags: &[String]) {
 }
 
 /// `plan search`: the auto-plan as JSON, with the count and the time taken.
-fn search(query: &str) -> ExitCode {
-    let plan = planner::Plan::from_query(query).plan;
+fn search(plan: &planner::Plan) -> ExitCode {
     let start = std::time::Instant::now();
-    let result = planner::search::search(&plan);
+    let result = planner::search::search(plan);
     let seconds = start.elapsed().as_secs_f64();
     #[derive(serde::Serialize)]
     struct Out<'a> {
@@ -156,25 +168,13 @@ fn search(query: &str) -> ExitCode {
         candidates_per_second: result.candidates as f64 / seconds.max(1e-9),
         result: &result,
     };
-    match serde_json::to_string_pretty(&out) {
-        Ok(s) => {
-            outln!("{s}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    print_json(&out)
 }
 
 /// `plan report '<query>' --measured '<line>'`: the report with the measured
 /// run beside it, time and cost re-based on the measured speed.
 fn report_measured(query: &str, line: &str) -> ExitCode {
-    let decoded = planner::Plan::from_query(query);
-    for n in &decoded.notices {
-        eprintln!("notice: {}", n.message);
-    }
+    let decoded = decode(query);
     let plan = &decoded.plan;
     let lang = plan.lang.unwrap_or(planner::plan::Lang::En);
     let report = planner::evaluate(plan);
@@ -194,19 +194,11 @@ fn report_measured(query: &str, line: &str) -> ExitCode {
         #[serde(flatten)]
         report: &'a planner::Report,
     }
-    let out = Out {
+    print_json(&Out {
         query: plan.to_query(),
         measured: &comparison,
         report: &report,
-    };
-    match serde_json::to_string_pretty(&out) {
-        Ok(s) => outln!("{s}"),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
-    ExitCode::SUCCESS
+    })
 }
 
 /// `plan export` options: the query, the format, and for a bundle its launcher and folder.
@@ -266,10 +258,7 @@ fn export(args: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let decoded = planner::Plan::from_query(e.query);
-    for n in &decoded.notices {
-        eprintln!("notice: {}", n.message);
-    }
+    let decoded = decode(e.query);
     match (e.format, e.out) {
         (Some(format), _) => out!("{}", planner::export::export(&decoded.plan, format).code),
         (None, Some(dir)) => return write_bundle(&decoded.plan, e.launcher, dir),
@@ -284,11 +273,7 @@ fn write_bundle(plan: &planner::Plan, launcher: planner::export::Format, dir: &s
     const TRAIN_PY: &str = include_str!("../../bundle/train.py");
     let files = planner::bundle::files(plan, launcher, TRAIN_PY);
     if dir.ends_with(".zip") {
-        let entries: Vec<(&str, &[u8])> = files
-            .iter()
-            .map(|f| (f.path.as_str(), f.text.as_bytes()))
-            .collect();
-        if let Err(err) = std::fs::write(dir, planner::zip::archive(&entries)) {
+        if let Err(err) = std::fs::write(dir, planner::bundle::zip(&files)) {
             eprintln!("error: {dir}: {err}");
             return ExitCode::FAILURE;
         }
