@@ -562,6 +562,28 @@ fn huggingface(c: &Ctx<'_>) -> String {
     s
 }
 
+/// The ModelTrainer's image, looked up by the SDK's own `image_uris.retrieve`.
+fn image_lookup(c: &Ctx<'_>, version: &str, py: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "training_image = image_uris.retrieve(");
+    // SMP v2 images live under their own framework key (pytorch-smp, CUDA 12.4).
+    let _ = writeln!(
+        s,
+        "    framework={},",
+        py_str(if c.smp { "pytorch-smp" } else { "pytorch" })
+    );
+    let _ = writeln!(s, "    region=session.boto_region_name,");
+    let _ = writeln!(s, "    version={},", py_str(version));
+    let _ = writeln!(s, "    py_version={},", py_str(py));
+    let _ = writeln!(s, "    instance_type={},", py_str(&c.plan.instance));
+    let _ = writeln!(s, "    image_scope=\"training\",");
+    if c.smp {
+        let _ = writeln!(s, "    container_version=\"cu124\",");
+    }
+    s.push_str(")\n\n");
+    s
+}
+
 fn modeltrainer(c: &Ctx<'_>) -> String {
     let sdk = &sdk().v3;
     let p = c.plan;
@@ -606,22 +628,7 @@ fn modeltrainer(c: &Ctx<'_>) -> String {
     s.push('\n');
     s.push_str(&hyperparameters(c));
     s.push('\n');
-    let _ = writeln!(s, "training_image = image_uris.retrieve(");
-    // SMP v2 images live under their own framework key (pytorch-smp, CUDA 12.4).
-    let _ = writeln!(
-        s,
-        "    framework={},",
-        py_str(if c.smp { "pytorch-smp" } else { "pytorch" })
-    );
-    let _ = writeln!(s, "    region=session.boto_region_name,");
-    let _ = writeln!(s, "    version={},", py_str(version));
-    let _ = writeln!(s, "    py_version={},", py_str(py));
-    let _ = writeln!(s, "    instance_type={},", py_str(&p.instance));
-    let _ = writeln!(s, "    image_scope=\"training\",");
-    if c.smp {
-        let _ = writeln!(s, "    container_version=\"cu124\",");
-    }
-    s.push_str(")\n\n");
+    s.push_str(&image_lookup(c, version, py));
     let distributed = if c.smp {
         let params = smp_parameters(c)
             .iter()
