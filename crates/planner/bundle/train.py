@@ -359,6 +359,13 @@ def recompute_attention_core(model, torch):
 
     name = f"{impl}_recompute_core"
     AttentionInterface.register(name, recomputed)
+    # The same causal mask as `impl` (Transformers >= 4.53 gives an unknown name none at all).
+    try:
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+    except ImportError:
+        pass
+    else:
+        ALL_MASK_ATTENTION_FUNCTIONS.register(name, ALL_MASK_ATTENTION_FUNCTIONS[impl])
     for m in base.modules():
         if hasattr(m, "config") and getattr(m.config, "_attn_implementation", None) == impl:
             m.config._attn_implementation = name
@@ -379,7 +386,9 @@ def shard_model(args, setup, model, torch, device):
         if args.train_mode != "qlora":
             model = model.to(device)
         ids = [device.index] if device.type == "cuda" else None
-        return DDP(model, device_ids=ids)
+        # Gradients as views into DDP's buckets: one gradient-sized buffer for the whole step,
+        # not buckets plus gradients (the planner's persistent gradient buffer).
+        return DDP(model, device_ids=ids, gradient_as_bucket_view=True)
     try:
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     except ImportError:  # PyTorch 2.5 (the SMP v2 image)

@@ -180,6 +180,19 @@ pub struct Coverage {
     pub memory_single_rank: MemoryStats,
     /// torchtitan FSDP on 8 GPUs, measured `max_reserved`.
     pub memory_fsdp: MemoryStats,
+    /// The memory oracle's table (tools/oracle), by group (`sharding=zero3`, ...).
+    #[serde(default)]
+    pub memory_oracle: Vec<(String, MemoryStats)>,
+}
+
+impl Coverage {
+    /// The oracle's stats for one group, if it has rows.
+    pub fn oracle(&self, group: &str) -> Option<&MemoryStats> {
+        self.memory_oracle
+            .iter()
+            .find(|(g, s)| g == group && s.rows > 0)
+            .map(|(_, s)| s)
+    }
 }
 
 /// Every throughput row, in-sample and cross-validated. The Hugging Face
@@ -368,6 +381,124 @@ pub fn single_rank_memory_rows() -> Vec<MemoryRow> {
         .collect()
 }
 
+/// The memory oracle's table (tools/oracle, written by `./dev oracle`): real
+/// Hugging Face models trained two steps under FakeTensorMode by the bundle's
+/// own train.py, one rank of FSDP2 over a fake process group, every storage
+/// counted as the CUDA caching allocator rounds it.
+pub const ORACLE_MEMORY_JSONL: &str = include_str!("../data/oracle_memory.jsonl");
+
+/// One plan of the oracle's grid, in the planner's URL words.
+#[derive(Debug, Deserialize)]
+struct OracleRecord {
+    id: String,
+    config: serde_json::Value,
+    plan: std::collections::BTreeMap<String, serde_json::Value>,
+    world: u64,
+    peak_bytes: f64,
+}
+
+/// An oracle row against the planner, with the groups it is reported in.
+#[derive(Clone, Debug)]
+pub struct OracleRow {
+    pub row: MemoryRow,
+    /// How the job is split: `single`, `zero1`, `zero2`, `zero3`, `lora`.
+    pub sharding: &'static str,
+    pub checkpointing: String,
+    pub family: String,
+}
+
+fn oracle_plan(r: &OracleRecord) -> Plan {
+    let query: Vec<String> = r
+        .plan
+        .iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect();
+    Plan::from_query(&query.join("&")).plan
+}
+
+/// The oracle's rows, each predicted by `memory::breakdown` on the layout
+/// the report would resolve (data parallel over `world`, one shard group).
+pub fn oracle_memory_rows() -> Vec<OracleRow> {
+    ORACLE_MEMORY_JSONL
+        .lines()
+        .filter_map(|line| serde_json::from_str::<OracleRecord>(line).ok())
+        .filter_map(|r| {
+            let arch = crate::architecture::from_hf_config(&r.config.to_string()).ok()?;
+            let plan = oracle_plan(&r);
+            let layout = Layout {
+                gpus: r.world,
+                tp: 1,
+                pp: 1,
+                cp: 1,
+                ep: 1,
+                dp: r.world,
+                shard: plan.shard.unwrap_or(r.world),
+                stages: Stages::even(arch.layers, 1),
+            };
+            let predicted =
+                breakdown(&arch, &arch.parameter_counts(), &plan, &layout).allocated_peak_bytes as f64;
+            let sharding = match (plan.train, plan.zero, r.world) {
+                (crate::plan::Training::Full, _, 1) => "single",
+                (crate::plan::Training::Full, 1, _) => "zero1",
+                (crate::plan::Training::Full, 2, _) => "zero2",
+                (crate::plan::Training::Full, 3, _) => "zero3",
+                (crate::plan::Training::Full, _, _) => "ddp",
+                _ => "lora",
+            };
+            Some(OracleRow {
+                row: MemoryRow {
+                    label: r.id.clone(),
+                    measured: r.peak_bytes,
+                    predicted,
+                    error_percent: 100.0 * (predicted - r.peak_bytes) / r.peak_bytes,
+                },
+                sharding,
+                checkpointing: plan.checkpointing.key(),
+                family: r.config["model_type"].as_str().unwrap_or("?").to_string(),
+            })
+        })
+        .collect()
+}
+
+impl OracleRow {
+    /// The group names this row counts in: its sharding, its checkpointing,
+    /// its model family, and `all`.
+    pub fn groups(&self) -> [String; 4] {
+        [
+            "all".to_string(),
+            format!("sharding={}", self.sharding),
+            format!("ckpt={}", self.checkpointing),
+            format!("family={}", self.family),
+        ]
+    }
+
+    pub fn in_group(&self, name: &str) -> bool {
+        self.groups().iter().any(|g| g == name)
+    }
+}
+
+/// Median and worst error of every group of the oracle's rows, by name.
+pub fn oracle_groups(rows: &[OracleRow]) -> Vec<(String, MemoryStats)> {
+    let mut names: Vec<String> = rows.iter().flat_map(|r| r.groups()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| {
+            let members: Vec<MemoryRow> = rows
+                .iter()
+                .filter(|r| r.in_group(&name))
+                .map(|r| r.row.clone())
+                .collect();
+            let stats = memory_stats(&members);
+            (name, stats)
+        })
+        .collect()
+}
+
 /// torchtitan's FSDP runs with a measured `max_reserved` (allocated plus
 /// allocator fragmentation and workspaces, no CUDA context), as their plans.
 /// The 70B 2D row is excluded: see `excluded_memory_rows`.
@@ -437,6 +568,7 @@ pub fn compute() -> Coverage {
         groups: group_stats(&rows),
         memory_single_rank: memory_stats(&single_rank_memory_rows()),
         memory_fsdp: memory_stats(&fsdp_memory_rows()),
+        memory_oracle: oracle_groups(&oracle_memory_rows()),
     }
 }
 
@@ -476,6 +608,7 @@ impl Coverage {
             groups: Vec::new(),
             memory_single_rank: none.clone(),
             memory_fsdp: none,
+            memory_oracle: Vec::new(),
         }
     }
 }
@@ -601,5 +734,14 @@ pub fn markdown(c: &Coverage, rows: &[ThroughputRow]) -> String {
         "\n#### Memory\n\n| check | rows | median | worst |\n|---|---:|---:|---:|\n| HF Transformers, one GPU, FakeTensor-counted steps (in-sample) | {} | {:.2}% | {} |\n| torchtitan FSDP2, 8 x H100, measured `max_reserved` | {} | {:.1}% | {} |\n",
         m.rows, m.median, pct(m.worst), f.rows, f.median, pct(f.worst)
     );
+    s += "\n#### Memory against the oracle (tools/oracle)\n\n| group | rows | median | worst |\n|---|---:|---:|---:|\n";
+    for (group, st) in &c.memory_oracle {
+        s += &format!(
+            "| {group} | {} | {:.2}% | {} |\n",
+            st.rows,
+            st.median,
+            pct(st.worst)
+        );
+    }
     s
 }

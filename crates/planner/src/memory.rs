@@ -319,6 +319,10 @@ fn profile(plan: &Plan) -> Profile {
         (Implementation::Hf, _) if plan.zero >= 2 && plan.train == Training::Full => {
             Profile::HfBf16
         }
+        // LoRA/QLoRA: the frozen base computes in BF16, so the residual stream
+        // and the activations are BF16 though autocast is on (for the fp32
+        // adapters): oracle rows `*/lora/*`.
+        (Implementation::Hf, _) if plan.train != Training::Full => Profile::HfBf16,
         (Implementation::Hf, _) => Profile::HfAutocast,
     }
 }
@@ -330,6 +334,7 @@ pub fn compute_path(plan: &Plan) -> &'static str {
         (Profile::Megatron, _) => "megatron",
         (Profile::HfFp32, _) => "fp32",
         (_, Precision::Bf16Pure) => "bf16 weights",
+        _ if plan.train != Training::Full => "autocast bf16",
         (Profile::HfBf16, _) => "fsdp bf16 gather, fp32 reduce",
         (Profile::HfAutocast, _) => "autocast bf16",
     }
@@ -621,6 +626,9 @@ struct StageShape<'a> {
     weight_bytes: f64,
     /// FSDP's mixed-precision policy: fp32 params sharded, bf16 gathered.
     mixed_policy: bool,
+    /// The HF stack sharded by FSDP2 (ZeRO-2/3 on more than one GPU): train.py's
+    /// `fully_shard` on each decoder layer and on the root (embedding, norm, head).
+    fsdp2: bool,
     /// Tokens per GPU per micro-batch (CP splits the sequence).
     tokens: f64,
     /// What divides the norm/residual activations: TP with sequence parallelism.
@@ -694,6 +702,7 @@ impl<'a> StageShape<'a> {
             mixed_policy: plan.implementation == Implementation::Hf
                 && !matches!(plan.precision, Precision::Fp32 | Precision::Bf16Pure)
                 && !peft,
+            fsdp2: plan.implementation == Implementation::Hf && plan.zero >= 2 && layout.dp > 1,
             tokens: plan.micro_batch as f64 * plan.seq as f64 / layout.cp as f64,
             sp_div: if plan.sp || layout.tp == 1 { t } else { 1.0 },
             layer: layer_activations(arch, plan, plan.seq as f64),
@@ -724,11 +733,7 @@ impl<'a> StageShape<'a> {
 /// Weights: Ψ x bytes per parameter, sharded from ZeRO-3 (from ZeRO-2 under
 /// FSDP's mixed policy, whose SHARD_GRAD_OP shards the fp32 parameters) (SPEC §3.2).
 fn weights(s: &StageShape) -> f64 {
-    let from = if s.mixed_policy && s.plan.zero == 2 {
-        2
-    } else {
-        3
-    };
+    let from = if s.fsdp2 { 2 } else { 3 };
     s.shard(s.params * s.weight_bytes, from)
 }
 
@@ -747,19 +752,12 @@ fn optimizer_states(s: &StageShape) -> f64 {
     s.shard(s.trainable * s.sb.optimizer, 1)
 }
 
-/// TransformerEngine's quantised Linear-weight copies (sharded with the
-/// weights), plus SHARD_GRAD_OP's gathered bf16 parameters, which live from
-/// forward to backward (PyTorch FSDP docs).
+/// TransformerEngine's quantised Linear-weight copies (sharded with the weights).
 fn weight_copies(s: &StageShape) -> f64 {
     let linear =
         linear_params(s.counts) / s.counts.per_layer.max(1) as f64 * s.layers * s.layer_params;
     let quantised = s.shard(linear * s.sb.copies, 3);
-    let compute_copy = if s.mixed_policy && s.plan.zero == 2 {
-        s.params * 2.0
-    } else {
-        0.0
-    };
-    quantised + compute_copy
+    quantised
 }
 
 /// LoRA adapters: fp32 weights, grads and AdamW moments, 16 B per adapter
@@ -776,7 +774,7 @@ fn adapters(s: &StageShape) -> f64 {
 /// in the compute dtype (a frozen PEFT base in its own format), plus the
 /// layer's full gradient before its reduce-scatter (PyTorch FSDP, Zhao et al. 2023).
 fn unsharded_unit(s: &StageShape) -> f64 {
-    if s.plan.zero < 3 || s.g <= 1.0 {
+    if s.plan.zero < 3 || s.g <= 1.0 || s.fsdp2 {
         return 0.0;
     }
     let gathered_bytes = match (s.plan.train, s.plan.precision) {
@@ -785,6 +783,79 @@ fn unsharded_unit(s: &StageShape) -> f64 {
         _ => s.weight_bytes,
     };
     s.layer_params * (2.0 * gathered_bytes + if s.peft { 0.0 } else { gathered_bytes })
+}
+
+// ---- FSDP2 units (what the oracle counts: tools/oracle) -----------------------
+
+/// Bytes per element FSDP2 gathers parameters in and computes gradients in:
+/// the mixed-precision policy's BF16, else the weights' own dtype.
+fn fsdp_compute_bytes(s: &StageShape) -> f64 {
+    if s.mixed_policy {
+        2.0
+    } else {
+        s.weight_bytes
+    }
+}
+
+/// Bytes per element of FSDP2's reduce-scatter input: the policy's fp32
+/// `reduce_dtype`, else the gradients' dtype.
+fn fsdp_reduce_bytes(s: &StageShape) -> f64 {
+    if s.mixed_policy {
+        4.0
+    } else {
+        s.sb.grads
+    }
+}
+
+/// The root unit's parameters: embedding, final norm and (untied) LM head,
+/// everything outside the decoder layers.
+fn root_params(s: &StageShape) -> f64 {
+    s.params - s.layers * s.layer_params
+}
+
+/// FSDP2's gathered parameters and unsharded gradients at each moment of the
+/// step. The root (`fully_shard(model)`) is gathered when forward starts and,
+/// as the root, kept until its backward ends. ZeRO-3 gathers one decoder layer
+/// at a time and prefetches the next; ZeRO-2 (`reshard_after_forward=False`)
+/// keeps every layer gathered from its forward to its backward. A layer's
+/// backward makes its full gradient in the compute dtype, then copies it into
+/// a reduce-scatter input in the reduce dtype. The root's gradients (head,
+/// embedding) live until the root's reduce-scatter, the last of the step.
+#[derive(Default)]
+struct Fsdp2Units {
+    /// At the loss's backward.
+    loss: f64,
+    /// While a decoder layer is recomputed and back-propagated.
+    layer: f64,
+    /// At the root's reduce-scatter, after the last layer.
+    end: f64,
+}
+
+fn fsdp2_units(s: &StageShape) -> Fsdp2Units {
+    if !s.fsdp2 {
+        return Fsdp2Units::default();
+    }
+    let (cd, rd) = (fsdp_compute_bytes(s), fsdp_reduce_bytes(s));
+    let layer = s.layer_params;
+    let root = root_params(s);
+    let gathered = if s.plan.zero >= 3 {
+        // the root, plus one layer (the last, prefetched for backward) or two (this and the next)
+        (cd * (root + layer), cd * (root + 2.0 * layer))
+    } else {
+        let all = cd * s.params;
+        (all, all)
+    };
+    let trainable_layer = if s.peft { 0.0 } else { layer };
+    let root_grads = if s.peft { 0.0 } else { root };
+    // the LM head's gradient, made at the start of backward
+    let head_grad = if s.peft { 0.0 } else { cd * s.emb };
+    Fsdp2Units {
+        loss: gathered.0,
+        layer: gathered.1 + (cd + rd) * trainable_layer + head_grad,
+        // The root's own sharded gradient comes out of this reduce-scatter:
+        // the gradients term counts it already.
+        end: (cd + rd) * root_grads - s.sb.grads * root_grads / s.g,
+    }
 }
 
 // ---- activations (SPEC §3.3) ------------------------------------------------
@@ -923,24 +994,46 @@ fn final_norm(s: &StageShape) -> f64 {
 /// saves its fp32 output (4 B), its gradient and the input gradient coexist
 /// with it (8 B more); Megatron's fused vocab-parallel cross-entropy keeps
 /// bf16 logits, an fp32 softmax and one fp32 gradient (~10 B); Liger's fused
-/// linear cross-entropy works on ~1/8 of the tokens at a time.
+/// linear cross-entropy works on ~1/8 of the tokens at a time. train.py's
+/// fused loss (the HF export) runs the head and the plain loss on
+/// `FUSED_LOSS_CHUNK` tokens at a time, recomputed in backward (oracle rows
+/// `*/loss=fused`).
 fn logits_and_loss(s: &StageShape) -> f64 {
     if !s.has_head {
         return 0.0;
     }
-    let per_element = match (s.plan.loss, s.plan.implementation) {
-        (Loss::Plain, Implementation::Hf) => 12.0,
-        (Loss::Plain, Implementation::Megatron) => 10.0,
-        (Loss::Fused, _) => 12.0 / 8.0,
-    };
-    s.tokens * s.arch.vocab as f64 / s.t * per_element
+    let vocab = s.arch.vocab as f64 / s.t;
+    match (s.plan.loss, s.plan.implementation) {
+        (Loss::Plain, Implementation::Hf) => s.tokens * vocab * 12.0,
+        (Loss::Plain, Implementation::Megatron) => s.tokens * vocab * 10.0,
+        (Loss::Fused, Implementation::Hf) => s.tokens.min(FUSED_LOSS_CHUNK) * vocab * 12.0,
+        (Loss::Fused, Implementation::Megatron) => s.tokens * vocab * 12.0 / 8.0,
+    }
+}
+
+/// Tokens per chunk of train.py's fused loss (`with_loss`).
+const FUSED_LOSS_CHUNK: f64 = 1024.0;
+
+/// The LM head's gradient while the loss's later chunks are back-propagated:
+/// the first chunk's backward made it (train.py's chunked loss only).
+fn head_gradient_in_loss(s: &StageShape) -> f64 {
+    let chunked = s.plan.loss == Loss::Fused
+        && s.plan.implementation == Implementation::Hf
+        && s.tokens > FUSED_LOSS_CHUNK;
+    if !chunked || !s.has_head || s.peft {
+        0.0
+    } else if s.fsdp2 {
+        fsdp_compute_bytes(s) * s.emb
+    } else {
+        s.shard(s.emb * s.sb.grads, 2)
+    }
 }
 
 // ---- short-lived buffers ----------------------------------------------------
 
 /// The LM head's gradient, alive while the last layers are recomputed.
 fn head_gradient(s: &StageShape) -> f64 {
-    if s.has_head && !s.peft {
+    if s.has_head && !s.peft && !s.fsdp2 {
         s.shard(s.emb * s.sb.grads, 2)
     } else {
         0.0
@@ -952,9 +1045,13 @@ fn head_gradient(s: &StageShape) -> f64 {
 /// BF16) before the first step and keeps it: weights, gradients, optimizer
 /// states and activations coexist at the peak, as Megatron-LM's
 /// `theoretical_memory_usage.py` adds them. HF frees gradients between steps
-/// (`zero_grad(set_to_none=True)`).
+/// (`zero_grad(set_to_none=True)`) except under DDP (ZeRO-0/1 on more than
+/// one GPU): its reducer allocates gradient buckets the size of all gradients
+/// when it is built and keeps them, and train.py's `gradient_as_bucket_view`
+/// makes the gradients views into them (PyTorch DDP docs).
 fn persistent_gradient_buffer(s: &StageShape) -> f64 {
-    if s.plan.implementation == Implementation::Megatron {
+    let ddp = s.plan.implementation == Implementation::Hf && s.plan.zero < 2 && s.layout.dp > 1;
+    if s.plan.implementation == Implementation::Megatron || ddp {
         gradients(s)
     } else {
         0.0
@@ -964,7 +1061,7 @@ fn persistent_gradient_buffer(s: &StageShape) -> f64 {
 /// Tied embedding: its gradient is added to the LM head's, two extra
 /// embedding-sized buffers in the gradient dtype (memory_examples.csv, Llama-3.2-1B rows).
 fn tied_embedding_gradient(s: &StageShape) -> f64 {
-    if s.arch.tied && s.stage == Stage::Only && !s.peft {
+    if s.arch.tied && s.stage == Stage::Only && !s.peft && !s.fsdp2 {
         2.0 * s.shard(s.emb * s.sb.grads, 2).min(s.emb * s.sb.grads)
     } else {
         0.0
@@ -977,7 +1074,7 @@ fn foreach_temporaries(s: &StageShape, weights: f64) -> f64 {
     if s.plan.optimizer != Optimizer::AdamwForeach {
         return 0.0;
     }
-    let g = if s.plan.zero >= 3 { s.g } else { 1.0 };
+    let g = if s.plan.zero >= 3 || s.fsdp2 { s.g } else { 1.0 };
     weights.max(s.trainable * s.sb.weights / g)
 }
 
@@ -1004,12 +1101,14 @@ struct Terms {
     copies: f64,
     adapters: f64,
     unsharded: f64,
+    fsdp: Fsdp2Units,
     saved: SavedActivations,
     recompute: f64,
     casts: f64,
     final_norm: f64,
     logits: f64,
     head_grad: f64,
+    head_grad_in_loss: f64,
     tied_grad: f64,
     foreach: f64,
     /// Gradients alive during the backward's early moments: Megatron keeps
@@ -1028,12 +1127,14 @@ impl Terms {
             copies: weight_copies(s),
             adapters: adapters(s),
             unsharded: unsharded_unit(s),
+            fsdp: fsdp2_units(s),
             saved: saved_activations(s),
             recompute: recompute_working_set(s),
             casts: autocast_casts(s),
             final_norm: final_norm(s),
             logits: logits_and_loss(s),
             head_grad: head_gradient(s),
+            head_grad_in_loss: head_gradient_in_loss(s),
             tied_grad: tied_embedding_gradient(s),
             foreach: foreach_temporaries(s, weights),
             grads_during_backward: persistent_gradient_buffer(s),
@@ -1056,17 +1157,19 @@ impl Terms {
                 Phase::LossBackward,
                 states
                     + t.unsharded
+                    + t.fsdp.loss
                     + t.casts
                     + a.activations
                     + a.scores
                     + t.final_norm
                     + t.logits
-                    + t.grads_during_backward,
+                    + t.head_grad_in_loss.max(t.grads_during_backward),
             ),
             (
                 Phase::LayerBackward,
                 states
                     + t.unsharded
+                    + t.fsdp.layer
                     + t.casts
                     + a.activations
                     + a.scores
@@ -1075,7 +1178,7 @@ impl Terms {
             ),
             (
                 Phase::EndOfBackward,
-                states + t.gradients + t.unsharded + t.tied_grad,
+                states + t.gradients + t.unsharded + t.fsdp.end + t.tied_grad,
             ),
             (Phase::OptimizerStep, states + t.gradients + t.foreach),
         ]
@@ -1086,10 +1189,10 @@ impl Terms {
         let (t, a) = (self, &self.saved);
         let (grads, copies, more): (f64, f64, &[(Term, f64)]) = match phase {
             Phase::LossBackward => (
-                t.grads_during_backward,
+                t.head_grad_in_loss.max(t.grads_during_backward),
                 t.copies + t.casts,
                 &[
-                    (Term::UnshardedUnit, t.unsharded),
+                    (Term::UnshardedUnit, t.unsharded + t.fsdp.loss),
                     (Term::Activations, a.activations + t.final_norm),
                     (Term::AttentionScores, a.scores),
                     (Term::LogitsAndLoss, t.logits),
@@ -1099,7 +1202,7 @@ impl Terms {
                 t.head_grad.max(t.grads_during_backward),
                 t.copies + t.casts,
                 &[
-                    (Term::UnshardedUnit, t.unsharded),
+                    (Term::UnshardedUnit, t.unsharded + t.fsdp.layer),
                     (Term::Activations, a.activations + t.recompute),
                     (Term::AttentionScores, a.scores),
                 ],
@@ -1108,7 +1211,7 @@ impl Terms {
                 t.gradients,
                 t.copies,
                 &[
-                    (Term::UnshardedUnit, t.unsharded),
+                    (Term::UnshardedUnit, t.unsharded + t.fsdp.end),
                     (Term::Transient, t.tied_grad),
                 ],
             ),

@@ -56,32 +56,23 @@ pub struct Accuracy {
 }
 
 /// How far the memory figure is checked: HF Transformers on one GPU against
-/// the FakeTensor-counted steps, HF FSDP against torchtitan's measured runs,
-/// everything else derived (data/coverage.json, computed by `plan calibrate`).
+/// the CUDA steps counted under FakeTensor, FSDP2 (ZeRO-2/3) and LoRA plans
+/// against the memory oracle's table (tools/oracle), FP8 FSDP against
+/// torchtitan's measured runs, everything else derived (data/coverage.json,
+/// computed by `plan calibrate`).
 fn accuracy(r: &Resolved<'_>) -> Accuracy {
-    use crate::plan::{Implementation, Optimizer, Training};
-    let (plan, layout) = (r.plan, &r.layout);
-    let lang = lang_of(plan.lang);
+    let lang = lang_of(r.plan.lang);
     let c = crate::accuracy::shipped();
-    let parallel = layout.tp > 1 || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
-    let plain = plan.implementation == Implementation::Hf
-        && !parallel
-        && plan.train == Training::Full
-        && !plan.offload
-        && r.arch.moe.is_none();
-    let adamw = matches!(plan.optimizer, Optimizer::Adamw | Optimizer::AdamwForeach);
-    let single = plain && plan.zero == 0 && adamw && !plan.precision.is_low_precision();
-    let fsdp =
-        plain && plan.zero == 3 && matches!(plan.precision, Precision::Bf16 | Precision::Fp8);
-    let checked = |level, stats: &crate::accuracy::MemoryStats, id| {
+    let checked = |level, stats: &crate::accuracy::MemoryStats, id, kind: &str| {
         let (median, worst) = (
             format!("{:.1}", stats.median),
             format!("{:+.1}", stats.worst),
         );
-        let args: [(&str, &dyn Display); 3] = [
+        let args: [(&str, &dyn Display); 4] = [
             ("rows", &stats.rows),
             ("median", &median),
             ("worst", &worst),
+            ("kind", &kind),
         ];
         Accuracy {
             level,
@@ -89,20 +80,72 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
             note: fill(lang, id, &args),
         }
     };
-    if single {
-        checked(
+    match checked_memory_kind(r) {
+        Some(MemoryKind::SingleRank) => checked(
             "measured",
             &c.memory_single_rank,
             Text::MemoryCheckedSingleRank,
-        )
-    } else if fsdp {
-        checked("approximate", &c.memory_fsdp, Text::MemoryCheckedSharded)
-    } else {
-        Accuracy {
-            level: "derived",
-            expected_error: 0.2,
-            note: t(lang, Text::MemoryDerived).to_string(),
+            "",
+        ),
+        Some(MemoryKind::Oracle(group, kind)) => match c.oracle(group) {
+            Some(stats) => checked("measured", stats, Text::MemoryCheckedOracle, kind),
+            None => derived(lang),
+        },
+        Some(MemoryKind::TorchtitanFp8) => checked(
+            "approximate",
+            &c.memory_fsdp,
+            Text::MemoryCheckedSharded,
+            "",
+        ),
+        None => derived(lang),
+    }
+}
+
+fn derived(lang: Lang) -> Accuracy {
+    Accuracy {
+        level: "derived",
+        expected_error: 0.2,
+        note: t(lang, Text::MemoryDerived).to_string(),
+    }
+}
+
+/// What a plan's memory figure was checked against.
+enum MemoryKind {
+    /// HF on one GPU: memory_examples.csv's CUDA steps.
+    SingleRank,
+    /// The oracle's group (`sharding=zero3`) and its name in the note.
+    Oracle(&'static str, &'static str),
+    /// FP8 FSDP: torchtitan's measured runs only.
+    TorchtitanFp8,
+}
+
+/// The oracle runs the HF stack data parallel (FSDP2 or one GPU), dense
+/// models, AdamW, fp32 / BF16 / pure BF16, full training or LoRA, no offloading.
+fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
+    use crate::plan::{Implementation, Optimizer, Training};
+    let (plan, layout) = (r.plan, &r.layout);
+    let parallel = layout.tp > 1 || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
+    let hf_dense = plan.implementation == Implementation::Hf
+        && !parallel
+        && !plan.offload
+        && r.arch.moe.is_none()
+        && matches!(plan.optimizer, Optimizer::Adamw | Optimizer::AdamwForeach);
+    if !hf_dense {
+        return None;
+    }
+    let fsdp = plan.zero >= 2 && layout.dp > 1;
+    match (plan.train, plan.precision) {
+        (Training::Full, Precision::Fp8) if fsdp && plan.zero == 3 => Some(MemoryKind::TorchtitanFp8),
+        (_, p) if p.is_low_precision() => None,
+        (Training::Full, _) if layout.dp == 1 => Some(MemoryKind::SingleRank),
+        (Training::Full, _) if fsdp && plan.zero == 3 => {
+            Some(MemoryKind::Oracle("sharding=zero3", "ZeRO-3 / FSDP2"))
         }
+        (Training::Full, _) if fsdp => Some(MemoryKind::Oracle("sharding=zero2", "ZeRO-2 / FSDP2")),
+        (Training::Lora, _) if fsdp || layout.dp == 1 => {
+            Some(MemoryKind::Oracle("sharding=lora", "LoRA"))
+        }
+        _ => None,
     }
 }
 

@@ -1,0 +1,408 @@
+"""The memory oracle: real PyTorch training steps, counted without a GPU.
+
+For each plan of the grid (rows.py) it builds the real Hugging Face model from
+a config (random weights, nothing downloaded) under FakeTensorMode, sets it up
+with the launch bundle's own train.py (adapters, checkpointing, the loss
+module, FSDP2 `fully_shard` with its mixed-precision policy, the optimizer),
+and runs two full optimizer steps (forward, causal-LM loss, backward,
+optimizer step). One rank of a world of N runs FSDP2 over PyTorch's fake
+process group. Every live tensor storage is counted as CUDA's caching
+allocator rounds it (multiples of 512 bytes); the peak of the second step is
+what `torch.cuda.max_memory_allocated()` would report on that rank.
+
+Usage (from the repository root, in target/torch):
+    python tools/oracle/oracle.py [--smoke] [--only ID] [--out FILE] [--check FILE]
+"""
+
+import argparse
+import contextlib
+import gc
+import importlib.util
+import json
+import multiprocessing
+import os
+import platform
+import sys
+import time
+import weakref
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TRAIN_PY = os.path.join(ROOT, "crates", "planner", "bundle", "train.py")
+TABLE = os.path.join(ROOT, "crates", "planner", "data", "oracle_memory.jsonl")
+
+sys.path.insert(0, HERE)
+import rows as grid  # noqa: E402
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+from torch.utils._pytree import tree_map_only  # noqa: E402
+
+# c10/cuda/CUDACachingAllocator.cpp: every block is a multiple of 512 bytes.
+ALLOCATOR_ROUNDING = 512
+
+
+def load_train_py():
+    spec = importlib.util.spec_from_file_location("bundle_train", TRAIN_PY)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- counting live storages ---------------------------------------------------------------
+
+
+def storages(t):
+    """The storages behind a tensor, through wrapper subclasses (DTensor, torchao's)."""
+    if hasattr(t, "__tensor_flatten__") and type(t) is not torch.Tensor and not _is_fake(t):
+        names, _ = t.__tensor_flatten__()
+        return [s for n in names for s in storages(getattr(t, n))]
+    return [t.untyped_storage()]
+
+
+def _is_fake(t):
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(t, FakeTensor)
+
+
+class Allocations(TorchDispatchMode):
+    """Bytes held by live storages, rounded as the caching allocator rounds them, and the peak.
+
+    Storages are seen when an op returns them and dropped when Python frees them (weak
+    references); `UntypedStorage.resize_` (FSDP2 frees and re-allocates its unsharded
+    parameters that way) is not an op, so it is patched while counting."""
+
+    def __init__(self, rounding=ALLOCATOR_ROUNDING, explain=False):
+        super().__init__()
+        self.explain = explain  # keep what made each live storage, and the set alive at the peak
+        self.made_by = {}
+        self.at_peak = None
+        self.op = "?"
+        self.rounding = rounding
+        self.live = {}  # id(storage) -> (weakref, bytes)
+        self.current = 0
+        self.peak = 0
+        self.phase = "setup"
+        self.peak_phase = "setup"
+
+    def rounded(self, nbytes):
+        r = self.rounding
+        return 0 if nbytes == 0 else -(-nbytes // r) * r
+
+    def add(self, st):
+        key = id(st)
+        entry = self.live.get(key)
+        if entry is not None and entry[0]() is st:
+            return
+        size = self.rounded(st.nbytes())
+        self.live[key] = (weakref.ref(st, lambda _ref, k=key: self.free(k)), size)
+        if self.explain:
+            self.made_by[key] = f"{self.phase}: {self.op}"
+        self.grow(size)
+
+    def free(self, key):
+        entry = self.live.pop(key, None)
+        if entry is not None:
+            self.current -= entry[1]
+
+    def resized(self, st):
+        key = id(st)
+        entry = self.live.get(key)
+        if entry is None or entry[0]() is not st:
+            return self.add(st)
+        size = self.rounded(st.nbytes())
+        self.live[key] = (entry[0], size)
+        self.grow(size - entry[1])
+
+    def grow(self, delta):
+        self.current += delta
+        if self.current > self.peak:
+            self.peak = self.current
+            self.peak_phase = self.phase
+            if self.explain and self.phase != "setup":
+                self.at_peak = [(self.made_by.get(k, "?"), v[1]) for k, v in self.live.items()]
+
+    def reset_peak(self):
+        gc.collect()
+        self.peak = self.current
+        self.peak_phase = self.phase
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.op = str(func)
+        tree_map_only(torch.Tensor, lambda t: [self.add(s) for s in storages(t)], out)
+        return out
+
+    @contextlib.contextmanager
+    def counting(self):
+        original = torch.UntypedStorage.resize_
+        tracker = self
+
+        def resize_(st, size):
+            result = original(st, size)
+            tracker.resized(st)
+            return result
+
+        torch.UntypedStorage.resize_ = resize_
+        try:
+            with self:
+                yield self
+        finally:
+            torch.UntypedStorage.resize_ = original
+
+
+# ---- one plan ---------------------------------------------------------------------------
+
+
+def train_args(train, row):
+    """train.py's arguments for the row's plan (the names the launcher passes)."""
+    p = row["plan"]
+    argv = [
+        "--model_id", "oracle",
+        "--max_seq_length", str(p["seq"]),
+        "--per_device_train_batch_size", str(p["mb"]),
+        "--gradient_accumulation_steps", str(p.get("ga", 1)),
+        "--precision", p["precision"],
+        "--checkpointing", p["ckpt"],
+        "--attn_implementation", "eager" if p["attn"] == "eager" else "sdpa",
+        "--loss", p["loss"],
+        "--optim", p["optimizer"],
+        "--max_steps", "2",
+        "--train_mode", p.get("train", "full"),
+        "--lora_r", str(p.get("lora_rank", 16)),
+        "--zero_stage", str(p.get("zero", 0)),
+        "--shard_degree", str(p.get("shard", 0)),
+        "--planned_world_size", str(row["world"]),
+    ]
+    return train.parse_args(argv)
+
+
+def build_model(train, args, config, torch):
+    """train.load_model without the download: the same dtype choice and adapters."""
+    from transformers import AutoModelForCausalLM
+
+    bf16_weights = args.precision == "bf16-pure" or args.train_mode != "full"
+    dtype = torch.bfloat16 if bf16_weights and args.precision != "fp32" else torch.float32
+    model = AutoModelForCausalLM.from_config(config, attn_implementation=args.attn_implementation,
+                                             **{train.dtype_key(): dtype})
+    model.config.use_cache = False
+    if args.train_mode != "full":
+        model = train.add_adapters(args, model)
+    return model
+
+
+@contextlib.contextmanager
+def real_device_mesh():
+    """`init_device_mesh` reads its rank layout from a real tensor: build it outside fake mode."""
+    import torch.distributed.device_mesh as dm
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    original = dm.init_device_mesh
+
+    def init_device_mesh(*args, **kwargs):
+        with unset_fake_temporarily():
+            return original(*args, **kwargs)
+
+    dm.init_device_mesh = init_device_mesh
+    try:
+        yield
+    finally:
+        dm.init_device_mesh = original
+
+
+def run_rank(train, row, rank, steps=2):
+    """Peak bytes and its phase for one rank of the row's world, counted over the last step."""
+    import torch.distributed._tools.fake_collectives  # noqa: F401  (fake c10d collectives)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+    from transformers import AutoConfig
+
+    world = row["world"]
+    dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world)
+    try:
+        args = train_args(train, row)
+        setup = train.resolve_setup(args, world)
+        config = AutoConfig.for_model(**row["config"])
+        counter = Allocations(explain=EXPLAIN)
+        with real_device_mesh(), FakeTensorMode(allow_non_fake_inputs=False), counter.counting():
+            torch.manual_seed(0)
+            model = build_model(train, args, config, torch)
+            train.apply_checkpointing(args, model, torch)
+            model = train.with_loss(args, model, torch)
+            model = train.shard_model(args, setup, model, torch, torch.device("cpu"))
+            optimizer = train.make_optimizer(args, model, torch, torch.device("cpu"), setup)
+            autocast = (torch.autocast("cpu", dtype=torch.bfloat16)
+                        if setup["compute"] == "autocast bf16" else contextlib.nullcontext())
+            model.train()
+            for step in range(steps):
+                if step == steps - 1:
+                    counter.phase = "between steps"
+                    counter.reset_peak()
+                one_step(args, model, optimizer, autocast, counter, config.vocab_size)
+            gc.collect()
+            result = {"peak_bytes": counter.peak, "phase": counter.peak_phase}
+            if EXPLAIN:
+                explain(counter)
+            del model, optimizer
+        return result
+    finally:
+        dist.destroy_process_group()
+
+
+def one_step(args, model, optimizer, autocast, counter, vocab):
+    """train.train_step without `loss.item()` (a fake tensor has no value)."""
+    ga = args.gradient_accumulation_steps
+    for micro in range(ga):
+        tokens = torch.randint(0, vocab, (args.per_device_train_batch_size, args.max_seq_length + 1))
+        sync = micro == ga - 1 or not hasattr(model, "no_sync")
+        with (contextlib.nullcontext() if sync else model.no_sync()):
+            counter.phase = "forward"
+            with autocast:
+                loss = model(tokens) / ga
+            counter.phase = "backward"
+            loss.backward()
+            del loss
+    counter.phase = "optimizer step"
+    optimizer.step()
+    counter.phase = "zero_grad"
+    optimizer.zero_grad(set_to_none=True)
+
+
+def ranks_to_run(row):
+    """Rank 0; also the last rank for the smoke rows and whole models. FSDP2 pads every
+    shard to the same size, so the ranks of a data-parallel job should agree: the table
+    keeps both where both ran, and the larger is the row's peak."""
+    last = row["world"] - 1
+    both = row["id"] in grid.SMOKE or "16-layers" in row["id"]
+    return [0, last] if both and last > 0 else [0]
+
+
+def measure(row, train=None):
+    train = train or TRAIN
+    began = time.perf_counter()
+    peaks = {r: run_rank(train, row, r) for r in ranks_to_run(row)}
+    top = max(peaks.values(), key=lambda p: p["peak_bytes"])
+    return {
+        "id": row["id"],
+        "group": row["group"],
+        "config": row["config"],
+        "plan": row["plan"],
+        "world": row["world"],
+        "peak_bytes": top["peak_bytes"],
+        "peak_phase": top["phase"],
+        "rank_peaks": {str(r): p["peak_bytes"] for r, p in peaks.items()},
+        "seconds": round(time.perf_counter() - began, 1),
+    }
+
+
+def versions():
+    import transformers
+    import peft
+
+    return {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "peft": peft.__version__,
+        "python": platform.python_version(),
+        "rounding_bytes": ALLOCATOR_ROUNDING,
+        "steps": 2,
+        "device": "cpu kernels under FakeTensorMode (SDPA's flash path for CPU; CPU autocast)",
+    }
+
+
+TRAIN = None
+EXPLAIN = False
+
+
+def explain(counter):
+    """What was alive at the peak, by the op (and phase) that made it."""
+    from collections import Counter
+
+    sums, counts = Counter(), Counter()
+    for who, size in counter.at_peak or []:
+        sums[who] += size
+        counts[who] += 1
+    for who, size in sums.most_common(25):
+        print(f"  {size / 2**20:>10.1f} MiB  x{counts[who]:<4} {who}")
+
+
+def init_worker():
+    global TRAIN
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    torch.set_num_threads(1)
+    TRAIN = load_train_py()
+
+
+def report_row(i, n, row, m):
+    versus = ""
+    if "measured" in row:
+        m["measured"] = row["measured"]
+        error = 100 * (m["peak_bytes"] / row["measured"] - 1)
+        versus = f" measured {row['measured'] / 2**20:.1f} MiB {error:+.2f}%"
+    print(f"[{i}/{n}] {m['id']:<56} {m['peak_bytes'] / 2**20:>10.1f} MiB "
+          f"({m['peak_phase']}, {m['seconds']} s){versus}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--smoke", action="store_true", help="only the smoke subset (what CI runs)")
+    ap.add_argument("--only", help="one row id")
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
+    ap.add_argument("--out", help=f"write the table here (the full grid writes {os.path.relpath(TABLE, ROOT)})")
+    ap.add_argument("--reproduce", action="store_true",
+                    help="run data/memory_examples.csv's measured steps and print the oracle's error")
+    ap.add_argument("--check", help="compare the measured rows with this table's and fail on any difference")
+    ap.add_argument("--explain", action="store_true", help="with --only: what is alive at the peak")
+    a = ap.parse_args()
+    if a.explain:
+        global EXPLAIN
+        EXPLAIN = True
+        a.jobs = 0
+    rows = grid.reproductions() if a.reproduce else grid.rows()
+    if a.smoke:
+        rows = [r for r in rows if r["id"] in grid.SMOKE]
+    if a.only:
+        rows = [r for r in rows if r["id"] == a.only]
+    out = a.out or (None if (a.smoke or a.only or a.check) else TABLE)
+    measured, began = [], time.perf_counter()
+    if a.jobs == 0:
+        init_worker()
+        results = map(measure, rows)
+    else:
+        pool = multiprocessing.get_context("spawn").Pool(a.jobs, initializer=init_worker)
+        results = pool.imap(measure, rows)
+    for i, (row, m) in enumerate(zip(rows, results), 1):
+        report_row(i, len(rows), row, m)
+        measured.append(m)
+    print(f"oracle: {len(measured)} rows in {time.perf_counter() - began:.0f} s", flush=True)
+
+    if out:
+        with open(out, "w") as f:
+            f.write(json.dumps({"versions": versions(), "command": "./dev oracle"}, sort_keys=True) + "\n")
+            for m in measured:
+                m.pop("seconds")
+                f.write(json.dumps(m, sort_keys=True) + "\n")
+        print(f"wrote {out}")
+    if a.check:
+        return check(measured, a.check)
+    return 0
+
+
+def check(measured, path):
+    """Each re-measured row must equal the table's: the table is the oracle's, not edited."""
+    with open(path) as f:
+        table = {r["id"]: r for r in map(json.loads, f) if "id" in r}
+    bad = 0
+    for m in measured:
+        want = table.get(m["id"])
+        if want is None or want["peak_bytes"] != m["peak_bytes"]:
+            bad += 1
+            print(f"MISMATCH {m['id']}: table {want and want['peak_bytes']} oracle {m['peak_bytes']}")
+    print(f"oracle-check: {len(measured) - bad} passed, {bad} failed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

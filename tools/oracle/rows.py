@@ -1,0 +1,171 @@
+"""The oracle's grid: the plans whose memory the oracle measures.
+
+Real model widths from the Hub configs of the presets' families, with the depth cut to a
+few decoder layers (the planner is given the same shape, so each row is still a real
+PyTorch step; a few rows keep a whole model's depth). Around one base plan per family and
+sharding, every setting varies one at a time; then a seeded sample of combinations.
+Regenerating the table gives the same rows (`./dev oracle`)."""
+
+import random
+
+# Each family's widths as its Hugging Face config.json gives them.
+FAMILIES = {
+    "llama-3.2-1b": dict(model_type="llama", vocab_size=128256, hidden_size=2048,
+                         intermediate_size=8192, num_hidden_layers=4, num_attention_heads=32,
+                         num_key_value_heads=8, head_dim=64, tie_word_embeddings=True),
+    "llama-3.1-8b": dict(model_type="llama", vocab_size=128256, hidden_size=4096,
+                         intermediate_size=14336, num_hidden_layers=2, num_attention_heads=32,
+                         num_key_value_heads=8, head_dim=128, tie_word_embeddings=False),
+    "qwen2.5-7b": dict(model_type="qwen2", vocab_size=152064, hidden_size=3584,
+                       intermediate_size=18944, num_hidden_layers=2, num_attention_heads=28,
+                       num_key_value_heads=4, tie_word_embeddings=False),
+    "qwen3-1.7b": dict(model_type="qwen3", vocab_size=151936, hidden_size=2048,
+                       intermediate_size=6144, num_hidden_layers=4, num_attention_heads=16,
+                       num_key_value_heads=8, head_dim=128, tie_word_embeddings=True),
+    "mistral-7b": dict(model_type="mistral", vocab_size=32768, hidden_size=4096,
+                       intermediate_size=14336, num_hidden_layers=2, num_attention_heads=32,
+                       num_key_value_heads=8, head_dim=128, tie_word_embeddings=False),
+    "gemma-2-2b": dict(model_type="gemma2", vocab_size=256000, hidden_size=2304,
+                       intermediate_size=9216, num_hidden_layers=4, num_attention_heads=8,
+                       num_key_value_heads=4, head_dim=256, tie_word_embeddings=True,
+                       final_logit_softcapping=None, attn_logit_softcapping=None),
+}
+
+# (name, world size, plan keys)
+# Single-GPU and LoRA steps run BF16 as fp32 weights under autocast, and CPU autocast keeps
+# more than CUDA's does without checkpointing (`--reproduce`: up to +7.4% on the measured
+# CUDA steps of memory_examples.csv, which hold those plans instead); their bases here are
+# pure BF16 and full checkpointing, where the oracle's CPU kernels match CUDA's counts.
+SHARDINGS = [
+    ("single", 1, dict(zero=0, precision="bf16-pure")),
+    ("zero3", 8, dict(zero=3)),
+    ("zero2", 8, dict(zero=2)),
+    ("lora", 1, dict(zero=0, train="lora", lora_rank=16, ckpt="full")),
+    ("lora", 8, dict(zero=3, train="lora", lora_rank=16, ckpt="full")),
+]
+
+# One setting at a time, away from the base plan.
+VARIATIONS = [
+    dict(),
+    dict(precision="bf16-pure"),
+    dict(precision="fp32"),
+    dict(ckpt="full"),
+    dict(ckpt="selective"),
+    dict(ckpt="op"),
+    dict(attn="eager"),
+    dict(loss="fused"),
+    dict(optimizer="adamw-foreach"),
+    dict(seq=4096),
+    dict(mb=2),
+]
+
+WORLDS = [2, 4, 16, 64]
+
+# What CI runs (./dev test): one row of each sharding and checkpointing kind.
+SMOKE = {
+    "llama-3.2-1b/single/base",
+    "llama-3.2-1b/zero3/base",
+    "llama-3.1-8b/zero3/ckpt=full",
+    "qwen3-1.7b/zero2/base",
+    "mistral-7b/lora/world=1,base",
+    "gemma-2-2b/zero3/attn=eager",
+}
+
+
+def plan(**kw):
+    base = dict(seq=2048, mb=1, ga=1, precision="bf16", ckpt="none", attn="flash", loss="plain",
+                optimizer="adamw", train="full", zero=0)
+    base.update(kw)
+    return base
+
+
+def row(family, sharding, world, keys, name):
+    p = plan(**keys)
+    if p["train"] != "full" and p["precision"] == "fp32":
+        return None
+    autocast = p["precision"] == "bf16" and (world == 1 or p["zero"] < 2 or p["train"] != "full")
+    if autocast and p["ckpt"] != "full":
+        return None
+    if p["train"] != "full":
+        name = f"world={world}," + name
+    return dict(id=f"{family}/{sharding}/{name}", group=sharding, config=FAMILIES[family],
+                world=world, plan=p)
+
+
+def label(variation):
+    return ",".join(f"{k}={v}" for k, v in variation.items()) or "base"
+
+
+def one_at_a_time():
+    for family in FAMILIES:
+        for sharding, world, keys in SHARDINGS:
+            for v in VARIATIONS:
+                r = row(family, sharding, world, {**keys, **v}, label(v))
+                if r:
+                    yield r
+            if sharding.startswith("zero"):
+                for w in WORLDS:
+                    yield row(family, sharding, w, keys, f"world={w}")
+
+
+def combinations(n=90, seed=12):
+    """Seeded combinations of every axis, ZeRO-3 and ZeRO-2 at world sizes 2 to 64."""
+    rng = random.Random(seed)
+    families = sorted(FAMILIES)
+    for i in range(n):
+        family = rng.choice(families)
+        zero = rng.choice([2, 3, 3])
+        world = rng.choice([2, 8, 32, 64])
+        keys = dict(zero=zero, precision=rng.choice(["bf16", "bf16", "bf16-pure", "fp32"]),
+                    ckpt=rng.choice(["none", "full", "full", "selective", "op"]),
+                    attn=rng.choice(["flash", "flash", "eager"]),
+                    loss=rng.choice(["plain", "fused"]),
+                    optimizer=rng.choice(["adamw", "adamw-foreach"]),
+                    seq=rng.choice([1024, 2048, 4096, 8192]), mb=rng.choice([1, 2]))
+        if keys["attn"] == "eager" and keys["seq"] * keys["mb"] > 4096:
+            keys["seq"] = 2048
+        yield row(family, f"zero{zero}", world, keys, f"mix{i}")
+
+
+def whole_models():
+    """A few plans at a whole model's depth (Llama-3.2-1B's 16 layers)."""
+    deep = dict(FAMILIES["llama-3.2-1b"], num_hidden_layers=16)
+    for name, world, keys in [("zero3", 8, dict(zero=3)), ("zero3", 8, dict(zero=3, ckpt="full")),
+                              ("zero2", 8, dict(zero=2, ckpt="full")), ("single", 1, dict(ckpt="full")),
+                              ("single", 1, dict(precision="bf16-pure"))]:
+        r = row("llama-3.2-1b", name, world, keys, "16-layers," + label({k: v for k, v in keys.items()
+                                                                           if k != "zero"}))
+        r["config"] = deep
+        yield r
+
+
+def rows():
+    return [r for r in [*one_at_a_time(), *combinations(), *whole_models()] if r]
+
+
+def reproductions():
+    """The measured single-GPU steps of data/memory_examples.csv (cuDNN/efficient SDPA and
+    eager; the math backend has no CPU twin), as oracle rows: how close the oracle's CPU
+    kernels come to those CUDA counts."""
+    import csv
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "crates", "planner", "data",
+                        "memory_examples.csv")
+    out = []
+    with open(path) as f:
+        for i, r in enumerate(csv.DictReader(f)):
+            if r["attn"] == "math":
+                continue
+            cfg = dict(model_type="llama", vocab_size=int(r["vocab"]), hidden_size=int(r["hidden"]),
+                       intermediate_size=int(r["intermediate"]), num_hidden_layers=int(r["layers"]),
+                       num_attention_heads=int(r["heads"]), num_key_value_heads=int(r["kv_heads"]),
+                       tie_word_embeddings=r["tied"] == "1")
+            p = plan(seq=int(r["s"]), mb=int(r["b"]),
+                     precision={"mixed": "bf16", "bf16": "bf16-pure", "fp32": "fp32"}[r["precision"]],
+                     ckpt="full" if r["ac"] == "1" else "none",
+                     attn="eager" if r["attn"] == "eager" else "flash",
+                     optimizer="adamw-foreach" if r["optim"] == "adamw_foreach" else "adamw")
+            out.append(dict(id=f"csv{i + 2}", group="memory_examples.csv", config=cfg, world=1, plan=p,
+                            measured=int(r["peak_bytes"])))
+    return out
