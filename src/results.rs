@@ -121,6 +121,7 @@ fn phase_label(p: Phase, l: Lang) -> &'static str {
     match p {
         Phase::LossBackward => tr(l, Text::StartOfBackwardLossBuffers),
         Phase::LayerBackward => tr(l, Text::RecomputingACheckpointedLayer),
+        Phase::LayerReduceScatter => tr(l, Text::LayerReduceScatterPhase),
         Phase::EndOfBackward => tr(l, Text::EndOfBackwardAllGradients),
         Phase::OptimizerStep => tr(l, Text::OptimizerStep),
     }

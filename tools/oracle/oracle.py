@@ -123,6 +123,7 @@ class Allocations(TorchDispatchMode):
             self.peak_phase = self.phase
             if self.explain and self.phase != "setup":
                 self.at_peak = [(self.made_by.get(k, "?"), v[1]) for k, v in self.live.items()]
+                self.peak_op = self.op
 
     def reset_peak(self):
         gc.collect()
@@ -324,6 +325,7 @@ def explain(counter):
     for who, size in counter.at_peak or []:
         sums[who] += size
         counts[who] += 1
+    print(f"  peak while {counter.peak_phase}, after {getattr(counter, 'peak_op', '?')}")
     for who, size in sums.most_common(25):
         print(f"  {size / 2**20:>10.1f} MiB  x{counts[who]:<4} {who}")
 

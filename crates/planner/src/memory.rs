@@ -92,6 +92,8 @@ pub enum Phase {
     LossBackward,
     /// Recomputing and back-propagating the last checkpointed layer.
     LayerBackward,
+    /// FSDP2's reduce-scatter of a layer's gradient, after its backward.
+    LayerReduceScatter,
     EndOfBackward,
     OptimizerStep,
 }
@@ -357,6 +359,8 @@ struct LayerActivations {
     replicated: f64,
     /// Eager attention's `s^2` part (per token, already multiplied by `s`).
     scores: f64,
+    /// The MLP's part of `tp_split` (back-propagated, and freed, before attention's).
+    mlp: f64,
 }
 
 /// The widths one decoder layer's saved tensors are made of.
@@ -421,12 +425,25 @@ impl Widths {
 
 fn layer_activations(arch: &Architecture, plan: &Plan, seq_per_gpu: f64) -> LayerActivations {
     let w = Widths::of(arch, plan, seq_per_gpu);
-    match profile(plan) {
+    let mut layer = match profile(plan) {
         Profile::HfFp32 => hf_fp32_layer(&w),
         Profile::HfBf16 => hf_bf16_layer(&w),
         Profile::HfAutocast => hf_autocast_layer(&w),
         Profile::Megatron => megatron_layer(&w, plan.precision == Precision::Fp32),
+    };
+    if plan.train != Training::Full && plan.implementation == Implementation::Hf {
+        layer.tp_split += lora_input_copies(arch, &w);
     }
+    layer
+}
+
+/// PEFT casts each adapted Linear's input to its fp32 adapters' dtype before
+/// autocast casts it back for the GEMM; the oracle finds ~4.5 B per input
+/// element alive in a recomputed LoRA layer (`*/lora/*` rows at world 8): 4 B
+/// per element of q, k, v, o, and every MLP matrix's input.
+fn lora_input_copies(arch: &Architecture, w: &Widths) -> f64 {
+    let mlp_inputs = (arch.mlp.matrices() as f64 - 1.0) * w.h + w.f;
+    4.0 * (3.0 * w.h + w.q + w.routed * mlp_inputs)
 }
 
 /// HF in fp32: RMSNorm saves its input (pow), the normalised value (weight
@@ -444,6 +461,7 @@ fn hf_fp32_layer(w: &Widths) -> LayerActivations {
     };
     LayerActivations {
         tp_split: attn + kv_rep + w.routed * mlp + w.router + 8.0 * w.qk_norm,
+        mlp: w.routed * mlp + w.router,
         replicated: 2.0 * norm + w.extra_norms * 8.0 * h,
         scores: if w.eager { 4.0 * a * w.seq } else { 0.0 },
     }
@@ -477,6 +495,7 @@ fn hf_bf16_layer(w: &Widths) -> LayerActivations {
     };
     LayerActivations {
         tp_split: attn + kv_rep + w.routed * mlp + w.router + 6.0 * w.qk_norm,
+        mlp: w.routed * mlp + w.router,
         replicated: 2.0 * norm + w.extra_norms * 8.0 * h,
         // fp32 softmax output + its bf16 cast used by the matmul with v
         scores: if w.eager { 6.0 * a * w.seq } else { 0.0 },
@@ -513,6 +532,7 @@ fn hf_autocast_layer(w: &Widths) -> LayerActivations {
     };
     LayerActivations {
         tp_split: attn + kv_rep + w.routed * mlp + w.router + 8.0 * w.qk_norm,
+        mlp: w.routed * mlp + w.router,
         replicated: attn_norm + mlp_norm + w.extra_norms * 10.0 * h,
         scores: if w.eager { 6.0 * a * w.seq } else { 0.0 },
     }
@@ -544,6 +564,7 @@ fn megatron_layer(w: &Widths, fp32: bool) -> LayerActivations {
     let kv_rep = if w.eager { 4.0 * (q - kv) } else { 0.0 };
     LayerActivations {
         tp_split: attn + kv_rep + w.routed * mlp + w.router + 4.0 * w.qk_norm,
+        mlp: w.routed * mlp + w.router,
         replicated: norms + w.extra_norms * 4.0 * h,
         scores: if w.eager { 5.0 * a * w.seq } else { 0.0 },
     }
@@ -825,8 +846,11 @@ fn root_params(s: &StageShape) -> f64 {
 struct Fsdp2Units {
     /// At the loss's backward.
     loss: f64,
-    /// While a decoder layer is recomputed and back-propagated.
+    /// While a decoder layer is (recomputed and) back-propagated.
     layer: f64,
+    /// The previous layer's reduce-scatter input and output, held while
+    /// the next layer is back-propagated (that layer's activations are gone).
+    scatter: f64,
     /// At the root's reduce-scatter, after the last layer.
     end: f64,
 }
@@ -838,24 +862,43 @@ fn fsdp2_units(s: &StageShape) -> Fsdp2Units {
     let (cd, rd) = (fsdp_compute_bytes(s), fsdp_reduce_bytes(s));
     let layer = s.layer_params;
     let root = root_params(s);
-    let gathered = if s.plan.zero >= 3 {
-        // the root, plus one layer (the last, prefetched for backward) or two (this and the next)
-        (cd * (root + layer), cd * (root + 2.0 * layer))
+    let (trainable_layer, root_grads, head_grad) = if s.peft {
+        (0.0, 0.0, 0.0)
     } else {
-        let all = cd * s.params;
-        (all, all)
+        // the LM head's gradient is made at the start of backward
+        (layer, root, cd * s.emb)
     };
-    let trainable_layer = if s.peft { 0.0 } else { layer };
-    let root_grads = if s.peft { 0.0 } else { root };
-    // the LM head's gradient, made at the start of backward
-    let head_grad = if s.peft { 0.0 } else { cd * s.emb };
+    let scatter = rd * trainable_layer * (1.0 + 1.0 / s.g);
+    let (loss, layer_backward, scatter) = if s.plan.zero >= 3 {
+        // The root, plus the last layer prefetched for backward; while a layer
+        // runs, the next one is gathered too.
+        (cd * (root + layer), cd * (root + 2.0 * layer), scatter)
+    } else {
+        // Every unit stays gathered from forward to backward (the last
+        // all-gather's buffer is still held when the loss runs); a layer is
+        // resharded after its backward.
+        (cd * (s.params + layer), cd * s.params, scatter - cd * layer)
+    };
     Fsdp2Units {
-        loss: gathered.0,
-        layer: gathered.1 + (cd + rd) * trainable_layer + head_grad,
-        // The root's own sharded gradient comes out of this reduce-scatter:
-        // the gradients term counts it already.
-        end: (cd + rd) * root_grads - s.sb.grads * root_grads / s.g,
+        loss,
+        layer: layer_backward + head_grad,
+        scatter,
+        end: root_reduce_scatter(s, root_grads, cd, rd),
     }
+}
+
+/// The root's reduce-scatter, the step's last: first its unsharded gradients
+/// and their copy in the reduce dtype coexist (its sharded gradient, which
+/// the gradients term counts, does not exist yet); then the sharded output
+/// joins the copy while the LM head's gradient is still held.
+fn root_reduce_scatter(s: &StageShape, root: f64, cd: f64, rd: f64) -> f64 {
+    if root == 0.0 {
+        return 0.0;
+    }
+    let head = if s.arch.tied { 0.0 } else { s.emb };
+    let copy_in = (cd + rd) * root - s.sb.grads * root / s.g;
+    let scattered = rd * root + cd * head;
+    copy_in.max(scattered)
 }
 
 // ---- activations (SPEC §3.3) ------------------------------------------------
@@ -897,15 +940,35 @@ fn scores_per_token(s: &StageShape) -> f64 {
 /// w1, w2 and flash attention (output + logsumexp), all bf16.
 fn checkpointed_layer_bytes(s: &StageShape) -> f64 {
     let h = s.arch.hidden as f64;
-    let mut input = s.tokens * h * residual_bytes(s.profile) / s.sp_div;
-    if s.plan.checkpointing == Checkpointing::Op {
-        let w = Widths::of(s.arch, s.plan, s.plan.seq as f64);
-        let (q, kv, f, a) = (w.q, w.kv, w.f, w.a);
-        input += s.tokens
-            * ((2.0 * q + 2.0 * kv + 2.0 * f * w.routed + 2.0 * q + 4.0 * a) / s.t
-                + 2.0 * h / s.sp_div);
+    let input = s.tokens * h * residual_bytes(s.profile) / s.sp_div;
+    match (s.plan.checkpointing, s.plan.implementation) {
+        (Checkpointing::Op, Implementation::Hf) => input + op_level_kept(s),
+        (Checkpointing::Op, Implementation::Megatron) => {
+            let w = Widths::of(s.arch, s.plan, s.plan.seq as f64);
+            let (q, kv, f, a) = (w.q, w.kv, w.f, w.a);
+            input
+                + s.tokens
+                    * ((2.0 * q + 2.0 * kv + 2.0 * f * w.routed + 2.0 * q + 4.0 * a) / s.t
+                        + 2.0 * h / s.sp_div)
+        }
+        _ => input,
     }
-    input
+}
+
+/// train.py's op-level policy keeps every matmul's output (q, k, v, o, the
+/// MLP's matrices) and attention's: SDPA's output and fp32 logsumexp, or
+/// eager attention's two batched matmuls (the scores among them), in the
+/// compute dtype (oracle rows `*/ckpt=op`).
+fn op_level_kept(s: &StageShape) -> f64 {
+    let w = Widths::of(s.arch, s.plan, s.plan.seq as f64);
+    let e = if s.profile == Profile::HfFp32 { 4.0 } else { 2.0 };
+    let mlp = (s.arch.mlp.matrices() as f64 - 1.0) * w.f + w.h;
+    let attention = if w.eager {
+        e * (w.a * w.seq + w.q)
+    } else {
+        e * w.q + 4.0 * w.a
+    };
+    s.tokens * (e * (w.q + 2.0 * w.kv + w.h + w.routed * mlp) + attention) / s.t
 }
 
 /// Saved activations, split into the decoder layers' tensors and eager
@@ -956,6 +1019,27 @@ fn recompute_working_set(s: &StageShape) -> f64 {
         s.tokens * scores_per_token(s)
     } else {
         0.0
+    }
+}
+
+/// Eager attention's backward on one layer's scores (Transformers'
+/// `eager_attention_forward`): the saved fp32 softmax output, the probs'
+/// gradient upcast to fp32 and softmax's backward output coexist, 12 B per
+/// score element against the 6 (4 in fp32) the forward saved (oracle rows
+/// `*/attn=eager`). Returns what comes on top of the saved scores.
+fn eager_backward_extra(s: &StageShape) -> f64 {
+    let saved_bytes = match s.profile {
+        Profile::Megatron => return 0.0,
+        Profile::HfFp32 => 4.0,
+        Profile::HfBf16 | Profile::HfAutocast => 6.0,
+    };
+    let extra = s.tokens * scores_per_token(s) * (12.0 / saved_bytes - 1.0);
+    match s.plan.checkpointing {
+        // the scores were saved: the last layer's backward frees as much as it makes
+        Checkpointing::None | Checkpointing::Op => 0.0,
+        Checkpointing::Selective => extra,
+        // a recomputed layer's MLP tensors are freed before attention's backward
+        _ => (extra - s.tokens * s.layer.mlp / s.t).max(0.0),
     }
 }
 
@@ -1015,7 +1099,8 @@ fn logits_and_loss(s: &StageShape) -> f64 {
 const FUSED_LOSS_CHUNK: f64 = 1024.0;
 
 /// The LM head's gradient while the loss's later chunks are back-propagated:
-/// the first chunk's backward made it (train.py's chunked loss only).
+/// the first chunk's backward made it (train.py's chunked loss only; oracle
+/// rows `*/loss=fused`).
 fn head_gradient_in_loss(s: &StageShape) -> f64 {
     let chunked = s.plan.loss == Loss::Fused
         && s.plan.implementation == Implementation::Hf
@@ -1023,7 +1108,15 @@ fn head_gradient_in_loss(s: &StageShape) -> f64 {
     if !chunked || !s.has_head || s.peft {
         0.0
     } else if s.fsdp2 {
-        fsdp_compute_bytes(s) * s.emb
+        // FSDP2's gathered head is not a leaf: from the third chunk on, autograd
+        // sums each chunk's gradient into the running one out of place (old,
+        // new and sum coexist, while the chunk's loss buffers are gone)
+        let head = fsdp_compute_bytes(s) * s.emb;
+        if s.tokens > 2.0 * FUSED_LOSS_CHUNK {
+            head.max(3.0 * head - logits_and_loss(s))
+        } else {
+            head
+        }
     } else {
         s.shard(s.emb * s.sb.grads, 2)
     }
@@ -1071,7 +1164,8 @@ fn tied_embedding_gradient(s: &StageShape) -> f64 {
 /// foreach AdamW materialises one parameter-sized temporary list (measured:
 /// exactly the weights' size in memory_examples.csv).
 fn foreach_temporaries(s: &StageShape, weights: f64) -> f64 {
-    if s.plan.optimizer != Optimizer::AdamwForeach {
+    // LoRA: the temporaries are adapter-sized (negligible)
+    if s.plan.optimizer != Optimizer::AdamwForeach || s.peft {
         return 0.0;
     }
     let g = if s.plan.zero >= 3 || s.fsdp2 { s.g } else { 1.0 };
@@ -1102,8 +1196,12 @@ struct Terms {
     adapters: f64,
     unsharded: f64,
     fsdp: Fsdp2Units,
+    /// One layer's saved activations and, of them, its scores (none when
+    /// layers are recomputed).
+    freed_by_layer: (f64, f64),
     saved: SavedActivations,
     recompute: f64,
+    eager_backward: f64,
     casts: f64,
     final_norm: f64,
     logits: f64,
@@ -1128,8 +1226,18 @@ impl Terms {
             adapters: adapters(s),
             unsharded: unsharded_unit(s),
             fsdp: fsdp2_units(s),
+            freed_by_layer: if s.recomputed() == 0.0 {
+                let n = in_flight_micro_batches(s);
+                (
+                    full_layer_bytes(s) * n,
+                    s.tokens * scores_per_token(s) * n,
+                )
+            } else {
+                (0.0, 0.0)
+            },
             saved: saved_activations(s),
             recompute: recompute_working_set(s),
+            eager_backward: eager_backward_extra(s),
             casts: autocast_casts(s),
             final_norm: final_norm(s),
             logits: logits_and_loss(s),
@@ -1146,12 +1254,31 @@ impl Terms {
         self.weights + self.master + self.optimizer + self.copies + self.adapters
     }
 
+    /// FSDP2, a layer's backward while the previous layer's gradient is
+    /// reduce-scattered: that layer's saved activations (when not
+    /// recomputed) are freed.
+    fn post_backward(&self, layer_backward: f64) -> f64 {
+        if self.fsdp.scatter == 0.0 {
+            return 0.0;
+        }
+        layer_backward + self.fsdp.scatter - self.freed_by_layer.0
+    }
+
     /// Bytes alive at each of the step's moments: the loss's backward
     /// (grads freed by `zero_grad(set_to_none=True)`), the last checkpointed
     /// layer's recompute, the end of backward, the optimizer step.
-    fn totals(&self) -> [(Phase, f64); 4] {
+    fn totals(&self) -> [(Phase, f64); 5] {
         let (t, a) = (self, &self.saved);
         let states = t.states();
+        let layer_backward = states
+            + t.unsharded
+            + t.fsdp.layer
+            + t.casts
+            + a.activations
+            + a.scores
+            + t.recompute
+            + t.eager_backward
+            + t.head_grad.max(t.grads_during_backward);
         [
             (
                 Phase::LossBackward,
@@ -1165,17 +1292,8 @@ impl Terms {
                     + t.logits
                     + t.head_grad_in_loss.max(t.grads_during_backward),
             ),
-            (
-                Phase::LayerBackward,
-                states
-                    + t.unsharded
-                    + t.fsdp.layer
-                    + t.casts
-                    + a.activations
-                    + a.scores
-                    + t.recompute
-                    + t.head_grad.max(t.grads_during_backward),
-            ),
+            (Phase::LayerBackward, layer_backward),
+            (Phase::LayerReduceScatter, self.post_backward(layer_backward)),
             (
                 Phase::EndOfBackward,
                 states + t.gradients + t.unsharded + t.fsdp.end + t.tied_grad,
@@ -1204,7 +1322,22 @@ impl Terms {
                 &[
                     (Term::UnshardedUnit, t.unsharded + t.fsdp.layer),
                     (Term::Activations, a.activations + t.recompute),
-                    (Term::AttentionScores, a.scores),
+                    (Term::AttentionScores, a.scores + t.eager_backward),
+                ],
+            ),
+            Phase::LayerReduceScatter => (
+                t.head_grad.max(t.grads_during_backward),
+                t.copies + t.casts,
+                &[
+                    (Term::UnshardedUnit, t.unsharded + t.fsdp.layer + t.fsdp.scatter),
+                    (
+                        Term::Activations,
+                        a.activations + t.recompute - (t.freed_by_layer.0 - t.freed_by_layer.1),
+                    ),
+                    (
+                        Term::AttentionScores,
+                        a.scores + t.eager_backward - t.freed_by_layer.1,
+                    ),
                 ],
             ),
             Phase::EndOfBackward => (
@@ -1234,20 +1367,13 @@ impl Terms {
 /// The peak of one stage: the largest moment, then the overheads on top.
 fn stage_breakdown(s: &StageShape) -> MemoryBreakdown {
     let terms = Terms::of(s);
-    let [loss, layer, end, step] = terms.totals();
-    let top = [loss.1, layer.1, end.1, step.1]
-        .into_iter()
-        .fold(0.0, f64::max);
-    // Ties go to the earlier moment; the last two compare with each other.
-    let phase = if loss.1 >= top {
-        loss.0
-    } else if layer.1 >= top {
-        layer.0
-    } else if end.1 >= step.1 {
-        end.0
-    } else {
-        step.0
-    };
+    let moments = terms.totals();
+    let top = moments.iter().map(|m| m.1).fold(0.0, f64::max);
+    // Ties go to the earlier moment.
+    let phase = moments
+        .iter()
+        .find(|m| m.1 >= top)
+        .map_or(Phase::OptimizerStep, |m| m.0);
     let mut peak = terms.at(phase);
     let allocated: f64 = peak.iter().map(|(_, b)| b).sum();
     peak.push((Term::CudaContext, CUDA_CONTEXT_BYTES as f64));

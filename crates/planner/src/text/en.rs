@@ -428,4 +428,5 @@ catalog! {
     OpenPinned => "Open the pinned plan",
     CompareButton => "Compare",
     MemoryCheckedOracle => "checked against {rows} PyTorch training steps of this kind ({kind}, Hugging Face models of the presets' families, world sizes 1-64), run by the launch bundle's train.py and counted under FakeTensor by tools/oracle: median error {median}%, worst {worst}%",
+    LayerReduceScatterPhase => "a layer's gradient reduce-scatter (FSDP)",
 }

@@ -429,4 +429,5 @@ translations! {
     OpenPinned => "Открыть закреплённый план",
     CompareButton => "Сравнить",
     MemoryCheckedOracle => "сверено с {rows} шагами обучения PyTorch этого вида ({kind}, модели Hugging Face семейств пресетов, от 1 до 64 GPU), выполненными train.py из пакета запуска и посчитанными под FakeTensor в tools/oracle: медианная ошибка {median}%, худшая {worst}%",
+    LayerReduceScatterPhase => "reduce-scatter градиентов слоя (FSDP)",
 }
