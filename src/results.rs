@@ -119,6 +119,8 @@ fn MemoryBar(ctx: Ctx) -> impl IntoView {
 
 fn phase_label(p: Phase, l: Lang) -> &'static str {
     match p {
+        Phase::RootAllGather => tr(l, Text::RootAllGatherPhase),
+        Phase::LossForward => tr(l, Text::LossForwardPhase),
         Phase::LossBackward => tr(l, Text::StartOfBackwardLossBuffers),
         Phase::LayerBackward => tr(l, Text::RecomputingACheckpointedLayer),
         Phase::LayerReduceScatter => tr(l, Text::LayerReduceScatterPhase),

@@ -30,6 +30,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TRAIN_PY = os.path.join(ROOT, "crates", "planner", "bundle", "train.py")
 TABLE = os.path.join(ROOT, "crates", "planner", "data", "oracle_memory.jsonl")
+# memory_examples.csv's CUDA-measured steps as the oracle counts them (--reproduce).
+REPRODUCTION = os.path.join(ROOT, "crates", "planner", "data", "oracle_reproduction.jsonl")
 
 sys.path.insert(0, HERE)
 import rows as grid  # noqa: E402
@@ -288,7 +290,7 @@ def measure(row, train=None):
     return {
         "id": row["id"],
         "group": row["group"],
-        "config": row["config"],
+        "config": config_name(row["config"]),
         "plan": row["plan"],
         "world": row["world"],
         "peak_bytes": top["peak_bytes"],
@@ -296,6 +298,19 @@ def measure(row, train=None):
         "rank_peaks": {str(r): p["peak_bytes"] for r, p in peaks.items()},
         "seconds": round(time.perf_counter() - began, 1),
     }
+
+
+def full_config(keys):
+    """The whole config Transformers built (its defaults included, e.g. Gemma 2's sliding
+    window), so the planner reads the shape the oracle ran."""
+    from transformers import AutoConfig
+
+    return json.loads(AutoConfig.for_model(**keys).to_json_string(use_diff=False))
+
+
+def config_name(keys):
+    """Rows name their config; the table's first line holds each one in full."""
+    return f"{keys['model_type']}-{keys['hidden_size']}x{keys['num_hidden_layers']}"
 
 
 def versions():
@@ -367,7 +382,8 @@ def main():
         rows = [r for r in rows if r["id"] in grid.SMOKE]
     if a.only:
         rows = [r for r in rows if r["id"] == a.only]
-    out = a.out or (None if (a.smoke or a.only or a.check) else TABLE)
+    out = a.out or (None if (a.smoke or a.only or a.check) else
+                    (REPRODUCTION if a.reproduce else TABLE))
     measured, began = [], time.perf_counter()
     if a.jobs == 0:
         init_worker()
@@ -382,7 +398,9 @@ def main():
 
     if out:
         with open(out, "w") as f:
-            f.write(json.dumps({"versions": versions(), "command": "./dev oracle"}, sort_keys=True) + "\n")
+            configs = {config_name(r["config"]): full_config(r["config"]) for r in rows}
+            head = {"versions": versions(), "command": "./dev oracle", "configs": configs}
+            f.write(json.dumps(head, sort_keys=True) + "\n")
             for m in measured:
                 m.pop("seconds")
                 f.write(json.dumps(m, sort_keys=True) + "\n")

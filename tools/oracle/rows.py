@@ -24,7 +24,8 @@ FAMILIES = {
                        num_key_value_heads=8, head_dim=128, tie_word_embeddings=True),
     "mistral-7b": dict(model_type="mistral", vocab_size=32768, hidden_size=4096,
                        intermediate_size=14336, num_hidden_layers=2, num_attention_heads=32,
-                       num_key_value_heads=8, head_dim=128, tie_word_embeddings=False),
+                       num_key_value_heads=8, head_dim=128, tie_word_embeddings=False,
+                       sliding_window=None),
     "gemma-2-2b": dict(model_type="gemma2", vocab_size=256000, hidden_size=2304,
                        intermediate_size=9216, num_hidden_layers=4, num_attention_heads=8,
                        num_key_value_heads=4, head_dim=256, tie_word_embeddings=True,
@@ -32,16 +33,12 @@ FAMILIES = {
 }
 
 # (name, world size, plan keys)
-# Single-GPU and LoRA steps run BF16 as fp32 weights under autocast, and CPU autocast keeps
-# more than CUDA's does without checkpointing (`--reproduce`: up to +7.4% on the measured
-# CUDA steps of memory_examples.csv, which hold those plans instead); their bases here are
-# pure BF16 and full checkpointing, where the oracle's CPU kernels match CUDA's counts.
 SHARDINGS = [
-    ("single", 1, dict(zero=0, precision="bf16-pure")),
+    ("single", 1, dict(zero=0)),
     ("zero3", 8, dict(zero=3)),
     ("zero2", 8, dict(zero=2)),
-    ("lora", 1, dict(zero=0, train="lora", lora_rank=16, ckpt="full")),
-    ("lora", 8, dict(zero=3, train="lora", lora_rank=16, ckpt="full")),
+    ("lora", 1, dict(zero=0, train="lora", lora_rank=16)),
+    ("lora", 8, dict(zero=3, train="lora", lora_rank=16)),
 ]
 
 # One setting at a time, away from the base plan.
@@ -82,9 +79,6 @@ def plan(**kw):
 def row(family, sharding, world, keys, name):
     p = plan(**keys)
     if p["train"] != "full" and p["precision"] == "fp32":
-        return None
-    autocast = p["precision"] == "bf16" and (world == 1 or p["zero"] < 2 or p["train"] != "full")
-    if autocast and p["ckpt"] != "full":
         return None
     if p["train"] != "full":
         name = f"world={world}," + name

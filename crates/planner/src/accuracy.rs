@@ -391,7 +391,8 @@ pub const ORACLE_MEMORY_JSONL: &str = include_str!("../data/oracle_memory.jsonl"
 #[derive(Debug, Deserialize)]
 struct OracleRecord {
     id: String,
-    config: serde_json::Value,
+    /// A key of the table's first line, `configs`: the config Transformers built.
+    config: String,
     plan: std::collections::BTreeMap<String, serde_json::Value>,
     world: u64,
     peak_bytes: f64,
@@ -405,6 +406,8 @@ pub struct OracleRow {
     pub sharding: &'static str,
     pub checkpointing: String,
     pub family: String,
+    /// The moment the planner puts the peak at.
+    pub phase: crate::memory::Phase,
 }
 
 fn oracle_plan(r: &OracleRecord) -> Plan {
@@ -422,11 +425,17 @@ fn oracle_plan(r: &OracleRecord) -> Plan {
 /// The oracle's rows, each predicted by `memory::breakdown` on the layout
 /// the report would resolve (data parallel over `world`, one shard group).
 pub fn oracle_memory_rows() -> Vec<OracleRow> {
-    ORACLE_MEMORY_JSONL
-        .lines()
+    let mut lines = ORACLE_MEMORY_JSONL.lines();
+    let head: serde_json::Value = lines
+        .next()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_default();
+    let configs = &head["configs"];
+    lines
         .filter_map(|line| serde_json::from_str::<OracleRecord>(line).ok())
         .filter_map(|r| {
-            let arch = crate::architecture::from_hf_config(&r.config.to_string()).ok()?;
+            let config = configs.get(&r.config)?;
+            let arch = crate::architecture::from_hf_config(&config.to_string()).ok()?;
             let plan = oracle_plan(&r);
             let layout = Layout {
                 gpus: r.world,
@@ -438,8 +447,8 @@ pub fn oracle_memory_rows() -> Vec<OracleRow> {
                 shard: plan.shard.unwrap_or(r.world),
                 stages: Stages::even(arch.layers, 1),
             };
-            let predicted =
-                breakdown(&arch, &arch.parameter_counts(), &plan, &layout).allocated_peak_bytes as f64;
+            let m = breakdown(&arch, &arch.parameter_counts(), &plan, &layout);
+            let predicted = m.allocated_peak_bytes as f64;
             let sharding = match (plan.train, plan.zero, r.world) {
                 (crate::plan::Training::Full, _, 1) => "single",
                 (crate::plan::Training::Full, 1, _) => "zero1",
@@ -457,7 +466,8 @@ pub fn oracle_memory_rows() -> Vec<OracleRow> {
                 },
                 sharding,
                 checkpointing: plan.checkpointing.key(),
-                family: r.config["model_type"].as_str().unwrap_or("?").to_string(),
+                family: config["model_type"].as_str().unwrap_or("?").to_string(),
+                phase: m.phase,
             })
         })
         .collect()
@@ -737,10 +747,8 @@ pub fn markdown(c: &Coverage, rows: &[ThroughputRow]) -> String {
     s += "\n#### Memory against the oracle (tools/oracle)\n\n| group | rows | median | worst |\n|---|---:|---:|---:|\n";
     for (group, st) in &c.memory_oracle {
         s += &format!(
-            "| {group} | {} | {:.2}% | {} |\n",
-            st.rows,
-            st.median,
-            pct(st.worst)
+            "| {group} | {} | {:.2}% | {:+.2}% |\n",
+            st.rows, st.median, st.worst
         );
     }
     s

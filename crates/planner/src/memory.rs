@@ -89,6 +89,12 @@ impl Term {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
+    /// FSDP2 gathers the root (embedding, LM head) and the first layer:
+    /// all-gather buffers and the gathered parameters coexist.
+    RootAllGather,
+    /// The end of forward: the loss is computed (FSDP2 ZeRO-2 still holds
+    /// the last all-gather's buffer).
+    LossForward,
     LossBackward,
     /// Recomputing and back-propagating the last checkpointed layer.
     LayerBackward,
@@ -380,6 +386,9 @@ struct Widths {
     extra_norms: f64,
     /// q/k norms' saved width (Qwen3, OLMo 2, Gemma 3).
     qk_norm: f64,
+    /// Gemma's RMSNorm scales by `1 + weight` in fp32 and keeps that fp32
+    /// normalised value too (GeGLU marks the Gemma family).
+    gemma_norm: bool,
     eager: bool,
     /// Bytes per element of a Linear input kept for the weight gradient
     /// (FP8 recipes keep it in 8 bits).
@@ -413,6 +422,7 @@ impl Widths {
                 _ => q + kv,
             },
             eager: plan.attention == Attention::Eager,
+            gemma_norm: arch.mlp == crate::architecture::Mlp::Geglu,
             lin: if plan.precision.is_low_precision() {
                 1.0
             } else {
@@ -431,19 +441,48 @@ fn layer_activations(arch: &Architecture, plan: &Plan, seq_per_gpu: f64) -> Laye
         Profile::HfAutocast => hf_autocast_layer(&w),
         Profile::Megatron => megatron_layer(&w, plan.precision == Precision::Fp32),
     };
-    if plan.train != Training::Full && plan.implementation == Implementation::Hf {
-        layer.tp_split += lora_input_copies(arch, &w);
-    }
+    layer.replicated += sliding_window_float_mask(arch, plan);
+    layer.tp_split += lora_fp32_inputs(arch, plan, &w);
     layer
 }
 
-/// PEFT casts each adapted Linear's input to its fp32 adapters' dtype before
-/// autocast casts it back for the GEMM; the oracle finds ~4.5 B per input
-/// element alive in a recomputed LoRA layer (`*/lora/*` rows at world 8): 4 B
-/// per element of q, k, v, o, and every MLP matrix's input.
-fn lora_input_copies(arch: &Architecture, w: &Widths) -> f64 {
+/// LoRA in pure BF16 (no autocast): PEFT casts an adapted Linear's input to
+/// its fp32 adapters and the adapter's first matmul keeps that copy; the
+/// oracle finds the MLP adapters' copies kept (4 B per element of every MLP
+/// matrix's input) and attention's not (oracle rows
+/// `*/lora/*precision=bf16-pure`). Under autocast the GEMM runs on the BF16
+/// input the base layer keeps already.
+fn lora_fp32_inputs(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
+    let pure = plan.precision == Precision::Bf16Pure;
+    if plan.train == Training::Full || !pure || plan.implementation != Implementation::Hf {
+        return 0.0;
+    }
     let mlp_inputs = (arch.mlp.matrices() as f64 - 1.0) * w.h + w.f;
-    4.0 * (3.0 * w.h + w.q + w.routed * mlp_inputs)
+    4.0 * w.routed * mlp_inputs
+}
+
+/// Recomputing a LoRA layer under autocast: PEFT casts each adapted
+/// Linear's input to its fp32 adapters' dtype before autocast casts it back;
+/// the oracle finds ~4.5 B per input element alive while a checkpointed LoRA
+/// layer is recomputed (`*/lora/*` rows), not among a normal forward's saved
+/// tensors: 4 B per element of q, k, v, o and every MLP matrix's input.
+fn lora_recompute_copies(s: &StageShape) -> f64 {
+    let (attention, mlp) = lora_recompute_parts(s);
+    attention + mlp
+}
+
+/// `lora_recompute_copies`, attention's part and the MLP's.
+fn lora_recompute_parts(s: &StageShape) -> (f64, f64) {
+    if !s.peft || s.plan.implementation != Implementation::Hf {
+        return (0.0, 0.0);
+    }
+    let w = Widths::of(s.arch, s.plan, s.plan.seq as f64);
+    let mlp_inputs = (s.arch.mlp.matrices() as f64 - 1.0) * w.h + w.f;
+    let per_token = s.tokens * 4.0 / s.t;
+    (
+        per_token * (3.0 * w.h + w.q),
+        per_token * w.routed * mlp_inputs,
+    )
 }
 
 /// HF in fp32: RMSNorm saves its input (pow), the normalised value (weight
@@ -481,7 +520,8 @@ fn hf_bf16_layer(w: &Widths) -> LayerActivations {
         lin,
         ..
     } = *w;
-    let norm = 6.0 * h + lin * h;
+    // Gemma: 4h of fp32 input and 4h of fp32 normalised value (oracle rows `gemma-2-2b/*`)
+    let norm = if w.gemma_norm { 8.0 * h } else { 6.0 * h } + lin * h;
     let attn = 2.0 * q + 4.0 * kv + lin * q + 4.0 * a;
     let mlp = if w.gated {
         6.0 * f + lin * f
@@ -647,8 +687,9 @@ struct StageShape<'a> {
     weight_bytes: f64,
     /// FSDP's mixed-precision policy: fp32 params sharded, bf16 gathered.
     mixed_policy: bool,
-    /// The HF stack sharded by FSDP2 (ZeRO-2/3 on more than one GPU): train.py's
-    /// `fully_shard` on each decoder layer and on the root (embedding, norm, head).
+    /// The HF stack sharded by FSDP2 (ZeRO-2/3, data parallel only, on more
+    /// than one GPU): train.py's `fully_shard` on each decoder layer and on
+    /// the root (embedding, norm, head).
     fsdp2: bool,
     /// Tokens per GPU per micro-batch (CP splits the sequence).
     tokens: f64,
@@ -723,7 +764,10 @@ impl<'a> StageShape<'a> {
             mixed_policy: plan.implementation == Implementation::Hf
                 && !matches!(plan.precision, Precision::Fp32 | Precision::Bf16Pure)
                 && !peft,
-            fsdp2: plan.implementation == Implementation::Hf && plan.zero >= 2 && layout.dp > 1,
+            fsdp2: plan.implementation == Implementation::Hf
+                && plan.zero >= 2
+                && layout.dp > 1
+                && layout.dp == layout.gpus,
             tokens: plan.micro_batch as f64 * plan.seq as f64 / layout.cp as f64,
             sp_div: if plan.sp || layout.tp == 1 { t } else { 1.0 },
             layer: layer_activations(arch, plan, plan.seq as f64),
@@ -777,8 +821,7 @@ fn optimizer_states(s: &StageShape) -> f64 {
 fn weight_copies(s: &StageShape) -> f64 {
     let linear =
         linear_params(s.counts) / s.counts.per_layer.max(1) as f64 * s.layers * s.layer_params;
-    let quantised = s.shard(linear * s.sb.copies, 3);
-    quantised
+    s.shard(linear * s.sb.copies, 3)
 }
 
 /// LoRA adapters: fp32 weights, grads and AdamW moments, 16 B per adapter
@@ -844,10 +887,15 @@ fn root_params(s: &StageShape) -> f64 {
 /// embedding) live until the root's reduce-scatter, the last of the step.
 #[derive(Default)]
 struct Fsdp2Units {
+    /// At the end of forward, when the loss is computed.
+    forward: f64,
     /// At the loss's backward.
     loss: f64,
     /// While a decoder layer is (recomputed and) back-propagated.
     layer: f64,
+    /// When forward starts: the root and the first layer, in the all-gather
+    /// buffer and as parameters.
+    start: f64,
     /// The previous layer's reduce-scatter input and output, held while
     /// the next layer is back-propagated (that layer's activations are gone).
     scatter: f64,
@@ -869,17 +917,26 @@ fn fsdp2_units(s: &StageShape) -> Fsdp2Units {
         (layer, root, cd * s.emb)
     };
     let scatter = rd * trainable_layer * (1.0 + 1.0 / s.g);
-    let (loss, layer_backward, scatter) = if s.plan.zero >= 3 {
+    let (forward, loss, layer_backward, scatter) = if s.plan.zero >= 3 {
         // The root, plus the last layer prefetched for backward; while a layer
         // runs, the next one is gathered too.
-        (cd * (root + layer), cd * (root + 2.0 * layer), scatter)
+        let root_and_one = cd * (root + layer);
+        (
+            root_and_one,
+            root_and_one,
+            cd * (root + 2.0 * layer),
+            scatter,
+        )
     } else {
         // Every unit stays gathered from forward to backward (the last
-        // all-gather's buffer is still held when the loss runs); a layer is
-        // resharded after its backward.
-        (cd * (s.params + layer), cd * s.params, scatter - cd * layer)
+        // all-gather's buffer is still held when the loss is computed); a
+        // layer is resharded after its backward.
+        let all = cd * s.params;
+        (all + cd * layer, all, all, scatter - cd * layer)
     };
     Fsdp2Units {
+        start: 2.0 * cd * (root + layer),
+        forward,
         loss,
         layer: layer_backward + head_grad,
         scatter,
@@ -961,14 +1018,21 @@ fn checkpointed_layer_bytes(s: &StageShape) -> f64 {
 /// compute dtype (oracle rows `*/ckpt=op`).
 fn op_level_kept(s: &StageShape) -> f64 {
     let w = Widths::of(s.arch, s.plan, s.plan.seq as f64);
-    let e = if s.profile == Profile::HfFp32 { 4.0 } else { 2.0 };
+    let e = if s.profile == Profile::HfFp32 {
+        4.0
+    } else {
+        2.0
+    };
     let mlp = (s.arch.mlp.matrices() as f64 - 1.0) * w.f + w.h;
     let attention = if w.eager {
         e * (w.a * w.seq + w.q)
     } else {
         e * w.q + 4.0 * w.a
     };
-    s.tokens * (e * (w.q + 2.0 * w.kv + w.h + w.routed * mlp) + attention) / s.t
+    let matmuls = w.q + 2.0 * w.kv + w.h + w.routed * mlp;
+    // LoRA: each adapter's B matmul output is as wide as its base matrix's
+    let adapters = if s.peft { matmuls } else { 0.0 };
+    s.tokens * (e * (matmuls + adapters) + attention) / s.t
 }
 
 /// Saved activations, split into the decoder layers' tensors and eager
@@ -1005,22 +1069,85 @@ fn saved_activations(s: &StageShape) -> SavedActivations {
         scores = scores / s.layers.max(1.0) * horizon;
     }
     SavedActivations {
-        activations: kept - scores,
+        activations: kept - scores + sliding_window_masks(s),
         scores,
     }
+}
+
+/// SDPA turns a boolean mask into an additive one in the compute dtype and
+/// keeps it for backward: `2 x s` bytes per token on each sliding-window
+/// layer, averaged over the layers (oracle rows `gemma-2-2b/*` at 8K tokens).
+fn sliding_window_float_mask(arch: &Architecture, plan: &Plan) -> f64 {
+    let (w, seq) = (arch.sliding_window, plan.seq);
+    let applies = plan.implementation == Implementation::Hf
+        && plan.attention != Attention::Eager
+        && w > 0
+        && w < seq
+        && arch.local_layers > 0;
+    if !applies {
+        return 0.0;
+    }
+    let share = arch.local_layers.min(arch.layers) as f64 / arch.layers.max(1) as f64;
+    2.0 * seq as f64 * share
+}
+
+/// Transformers materialises boolean masks (`b x s x s`) when a sliding
+/// window is shorter than the sequence (Gemma 2/3, Mistral v0.1): the
+/// sliding one and the causal one it is built from, held until backward
+/// (oracle rows `gemma-2-2b/*` at 8K tokens).
+fn sliding_window_masks(s: &StageShape) -> f64 {
+    let (w, seq) = (s.arch.sliding_window, s.plan.seq);
+    let fused_kernel = s.plan.attention != Attention::Eager;
+    if s.plan.implementation != Implementation::Hf || !fused_kernel || w == 0 || w >= seq {
+        return 0.0;
+    }
+    if s.arch.local_layers == 0 {
+        return 0.0;
+    }
+    2.0 * s.plan.micro_batch as f64 * (seq as f64).powi(2)
 }
 
 /// During recompute, one layer's full working set is rebuilt (SPEC §3.3);
 /// under selective recomputation, one layer's attention scores.
 fn recompute_working_set(s: &StageShape) -> f64 {
-    if s.recomputed() > 0.0 {
-        full_layer_bytes(s)
+    if s.plan.checkpointing == Checkpointing::Op && s.plan.implementation == Implementation::Hf {
+        // the kept matmul outputs are counted with the checkpointed layers
+        (full_layer_bytes(s) - op_level_kept(s)).max(0.0)
+    } else if s.recomputed() > 0.0 {
+        full_layer_bytes(s) + lora_recompute_copies(s)
     } else if s.plan.checkpointing == Checkpointing::Selective {
         s.tokens * scores_per_token(s)
     } else {
         0.0
     }
 }
+
+/// The MLP's backward makes gradients as wide as its intermediate: of the
+/// down projection's input, of the activation and of the up and gate
+/// outputs, while the MLP's saved tensors are still held (oracle rows with a
+/// small vocabulary, where a layer's backward is the peak: `mistral-7b/*`).
+fn mlp_backward_transient(s: &StageShape) -> f64 {
+    if s.plan.implementation != Implementation::Hf {
+        return 0.0;
+    }
+    let w = Widths::of(s.arch, s.plan, s.plan.seq as f64);
+    let e = if s.profile == Profile::HfFp32 {
+        4.0
+    } else {
+        2.0
+    };
+    // A recomputed layer's working set already holds two of them; the
+    // op-level policy's kept matmul outputs hold the rest.
+    let widths = match s.plan.checkpointing {
+        Checkpointing::Op => return 0.0,
+        _ if s.recomputed() > 0.0 => MLP_BACKWARD_WIDTHS - 2.0,
+        _ => MLP_BACKWARD_WIDTHS,
+    };
+    s.tokens * widths * w.routed * w.f * e / s.t
+}
+
+/// Intermediate-wide gradients alive at once in an MLP's backward.
+const MLP_BACKWARD_WIDTHS: f64 = 3.0;
 
 /// Eager attention's backward on one layer's scores (Transformers'
 /// `eager_attention_forward`): the saved fp32 softmax output, the probs'
@@ -1035,11 +1162,14 @@ fn eager_backward_extra(s: &StageShape) -> f64 {
     };
     let extra = s.tokens * scores_per_token(s) * (12.0 / saved_bytes - 1.0);
     match s.plan.checkpointing {
-        // the scores were saved: the last layer's backward frees as much as it makes
-        Checkpointing::None | Checkpointing::Op => 0.0,
+        // the scores were saved: the gradient and softmax's backward come on
+        // top, next to the layer's weight gradients (full training rows)
+        Checkpointing::None if !s.peft => s.tokens * scores_per_token(s) * 8.0 / saved_bytes,
+        Checkpointing::None => 0.0,
+        Checkpointing::Op => 0.0,
         Checkpointing::Selective => extra,
         // a recomputed layer's MLP tensors are freed before attention's backward
-        _ => (extra - s.tokens * s.layer.mlp / s.t).max(0.0),
+        _ => (extra - s.tokens * s.layer.mlp / s.t - lora_recompute_parts(s).1).max(0.0),
     }
 }
 
@@ -1094,6 +1224,9 @@ fn logits_and_loss(s: &StageShape) -> f64 {
         (Loss::Fused, Implementation::Megatron) => s.tokens * vocab * 12.0 / 8.0,
     }
 }
+
+/// The loss's forward buffers against its backward's (10 of 12 B per logit).
+const LOSS_FORWARD_SHARE: f64 = 10.0 / 12.0;
 
 /// Tokens per chunk of train.py's fused loss (`with_loss`).
 const FUSED_LOSS_CHUNK: f64 = 1024.0;
@@ -1168,7 +1301,11 @@ fn foreach_temporaries(s: &StageShape, weights: f64) -> f64 {
     if s.plan.optimizer != Optimizer::AdamwForeach || s.peft {
         return 0.0;
     }
-    let g = if s.plan.zero >= 3 || s.fsdp2 { s.g } else { 1.0 };
+    let g = if s.plan.zero >= 3 || s.fsdp2 {
+        s.g
+    } else {
+        1.0
+    };
     weights.max(s.trainable * s.sb.weights / g)
 }
 
@@ -1202,6 +1339,7 @@ struct Terms {
     saved: SavedActivations,
     recompute: f64,
     eager_backward: f64,
+    mlp_backward: f64,
     casts: f64,
     final_norm: f64,
     logits: f64,
@@ -1228,16 +1366,14 @@ impl Terms {
             fsdp: fsdp2_units(s),
             freed_by_layer: if s.recomputed() == 0.0 {
                 let n = in_flight_micro_batches(s);
-                (
-                    full_layer_bytes(s) * n,
-                    s.tokens * scores_per_token(s) * n,
-                )
+                (full_layer_bytes(s) * n, s.tokens * scores_per_token(s) * n)
             } else {
                 (0.0, 0.0)
             },
             saved: saved_activations(s),
             recompute: recompute_working_set(s),
             eager_backward: eager_backward_extra(s),
+            mlp_backward: mlp_backward_transient(s),
             casts: autocast_casts(s),
             final_norm: final_norm(s),
             logits: logits_and_loss(s),
@@ -1254,20 +1390,53 @@ impl Terms {
         self.weights + self.master + self.optimizer + self.copies + self.adapters
     }
 
+    /// FSDP2, the end of forward: the loss's forward buffers (logits, their
+    /// fp32 copy, log-softmax: 10 of the backward's 12 B per element) with
+    /// what FSDP2 still holds; it matters for ZeRO-2 alone.
+    fn loss_forward(&self) -> f64 {
+        if self.fsdp.forward == 0.0 {
+            return 0.0;
+        }
+        let a = &self.saved;
+        self.states()
+            + self.fsdp.forward
+            + self.casts
+            + a.activations
+            + a.scores
+            + self.final_norm
+            + self.logits * LOSS_FORWARD_SHARE
+    }
+
     /// FSDP2, a layer's backward while the previous layer's gradient is
     /// reduce-scattered: that layer's saved activations (when not
-    /// recomputed) are freed.
+    /// recomputed) are freed, and without recomputation the scatter's
+    /// buffers are gone before the MLP's gradients grow (oracle:
+    /// `mistral-7b/zero3/*`).
     fn post_backward(&self, layer_backward: f64) -> f64 {
         if self.fsdp.scatter == 0.0 {
             return 0.0;
         }
-        layer_backward + self.fsdp.scatter - self.freed_by_layer.0
+        layer_backward + self.fsdp.scatter - self.freed_by_layer.0 - self.mlp_gone_at_scatter()
+    }
+
+    /// The MLP's backward gradients beyond eager attention's, and whether
+    /// they coexist with the previous layer's reduce-scatter.
+    fn mlp_gone_at_scatter(&self) -> f64 {
+        if self.freed_by_layer.0 > 0.0 {
+            self.mlp_beyond_eager()
+        } else {
+            0.0
+        }
+    }
+
+    fn mlp_beyond_eager(&self) -> f64 {
+        (self.mlp_backward - self.eager_backward).max(0.0)
     }
 
     /// Bytes alive at each of the step's moments: the loss's backward
     /// (grads freed by `zero_grad(set_to_none=True)`), the last checkpointed
     /// layer's recompute, the end of backward, the optimizer step.
-    fn totals(&self) -> [(Phase, f64); 5] {
+    fn totals(&self) -> [(Phase, f64); 7] {
         let (t, a) = (self, &self.saved);
         let states = t.states();
         let layer_backward = states
@@ -1277,9 +1446,11 @@ impl Terms {
             + a.activations
             + a.scores
             + t.recompute
-            + t.eager_backward
+            + t.eager_backward.max(t.mlp_backward)
             + t.head_grad.max(t.grads_during_backward);
         [
+            (Phase::RootAllGather, states + t.fsdp.start),
+            (Phase::LossForward, self.loss_forward()),
             (
                 Phase::LossBackward,
                 states
@@ -1293,7 +1464,10 @@ impl Terms {
                     + t.head_grad_in_loss.max(t.grads_during_backward),
             ),
             (Phase::LayerBackward, layer_backward),
-            (Phase::LayerReduceScatter, self.post_backward(layer_backward)),
+            (
+                Phase::LayerReduceScatter,
+                self.post_backward(layer_backward),
+            ),
             (
                 Phase::EndOfBackward,
                 states + t.gradients + t.unsharded + t.fsdp.end + t.tied_grad,
@@ -1306,6 +1480,17 @@ impl Terms {
     fn at(&self, phase: Phase) -> Vec<(Term, f64)> {
         let (t, a) = (self, &self.saved);
         let (grads, copies, more): (f64, f64, &[(Term, f64)]) = match phase {
+            Phase::RootAllGather => (0.0, t.copies, &[(Term::UnshardedUnit, t.fsdp.start)]),
+            Phase::LossForward => (
+                0.0,
+                t.copies + t.casts,
+                &[
+                    (Term::UnshardedUnit, t.fsdp.forward),
+                    (Term::Activations, a.activations + t.final_norm),
+                    (Term::AttentionScores, a.scores),
+                    (Term::LogitsAndLoss, t.logits * LOSS_FORWARD_SHARE),
+                ],
+            ),
             Phase::LossBackward => (
                 t.head_grad_in_loss.max(t.grads_during_backward),
                 t.copies + t.casts,
@@ -1323,13 +1508,17 @@ impl Terms {
                     (Term::UnshardedUnit, t.unsharded + t.fsdp.layer),
                     (Term::Activations, a.activations + t.recompute),
                     (Term::AttentionScores, a.scores + t.eager_backward),
+                    (Term::Transient, t.mlp_beyond_eager()),
                 ],
             ),
             Phase::LayerReduceScatter => (
                 t.head_grad.max(t.grads_during_backward),
                 t.copies + t.casts,
                 &[
-                    (Term::UnshardedUnit, t.unsharded + t.fsdp.layer + t.fsdp.scatter),
+                    (
+                        Term::UnshardedUnit,
+                        t.unsharded + t.fsdp.layer + t.fsdp.scatter,
+                    ),
                     (
                         Term::Activations,
                         a.activations + t.recompute - (t.freed_by_layer.0 - t.freed_by_layer.1),
@@ -1337,6 +1526,10 @@ impl Terms {
                     (
                         Term::AttentionScores,
                         a.scores + t.eager_backward - t.freed_by_layer.1,
+                    ),
+                    (
+                        Term::Transient,
+                        t.mlp_beyond_eager() - t.mlp_gone_at_scatter(),
                     ),
                 ],
             ),

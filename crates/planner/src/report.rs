@@ -135,7 +135,9 @@ fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
     }
     let fsdp = plan.zero >= 2 && layout.dp > 1;
     match (plan.train, plan.precision) {
-        (Training::Full, Precision::Fp8) if fsdp && plan.zero == 3 => Some(MemoryKind::TorchtitanFp8),
+        (Training::Full, Precision::Fp8) if fsdp && plan.zero == 3 => {
+            Some(MemoryKind::TorchtitanFp8)
+        }
         (_, p) if p.is_low_precision() => None,
         (Training::Full, _) if layout.dp == 1 => Some(MemoryKind::SingleRank),
         (Training::Full, _) if fsdp && plan.zero == 3 => {

@@ -245,6 +245,11 @@ proptest! {
 
     #[test]
     fn full_checkpointing_keeps_no_more_activations(plan in any_plan()) {
+        // Offloading keeps about two layers on the GPU without checkpointing;
+        // a recomputed layer's working set (LoRA's casts among it) can exceed that.
+        if plan.offload {
+            return Ok(());
+        }
         let (r, _) = resolve(&plan);
         let act = |ck: Checkpointing| {
             let p = with(&plan, |p| p.checkpointing = ck);

@@ -385,9 +385,19 @@ fn coverage_docs_and_readme_are_current() {
             "{} PyTorch steps counted under FakeTensor",
             c.memory_single_rank.rows
         ),
+        oracle_claim(&c),
     ] {
         assert!(readme.contains(&claim), "README.md should say `{claim}`");
     }
+}
+
+/// The README's figure for the memory oracle's whole table.
+fn oracle_claim(c: &planner::accuracy::Coverage) -> String {
+    let all = c.oracle("all").expect("the oracle's table has rows");
+    format!(
+        "{} oracle steps (median error {:.2}%, worst {:+.2}%)",
+        all.rows, all.median, all.worst
+    )
 }
 
 /// A custom GPU entered with the H100 SXM datasheet figures behaves as ml.p5.48xlarge.
@@ -496,9 +506,21 @@ fn accuracy_labels_follow_coverage() {
         level("model=mistral-7b-v0.1&instance=ml.p4de.24xlarge&precision=bf16-pure&ckpt=full").0,
         "measured"
     );
-    // Memory: HF on one data-parallel rank is checked; QLoRA + FP8 + offload is not.
-    assert_eq!(level("zero=0&instance=ml.p5.48xlarge").1, "measured");
-    assert_eq!(level("zero=3").1, "approximate");
+    // Memory: HF on one data-parallel rank is checked; FSDP2 (ZeRO-2/3) and
+    // LoRA plans against the oracle's table; FP8 FSDP against torchtitan's
+    // runs only; ZeRO-1 (DDP, which the oracle cannot fake) and QLoRA + FP8 +
+    // offload are not.
+    assert_eq!(
+        level("model=llama-3.2-1b&zero=0&instance=ml.g6e.2xlarge").1,
+        "measured"
+    );
+    // DDP's bucket buffer on 8 GPUs is derived from PyTorch's docs.
+    assert_eq!(level("zero=0&instance=ml.p5.48xlarge").1, "derived");
+    assert_eq!(level("zero=3").1, "measured");
+    assert_eq!(level("zero=2").1, "measured");
+    assert_eq!(level("zero=3&train=lora").1, "measured");
+    assert_eq!(level("zero=3&precision=fp8").1, "approximate");
+    assert_eq!(level("zero=1").1, "derived");
     assert_eq!(
         level("model=llama-3.1-70b&train=qlora&precision=fp8&offload=1&zero=0").1,
         "derived"

@@ -61,8 +61,8 @@ catalog! {
 
     // ---- how far a figure was checked (report.rs) -----------------------------
     MemoryCheckedSingleRank => "checked against {rows} PyTorch training steps counted under FakeTensor (HF Llama, one GPU; in-sample: the profile's coefficients were read off these rows): median error {median}%, worst {worst}%",
-    MemoryCheckedSharded => "checked against {rows} torchtitan FSDP2 runs (Llama 3.1 8B, 8 x H100): median error {median}%, worst {worst}%; the model tends to under-predict here, keep 10-15% headroom",
-    MemoryDerived => "derived — not checked against a measurement: tensor/pipeline/context/expert parallelism, the Megatron profile, LoRA/QLoRA, offloading and MoE follow the published formulas (Korthikanti et al. 2022, Narayanan et al. 2021)",
+    MemoryCheckedSharded => "checked against {rows} torchtitan FSDP2 runs (Llama 3.1 8B, 8 x H100, two of them with torch.compile, which the planner does not model): median error {median}%, worst {worst}%; FP8 FSDP is not in the memory oracle's table",
+    MemoryDerived => "derived — not checked against a measurement: tensor/pipeline/context/expert parallelism, the Megatron profile, DDP and ZeRO-1 on several GPUs, QLoRA, FP8, offloading and MoE follow the published formulas (Korthikanti et al. 2022, Narayanan et al. 2021)",
     ThroughputChecked => "checked against published runs of this kind ({group}, n = {rows}): cross-validated median error {median}%, worst {worst}%",
     ThroughputNearest => "derived — not checked against a measurement; the nearest checked kind ({group}, n = {rows}) has a cross-validated median error of {median}%, worst {worst}%",
     ThroughputUnchecked => "derived — not checked against any measurement",
@@ -427,6 +427,8 @@ catalog! {
     NoInputDiffers => "No input differs: change something to compare",
     OpenPinned => "Open the pinned plan",
     CompareButton => "Compare",
-    MemoryCheckedOracle => "checked against {rows} PyTorch training steps of this kind ({kind}, Hugging Face models of the presets' families, world sizes 1-64), run by the launch bundle's train.py and counted under FakeTensor by tools/oracle: median error {median}%, worst {worst}%",
+    MemoryCheckedOracle => "checked against {rows} PyTorch training steps of this kind ({kind}, Hugging Face models of the presets' families, up to 64 GPUs), run by the launch bundle's train.py and counted under FakeTensor by tools/oracle: median error {median}%, worst {worst}%",
     LayerReduceScatterPhase => "a layer's gradient reduce-scatter (FSDP)",
+    RootAllGatherPhase => "gathering the embedding and LM head (FSDP)",
+    LossForwardPhase => "computing the loss (end of forward)",
 }

@@ -62,8 +62,8 @@ translations! {
 
     // ---- насколько проверена оценка ----
     MemoryCheckedSingleRank => "сверено с {rows} шагами обучения PyTorch, посчитанными под FakeTensor (HF Llama, один GPU; на тех же данных: коэффициенты профиля взяты из них): медианная ошибка {median}%, худшая {worst}%",
-    MemoryCheckedSharded => "сверено с {rows} запусками torchtitan FSDP2 (Llama 3.1 8B, 8 x H100): медианная ошибка {median}%, худшая {worst}%; здесь модель скорее занижает, держите запас 10-15%",
-    MemoryDerived => "выведено, не сверено с измерениями: тензорный, конвейерный, контекстный и экспертный параллелизм, профиль Megatron, LoRA/QLoRA, выгрузка и MoE следуют опубликованным формулам (Korthikanti et al. 2022, Narayanan et al. 2021)",
+    MemoryCheckedSharded => "сверено с {rows} запусками torchtitan FSDP2 (Llama 3.1 8B, 8 x H100, два из них с torch.compile, который планировщик не моделирует): медианная ошибка {median}%, худшая {worst}%; FP8 с FSDP нет в таблице оракула памяти",
+    MemoryDerived => "выведено, не сверено с измерениями: тензорный, конвейерный, контекстный и экспертный параллелизм, профиль Megatron, DDP и ZeRO-1 на нескольких GPU, QLoRA, FP8, выгрузка и MoE следуют опубликованным формулам (Korthikanti et al. 2022, Narayanan et al. 2021)",
     ThroughputChecked => "сверено с опубликованными запусками такого вида ({group}, n = {rows}): медианная ошибка при перекрёстной проверке {median}%, худшая {worst}%",
     ThroughputNearest => "выведено, не сверено с измерениями; ближайший проверенный вид ({group}, n = {rows}) даёт при перекрёстной проверке медианную ошибку {median}%, худшую {worst}%",
     ThroughputUnchecked => "выведено, не сверено ни с одним измерением",
@@ -428,6 +428,8 @@ translations! {
     NoInputDiffers => "Параметры совпадают: измените что-нибудь, чтобы сравнить",
     OpenPinned => "Открыть закреплённый план",
     CompareButton => "Сравнить",
-    MemoryCheckedOracle => "сверено с {rows} шагами обучения PyTorch этого вида ({kind}, модели Hugging Face семейств пресетов, от 1 до 64 GPU), выполненными train.py из пакета запуска и посчитанными под FakeTensor в tools/oracle: медианная ошибка {median}%, худшая {worst}%",
+    MemoryCheckedOracle => "сверено с {rows} шагами обучения PyTorch этого вида ({kind}, модели Hugging Face семейств пресетов, до 64 GPU), выполненными train.py из пакета запуска и посчитанными под FakeTensor в tools/oracle: медианная ошибка {median}%, худшая {worst}%",
     LayerReduceScatterPhase => "reduce-scatter градиентов слоя (FSDP)",
+    RootAllGatherPhase => "сбор эмбеддингов и LM head (FSDP)",
+    LossForwardPhase => "вычисление loss (конец прямого прохода)",
 }
