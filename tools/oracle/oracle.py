@@ -239,11 +239,17 @@ def run_rank(train, row, rank, steps=2):
             autocast = (torch.autocast("cpu", dtype=torch.bfloat16)
                         if setup["compute"] == "autocast bf16" else contextlib.nullcontext())
             model.train()
-            for step in range(steps):
-                if step == steps - 1:
-                    counter.phase = "between steps"
-                    counter.reset_peak()
-                one_step(args, model, optimizer, autocast, counter, config.vocab_size)
+            # Reference cycles are freed only when the cyclic collector runs, and when it
+            # runs depends on what the process did before: collect by hand, at fixed points.
+            gc.disable()
+            try:
+                for step in range(steps):
+                    if step == steps - 1:
+                        counter.phase = "between steps"
+                        counter.reset_peak()
+                    one_step(args, model, optimizer, autocast, counter, config.vocab_size)
+            finally:
+                gc.enable()
             gc.collect()
             result = {"peak_bytes": counter.peak, "phase": counter.peak_phase}
             if EXPLAIN:
@@ -346,10 +352,23 @@ def explain(counter):
 
 
 def init_worker():
+    """Load every library a row may use before any row is counted: an import inside a
+    counted step would add its module-level tensors to that row (and only to the first
+    row of a worker that needs it), so rows would depend on what ran before them."""
     global TRAIN
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     torch.set_num_threads(1)
     TRAIN = load_train_py()
+    import peft  # noqa: F401
+    import transformers.masking_utils  # noqa: F401
+    from transformers import AutoConfig, AutoModelForCausalLM  # noqa: F401
+    for keys in grid.FAMILIES.values():
+        AutoModelForCausalLM.from_config(AutoConfig.for_model(**dict(keys, num_hidden_layers=1,
+                                                                     vocab_size=64, hidden_size=64,
+                                                                     intermediate_size=64,
+                                                                     num_attention_heads=2,
+                                                                     num_key_value_heads=1,
+                                                                     head_dim=32)))
 
 
 def report_row(i, n, row, m):
@@ -410,14 +429,21 @@ def main():
     return 0
 
 
+# A row re-measured in another process may differ by a few small blocks (PEFT and its
+# dependencies cache small tensors on first use, so a row's count depends by a KiB or two
+# on the rows its worker ran before); anything larger is a changed model, script or library.
+CHECK_TOLERANCE_BYTES = 16 << 10
+
+
 def check(measured, path):
-    """Each re-measured row must equal the table's: the table is the oracle's, not edited."""
+    """Each re-measured row must equal the table's (within CHECK_TOLERANCE_BYTES): the table
+    is the oracle's, not edited, and train.py and the pinned libraries have not changed it."""
     with open(path) as f:
         table = {r["id"]: r for r in map(json.loads, f) if "id" in r}
     bad = 0
     for m in measured:
         want = table.get(m["id"])
-        if want is None or want["peak_bytes"] != m["peak_bytes"]:
+        if want is None or abs(want["peak_bytes"] - m["peak_bytes"]) > CHECK_TOLERANCE_BYTES:
             bad += 1
             print(f"MISMATCH {m['id']}: table {want and want['peak_bytes']} oracle {m['peak_bytes']}")
     print(f"oracle-check: {len(measured) - bad} passed, {bad} failed")
