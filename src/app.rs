@@ -29,7 +29,7 @@ fn initial_plan() -> (Plan, Vec<Notice>) {
 fn browser_lang() -> Lang {
     let nav = web_sys::window().map(|w| w.navigator());
     let l = nav.and_then(|n| n.language()).unwrap_or_default();
-    if l.to_lowercase().starts_with("ru") {
+    if l.to_ascii_lowercase().starts_with("ru") {
         Lang::Ru
     } else {
         Lang::En

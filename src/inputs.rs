@@ -269,10 +269,10 @@ fn ModelPicker(ctx: Ctx) -> impl IntoView {
                 ctx.set("model", &v);
             }>
                 {move || {
-                    let q = query.get().to_lowercase();
+                    let q = query.get().to_ascii_lowercase();
                     let current = ctx.plan.with(|p| p.model.clone());
                     presets().iter()
-                        .filter(|p| q.is_empty() || p.name.to_lowercase().contains(&q) || p.id.contains(&q) || p.id == current)
+                        .filter(|p| q.is_empty() || p.name.to_ascii_lowercase().contains(&q) || p.id.contains(&q) || p.id == current)
                         .map(|p| {
                             let c = p.arch.parameter_counts();
                             let size = if c.total == c.active { format!("{:.1}B", c.total as f64 / 1e9) } else { format!("{:.0}B, {:.1}B active", c.total as f64 / 1e9, c.active as f64 / 1e9) };

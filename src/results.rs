@@ -38,7 +38,7 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
                 </Show>
                 <Stat lang=lang id="nvlink" label=Text::NvlinkDomains value=move |l| report.with(|r| {
                     let n = &r.nvlink;
-                    let crossing = if n.crossing.is_empty() { tr(l, Text::NoGroupCrosses).to_string() } else { n.crossing.join(", ").to_uppercase() };
+                    let crossing = if n.crossing.is_empty() { tr(l, Text::NoGroupCrosses).to_string() } else { n.crossing.join(", ").to_ascii_uppercase() };
                     format!("{} × {} GPU — {}: {}", n.domains, n.gpus_per_domain, tr(l, Text::CrossingDomains), crossing)
                 }) />
                 <Stat lang=lang id="tps-gpu" label=Text::TokensSPerGPU value=move |l| report.with(|r| sig(r.throughput.tokens_per_second_per_gpu, l)) />

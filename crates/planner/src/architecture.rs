@@ -431,8 +431,8 @@ pub fn preset(id: &str) -> Option<&'static Preset> {
 pub fn suggest_presets(typed: &str) -> Vec<&'static str> {
     let norm = |s: &str| -> Vec<char> {
         s.chars()
-            .filter(|c| c.is_alphanumeric())
-            .flat_map(char::to_lowercase)
+            .filter(|c| c.is_ascii_alphanumeric())
+            .map(|c| c.to_ascii_lowercase())
             .collect()
     };
     let want = norm(typed);

@@ -119,7 +119,7 @@ pub fn stated(notes: &str, key: &str) -> Option<f64> {
         let starts_word = notes[..i]
             .chars()
             .next_back()
-            .is_none_or(|c| !c.is_alphanumeric() && c != '_');
+            .is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_');
         let value: String = notes[i + pattern.len()..]
             .chars()
             .take_while(|c| c.is_ascii_digit() || *c == '.')

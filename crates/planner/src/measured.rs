@@ -112,7 +112,11 @@ pub fn compare(plan: &Plan, report: &Report, m: &Measured) -> Result<Comparison,
     } else if speed_key(&Plan::from_query(&m.plan).plan) != speed_key(plan) {
         return Err(Problem::OtherPlan(m.plan.clone()));
     }
-    if !m.gpu.to_lowercase().contains(&report.gpu.to_lowercase()) {
+    if !m
+        .gpu
+        .to_ascii_lowercase()
+        .contains(&report.gpu.to_ascii_lowercase())
+    {
         notes.push(fill(
             lang,
             Text::MeasuredOtherGpu,

@@ -537,7 +537,7 @@ impl Search {
         let what = format!(
             "{} × {short}, {}{}, ZeRO-{}{}{}, mb {}",
             p.nodes,
-            p.precision.key().to_uppercase(),
+            p.precision.key().to_ascii_uppercase(),
             match p.checkpointing {
                 Checkpointing::None => String::new(),
                 c => format!(" + ckpt {}", c.key()),

@@ -322,7 +322,7 @@ fn crosses_nvlink_domain(c: &Context) -> Option<Message> {
         .filter(|g| matches!(*g, "cp" | "ep") || (*g == "tp" && !tp_error))
         .collect();
     let key = *groups.first()?;
-    let names = groups.join(", ").to_uppercase();
+    let names = groups.join(", ").to_ascii_uppercase();
     let args: [(&str, &dyn Display); 2] = [("groups", &names), ("gpus", &nv.gpus_per_domain)];
     Some(c.warn(
         "crosses_nvlink_domain",
