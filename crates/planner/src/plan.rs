@@ -593,204 +593,192 @@ impl Plan {
 
     /// Set one key from its URL value; `Err` says why the value was not taken.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), Problem> {
-        let bad = |id: Text, args: &[(&str, &dyn Display)]| -> Result<(), Problem> {
-            let shown = shorten(value);
-            let each = |lang| {
-                let problem = fill(lang, id, args);
-                let outer: [(&str, &dyn Display); 3] =
-                    [("key", &key), ("problem", &problem), ("value", &shown)];
-                fill(lang, Text::BadValue, &outer)
-            };
-            Err(Problem {
-                en: each(Lang::En),
-                ru: each(Lang::Ru),
-            })
-        };
-        macro_rules! int {
-            ($lo:expr, $hi:expr) => {
-                match value.parse::<f64>() {
-                    Ok(x) if x.fract() == 0.0 && x >= $lo as f64 && x <= $hi as f64 => x as u64,
-                    _ => return bad(Text::ExpectedWholeNumber, &[("lo", &$lo), ("hi", &$hi)]),
-                }
-            };
-        }
-        macro_rules! num {
-            ($lo:expr, $hi:expr) => {
-                match value.parse::<f64>() {
-                    Ok(x) if x.is_finite() && ($lo..=$hi).contains(&x) => x,
-                    _ => return bad(Text::ExpectedNumber, &[("lo", &$lo), ("hi", &$hi)]),
-                }
-            };
-        }
-        macro_rules! flag {
-            () => {
-                match value {
-                    "1" | "true" | "yes" | "on" => true,
-                    "0" | "false" | "no" | "off" => false,
-                    _ => return bad(Text::ExpectedFlag, &[]),
-                }
-            };
-        }
-        macro_rules! keyed {
-            ($t:ty) => {
-                match <$t>::from_key(value) {
-                    Some(v) => v,
-                    None => return bad(Text::ExpectedOneOf, &[("keys", &<$t>::keys())]),
-                }
-            };
-        }
         // An emptied optional field goes back to its default (none).
         if value.is_empty() && OPTIONAL.contains(&key) {
-            match key {
-                "shard" => self.shard = None,
-                "pp_first" => self.pp_first = None,
-                "pp_last" => self.pp_last = None,
-                "price" => self.price = None,
-                "budget" => self.budget_usd = None,
-                "vs" => self.pinned = None,
-                _ => self.deadline_hours = None,
-            }
+            self.clear(key);
             return Ok(());
         }
+        let f = Field { key, value };
+        let groups: [fn(&mut Plan, &Field) -> Taken; 6] = [
+            Plan::set_model,
+            Plan::set_training,
+            Plan::set_parallelism,
+            Plan::set_hardware,
+            Plan::set_launch,
+            Plan::set_page,
+        ];
+        for set in groups {
+            if set(self, &f)? {
+                return Ok(());
+            }
+        }
+        let key = shorten(key);
+        let args: [(&str, &dyn Display); 1] = [("key", &key)];
+        Err(Problem::new(Text::UnknownKey, &args))
+    }
+
+    /// An optional key set to nothing.
+    fn clear(&mut self, key: &str) {
         match key {
+            "shard" => self.shard = None,
+            "pp_first" => self.pp_first = None,
+            "pp_last" => self.pp_last = None,
+            "price" => self.price = None,
+            "budget" => self.budget_usd = None,
+            "vs" => self.pinned = None,
+            _ => self.deadline_hours = None,
+        }
+    }
+
+    /// The schema version, the model and its shape.
+    fn set_model(&mut self, f: &Field) -> Taken {
+        let a = &mut self.arch;
+        match f.key {
             "v" => {
-                let v = int!(1, 1000);
+                let v = f.int(1, 1000)?;
                 if v as u32 > SCHEMA_VERSION {
                     let args: [(&str, &dyn Display); 2] = [("v", &v), ("current", &SCHEMA_VERSION)];
                     return Err(Problem::new(Text::NewerSchema, &args));
                 }
             }
-            "model" => {
-                if value == "custom" || crate::architecture::preset(value).is_some() {
-                    self.model = value.to_string();
-                } else {
-                    let near = crate::architecture::suggest_presets(value);
-                    if near.is_empty() {
-                        return bad(Text::UnknownModel, &[]);
-                    }
-                    let ids = near.join(", ");
-                    return bad(Text::UnknownModelDidYouMean, &[("ids", &ids)]);
-                }
+            "model" => self.model = f.model()?,
+            "layers" => a.layers = Some(f.int(1, 1024)?),
+            "hidden" => a.hidden = Some(f.int(64, 131_072)?),
+            "heads" => a.heads = Some(f.int(1, 1024)?),
+            "kv_heads" => a.kv_heads = Some(f.int(1, 1024)?),
+            "head_dim" => a.head_dim = Some(f.int(8, 1024)?),
+            "ffn" => a.ffn = Some(f.int(64, 1_048_576)?),
+            "vocab" => a.vocab = Some(f.int(16, 4_194_304)?),
+            "tied" => a.tied = Some(f.flag()?),
+            "mlp" => {
+                let m = crate::architecture::Mlp::from_key(f.value);
+                a.mlp = Some(m.ok_or_else(|| f.bad(Text::ExpectedMlp, &[]))?);
             }
-            "layers" => self.arch.layers = Some(int!(1, 1024)),
-            "hidden" => self.arch.hidden = Some(int!(64, 131_072)),
-            "heads" => self.arch.heads = Some(int!(1, 1024)),
-            "kv_heads" => self.arch.kv_heads = Some(int!(1, 1024)),
-            "head_dim" => self.arch.head_dim = Some(int!(8, 1024)),
-            "ffn" => self.arch.ffn = Some(int!(64, 1_048_576)),
-            "vocab" => self.arch.vocab = Some(int!(16, 4_194_304)),
-            "tied" => self.arch.tied = Some(flag!()),
-            "mlp" => match crate::architecture::Mlp::from_key(value) {
-                Some(m) => self.arch.mlp = Some(m),
-                None => return bad(Text::ExpectedMlp, &[]),
-            },
-            "experts" => self.arch.experts = Some(int!(1, 1024)),
-            "active_experts" => self.arch.active_experts = Some(int!(1, 1024)),
-            "expert_ffn" => self.arch.expert_ffn = Some(int!(16, 1_048_576)),
-            "params_b" => self.params_b = Some(num!(0.05, 2000.0)),
-            "train" => self.train = keyed!(Training),
-            "lora_rank" => self.lora_rank = int!(1, 4096),
-            "seq" => self.seq = int!(128, 131_072),
-            "mb" => self.micro_batch = int!(1, 4096),
-            "ga" => self.grad_accum = int!(1, 65_536),
-            "tokens" => self.tokens = num!(1e6, 1e15),
-            "precision" => self.precision = keyed!(Precision),
-            "optimizer" => self.optimizer = keyed!(Optimizer),
-            "ckpt" => match Checkpointing::from_key(value) {
-                Some(c) => self.checkpointing = c,
-                None => return bad(Text::ExpectedCheckpointing, &[]),
-            },
-            "offload" => self.offload = flag!(),
-            "attn" => self.attention = keyed!(Attention),
-            "loss" => self.loss = keyed!(Loss),
-            "impl" => self.implementation = keyed!(Implementation),
-            "zero" => self.zero = int!(0, 3) as u8,
-            "shard" => self.shard = Some(int!(1, 65_536)),
-            "tp" => self.tp = int!(1, 1024),
-            "sp" => self.sp = flag!(),
-            "pp" => self.pp = int!(1, 1024),
-            "vp" => self.vp = int!(1, 64),
-            "pp_first" => self.pp_first = Some(int!(0, 1024)),
-            "pp_last" => self.pp_last = Some(int!(0, 1024)),
-            "cp" => self.cp = int!(1, 1024),
-            "ep" => self.ep = int!(1, 1024),
-            "gpu_mem" => self.custom_gpu.memory_gb = num!(1.0, 10_000.0),
-            "gpu_bf16" => self.custom_gpu.bf16_tflops = num!(1.0, 1_000_000.0),
-            "gpu_fp8" => self.custom_gpu.fp8_tflops = num!(0.0, 1_000_000.0),
-            "gpu_bw" => self.custom_gpu.bandwidth_tbs = num!(0.01, 1000.0),
-            "gpu_count" => self.custom_gpu.per_node = int!(1, 1024),
-            "gpu_nvlink" => self.custom_gpu.nvlink_gbs = num!(0.0, 100_000.0),
-            "gpu_net" => self.custom_gpu.network_gbps = num!(0.0, 1_000_000.0),
+            "experts" => a.experts = Some(f.int(1, 1024)?),
+            "active_experts" => a.active_experts = Some(f.int(1, 1024)?),
+            "expert_ffn" => a.expert_ffn = Some(f.int(16, 1_048_576)?),
+            "params_b" => self.params_b = Some(f.num(0.05, 2000.0)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// What is trained, on which data, with which precision and memory savers.
+    fn set_training(&mut self, f: &Field) -> Taken {
+        match f.key {
+            "train" => self.train = f.one_of(Training::from_key, Training::keys)?,
+            "lora_rank" => self.lora_rank = f.int(1, 4096)?,
+            "seq" => self.seq = f.int(128, 131_072)?,
+            "mb" => self.micro_batch = f.int(1, 4096)?,
+            "ga" => self.grad_accum = f.int(1, 65_536)?,
+            "tokens" => self.tokens = f.num(1e6, 1e15)?,
+            "precision" => self.precision = f.one_of(Precision::from_key, Precision::keys)?,
+            "optimizer" => self.optimizer = f.one_of(Optimizer::from_key, Optimizer::keys)?,
+            "ckpt" => {
+                let c = Checkpointing::from_key(f.value);
+                self.checkpointing = c.ok_or_else(|| f.bad(Text::ExpectedCheckpointing, &[]))?;
+            }
+            "offload" => self.offload = f.flag()?,
+            "attn" => self.attention = f.one_of(Attention::from_key, Attention::keys)?,
+            "loss" => self.loss = f.one_of(Loss::from_key, Loss::keys)?,
+            "impl" => {
+                self.implementation = f.one_of(Implementation::from_key, Implementation::keys)?
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Sharding and the parallel degrees.
+    fn set_parallelism(&mut self, f: &Field) -> Taken {
+        match f.key {
+            "zero" => self.zero = f.int(0, 3)? as u8,
+            "shard" => self.shard = Some(f.int(1, 65_536)?),
+            "tp" => self.tp = f.int(1, 1024)?,
+            "sp" => self.sp = f.flag()?,
+            "pp" => self.pp = f.int(1, 1024)?,
+            "vp" => self.vp = f.int(1, 64)?,
+            "pp_first" => self.pp_first = Some(f.int(0, 1024)?),
+            "pp_last" => self.pp_last = Some(f.int(0, 1024)?),
+            "cp" => self.cp = f.int(1, 1024)?,
+            "ep" => self.ep = f.int(1, 1024)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The instance (or a custom GPU), how many, the network and the price.
+    fn set_hardware(&mut self, f: &Field) -> Taken {
+        let g = &mut self.custom_gpu;
+        match f.key {
+            "gpu_mem" => g.memory_gb = f.num(1.0, 10_000.0)?,
+            "gpu_bf16" => g.bf16_tflops = f.num(1.0, 1_000_000.0)?,
+            "gpu_fp8" => g.fp8_tflops = f.num(0.0, 1_000_000.0)?,
+            "gpu_bw" => g.bandwidth_tbs = f.num(0.01, 1000.0)?,
+            "gpu_count" => g.per_node = f.int(1, 1024)?,
+            "gpu_nvlink" => g.nvlink_gbs = f.num(0.0, 100_000.0)?,
+            "gpu_net" => g.network_gbps = f.num(0.0, 1_000_000.0)?,
             "instance" => {
-                if value == "custom" || crate::hardware::instance(value).is_some() {
-                    self.instance = value.to_string();
-                } else {
-                    return bad(Text::UnknownInstance, &[]);
+                let known = f.value == "custom" || crate::hardware::instance(f.value).is_some();
+                self.instance = f.text(known, Text::UnknownInstance)?;
+            }
+            "nodes" => self.nodes = f.int(1, 4096)?,
+            "overlap" => self.overlap = f.flag()?,
+            "ultraserver" => {
+                self.ultraserver = match f.value {
+                    "72" => 72,
+                    "36" => 36,
+                    _ => return Err(f.bad(Text::ExpectedUltraServer, &[])),
                 }
             }
-            "nodes" => self.nodes = int!(1, 4096),
-            "overlap" => self.overlap = flag!(),
-            "ultraserver" => match value {
-                "72" => self.ultraserver = 72,
-                "36" => self.ultraserver = 36,
-                _ => return bad(Text::ExpectedUltraServer, &[]),
-            },
-            "spot" => self.spot = flag!(),
-            "price" => self.price = Some(num!(0.0, 100_000.0)),
-            "save_every" => self.save_every = int!(0, 10_000_000),
-            "save" => self.save = keyed!(SaveKind),
-            "async_save" => self.async_save = flag!(),
-            "save_bw" => self.save_bw = num!(0.001, 1000.0),
-            "headroom" => self.headroom = num!(0.0, 50.0),
-            "ws_gib" => self.workspace_gib = num!(0.0, 64.0),
-            "frag" => self.fragmentation = num!(0.0, 50.0),
-            "role" => match valid_role(value) {
-                true => self.role = value.to_string(),
-                false => return bad(Text::ExpectedRole, &[]),
-            },
-            "s3" => match valid_s3(value) {
-                true => self.s3 = value.trim_end_matches('/').to_string(),
-                false => return bad(Text::ExpectedS3, &[]),
-            },
-            "job" => match valid_job(value) {
-                true => self.job = value.to_string(),
-                false => return bad(Text::ExpectedJobName, &[]),
-            },
-            "entry" => match valid_entry(value) {
-                true => self.entry = value.to_string(),
-                false => return bad(Text::ExpectedEntry, &[]),
-            },
-            "hf_model" => match valid_hf_model(value) {
-                true => self.hf_model = value.to_string(),
-                false => return bad(Text::ExpectedHfModel, &[]),
-            },
-            "lang" => self.lang = Some(keyed!(Lang)),
-            "lock" => {
-                let mut locks = Locks::default();
-                for k in value.split(',').map(str::trim).filter(|k| !k.is_empty()) {
-                    if !locks.set(k, true) {
-                        return bad(Text::ExpectedLockList, &[("keys", &Locks::KEYS.join(", "))]);
-                    }
-                }
-                self.locks = locks;
+            "spot" => self.spot = f.flag()?,
+            "price" => self.price = Some(f.num(0.0, 100_000.0)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Checkpoint saving, memory margins and the launch code's names.
+    fn set_launch(&mut self, f: &Field) -> Taken {
+        let v = f.value;
+        match f.key {
+            "save_every" => self.save_every = f.int(0, 10_000_000)?,
+            "save" => self.save = f.one_of(SaveKind::from_key, SaveKind::keys)?,
+            "async_save" => self.async_save = f.flag()?,
+            "save_bw" => self.save_bw = f.num(0.001, 1000.0)?,
+            "headroom" => self.headroom = f.num(0.0, 50.0)?,
+            "ws_gib" => self.workspace_gib = f.num(0.0, 64.0)?,
+            "frag" => self.fragmentation = f.num(0.0, 50.0)?,
+            "role" => self.role = f.text(valid_role(v), Text::ExpectedRole)?,
+            "s3" => {
+                let s3 = f.text(valid_s3(v), Text::ExpectedS3)?;
+                self.s3 = s3.trim_end_matches('/').to_string();
             }
-            "budget" => self.budget_usd = Some(num!(0.0, 1e12)),
-            "deadline" => self.deadline_hours = Some(num!(0.0, 1e6)),
+            "job" => self.job = f.text(valid_job(v), Text::ExpectedJobName)?,
+            "entry" => self.entry = f.text(valid_entry(v), Text::ExpectedEntry)?,
+            "hf_model" => self.hf_model = f.text(valid_hf_model(v), Text::ExpectedHfModel)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The page's own state: language, the auto-plan's locks and limits, a pinned plan.
+    fn set_page(&mut self, f: &Field) -> Taken {
+        match f.key {
+            "lang" => self.lang = Some(f.one_of(Lang::from_key, Lang::keys)?),
+            "lock" => self.locks = f.locks()?,
+            "budget" => self.budget_usd = Some(f.num(0.0, 1e12)?),
+            "deadline" => self.deadline_hours = Some(f.num(0.0, 1e6)?),
             "vs" => {
-                let pinned = Plan::from_query(value);
-                if !pinned.notices.is_empty() {
-                    let first = pinned.notices[0].key.clone();
-                    return bad(Text::ExpectedPinnedPlan, &[("key", &first)]);
+                let pinned = Plan::from_query(f.value);
+                if let Some(first) = pinned.notices.first() {
+                    return Err(f.bad(Text::ExpectedPinnedPlan, &[("key", &first.key)]));
                 }
                 self.pinned = Some(pinned.plan.short_query());
             }
-            _ => {
-                let key = shorten(key);
-                let args: [(&str, &dyn Display); 1] = [("key", &key)];
-                return Err(Problem::new(Text::UnknownKey, &args));
-            }
+            _ => return Ok(false),
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The plan as a query string (without `?`). Every key is written, so a
@@ -978,6 +966,100 @@ pub fn fmt_num(x: f64) -> String {
     }
     let s = format!("{x}");
     s
+}
+
+/// Whether a group of keys took the key (`Ok(false)`: not one of its keys).
+type Taken = Result<bool, Problem>;
+
+/// One `key=value` pair being read, and how to say why its value was not taken.
+struct Field<'a> {
+    key: &'a str,
+    value: &'a str,
+}
+
+impl Field<'_> {
+    /// "`key`: <problem> (got `value`)", in both languages.
+    fn bad(&self, id: Text, args: &[(&str, &dyn Display)]) -> Problem {
+        let shown = shorten(self.value);
+        let each = |lang| {
+            let problem = fill(lang, id, args);
+            let outer: [(&str, &dyn Display); 3] =
+                [("key", &self.key), ("problem", &problem), ("value", &shown)];
+            fill(lang, Text::BadValue, &outer)
+        };
+        Problem {
+            en: each(Lang::En),
+            ru: each(Lang::Ru),
+        }
+    }
+
+    /// A whole number in `lo..=hi`.
+    fn int(&self, lo: u64, hi: u64) -> Result<u64, Problem> {
+        match self.value.parse::<f64>() {
+            Ok(x) if x.fract() == 0.0 && x >= lo as f64 && x <= hi as f64 => Ok(x as u64),
+            _ => Err(self.bad(Text::ExpectedWholeNumber, &[("lo", &lo), ("hi", &hi)])),
+        }
+    }
+
+    /// A finite number in `lo..=hi`.
+    fn num(&self, lo: f64, hi: f64) -> Result<f64, Problem> {
+        match self.value.parse::<f64>() {
+            Ok(x) if x.is_finite() && (lo..=hi).contains(&x) => Ok(x),
+            _ => Err(self.bad(Text::ExpectedNumber, &[("lo", &lo), ("hi", &hi)])),
+        }
+    }
+
+    fn flag(&self) -> Result<bool, Problem> {
+        match self.value {
+            "1" | "true" | "yes" | "on" => Ok(true),
+            "0" | "false" | "no" | "off" => Ok(false),
+            _ => Err(self.bad(Text::ExpectedFlag, &[])),
+        }
+    }
+
+    /// One of an enum's URL keys.
+    fn one_of<T>(&self, parse: fn(&str) -> Option<T>, keys: fn() -> String) -> Result<T, Problem> {
+        parse(self.value).ok_or_else(|| self.bad(Text::ExpectedOneOf, &[("keys", &keys())]))
+    }
+
+    /// The value as text, when `valid`.
+    fn text(&self, valid: bool, id: Text) -> Result<String, Problem> {
+        if valid {
+            Ok(self.value.to_string())
+        } else {
+            Err(self.bad(id, &[]))
+        }
+    }
+
+    /// A preset's id or `custom`; a near miss gets "did you mean".
+    fn model(&self) -> Result<String, Problem> {
+        let v = self.value;
+        if v == "custom" || crate::architecture::preset(v).is_some() {
+            return Ok(v.to_string());
+        }
+        let near = crate::architecture::suggest_presets(v);
+        if near.is_empty() {
+            return Err(self.bad(Text::UnknownModel, &[]));
+        }
+        let ids = near.join(", ");
+        Err(self.bad(Text::UnknownModelDidYouMean, &[("ids", &ids)]))
+    }
+
+    /// A comma-separated list of the auto-plan's lockable inputs.
+    fn locks(&self) -> Result<Locks, Problem> {
+        let mut locks = Locks::default();
+        for k in self
+            .value
+            .split(',')
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+        {
+            if !locks.set(k, true) {
+                return Err(self.bad(Text::ExpectedLockList, &[("keys", &Locks::KEYS.join(", "))]));
+            }
+        }
+        Ok(locks)
+    }
 }
 
 fn shorten(s: &str) -> String {
