@@ -784,7 +784,21 @@ impl Plan {
     /// The plan as a query string (without `?`). Every key is written, so a
     /// link reopens exactly this plan even if a later release changes a default.
     pub fn to_query(&self) -> String {
-        let mut out: Vec<(&str, String)> = vec![("v", SCHEMA_VERSION.to_string())];
+        let mut out: Pairs = vec![("v", SCHEMA_VERSION.to_string())];
+        self.model_pairs(&mut out);
+        self.training_pairs(&mut out);
+        self.parallelism_pairs(&mut out);
+        self.hardware_pairs(&mut out);
+        self.launch_pairs(&mut out);
+        self.page_pairs(&mut out);
+        out.iter()
+            .map(|(k, v)| format!("{k}={}", percent_encode(v)))
+            .collect::<Vec<_>>()
+            .join("&")
+    }
+
+    /// The model and the shape keys the user set.
+    fn model_pairs(&self, out: &mut Pairs) {
         out.push(("model", self.model.clone()));
         let a = &self.arch;
         let opt_u = |v: Option<u64>| v.map(|x| x.to_string());
@@ -807,6 +821,10 @@ impl Plan {
                 out.push((k, v));
             }
         }
+    }
+
+    /// What is trained and how.
+    fn training_pairs(&self, out: &mut Pairs) {
         out.push(("train", self.train.key().into()));
         if self.train != Training::Full {
             out.push(("lora_rank", self.lora_rank.to_string()));
@@ -822,6 +840,10 @@ impl Plan {
         out.push(("attn", self.attention.key().into()));
         out.push(("loss", self.loss.key().into()));
         out.push(("impl", self.implementation.key().into()));
+    }
+
+    /// Sharding and the parallel degrees.
+    fn parallelism_pairs(&self, out: &mut Pairs) {
         out.push(("zero", self.zero.to_string()));
         if let Some(s) = self.shard {
             out.push(("shard", s.to_string()));
@@ -842,6 +864,10 @@ impl Plan {
             out.push(("pp_last", n.to_string()));
         }
         out.push(("sp", flag(self.sp).into()));
+    }
+
+    /// The instance (or custom GPU), nodes, network and price.
+    fn hardware_pairs(&self, out: &mut Pairs) {
         out.push(("instance", self.instance.clone()));
         if self.instance == "custom" {
             let g = &self.custom_gpu;
@@ -864,6 +890,10 @@ impl Plan {
         if let Some(p) = self.price {
             out.push(("price", fmt_num(p)));
         }
+    }
+
+    /// Checkpoint saving, memory margins and the launch code's names.
+    fn launch_pairs(&self, out: &mut Pairs) {
         out.push(("save_every", self.save_every.to_string()));
         out.push(("save", self.save.key().into()));
         out.push(("async_save", flag(self.async_save).into()));
@@ -882,6 +912,10 @@ impl Plan {
                 out.push((k, v.clone()));
             }
         }
+    }
+
+    /// Locks, limits, language and the pinned plan, when set.
+    fn page_pairs(&self, out: &mut Pairs) {
         if self.locks != Locks::default() {
             out.push(("lock", self.locks.to_value()));
         }
@@ -897,10 +931,6 @@ impl Plan {
         if let Some(vs) = &self.pinned {
             out.push(("vs", vs.clone()));
         }
-        out.iter()
-            .map(|(k, v)| format!("{k}={}", percent_encode(v)))
-            .collect::<Vec<_>>()
-            .join("&")
     }
 }
 
@@ -967,6 +997,9 @@ pub fn fmt_num(x: f64) -> String {
     let s = format!("{x}");
     s
 }
+
+/// `key=value` pairs of a query string, in their order.
+type Pairs = Vec<(&'static str, String)>;
 
 /// Whether a group of keys took the key (`Ok(false)`: not one of its keys).
 type Taken = Result<bool, Problem>;
