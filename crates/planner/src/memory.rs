@@ -348,6 +348,16 @@ pub fn compute_path(plan: &Plan) -> &'static str {
     }
 }
 
+/// Bytes per element HF's matmul outputs and activation gradients take: fp32
+/// in the fp32 profile, BF16 otherwise.
+fn compute_bytes(profile: Profile) -> f64 {
+    if profile == Profile::HfFp32 {
+        4.0
+    } else {
+        2.0
+    }
+}
+
 /// Bytes per element of the residual stream (what a checkpointed layer keeps).
 fn residual_bytes(profile: Profile) -> f64 {
     match profile {
@@ -394,6 +404,10 @@ struct Widths {
     /// (FP8 recipes keep it in 8 bits).
     lin: f64,
     seq: f64,
+    /// The MLP matrices' input widths, summed (gate and up read `h`, down reads `f`).
+    mlp_inputs: f64,
+    /// The MLP matrices' output widths, summed.
+    mlp_outputs: f64,
 }
 
 impl Widths {
@@ -429,20 +443,21 @@ impl Widths {
                 2.0
             },
             seq: seq_per_gpu,
+            mlp_inputs: (arch.mlp.matrices() as f64 - 1.0) * arch.hidden as f64 + f,
+            mlp_outputs: (arch.mlp.matrices() as f64 - 1.0) * f + arch.hidden as f64,
         }
     }
 }
 
-fn layer_activations(arch: &Architecture, plan: &Plan, seq_per_gpu: f64) -> LayerActivations {
-    let w = Widths::of(arch, plan, seq_per_gpu);
+fn layer_activations(arch: &Architecture, plan: &Plan, w: &Widths) -> LayerActivations {
     let mut layer = match profile(plan) {
-        Profile::HfFp32 => hf_fp32_layer(&w),
-        Profile::HfBf16 => hf_bf16_layer(&w),
-        Profile::HfAutocast => hf_autocast_layer(&w),
-        Profile::Megatron => megatron_layer(&w, plan.precision == Precision::Fp32),
+        Profile::HfFp32 => hf_fp32_layer(w),
+        Profile::HfBf16 => hf_bf16_layer(w),
+        Profile::HfAutocast => hf_autocast_layer(w),
+        Profile::Megatron => megatron_layer(w, plan.precision == Precision::Fp32),
     };
     layer.replicated += sliding_window_float_mask(arch, plan);
-    layer.tp_split += lora_fp32_inputs(arch, plan, &w);
+    layer.tp_split += lora_fp32_inputs(plan, w);
     layer
 }
 
@@ -452,13 +467,12 @@ fn layer_activations(arch: &Architecture, plan: &Plan, seq_per_gpu: f64) -> Laye
 /// matrix's input) and attention's not (oracle rows
 /// `*/lora/*precision=bf16-pure`). Under autocast the GEMM runs on the BF16
 /// input the base layer keeps already.
-fn lora_fp32_inputs(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
+fn lora_fp32_inputs(plan: &Plan, w: &Widths) -> f64 {
     let pure = plan.precision == Precision::Bf16Pure;
     if plan.train == Training::Full || !pure || plan.implementation != Implementation::Hf {
         return 0.0;
     }
-    let mlp_inputs = (arch.mlp.matrices() as f64 - 1.0) * w.h + w.f;
-    4.0 * w.routed * mlp_inputs
+    4.0 * w.routed * w.mlp_inputs
 }
 
 /// Recomputing a LoRA layer under autocast: PEFT casts each adapted
@@ -476,12 +490,11 @@ fn lora_recompute_parts(s: &StageShape) -> (f64, f64) {
     if !s.peft || s.plan.implementation != Implementation::Hf {
         return (0.0, 0.0);
     }
-    let w = Widths::of(s.arch, s.plan, s.plan.seq as f64);
-    let mlp_inputs = (s.arch.mlp.matrices() as f64 - 1.0) * w.h + w.f;
+    let w = &s.widths;
     let per_token = s.tokens * 4.0 / s.t;
     (
         per_token * (3.0 * w.h + w.q),
-        per_token * w.routed * mlp_inputs,
+        per_token * w.routed * w.mlp_inputs,
     )
 }
 
@@ -656,6 +669,15 @@ pub fn breakdown(
     peak
 }
 
+/// The HF stack sharded by FSDP2 (ZeRO-2/3, data parallel only, on more than
+/// one GPU): train.py's `fully_shard` on each decoder layer and on the root.
+pub(crate) fn runs_fsdp2(plan: &Plan, layout: &Layout) -> bool {
+    plan.implementation == Implementation::Hf
+        && plan.zero >= 2
+        && layout.dp > 1
+        && layout.dp == layout.gpus
+}
+
 /// What every memory term of one pipeline stage reads: the plan, and the
 /// share of the model and of the tokens this GPU holds.
 struct StageShape<'a> {
@@ -695,6 +717,8 @@ struct StageShape<'a> {
     tokens: f64,
     /// What divides the norm/residual activations: TP with sequence parallelism.
     sp_div: f64,
+    /// The widths a decoder layer's tensors are made of.
+    widths: Widths,
     /// Bytes per token one decoder layer saves.
     layer: LayerActivations,
 }
@@ -738,6 +762,7 @@ impl<'a> StageShape<'a> {
             };
         let peft = plan.train != Training::Full;
         let sb = state_bytes(plan);
+        let widths = Widths::of(arch, plan, plan.seq as f64);
         StageShape {
             arch,
             counts,
@@ -764,13 +789,11 @@ impl<'a> StageShape<'a> {
             mixed_policy: plan.implementation == Implementation::Hf
                 && !matches!(plan.precision, Precision::Fp32 | Precision::Bf16Pure)
                 && !peft,
-            fsdp2: plan.implementation == Implementation::Hf
-                && plan.zero >= 2
-                && layout.dp > 1
-                && layout.dp == layout.gpus,
+            fsdp2: runs_fsdp2(plan, layout),
             tokens: plan.micro_batch as f64 * plan.seq as f64 / layout.cp as f64,
             sp_div: if plan.sp || layout.tp == 1 { t } else { 1.0 },
-            layer: layer_activations(arch, plan, plan.seq as f64),
+            layer: layer_activations(arch, plan, &widths),
+            widths,
         }
     }
 
@@ -916,23 +939,20 @@ fn fsdp2_units(s: &StageShape) -> Fsdp2Units {
         // the LM head's gradient is made at the start of backward
         (layer, root, cd * s.emb)
     };
-    let scatter = rd * trainable_layer * (1.0 + 1.0 / s.g);
+    // the previous layer's reduce-scatter input and sharded output
+    let scattered = rd * trainable_layer * (1.0 + 1.0 / s.g);
     let (forward, loss, layer_backward, scatter) = if s.plan.zero >= 3 {
         // The root, plus the last layer prefetched for backward; while a layer
         // runs, the next one is gathered too.
         let root_and_one = cd * (root + layer);
-        (
-            root_and_one,
-            root_and_one,
-            cd * (root + 2.0 * layer),
-            scatter,
-        )
+        let two = cd * (root + 2.0 * layer);
+        (root_and_one, root_and_one, two, scattered)
     } else {
         // Every unit stays gathered from forward to backward (the last
         // all-gather's buffer is still held when the loss is computed); a
         // layer is resharded after its backward.
         let all = cd * s.params;
-        (all + cd * layer, all, all, scatter - cd * layer)
+        (all + cd * layer, all, all, scattered - cd * layer)
     };
     Fsdp2Units {
         start: 2.0 * cd * (root + layer),
@@ -1001,7 +1021,7 @@ fn checkpointed_layer_bytes(s: &StageShape) -> f64 {
     match (s.plan.checkpointing, s.plan.implementation) {
         (Checkpointing::Op, Implementation::Hf) => input + op_level_kept(s),
         (Checkpointing::Op, Implementation::Megatron) => {
-            let w = Widths::of(s.arch, s.plan, s.plan.seq as f64);
+            let w = &s.widths;
             let (q, kv, f, a) = (w.q, w.kv, w.f, w.a);
             input
                 + s.tokens
@@ -1017,19 +1037,14 @@ fn checkpointed_layer_bytes(s: &StageShape) -> f64 {
 /// eager attention's two batched matmuls (the scores among them), in the
 /// compute dtype (oracle rows `*/ckpt=op`).
 fn op_level_kept(s: &StageShape) -> f64 {
-    let w = Widths::of(s.arch, s.plan, s.plan.seq as f64);
-    let e = if s.profile == Profile::HfFp32 {
-        4.0
-    } else {
-        2.0
-    };
-    let mlp = (s.arch.mlp.matrices() as f64 - 1.0) * w.f + w.h;
+    let w = &s.widths;
+    let e = compute_bytes(s.profile);
     let attention = if w.eager {
         e * (w.a * w.seq + w.q)
     } else {
         e * w.q + 4.0 * w.a
     };
-    let matmuls = w.q + 2.0 * w.kv + w.h + w.routed * mlp;
+    let matmuls = w.q + 2.0 * w.kv + w.h + w.routed * w.mlp_outputs;
     // LoRA: each adapter's B matmul output is as wide as its base matrix's
     let adapters = if s.peft { matmuls } else { 0.0 };
     s.tokens * (e * (matmuls + adapters) + attention) / s.t
@@ -1078,17 +1093,22 @@ fn saved_activations(s: &StageShape) -> SavedActivations {
 /// keeps it for backward: `2 x s` bytes per token on each sliding-window
 /// layer, averaged over the layers (oracle rows `gemma-2-2b/*` at 8K tokens).
 fn sliding_window_float_mask(arch: &Architecture, plan: &Plan) -> f64 {
-    let (w, seq) = (arch.sliding_window, plan.seq);
-    let applies = plan.implementation == Implementation::Hf
-        && plan.attention != Attention::Eager
-        && w > 0
-        && w < seq
-        && arch.local_layers > 0;
-    if !applies {
+    if !sliding_window_masked(arch, plan) {
         return 0.0;
     }
     let share = arch.local_layers.min(arch.layers) as f64 / arch.layers.max(1) as f64;
-    2.0 * seq as f64 * share
+    2.0 * plan.seq as f64 * share
+}
+
+/// Transformers builds masks for SDPA only when some layer's sliding window
+/// is shorter than the sequence (otherwise SDPA runs causal, mask-free).
+fn sliding_window_masked(arch: &Architecture, plan: &Plan) -> bool {
+    let w = arch.sliding_window;
+    plan.implementation == Implementation::Hf
+        && plan.attention != Attention::Eager
+        && w > 0
+        && w < plan.seq
+        && arch.local_layers > 0
 }
 
 /// Transformers materialises boolean masks (`b x s x s`) when a sliding
@@ -1096,15 +1116,10 @@ fn sliding_window_float_mask(arch: &Architecture, plan: &Plan) -> f64 {
 /// sliding one and the causal one it is built from, held until backward
 /// (oracle rows `gemma-2-2b/*` at 8K tokens).
 fn sliding_window_masks(s: &StageShape) -> f64 {
-    let (w, seq) = (s.arch.sliding_window, s.plan.seq);
-    let fused_kernel = s.plan.attention != Attention::Eager;
-    if s.plan.implementation != Implementation::Hf || !fused_kernel || w == 0 || w >= seq {
+    if !sliding_window_masked(s.arch, s.plan) {
         return 0.0;
     }
-    if s.arch.local_layers == 0 {
-        return 0.0;
-    }
-    2.0 * s.plan.micro_batch as f64 * (seq as f64).powi(2)
+    2.0 * s.plan.micro_batch as f64 * (s.plan.seq as f64).powi(2)
 }
 
 /// During recompute, one layer's full working set is rebuilt (SPEC §3.3);
@@ -1130,12 +1145,8 @@ fn mlp_backward_transient(s: &StageShape) -> f64 {
     if s.plan.implementation != Implementation::Hf {
         return 0.0;
     }
-    let w = Widths::of(s.arch, s.plan, s.plan.seq as f64);
-    let e = if s.profile == Profile::HfFp32 {
-        4.0
-    } else {
-        2.0
-    };
+    let w = &s.widths;
+    let e = compute_bytes(s.profile);
     // A recomputed layer's working set already holds two of them; the
     // op-level policy's kept matmul outputs hold the rest.
     let widths = match s.plan.checkpointing {

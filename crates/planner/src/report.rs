@@ -133,7 +133,7 @@ fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
     if !hf_dense {
         return None;
     }
-    let fsdp = plan.zero >= 2 && layout.dp > 1;
+    let fsdp = memory::runs_fsdp2(plan, layout);
     match (plan.train, plan.precision) {
         (Training::Full, Precision::Fp8) if fsdp && plan.zero == 3 => {
             Some(MemoryKind::TorchtitanFp8)
