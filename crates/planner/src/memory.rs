@@ -1487,6 +1487,24 @@ impl Terms {
         ]
     }
 
+    /// `totals` adds each moment up by hand (it runs for every candidate of
+    /// the auto-plan, where collecting `at`'s terms costs ~45% of the search);
+    /// debug builds (every test) hold each moment to the sum of its terms.
+    #[cfg(debug_assertions)]
+    fn check_totals(&self, moments: &[(Phase, f64)]) {
+        for &(phase, total) in moments {
+            if total == 0.0 {
+                continue; // a moment FSDP2 alone has
+            }
+            let sum: f64 = self.at(phase).iter().map(|(_, b)| b).sum();
+            let tolerance = 1e-9 * sum.abs().max(1.0);
+            debug_assert!(
+                (total - sum).abs() <= tolerance,
+                "{phase:?}: {total} vs {sum}"
+            );
+        }
+    }
+
     /// The terms alive at `phase`, in the breakdown's order.
     fn at(&self, phase: Phase) -> Vec<(Term, f64)> {
         let (t, a) = (self, &self.saved);
@@ -1572,6 +1590,8 @@ impl Terms {
 fn stage_breakdown(s: &StageShape) -> MemoryBreakdown {
     let terms = Terms::of(s);
     let moments = terms.totals();
+    #[cfg(debug_assertions)]
+    terms.check_totals(&moments);
     let top = moments.iter().map(|m| m.1).fold(0.0, f64::max);
     // Ties go to the earlier moment.
     let phase = moments
