@@ -38,6 +38,7 @@ import rows as grid  # noqa: E402
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+from torch._subclasses.fake_tensor import FakeTensor  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils._pytree import tree_map_only  # noqa: E402
 
@@ -64,8 +65,6 @@ def storages(t):
 
 
 def _is_fake(t):
-    from torch._subclasses.fake_tensor import FakeTensor
-
     return isinstance(t, FakeTensor)
 
 
@@ -82,6 +81,7 @@ class Allocations(TorchDispatchMode):
         self.made_by = {}
         self.at_peak = None
         self.op = "?"
+        self.peak_op = "?"
         self.rounding = rounding
         self.live = {}  # id(storage) -> (weakref, bytes)
         self.current = 0
@@ -126,6 +126,10 @@ class Allocations(TorchDispatchMode):
             if self.explain and self.phase != "setup":
                 self.at_peak = [(self.made_by.get(k, "?"), v[1]) for k, v in self.live.items()]
                 self.peak_op = self.op
+
+    def mark(self, phase):
+        """train.train_step names each phase as it starts."""
+        self.phase = phase
 
     def reset_peak(self):
         gc.collect()
@@ -186,8 +190,7 @@ def build_model(train, args, config, torch):
     """train.load_model without the download: the same dtype choice and adapters."""
     from transformers import AutoModelForCausalLM
 
-    bf16_weights = args.precision == "bf16-pure" or args.train_mode != "full"
-    dtype = torch.bfloat16 if bf16_weights and args.precision != "fp32" else torch.float32
+    dtype = train.weights_dtype(args, torch)
     model = AutoModelForCausalLM.from_config(config, attn_implementation=args.attn_implementation,
                                              **{train.dtype_key(): dtype})
     model.config.use_cache = False
@@ -247,7 +250,9 @@ def run_rank(train, row, rank, steps=2):
                     if step == steps - 1:
                         counter.phase = "between steps"
                         counter.reset_peak()
-                    one_step(args, model, optimizer, autocast, counter, config.vocab_size)
+                    data = random_tokens(args, config.vocab_size)
+                    train.train_step(args, model, optimizer, data, torch.device("cpu"), autocast,
+                                     contextlib.nullcontext(), mark=counter.mark)
             finally:
                 gc.enable()
             gc.collect()
@@ -260,23 +265,10 @@ def run_rank(train, row, rank, steps=2):
         dist.destroy_process_group()
 
 
-def one_step(args, model, optimizer, autocast, counter, vocab):
-    """train.train_step without `loss.item()` (a fake tensor has no value)."""
-    ga = args.gradient_accumulation_steps
-    for micro in range(ga):
-        tokens = torch.randint(0, vocab, (args.per_device_train_batch_size, args.max_seq_length + 1))
-        sync = micro == ga - 1 or not hasattr(model, "no_sync")
-        with (contextlib.nullcontext() if sync else model.no_sync()):
-            counter.phase = "forward"
-            with autocast:
-                loss = model(tokens) / ga
-            counter.phase = "backward"
-            loss.backward()
-            del loss
-    counter.phase = "optimizer step"
-    optimizer.step()
-    counter.phase = "zero_grad"
-    optimizer.zero_grad(set_to_none=True)
+def random_tokens(args, vocab):
+    """train.py's data for one step: micro-batches of `max_seq_length + 1` token ids."""
+    shape = (args.per_device_train_batch_size, args.max_seq_length + 1)
+    return iter([torch.randint(0, vocab, shape) for _ in range(args.gradient_accumulation_steps)])
 
 
 def ranks_to_run(row):
@@ -346,7 +338,7 @@ def explain(counter):
     for who, size in counter.at_peak or []:
         sums[who] += size
         counts[who] += 1
-    print(f"  peak while {counter.peak_phase}, after {getattr(counter, 'peak_op', '?')}")
+    print(f"  peak while {counter.peak_phase}, after {counter.peak_op}")
     for who, size in sums.most_common(25):
         print(f"  {size / 2**20:>10.1f} MiB  x{counts[who]:<4} {who}")
 

@@ -217,9 +217,7 @@ def load_model(args, torch, device):
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
             bnb_4bit_compute_dtype=torch.bfloat16)
         kwargs["device_map"] = {"": device}
-    # Weights in their training dtype: fp32 masters, or BF16 for pure BF16 and a frozen LoRA base.
-    bf16_weights = args.precision == "bf16-pure" or args.train_mode != "full"
-    kwargs[dtype_key()] = torch.bfloat16 if bf16_weights and args.precision != "fp32" else torch.float32
+    kwargs[dtype_key()] = weights_dtype(args, torch)
     if args.train_mode != "qlora":
         kwargs.pop("device_map", None)
     model = AutoModelForCausalLM.from_pretrained(args.model_id, config=config, **kwargs)
@@ -227,6 +225,12 @@ def load_model(args, torch, device):
     if args.train_mode != "full":
         model = add_adapters(args, model)
     return model
+
+
+def weights_dtype(args, torch):
+    """Weights in their training dtype: fp32 masters, or BF16 for pure BF16 and a frozen LoRA base."""
+    bf16_weights = args.precision == "bf16-pure" or args.train_mode != "full"
+    return torch.bfloat16 if bf16_weights and args.precision != "fp32" else torch.float32
 
 
 def dtype_key():
@@ -689,7 +693,7 @@ def train(args):
     model.train()
     for step in range(start + 1, args.max_steps + 1):
         began = time.perf_counter()
-        loss_value = train_step(args, model, optimizer, data, device, autocast, offload, torch)
+        loss_value = train_step(args, model, optimizer, data, device, autocast, offload).item()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         times.append(time.perf_counter() - began)
@@ -704,18 +708,24 @@ def train(args):
     dist.destroy_process_group()
 
 
-def train_step(args, model, optimizer, data, device, autocast, offload, torch):
+def train_step(args, model, optimizer, data, device, autocast, offload, mark=lambda phase: None):
+    """One optimizer step over the accumulated micro-batches; returns the loss as a tensor.
+    `mark` names each phase as it starts (the memory oracle, tools/oracle, counts by phase)."""
     total = 0.0
     ga = args.gradient_accumulation_steps
     for micro in range(ga):
         tokens = next(data).to(device)
         sync = micro == ga - 1 or not hasattr(model, "no_sync")
         with (contextlib.nullcontext() if sync else model.no_sync()):
+            mark("forward")
             with autocast, offload:
                 loss = model(tokens) / ga
+            mark("backward")
             loss.backward()
-        total += loss.item()
+        total = total + loss.detach()
+    mark("optimizer step")
     optimizer.step()
+    mark("zero_grad")
     optimizer.zero_grad(set_to_none=True)
     return total
 
