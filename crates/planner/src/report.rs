@@ -795,8 +795,9 @@ fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Ac
             note: fill(lang, Text::ThroughputNearest, &args),
         }
     };
-    if gen == Generation::Blackwell && !r.plan.precision.is_low_precision() {
-        a.note = format!("{}; {}", a.note, t(lang, Text::BlackwellBf16FromHopper));
+    let gb200 = r.gpu.id.starts_with("GB200");
+    if gen == Generation::Blackwell && !r.plan.precision.is_low_precision() && !gb200 {
+        a.note = format!("{}; {}", a.note, t(lang, Text::BlackwellBf16FromGb200));
     }
     if r.arch.moe.is_some() && !exact {
         a.note = format!("{}; {}", a.note, t(lang, Text::MoeComputeUnchecked));

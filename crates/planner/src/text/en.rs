@@ -67,7 +67,7 @@ catalog! {
     ThroughputNearest => "derived — not checked against a measurement; the nearest checked kind ({group}, n = {rows}) has a cross-validated median error of {median}%, worst {worst}%",
     ThroughputUnchecked => "derived — not checked against any measurement",
     MoeComputeUnchecked => "mixture-of-experts compute is not calibrated: on NVIDIA's published GPT-OSS-120B runs (Megatron-Bridge 25.11, B200 and GB200) the model is about twice too fast",
-    BlackwellBf16FromHopper => "Blackwell's BF16 efficiency is carried over from Hopper (no published BF16 run)",
+    BlackwellBf16FromGb200 => "Blackwell's BF16 efficiency is fitted on GB200 runs only (NVIDIA DGX Cloud recipes; no published B200 or B300 BF16 run)",
 
     // ---- warnings (warnings.rs) ---------------------------------------------
     InlineActivations => "activations",

@@ -68,7 +68,7 @@ translations! {
     ThroughputNearest => "выведено, не сверено с измерениями; ближайший проверенный вид ({group}, n = {rows}) даёт при перекрёстной проверке медианную ошибку {median}%, худшую {worst}%",
     ThroughputUnchecked => "выведено, не сверено ни с одним измерением",
     MoeComputeUnchecked => "вычисления mixture-of-experts не откалиброваны: на опубликованных NVIDIA запусках GPT-OSS-120B (Megatron-Bridge 25.11, B200 и GB200) модель примерно вдвое завышает скорость",
-    BlackwellBf16FromHopper => "эффективность BF16 для Blackwell перенесена с Hopper (опубликованных запусков в BF16 нет)",
+    BlackwellBf16FromGb200 => "эффективность BF16 для Blackwell подобрана только по запускам на GB200 (рецепты NVIDIA DGX Cloud; опубликованных запусков в BF16 на B200 и B300 нет)",
 
     // ---- предупреждения ----
     InlineActivations => "активации",
