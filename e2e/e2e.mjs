@@ -365,6 +365,20 @@ await test('pin and compare: pin, change precision, copy the link, reopen it; Co
   assert(await again.isVisible('#compare'), 'Compare on an auto-plan row pins it');
 });
 
+await test('a WebAssembly trap (a panic in the release build) shows the crash notice', async (page) => {
+  await open(page, base + '?lang=en');
+  const raise = (wasm) => page.evaluate((wasm) => dispatchEvent(new ErrorEvent('error', {
+    error: wasm ? new WebAssembly.RuntimeError('unreachable') : new Error('not ours') })), wasm);
+  await raise(false);
+  assert(!(await page.$('#crash')), 'an error outside the wasm shows no notice');
+  await raise(true);
+  await raise(true);
+  assert((await page.$$('#crash')).length === 1, 'one notice');
+  assert((await page.getAttribute('#crash', 'role')) === 'alert', 'role=alert');
+  const text = await page.textContent('#crash');
+  assert(/Something went wrong/i.test(text) && /\//.test(text), 'both languages: ' + text);
+});
+
 await test('screenshots: light and dark at 1280 and 390 px', async (page) => {
   for (const scheme of ['light', 'dark']) {
     for (const width of [1280, 390]) {

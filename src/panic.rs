@@ -1,5 +1,9 @@
 //! A panic hook that logs to the console and replaces the blank page with a
 //! visible message and a way back to the default plan.
+//!
+//! The release build aborts on panic without running the hook (a WebAssembly
+//! trap; see `build_release` in `dev`): index.html's error handler then
+//! shows the same notice, from the text `install` leaves on the root element.
 
 use planner::plan::Lang;
 use planner::text::{t, Text};
@@ -10,6 +14,21 @@ pub fn install() {
         web_sys::console::error_1(&format!("Train Planner panicked: {info}").into());
         show_crash_message();
     }));
+    let root = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.document_element());
+    if let Some(root) = root {
+        root.set_attribute("data-crash", &crash_text()).ok();
+    }
+}
+
+/// The notice in both languages (the page's language is unknown after a crash).
+fn crash_text() -> String {
+    format!(
+        "{} / {}",
+        t(Lang::En, Text::Crashed),
+        t(Lang::Ru, Text::Crashed)
+    )
 }
 
 /// Put a visible "something went wrong" notice at the top of the page
@@ -24,13 +43,7 @@ pub fn show_crash_message() {
     if let Ok(el) = doc.create_element("div") {
         el.set_id("crash");
         el.set_attribute("role", "alert").ok();
-        // The page's language is unknown here: both, as the catalogs have them.
-        let text = format!(
-            "{} / {}",
-            t(Lang::En, Text::Crashed),
-            t(Lang::Ru, Text::Crashed)
-        );
-        el.set_text_content(Some(&text));
+        el.set_text_content(Some(&crash_text()));
         if let Some(body) = doc.body() {
             body.prepend_with_node_1(el.unchecked_ref()).ok();
         }
