@@ -407,3 +407,42 @@ fn megatron_gradient_buffer_coexists_with_activations() {
         .map_or(0, |(_, b)| *b);
     assert!(act > 0, "peak while activations are alive ({:?})", m.phase);
 }
+
+/// Context parallelism "divides the activations of all layers" along the
+/// sequence (NeMo Framework user guide, Long context: Context Parallelism,
+/// docs.nvidia.com/nemo-framework/user-guide/latest/longcontext/contextparallel.html),
+/// unlike sequence parallelism, which splits only some. So, derived by hand:
+/// Llama 3.1 70B at TP 8 and CP 2 on 16K tokens holds exactly the activations
+/// (and the loss's logits) of CP 1 on 8K, and half those of CP 1 on 16K; the
+/// model states do not change. (#10 found the planner 1.5-2x high with CP.)
+#[test]
+fn context_parallelism_splits_every_layers_activations() {
+    let mem = |q: &str| {
+        let r = evaluate(
+            &Plan::from_query(&format!(
+                "model=llama-3.1-70b&impl=megatron&tp=8&instance=ml.p5.48xlarge&{q}"
+            ))
+            .plan,
+        );
+        assert!(r.errors.is_empty(), "{q}: {:?}", r.errors);
+        let term = |k: Term| {
+            r.memory
+                .terms
+                .iter()
+                .find(|(t, _)| *t == k)
+                .map_or(0, |x| x.1)
+        };
+        (
+            term(Term::Activations),
+            term(Term::LogitsAndLoss),
+            term(Term::OptimizerStates),
+        )
+    };
+    let cp2 = mem("cp=2&seq=16384&nodes=2");
+    let cp1_half = mem("cp=1&seq=8192&nodes=1");
+    let cp1_full = mem("cp=1&seq=16384&nodes=1");
+    assert_eq!(cp2, cp1_half);
+    assert_eq!(cp2.0 * 2, cp1_full.0);
+    assert_eq!(cp2.1 * 2, cp1_full.1);
+    assert_eq!(cp2.2, cp1_full.2);
+}
