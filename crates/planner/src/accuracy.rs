@@ -652,10 +652,15 @@ pub fn readme_groups(rows: &[ThroughputRow]) -> String {
         .iter()
         .map(|(k, g)| part(format!("{k:?}"), g))
         .collect();
+    let kinds: Vec<String> = stats_by(rows, |g| g.moe)
+        .iter()
+        .map(|(moe, g)| part(if *moe { "MoE" } else { "dense" }.into(), g))
+        .collect();
     format!(
-        "Cross-validated median error by GPU generation: {}; by stack: {}.",
+        "Cross-validated median error by GPU generation: {}; by stack: {}; by model: {}.",
         gens.join(", "),
-        stacks.join(", ")
+        stacks.join(", "),
+        kinds.join(", ")
     )
 }
 

@@ -132,8 +132,23 @@ pub fn stated(notes: &str, key: &str) -> Option<f64> {
     })
 }
 
-/// A row's model: a dense Llama (SwiGLU) or GPT (GELU) shape from its columns.
+/// A word the notes state as `KEY=value` (`preset=gpt-oss-120b;`).
+pub fn stated_word<'a>(notes: &'a str, key: &str) -> Option<&'a str> {
+    let pattern = format!("{key}=");
+    let (_, rest) = notes.split_once(&pattern)?;
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'))
+        .unwrap_or(rest.len());
+    Some(rest[..end].trim_end_matches('.'))
+}
+
+/// A row's model: the preset its notes name (`preset=`, the MoE rows, whose
+/// experts the columns cannot describe), else a dense Llama (SwiGLU) or GPT
+/// (GELU) shape from its columns.
 fn row_architecture(r: &Row) -> Option<Architecture> {
+    if let Some(id) = stated_word(r.get("notes"), "preset") {
+        return crate::architecture::preset(id).map(|p| p.arch.clone());
+    }
     let num = |k: &str| r.num(k).map(|x| x as u64);
     let llama = r.get("model").starts_with("Llama");
     Some(Architecture::dense(
@@ -188,6 +203,7 @@ fn case(r: &Row) -> Option<Case> {
     let dp = gpus / (tp * pp * cp);
     let gb = num("global_batch")? as u64;
     let notes = r.get("notes");
+    let ep = stated(notes, "EP").map_or(1, |e| e as u64);
     let step = stated(notes, "step_time_s");
     let seq = num("seq_len")? as u64;
     let measured = match (num("measured_tokens_per_s_per_gpu"), step) {
@@ -236,6 +252,7 @@ fn case(r: &Row) -> Option<Case> {
         pp,
         vp,
         cp,
+        ep,
         ..Plan::default()
     };
     let layout = Layout {
@@ -243,7 +260,7 @@ fn case(r: &Row) -> Option<Case> {
         tp,
         pp,
         cp,
-        ep: 1,
+        ep,
         dp,
         shard: dp,
         stages: Stages::megatron(layers, pp, vp).unwrap_or(Stages::even(layers, pp)),
@@ -431,8 +448,9 @@ pub const FITTED: [Generation; 4] = [
 ];
 
 /// Physical bounds of the fitted parameters: BF16 GEMM, FP8 GEMM and
-/// flash-attention efficiency (fractions of the dense peak).
-const BOUNDS: [(f64, f64); 3] = [(0.5, 0.85), (0.35, 0.75), (0.25, 0.7)];
+/// flash-attention efficiency (fractions of the dense peak), and the routed
+/// experts' speed relative to dense GEMMs.
+const BOUNDS: [(f64, f64); 4] = [(0.5, 0.85), (0.35, 0.75), (0.25, 0.7), (0.1, 1.0)];
 
 /// Where every fit starts: mid-range values that favour no generation, so
 /// that a fit reproduces its result without knowing the shipped values.
@@ -441,6 +459,7 @@ pub fn neutral(generation: Generation) -> Efficiency {
         gemm: 0.65,
         fp8_gemm: 0.55,
         attention: 0.45,
+        moe: 0.5,
         ..efficiency(generation)
     }
 }
@@ -449,7 +468,8 @@ fn slot(e: &mut Efficiency, i: usize) -> &mut f64 {
     match i {
         0 => &mut e.gemm,
         1 => &mut e.fp8_gemm,
-        _ => &mut e.attention,
+        2 => &mut e.attention,
+        _ => &mut e.moe,
     }
 }
 
@@ -465,15 +485,10 @@ fn loss(cases: &[&Case], eff: &Efficiency) -> f64 {
         / cases.len().max(1) as f64
 }
 
-/// Fit one generation's parameters on `cases` by coordinate descent from
-/// `neutral`, within `BOUNDS`. Only what the rows can tell apart moves: BF16
-/// GEMM efficiency where BF16 rows exist, FP8 where FP8 rows exist.
-pub fn fit_on(generation: Generation, cases: &[&Case]) -> (Efficiency, f64) {
-    let mut best = neutral(generation);
+/// Coordinate descent on the `free` parameters of `start`, within `BOUNDS`.
+fn descend(cases: &[&Case], start: Efficiency, free: [bool; 4]) -> (Efficiency, f64) {
+    let mut best = start;
     let mut best_loss = loss(cases, &best);
-    let has_bf16 = cases.iter().any(|c| c.plan.precision == Precision::Bf16);
-    let has_fp8 = cases.iter().any(|c| c.plan.precision == Precision::Fp8);
-    let free = [has_bf16, has_fp8, !cases.is_empty()];
     for _round in 0..200 {
         let mut improved = false;
         for (i, &(lo, hi)) in BOUNDS.iter().enumerate().filter(|(i, _)| free[*i]) {
@@ -493,6 +508,26 @@ pub fn fit_on(generation: Generation, cases: &[&Case]) -> (Efficiency, f64) {
         }
     }
     (best, best_loss)
+}
+
+/// Fit one generation's parameters on `cases` from `neutral`: first the
+/// dense parameters on the dense rows (BF16 GEMM efficiency where BF16 rows
+/// exist, FP8 where FP8 rows exist), then, with those fixed, the experts'
+/// speed on the MoE rows. Returns the parameters and the mean |ln error|
+/// over all the rows.
+pub fn fit_on(generation: Generation, cases: &[&Case]) -> (Efficiency, f64) {
+    let (moe, dense): (Vec<&Case>, Vec<&Case>) =
+        cases.iter().copied().partition(|c| c.arch.moe.is_some());
+    let has = |p: Precision| dense.iter().any(|c| c.plan.precision == p);
+    let free = [
+        has(Precision::Bf16),
+        has(Precision::Fp8),
+        !dense.is_empty(),
+        false,
+    ];
+    let (e, _) = descend(&dense, neutral(generation), free);
+    let (e, _) = descend(&moe, e, [false, false, false, !moe.is_empty()]);
+    (e, loss(cases, &e))
 }
 
 /// Fit every generation on all its rows (`plan calibrate --fit`).

@@ -34,6 +34,21 @@ const ROW_TOLERANCE: &[(&str, f64)] = &[
     ("dgxc_l31_405b_gb200_bf16_128", 3.0),
     ("dgxc_l31_405b_gb200_bf16_256", 2.0),
     ("dgxc_nemotron15b_gb200_bf16_16", 4.5),
+    // MoE: one experts' factor per generation cannot follow the scatter of
+    // these runs (MoeComputeRough says so on the page); each row's in-sample
+    // error plus 1.5 points.
+    ("mb2511_gptoss120b_gb300_bf16", 26.5),
+    ("mb2511_gptoss120b_gb200_bf16", 16.0),
+    ("mb2511_gptoss120b_b200_bf16", 39.5),
+    ("mb2511_gptoss120b_h100_bf16", 2.0),
+    ("mb2511_qwen3_30b_gb300_fp8", 2.0),
+    ("mb2511_qwen3_30b_gb200_fp8", 23.5),
+    ("mb2511_qwen3_30b_b200_fp8", 107.0),
+    ("mb2511_qwen3_30b_h100_fp8", 162.0),
+    ("mb2511_qwen3_235b_gb300_bf16", 49.5),
+    ("mb2511_qwen3_235b_gb200_bf16", 38.0),
+    ("mb2511_qwen3_235b_b200_fp8", 22.5),
+    ("mb2511_qwen3_235b_h100_fp8", 36.0),
     ("tt_l31_8b_fsdp_8", 7.5),
     ("tt_l31_8b_fsdp_compile_fp8_8", 2.0),
     ("tt_l31_8b_cp1_32k", 5.0),
@@ -75,9 +90,11 @@ fn calibration_rows_within_their_tolerances() {
         );
     }
     let c = planner::accuracy::compute();
-    assert!(median_abs_error(&preds) <= 5.0, "in-sample median");
+    // With the 12 MoE rows (their scatter is the MoE note's) the medians rose
+    // from 3.4% / 6.2% to 5.7% / 7.4%.
+    assert!(median_abs_error(&preds) <= 6.0, "in-sample median");
     assert!(
-        c.throughput.cv_median <= 7.0,
+        c.throughput.cv_median <= 7.5,
         "cross-validated median {:.1}%",
         c.throughput.cv_median
     );
@@ -95,10 +112,18 @@ fn every_calibrated_constant_is_pinned_by_a_row() {
     use planner::calibration::{cases, predict_with, FITTED};
     use planner::throughput::{efficiency, generation, Efficiency, Generation};
     // No FP8 tensor cores on Ampere.
-    let unseen =
-        |g: Generation, field: &str| matches!((g, field), (Generation::Ampere, "fp8_gemm"));
+    // No FP8 tensor cores on Ampere; no Megatron MoE row on Ampere or the
+    // capped H100s (the Hugging Face-stack test checks Ampere's MoE rows).
+    let unseen = |g: Generation, field: &str| {
+        matches!(
+            (g, field),
+            (Generation::Ampere, "fp8_gemm")
+                | (Generation::Ampere | Generation::HopperPowerCapped, "moe")
+        )
+    };
     type Field = fn(&mut Efficiency) -> &mut f64;
-    let fields: [(&str, Field); 6] = [
+    let fields: [(&str, Field); 7] = [
+        ("moe", |e| &mut e.moe),
         ("gemm", |e| &mut e.gemm),
         ("fp8_gemm", |e| &mut e.fp8_gemm),
         ("attention", |e| &mut e.attention),
@@ -123,7 +148,7 @@ fn every_calibrated_constant_is_pinned_by_a_row() {
                     moved = moved.max((after.error_percent - before.error_percent).abs());
                     broken += (after.error_percent.abs() > tolerance(&c.id)) as usize;
                 }
-                let fitted = matches!(name, "gemm" | "fp8_gemm" | "attention");
+                let fitted = matches!(name, "gemm" | "fp8_gemm" | "attention" | "moe");
                 println!(
                     "{g:?}.{name} x {factor}: largest row shift {moved:.2} pts; caught by docs/coverage{}{}",
                     if fitted { ", refit" } else { "" },
@@ -146,13 +171,19 @@ fn fit_from_a_neutral_start_reproduces_the_shipped_parameters() {
     for (g, fitted, _) in planner::calibration::fit() {
         let shipped = efficiency(g);
         let rows = planner::calibration::cases();
+        let mine = || {
+            rows.iter()
+                .filter(|c| planner::throughput::generation(c.gpu) == g)
+        };
         let has = |fp8: bool| {
-            rows.iter().any(|c| {
-                planner::throughput::generation(c.gpu) == g
-                    && (c.plan.precision == planner::plan::Precision::Fp8) == fp8
+            mine().any(|c| {
+                c.arch.moe.is_none() && (c.plan.precision == planner::plan::Precision::Fp8) == fp8
             })
         };
         let mut pairs = vec![("attention", fitted.attention, shipped.attention)];
+        if mine().any(|c| c.arch.moe.is_some()) {
+            pairs.push(("moe", fitted.moe, shipped.moe));
+        }
         if has(false) {
             pairs.push(("gemm", fitted.gemm, shipped.gemm));
         }
@@ -629,8 +660,8 @@ fn expert_parameters_reduce_over_their_share() {
     let want = (dense + experts / 8.0) / (dense + experts);
     let got = eight.throughput.step.data_parallel / one.throughput.step.data_parallel;
     assert!((got / want - 1.0).abs() < 1e-9, "{got} vs {want}");
-    // And the label says mixture-of-experts compute is not checked.
-    assert_eq!(eight.throughput_accuracy.level, "derived");
+    // And the label says mixture-of-experts speed is rough.
+    assert_eq!(eight.throughput_accuracy.level, "approximate");
     assert!(eight
         .throughput_accuracy
         .note
@@ -649,4 +680,33 @@ fn b200_bf16_plans_say_their_efficiency_comes_from_gb200() {
     assert!(!note("precision=fp8").contains(said), "B200 FP8");
     let gb200 = "precision=bf16&instance=ml.p6e-gb200.36xlarge&nodes=18&ultraserver=72";
     assert!(!note(gb200).contains(said), "GB200 BF16");
+}
+
+/// The page's MoE note states the leave-one-out range of the MoE rows: how
+/// many, and their lowest and highest error, rounded to whole percent.
+#[test]
+fn moe_note_states_the_cross_validated_scatter() {
+    use planner::text::{t, Text};
+    let ids: Vec<String> = planner::calibration::cases()
+        .into_iter()
+        .filter(|c| c.arch.moe.is_some())
+        .map(|c| c.id)
+        .collect();
+    let errors: Vec<f64> = planner::calibration::cross_validated()
+        .into_iter()
+        .filter(|p| ids.contains(&p.id))
+        .map(|p| p.error_percent)
+        .collect();
+    let lo = errors.iter().copied().fold(f64::MAX, f64::min);
+    let hi = errors.iter().copied().fold(f64::MIN, f64::max);
+    let note = t(planner::plan::Lang::En, Text::MoeComputeRough);
+    for claim in [
+        format!("{} published", errors.len()),
+        format!("between {:.0}% and +{:.0}%", lo, hi),
+    ] {
+        assert!(
+            note.contains(&claim),
+            "MoeComputeRough should say `{claim}`: {note}"
+        );
+    }
 }
