@@ -10,6 +10,7 @@ use crate::architecture::{Architecture, Mlp};
 use crate::calibration::{
     cases, cross_validated, hf_cases, predict_with, predictions, read_csv, Case,
 };
+use crate::json::{named, req, FromJson, Json};
 use crate::memory::{breakdown, Layout, Stages, CUDA_CONTEXT_BYTES};
 use crate::plan::{Attention, Checkpointing, Implementation, Optimizer, Plan, Precision};
 use crate::throughput::{generation, Fabric, Generation};
@@ -17,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
 /// The software a run used.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stack {
     /// Megatron-LM / NeMo / Megatron-Bridge with TransformerEngine.
@@ -29,7 +30,7 @@ pub enum Stack {
 }
 
 /// How a job is split over its GPUs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LayoutKind {
     /// Data parallel only (DDP, ZeRO, FSDP).
@@ -41,7 +42,7 @@ pub enum LayoutKind {
 }
 
 /// A kind of plan: what a measurement vouches for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Group {
     pub generation: Generation,
     pub stack: Stack,
@@ -50,7 +51,6 @@ pub struct Group {
     /// The job's NVLink domain spans more than one 8-GPU node (GB200 NVL72).
     pub nvl72: bool,
     /// A mixture-of-experts model.
-    #[serde(default)]
     pub moe: bool,
 }
 
@@ -149,7 +149,7 @@ pub struct ThroughputRow {
 }
 
 /// Errors of one group of rows, percent.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GroupStats {
     pub group: Group,
     pub rows: usize,
@@ -160,7 +160,7 @@ pub struct GroupStats {
 }
 
 /// Errors of a set of memory rows, percent.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MemoryStats {
     pub rows: usize,
     pub median: f64,
@@ -169,7 +169,7 @@ pub struct MemoryStats {
 }
 
 /// Everything the labels and the docs quote.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Coverage {
     /// The GPUs the throughput rows ran on: only these can be "checked".
     pub gpus: Vec<String>,
@@ -181,7 +181,6 @@ pub struct Coverage {
     /// torchtitan FSDP on 8 GPUs, measured `max_reserved`.
     pub memory_fsdp: MemoryStats,
     /// The memory oracle's table (tools/oracle), by group (`sharding=zero3`, ...).
-    #[serde(default)]
     pub memory_oracle: Vec<(String, MemoryStats)>,
 }
 
@@ -589,7 +588,92 @@ pub const COVERAGE_JSON: &str = include_str!("../data/coverage.json");
 /// every label says "derived", and the currency test fails.
 pub fn shipped() -> &'static Coverage {
     static C: OnceLock<Coverage> = OnceLock::new();
-    C.get_or_init(|| serde_json::from_str(COVERAGE_JSON).unwrap_or_else(|_| Coverage::empty()))
+    C.get_or_init(|| {
+        crate::json::parse(COVERAGE_JSON)
+            .map_err(|e| e.to_string())
+            .and_then(|j| Coverage::from_json(&j))
+            .unwrap_or_else(|_| Coverage::empty())
+    })
+}
+
+/// The enums by the snake_case names `Serialize` gives them.
+fn snake<T: Copy + std::fmt::Debug>(all: &[T]) -> impl Fn(&str) -> Option<T> + '_ {
+    move |name: &str| {
+        all.iter().copied().find(|v| {
+            let debug = format!("{v:?}");
+            let mut snake = String::new();
+            for (i, c) in debug.chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    snake.push('_');
+                }
+                snake.push(c.to_ascii_lowercase());
+            }
+            snake == name
+        })
+    }
+}
+
+impl FromJson for Group {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        use crate::throughput::Generation as G;
+        let field = |k: &str| j.get(k).unwrap_or(&Json::Null);
+        let generations = [
+            G::Ampere,
+            G::Ada,
+            G::Hopper,
+            G::HopperPowerCapped,
+            G::Blackwell,
+        ];
+        let stacks = [Stack::Megatron, Stack::Torchtitan, Stack::HfTrainer];
+        let layouts = [
+            LayoutKind::DataParallel,
+            LayoutKind::TensorPipeline,
+            LayoutKind::ContextParallel,
+        ];
+        Ok(Group {
+            generation: named(field("generation"), snake(&generations))?,
+            stack: named(field("stack"), snake(&stacks))?,
+            fp8: req(j, "fp8")?,
+            layout: named(field("layout"), snake(&layouts))?,
+            nvl72: req(j, "nvl72")?,
+            moe: req(j, "moe")?,
+        })
+    }
+}
+
+impl FromJson for GroupStats {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(GroupStats {
+            group: req(j, "group")?,
+            rows: req(j, "rows")?,
+            cv_median: req(j, "cv_median")?,
+            cv_worst: req(j, "cv_worst")?,
+            in_sample_median: req(j, "in_sample_median")?,
+        })
+    }
+}
+
+impl FromJson for MemoryStats {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(MemoryStats {
+            rows: req(j, "rows")?,
+            median: req(j, "median")?,
+            worst: req(j, "worst")?,
+        })
+    }
+}
+
+impl FromJson for Coverage {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(Coverage {
+            gpus: req(j, "gpus")?,
+            throughput: req(j, "throughput")?,
+            groups: req(j, "groups")?,
+            memory_single_rank: req(j, "memory_single_rank")?,
+            memory_fsdp: req(j, "memory_fsdp")?,
+            memory_oracle: req(j, "memory_oracle")?,
+        })
+    }
 }
 
 impl Coverage {

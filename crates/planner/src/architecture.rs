@@ -6,14 +6,15 @@
 //! unless tied, final norm `h`; MoE counts every expert for the total and only
 //! the routed top-k (+ shared experts) for the active count.
 
+use crate::json::{named, opt, req, FromJson, Json};
 use crate::plan::Lang;
 use crate::text::{fill, t, Text};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::fmt::Display;
 use std::sync::OnceLock;
 
 /// Feed-forward block shape.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mlp {
     /// SiLU-gated (Llama, Qwen, Mistral): gate, up and down projections.
@@ -53,7 +54,7 @@ impl Mlp {
 }
 
 /// Normalisation of queries and keys inside attention (Qwen3, Gemma 3, OLMo 2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QkNorm {
     None,
@@ -64,24 +65,22 @@ pub enum QkNorm {
 }
 
 /// Mixture-of-experts feed-forward.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Moe {
     /// Routed experts per layer.
     pub experts: u32,
     /// Experts each token is routed to (top-k).
     pub active: u32,
     /// Always-on shared experts.
-    #[serde(default)]
     pub shared: u32,
     /// Intermediate size of one expert.
     pub expert_ffn: u64,
     /// The router has a bias (gpt-oss).
-    #[serde(default)]
     pub router_bias: bool,
 }
 
 /// A decoder-only transformer's shape.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Architecture {
     pub layers: u64,
     pub hidden: u64,
@@ -93,38 +92,72 @@ pub struct Architecture {
     pub vocab: u64,
     pub tied: bool,
     pub mlp: Mlp,
-    #[serde(default)]
     pub qkv_bias: bool,
-    #[serde(default)]
     pub o_bias: bool,
-    #[serde(default)]
     pub mlp_bias: bool,
-    #[serde(default = "qk_none")]
     pub qk_norm: QkNorm,
     /// RMSNorm/LayerNorm weight vectors per layer (2 pre-norm; 4 for Gemma's sandwich).
-    #[serde(default = "two")]
     pub norms_per_layer: u64,
     /// One learned attention-sink logit per head (gpt-oss).
-    #[serde(default)]
     pub attn_sinks: bool,
     /// Context length the model was trained for.
-    #[serde(default)]
     pub max_context: u64,
     /// Sliding-window attention: window in tokens (0 = none) ...
-    #[serde(default)]
     pub sliding_window: u64,
     /// ... and how many layers use it (Gemma 2/3, gpt-oss alternate local and global layers).
-    #[serde(default)]
     pub local_layers: u64,
-    #[serde(default)]
     pub moe: Option<Moe>,
 }
 
-fn qk_none() -> QkNorm {
-    QkNorm::None
+impl FromJson for Moe {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(Moe {
+            experts: req(j, "experts")?,
+            active: req(j, "active")?,
+            shared: opt(j, "shared")?.unwrap_or(0),
+            expert_ffn: req(j, "expert_ffn")?,
+            router_bias: opt(j, "router_bias")?.unwrap_or(false),
+        })
+    }
 }
-fn two() -> u64 {
-    2
+
+/// As `data/models.json` writes a shape (what `Serialize` writes).
+impl FromJson for Architecture {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        let qk_norm = |j: &Json| {
+            named(j, |s| match s {
+                "none" => Some(QkNorm::None),
+                "per_head" => Some(QkNorm::PerHead),
+                "full" => Some(QkNorm::Full),
+                _ => None,
+            })
+        };
+        Ok(Architecture {
+            layers: req(j, "layers")?,
+            hidden: req(j, "hidden")?,
+            heads: req(j, "heads")?,
+            kv_heads: req(j, "kv_heads")?,
+            head_dim: req(j, "head_dim")?,
+            ffn: req(j, "ffn")?,
+            vocab: req(j, "vocab")?,
+            tied: req(j, "tied")?,
+            mlp: named(j.get("mlp").unwrap_or(&Json::Null), Mlp::from_key)
+                .map_err(|e| format!("`mlp`: {e}"))?,
+            qkv_bias: opt(j, "qkv_bias")?.unwrap_or(false),
+            o_bias: opt(j, "o_bias")?.unwrap_or(false),
+            mlp_bias: opt(j, "mlp_bias")?.unwrap_or(false),
+            qk_norm: match j.get("qk_norm") {
+                None | Some(Json::Null) => QkNorm::None,
+                Some(v) => qk_norm(v).map_err(|e| format!("`qk_norm`: {e}"))?,
+            },
+            norms_per_layer: opt(j, "norms_per_layer")?.unwrap_or(2),
+            attn_sinks: opt(j, "attn_sinks")?.unwrap_or(false),
+            max_context: opt(j, "max_context")?.unwrap_or(0),
+            sliding_window: opt(j, "sliding_window")?.unwrap_or(0),
+            local_layers: opt(j, "local_layers")?.unwrap_or(0),
+            moe: opt(j, "moe")?,
+        })
+    }
 }
 
 /// Parameter counts of one architecture, split as the memory model needs them.
@@ -397,25 +430,39 @@ impl Architecture {
 }
 
 /// A named architecture with its source.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Preset {
     pub id: String,
     pub name: String,
     /// The Hugging Face Hub repository of the weights (what train.py loads).
-    #[serde(default)]
     pub hub: String,
     /// Where the shape comes from (left out of the page's copy of the data).
-    #[serde(default)]
     pub source: String,
     #[serde(flatten)]
     pub arch: Architecture,
+}
+
+/// The shape's fields beside the preset's own, as `Serialize` flattens them.
+impl FromJson for Preset {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(Preset {
+            id: req(j, "id")?,
+            name: req(j, "name")?,
+            hub: opt(j, "hub")?.unwrap_or_default(),
+            source: opt(j, "source")?.unwrap_or_default(),
+            arch: Architecture::from_json(j)?,
+        })
+    }
 }
 
 /// Every preset, parsed once from `data/models.json` (compiled in).
 pub fn presets() -> &'static [Preset] {
     static PRESETS: OnceLock<Vec<Preset>> = OnceLock::new();
     PRESETS.get_or_init(|| {
-        serde_json::from_str(include_str!(concat!(env!("OUT_DIR"), "/models.json")))
+        let text = include_str!(concat!(env!("OUT_DIR"), "/models.json"));
+        crate::json::parse(text)
+            .map_err(|e| e.to_string())
+            .and_then(|j| Vec::<Preset>::from_json(&j))
             .expect("data/models.json is valid (checked by tests)")
     })
 }
@@ -535,18 +582,22 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
 /// Mixtral, Gemma 1/2/3, gpt-oss, OLMo 2) into an architecture.
 pub fn from_hf_config(text: &str) -> Result<Architecture, ConfigError> {
     let err = ConfigError::new;
-    let root: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        let args: [(&str, &dyn Display); 3] =
-            [("line", &e.line()), ("column", &e.column()), ("detail", &e)];
+    let root = crate::json::parse(text).map_err(|e| {
+        let args: [(&str, &dyn Display); 3] = [
+            ("line", &e.line),
+            ("column", &e.column),
+            ("detail", &e.what),
+        ];
         err(None, Text::ConfigNotJson, &args)
     })?;
-    let obj = root
-        .as_object()
-        .ok_or_else(|| err(None, Text::ConfigNotObject, &[]))?;
+    if !root.is_object() {
+        return Err(err(None, Text::ConfigNotObject, &[]));
+    }
+    let obj = &root;
     // Gemma 3 multimodal configs nest the language model under text_config.
-    let cfg = match obj.get("text_config").and_then(|v| v.as_object()) {
-        Some(text_cfg) => text_cfg,
-        None => obj,
+    let cfg = match obj.get("text_config") {
+        Some(text_cfg) if text_cfg.is_object() => text_cfg,
+        _ => obj,
     };
     let model_type = cfg
         .get("model_type")
@@ -573,7 +624,7 @@ pub fn from_hf_config(text: &str) -> Result<Architecture, ConfigError> {
     }
     let int = |key: &str| -> Result<Option<u64>, ConfigError> {
         match cfg.get(key) {
-            None | Some(serde_json::Value::Null) => Ok(None),
+            None | Some(crate::json::Json::Null) => Ok(None),
             Some(v) => v.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(|| {
                 let args: [(&str, &dyn Display); 2] = [("key", &key), ("value", v)];
                 err(Some(key), Text::ConfigNotPositiveInteger, &args)

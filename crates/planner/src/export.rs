@@ -6,12 +6,13 @@
 //! own image_uri_config (data/sdk.json). Every user-typed string goes through
 //! `py_str`, so nothing typed can leave its literal.
 
+use crate::json::{req, FromJson, Json};
 use crate::plan::{
     Attention, Checkpointing, Implementation, Lang, Loss, Optimizer, Plan, Precision, Training,
 };
 use crate::report::{evaluate, Report};
 use crate::throughput::Generation;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::fmt::Write;
 use std::sync::OnceLock;
 
@@ -44,48 +45,92 @@ impl Format {
     }
 }
 
-#[derive(Deserialize)]
 struct Pt {
     version: String,
     py: String,
     cuda: String,
 }
-#[derive(Deserialize)]
 struct Smp {
     version: String,
     py: String,
     smp: String,
 }
-#[derive(Deserialize)]
 struct Hf {
     transformers: String,
     pytorch: String,
     py: String,
     cuda: String,
 }
-#[derive(Deserialize)]
 struct SdkV2 {
     package: String,
     pytorch: Vec<Pt>,
     smp_pytorch: Vec<Smp>,
     huggingface: Vec<Hf>,
 }
-#[derive(Deserialize)]
 struct SdkV3 {
     package: String,
     pytorch: Vec<Pt>,
     smp_pytorch: Vec<Smp>,
 }
-#[derive(Deserialize)]
 struct Sdk {
     v2: SdkV2,
     v3: SdkV3,
 }
 
+impl FromJson for Pt {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(Pt {
+            version: req(j, "version")?,
+            py: req(j, "py")?,
+            cuda: req(j, "cuda")?,
+        })
+    }
+}
+impl FromJson for Smp {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(Smp {
+            version: req(j, "version")?,
+            py: req(j, "py")?,
+            smp: req(j, "smp")?,
+        })
+    }
+}
+impl FromJson for Hf {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(Hf {
+            transformers: req(j, "transformers")?,
+            pytorch: req(j, "pytorch")?,
+            py: req(j, "py")?,
+            cuda: req(j, "cuda")?,
+        })
+    }
+}
+impl FromJson for Sdk {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        let v2 = j.get("v2").ok_or("missing field `v2`")?;
+        let v3 = j.get("v3").ok_or("missing field `v3`")?;
+        Ok(Sdk {
+            v2: SdkV2 {
+                package: req(v2, "package")?,
+                pytorch: req(v2, "pytorch")?,
+                smp_pytorch: req(v2, "smp_pytorch")?,
+                huggingface: req(v2, "huggingface")?,
+            },
+            v3: SdkV3 {
+                package: req(v3, "package")?,
+                pytorch: req(v3, "pytorch")?,
+                smp_pytorch: req(v3, "smp_pytorch")?,
+            },
+        })
+    }
+}
+
 fn sdk() -> &'static Sdk {
     static SDK: OnceLock<Sdk> = OnceLock::new();
     SDK.get_or_init(|| {
-        serde_json::from_str(include_str!("../data/sdk.json"))
+        crate::json::parse(include_str!("../data/sdk.json"))
+            .map_err(|e| e.to_string())
+            .and_then(|j| Sdk::from_json(&j))
             .expect("data/sdk.json is valid (checked by tests)")
     })
 }

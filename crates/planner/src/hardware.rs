@@ -1,34 +1,26 @@
 //! GPUs and SageMaker training instances, read from `data/hardware.json`
 //! (a copy of ../shared/data/hardware.json; every entry names its source).
 
-use serde::{Deserialize, Serialize};
+use crate::json::{opt, req, FromJson, Json};
+use serde::Serialize;
 use std::sync::OnceLock;
 
 /// One GPU model. Peaks are dense (non-sparse) TFLOP/s per GPU.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Gpu {
     pub id: String,
     /// Marketed memory in decimal GB.
     pub memory_gb: f64,
     /// What `nvidia-smi`/PyTorch can allocate, in GiB, where known.
-    #[serde(default)]
     pub usable_gib_approx: Option<f64>,
     pub mem_bw_tbs: f64,
-    #[serde(default)]
     pub bf16_dense_tflops: Option<f64>,
-    #[serde(default)]
     pub fp8_dense_tflops: Option<f64>,
-    #[serde(default)]
     pub fp4_dense_tflops: Option<f64>,
-    #[serde(default)]
     pub fp32_tflops: Option<f64>,
-    #[serde(default)]
     pub fp8_tensor_cores: bool,
-    #[serde(default)]
     pub fp4_tensor_cores: bool,
-    #[serde(default)]
     pub nvlink_gbs_per_gpu: Option<f64>,
-    #[serde(default)]
     pub source: String,
 }
 
@@ -49,14 +41,12 @@ impl Gpu {
 }
 
 /// One SageMaker training instance type.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Instance {
     pub instance_type: String,
     pub gpu: String,
     pub gpu_count: u64,
-    #[serde(default)]
     pub efa_supported: bool,
-    #[serde(default)]
     pub multi_node_efa_training: bool,
     /// On-demand SageMaker training price, USD per instance-hour, us-east-1,
     /// from data/sagemaker_prices.csv (hardware.json's recalled prices are
@@ -76,9 +66,8 @@ pub struct Instance {
     #[serde(skip)]
     pub sold_by_plan_only: bool,
     /// Network bandwidth per instance in Gbit/s: a number, "up to N", or absent.
-    #[serde(default)]
-    pub network_gbps: serde_json::Value,
-    #[serde(default)]
+    #[serde(skip)]
+    pub network_gbps: Json,
     pub source: String,
 }
 
@@ -89,8 +78,8 @@ impl Instance {
     pub fn network_gbps(&self) -> f64 {
         let unknown = if self.efa_supported { 100.0 } else { 10.0 };
         match &self.network_gbps {
-            serde_json::Value::Number(n) => n.as_f64().unwrap_or(unknown),
-            serde_json::Value::String(s) => s
+            Json::Num(n) => *n,
+            Json::Str(s) => s
                 .trim_start_matches("up to ")
                 .parse::<f64>()
                 .map(|x| x / 4.0)
@@ -147,10 +136,56 @@ fn price_instances(instances: &mut [Instance]) {
     }
 }
 
-#[derive(Deserialize)]
 struct Catalog {
     gpus: Vec<Gpu>,
     instances: Vec<Instance>,
+}
+
+impl FromJson for Gpu {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(Gpu {
+            id: req(j, "id")?,
+            memory_gb: req(j, "memory_gb")?,
+            usable_gib_approx: opt(j, "usable_gib_approx")?,
+            mem_bw_tbs: req(j, "mem_bw_tbs")?,
+            bf16_dense_tflops: opt(j, "bf16_dense_tflops")?,
+            fp8_dense_tflops: opt(j, "fp8_dense_tflops")?,
+            fp4_dense_tflops: opt(j, "fp4_dense_tflops")?,
+            fp32_tflops: opt(j, "fp32_tflops")?,
+            fp8_tensor_cores: opt(j, "fp8_tensor_cores")?.unwrap_or(false),
+            fp4_tensor_cores: opt(j, "fp4_tensor_cores")?.unwrap_or(false),
+            nvlink_gbs_per_gpu: opt(j, "nvlink_gbs_per_gpu")?,
+            source: opt(j, "source")?.unwrap_or_default(),
+        })
+    }
+}
+
+impl FromJson for Instance {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(Instance {
+            instance_type: req(j, "instance_type")?,
+            gpu: req(j, "gpu")?,
+            gpu_count: req(j, "gpu_count")?,
+            efa_supported: opt(j, "efa_supported")?.unwrap_or(false),
+            multi_node_efa_training: opt(j, "multi_node_efa_training")?.unwrap_or(false),
+            price_usd_hr: None,
+            price_basis: PriceBasis::Unknown,
+            price_as_of: String::new(),
+            ec2_usd_hr: None,
+            sold_by_plan_only: false,
+            network_gbps: j.get("network_gbps").cloned().unwrap_or(Json::Null),
+            source: opt(j, "source")?.unwrap_or_default(),
+        })
+    }
+}
+
+impl FromJson for Catalog {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(Catalog {
+            gpus: req(j, "gpus")?,
+            instances: req(j, "instances")?,
+        })
+    }
 }
 
 /// ml.p6e-gb200.36xlarge is sold only inside P6e-GB200 UltraServers, whose
@@ -165,9 +200,11 @@ pub const GIB: u64 = 1 << 30;
 fn catalog() -> &'static Catalog {
     static CATALOG: OnceLock<Catalog> = OnceLock::new();
     CATALOG.get_or_init(|| {
-        let mut c: Catalog =
-            serde_json::from_str(include_str!(concat!(env!("OUT_DIR"), "/hardware.json")))
-                .expect("data/hardware.json is valid (checked by tests)");
+        let text = include_str!(concat!(env!("OUT_DIR"), "/hardware.json"));
+        let mut c = crate::json::parse(text)
+            .map_err(|e| e.to_string())
+            .and_then(|j| Catalog::from_json(&j))
+            .expect("data/hardware.json is valid (checked by tests)");
         price_instances(&mut c.instances);
         c
     })
@@ -201,7 +238,7 @@ pub fn custom(c: &crate::plan::CustomGpu) -> (Gpu, Instance) {
         price_as_of: String::new(),
         ec2_usd_hr: None,
         sold_by_plan_only: false,
-        network_gbps: serde_json::Value::from(c.network_gbps),
+        network_gbps: Json::Num(c.network_gbps),
         source: "entered by the user".into(),
     };
     (gpu, instance)

@@ -9,6 +9,7 @@ pub mod calibration;
 pub mod cost;
 pub mod export;
 pub mod hardware;
+pub mod json;
 pub mod measured;
 pub mod memory;
 pub mod plan;

@@ -3,37 +3,51 @@
 //! and cost are then re-based on the measured speed.
 
 use crate::bundle::MEASURED_TAG;
+use crate::json::{opt, req, FromJson, Json};
 use crate::plan::{Lang, Plan};
 use crate::report::Report;
 use crate::text::{fill, Text};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// The format version of the line this planner reads.
 pub const LINE_VERSION: u64 = 1;
 
 /// What train.py measured (its `report_measured`).
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Measured {
     pub v: u64,
-    #[serde(default)]
     pub plan: String,
-    #[serde(default)]
     pub gpu: String,
     pub world_size: u64,
-    #[serde(default)]
     pub steps: u64,
-    #[serde(default)]
     pub measured_steps: u64,
     pub step_time_s: Option<f64>,
     pub tokens_per_second_per_gpu: Option<f64>,
     /// Per rank, GiB; absent on CPU.
-    #[serde(default)]
     pub max_memory_allocated_gib: Option<Vec<f64>>,
-    #[serde(default)]
     pub max_memory_reserved_gib: Option<Vec<f64>>,
     /// The compute path the script took (a fallback says so).
-    #[serde(default)]
     pub compute: String,
+}
+
+/// As train.py's `report_measured` writes it; fields it may leave out are
+/// empty, and the line's version decides the rest.
+impl FromJson for Measured {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(Measured {
+            v: req(j, "v")?,
+            plan: opt(j, "plan")?.unwrap_or_default(),
+            gpu: opt(j, "gpu")?.unwrap_or_default(),
+            world_size: req(j, "world_size")?,
+            steps: opt(j, "steps")?.unwrap_or(0),
+            measured_steps: opt(j, "measured_steps")?.unwrap_or(0),
+            step_time_s: opt(j, "step_time_s")?,
+            tokens_per_second_per_gpu: opt(j, "tokens_per_second_per_gpu")?,
+            max_memory_allocated_gib: opt(j, "max_memory_allocated_gib")?,
+            max_memory_reserved_gib: opt(j, "max_memory_reserved_gib")?,
+            compute: opt(j, "compute")?.unwrap_or_default(),
+        })
+    }
 }
 
 /// Why a pasted line cannot be compared.
@@ -73,7 +87,8 @@ pub fn parse(text: &str) -> Result<Measured, Problem> {
         .rev()
         .find_map(|l| l.split_once(MEASURED_TAG).map(|(_, rest)| rest.trim()))
         .ok_or(Problem::NotALine)?;
-    let m: Measured = serde_json::from_str(line).map_err(|e| Problem::Json(e.to_string()))?;
+    let json = crate::json::parse(line).map_err(|e| Problem::Json(e.to_string()))?;
+    let m = Measured::from_json(&json).map_err(Problem::Json)?;
     if m.v != LINE_VERSION {
         return Err(Problem::Version(m.v));
     }

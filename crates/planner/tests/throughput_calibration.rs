@@ -710,3 +710,13 @@ fn moe_note_states_the_cross_validated_scatter() {
         );
     }
 }
+
+/// The page reads data/coverage.json with planner::json (not serde_json):
+/// what it reads serialises back to the very file.
+#[test]
+fn shipped_coverage_reads_back_to_its_file() {
+    let c = planner::accuracy::shipped();
+    assert!(c.throughput.rows > 0 && !c.groups.is_empty() && !c.memory_oracle.is_empty());
+    let text = serde_json::to_string_pretty(c).unwrap();
+    assert_eq!(text.trim(), planner::accuracy::COVERAGE_JSON.trim());
+}
