@@ -152,6 +152,23 @@ await test('copy as Markdown: a summary with verdict, cost, warnings and the lin
   assert(ru.includes('помещается') && ru.includes('Стоимость'), ru);
 });
 
+await test('Russian is fetched only when shown: RU loads it and the page switches', async (page) => {
+  const fetched = [];
+  page.on('request', (r) => { if (r.url().endsWith('/lang/ru.txt')) fetched.push(r.url()); });
+  await open(page, base + '?lang=en');
+  assert(fetched.length === 0, 'an English page does not fetch the Russian catalog');
+  await page.click('#lang-ru');
+  await page.waitForFunction(() => document.body.textContent.includes('Поместится ли обучение LLM'));
+  assert(page.url().includes('lang=ru'), 'the link says ru: ' + page.url());
+  assert(/помещается|не помещается/i.test(await page.textContent('#verdict')), 'the verdict is in Russian');
+  await page.click('#lang-en');
+  await page.click('#lang-ru');
+  assert(fetched.length === 1, 'fetched once: ' + fetched.length);
+  // A link that opens in Russian shows Russian from the first render.
+  await open(page, base + '?lang=ru');
+  assert((await page.textContent('body')).includes('Поместится ли обучение LLM'), 'Russian at once');
+});
+
 await test('twenty random plans survive the round trip', async (page, ctx) => {
   let seed = 12345;
   const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
@@ -366,7 +383,7 @@ await test('pin and compare: pin, change precision, copy the link, reopen it; Co
 });
 
 await test('a WebAssembly trap (a panic in the release build) shows the crash notice', async (page) => {
-  await open(page, base + '?lang=en');
+  await open(page, base + '?lang=ru');
   const raise = (wasm) => page.evaluate((wasm) => dispatchEvent(new ErrorEvent('error', {
     error: wasm ? new WebAssembly.RuntimeError('unreachable') : new Error('not ours') })), wasm);
   await raise(false);

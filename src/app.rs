@@ -26,7 +26,7 @@ fn initial_plan() -> (Plan, Vec<Notice>) {
 }
 
 /// The browser's preferred language, when the link does not say.
-fn browser_lang() -> Lang {
+pub fn browser_lang() -> Lang {
     let nav = web_sys::window().map(|w| w.navigator());
     let l = nav.and_then(|n| n.language()).unwrap_or_default();
     if l.to_ascii_lowercase().starts_with("ru") {
@@ -146,9 +146,9 @@ pub fn App() -> impl IntoView {
                 <CopyButton ctx=ctx id="copy-markdown" label=Text::CopyAsMarkdown done=Text::MarkdownCopied what=plan_markdown />
                 <div class="lang" role="group" aria-label=format!("{} / {}", tr(Lang::En, Text::Language), tr(Lang::Ru, Text::Language))>
                     <button type="button" id="lang-en" aria-pressed=move || (lang.get() == Lang::En).to_string()
-                        on:click=move |_| ctx.set("lang", "en")>"EN"</button>
+                        on:click=move |_| crate::russian::switch(ctx, Lang::En)>"EN"</button>
                     <button type="button" id="lang-ru" aria-pressed=move || (lang.get() == Lang::Ru).to_string()
-                        on:click=move |_| ctx.set("lang", "ru")>"RU"</button>
+                        on:click=move |_| crate::russian::switch(ctx, Lang::Ru)>"RU"</button>
                 </div>
             </div>
         </header>

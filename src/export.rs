@@ -200,10 +200,18 @@ async fn bundle_zip(plan: &planner::Plan, launcher: Format) -> Result<Vec<u8>, S
     )))
 }
 
-async fn fetch_text(url: &str) -> Result<String, String> {
+/// A file of the site, as text.
+pub async fn fetch_text(url: &str) -> Result<String, String> {
     use wasm_bindgen_futures::JsFuture;
     let window = web_sys::window().ok_or("no window")?;
-    let failed = |e: wasm_bindgen::JsValue| format!("{url}: {e:?}");
+    let failed = |e: wasm_bindgen::JsValue| {
+        format!(
+            "{url}: {}",
+            js_sys::JSON::stringify(&e)
+                .map(String::from)
+                .unwrap_or_default()
+        )
+    };
     let response: web_sys::Response = JsFuture::from(window.fetch_with_str(url))
         .await
         .map_err(failed)?

@@ -14,6 +14,12 @@ pub fn install() {
         web_sys::console::error_1(&format!("Train Planner panicked: {info}").into());
         show_crash_message();
     }));
+    set_crash_text();
+}
+
+/// Leave the notice's text on `<html>` for index.html's handler (again once
+/// the Russian catalog is loaded).
+pub fn set_crash_text() {
     let root = web_sys::window()
         .and_then(|w| w.document())
         .and_then(|d| d.document_element());
@@ -22,13 +28,15 @@ pub fn install() {
     }
 }
 
-/// The notice in both languages (the page's language is unknown after a crash).
+/// The notice in both languages (the page's language is unknown after a
+/// crash); English alone while the Russian catalog is not loaded.
 fn crash_text() -> String {
-    format!(
-        "{} / {}",
-        t(Lang::En, Text::Crashed),
-        t(Lang::Ru, Text::Crashed)
-    )
+    let en = t(Lang::En, Text::Crashed);
+    if planner::text::russian_loaded() {
+        format!("{en} / {}", t(Lang::Ru, Text::Crashed))
+    } else {
+        en.to_string()
+    }
 }
 
 /// Put a visible "something went wrong" notice at the top of the page

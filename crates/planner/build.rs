@@ -40,7 +40,14 @@ fn strip_csv(text: &str) -> String {
 fn main() {
     let out = env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     let lean = env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("wasm32");
-    for name in ["hardware.json", "models.json", "sagemaker_prices.csv"] {
+    let names = [
+        "hardware.json",
+        "models.json",
+        "sagemaker_prices.csv",
+        "coverage.json",
+        "sdk.json",
+    ];
+    for name in names {
         println!("cargo:rerun-if-changed=data/{name}");
         let text = fs::read_to_string(Path::new("data").join(name)).expect("data file");
         let text = match (lean, name.ends_with(".json")) {

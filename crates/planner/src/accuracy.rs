@@ -582,7 +582,7 @@ pub fn compute() -> Coverage {
 }
 
 /// The coverage the labels quote, as `plan calibrate --coverage` wrote it.
-pub const COVERAGE_JSON: &str = include_str!("../data/coverage.json");
+pub const COVERAGE_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/coverage.json"));
 
 /// A file that does not parse (mid-regeneration) means nothing is checked:
 /// every label says "derived", and the currency test fails.

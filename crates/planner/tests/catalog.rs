@@ -1,7 +1,7 @@
 //! The text catalogs (`crates/planner/src/text/`): every id has a text in
 //! both languages with the same `{placeholders}`, every id is used by the
 //! planner or the page, and no user-facing Russian is written outside the
-//! Russian catalog (a missing id does not compile: `ru.rs` is an exhaustive match).
+//! Russian catalog (`ru.txt` lists every id of `en.rs`, in its order).
 
 use planner::plan::Lang;
 use planner::text::{fill, placeholders, t, Text};
@@ -50,14 +50,36 @@ fn every_text_exists_in_both_languages_with_the_same_placeholders() {
     }
 }
 
-/// The catalogs are packed by position: `ru.rs` lists the ids in `en.rs`'s order.
+/// The page reads `ru.txt` by position: it lists every id of `en.rs`, once,
+/// in `en.rs`'s order, and a catalog with a text missing is refused.
 #[test]
 fn russian_catalog_follows_the_english_order() {
-    let ru = planner::text::russian_order();
-    assert_eq!(ru.len(), Text::ALL.len());
-    for (i, (a, b)) in Text::ALL.iter().zip(ru).enumerate() {
-        assert_eq!(a, b, "entry {i}: en.rs has {a:?}, ru.rs has {b:?}");
+    let ru = planner::text::parse_catalog(planner::text::RUSSIAN_CATALOG).expect("ru.txt reads");
+    let ids: Vec<&str> = ru.iter().map(|(id, _)| *id).collect();
+    let want: Vec<String> = Text::ALL.iter().map(|id| format!("{id:?}")).collect();
+    for (i, (a, b)) in want.iter().zip(&ids).enumerate() {
+        assert_eq!(a, b, "entry {i}: en.rs has {a}, ru.txt has {b}");
     }
+    assert_eq!(
+        ids.len(),
+        want.len(),
+        "ru.txt has {} entries for {} ids",
+        ids.len(),
+        want.len()
+    );
+    let short: String = planner::text::RUSSIAN_CATALOG
+        .lines()
+        .skip(8)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        planner::text::load_russian(&short).is_err(),
+        "a catalog with texts missing is refused"
+    );
+    assert!(
+        planner::text::parse_catalog("Fits => fits").is_err(),
+        "a line without quotes is refused"
+    );
 }
 
 #[test]

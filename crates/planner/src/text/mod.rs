@@ -1,7 +1,12 @@
 //! User-facing text, keyed by stable ids, in one catalog per language:
-//! `en.rs` (which also declares the ids) and `ru.rs` (an exhaustive match, so
-//! a missing translation does not compile). The planner, the page and the
-//! CLI look every sentence up here; a translator reads one file per language.
+//! `en.rs` (which also declares the ids) and `ru.txt` (the same ids in the
+//! same order, each with its translation; the catalog tests catch a missing,
+//! extra or misplaced one). The planner, the page and the CLI look every
+//! sentence up here; a translator reads one file per language.
+//!
+//! The CLI and the tests compile `ru.txt` in (feature `bundled-ru`, on by
+//! default). The page leaves it out and fetches it the first time it shows
+//! Russian (`load_russian`): English readers do not download it (#14).
 //!
 //! Templates name their values in braces, `{gpu}`; `fill` substitutes them in
 //! one pass (a value is never re-read as a template) and the tests check that
@@ -33,24 +38,7 @@ macro_rules! catalog {
     };
 }
 
-/// The Russian catalog, in the English catalog's order (a test checks the
-/// order), packed the same way. The match below is never called: it makes a
-/// missing or unknown id a compile error.
-macro_rules! translations {
-    ($($id:ident => $text:literal,)*) => {
-        pub(super) const ORDER: &[super::Text] = &[$(super::Text::$id,)*];
-        pub(super) const RUSSIAN: &str = concat!($($text, "\u{1f}",)*);
-        #[allow(dead_code)]
-        fn exhaustive(id: super::Text) {
-            match id {
-                $(super::Text::$id => {})*
-            }
-        }
-    };
-}
-
 mod en;
-mod ru;
 
 pub use en::Text;
 
@@ -73,18 +61,66 @@ fn lookup(packed: &'static str, table: &OnceLock<Vec<(u32, u32)>>, id: Text) -> 
     &packed[a as usize..b as usize]
 }
 
-/// The ids in the Russian catalog's order (equal to `Text::ALL`, tested).
-pub fn russian_order() -> &'static [Text] {
-    ru::ORDER
+/// The Russian catalog as the CLI and the tests compile it in.
+#[cfg(feature = "bundled-ru")]
+pub const RUSSIAN_CATALOG: &str = include_str!("ru.txt");
+
+/// The Russian texts, in `Text::ALL` order, once read.
+static RUSSIAN: OnceLock<Vec<String>> = OnceLock::new();
+
+/// Each entry of a catalog file: its id and its text. Lines are
+/// `Id => "text",` (a `\"` inside is a quote); `//` lines and blank lines
+/// are skipped.
+pub fn parse_catalog(file: &str) -> Result<Vec<(&str, String)>, String> {
+    let mut out = Vec::new();
+    for (n, line) in file.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with("//") {
+            continue;
+        }
+        let entry = line
+            .split_once(" => \"")
+            .and_then(|(id, rest)| Some((id, rest.strip_suffix("\",")?)));
+        let (id, text) = entry.ok_or_else(|| format!("line {}: not `Id => \"text\",`", n + 1))?;
+        out.push((id, text.replace("\\\"", "\"")));
+    }
+    Ok(out)
 }
 
-/// The text of `id` in `lang`, as written in its catalog.
+/// Read the Russian catalog (`ru.txt`, as the page fetches it). It must
+/// list as many texts as there are ids; the tests check their order.
+pub fn load_russian(file: &str) -> Result<(), String> {
+    let texts: Vec<String> = parse_catalog(file)?.into_iter().map(|(_, t)| t).collect();
+    if texts.len() != Text::ALL.len() {
+        return Err(format!("{} texts for {} ids", texts.len(), Text::ALL.len()));
+    }
+    let _ = RUSSIAN.set(texts);
+    Ok(())
+}
+
+fn russian() -> Option<&'static [String]> {
+    #[cfg(feature = "bundled-ru")]
+    if RUSSIAN.get().is_none() {
+        load_russian(RUSSIAN_CATALOG).expect("ru.txt reads (tested)");
+    }
+    RUSSIAN.get().map(Vec::as_slice)
+}
+
+/// Whether Russian can be shown (always, where the catalog is compiled in).
+pub fn russian_loaded() -> bool {
+    russian().is_some()
+}
+
+/// The text of `id` in `lang`, as written in its catalog. Russian that is
+/// not loaded yet reads as English.
 pub fn t(lang: Lang, id: Text) -> &'static str {
     static EN: OnceLock<Vec<(u32, u32)>> = OnceLock::new();
-    static RU: OnceLock<Vec<(u32, u32)>> = OnceLock::new();
+    let english = || lookup(en::ENGLISH, &EN, id);
     match lang {
-        Lang::En => lookup(en::ENGLISH, &EN, id),
-        Lang::Ru => lookup(ru::RUSSIAN, &RU, id),
+        Lang::En => english(),
+        Lang::Ru => russian()
+            .and_then(|texts| texts.get(id as usize))
+            .map_or_else(english, String::as_str),
     }
 }
 

@@ -1,0 +1,53 @@
+//! The Russian catalog is not in the wasm (#14): the page fetches
+//! `lang/ru.txt` (a copy of `crates/planner/src/text/ru.txt`) the first time
+//! it shows Russian, before mounting when the link or the browser asks for
+//! Russian, or when the reader presses RU. Until then, and if the fetch
+//! fails, Russian texts read as English.
+
+use crate::app::Ctx;
+use planner::plan::{Lang, Plan};
+
+/// Where Trunk copies the catalog (index.html).
+pub const URL: &str = "lang/ru.txt";
+
+/// Fetch and read the catalog, once.
+pub async fn load() -> Result<(), String> {
+    if planner::text::russian_loaded() {
+        return Ok(());
+    }
+    let file = crate::export::fetch_text(URL).await?;
+    planner::text::load_russian(&file)?;
+    crate::panic::set_crash_text();
+    Ok(())
+}
+
+/// Whether the page opens in Russian: the link says `lang=ru`, or says no
+/// language and the browser prefers Russian.
+pub fn wanted_at_start() -> bool {
+    let search = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default();
+    let linked = Plan::from_query(&search).plan.lang;
+    linked.unwrap_or_else(crate::app::browser_lang) == Lang::Ru
+}
+
+/// Switch the page to `lang`, fetching the Russian catalog first if needed.
+pub fn switch(ctx: Ctx, lang: Lang) {
+    if lang == Lang::En || planner::text::russian_loaded() {
+        ctx.set("lang", lang_key(lang));
+        return;
+    }
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Err(e) = load().await {
+            web_sys::console::error_1(&format!("Russian catalog: {e}").into());
+        }
+        ctx.set("lang", "ru");
+    });
+}
+
+fn lang_key(lang: Lang) -> &'static str {
+    match lang {
+        Lang::En => "en",
+        Lang::Ru => "ru",
+    }
+}
