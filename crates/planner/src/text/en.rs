@@ -1,5 +1,5 @@
 //! The English catalog. Each line is `Id => "text"`; `{name}` marks a value.
-//! Adding a text: add its line here and its translation in `ru.rs`.
+//! Adding a text: add its line here and its translation in `ru.txt` (same place in the list).
 
 catalog! {
     // ---- plan: reading a link (plan.rs) -------------------------------------
