@@ -581,192 +581,28 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
 /// Read a Hugging Face `config.json` (Llama, Qwen2/3, Qwen3-MoE, Mistral,
 /// Mixtral, Gemma 1/2/3, gpt-oss, OLMo 2) into an architecture.
 pub fn from_hf_config(text: &str) -> Result<Architecture, ConfigError> {
-    let err = ConfigError::new;
     let root = crate::json::parse(text).map_err(|e| {
         let args: [(&str, &dyn Display); 3] = [
             ("line", &e.line),
             ("column", &e.column),
             ("detail", &e.what),
         ];
-        err(None, Text::ConfigNotJson, &args)
+        ConfigError::new(None, Text::ConfigNotJson, &args)
     })?;
     if !root.is_object() {
-        return Err(err(None, Text::ConfigNotObject, &[]));
+        return Err(ConfigError::new(None, Text::ConfigNotObject, &[]));
     }
-    let obj = &root;
     // Gemma 3 multimodal configs nest the language model under text_config.
-    let cfg = match obj.get("text_config") {
+    let cfg = match root.get("text_config") {
         Some(text_cfg) if text_cfg.is_object() => text_cfg,
-        _ => obj,
+        _ => &root,
     };
-    let model_type = cfg
-        .get("model_type")
-        .or_else(|| obj.get("model_type"))
-        .and_then(|v| v.as_str())
-        .unwrap_or("")
-        .to_string();
-    if model_type.is_empty() {
-        let types = SUPPORTED_MODEL_TYPES.join(", ");
-        return Err(err(
-            Some("model_type"),
-            Text::ConfigNoModelType,
-            &[("types", &types)],
-        ));
-    }
-    if !SUPPORTED_MODEL_TYPES.contains(&model_type.as_str()) {
-        let types = SUPPORTED_MODEL_TYPES.join(", ");
-        let args: [(&str, &dyn Display); 2] = [("model_type", &model_type), ("types", &types)];
-        return Err(err(
-            Some("model_type"),
-            Text::ConfigUnsupportedModelType,
-            &args,
-        ));
-    }
-    let int = |key: &str| -> Result<Option<u64>, ConfigError> {
-        match cfg.get(key) {
-            None | Some(crate::json::Json::Null) => Ok(None),
-            Some(v) => v.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(|| {
-                let args: [(&str, &dyn Display); 2] = [("key", &key), ("value", v)];
-                err(Some(key), Text::ConfigNotPositiveInteger, &args)
-            }),
-        }
+    let family = model_type(&root, cfg)?;
+    let c = HfConfig {
+        cfg,
+        family: &family,
     };
-    let need = |key: &str| -> Result<u64, ConfigError> {
-        int(key)?.ok_or_else(|| err(Some(key), Text::ConfigMissingKey, &[("key", &key)]))
-    };
-    let flag = |key: &str, default: bool| cfg.get(key).and_then(|v| v.as_bool()).unwrap_or(default);
-
-    let hidden = need("hidden_size")?;
-    let layers = need("num_hidden_layers")?;
-    let heads = need("num_attention_heads")?;
-    let kv_heads = int("num_key_value_heads")?.unwrap_or(heads);
-    let head_dim = match int("head_dim")? {
-        Some(d) => d,
-        None => {
-            if hidden % heads != 0 {
-                let args: [(&str, &dyn Display); 2] = [("heads", &heads), ("hidden", &hidden)];
-                return Err(err(
-                    Some("head_dim"),
-                    Text::ConfigHeadsDoNotDivideHidden,
-                    &args,
-                ));
-            }
-            hidden / heads
-        }
-    };
-    let vocab = need("vocab_size")?;
-    let family = model_type.as_str();
-    let gemma = family.starts_with("gemma");
-    let tied = flag("tie_word_embeddings", gemma);
-    let act = cfg
-        .get("hidden_activation")
-        .or_else(|| cfg.get("hidden_act"))
-        .and_then(|v| v.as_str())
-        .unwrap_or("silu");
-    let mlp = if act.starts_with("gelu") {
-        if gemma {
-            Mlp::Geglu
-        } else {
-            Mlp::Gelu
-        }
-    } else {
-        Mlp::Swiglu
-    };
-    let qkv_bias = match family {
-        "qwen2" => true,
-        "gpt_oss" => true,
-        _ => flag("attention_bias", false),
-    };
-    let o_bias = match family {
-        "gpt_oss" => true,
-        "qwen2" => false,
-        _ => flag("attention_bias", false),
-    };
-    let qk_norm = match family {
-        "qwen3" | "qwen3_moe" | "gemma3" | "gemma3_text" => QkNorm::PerHead,
-        "olmo2" => QkNorm::Full,
-        _ => QkNorm::None,
-    };
-    let norms_per_layer = if family == "gemma2" || family.starts_with("gemma3") {
-        4
-    } else {
-        2
-    };
-    let max_context = int("max_position_embeddings")?.unwrap_or(0);
-    let moe = match family {
-        "mixtral" | "qwen3_moe" | "gpt_oss" => {
-            let experts = int("num_local_experts")?
-                .or(int("num_experts")?)
-                .ok_or_else(|| err(Some("num_local_experts"), Text::ConfigNoExpertCount, &[]))?;
-            let active = int("num_experts_per_tok")?
-                .or(int("experts_per_token")?)
-                .ok_or_else(|| {
-                    let key = "num_experts_per_tok";
-                    err(Some(key), Text::ConfigMissingKey, &[("key", &key)])
-                })?;
-            let expert_ffn = match int("moe_intermediate_size")? {
-                Some(f) => f,
-                None => need("intermediate_size")?,
-            };
-            Some(Moe {
-                experts: experts as u32,
-                active: active as u32,
-                shared: 0,
-                expert_ffn,
-                router_bias: family == "gpt_oss",
-            })
-        }
-        _ => None,
-    };
-    let ffn = match &moe {
-        Some(m) => int("intermediate_size")?.unwrap_or(m.expert_ffn),
-        None => need("intermediate_size")?,
-    };
-    // Sliding windows: Mistral v0.1 (all layers), Gemma 2 (every other layer),
-    // Gemma 3 (5 local : 1 global), gpt-oss (layer_types), Qwen only if enabled.
-    let window = int("sliding_window")?.unwrap_or(0);
-    let local_layers =
-        if window == 0 || (family.starts_with("qwen") && !flag("use_sliding_window", false)) {
-            0
-        } else if let Some(types) = cfg.get("layer_types").and_then(|v| v.as_array()) {
-            types
-                .iter()
-                .filter(|t| t.as_str() == Some("sliding_attention"))
-                .count() as u64
-        } else {
-            match family {
-                "gemma2" => layers.div_ceil(2),
-                "gemma3" | "gemma3_text" => {
-                    let pattern = int("sliding_window_pattern")?.unwrap_or(6).max(1);
-                    layers - layers / pattern
-                }
-                "gpt_oss" => layers.div_ceil(2),
-                "mistral" | "mixtral" => layers,
-                _ => 0,
-            }
-        };
-    let sliding_window = if local_layers > 0 { window } else { 0 };
-    let arch = Architecture {
-        layers,
-        hidden,
-        heads,
-        kv_heads,
-        head_dim,
-        ffn,
-        vocab,
-        tied,
-        mlp,
-        sliding_window,
-        local_layers,
-        qkv_bias,
-        o_bias,
-        mlp_bias: family == "gpt_oss" || flag("mlp_bias", false),
-        qk_norm,
-        norms_per_layer,
-        attn_sinks: family == "gpt_oss",
-        max_context,
-        moe,
-    };
+    let arch = c.architecture()?;
     if let Some((field, message)) = arch.validate().into_iter().next() {
         let message_ru = arch.validate_in(Lang::Ru).swap_remove(0).1;
         return Err(ConfigError {
@@ -776,4 +612,199 @@ pub fn from_hf_config(text: &str) -> Result<Architecture, ConfigError> {
         });
     }
     Ok(arch)
+}
+
+/// The config's `model_type`, one the importer understands.
+fn model_type(root: &Json, cfg: &Json) -> Result<String, ConfigError> {
+    let model_type = cfg
+        .get("model_type")
+        .or_else(|| root.get("model_type"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    let types = SUPPORTED_MODEL_TYPES.join(", ");
+    if model_type.is_empty() {
+        let args: [(&str, &dyn Display); 1] = [("types", &types)];
+        return Err(ConfigError::new(
+            Some("model_type"),
+            Text::ConfigNoModelType,
+            &args,
+        ));
+    }
+    if !SUPPORTED_MODEL_TYPES.contains(&model_type) {
+        let args: [(&str, &dyn Display); 2] = [("model_type", &model_type), ("types", &types)];
+        let id = Text::ConfigUnsupportedModelType;
+        return Err(ConfigError::new(Some("model_type"), id, &args));
+    }
+    Ok(model_type.to_string())
+}
+
+/// A config's language-model part and its family (`model_type`).
+struct HfConfig<'a> {
+    cfg: &'a Json,
+    family: &'a str,
+}
+
+impl HfConfig<'_> {
+    /// A positive whole number, if the key is there (and not null).
+    fn int(&self, key: &str) -> Result<Option<u64>, ConfigError> {
+        match self.cfg.get(key) {
+            None | Some(Json::Null) => Ok(None),
+            Some(v) => v.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(|| {
+                let args: [(&str, &dyn Display); 2] = [("key", &key), ("value", v)];
+                ConfigError::new(Some(key), Text::ConfigNotPositiveInteger, &args)
+            }),
+        }
+    }
+
+    /// A positive whole number that must be there.
+    fn need(&self, key: &str) -> Result<u64, ConfigError> {
+        self.int(key)?
+            .ok_or_else(|| ConfigError::new(Some(key), Text::ConfigMissingKey, &[("key", &key)]))
+    }
+
+    fn flag(&self, key: &str, default: bool) -> bool {
+        self.cfg
+            .get(key)
+            .and_then(|v| v.as_bool())
+            .unwrap_or(default)
+    }
+
+    fn is(&self, families: &[&str]) -> bool {
+        families.contains(&self.family)
+    }
+
+    fn gemma(&self) -> bool {
+        self.family.starts_with("gemma")
+    }
+
+    fn architecture(&self) -> Result<Architecture, ConfigError> {
+        let hidden = self.need("hidden_size")?;
+        let layers = self.need("num_hidden_layers")?;
+        let heads = self.need("num_attention_heads")?;
+        let moe = self.moe()?;
+        let (sliding_window, local_layers) = self.sliding_window(layers)?;
+        let gpt_oss = self.family == "gpt_oss";
+        Ok(Architecture {
+            layers,
+            hidden,
+            heads,
+            kv_heads: self.int("num_key_value_heads")?.unwrap_or(heads),
+            head_dim: self.head_dim(hidden, heads)?,
+            ffn: match &moe {
+                Some(m) => self.int("intermediate_size")?.unwrap_or(m.expert_ffn),
+                None => self.need("intermediate_size")?,
+            },
+            vocab: self.need("vocab_size")?,
+            tied: self.flag("tie_word_embeddings", self.gemma()),
+            mlp: self.mlp(),
+            sliding_window,
+            local_layers,
+            qkv_bias: self.is(&["qwen2", "gpt_oss"]) || self.attention_bias(),
+            o_bias: gpt_oss || (self.family != "qwen2" && self.attention_bias()),
+            mlp_bias: gpt_oss || self.flag("mlp_bias", false),
+            qk_norm: match self.family {
+                "qwen3" | "qwen3_moe" | "gemma3" | "gemma3_text" => QkNorm::PerHead,
+                "olmo2" => QkNorm::Full,
+                _ => QkNorm::None,
+            },
+            norms_per_layer: if self.family == "gemma2" || self.family.starts_with("gemma3") {
+                4
+            } else {
+                2
+            },
+            attn_sinks: gpt_oss,
+            max_context: self.int("max_position_embeddings")?.unwrap_or(0),
+            moe,
+        })
+    }
+
+    /// `attention_bias`, which Qwen2 and gpt-oss do not read.
+    fn attention_bias(&self) -> bool {
+        !self.is(&["qwen2", "gpt_oss"]) && self.flag("attention_bias", false)
+    }
+
+    /// `head_dim`, else `hidden / heads` where that divides.
+    fn head_dim(&self, hidden: u64, heads: u64) -> Result<u64, ConfigError> {
+        if let Some(d) = self.int("head_dim")? {
+            return Ok(d);
+        }
+        if !hidden.is_multiple_of(heads) {
+            let args: [(&str, &dyn Display); 2] = [("heads", &heads), ("hidden", &hidden)];
+            let id = Text::ConfigHeadsDoNotDivideHidden;
+            return Err(ConfigError::new(Some("head_dim"), id, &args));
+        }
+        Ok(hidden / heads)
+    }
+
+    /// GELU-gated for Gemma, plain GELU otherwise, else SwiGLU.
+    fn mlp(&self) -> Mlp {
+        let act = self
+            .cfg
+            .get("hidden_activation")
+            .or_else(|| self.cfg.get("hidden_act"))
+            .and_then(|v| v.as_str())
+            .unwrap_or("silu");
+        match (act.starts_with("gelu"), self.gemma()) {
+            (true, true) => Mlp::Geglu,
+            (true, false) => Mlp::Gelu,
+            (false, _) => Mlp::Swiglu,
+        }
+    }
+
+    /// The experts of Mixtral, Qwen3-MoE and gpt-oss.
+    fn moe(&self) -> Result<Option<Moe>, ConfigError> {
+        if !self.is(&["mixtral", "qwen3_moe", "gpt_oss"]) {
+            return Ok(None);
+        }
+        let experts = self
+            .int("num_local_experts")?
+            .or(self.int("num_experts")?)
+            .ok_or_else(|| {
+                ConfigError::new(Some("num_local_experts"), Text::ConfigNoExpertCount, &[])
+            })?;
+        let active = self
+            .int("num_experts_per_tok")?
+            .or(self.int("experts_per_token")?)
+            .ok_or_else(|| {
+                let key = "num_experts_per_tok";
+                ConfigError::new(Some(key), Text::ConfigMissingKey, &[("key", &key)])
+            })?;
+        let expert_ffn = match self.int("moe_intermediate_size")? {
+            Some(f) => f,
+            None => self.need("intermediate_size")?,
+        };
+        Ok(Some(Moe {
+            experts: experts as u32,
+            active: active as u32,
+            shared: 0,
+            expert_ffn,
+            router_bias: self.family == "gpt_oss",
+        }))
+    }
+
+    /// Sliding windows and how many layers use them: Mistral v0.1 (all
+    /// layers), Gemma 2 (every other layer), Gemma 3 (5 local : 1 global),
+    /// gpt-oss (`layer_types`), Qwen only if enabled.
+    fn sliding_window(&self, layers: u64) -> Result<(u64, u64), ConfigError> {
+        let window = self.int("sliding_window")?.unwrap_or(0);
+        let qwen_off = self.family.starts_with("qwen") && !self.flag("use_sliding_window", false);
+        if window == 0 || qwen_off {
+            return Ok((0, 0));
+        }
+        let types = self.cfg.get("layer_types").and_then(|v| v.as_array());
+        let local = match (types, self.family) {
+            (Some(types), _) => types
+                .iter()
+                .filter(|t| t.as_str() == Some("sliding_attention"))
+                .count() as u64,
+            (None, "gemma2" | "gpt_oss") => layers.div_ceil(2),
+            (None, "gemma3" | "gemma3_text") => {
+                let pattern = self.int("sliding_window_pattern")?.unwrap_or(6).max(1);
+                layers - layers / pattern
+            }
+            (None, "mistral" | "mixtral") => layers,
+            _ => 0,
+        };
+        Ok((if local > 0 { window } else { 0 }, local))
+    }
 }
