@@ -34,7 +34,7 @@ pub fn wanted_at_start() -> bool {
 /// Switch the page to `lang`, fetching the Russian catalog first if needed.
 pub fn switch(ctx: Ctx, lang: Lang) {
     if lang == Lang::En || planner::text::russian_loaded() {
-        ctx.set("lang", lang_key(lang));
+        ctx.set("lang", lang.key());
         return;
     }
     wasm_bindgen_futures::spawn_local(async move {
@@ -43,11 +43,4 @@ pub fn switch(ctx: Ctx, lang: Lang) {
         }
         ctx.set("lang", "ru");
     });
-}
-
-fn lang_key(lang: Lang) -> &'static str {
-    match lang {
-        Lang::En => "en",
-        Lang::Ru => "ru",
-    }
 }

@@ -588,53 +588,52 @@ pub const COVERAGE_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/coverage
 /// every label says "derived", and the currency test fails.
 pub fn shipped() -> &'static Coverage {
     static C: OnceLock<Coverage> = OnceLock::new();
-    C.get_or_init(|| {
-        crate::json::parse(COVERAGE_JSON)
-            .map_err(|e| e.to_string())
-            .and_then(|j| Coverage::from_json(&j))
-            .unwrap_or_else(|_| Coverage::empty())
-    })
+    C.get_or_init(|| crate::json::read(COVERAGE_JSON).unwrap_or_else(|_| Coverage::empty()))
 }
 
-/// The enums by the snake_case names `Serialize` gives them.
-fn snake<T: Copy + std::fmt::Debug>(all: &[T]) -> impl Fn(&str) -> Option<T> + '_ {
-    move |name: &str| {
-        all.iter().copied().find(|v| {
-            let debug = format!("{v:?}");
-            let mut snake = String::new();
-            for (i, c) in debug.chars().enumerate() {
-                if c.is_ascii_uppercase() && i > 0 {
-                    snake.push('_');
-                }
-                snake.push(c.to_ascii_lowercase());
-            }
-            snake == name
+/// The generation by the name `Serialize` gives it.
+impl FromJson for Generation {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        named(j, |s| match s {
+            "ampere" => Some(Generation::Ampere),
+            "ada" => Some(Generation::Ada),
+            "hopper" => Some(Generation::Hopper),
+            "hopper_power_capped" => Some(Generation::HopperPowerCapped),
+            "blackwell" => Some(Generation::Blackwell),
+            _ => None,
+        })
+    }
+}
+
+impl FromJson for Stack {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        named(j, |s| match s {
+            "megatron" => Some(Stack::Megatron),
+            "torchtitan" => Some(Stack::Torchtitan),
+            "hf_trainer" => Some(Stack::HfTrainer),
+            _ => None,
+        })
+    }
+}
+
+impl FromJson for LayoutKind {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        named(j, |s| match s {
+            "data_parallel" => Some(LayoutKind::DataParallel),
+            "tensor_pipeline" => Some(LayoutKind::TensorPipeline),
+            "context_parallel" => Some(LayoutKind::ContextParallel),
+            _ => None,
         })
     }
 }
 
 impl FromJson for Group {
     fn from_json(j: &Json) -> Result<Self, String> {
-        use crate::throughput::Generation as G;
-        let field = |k: &str| j.get(k).unwrap_or(&Json::Null);
-        let generations = [
-            G::Ampere,
-            G::Ada,
-            G::Hopper,
-            G::HopperPowerCapped,
-            G::Blackwell,
-        ];
-        let stacks = [Stack::Megatron, Stack::Torchtitan, Stack::HfTrainer];
-        let layouts = [
-            LayoutKind::DataParallel,
-            LayoutKind::TensorPipeline,
-            LayoutKind::ContextParallel,
-        ];
         Ok(Group {
-            generation: named(field("generation"), snake(&generations))?,
-            stack: named(field("stack"), snake(&stacks))?,
+            generation: req(j, "generation")?,
+            stack: req(j, "stack")?,
             fp8: req(j, "fp8")?,
-            layout: named(field("layout"), snake(&layouts))?,
+            layout: req(j, "layout")?,
             nvl72: req(j, "nvl72")?,
             moe: req(j, "moe")?,
         })

@@ -460,10 +460,7 @@ pub fn presets() -> &'static [Preset] {
     static PRESETS: OnceLock<Vec<Preset>> = OnceLock::new();
     PRESETS.get_or_init(|| {
         let text = include_str!(concat!(env!("OUT_DIR"), "/models.json"));
-        crate::json::parse(text)
-            .map_err(|e| e.to_string())
-            .and_then(|j| Vec::<Preset>::from_json(&j))
-            .expect("data/models.json is valid (checked by tests)")
+        crate::json::read(text).expect("data/models.json is valid (checked by tests)")
     })
 }
 
@@ -669,10 +666,6 @@ impl HfConfig<'_> {
             .unwrap_or(default)
     }
 
-    fn is(&self, families: &[&str]) -> bool {
-        families.contains(&self.family)
-    }
-
     fn gemma(&self) -> bool {
         self.family.starts_with("gemma")
     }
@@ -699,8 +692,15 @@ impl HfConfig<'_> {
             mlp: self.mlp(),
             sliding_window,
             local_layers,
-            qkv_bias: self.is(&["qwen2", "gpt_oss"]) || self.attention_bias(),
-            o_bias: gpt_oss || (self.family != "qwen2" && self.attention_bias()),
+            qkv_bias: match self.family {
+                "qwen2" | "gpt_oss" => true,
+                _ => self.flag("attention_bias", false),
+            },
+            o_bias: match self.family {
+                "gpt_oss" => true,
+                "qwen2" => false,
+                _ => self.flag("attention_bias", false),
+            },
             mlp_bias: gpt_oss || self.flag("mlp_bias", false),
             qk_norm: match self.family {
                 "qwen3" | "qwen3_moe" | "gemma3" | "gemma3_text" => QkNorm::PerHead,
@@ -716,11 +716,6 @@ impl HfConfig<'_> {
             max_context: self.int("max_position_embeddings")?.unwrap_or(0),
             moe,
         })
-    }
-
-    /// `attention_bias`, which Qwen2 and gpt-oss do not read.
-    fn attention_bias(&self) -> bool {
-        !self.is(&["qwen2", "gpt_oss"]) && self.flag("attention_bias", false)
     }
 
     /// `head_dim`, else `hidden / heads` where that divides.
@@ -753,7 +748,7 @@ impl HfConfig<'_> {
 
     /// The experts of Mixtral, Qwen3-MoE and gpt-oss.
     fn moe(&self) -> Result<Option<Moe>, ConfigError> {
-        if !self.is(&["mixtral", "qwen3_moe", "gpt_oss"]) {
+        if !matches!(self.family, "mixtral" | "qwen3_moe" | "gpt_oss") {
             return Ok(None);
         }
         let experts = self

@@ -111,31 +111,35 @@ pub fn excluded() -> Vec<(String, &'static str)> {
         .collect()
 }
 
-/// A setting the notes state as `KEY=value` (`VP=5;`, `GA=64`,
-/// `step_time_s=12.91`), read up to the first character that is not part of a number.
-pub fn stated(notes: &str, key: &str) -> Option<f64> {
+/// What follows each `KEY=` of the notes where `KEY` starts a word (so `EP=`
+/// is not read inside `DEEP=`).
+fn after_key<'a>(notes: &'a str, key: &str) -> impl Iterator<Item = &'a str> {
     let pattern = format!("{key}=");
-    notes.match_indices(&pattern).find_map(|(i, _)| {
+    let skip = pattern.len();
+    let starts: Vec<usize> = notes.match_indices(&pattern).map(|(i, _)| i).collect();
+    starts.into_iter().filter_map(move |i| {
         let starts_word = notes[..i]
             .chars()
             .next_back()
             .is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_');
-        let value: String = notes[i + pattern.len()..]
-            .chars()
-            .take_while(|c| c.is_ascii_digit() || *c == '.')
-            .collect();
-        if starts_word {
-            value.trim_end_matches('.').parse().ok()
-        } else {
-            None
-        }
+        starts_word.then(|| &notes[i + skip..])
+    })
+}
+
+/// A setting the notes state as `KEY=value` (`VP=5;`, `GA=64`,
+/// `step_time_s=12.91`), read up to the first character that is not part of a number.
+pub fn stated(notes: &str, key: &str) -> Option<f64> {
+    after_key(notes, key).find_map(|rest| {
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        rest[..end].trim_end_matches('.').parse().ok()
     })
 }
 
 /// A word the notes state as `KEY=value` (`preset=gpt-oss-120b;`).
 pub fn stated_word<'a>(notes: &'a str, key: &str) -> Option<&'a str> {
-    let pattern = format!("{key}=");
-    let (_, rest) = notes.split_once(&pattern)?;
+    let rest = after_key(notes, key).next()?;
     let end = rest
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'))
         .unwrap_or(rest.len());

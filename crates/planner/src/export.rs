@@ -128,9 +128,7 @@ impl FromJson for Sdk {
 fn sdk() -> &'static Sdk {
     static SDK: OnceLock<Sdk> = OnceLock::new();
     SDK.get_or_init(|| {
-        crate::json::parse(include_str!(concat!(env!("OUT_DIR"), "/sdk.json")))
-            .map_err(|e| e.to_string())
-            .and_then(|j| Sdk::from_json(&j))
+        crate::json::read(include_str!(concat!(env!("OUT_DIR"), "/sdk.json")))
             .expect("data/sdk.json is valid (checked by tests)")
     })
 }

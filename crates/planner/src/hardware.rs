@@ -201,10 +201,8 @@ fn catalog() -> &'static Catalog {
     static CATALOG: OnceLock<Catalog> = OnceLock::new();
     CATALOG.get_or_init(|| {
         let text = include_str!(concat!(env!("OUT_DIR"), "/hardware.json"));
-        let mut c = crate::json::parse(text)
-            .map_err(|e| e.to_string())
-            .and_then(|j| Catalog::from_json(&j))
-            .expect("data/hardware.json is valid (checked by tests)");
+        let mut c: Catalog =
+            crate::json::read(text).expect("data/hardware.json is valid (checked by tests)");
         price_instances(&mut c.instances);
         c
     })

@@ -343,6 +343,11 @@ fn quoted(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
     f.write_char('"')
 }
 
+/// A whole text read as one typed value; the error says where or what.
+pub fn read<T: FromJson>(text: &str) -> Result<T, String> {
+    T::from_json(&parse(text).map_err(|e| e.to_string())?)
+}
+
 /// A typed value read from JSON; the error names what was expected.
 pub trait FromJson: Sized {
     fn from_json(j: &Json) -> Result<Self, String>;

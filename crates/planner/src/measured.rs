@@ -87,8 +87,7 @@ pub fn parse(text: &str) -> Result<Measured, Problem> {
         .rev()
         .find_map(|l| l.split_once(MEASURED_TAG).map(|(_, rest)| rest.trim()))
         .ok_or(Problem::NotALine)?;
-    let json = crate::json::parse(line).map_err(|e| Problem::Json(e.to_string()))?;
-    let m = Measured::from_json(&json).map_err(Problem::Json)?;
+    let m: Measured = crate::json::read(line).map_err(Problem::Json)?;
     if m.v != LINE_VERSION {
         return Err(Problem::Version(m.v));
     }

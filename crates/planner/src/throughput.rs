@@ -17,7 +17,7 @@ use crate::plan::{
 use serde::Serialize;
 
 /// GPU generations, each with its own fitted efficiencies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Generation {
     Ampere,
