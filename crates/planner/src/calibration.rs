@@ -24,7 +24,7 @@ impl Row {
             .unwrap_or("")
     }
     pub fn num(&self, key: &str) -> Option<f64> {
-        self.get(key).trim().parse().ok()
+        crate::decimal::parse_f64(self.get(key).trim())
     }
 }
 
@@ -133,7 +133,7 @@ pub fn stated(notes: &str, key: &str) -> Option<f64> {
         let end = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(rest.len());
-        rest[..end].trim_end_matches('.').parse().ok()
+        crate::decimal::parse_f64(rest[..end].trim_end_matches('.'))
     })
 }
 

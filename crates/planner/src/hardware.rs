@@ -79,9 +79,7 @@ impl Instance {
         let unknown = if self.efa_supported { 100.0 } else { 10.0 };
         match &self.network_gbps {
             Json::Num(n) => *n,
-            Json::Str(s) => s
-                .trim_start_matches("up to ")
-                .parse::<f64>()
+            Json::Str(s) => crate::decimal::parse_f64(s.trim_start_matches("up to "))
                 .map(|x| x / 4.0)
                 .unwrap_or(unknown),
             _ => unknown,

@@ -243,9 +243,9 @@ impl Parser<'_> {
                 && !(digits.starts_with('0')
                     && digits[1..].starts_with(|c: char| c.is_ascii_digit()))
         };
-        match s.parse::<f64>() {
-            Ok(x) if well_formed && x.is_finite() => Ok(Json::Num(x)),
-            Ok(_) if well_formed => Err(self.error("number out of range")),
+        match crate::decimal::parse_f64(s) {
+            Some(x) if well_formed && x.is_finite() => Ok(Json::Num(x)),
+            Some(_) if well_formed => Err(self.error("number out of range")),
             _ => {
                 self.i = start;
                 Err(self.error("invalid number"))

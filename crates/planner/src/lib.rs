@@ -7,6 +7,7 @@ pub mod architecture;
 pub mod bundle;
 pub mod calibration;
 pub mod cost;
+pub mod decimal;
 pub mod export;
 pub mod hardware;
 pub mod json;

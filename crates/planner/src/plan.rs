@@ -159,8 +159,8 @@ impl Checkpointing {
             "selective" => Some(Checkpointing::Selective),
             "full" | "1" => Some(Checkpointing::Full),
             "op" => Some(Checkpointing::Op),
-            _ => match s.parse::<f64>() {
-                Ok(f) if f > 0.0 && f < 1.0 => Some(Checkpointing::Fraction(f)),
+            _ => match crate::decimal::parse_f64(s) {
+                Some(f) if f > 0.0 && f < 1.0 => Some(Checkpointing::Fraction(f)),
                 _ => None,
             },
         }
@@ -1028,16 +1028,16 @@ impl Field<'_> {
 
     /// A whole number in `lo..=hi`.
     fn int(&self, lo: u64, hi: u64) -> Result<u64, Problem> {
-        match self.value.parse::<f64>() {
-            Ok(x) if x.fract() == 0.0 && x >= lo as f64 && x <= hi as f64 => Ok(x as u64),
+        match crate::decimal::parse_f64(self.value) {
+            Some(x) if x.fract() == 0.0 && x >= lo as f64 && x <= hi as f64 => Ok(x as u64),
             _ => Err(self.bad(Text::ExpectedWholeNumber, &[("lo", &lo), ("hi", &hi)])),
         }
     }
 
     /// A finite number in `lo..=hi`.
     fn num(&self, lo: f64, hi: f64) -> Result<f64, Problem> {
-        match self.value.parse::<f64>() {
-            Ok(x) if x.is_finite() && (lo..=hi).contains(&x) => Ok(x),
+        match crate::decimal::parse_f64(self.value) {
+            Some(x) if x.is_finite() && (lo..=hi).contains(&x) => Ok(x),
             _ => Err(self.bad(Text::ExpectedNumber, &[("lo", &lo), ("hi", &hi)])),
         }
     }
