@@ -105,7 +105,9 @@ pub fn App() -> impl IntoView {
     let (plan0, notices) = initial_plan();
     let plan = RwSignal::new(plan0);
     let browser = browser_lang();
-    let lang = Signal::derive(move || plan.with(|p| p.lang).unwrap_or(browser));
+    // A memo, so that a change to the plan does not re-run every text that
+    // depends only on the language (nor rebuild the lists that show them).
+    let lang: Signal<Lang> = Memo::new(move |_| plan.with(|p| p.lang).unwrap_or(browser)).into();
     // The planner writes its messages in the plan's language.
     let report = Memo::new(move |_| {
         plan.with(|p| {

@@ -41,6 +41,9 @@ pub fn ComparePanel(ctx: Ctx) -> impl IntoView {
         ctx.plan.set(other);
     };
     move || {
+        // Redrawn when either plan changes: the tables below read the current
+        // plan and report without tracking them.
+        ctx.report.track();
         pinned.get().map(|other| {
             let report = evaluate(&other);
             view! {

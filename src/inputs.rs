@@ -256,6 +256,8 @@ fn ModelPicker(ctx: Ctx) -> impl IntoView {
     let query = RwSignal::new(String::new());
     let lang = ctx.lang;
     let err = ctx.error("model");
+    // A memo, so that the list is redrawn only when the model changes.
+    let model = Memo::new(move |_| ctx.plan.with(|p| p.model.clone()));
     view! {
         <div class="field">
             <label for="model-search">{move || tr(lang.get(), Text::SearchModels)}</label>
@@ -270,7 +272,7 @@ fn ModelPicker(ctx: Ctx) -> impl IntoView {
             }>
                 {move || {
                     let q = query.get().to_ascii_lowercase();
-                    let current = ctx.plan.with(|p| p.model.clone());
+                    let current = model.get();
                     presets().iter()
                         .filter(|p| q.is_empty() || p.name.to_ascii_lowercase().contains(&q) || p.id.contains(&q) || p.id == current)
                         .map(|p| {
@@ -281,7 +283,7 @@ fn ModelPicker(ctx: Ctx) -> impl IntoView {
                         })
                         .collect_view()
                 }}
-                {move || ctx.plan.with(|p| p.model == "custom").then(|| view! { <option value="custom" selected=true>{tr(lang.get(), Text::Custom)}</option> })}
+                {move || model.with(|m| m == "custom").then(|| view! { <option value="custom" selected=true>{tr(lang.get(), Text::Custom)}</option> })}
             </select>
             <span class="field-error" role="alert">{err}</span>
         </div>
@@ -410,9 +412,10 @@ fn SeqField(ctx: Ctx) -> impl IntoView {
                     aria-valuetext=move || ctx.plan.with(|p| p.seq.to_string())
                     prop:value=move || log().to_string()
                     on:input=move |ev| {
-                        let x: f64 = event_target_value(&ev).parse().unwrap_or(13.0);
-                        // Snap to multiples of 128 so the GEMM shapes stay aligned.
-                        let seq = ((2f64.powf(x) / 128.0).round() * 128.0).clamp(128.0, 131072.0) as u64;
+                        let x = planner::decimal::parse_f64(&event_target_value(&ev)).unwrap_or(13.0);
+                        // Snap to multiples of 128 so the GEMM shapes stay aligned
+                        // (JavaScript's pow: Rust's would link libm's 4 KB exp table).
+                        let seq = ((js_sys::Math::pow(2.0, x) / 128.0).round() * 128.0).clamp(128.0, 131072.0) as u64;
                         ctx.set("seq", &seq.to_string());
                     } />
                 <input id="seq" name="seq" type="text" inputmode="numeric" autocomplete="off"
