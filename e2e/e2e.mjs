@@ -86,6 +86,25 @@ await test('changing the sequence length changes the result and the URL', async 
   assert(/Does not fit/.test(await page.textContent('#verdict')), '8B at 128K without checkpointing does not fit');
 });
 
+// The release build redraws only what changed (rows and attributes bound one
+// by one): after a series of edits, what is on screen must be exactly what a
+// fresh page with the same link draws.
+await test('after edits, charts, code, terms and warnings are drawn as a fresh page draws them', async (page, ctx) => {
+  await open(page, base + '?lang=en');
+  await page.fill('#seq', '32768');
+  await page.selectOption('#model', 'llama-3.1-70b');
+  await page.selectOption('#instance', 'ml.p5.48xlarge');
+  await page.fill('#seq', '2048');
+  await page.selectOption('#precision', 'fp8');
+  await page.waitForFunction(() => location.search.includes('precision=fp8'));
+  const fresh = await ctx.newPage();
+  await open(fresh, page.url());
+  for (const sel of ['#instance-chart', '#seq-chart', '#export-code', '#terms', '#messages', '#model', '#instance']) {
+    const [a, b] = await Promise.all([page, fresh].map((p) => p.$eval(sel, (e) => e.outerHTML)));
+    assert(a === b, `${sel} after edits differs from a fresh page's`);
+  }
+});
+
 await test('70B at 128K on 4 x p6-b200: copy the link, reopen it, same plan and numbers', async (page, ctx) => {
   await open(page, base + '?lang=en');
   await page.selectOption('#model', 'llama-3.1-70b');
