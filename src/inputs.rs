@@ -19,156 +19,185 @@ type ArchField = (
 
 #[component]
 pub fn Inputs(ctx: Ctx) -> impl IntoView {
-    let t = move |l: Label| tr(ctx.lang.get(), l);
     view! {
         <form class="inputs" aria-label=move || tr(ctx.lang.get(), Text::PlanForm) on:submit=|ev| ev.prevent_default()>
-            <fieldset>
-                <legend>{move || t(Text::Model)}</legend>
-                <ModelPicker ctx=ctx />
-                <NumberField ctx=ctx key="params_b" label=Text::OrAboutNBillionParameters
-                    step="any" get=|p| p.params_b.map(|b| b.to_string()).unwrap_or_default() />
-                <details class="custom-arch">
-                    <summary>{move || t(Text::CustomArchitecture)}</summary>
-                    <ArchFields ctx=ctx />
-                </details>
-                <ConfigPaste ctx=ctx />
-            </fieldset>
-            <fieldset>
-                <legend>{move || t(Text::DataAndBatch)}</legend>
-                <SeqField ctx=ctx />
-                <div class="row2">
-                    <NumberField ctx=ctx key="mb" label=Text::MicroBatchPerGPU get=|p| p.micro_batch.to_string() />
-                    <NumberField ctx=ctx key="ga" label=Text::GradientAccumulation get=|p| p.grad_accum.to_string() />
-                </div>
-                <p class="derived" id="global-batch">{move || {
-                    let lang = ctx.lang.get();
-                    ctx.report.with(|r| format!("{}: {} × {} = {} {}",
-                        tr(lang, Text::GlobalBatch),
-                        num(r.global_batch_sequences as f64, 0, lang),
-                        num(ctx.plan.with(|p| p.seq) as f64, 0, lang),
-                        num(r.global_batch_tokens as f64, 0, lang),
-                        tr(lang, Text::WordTokens)))
-                }}</p>
-                <NumberField ctx=ctx key="tokens" label=Text::TrainingTokens step="any"
-                    get=|p| planner::plan::fmt_num(p.tokens) />
-                <SelectField ctx=ctx key="train" label=Text::Training
-                    options=vec![("full", Text::FullFineTuningPreTraining), ("lora", Text::LoRA), ("qlora", Text::QLoRA4BitBase)]
-                    get=|p| p.train.key().to_string() />
-                <Show when=move || plan_is(ctx, |p| p.train != planner::plan::Training::Full)>
-                    <NumberField ctx=ctx key="lora_rank" label=Text::LoRARank get=|p| p.lora_rank.to_string() />
-                </Show>
-            </fieldset>
-            <fieldset>
-                <legend>{move || t(Text::PrecisionAndMemorySavers)}</legend>
-                <SelectField ctx=ctx key="precision" label=Text::Precision
-                    options=vec![
-                        ("bf16", Text::BF16MixedFp32Master),
-                        ("bf16-pure", Text::PureBF16),
-                        ("fp8", Text::FP8TransformerEngine),
-                        ("mxfp8", Text::MXFP8Blackwell),
-                        ("nvfp4", Text::NVFP4Blackwell),
-                        ("fp32", Text::FP32),
-                    ]
-                    get=|p| p.precision.key().to_string() />
-                <SelectField ctx=ctx key="optimizer" label=Text::Optimizer
-                    options=vec![
-                        ("adamw", Text::AdamWFused),
-                        ("adamw-foreach", Text::AdamWForeach),
-                        ("adamw8bit", Text::N8BitAdamW),
-                        ("adafactor", Text::Adafactor),
-                        ("sgd", Text::SGDWithMomentum),
-                    ]
-                    get=|p| p.optimizer.key().to_string() />
-                <SelectField ctx=ctx key="ckpt" label=Text::ActivationCheckpointing
-                    options=vec![
-                        ("none", Text::CheckpointingNone),
-                        ("selective", Text::SelectiveAttentionCore),
-                        ("op", Text::SelectiveOpLevelPyTorchSAC),
-                        ("0.5", Text::HalfOfTheLayers),
-                        ("full", Text::FullEveryLayer),
-                    ]
-                    get=|p| match p.checkpointing { Checkpointing::Fraction(f) if (f - 0.5).abs() > 1e-9 => "0.5".to_string(), c => c.key() } />
-                <CheckField ctx=ctx key="offload" label=Text::OffloadActivationsToCPUSMP get=|p| p.offload />
-                <div class="row2">
-                    <SelectField ctx=ctx key="attn" label=Text::Attention
-                        options=vec![("flash", Text::FlashSDPA), ("eager", Text::EagerSScores)]
-                        get=|p| p.attention.key().to_string() />
-                    <SelectField ctx=ctx key="loss" label=Text::Loss
-                        options=vec![("plain", Text::PlainLogits), ("fused", Text::FusedChunked)]
-                        get=|p| p.loss.key().to_string() />
-                </div>
-                <SelectField ctx=ctx key="impl" label=Text::Implementation
-                    options=vec![("hf", Text::HuggingFaceTransformersTrainer), ("megatron", Text::MegatronTransformerEngine)]
-                    get=|p| p.implementation.key().to_string() />
-            </fieldset>
-            <fieldset>
-                <legend>{move || t(Text::Parallelism)}</legend>
-                <SelectField ctx=ctx key="zero" label=Text::ShardingZeROFSDP
-                    options=vec![
-                        ("0", Text::DDPZeRO0),
-                        ("1", Text::ZeRO1OptimizerStates),
-                        ("2", Text::ZeRO2FSDPSHARDGRAD),
-                        ("3", Text::ZeRO3FSDPFULLSHARD),
-                    ]
-                    get=|p| p.zero.to_string() />
-                <NumberField ctx=ctx key="shard" label=Text::HybridShardGroupEmptyAll
-                    get=|p| p.shard.map(|s| s.to_string()).unwrap_or_default() />
-                <div class="row4">
-                    <NumberField ctx=ctx key="tp" label=Text::LabelTP get=|p| p.tp.to_string() />
-                    <NumberField ctx=ctx key="pp" label=Text::LabelPP get=|p| p.pp.to_string() />
-                    <NumberField ctx=ctx key="cp" label=Text::LabelCP get=|p| p.cp.to_string() />
-                    <NumberField ctx=ctx key="ep" label=Text::LabelEP get=|p| p.ep.to_string() />
-                </div>
-                <div class="row2">
-                    <CheckField ctx=ctx key="sp" label=Text::SequenceParallel get=|p| p.sp />
-                    <CheckField ctx=ctx key="overlap" label=Text::OverlapCommunication get=|p| p.overlap />
-                    <NumberField ctx=ctx key="vp" label=Text::InterleaveVp get=|p| p.vp.to_string() />
-                    <NumberField ctx=ctx key="pp_first" label=Text::PpFirstLayers get=|p| p.pp_first.map(|n| n.to_string()).unwrap_or_default() />
-                    <NumberField ctx=ctx key="pp_last" label=Text::PpLastLayers get=|p| p.pp_last.map(|n| n.to_string()).unwrap_or_default() />
-                </div>
-            </fieldset>
-            <fieldset>
-                <legend>{move || t(Text::HardwareAndCost)}</legend>
-                <InstancePicker ctx=ctx />
-                <Show when=move || plan_is(ctx, |p| p.instance == "custom")>
-                    <div class="row2">
-                        <NumberField ctx=ctx key="gpu_mem" label=Text::GPUMemoryGB step="any" get=|p| p.custom_gpu.memory_gb.to_string() />
-                        <NumberField ctx=ctx key="gpu_bf16" label=Text::Bf16DenseTflops step="any" get=|p| p.custom_gpu.bf16_tflops.to_string() />
-                        <NumberField ctx=ctx key="gpu_fp8" label=Text::Fp8DenseTflops step="any" get=|p| p.custom_gpu.fp8_tflops.to_string() />
-                        <NumberField ctx=ctx key="gpu_bw" label=Text::HBMBandwidthTBS step="any" get=|p| p.custom_gpu.bandwidth_tbs.to_string() />
-                        <NumberField ctx=ctx key="gpu_count" label=Text::GPUsPerNode get=|p| p.custom_gpu.per_node.to_string() />
-                        <NumberField ctx=ctx key="gpu_nvlink" label=Text::NVLinkGBS0PCIe step="any" get=|p| p.custom_gpu.nvlink_gbs.to_string() />
-                    </div>
-                </Show>
-                <div class="row2">
-                    <NumberField ctx=ctx key="nodes" label=Text::InstanceCount get=|p| p.nodes.to_string() />
-                    <NumberField ctx=ctx key="price" label=Text::PriceUSDPerInstanceHour step="any"
-                        get=|p| p.price.map(|x| x.to_string()).unwrap_or_default() />
-                </div>
-                <Show when=move || plan_is(ctx, |p| planner::hardware::is_ultraserver(&p.instance))>
-                    <SelectField ctx=ctx key="ultraserver" label=Text::UltraServerLabel
-                        options=vec![("72", Text::UltraServer72), ("36", Text::UltraServer36)]
-                        get=|p| p.ultraserver.to_string() />
-                </Show>
-                <CheckField ctx=ctx key="spot" label=Text::ManagedSpotTraining get=|p| p.spot />
-                <div class="row3">
-                    <NumberField ctx=ctx key="headroom" label=Text::Headroom step="any" get=|p| p.headroom.to_string() />
-                    <NumberField ctx=ctx key="ws_gib" label=Text::WorkspacesGiB step="any" get=|p| p.workspace_gib.to_string() />
-                    <NumberField ctx=ctx key="frag" label=Text::FragmentationPercent step="any" get=|p| p.fragmentation.to_string() />
-                </div>
-            </fieldset>
-            <fieldset>
-                <legend>{move || t(Text::CheckpointSaving)}</legend>
-                <div class="row2">
-                    <NumberField ctx=ctx key="save_every" label=Text::SaveEveryNSteps get=|p| p.save_every.to_string() />
-                    <NumberField ctx=ctx key="save_bw" label=Text::WriteBandwidthGBSPer step="any" get=|p| p.save_bw.to_string() />
-                </div>
-                <SelectField ctx=ctx key="save" label=Text::WhatIsSaved
-                    options=vec![("full", Text::FullStateResumable), ("weights", Text::WeightsOnly), ("adapter", Text::LoRAAdapter)]
-                    get=|p| p.save.key().to_string() />
-                <CheckField ctx=ctx key="async_save" label=Text::AsynchronousSave get=|p| p.async_save />
-            </fieldset>
+            <fieldset>{model_inputs(ctx)}</fieldset>
+            <fieldset>{batch_inputs(ctx)}</fieldset>
+            <fieldset>{precision_inputs(ctx)}</fieldset>
+            <fieldset>{parallel_inputs(ctx)}</fieldset>
+            <fieldset>{hardware_inputs(ctx)}</fieldset>
+            <fieldset>{saving_inputs(ctx)}</fieldset>
         </form>
+    }
+}
+
+/// The model: a preset, a size, a custom shape or a pasted config.json.
+fn model_inputs(ctx: Ctx) -> impl IntoView {
+    view! {
+        <legend>{ctx.t(Text::Model)}</legend>
+        <ModelPicker ctx=ctx />
+        <NumberField ctx=ctx key="params_b" label=Text::OrAboutNBillionParameters
+            step="any" get=|p| p.params_b.map(|b| b.to_string()).unwrap_or_default() />
+        <details class="custom-arch">
+            <summary>{ctx.t(Text::CustomArchitecture)}</summary>
+            <ArchFields ctx=ctx />
+        </details>
+        <ConfigPaste ctx=ctx />
+    }
+}
+
+/// Sequence length, batch, tokens and the kind of training.
+fn batch_inputs(ctx: Ctx) -> impl IntoView {
+    view! {
+        <legend>{ctx.t(Text::DataAndBatch)}</legend>
+        <SeqField ctx=ctx />
+        <div class="row2">
+            <NumberField ctx=ctx key="mb" label=Text::MicroBatchPerGPU get=|p| p.micro_batch.to_string() />
+            <NumberField ctx=ctx key="ga" label=Text::GradientAccumulation get=|p| p.grad_accum.to_string() />
+        </div>
+        <p class="derived" id="global-batch">{move || {
+            let lang = ctx.lang.get();
+            ctx.report.with(|r| format!("{}: {} × {} = {} {}",
+                tr(lang, Text::GlobalBatch),
+                num(r.global_batch_sequences as f64, 0, lang),
+                num(ctx.plan.with(|p| p.seq) as f64, 0, lang),
+                num(r.global_batch_tokens as f64, 0, lang),
+                tr(lang, Text::WordTokens)))
+        }}</p>
+        <NumberField ctx=ctx key="tokens" label=Text::TrainingTokens step="any"
+            get=|p| planner::plan::fmt_num(p.tokens) />
+        <SelectField ctx=ctx key="train" label=Text::Training
+            options=vec![("full", Text::FullFineTuningPreTraining), ("lora", Text::LoRA), ("qlora", Text::QLoRA4BitBase)]
+            get=|p| p.train.key().to_string() />
+        <Show when=move || plan_is(ctx, |p| p.train != planner::plan::Training::Full)>
+            <NumberField ctx=ctx key="lora_rank" label=Text::LoRARank get=|p| p.lora_rank.to_string() />
+        </Show>
+    }
+}
+
+/// Precision, optimizer, checkpointing and the kernels that save memory.
+fn precision_inputs(ctx: Ctx) -> impl IntoView {
+    view! {
+        <legend>{ctx.t(Text::PrecisionAndMemorySavers)}</legend>
+        <SelectField ctx=ctx key="precision" label=Text::Precision
+            options=vec![
+                ("bf16", Text::BF16MixedFp32Master),
+                ("bf16-pure", Text::PureBF16),
+                ("fp8", Text::FP8TransformerEngine),
+                ("mxfp8", Text::MXFP8Blackwell),
+                ("nvfp4", Text::NVFP4Blackwell),
+                ("fp32", Text::FP32),
+            ]
+            get=|p| p.precision.key().to_string() />
+        <SelectField ctx=ctx key="optimizer" label=Text::Optimizer
+            options=vec![
+                ("adamw", Text::AdamWFused),
+                ("adamw-foreach", Text::AdamWForeach),
+                ("adamw8bit", Text::N8BitAdamW),
+                ("adafactor", Text::Adafactor),
+                ("sgd", Text::SGDWithMomentum),
+            ]
+            get=|p| p.optimizer.key().to_string() />
+        <SelectField ctx=ctx key="ckpt" label=Text::ActivationCheckpointing
+            options=vec![
+                ("none", Text::CheckpointingNone),
+                ("selective", Text::SelectiveAttentionCore),
+                ("op", Text::SelectiveOpLevelPyTorchSAC),
+                ("0.5", Text::HalfOfTheLayers),
+                ("full", Text::FullEveryLayer),
+            ]
+            get=|p| match p.checkpointing { Checkpointing::Fraction(f) if (f - 0.5).abs() > 1e-9 => "0.5".to_string(), c => c.key() } />
+        <CheckField ctx=ctx key="offload" label=Text::OffloadActivationsToCPUSMP get=|p| p.offload />
+        <div class="row2">
+            <SelectField ctx=ctx key="attn" label=Text::Attention
+                options=vec![("flash", Text::FlashSDPA), ("eager", Text::EagerSScores)]
+                get=|p| p.attention.key().to_string() />
+            <SelectField ctx=ctx key="loss" label=Text::Loss
+                options=vec![("plain", Text::PlainLogits), ("fused", Text::FusedChunked)]
+                get=|p| p.loss.key().to_string() />
+        </div>
+        <SelectField ctx=ctx key="impl" label=Text::Implementation
+            options=vec![("hf", Text::HuggingFaceTransformersTrainer), ("megatron", Text::MegatronTransformerEngine)]
+            get=|p| p.implementation.key().to_string() />
+    }
+}
+
+/// Sharding and the parallel layout.
+fn parallel_inputs(ctx: Ctx) -> impl IntoView {
+    view! {
+        <legend>{ctx.t(Text::Parallelism)}</legend>
+        <SelectField ctx=ctx key="zero" label=Text::ShardingZeROFSDP
+            options=vec![
+                ("0", Text::DDPZeRO0),
+                ("1", Text::ZeRO1OptimizerStates),
+                ("2", Text::ZeRO2FSDPSHARDGRAD),
+                ("3", Text::ZeRO3FSDPFULLSHARD),
+            ]
+            get=|p| p.zero.to_string() />
+        <NumberField ctx=ctx key="shard" label=Text::HybridShardGroupEmptyAll
+            get=|p| p.shard.map(|s| s.to_string()).unwrap_or_default() />
+        <div class="row4">
+            <NumberField ctx=ctx key="tp" label=Text::LabelTP get=|p| p.tp.to_string() />
+            <NumberField ctx=ctx key="pp" label=Text::LabelPP get=|p| p.pp.to_string() />
+            <NumberField ctx=ctx key="cp" label=Text::LabelCP get=|p| p.cp.to_string() />
+            <NumberField ctx=ctx key="ep" label=Text::LabelEP get=|p| p.ep.to_string() />
+        </div>
+        <div class="row2">
+            <CheckField ctx=ctx key="sp" label=Text::SequenceParallel get=|p| p.sp />
+            <CheckField ctx=ctx key="overlap" label=Text::OverlapCommunication get=|p| p.overlap />
+            <NumberField ctx=ctx key="vp" label=Text::InterleaveVp get=|p| p.vp.to_string() />
+            <NumberField ctx=ctx key="pp_first" label=Text::PpFirstLayers get=|p| p.pp_first.map(|n| n.to_string()).unwrap_or_default() />
+            <NumberField ctx=ctx key="pp_last" label=Text::PpLastLayers get=|p| p.pp_last.map(|n| n.to_string()).unwrap_or_default() />
+        </div>
+    }
+}
+
+/// The instance, its count and price, and the memory kept free.
+fn hardware_inputs(ctx: Ctx) -> impl IntoView {
+    view! {
+        <legend>{ctx.t(Text::HardwareAndCost)}</legend>
+        <InstancePicker ctx=ctx />
+        <Show when=move || plan_is(ctx, |p| p.instance == "custom")>
+            <div class="row2">
+                <NumberField ctx=ctx key="gpu_mem" label=Text::GPUMemoryGB step="any" get=|p| p.custom_gpu.memory_gb.to_string() />
+                <NumberField ctx=ctx key="gpu_bf16" label=Text::Bf16DenseTflops step="any" get=|p| p.custom_gpu.bf16_tflops.to_string() />
+                <NumberField ctx=ctx key="gpu_fp8" label=Text::Fp8DenseTflops step="any" get=|p| p.custom_gpu.fp8_tflops.to_string() />
+                <NumberField ctx=ctx key="gpu_bw" label=Text::HBMBandwidthTBS step="any" get=|p| p.custom_gpu.bandwidth_tbs.to_string() />
+                <NumberField ctx=ctx key="gpu_count" label=Text::GPUsPerNode get=|p| p.custom_gpu.per_node.to_string() />
+                <NumberField ctx=ctx key="gpu_nvlink" label=Text::NVLinkGBS0PCIe step="any" get=|p| p.custom_gpu.nvlink_gbs.to_string() />
+            </div>
+        </Show>
+        <div class="row2">
+            <NumberField ctx=ctx key="nodes" label=Text::InstanceCount get=|p| p.nodes.to_string() />
+            <NumberField ctx=ctx key="price" label=Text::PriceUSDPerInstanceHour step="any"
+                get=|p| p.price.map(|x| x.to_string()).unwrap_or_default() />
+        </div>
+        <Show when=move || plan_is(ctx, |p| planner::hardware::is_ultraserver(&p.instance))>
+            <SelectField ctx=ctx key="ultraserver" label=Text::UltraServerLabel
+                options=vec![("72", Text::UltraServer72), ("36", Text::UltraServer36)]
+                get=|p| p.ultraserver.to_string() />
+        </Show>
+        <CheckField ctx=ctx key="spot" label=Text::ManagedSpotTraining get=|p| p.spot />
+        <div class="row3">
+            <NumberField ctx=ctx key="headroom" label=Text::Headroom step="any" get=|p| p.headroom.to_string() />
+            <NumberField ctx=ctx key="ws_gib" label=Text::WorkspacesGiB step="any" get=|p| p.workspace_gib.to_string() />
+            <NumberField ctx=ctx key="frag" label=Text::FragmentationPercent step="any" get=|p| p.fragmentation.to_string() />
+        </div>
+    }
+}
+
+/// How often and how the checkpoints are saved.
+fn saving_inputs(ctx: Ctx) -> impl IntoView {
+    view! {
+        <legend>{ctx.t(Text::CheckpointSaving)}</legend>
+        <div class="row2">
+            <NumberField ctx=ctx key="save_every" label=Text::SaveEveryNSteps get=|p| p.save_every.to_string() />
+            <NumberField ctx=ctx key="save_bw" label=Text::WriteBandwidthGBSPer step="any" get=|p| p.save_bw.to_string() />
+        </div>
+        <SelectField ctx=ctx key="save" label=Text::WhatIsSaved
+            options=vec![("full", Text::FullStateResumable), ("weights", Text::WeightsOnly), ("adapter", Text::LoRAAdapter)]
+            get=|p| p.save.key().to_string() />
+        <CheckField ctx=ctx key="async_save" label=Text::AsynchronousSave get=|p| p.async_save />
     }
 }
 

@@ -163,49 +163,10 @@ const PP: [u64; 4] = [1, 2, 4, 8];
 const NODES: [u64; 6] = [1, 2, 4, 8, 16, 32];
 const MB: [u64; 6] = [1, 2, 4, 8, 16, 32];
 
-impl Search {
-    /// The full space around `plan`, respecting its locks.
-    pub fn new(plan: &Plan) -> Search {
+impl Space {
+    /// The axes searched around `plan`: each locked one keeps the plan's value.
+    fn around(plan: &Plan) -> Space {
         let locks = plan.locks;
-        // The user's own plan: the resolved shape, its global batch, and the baseline to beat.
-        let user = crate::evaluate(plan);
-        let arch = user.architecture.clone();
-        let counts = arch.parameter_counts();
-        let arch_adapters = arch.lora_params_per_layer(plan.lora_rank) * arch.layers as f64;
-        let global_sequences = user.global_batch_sequences.max(1);
-        let instances: Vec<InstanceInfo> = hardware::instances()
-            .iter()
-            .filter(|i| {
-                if locks.instance || plan.instance == "custom" {
-                    i.instance_type == plan.instance
-                } else {
-                    // Multi-GPU training instances, plus the smallest size of each GPU.
-                    i.gpu_count >= 4
-                        || i.instance_type == plan.instance
-                        || hardware::instances()
-                            .iter()
-                            .find(|j| j.gpu == i.gpu)
-                            .map(|j| j.instance_type == i.instance_type)
-                            == Some(true)
-                }
-            })
-            .filter_map(|i| {
-                let gpu = hardware::gpu(&i.gpu)?;
-                let price = if i.instance_type == plan.instance {
-                    plan.price.or(i.price_usd_hr)
-                } else {
-                    i.price_usd_hr
-                };
-                Some(InstanceInfo {
-                    instance: i,
-                    gpu,
-                    fabric: Fabric::of(gpu, i, plan.ultraserver),
-                    eff: throughput::efficiency(throughput::generation(gpu)),
-                    price,
-                    budget: budget_bytes(gpu.usable_bytes(), plan.headroom),
-                })
-            })
-            .collect();
         let nodes = if locks.nodes {
             vec![plan.nodes]
         } else {
@@ -246,6 +207,69 @@ impl Search {
         } else {
             MB.to_vec()
         };
+        Space {
+            instances: candidate_instances(plan),
+            nodes,
+            precisions,
+            tps,
+            pps,
+            cps,
+            zeros,
+            ckpts,
+            losses,
+            mbs,
+        }
+    }
+}
+
+/// The instance types tried: the plan's own when locked (or custom), else the
+/// multi-GPU training instances and the smallest size of each GPU.
+fn candidate_instances(plan: &Plan) -> Vec<InstanceInfo> {
+    let locks = plan.locks;
+    hardware::instances()
+        .iter()
+        .filter(|i| {
+            if locks.instance || plan.instance == "custom" {
+                i.instance_type == plan.instance
+            } else {
+                // Multi-GPU training instances, plus the smallest size of each GPU.
+                i.gpu_count >= 4
+                    || i.instance_type == plan.instance
+                    || hardware::instances()
+                        .iter()
+                        .find(|j| j.gpu == i.gpu)
+                        .map(|j| j.instance_type == i.instance_type)
+                        == Some(true)
+            }
+        })
+        .filter_map(|i| {
+            let gpu = hardware::gpu(&i.gpu)?;
+            let price = if i.instance_type == plan.instance {
+                plan.price.or(i.price_usd_hr)
+            } else {
+                i.price_usd_hr
+            };
+            Some(InstanceInfo {
+                instance: i,
+                gpu,
+                fabric: Fabric::of(gpu, i, plan.ultraserver),
+                eff: throughput::efficiency(throughput::generation(gpu)),
+                price,
+                budget: budget_bytes(gpu.usable_bytes(), plan.headroom),
+            })
+        })
+        .collect()
+}
+
+impl Search {
+    /// The full space around `plan`, respecting its locks.
+    pub fn new(plan: &Plan) -> Search {
+        // The user's own plan: the resolved shape, its global batch, and the baseline to beat.
+        let user = crate::evaluate(plan);
+        let arch = user.architecture.clone();
+        let counts = arch.parameter_counts();
+        let arch_adapters = arch.lora_params_per_layer(plan.lora_rank) * arch.layers as f64;
+        let global_sequences = user.global_batch_sequences.max(1);
         let mut work = plan.clone();
         work.shard = None;
         Search {
@@ -253,18 +277,7 @@ impl Search {
             work,
             arch,
             counts,
-            space: Space {
-                instances,
-                nodes,
-                precisions,
-                tps,
-                pps,
-                cps,
-                zeros,
-                ckpts,
-                losses,
-                mbs,
-            },
+            space: Space::around(plan),
             next_outer: 0,
             global_sequences,
             found: Vec::new(),
@@ -312,12 +325,38 @@ impl Search {
         self.result()
     }
 
+    /// One outer block: a layout on an instance type at a precision, tried
+    /// with every checkpointing, loss and micro-batch.
     fn block(&mut self, o: [usize; 7]) {
+        let inner = self.space.inner_len() as u64;
+        let info = &self.space.instances[o[0]];
+        let (nodes, precision) = (self.space.nodes[o[1]], self.space.precisions[o[2]]);
+        let Some(layout) = self.layout(o) else {
+            self.pruned += inner;
+            return;
+        };
+        if self.use_bounds && self.beaten(info.gpu, info.price, precision, nodes, layout.gpus) {
+            self.pruned += inner;
+            return;
+        }
+        let (instance, (zero, hybrid)) = (info.instance, self.space.zeros[o[6]]);
+        let w = &mut self.work;
+        if w.instance != instance.instance_type {
+            w.instance = instance.instance_type.clone();
+        }
+        w.nodes = nodes;
+        w.precision = precision;
+        (w.tp, w.pp, w.cp, w.sp, w.vp, w.ep) =
+            (layout.tp, layout.pp, layout.cp, layout.tp > 1, 1, 1);
+        w.zero = zero;
+        w.shard = hybrid.then_some(layout.shard);
+        self.inner(o, &layout);
+    }
+
+    /// The block's layout, or None where it cannot run (or repeats another).
+    fn layout(&self, o: [usize; 7]) -> Option<Layout> {
         let s = &self.space;
-        let inner = s.inner_len() as u64;
-        let i = &s.instances[o[0]];
-        let info = (i.instance, i.gpu, i.fabric, i.eff, i.price, i.budget);
-        let (instance, gpu, fabric, eff, price, budget) = info;
+        let (instance, gpu) = (s.instances[o[0]].instance, s.instances[o[0]].gpu);
         let (nodes, precision, tp, pp, cp, (zero, hybrid)) = (
             s.nodes[o[1]],
             s.precisions[o[2]],
@@ -326,22 +365,23 @@ impl Search {
             s.cps[o[5]],
             s.zeros[o[6]],
         );
-        let (ckpts, losses, mbs) = (s.ckpts.clone(), s.losses.clone(), s.mbs.clone());
         let gpn = instance.gpu_count;
         let gpus = gpn * nodes;
         let arch = &self.arch;
         // Uneven splits too: Megatron counts the embedding and loss as slots.
-        let stages = Stages::megatron(arch.layers, pp, 1);
+        let stages = Stages::megatron(arch.layers, pp, 1)?;
         let valid = (nodes == 1 || instance.multi_node_efa_training)
             && tp <= gpn
             && arch.heads.is_multiple_of(tp)
             && arch.kv_heads.is_multiple_of(tp)
-            && stages.is_some()
             && self.base.seq.is_multiple_of(cp)
             && gpus.is_multiple_of(tp * pp * cp)
             && (!precision.is_low_precision() || gpu.fp8_tensor_cores)
             && (!matches!(precision, Precision::Mxfp8 | Precision::Nvfp4) || gpu.fp4_tensor_cores);
-        let dp = if valid { gpus / (tp * pp * cp) } else { 0 };
+        if !valid {
+            return None;
+        }
+        let dp = gpus / (tp * pp * cp);
         // Hybrid sharding groups the data-parallel ranks of one node.
         let shard = if hybrid {
             (gpn / (tp * cp).min(gpn)).max(1)
@@ -349,34 +389,12 @@ impl Search {
             dp
         };
         // ZeRO over one rank is DDP, and a hybrid group as large as the whole is full sharding: count each once.
-        if !valid
-            || (zero > 0 && dp < 2)
-            || (hybrid && (shard >= dp || !dp.is_multiple_of(shard) || shard < 2))
-            || !self.global_sequences.is_multiple_of(dp.max(1))
-        {
-            self.pruned += inner;
-            return;
+        let repeats = (zero > 0 && dp < 2)
+            || (hybrid && (shard >= dp || !dp.is_multiple_of(shard) || shard < 2));
+        if repeats || !self.global_sequences.is_multiple_of(dp) {
+            return None;
         }
-        // Bound: the ideal time at every GPU's dense peak, and its cost.
-        if self.use_bounds && !self.pareto.is_empty() {
-            let peak = match precision {
-                Precision::Fp8 | Precision::Mxfp8 => gpu.fp8_dense_tflops.or(gpu.bf16_dense_tflops),
-                Precision::Nvfp4 => gpu.fp4_dense_tflops.or(gpu.fp8_dense_tflops),
-                Precision::Fp32 => gpu.fp32_tflops,
-                _ => gpu.bf16_dense_tflops,
-            }
-            .unwrap_or(1.0)
-                * 1e12;
-            let flops = throughput::model_flops_per_token(arch, &self.counts, self.base.seq)
-                * self.base.tokens;
-            let hours = flops / (gpus as f64 * peak) / 3600.0;
-            let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);
-            if self.pareto.iter().any(|f| f.hours <= hours && f.usd <= usd) {
-                self.pruned += inner;
-                return;
-            }
-        }
-        let layout = Layout {
+        Some(Layout {
             gpus,
             tp,
             pp,
@@ -384,22 +402,47 @@ impl Search {
             ep: 1,
             dp,
             shard,
-            stages: stages.unwrap_or(Stages::even(arch.layers, pp)),
-        };
-        let w = &mut self.work;
-        if w.instance != instance.instance_type {
-            w.instance = instance.instance_type.clone();
+            stages,
+        })
+    }
+
+    /// Whether a plan already found is both faster and cheaper than this
+    /// block could ever be: its ideal time at every GPU's dense peak.
+    fn beaten(
+        &self,
+        gpu: &Gpu,
+        price: Option<f64>,
+        precision: Precision,
+        nodes: u64,
+        gpus: u64,
+    ) -> bool {
+        if self.pareto.is_empty() {
+            return false;
         }
-        w.nodes = nodes;
-        w.precision = precision;
-        w.tp = tp;
-        w.pp = pp;
-        w.cp = cp;
-        w.sp = tp > 1;
-        w.vp = 1;
-        w.ep = 1;
-        w.zero = zero;
-        w.shard = hybrid.then_some(shard);
+        let peak = match precision {
+            Precision::Fp8 | Precision::Mxfp8 => gpu.fp8_dense_tflops.or(gpu.bf16_dense_tflops),
+            Precision::Nvfp4 => gpu.fp4_dense_tflops.or(gpu.fp8_dense_tflops),
+            Precision::Fp32 => gpu.fp32_tflops,
+            _ => gpu.bf16_dense_tflops,
+        }
+        .unwrap_or(1.0)
+            * 1e12;
+        let flops = throughput::model_flops_per_token(&self.arch, &self.counts, self.base.seq)
+            * self.base.tokens;
+        let hours = flops / (gpus as f64 * peak) / 3600.0;
+        let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);
+        self.pareto.iter().any(|f| f.hours <= hours && f.usd <= usd)
+    }
+
+    /// Every checkpointing, loss and micro-batch on the block's layout.
+    fn inner(&mut self, o: [usize; 7], layout: &Layout) {
+        let s = &self.space;
+        let i = &s.instances[o[0]];
+        let (instance, gpu, fabric, eff, price, budget) =
+            (i.instance, i.gpu, i.fabric, i.eff, i.price, i.budget);
+        let nodes = s.nodes[o[1]];
+        let (ckpts, losses, mbs) = (s.ckpts.clone(), s.losses.clone(), s.mbs.clone());
+        let dp = layout.dp;
         for (ci, &ck) in ckpts.iter().enumerate() {
             for (li, &loss) in losses.iter().enumerate() {
                 for (mi, &mb) in mbs.iter().enumerate() {
@@ -413,7 +456,7 @@ impl Search {
                     w.micro_batch = mb;
                     w.grad_accum = self.global_sequences / (mb * dp);
                     self.evaluated += 1;
-                    let mem = memory::breakdown(&self.arch, &self.counts, w, &layout);
+                    let mem = memory::breakdown(&self.arch, &self.counts, w, layout);
                     if mem.peak_bytes > budget {
                         if self.use_bounds {
                             // Larger micro-batches need more memory: skip them.
@@ -427,14 +470,20 @@ impl Search {
                         &self.arch,
                         &self.counts,
                         w,
-                        &layout,
+                        layout,
                         gpu,
                         &fabric,
                         &eff,
                     );
                     // The same time and cost the page shows for this plan (checkpoint saving included).
-                    let (time, _, _) =
-                        crate::cost::estimate(w, &self.counts, self.adapters, &tp, instance, gpus);
+                    let (time, _, _) = crate::cost::estimate(
+                        w,
+                        &self.counts,
+                        self.adapters,
+                        &tp,
+                        instance,
+                        layout.gpus,
+                    );
                     let hours = time.total_hours;
                     let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);
                     let f = Found {
