@@ -19,14 +19,10 @@ pub mod summary;
 /// Russian first fetches its catalog.
 pub fn start() {
     panic::install();
-    if !russian::wanted_at_start() || planner::text::russian_loaded() {
-        leptos::mount::mount_to_body(app::App);
-        return;
+    let mount = || leptos::mount::mount_to_body(app::App);
+    if russian::wanted_at_start() {
+        russian::load_then(mount);
+    } else {
+        mount();
     }
-    wasm_bindgen_futures::spawn_local(async {
-        if let Err(e) = russian::load().await {
-            web_sys::console::error_1(&format!("Russian catalog: {e}").into());
-        }
-        leptos::mount::mount_to_body(app::App);
-    });
 }

@@ -31,16 +31,24 @@ pub fn wanted_at_start() -> bool {
     linked.unwrap_or_else(crate::app::browser_lang) == Lang::Ru
 }
 
-/// Switch the page to `lang`, fetching the Russian catalog first if needed.
-pub fn switch(ctx: Ctx, lang: Lang) {
-    if lang == Lang::En || planner::text::russian_loaded() {
-        ctx.set("lang", lang.key());
-        return;
+/// Run `then` once the catalog is loaded: at once if it is, else after
+/// fetching it (a failed fetch is logged, and Russian reads as English).
+pub fn load_then(then: impl FnOnce() + 'static) {
+    if planner::text::russian_loaded() {
+        return then();
     }
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(e) = load().await {
             web_sys::console::error_1(&format!("Russian catalog: {e}").into());
         }
-        ctx.set("lang", "ru");
+        then();
     });
+}
+
+/// Switch the page to `lang`, fetching the Russian catalog first if needed.
+pub fn switch(ctx: Ctx, lang: Lang) {
+    match lang {
+        Lang::En => ctx.set("lang", lang.key()),
+        Lang::Ru => load_then(move || ctx.set("lang", lang.key())),
+    }
 }

@@ -121,17 +121,26 @@ impl FromJson for Moe {
     }
 }
 
+impl FromJson for Mlp {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        named(j, Mlp::from_key)
+    }
+}
+
+impl FromJson for QkNorm {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        named(j, |s| match s {
+            "none" => Some(QkNorm::None),
+            "per_head" => Some(QkNorm::PerHead),
+            "full" => Some(QkNorm::Full),
+            _ => None,
+        })
+    }
+}
+
 /// As `data/models.json` writes a shape (what `Serialize` writes).
 impl FromJson for Architecture {
     fn from_json(j: &Json) -> Result<Self, String> {
-        let qk_norm = |j: &Json| {
-            named(j, |s| match s {
-                "none" => Some(QkNorm::None),
-                "per_head" => Some(QkNorm::PerHead),
-                "full" => Some(QkNorm::Full),
-                _ => None,
-            })
-        };
         Ok(Architecture {
             layers: req(j, "layers")?,
             hidden: req(j, "hidden")?,
@@ -141,15 +150,11 @@ impl FromJson for Architecture {
             ffn: req(j, "ffn")?,
             vocab: req(j, "vocab")?,
             tied: req(j, "tied")?,
-            mlp: named(j.get("mlp").unwrap_or(&Json::Null), Mlp::from_key)
-                .map_err(|e| format!("`mlp`: {e}"))?,
+            mlp: req(j, "mlp")?,
             qkv_bias: opt(j, "qkv_bias")?.unwrap_or(false),
             o_bias: opt(j, "o_bias")?.unwrap_or(false),
             mlp_bias: opt(j, "mlp_bias")?.unwrap_or(false),
-            qk_norm: match j.get("qk_norm") {
-                None | Some(Json::Null) => QkNorm::None,
-                Some(v) => qk_norm(v).map_err(|e| format!("`qk_norm`: {e}"))?,
-            },
+            qk_norm: opt(j, "qk_norm")?.unwrap_or(QkNorm::None),
             norms_per_layer: opt(j, "norms_per_layer")?.unwrap_or(2),
             attn_sinks: opt(j, "attn_sinks")?.unwrap_or(false),
             max_context: opt(j, "max_context")?.unwrap_or(0),

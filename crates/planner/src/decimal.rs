@@ -12,17 +12,22 @@
 /// Parse `[+-]?(digits[.digits]|.digits)([eE][+-]?digits)?`, `inf`,
 /// `infinity` or `nan` (any case), as `str::parse::<f64>` does.
 pub fn parse_f64(s: &str) -> Option<f64> {
-    let (negative, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
+    let (negative, body) = sign(s);
     let magnitude = match body.to_ascii_lowercase().as_str() {
         "inf" | "infinity" => f64::INFINITY,
         "nan" => f64::NAN,
         _ => Decimal::read(body)?.to_f64(),
     };
     Some(if negative { -magnitude } else { magnitude })
+}
+
+/// Whether `text` starts with `-`, and the rest after a `-` or `+`.
+fn sign(text: &str) -> (bool, &str) {
+    match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    }
 }
 
 /// The significant digits (no leading or trailing zeros) and the power of
@@ -111,11 +116,7 @@ impl Decimal {
 /// The exponent after `e`: at most 18 digits count; a longer one is
 /// saturated (the value is then zero or infinite anyway).
 fn read_exponent(text: &str) -> Option<i64> {
-    let (negative, digits) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
+    let (negative, digits) = sign(text);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
