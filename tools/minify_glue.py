@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""Minify wasm-bindgen's JS glue in dist/ with terser (Trunk minifies the
-HTML and the CSS but not the glue) and update its subresource-integrity hash
-in dist/index.html, which Trunk computed before. Run by `./dev` after
-`trunk build --release` (#14's size budget)."""
+"""Minify wasm-bindgen's JS glue with terser (Trunk minifies the HTML and the
+CSS but not the glue) and update its subresource-integrity hash in
+index.html, which Trunk computed before (#14's size budget).
+
+Trunk runs this after every build (Trunk.toml's post_build hook) in its
+staging directory; debug builds are left as they are. Run by hand, it
+minifies dist/."""
 
 import base64
 import hashlib
 import pathlib
 import re
+import os
 import subprocess
 import sys
 
-DIST = pathlib.Path("dist")
-TERSER = pathlib.Path("node_modules/.bin/terser")
+DIST = pathlib.Path(os.environ.get("TRUNK_STAGING_DIR", "dist"))
+TERSER = pathlib.Path(__file__).resolve().parent.parent / "node_modules/.bin/terser"
 
 
 def sri(data: bytes) -> str:
@@ -20,6 +24,8 @@ def sri(data: bytes) -> str:
 
 
 def main() -> int:
+    if os.environ.get("TRUNK_PROFILE", "release") != "release":
+        return 0
     index = DIST / "index.html"
     html = index.read_text(encoding="utf-8")
     for js in sorted(DIST.glob("*.js")):
