@@ -222,12 +222,16 @@ impl Big {
         }
     }
 
-    /// `self / 10^k`, correctly rounded: a quotient of at least 65 bits by
-    /// binary long division, and a sticky bit for a non-zero remainder.
+    /// `self / 10^k`, correctly rounded: a quotient of 65 or 66 bits by
+    /// binary long division, and a sticky bit for a non-zero remainder. The
+    /// dividend is scaled by `2^shift` (the divisor by `2^-shift` when the
+    /// dividend is already the longer one) so that the quotient always fits
+    /// a u128 (#25: 2^128.5 overflowed it and read as 0).
     fn over_pow10(&self, k: u32) -> f64 {
         let divisor = Big(vec![1]).times_pow10(k);
-        let shift = (divisor.bits() + 65).saturating_sub(self.bits());
-        let mut rest = self.shifted_left(shift);
+        let shift = (divisor.bits() + 65) as i64 - self.bits() as i64;
+        let mut rest = self.shifted_left(shift.max(0) as u64);
+        let divisor = divisor.shifted_left((-shift).max(0) as u64);
         let mut quotient = 0u128;
         let span = rest.bits().saturating_sub(divisor.bits());
         for i in (0..=span).rev() {
@@ -241,7 +245,7 @@ impl Big {
         let q_bits = 128 - quotient.leading_zeros() as i64;
         let drop = (q_bits - 64).max(0);
         let sticky = !rest.is_zero() || quotient & ((1u128 << drop) - 1) != 0;
-        round((quotient >> drop) as u64, drop - shift as i64, sticky)
+        round((quotient >> drop) as u64, drop - shift, sticky)
     }
 }
 
@@ -362,6 +366,11 @@ mod tests {
             "500000.0",
             "3.0e-7",
             "6.02214076e23",
+            // #25: 2^128 with a fraction overflowed the quotient and read as 0.
+            "340282366920938463463374607431768211456.5",
+            "340282366920938463463374607431768211455.9999999999999999999999",
+            "1234567890123456789012345678901234567890.0000000000000000001",
+            "99999999999999999999999999999999999999999999999999.5e-10",
         ];
         for s in cases {
             same_as_std(s);
@@ -373,6 +382,17 @@ mod tests {
         same_as_std(&format!("0.{}1", "0".repeat(900)));
     }
 
+    /// How many random inputs: 20,000 in CI, a million under `./dev fuzz`.
+    fn cases() -> u64 {
+        std::env::var("DECIMAL_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20_000)
+    }
+
+    /// Mantissas of 1 to 800 digits with the point anywhere and exponents
+    /// across f64's range (#25: the old test stopped at 25 digits, just short
+    /// of the quotient overflow).
     #[test]
     fn random_decimals_read_as_std_reads_them() {
         let mut state = 0x9E37_79B9_7F4A_7C15u64; // xorshift64, fixed seed
@@ -382,8 +402,8 @@ mod tests {
             state ^= state << 17;
             state
         };
-        for _ in 0..20_000 {
-            let len = 1 + next() % 25;
+        for _ in 0..cases() {
+            let len = 1 + next() % [25, 60, 800][(next() % 3) as usize];
             let digits: String = (0..len)
                 .map(|_| (b'0' + (next() % 10) as u8) as char)
                 .collect();
@@ -391,17 +411,24 @@ mod tests {
             let exp = (next() % 700) as i64 - 350;
             let s = format!("{}.{}e{exp}", &digits[..dot], &digits[dot..]);
             same_as_std(&s);
+            same_as_std(&format!("{}.{}", &digits[..dot], &digits[dot..]));
             same_as_std(&digits);
         }
-        // Exactly halfway between two neighbouring doubles (the ties), and
-        // each double's own shortest and long forms.
-        let mut tested = 0;
-        while tested < 1_500 {
+    }
+
+    /// Exactly halfway between two neighbouring doubles (the ties), over the
+    /// whole finite range, and each double's own shortest and long forms.
+    #[test]
+    fn ties_read_as_std_reads_them() {
+        let mut state = 0xD1B5_4A32_D192_ED03u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..cases() / 10 {
             let x = f64::from_bits(next() % 0x7FE0_0000_0000_0000);
-            if x >= 1e30 {
-                continue;
-            }
-            tested += 1;
             let mid = midpoint(x);
             // A tie goes to the even neighbour: proof that `mid` is one.
             let even = if x.to_bits().is_multiple_of(2) {
@@ -413,6 +440,7 @@ mod tests {
             same_as_std(&mid);
             same_as_std(&format!("{x:e}"));
             same_as_std(&format!("{x:.40e}"));
+            same_as_std(&format!("{x:.3}"));
         }
         for bits in [1u64, 2, 3, 0x000F_FFFF_FFFF_FFFF, 0x0010_0000_0000_0000] {
             same_as_std(&midpoint(f64::from_bits(bits)));

@@ -38,8 +38,9 @@ impl Display for Error {
     }
 }
 
-/// Deeper nesting than this is refused rather than recursed into.
-const MAX_DEPTH: usize = 128;
+/// Lists and objects nested deeper than this are refused rather than
+/// recursed into (serde_json's limit: 127 levels read, the 128th refused).
+const MAX_DEPTH: usize = 127;
 
 /// Parse a whole text as one JSON value.
 pub fn parse(text: &str) -> Result<Json, Error> {
@@ -63,8 +64,14 @@ impl Parser<'_> {
         self.text.as_bytes().get(self.i).copied()
     }
 
+    /// An error at the current place (the start of its character, if the
+    /// place is inside a multi-byte one).
     fn error(&self, what: &'static str) -> Error {
-        let before = &self.text[..self.i.min(self.text.len())];
+        let mut end = self.i.min(self.text.len());
+        while !self.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let before = &self.text[..end];
         let line_start = before.rfind('\n').map_or(0, |n| n + 1);
         Error {
             line: before.matches('\n').count() + 1,
@@ -80,7 +87,7 @@ impl Parser<'_> {
     }
 
     fn value(&mut self, depth: usize) -> Result<Json, Error> {
-        if depth > MAX_DEPTH {
+        if depth >= MAX_DEPTH && matches!(self.peek(), Some(b'{' | b'[')) {
             return Err(self.error("nested too deeply"));
         }
         match self.peek() {
@@ -204,61 +211,110 @@ impl Parser<'_> {
             b'n' => '\n',
             b'r' => '\r',
             b't' => '\t',
-            b'u' => {
-                let hi = self.hex4()?;
-                let code =
-                    if (0xD800..0xDC00).contains(&hi) && self.text[self.i..].starts_with("\\u") {
-                        self.i += 2;
-                        let lo = self.hex4()?;
-                        0x10000 + ((hi - 0xD800) << 10) + (lo.wrapping_sub(0xDC00) & 0x3FF)
-                    } else {
-                        hi
-                    };
-                char::from_u32(code).ok_or_else(|| self.error("invalid unicode escape"))?
-            }
+            b'u' => self.unicode_escape()?,
             _ => return Err(self.error("invalid escape")),
         })
     }
 
+    /// `\uXXXX`, or a UTF-16 surrogate pair `\uD83D\uDE00`; a lone
+    /// surrogate is an error, as in serde_json (RFC 8259 leaves it open).
+    fn unicode_escape(&mut self) -> Result<char, Error> {
+        let hi = self.hex4()?;
+        let code = match hi {
+            0xD800..=0xDBFF => {
+                if !self.text[self.i..].starts_with("\\u") {
+                    return Err(self.error("lone leading surrogate in a unicode escape"));
+                }
+                self.i += 2;
+                let lo = self.hex4()?;
+                if !(0xDC00..=0xDFFF).contains(&lo) {
+                    return Err(self.error("invalid surrogate pair in a unicode escape"));
+                }
+                0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+            }
+            _ => hi,
+        };
+        char::from_u32(code)
+            .ok_or_else(|| self.error("lone trailing surrogate in a unicode escape"))
+    }
+
+    /// Exactly four hex digits (no sign: `u32::from_str_radix` takes `+041`).
     fn hex4(&mut self) -> Result<u32, Error> {
-        let digits = self.text.get(self.i..self.i + 4).unwrap_or("");
-        let v =
-            u32::from_str_radix(digits, 16).map_err(|_| self.error("invalid unicode escape"))?;
+        let digits = self.text.as_bytes().get(self.i..self.i + 4);
+        let v = match digits {
+            Some(d) if d.iter().all(u8::is_ascii_hexdigit) => d
+                .iter()
+                .fold(0, |v, &c| v * 16 + (c as char).to_digit(16).unwrap_or(0)),
+            _ => return Err(self.error("invalid unicode escape")),
+        };
         self.i += 4;
         Ok(v)
     }
 
+    /// RFC 8259's `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`,
+    /// read as the nearest f64 (`decimal::parse_f64`, correctly rounded).
     fn number(&mut self) -> Result<Json, Error> {
         let start = self.i;
-        while matches!(
-            self.peek(),
-            Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
-        ) {
+        if !self.number_grammar() {
+            return Err(self.error("invalid number"));
+        }
+        match crate::decimal::parse_f64(&self.text[start..self.i]) {
+            Some(x) if x.is_finite() => Ok(Json::Num(x)),
+            _ => Err(self.error("number out of range")),
+        }
+    }
+
+    /// Steps over one number; false (where it stops) if it breaks the grammar.
+    fn number_grammar(&mut self) -> bool {
+        if self.peek() == Some(b'-') {
             self.i += 1;
         }
-        let s = &self.text[start..self.i];
-        let well_formed = {
-            let digits = s.strip_prefix('-').unwrap_or(s);
-            digits.starts_with(|c: char| c.is_ascii_digit())
-                && !(digits.starts_with('0')
-                    && digits[1..].starts_with(|c: char| c.is_ascii_digit()))
-        };
-        match crate::decimal::parse_f64(s) {
-            Some(x) if well_formed && x.is_finite() => Ok(Json::Num(x)),
-            Some(_) if well_formed => Err(self.error("number out of range")),
-            _ => {
-                self.i = start;
-                Err(self.error("invalid number"))
+        match self.peek() {
+            Some(b'0') => {
+                self.i += 1;
+                if matches!(self.peek(), Some(b'0'..=b'9')) {
+                    return false; // no leading zeros
+                }
+            }
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return false,
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            if !self.digits() {
+                return false;
             }
         }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.i += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            if !self.digits() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Steps over `[0-9]*`; whether there was at least one.
+    fn digits(&mut self) -> bool {
+        let start = self.i;
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.i += 1;
+        }
+        self.i > start
     }
 }
 
 impl Json {
-    /// An object's member.
+    /// An object's member; of repeated keys the last, as serde_json, Python
+    /// and JavaScript read them.
     pub fn get(&self, key: &str) -> Option<&Json> {
         match self {
-            Json::Obj(m) => m.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            Json::Obj(m) => m.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
         }
     }
@@ -459,7 +515,7 @@ mod tests {
         for (text, line, column) in [
             ("{\"a\": 1,\n  }", 2, 3),
             ("[1, 2", 1, 6),
-            ("01", 1, 1),
+            ("01", 1, 2),
             ("{\"a\" 1}", 1, 6),
             ("[1] x", 1, 5),
             ("\"\u{1}\"", 1, 2),
