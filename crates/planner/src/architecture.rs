@@ -383,54 +383,80 @@ impl Architecture {
         errs
     }
 
-    /// A plausible Llama-style dense shape with about `billions` x 10^9 parameters.
+    /// A plausible Llama-style dense shape with about `billions` x 10^9
+    /// parameters, valid for every size from 0.05 to 2,000 B (#25).
     ///
-    /// Follows the Llama 3 family's proportions: head_dim 128, 8 KV heads,
-    /// SwiGLU with `f ≈ 3.5 h` rounded to 256, vocab 128256, depth growing with
-    /// width as in Llama 3.2 1B/3B, 3.1 8B/70B/405B (L ≈ h/128 for large models).
+    /// Follows the Llama 3 family's proportions: head_dim 128 (64 below a
+    /// width of 1024, as in SmolLM and Qwen2.5-0.5B), as many KV heads as
+    /// divide the heads up to 8 (widths from 1024 are multiples of 512, from
+    /// 2048 of 1024, so 4 or 8), SwiGLU with `f ≈ 3.5 h` rounded to 256, vocab 128,256 (32,000
+    /// below 0.5 B, where Llama 3's would be most of the model), embeddings
+    /// tied below a width of 4096. Of the widths whose depth lands within 3 %
+    /// of the request, the one whose width/depth ratio is nearest Llama 3's
+    /// (about 128: 2048/16, 4096/32, 8192/80, 16384/126; smaller models are
+    /// deeper for their width, Qwen2.5-0.5B 896/24) wins.
     pub fn from_billions(billions: f64) -> Architecture {
-        let target = (billions.clamp(0.05, 2000.0) * 1e9) as u64;
-        let mut best: Option<(u64, Architecture)> = None;
-        // Search widths in steps of 256 and pick the depth that lands closest.
-        for hidden in (4..=96).map(|i| i * 256u64) {
-            let heads = (hidden / 128).max(1);
-            let kv_heads = if heads >= 8 { 8 } else { heads };
-            let ffn = ((hidden as f64 * 3.5 / 256.0).round() as u64).max(1) * 256;
-            let proto = Architecture {
-                head_dim: 128,
-                max_context: 131_072,
-                ..Architecture::dense(
-                    1,
-                    hidden,
-                    heads,
-                    kv_heads,
-                    ffn,
-                    128_256,
-                    hidden < 4096,
-                    Mlp::Swiglu,
-                )
-            };
-            let pc = proto.parameter_counts();
-            let fixed = pc.embedding + pc.lm_head + hidden;
-            if fixed >= target {
-                continue;
-            }
-            let layers = ((target - fixed) as f64 / pc.per_layer as f64)
-                .round()
-                .max(1.0) as u64;
-            // Llama-like aspect ratio: depth between h/256 and h/64.
-            let aspect = hidden as f64 / layers as f64;
-            if !(48.0..=320.0).contains(&aspect) {
-                continue;
-            }
-            let arch = Architecture { layers, ..proto };
-            let err = arch.parameter_counts().total.abs_diff(target);
-            if best.as_ref().is_none_or(|(e, _)| err < *e) {
-                best = Some((err, arch));
-            }
-        }
-        best.map(|(_, a)| a)
+        let billions = billions.clamp(0.05, 2000.0);
+        let target = (billions * 1e9) as u64;
+        let vocab = if target < 500_000_000 {
+            32_000
+        } else {
+            128_256
+        };
+        let aspect = 128.0 * billions.min(1.0).sqrt();
+        let widths = (2..8)
+            .map(|i| i * 128)
+            .chain([1024, 1536])
+            .chain((2..=32).map(|i| i * 1024));
+        let shapes: Vec<Architecture> = widths
+            .filter_map(|hidden| Self::sized(hidden, vocab, target))
+            .collect();
+        let error =
+            |a: &Architecture| a.parameter_counts().total.abs_diff(target) as f64 / target as f64;
+        let off_aspect = |a: &Architecture| (a.hidden as f64 / a.layers as f64 / aspect).ln().abs();
+        let near = shapes.iter().filter(|a| error(a) <= 0.03);
+        near.min_by(|a, b| off_aspect(a).total_cmp(&off_aspect(b)))
+            .or_else(|| shapes.iter().min_by(|a, b| error(a).total_cmp(&error(b))))
+            .cloned()
             .unwrap_or_else(|| preset("llama-3.2-1b").expect("preset").arch.clone())
+    }
+
+    /// The Llama-like shape of width `hidden` whose depth lands closest to
+    /// `target` parameters, if it has at least one layer.
+    fn sized(hidden: u64, vocab: u64, target: u64) -> Option<Architecture> {
+        let head_dim = if hidden < 1024 { 64 } else { 128 };
+        let heads = hidden / head_dim;
+        let kv_heads = [8, 4, 2, 1]
+            .into_iter()
+            .find(|k| heads.is_multiple_of(*k))
+            .unwrap_or(1);
+        let ffn = ((hidden as f64 * 3.5 / 256.0).round() as u64).max(1) * 256;
+        let proto = Architecture {
+            head_dim,
+            max_context: 131_072,
+            ..Architecture::dense(
+                1,
+                hidden,
+                heads,
+                kv_heads,
+                ffn,
+                vocab,
+                hidden < 4096,
+                Mlp::Swiglu,
+            )
+        };
+        let pc = proto.parameter_counts();
+        let fixed = pc.embedding + pc.lm_head + hidden;
+        if fixed >= target {
+            return None;
+        }
+        let layers = ((target - fixed) as f64 / pc.per_layer as f64)
+            .round()
+            .max(1.0) as u64;
+        let aspect = hidden as f64 / layers as f64;
+        (16.0..=320.0)
+            .contains(&aspect)
+            .then_some(Architecture { layers, ..proto })
     }
 }
 

@@ -137,12 +137,29 @@ fn hf_config_errors_name_the_problem() {
     assert_eq!(e.field.as_deref(), Some("num_hidden_layers"));
 }
 
+/// "About N billion parameters" gives a valid shape for every N the URL
+/// accepts (0.05 to 2,000 B), within 5 % of N (#25: heads = hidden/128 with
+/// 8 KV heads broke at 0.5, 7, 13, 30, 70, 175, 405 and 1000 B, and 0.05 B
+/// silently became Llama-3.2-1B's 1.24 B).
 #[test]
-fn quick_size_lands_near_the_request() {
-    for b in [1.0, 7.0, 13.0, 70.0, 400.0] {
+fn quick_size_is_valid_and_near_the_request_from_50m_to_2t() {
+    let listed = [
+        0.05, 0.5, 1.0, 7.0, 13.0, 30.0, 70.0, 175.0, 400.0, 405.0, 1000.0, 2000.0,
+    ];
+    // 300 sizes evenly spaced in log between 0.05 and 2,000.
+    let grid = (0..300).map(|i| 0.05 * (2000.0f64 / 0.05).powf(i as f64 / 299.0));
+    for b in listed.into_iter().chain(grid) {
         let a = Architecture::from_billions(b);
+        assert!(a.validate().is_empty(), "{b}B: {:?} {a:?}", a.validate());
+        assert_eq!(
+            a.heads * a.head_dim,
+            a.hidden,
+            "{b}B: heads x head_dim = hidden"
+        );
         let got = a.parameter_counts().total as f64 / 1e9;
-        assert!((got - b).abs() / b < 0.05, "asked {b}B, got {got:.2}B");
+        assert!((got - b).abs() / b < 0.05, "asked {b}B, got {got:.3}B");
+        let report = planner::evaluate(&planner::Plan::from_query(&format!("params_b={b}")).plan);
+        assert!(report.errors.is_empty(), "{b}B: {:?}", report.errors);
     }
 }
 

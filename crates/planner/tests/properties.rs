@@ -306,7 +306,7 @@ fn accepted_extremes_give_finite_numbers_or_an_error() {
         "saturates, never wraps"
     );
     let huge = evaluate(&Plan::from_query("params_b=2000&mb=4096&seq=131072&attn=eager").plan);
-    assert!(!huge.fits && huge.memory.peak_bytes_per_gpu == u64::MAX);
+    assert!(!huge.fits && huge.memory.peak_bytes_per_gpu > 1 << 60);
     assert!(huge.time.total_hours.is_finite());
     let no_net = evaluate(&Plan::from_query("instance=custom&gpu_net=0&nodes=2").plan);
     assert!(no_net.throughput.step_seconds.is_finite());
