@@ -1497,7 +1497,8 @@ impl Terms {
                 continue; // a moment FSDP2 alone has
             }
             let sum: f64 = self.at(phase).iter().map(|(_, b)| b).sum();
-            let tolerance = 1e-9 * sum.abs().max(1.0);
+            // Rounding only: at 4096 x 128K tokens the two sums part by 1.5e-9.
+            let tolerance = 1e-7 * sum.abs().max(1.0);
             debug_assert!(
                 (total - sum).abs() <= tolerance,
                 "{phase:?}: {total} vs {sum}"

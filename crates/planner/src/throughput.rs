@@ -306,9 +306,14 @@ struct StepShape<'a> {
     head: bool,
     /// Achievable HBM bandwidth, bytes/s.
     bw: f64,
-    /// Dense peak of the plan's GEMM dtype, and BF16's.
+    /// Dense peak of the plan's GEMM dtype, and of the matmuls low precision
+    /// leaves in 16 bits (attention, LM head, router): BF16's, or FP32's in
+    /// an FP32 plan, whose every matmul runs on CUDA cores (#23: attention
+    /// at the BF16 rate gave FP32 plans MFU 1.6).
     gemm_peak: f64,
-    bf16_peak: f64,
+    wide_peak: f64,
+    /// Bytes per element of those matmuls.
+    wide_bytes: f64,
     /// The Linear layers' peak, efficiency and bytes per element.
     lin_peak: f64,
     lin_eff: f64,
@@ -329,11 +334,15 @@ impl<'a> StepShape<'a> {
         eff: &'a Efficiency,
     ) -> Self {
         let gemm_peak = peak_of(gpu, plan.precision);
-        let bf16_peak = peak_of(gpu, Precision::Bf16);
+        // PyTorch keeps FP32 matmuls in FP32 (`allow_tf32` is off by default,
+        // and the exported train.py leaves it so): no tensor cores.
+        let (wide_peak, wide_bytes) = match plan.precision {
+            Precision::Fp32 => (gemm_peak, 4.0),
+            _ => (peak_of(gpu, Precision::Bf16), 2.0),
+        };
         let (lin_peak, lin_eff, lin_bytes) = match plan.precision {
-            Precision::Fp32 => (gemm_peak, eff.gemm, 4.0),
             p if p.is_low_precision() && gpu.fp8_tensor_cores => (gemm_peak, eff.fp8_gemm, 1.0),
-            _ => (bf16_peak, eff.gemm, 2.0),
+            _ => (wide_peak, eff.gemm, wide_bytes),
         };
         let c = layout.cp.max(1) as f64;
         StepShape {
@@ -355,7 +364,8 @@ impl<'a> StepShape<'a> {
             head: true,
             bw: gpu.mem_bw_tbs * 1e12 * eff.memory,
             gemm_peak,
-            bf16_peak,
+            wide_peak,
+            wide_bytes,
             lin_peak,
             lin_eff,
             lin_bytes,
@@ -367,7 +377,10 @@ impl<'a> StepShape<'a> {
     /// `max(flops / (peak * e), bytes / bandwidth)` plus the per-kernel cost
     /// `t0` that makes small GEMMs slow (SPEC §4).
     fn gemm(&self, m: f64, n: f64, k: f64, peak: f64, e: f64, bytes: f64) -> f64 {
-        if m < 1.0 || n < 1.0 || k < 1.0 {
+        // A fraction of a row is real work on average (an expert that gets
+        // 0.25 tokens per micro-batch still reads its weights): only an empty
+        // GEMM is free (#23: sub-token experts cost nothing, HFU 2.4).
+        if m <= 0.0 || n <= 0.0 || k <= 0.0 {
             return 0.0;
         }
         let compute = 2.0 * m * n * k / (peak * e);
@@ -407,22 +420,30 @@ fn layer_gemms(s: &StepShape) -> f64 {
             let per_expert = tokens * s.ep * m.active as f64 / m.experts as f64;
             gemm += local * s.mlp(m.expert_ffn as f64, per_expert) / s.eff.moe;
             gemm += m.shared as f64 * s.mlp(m.expert_ffn as f64, tokens);
-            gemm += s.gemm(tokens, m.experts as f64, h, s.bf16_peak, s.eff.gemm, 2.0);
+            gemm += s.gemm(
+                tokens,
+                m.experts as f64,
+                h,
+                s.wide_peak,
+                s.eff.gemm,
+                s.wide_bytes,
+            );
         }
     }
     gemm
 }
 
 /// Attention forward. Flash: `4*s*a*d` FLOPs per query token, half skipped
-/// by the causal mask (Dao 2023), at a fitted fraction of the BF16 peak.
+/// by the causal mask (Dao 2023), at a fitted fraction of the BF16 peak (of
+/// the FP32 peak in an FP32 plan: SDPA's memory-efficient kernel).
 /// Eager: two batched GEMMs plus softmax over the `s x s` scores in HBM.
 fn attention_forward(s: &StepShape) -> f64 {
     let t0 = s.eff.kernel_overhead;
     let flops = 4.0 * s.tokens * s.arch.mean_keys_per_query(s.plan.seq) * s.q / s.t;
     match s.plan.attention {
-        Attention::Flash => flops / (s.bf16_peak * s.eff.attention) + t0,
+        Attention::Flash => flops / (s.wide_peak * s.eff.attention) + t0,
         Attention::Eager => {
-            flops * 2.0 / (s.bf16_peak * s.eff.gemm)
+            flops * 2.0 / (s.wide_peak * s.eff.gemm)
                 + s.tokens * s.plan.seq as f64 * s.arch.heads as f64 / s.t * 2.0 * 6.0 / s.bw
                 + 4.0 * t0
         }
@@ -481,7 +502,7 @@ fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
     }
 }
 
-/// LM head, forward and backward (BF16), on the last stage.
+/// LM head, forward and backward (BF16, or FP32 in an FP32 plan), on the last stage.
 fn lm_head(s: &StepShape) -> f64 {
     if !s.head {
         return 0.0;
@@ -490,9 +511,9 @@ fn lm_head(s: &StepShape) -> f64 {
         s.tokens,
         s.arch.vocab as f64 / s.t,
         s.h,
-        s.bf16_peak,
+        s.wide_peak,
         s.eff.gemm,
-        2.0,
+        s.wide_bytes,
     )
 }
 
@@ -746,7 +767,9 @@ pub fn throughput(
     let tokens_per_second_per_gpu = tokens_per_second / layout.gpus.max(1) as f64;
     let model_flops = model_flops_per_token(arch, counts, plan.seq);
     let hardware_flops = model_flops * (1.0 + recompute_flops_share(plan));
-    let peak_flops = shape.gemm_peak;
+    // MFU's denominator: the GEMM dtype's peak, or the 16-bit one where a
+    // custom GPU's FP8 is slower (no op then runs faster than it: MFU <= 1).
+    let peak_flops = shape.gemm_peak.max(shape.wide_peak);
     Throughput {
         step_seconds,
         step,

@@ -291,6 +291,51 @@ proptest! {
     }
 }
 
+/// Random links for the physical bounds: 100,000 in CI (#23), more with
+/// `PHYSICAL_CASES`.
+fn physical_cases() -> u32 {
+    std::env::var("PHYSICAL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: physical_cases(),
+        failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel("proptest-regressions"))),
+        .. ProptestConfig::default()
+    })]
+
+    /// Physics, not just finiteness (#23, #25): no plan computes faster than
+    /// its GPUs' peak (MFU <= HFU <= 1, so tokens/s/GPU <= peak / FLOPs per
+    /// token and a step takes at least its FLOPs / peak), and per-GPU memory
+    /// holds at least the model states. MFU 1.6 in FP32 got through a test
+    /// that checked only that numbers were finite.
+    #[test]
+    fn no_plan_beats_physics(link in any_link()) {
+        let plan = Plan::from_query(&link).plan;
+        let r = evaluate(&plan);
+        let t = &r.throughput;
+        let slack = 1.0 + 1e-9;
+        prop_assert!(t.mfu <= t.hfu * slack, "MFU {} > HFU {} for {}", t.mfu, t.hfu, link);
+        prop_assert!(t.hfu <= slack, "HFU {} for {}", t.hfu, link);
+        prop_assert!(
+            t.tokens_per_second_per_gpu * t.model_flops_per_token <= t.peak_flops * slack,
+            "{} tokens/s/GPU x {} FLOP/token > peak {} for {}",
+            t.tokens_per_second_per_gpu, t.model_flops_per_token, t.peak_flops, link
+        );
+        let tokens_per_gpu = t.tokens_per_second_per_gpu * t.step_seconds;
+        prop_assert!(
+            t.step_seconds * slack >= tokens_per_gpu * t.hardware_flops_per_token / t.peak_flops,
+            "step {} s under its FLOPs / peak for {}", t.step_seconds, link
+        );
+        let (res, _) = resolve(&plan);
+        let b = breakdown(&res.arch, &res.counts, &plan, &res.layout);
+        prop_assert!(b.model_state_bytes <= b.peak_bytes, "peak under the model states for {}", link);
+    }
+}
+
 /// Issue #15's three links: values the parser accepts that overflowed u64 or
 /// divided by a zero network. Each gives finite numbers or a clear error.
 #[test]
