@@ -21,6 +21,9 @@ pub struct Gpu {
     pub fp8_tensor_cores: bool,
     pub fp4_tensor_cores: bool,
     pub nvlink_gbs_per_gpu: Option<f64>,
+    /// The link to host memory, GB/s per direction at line rate (PCIe Gen4
+    /// or Gen5 x16, or GB200's NVLink-C2C): what activation offloading uses.
+    pub host_link_gbs: Option<f64>,
     pub source: String,
 }
 
@@ -153,6 +156,7 @@ impl FromJson for Gpu {
             fp8_tensor_cores: opt(j, "fp8_tensor_cores")?.unwrap_or(false),
             fp4_tensor_cores: opt(j, "fp4_tensor_cores")?.unwrap_or(false),
             nvlink_gbs_per_gpu: opt(j, "nvlink_gbs_per_gpu")?,
+            host_link_gbs: opt(j, "host_link_gbs")?,
             source: opt(j, "source")?.unwrap_or_default(),
         })
     }
@@ -221,6 +225,7 @@ pub fn custom(c: &crate::plan::CustomGpu) -> (Gpu, Instance) {
         fp8_tensor_cores: fp8,
         fp4_tensor_cores: false,
         nvlink_gbs_per_gpu: (c.nvlink_gbs > 0.0).then_some(c.nvlink_gbs),
+        host_link_gbs: None,
         source: "entered by the user".into(),
     };
     let instance = Instance {

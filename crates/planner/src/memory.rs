@@ -1058,7 +1058,51 @@ struct SavedActivations {
     scores: f64,
 }
 
+/// Bytes that activation offloading moves to host memory per micro-batch on
+/// the first (most loaded) stage: every layer's saved activations but the
+/// `activation_loading_horizon` kept on the GPU. They come back for the
+/// backward, so a step moves twice this per micro-batch. Zero without offload.
+pub fn offloaded_bytes_per_micro_batch(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    plan: &Plan,
+    layout: &Layout,
+) -> f64 {
+    if !plan.offload {
+        return 0.0;
+    }
+    let stage = if layout.pp > 1 {
+        Stage::First
+    } else {
+        Stage::Only
+    };
+    let s = StageShape::new(arch, counts, plan, layout, stage);
+    let kept = kept_activations(&s);
+    let moved_layers = (s.layers - OFFLOAD_HORIZON).max(0.0);
+    kept.activations / in_flight_micro_batches(&s) / s.layers.max(1.0) * moved_layers
+}
+
+/// SMP's `activation_loading_horizon` default: layers kept on the GPU.
+const OFFLOAD_HORIZON: f64 = 2.0;
+
 fn saved_activations(s: &StageShape) -> SavedActivations {
+    let kept = kept_activations(s);
+    let (mut kept_all, mut scores) = (kept.activations, kept.scores);
+    if s.plan.offload {
+        let horizon = OFFLOAD_HORIZON.min(s.layers);
+        let per_layer = kept_all / s.layers.max(1.0);
+        kept_all = per_layer * horizon;
+        scores = scores / s.layers.max(1.0) * horizon;
+    }
+    SavedActivations {
+        activations: kept_all - scores + sliding_window_masks(s),
+        scores,
+    }
+}
+
+/// What the layers keep for their backward before any offloading:
+/// `activations` includes `scores`.
+fn kept_activations(s: &StageShape) -> SavedActivations {
     let in_flight = in_flight_micro_batches(s);
     let kept_layers = s.layers * (1.0 - s.recomputed());
     let ckpt_layers = s.layers * s.recomputed();
@@ -1070,21 +1114,15 @@ fn saved_activations(s: &StageShape) -> SavedActivations {
     } else {
         full_layer_bytes(s)
     };
-    let mut kept =
+    let activations =
         (kept_layers * kept_layer + ckpt_layers * checkpointed_layer_bytes(s)) * in_flight;
-    let mut scores = if selective {
+    let scores = if selective {
         0.0
     } else {
         kept_layers * s.tokens * scores_per_token(s) * in_flight
     };
-    if s.plan.offload {
-        let horizon = 2.0_f64.min(s.layers);
-        let per_layer = kept / s.layers.max(1.0);
-        kept = per_layer * horizon;
-        scores = scores / s.layers.max(1.0) * horizon;
-    }
     SavedActivations {
-        activations: kept - scores + sliding_window_masks(s),
+        activations,
         scores,
     }
 }

@@ -217,6 +217,9 @@ pub struct StepTime {
     pub pipeline_bubble: f64,
     pub data_parallel: f64,
     pub optimizer: f64,
+    /// Activation offloading's transfers to and from host memory that the
+    /// step's compute does not hide.
+    pub offload: f64,
 }
 
 impl StepTime {
@@ -231,6 +234,7 @@ impl StepTime {
             + self.pipeline_bubble
             + self.data_parallel
             + self.optimizer
+            + self.offload
     }
 }
 
@@ -320,6 +324,10 @@ struct StepShape<'a> {
     lin_bytes: f64,
     /// Micro-batches per step.
     m: f64,
+    /// Bytes activation offloading sends to the host per micro-batch, and
+    /// the host link's achievable bandwidth, bytes/s.
+    offloaded: f64,
+    host_bw: f64,
 }
 
 impl<'a> StepShape<'a> {
@@ -370,6 +378,8 @@ impl<'a> StepShape<'a> {
             lin_eff,
             lin_bytes,
             m: plan.grad_accum.max(1) as f64,
+            offloaded: crate::memory::offloaded_bytes_per_micro_batch(arch, counts, plan, layout),
+            host_bw: gpu.host_link_gbs.unwrap_or(PCIE_GEN5_GBS) * 1e9 * HOST_LINK_EFFICIENCY,
         }
     }
 
@@ -725,7 +735,29 @@ fn step_time(s: &StepShape) -> StepTime {
         pipeline_bubble: pipeline_bubble(s, per_mb) + pipeline_p2p(s),
         data_parallel: data_parallel_exposed(s, m * per_mb),
         optimizer: optimizer_step(s),
+        offload: offload_exposed(s, m * (mb_gemm + mb_attn + mb_elem + mb_recompute)),
     }
+}
+
+/// PCIe Gen5 x16, GB/s per direction: a custom GPU's host link.
+const PCIE_GEN5_GBS: f64 = 64.0;
+
+/// Host-to-device copies reach 0.87 of the link's line rate: NVIDIA's
+/// NVbandwidth blog measures 55.63 GB/s `host_to_device_memcpy_ce` on PCIe
+/// Gen5 x16 (64 GB/s). Taken for Gen4 and NVLink-C2C too (not measured).
+const HOST_LINK_EFFICIENCY: f64 = 55.63 / 64.0;
+
+/// Activation offloading (#23: it was free): each micro-batch's offloaded
+/// activations go to the host in the forward and come back for the
+/// backward, over the host link, on copy engines beside the compute. At
+/// best the step's compute hides them (SMP prefetches the next layers); the
+/// rest is exposed.
+fn offload_exposed(s: &StepShape, compute: f64) -> f64 {
+    if s.offloaded <= 0.0 {
+        return 0.0;
+    }
+    let transfer = 2.0 * s.offloaded * s.m / s.host_bw;
+    (transfer - compute).max(0.0)
 }
 
 /// Step time and rates for a resolved plan.

@@ -310,8 +310,9 @@ proptest! {
     /// Physics, not just finiteness (#23, #25): no plan computes faster than
     /// its GPUs' peak (MFU <= HFU <= 1, so tokens/s/GPU <= peak / FLOPs per
     /// token and a step takes at least its FLOPs / peak), and per-GPU memory
-    /// holds at least the model states. MFU 1.6 in FP32 got through a test
-    /// that checked only that numbers were finite.
+    /// holds at least the model states, and offloading activations is never
+    /// faster than keeping them. MFU 1.6 in FP32 got through a test that
+    /// checked only that numbers were finite.
     #[test]
     fn no_plan_beats_physics(link in any_link()) {
         let plan = Plan::from_query(&link).plan;
@@ -333,6 +334,9 @@ proptest! {
         let (res, _) = resolve(&plan);
         let b = breakdown(&res.arch, &res.counts, &plan, &res.layout);
         prop_assert!(b.model_state_bytes <= b.peak_bytes, "peak under the model states for {}", link);
+        let kept = evaluate(&with(&plan, |p| p.offload = false)).throughput.step_seconds;
+        let offloaded = evaluate(&with(&plan, |p| p.offload = true)).throughput.step_seconds;
+        prop_assert!(offloaded >= kept, "offload {} s < {} s for {}", offloaded, kept, link);
     }
 }
 
