@@ -690,7 +690,15 @@ struct StageShape<'a> {
     profile: Profile,
     /// Tensor-parallel degree.
     t: f64,
-    /// ZeRO/FSDP shard group size.
+    /// ZeRO/FSDP shard group size: the data-parallel shard group times the
+    /// context-parallel ranks, which hold the same parameters. Megatron's
+    /// distributed optimizer shards the fp32 main weights and Adam moments
+    /// over `get_data_parallel_group(with_context_parallel=True)`
+    /// (megatron/core/optimizer/__init__.py, distrib_optimizer.py ~L212 at
+    /// d98e8a64: DP x CP ranks, or DP x CP / instances with
+    /// `--num-distributed-optimizer-instances`; our `shard` is DP / instances);
+    /// torchtitan's FSDP mesh is `dp_shard_cp` likewise (#23: dividing by DP
+    /// alone over-stated 405B on 128 GB200 by 35 GiB).
     g: f64,
     /// Decoder layers on this stage.
     layers: f64,
@@ -772,7 +780,7 @@ impl<'a> StageShape<'a> {
             sb,
             profile: profile(plan),
             t,
-            g: layout.shard.max(1) as f64,
+            g: (layout.shard.max(1) * layout.cp.max(1)) as f64,
             layers,
             layer_params,
             emb,

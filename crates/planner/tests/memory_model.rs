@@ -467,8 +467,11 @@ fn context_parallelism_splits_every_layers_activations() {
     let cp2 = mem("cp=2&seq=16384&nodes=2");
     let cp1_half = mem("cp=1&seq=8192&nodes=1");
     let cp1_full = mem("cp=1&seq=16384&nodes=1");
-    assert_eq!(cp2, cp1_half);
+    assert_eq!((cp2.0, cp2.1), (cp1_half.0, cp1_half.1));
     assert_eq!(cp2.0 * 2, cp1_full.0);
     assert_eq!(cp2.1 * 2, cp1_full.1);
-    assert_eq!(cp2.2, cp1_full.2);
+    assert!(
+        (cp2.2 * 2).abs_diff(cp1_full.2) <= 1,
+        "{cp2:?} vs {cp1_full:?}"
+    );
 }
