@@ -158,18 +158,13 @@ fn Messages(ctx: Ctx) -> impl IntoView {
     }
 }
 
-/// "Expected within ±X%: what it was checked against." A derived figure gets
-/// no ± at all: the page never shows precision it does not have.
+/// "Expected within ±X%: what it was checked against." A figure whose
+/// evidence supports no error (derived, extrapolated, too few checks) gets no
+/// ± at all: the page never shows precision it does not have.
 fn accuracy_line(a: &planner::report::Accuracy, checked: Text, derived: Text, l: Lang) -> String {
-    if a.level == "derived" {
-        format!("{}: {}.", tr(l, derived), a.note)
-    } else {
-        format!(
-            "{} ±{}: {}.",
-            tr(l, checked),
-            percent(a.expected_error, l),
-            a.note
-        )
+    match a.expected_error {
+        Some(e) => format!("{} ±{}: {}.", tr(l, checked), percent(e, l), a.note),
+        None => format!("{}: {}.", tr(l, derived), a.note),
     }
 }
 

@@ -146,6 +146,8 @@ pub struct ThroughputRow {
     pub in_sample_percent: f64,
     /// With parameters fitted on the other rows of its generation.
     pub cross_validated_percent: f64,
+    /// What the run was: sequence, GPUs, model size, precision, training.
+    pub point: Envelope,
 }
 
 /// Errors of one group of rows, percent.
@@ -156,7 +158,13 @@ pub struct GroupStats {
     pub cv_median: f64,
     /// The largest cross-validated error, signed.
     pub cv_worst: f64,
+    /// The worst under-prediction (most negative, or 0) and over-prediction
+    /// (most positive, or 0), cross-validated.
+    pub cv_under: f64,
+    pub cv_over: f64,
     pub in_sample_median: f64,
+    /// What the rows ran: a plan outside it is extrapolated.
+    pub envelope: Envelope,
 }
 
 /// Errors of a set of memory rows, percent.
@@ -166,6 +174,132 @@ pub struct MemoryStats {
     pub median: f64,
     /// The largest error, signed.
     pub worst: f64,
+    /// The worst under-prediction (most negative, or 0) and over-prediction.
+    pub under: f64,
+    pub over: f64,
+    pub envelope: Envelope,
+}
+
+/// What a set of checks covered (#25): sequence, GPU-count and model-size
+/// ranges, and the precisions and training kinds they ran, with or without
+/// activation offloading. A figure is labelled by its checks only inside
+/// it; outside, it is "extrapolated" along the axes it leaves.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Envelope {
+    pub seq: (u64, u64),
+    pub gpus: (u64, u64),
+    /// Total parameters of the model.
+    pub params: (u64, u64),
+    /// Precision URL keys (`bf16`, `fp8`, ...).
+    pub precisions: Vec<String>,
+    /// Training URL keys (`full`, `lora`, `qlora`).
+    pub training: Vec<String>,
+    /// Whether some check offloaded activations.
+    pub offload: bool,
+}
+
+/// Where a plan leaves an envelope: its value and what was checked.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outside {
+    Sequence { value: u64, lo: u64, hi: u64 },
+    Gpus { value: u64, lo: u64, hi: u64 },
+    ModelSize { value: u64, lo: u64, hi: u64 },
+    Precision { value: String, checked: String },
+    Training { value: String, checked: String },
+    Offload,
+}
+
+impl Envelope {
+    /// One check's point.
+    pub fn point(plan: &Plan, params: u64, gpus: u64) -> Envelope {
+        Envelope {
+            seq: (plan.seq, plan.seq),
+            gpus: (gpus, gpus),
+            params: (params, params),
+            precisions: vec![plan.precision.key().to_string()],
+            training: vec![plan.train.key().to_string()],
+            offload: plan.offload,
+        }
+    }
+
+    /// The smallest envelope holding all of `points`.
+    pub fn cover<'a>(points: impl IntoIterator<Item = &'a Envelope>) -> Envelope {
+        let mut out: Option<Envelope> = None;
+        for p in points {
+            out = Some(match out {
+                None => p.clone(),
+                Some(e) => {
+                    let span = |a: (u64, u64), b: (u64, u64)| (a.0.min(b.0), a.1.max(b.1));
+                    let union = |a: &[String], b: &[String]| {
+                        let mut v: Vec<String> = a.iter().chain(b).cloned().collect();
+                        v.sort();
+                        v.dedup();
+                        v
+                    };
+                    Envelope {
+                        seq: span(e.seq, p.seq),
+                        gpus: span(e.gpus, p.gpus),
+                        params: span(e.params, p.params),
+                        precisions: union(&e.precisions, &p.precisions),
+                        training: union(&e.training, &p.training),
+                        offload: e.offload || p.offload,
+                    }
+                }
+            });
+        }
+        out.unwrap_or_default()
+    }
+
+    /// The axes along which a plan leaves the envelope (none: inside).
+    pub fn outside(&self, plan: &Plan, params: u64, gpus: u64) -> Vec<Outside> {
+        let mut out = Vec::new();
+        let beyond = |v: u64, (lo, hi): (u64, u64)| v < lo || v > hi;
+        if beyond(plan.seq, self.seq) {
+            let (lo, hi) = self.seq;
+            out.push(Outside::Sequence {
+                value: plan.seq,
+                lo,
+                hi,
+            });
+        }
+        if beyond(gpus, self.gpus) {
+            let (lo, hi) = self.gpus;
+            out.push(Outside::Gpus {
+                value: gpus,
+                lo,
+                hi,
+            });
+        }
+        // Model size: a tenth of a range's ends either side is the same model class.
+        let (lo, hi) = self.params;
+        if (params as f64) < lo as f64 * 0.9 || params as f64 > hi as f64 * 1.1 {
+            out.push(Outside::ModelSize {
+                value: params,
+                lo,
+                hi,
+            });
+        }
+        let key = plan.precision.key();
+        if !self.precisions.iter().any(|p| p == key) {
+            let checked = self.precisions.join(", ");
+            out.push(Outside::Precision {
+                value: key.to_string(),
+                checked,
+            });
+        }
+        let train = plan.train.key();
+        if !self.training.iter().any(|t| t == train) {
+            let checked = self.training.join(", ");
+            out.push(Outside::Training {
+                value: train.to_string(),
+                checked,
+            });
+        }
+        if plan.offload && !self.offload {
+            out.push(Outside::Offload);
+        }
+        out
+    }
 }
 
 /// Everything the labels and the docs quote.
@@ -210,6 +344,7 @@ pub fn throughput_rows() -> Vec<ThroughputRow> {
             measured: p.measured,
             in_sample_percent: p.error_percent,
             cross_validated_percent: v.error_percent,
+            point: case_point(c),
         })
         .collect();
     for c in hf_cases() {
@@ -220,9 +355,14 @@ pub fn throughput_rows() -> Vec<ThroughputRow> {
             measured: p.measured,
             in_sample_percent: p.error_percent,
             cross_validated_percent: p.error_percent,
+            point: case_point(&c),
         });
     }
     rows
+}
+
+fn case_point(c: &Case) -> Envelope {
+    Envelope::point(&c.plan, c.arch.parameter_counts().total, c.layout.gpus)
 }
 
 fn median(mut e: Vec<f64>) -> f64 {
@@ -238,10 +378,19 @@ fn worst(e: impl Iterator<Item = f64>) -> f64 {
     e.fold(0.0, |w, x| if x.abs() > w.abs() { x } else { w })
 }
 
+/// The most negative and the most positive error (0 where there is none).
+fn under_over(e: impl Iterator<Item = f64>) -> (f64, f64) {
+    e.fold((0.0, 0.0), |(u, o), x| (x.min(u), x.max(o)))
+}
+
 fn stats(group: Group, rows: &[&ThroughputRow]) -> GroupStats {
+    let (cv_under, cv_over) = under_over(rows.iter().map(|r| r.cross_validated_percent));
     GroupStats {
         group,
         rows: rows.len(),
+        cv_under,
+        cv_over,
+        envelope: Envelope::cover(rows.iter().map(|r| &r.point)),
         cv_median: median(
             rows.iter()
                 .map(|r| r.cross_validated_percent.abs())
@@ -294,6 +443,8 @@ pub struct MemoryRow {
     pub measured: f64,
     pub predicted: f64,
     pub error_percent: f64,
+    /// What the step was: sequence, GPUs, model size, precision, training.
+    pub point: Envelope,
 }
 
 fn memory_row_plan(r: &crate::calibration::Row) -> Option<(Architecture, Plan)> {
@@ -375,6 +526,7 @@ pub fn single_rank_memory_rows() -> Vec<MemoryRow> {
                 measured,
                 predicted,
                 error_percent: 100.0 * (predicted - measured) / measured,
+                point: Envelope::point(&plan, arch.parameter_counts().total, 1),
             })
         })
         .collect()
@@ -462,6 +614,7 @@ pub fn oracle_memory_rows() -> Vec<OracleRow> {
                     measured: r.peak_bytes,
                     predicted,
                     error_percent: 100.0 * (predicted - r.peak_bytes) / r.peak_bytes,
+                    point: Envelope::point(&plan, arch.parameter_counts().total, r.world),
                 },
                 sharding,
                 checkpointing: plan.checkpointing.key(),
@@ -542,6 +695,7 @@ pub fn fsdp_memory_rows() -> Vec<MemoryRow> {
                 measured,
                 predicted,
                 error_percent: 100.0 * (predicted - measured) / measured,
+                point: Envelope::point(&plan, rep.parameters, rep.layout.gpus),
             }
         })
         .collect()
@@ -556,7 +710,11 @@ pub fn excluded_memory_rows() -> Vec<(&'static str, &'static str)> {
 }
 
 fn memory_stats(rows: &[MemoryRow]) -> MemoryStats {
+    let (under, over) = under_over(rows.iter().map(|r| r.error_percent));
     MemoryStats {
+        under,
+        over,
+        envelope: Envelope::cover(rows.iter().map(|r| &r.point)),
         rows: rows.len(),
         median: median(rows.iter().map(|r| r.error_percent.abs()).collect()),
         worst: worst(rows.iter().map(|r| r.error_percent)),
@@ -647,7 +805,10 @@ impl FromJson for GroupStats {
             rows: req(j, "rows")?,
             cv_median: req(j, "cv_median")?,
             cv_worst: req(j, "cv_worst")?,
+            cv_under: req(j, "cv_under")?,
+            cv_over: req(j, "cv_over")?,
             in_sample_median: req(j, "in_sample_median")?,
+            envelope: req(j, "envelope")?,
         })
     }
 }
@@ -658,6 +819,22 @@ impl FromJson for MemoryStats {
             rows: req(j, "rows")?,
             median: req(j, "median")?,
             worst: req(j, "worst")?,
+            under: req(j, "under")?,
+            over: req(j, "over")?,
+            envelope: req(j, "envelope")?,
+        })
+    }
+}
+
+impl FromJson for Envelope {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(Envelope {
+            seq: req(j, "seq")?,
+            gpus: req(j, "gpus")?,
+            params: req(j, "params")?,
+            precisions: req(j, "precisions")?,
+            training: req(j, "training")?,
+            offload: req(j, "offload")?,
         })
     }
 }
@@ -681,6 +858,9 @@ impl Coverage {
             rows: 0,
             median: 0.0,
             worst: 0.0,
+            under: 0.0,
+            over: 0.0,
+            envelope: Envelope::default(),
         };
         Coverage {
             gpus: Vec::new(),
@@ -696,7 +876,10 @@ impl Coverage {
                 rows: 0,
                 cv_median: 0.0,
                 cv_worst: 0.0,
+                cv_under: 0.0,
+                cv_over: 0.0,
                 in_sample_median: 0.0,
+                envelope: Envelope::default(),
             },
             groups: Vec::new(),
             memory_single_rank: none.clone(),
@@ -807,14 +990,29 @@ pub fn markdown(c: &Coverage, rows: &[ThroughputRow]) -> String {
     s += &summary_table("By stack", "stack", &stats_by(rows, |g| g.stack), |k| {
         format!("{k:?}")
     });
-    s += "\n#### Groups the page's labels use\n\n| group | rows | cross-validated median | worst |\n|---|---:|---:|---:|\n";
+    s += "\n#### Groups the page's labels use\n\nA plan of a group on one of its GPUs is \"calibrated\" inside the group's envelope (the sequences, GPU counts, model sizes (±10%) and precisions its rows ran; full training, no offloading) and \"extrapolated\", with the axes named, outside it. The ± the page quotes is the larger of the worst under- and over-prediction (at least 5%), and only for groups of three rows or more.\n\n| group | rows | envelope | cross-validated median | worst under | worst over | ± quoted |\n|---|---:|---|---:|---:|---:|---:|\n";
     for g in &c.groups {
+        let e = &g.envelope;
+        let quoted = if g.rows >= 3 {
+            format!("±{:.0}%", g.cv_under.abs().max(g.cv_over).max(5.0))
+        } else {
+            "none".to_string()
+        };
         s += &format!(
-            "| {} | {} | {:.1}% | {} |\n",
+            "| {} | {} | seq {}–{}, {}–{} GPUs, {:.1}–{:.1} B, {} | {:.1}% | {} | {} | {} |\n",
             g.group.name(),
             g.rows,
+            e.seq.0,
+            e.seq.1,
+            e.gpus.0,
+            e.gpus.1,
+            e.params.0 as f64 / 1e9,
+            e.params.1 as f64 / 1e9,
+            e.precisions.join("/"),
             g.cv_median,
-            pct(g.cv_worst)
+            pct(g.cv_under),
+            pct(g.cv_over),
+            quoted
         );
     }
     s += "\n#### Rows left out\n\n| row | why |\n|---|---|\n";

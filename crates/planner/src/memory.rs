@@ -1543,8 +1543,9 @@ impl Terms {
                 continue; // a moment FSDP2 alone has
             }
             let sum: f64 = self.at(phase).iter().map(|(_, b)| b).sum();
-            // Rounding only: at 4096 x 128K tokens the two sums part by 1.5e-9.
-            let tolerance = 1e-7 * sum.abs().max(1.0);
+            // Rounding only: terms rounded to whole bytes part the sums by a
+            // few bytes, and f64 sums at 4096 x 128K tokens by 1.5e-9.
+            let tolerance = 1e-8 * sum.abs() + 16.0;
             debug_assert!(
                 (total - sum).abs() <= tolerance,
                 "{phase:?}: {total} vs {sum}"

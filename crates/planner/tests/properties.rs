@@ -292,7 +292,8 @@ proptest! {
 }
 
 /// Random links for the physical bounds: 100,000 in CI (#23), more with
-/// `PHYSICAL_CASES`.
+/// `PHYSICAL_CASES`; the same ones every run (a fixed seed, so CI cannot
+/// flake), others with `PHYSICAL_SEED`.
 fn physical_cases() -> u32 {
     std::env::var("PHYSICAL_CASES")
         .ok()
@@ -300,9 +301,17 @@ fn physical_cases() -> u32 {
         .unwrap_or(100_000)
 }
 
+fn physical_seed() -> proptest::test_runner::RngSeed {
+    let seed = std::env::var("PHYSICAL_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    proptest::test_runner::RngSeed::Fixed(seed.unwrap_or(23_25))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: physical_cases(),
+        rng_seed: physical_seed(),
         failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel("proptest-regressions"))),
         .. ProptestConfig::default()
     })]
