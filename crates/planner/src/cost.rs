@@ -150,7 +150,9 @@ pub fn estimate(
         price_as_of: as_of,
         total_usd: total,
         spot_usd: total.map(|t| t * (1.0 - SPOT_DISCOUNT)),
-        usd_per_million_tokens: total.map(|t| t / (plan.tokens / 1e6)),
+        // A job shorter than a step still trains (and pays for) the whole step.
+        usd_per_million_tokens: total
+            .map(|t| t / (plan.tokens.max(tp.tokens_per_step as f64) / 1e6)),
     };
     (time, ckpt, cost)
 }

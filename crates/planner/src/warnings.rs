@@ -54,6 +54,9 @@ const RULES: &[Rule] = &[
     price_derived,
     price_dated,
     fp32_slow,
+    job_shorter_than_a_step,
+    network_bound,
+    counts_saturated,
 ];
 
 /// All rules that apply to this plan.
@@ -385,6 +388,53 @@ fn fp32_slow(c: &Context) -> Option<Message> {
         c.warn("fp32_slow", "precision", Text::Fp32Slow, &[])
             .fix("precision", "bf16")
     })
+}
+
+/// Fewer tokens than one step trains (#25: a one-token job cost $9.9e11 per
+/// million tokens without a word): the job runs one whole step.
+fn job_shorter_than_a_step(c: &Context) -> Option<Message> {
+    let step = c.report.throughput.tokens_per_step;
+    if c.plan().tokens >= step as f64 {
+        return None;
+    }
+    let tokens = crate::plan::fmt_num(c.plan().tokens);
+    let args: [(&str, &dyn Display); 2] = [("tokens", &tokens), ("step", &step)];
+    Some(c.warn(
+        "job_shorter_than_a_step",
+        "tokens",
+        Text::JobShorterThanAStep,
+        &args,
+    ))
+}
+
+/// Share of a step above which the GPUs mostly wait on the network.
+const NETWORK_BOUND_SHARE: f64 = 0.8;
+
+/// A step spent mostly waiting on exposed communication (#25: a 1e-7 GB/s
+/// network gave 5.4e11 hours without a word).
+fn network_bound(c: &Context) -> Option<Message> {
+    let t = &c.report.throughput;
+    let s = &t.step;
+    let comm = s.tensor_parallel
+        + s.context_parallel
+        + s.expert_parallel
+        + s.data_parallel
+        + s.pipeline_bubble;
+    let share = comm / t.step_seconds;
+    if !(share > NETWORK_BOUND_SHARE) {
+        return None;
+    }
+    let percent = format!("{:.0}", 100.0 * share);
+    let args: [(&str, &dyn Display); 1] = [("share", &percent)];
+    Some(c.warn("network_bound", "nodes", Text::NetworkBound, &args))
+}
+
+/// A count past what its integer holds is a floor, not a figure (#25:
+/// tokens per step printed u64::MAX as if exact).
+fn counts_saturated(c: &Context) -> Option<Message> {
+    let saturated = c.report.throughput.tokens_per_step == u64::MAX
+        || c.report.memory.peak_bytes_per_gpu == u64::MAX;
+    saturated.then(|| c.warn("counts_saturated", "mb", Text::CountsSaturated, &[]))
 }
 
 #[cfg(test)]

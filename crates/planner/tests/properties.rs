@@ -376,3 +376,32 @@ fn accepted_extremes_give_finite_numbers_or_an_error() {
     assert_eq!(e.key, Some("gpu_net"));
     assert_eq!(no_net.layout.gpus, 8, "computed for one node");
 }
+
+/// #25's extremes get words, not silent absurd figures: a job shorter than
+/// one step (it pays for the whole step, and its cost per million tokens is
+/// over the step's tokens), a network too slow to matter, a saturated count.
+#[test]
+fn extremes_get_words() {
+    let codes = |q: &str| -> Vec<&'static str> {
+        evaluate(&Plan::from_query(q).plan)
+            .warnings
+            .iter()
+            .map(|w| w.code)
+            .collect()
+    };
+    // Default plan: 8 x 1 x 8 x 8192 = 524,288 tokens per step.
+    let short = evaluate(&Plan::from_query("tokens=1e6&ga=64").plan);
+    assert!(short.warnings.iter().any(|w| w.code == "job_shorter_than_a_step"));
+    assert_eq!(short.time.steps, 1);
+    let per_m = short.cost.usd_per_million_tokens.unwrap();
+    let whole = short.cost.total_usd.unwrap() / (short.throughput.tokens_per_step as f64 / 1e6);
+    assert!((per_m - whole).abs() <= 1e-9 * whole, "{per_m} vs {whole}");
+    assert!(!codes("").contains(&"job_shorter_than_a_step"));
+    // 1e-7 GB/s between two custom nodes: 5.4e11 hours, and a warning.
+    assert!(codes("instance=custom&gpu_net=0.0000001&nodes=2").contains(&"network_bound"));
+    assert!(!codes("nodes=2").contains(&"network_bound"));
+    // 4096 x 131072 x 65536 x 4096 tokens per step overflow u64.
+    let big = "instance=custom&gpu_count=1024&nodes=4096&mb=4096&seq=131072&ga=65536";
+    assert!(codes(big).contains(&"counts_saturated"));
+    assert!(!codes("").contains(&"counts_saturated"));
+}

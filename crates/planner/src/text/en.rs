@@ -103,6 +103,9 @@ catalog! {
     PriceDerived => "the price of {instance}, ${usd}/h, is an estimate: SageMaker lists none, so it is 1.15 x the EC2 on-demand price (${ec2}/h), the ratio of every P-family pair with both prices; enter yours (price=)",
     PriceDated => "the listed price of {instance} dates from {as_of} and may no longer be offered; check the SageMaker pricing page and enter yours (price=)",
     Fp32Slow => "FP32 runs far below tensor-core peak and doubles memory: use bf16",
+    JobShorterThanAStep => "the job's {tokens} training tokens are fewer than one step's {step}: it runs one whole step, and the time and cost are that step's",
+    NetworkBound => "{share}% of each step waits on communication that compute does not hide: the GPUs mostly idle; use fewer nodes, a faster network or less parallelism across nodes",
+    CountsSaturated => "this plan's token or byte counts exceed what 64 bits hold: the figures shown are floors, not estimates",
 
     // ---- auto-plan: why a candidate wins (search.rs) ------------------------------
     TimesFaster => "{x}× faster",
