@@ -421,7 +421,7 @@ fn network_bound(c: &Context) -> Option<Message> {
         + s.data_parallel
         + s.pipeline_bubble;
     let share = comm / t.step_seconds;
-    if !(share > NETWORK_BOUND_SHARE) {
+    if share.is_nan() || share <= NETWORK_BOUND_SHARE {
         return None;
     }
     let percent = format!("{:.0}", 100.0 * share);
