@@ -1,6 +1,6 @@
 //! How far the model is from measurements, computed and never typed: the
 //! throughput rows of data/calibration.csv in-sample and cross-validated
-//! (leave-one-out), grouped by what a plan looks like, and the memory rows.
+//! (leave-one-architecture-out), grouped by what a plan looks like, and the memory rows.
 //!
 //! `plan calibrate --coverage` writes the result to data/coverage.json, which
 //! the report's accuracy labels read; a test recomputes it and fails when the
@@ -721,7 +721,7 @@ fn memory_stats(rows: &[MemoryRow]) -> MemoryStats {
     }
 }
 
-/// Compute everything (leave-one-out fits: a second or so in release).
+/// Compute everything (leave-one-architecture-out fits: a second or so in release).
 pub fn compute() -> Coverage {
     let rows = throughput_rows();
     let all: Vec<&ThroughputRow> = rows.iter().collect();

@@ -391,7 +391,10 @@ fn extremes_get_words() {
     };
     // Default plan: 8 x 1 x 8 x 8192 = 524,288 tokens per step.
     let short = evaluate(&Plan::from_query("tokens=1e6&ga=64").plan);
-    assert!(short.warnings.iter().any(|w| w.code == "job_shorter_than_a_step"));
+    assert!(short
+        .warnings
+        .iter()
+        .any(|w| w.code == "job_shorter_than_a_step"));
     assert_eq!(short.time.steps, 1);
     let per_m = short.cost.usd_per_million_tokens.unwrap();
     let whole = short.cost.total_usd.unwrap() / (short.throughput.tokens_per_step as f64 / 1e6);

@@ -91,10 +91,11 @@ fn calibration_rows_within_their_tolerances() {
     }
     let c = planner::accuracy::compute();
     // With the 12 MoE rows (their scatter is the MoE note's) the medians rose
-    // from 3.4% / 6.2% to 5.7% / 7.4%.
+    // from 3.4% / 6.2% to 5.7% / 7.4%; leaving out every row of the same
+    // model (#25) instead of one row at a time, the cross-validated one is 8.7%.
     assert!(median_abs_error(&preds) <= 6.0, "in-sample median");
     assert!(
-        c.throughput.cv_median <= 7.5,
+        c.throughput.cv_median <= 9.0,
         "cross-validated median {:.1}%",
         c.throughput.cv_median
     );

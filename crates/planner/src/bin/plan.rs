@@ -137,7 +137,7 @@ fn calibrate(flags: &[String]) {
             "group",
             "measured",
             "in-sample",
-            "LOO"
+            "LOAO"
         );
         for r in throughput_rows() {
             outln!(

@@ -66,7 +66,7 @@ catalog! {
     ThroughputChecked => "checked against published runs of this kind ({group}, n = {rows}): cross-validated median error {median}%, from {under}% to {over}%",
     ThroughputNearest => "derived — not checked against a measurement; the nearest checked kind ({group}, n = {rows}) has a cross-validated median error of {median}%, from {under}% to {over}%",
     ThroughputUnchecked => "derived — not checked against any measurement",
-    MoeComputeRough => "mixture-of-experts speed is rough: one factor per GPU generation, fitted on 12 published Megatron-Bridge 25.11 runs (GPT-OSS-120B, Qwen3-30B-A3B, Qwen3-235B-A22B; balanced routing), leaves them between -67% and +160% when each is left out of the fit; measure a few steps before you trust the time and cost",
+    MoeComputeRough => "mixture-of-experts speed is rough: one factor per GPU generation, fitted on 12 published Megatron-Bridge 25.11 runs (GPT-OSS-120B, Qwen3-30B-A3B, Qwen3-235B-A22B; balanced routing), leaves them between -67% and +161% when each model's runs are left out of the fit; measure a few steps before you trust the time and cost",
     BlackwellBf16FromGb200 => "Blackwell's BF16 efficiency is fitted on GB200 runs only (NVIDIA DGX Cloud recipes; no published B200 or B300 BF16 run)",
 
     // ---- warnings (warnings.rs) ---------------------------------------------
