@@ -5,70 +5,76 @@ use planner::calibration::{median_abs_error, predictions};
 use planner::evaluate;
 use planner::plan::Plan;
 
-/// Each published run's tolerance, percent, in-sample: its error when the
-/// parameters were last fitted plus 1.5 points (at least 2), so that moving any
-/// calibrated constant by 5% breaks at least one row (see
-/// `every_calibrated_constant_is_pinned_by_a_row`). Rows over 10% say why.
-const ROW_TOLERANCE: &[(&str, f64)] = &[
-    ("mb2511_l8b_gb200_fp8", 9.0),
-    ("mb2511_l8b_b200_fp8", 2.0),
-    ("mb2511_l8b_h100_fp8", 8.5),
-    ("mb2511_l70b_gb200_fp8", 4.0),
-    ("mb2511_l70b_h100_fp8", 13.5), // Megatron-Bridge 70B on H100 (TP4 PP8 VP5): under-predicted; the interleaved bubble and PP traffic are charged in full
-    ("mb2511_l405b_gb200_fp8", 8.0),
-    ("mb2511_l405b_b200_fp8", 2.0),
-    ("mb2511_l405b_h100_fp8", 2.0),
-    ("mb2511_l8b_gb300_fp8", 12.0), // GB300 is fitted with GB200/B200 as one generation; the GB300 run is 19% faster than GB200 in the table but only FP4 and attention differ in the datasheets
-    ("nemo2407_l3_8b_h100_fp8", 14.5), // NeMo 24.07 8B with CP 2 at 8K: the model over-predicts; CP overlap on one node is optimistic
-    ("nemo2407_l3_70b_h100_fp8", 4.0),
-    ("nemo2407_l2_7b_h100_fp8", 6.5),
-    ("nemo2407_l2_13b_h100_fp8", 8.5),
-    ("nemo2407_l2_70b_h100_fp8", 2.0),
-    ("nemo2407_gpt3_175b_h100_fp8_128", 2.0),
-    ("nemo2407_nemotron340b_h100_fp8", 4.0),
-    ("dgxc_l31_8b_h100_bf16_8", 3.0),
-    ("dgxc_l31_8b_h100_fp8_8", 2.0),
-    ("dgxc_l31_70b_h100_bf16_64", 2.0),
-    ("dgxc_l31_70b_h100_fp8_64", 2.5),
-    ("dgxc_nemotron15b_h100_bf16_16", 7.5),
-    ("dgxc_l31_405b_gb200_bf16_128", 3.0),
-    ("dgxc_l31_405b_gb200_bf16_256", 2.0),
-    ("dgxc_nemotron15b_gb200_bf16_16", 4.5),
+/// Each published run's tolerances, percent: in-sample, its error when the
+/// parameters were last fitted plus half a point (at least 1), so that moving
+/// a calibrated constant by 5% breaks a row wherever a row can feel it (see
+/// `every_calibrated_constant_is_pinned_by_a_row`, #25: with 1.5 points 27 of
+/// 50 such changes broke none); and cross-validated (leave-one-architecture-
+/// out), its error plus a point (at least 2). Rows over 10% say why.
+const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
+    ("mb2511_l8b_gb200_fp8", 7.5, 4.0),
+    ("mb2511_l8b_b200_fp8", 1.0, 5.0),
+    ("mb2511_l8b_h100_fp8", 7.5, 6.0),
+    ("mb2511_l70b_gb200_fp8", 3.5, 7.0),
+    ("mb2511_l70b_h100_fp8", 12.5, 13.0), // Megatron-Bridge 70B on H100 (TP4 PP8 VP5): under-predicted; the interleaved bubble and PP traffic are charged in full
+    ("mb2511_l405b_gb200_fp8", 7.0, 11.0),
+    ("mb2511_l405b_b200_fp8", 1.0, 4.0),
+    ("mb2511_l405b_h100_fp8", 1.0, 2.0),
+    ("mb2511_l8b_gb300_fp8", 11.0, 15.0), // GB300 is fitted with GB200/B200 as one generation; the GB300 run is 19% faster than GB200 in the table but only FP4 and attention differ in the datasheets
+    ("nemo2407_l3_8b_h100_fp8", 13.5, 17.0), // NeMo 24.07 8B with CP 2 at 8K: the model over-predicts; CP overlap on one node is optimistic
+    ("nemo2407_l3_70b_h100_fp8", 3.0, 3.0),
+    ("nemo2407_l2_7b_h100_fp8", 5.5, 6.0),
+    ("nemo2407_l2_13b_h100_fp8", 7.5, 8.0),
+    ("nemo2407_l2_70b_h100_fp8", 1.0, 2.0),
+    ("nemo2407_gpt3_175b_h100_fp8_128", 1.0, 2.0),
+    ("nemo2407_nemotron340b_h100_fp8", 3.0, 4.0),
+    ("dgxc_l31_8b_h100_bf16_8", 2.0, 10.0),
+    ("dgxc_l31_8b_h100_fp8_8", 1.0, 4.0),
+    ("dgxc_l31_70b_h100_bf16_64", 1.0, 8.0),
+    ("dgxc_l31_70b_h100_fp8_64", 1.5, 2.0),
+    ("dgxc_nemotron15b_h100_bf16_16", 6.5, 7.0),
+    ("dgxc_l31_405b_gb200_bf16_128", 2.0, 2.0),
+    ("dgxc_l31_405b_gb200_bf16_256", 1.0, 2.0),
+    ("dgxc_nemotron15b_gb200_bf16_16", 3.5, 5.0),
     // MoE: one experts' factor per generation cannot follow the scatter of
     // these runs (MoeComputeRough says so on the page); each row's in-sample
     // error plus 1.5 points.
-    ("mb2511_gptoss120b_gb300_bf16", 26.5),
-    ("mb2511_gptoss120b_gb200_bf16", 16.0),
-    ("mb2511_gptoss120b_b200_bf16", 39.5),
-    ("mb2511_gptoss120b_h100_bf16", 2.0),
-    ("mb2511_qwen3_30b_gb300_fp8", 2.0),
-    ("mb2511_qwen3_30b_gb200_fp8", 23.5),
-    ("mb2511_qwen3_30b_b200_fp8", 107.0),
-    ("mb2511_qwen3_30b_h100_fp8", 162.0),
-    ("mb2511_qwen3_235b_gb300_bf16", 49.5),
-    ("mb2511_qwen3_235b_gb200_bf16", 38.0),
-    ("mb2511_qwen3_235b_b200_fp8", 22.5),
-    ("mb2511_qwen3_235b_h100_fp8", 36.0),
-    ("tt_l31_8b_fsdp_8", 7.5),
-    ("tt_l31_8b_fsdp_compile_fp8_8", 2.0),
-    ("tt_l31_8b_cp1_32k", 5.0),
-    ("tt_l31_70b_2d", 7.5),
-    ("tt_a100_l3_8b_sel_op", 7.0),
-    ("tt_a100_l3_70b_full", 10.0), // as tt_a100_l2_13b_noac
-    ("tt_a100_l2_13b_noac", 11.5), // torchtitan on 64 A100s: under-predicted by ~10%; the fitted Ampere GEMM efficiency is shared with the Megatron-2022 rows
-    ("tt_a100_l2_70b_full", 11.5), // as tt_a100_l2_13b_noac
-    ("korthikanti_22b_selective_sp", 4.0),
-    ("korthikanti_22b_full_recompute", 2.0),
-    ("korthikanti_175b_selective_sp", 4.0),
-    ("korthikanti_175b_full_recompute", 2.5),
+    ("mb2511_gptoss120b_gb300_bf16", 25.5, 26.0),
+    ("mb2511_gptoss120b_gb200_bf16", 15.0, 16.0),
+    ("mb2511_gptoss120b_b200_bf16", 38.5, 39.0),
+    ("mb2511_gptoss120b_h100_bf16", 1.0, 68.0),
+    ("mb2511_qwen3_30b_gb300_fp8", 1.0, 23.0),
+    ("mb2511_qwen3_30b_gb200_fp8", 22.5, 50.0),
+    ("mb2511_qwen3_30b_b200_fp8", 106.0, 162.0),
+    ("mb2511_qwen3_30b_h100_fp8", 161.0, 162.0),
+    ("mb2511_qwen3_235b_gb300_bf16", 48.5, 50.0),
+    ("mb2511_qwen3_235b_gb200_bf16", 37.0, 38.0),
+    ("mb2511_qwen3_235b_b200_fp8", 21.5, 22.0),
+    ("mb2511_qwen3_235b_h100_fp8", 35.0, 36.0),
+    ("tt_l31_8b_fsdp_8", 6.5, 39.0),
+    ("tt_l31_8b_fsdp_compile_fp8_8", 1.0, 15.0),
+    ("tt_l31_8b_cp1_32k", 4.0, 46.0),
+    ("tt_l31_70b_2d", 6.5, 7.0),
+    ("tt_a100_l3_8b_sel_op", 6.0, 7.0),
+    ("tt_a100_l3_70b_full", 9.0, 10.0),  // as tt_a100_l2_13b_noac
+    ("tt_a100_l2_13b_noac", 10.5, 11.0), // torchtitan on 64 A100s: under-predicted by ~10%; the fitted Ampere GEMM efficiency is shared with the Megatron-2022 rows
+    ("tt_a100_l2_70b_full", 10.5, 12.0), // as tt_a100_l2_13b_noac
+    ("korthikanti_22b_selective_sp", 3.0, 9.0),
+    ("korthikanti_22b_full_recompute", 1.0, 6.0),
+    ("korthikanti_175b_selective_sp", 3.0, 11.0),
+    ("korthikanti_175b_full_recompute", 1.5, 9.0),
 ];
 
-fn tolerance(id: &str) -> f64 {
+fn tolerances(id: &str) -> (f64, f64) {
     ROW_TOLERANCE
         .iter()
-        .find(|(r, _)| *r == id)
+        .find(|(r, _, _)| *r == id)
+        .map(|(_, t, cv)| (*t, *cv))
         .unwrap_or_else(|| panic!("{id} has no stated tolerance"))
-        .1
+}
+
+fn tolerance(id: &str) -> f64 {
+    tolerances(id).0
 }
 
 /// Every row within its stated tolerance; the medians the docs quote.
@@ -89,6 +95,16 @@ fn calibration_rows_within_their_tolerances() {
             tolerance(&p.id)
         );
     }
+    // Cross-validated errors are bounded too (#25), row by row.
+    for p in planner::calibration::cross_validated() {
+        let bound = tolerances(&p.id).1;
+        assert!(
+            p.error_percent.abs() <= bound,
+            "{} is off by {:.1}% cross-validated (bound {bound}%)",
+            p.id,
+            p.error_percent
+        );
+    }
     let c = planner::accuracy::compute();
     // With the 12 MoE rows (their scatter is the MoE note's) the medians rose
     // from 3.4% / 6.2% to 5.7% / 7.4%; leaving out every row of the same
@@ -101,18 +117,16 @@ fn calibration_rows_within_their_tolerances() {
     );
 }
 
-/// A ±5% change of any calibrated constant of any generation is caught: it
-/// moves some row's error, so data/coverage.json (full precision, compared
-/// exactly) and mostly docs/accuracy.md (0.1%) go stale and
-/// `coverage_docs_and_readme_are_current` fails; a fitted one also moves the
-/// refit (`fit_from_a_neutral_start_reproduces_the_shipped_parameters`);
-/// where a row leaves its tolerance, `calibration_rows_within_their_tolerances`
-/// fails too. Prints which, constant by constant.
+/// A ±5% change of a calibrated constant pushes at least one row past its
+/// stated in-sample tolerance, or the constant is in `UNPINNED`, which
+/// docs/accuracy.md lists as not pinned by the published rows (#25: the old
+/// test asked only that some row move by 1e-6, and 27 of 50 changes broke
+/// no tolerance). The list is exact both ways: a constant that becomes pinned
+/// leaves it, so the docs' claim follows.
 #[test]
 fn every_calibrated_constant_is_pinned_by_a_row() {
     use planner::calibration::{cases, predict_with, FITTED};
     use planner::throughput::{efficiency, generation, Efficiency, Generation};
-    // No FP8 tensor cores on Ampere.
     // No FP8 tensor cores on Ampere; no Megatron MoE row on Ampere or the
     // capped H100s (the Hugging Face-stack test checks Ampere's MoE rows).
     let unseen = |g: Generation, field: &str| {
@@ -133,7 +147,7 @@ fn every_calibrated_constant_is_pinned_by_a_row() {
         ("overlap", |e| &mut e.overlap),
     ];
     let cases = cases();
-    let mut missed = Vec::new();
+    let mut unpinned = Vec::new();
     for g in FITTED {
         let mine: Vec<_> = cases.iter().filter(|c| generation(c.gpu) == g).collect();
         for (name, field) in fields {
@@ -143,26 +157,52 @@ fn every_calibrated_constant_is_pinned_by_a_row() {
             for factor in [0.95, 1.05] {
                 let mut e = efficiency(g);
                 *field(&mut e) *= factor;
-                let (mut moved, mut broken) = (0.0f64, 0);
-                for c in &mine {
-                    let (before, after) = (predict_with(c, &efficiency(g)), predict_with(c, &e));
-                    moved = moved.max((after.error_percent - before.error_percent).abs());
-                    broken += (after.error_percent.abs() > tolerance(&c.id)) as usize;
-                }
-                let fitted = matches!(name, "gemm" | "fp8_gemm" | "attention" | "moe");
-                println!(
-                    "{g:?}.{name} x {factor}: largest row shift {moved:.2} pts; caught by docs/coverage{}{}",
-                    if fitted { ", refit" } else { "" },
-                    if broken > 0 { ", row tolerances" } else { "" }
-                );
-                if moved < 1e-6 {
-                    missed.push(format!("{g:?}.{name} x {factor}"));
+                let broken = mine
+                    .iter()
+                    .filter(|c| predict_with(c, &e).error_percent.abs() > tolerance(&c.id))
+                    .count();
+                println!("{g:?}.{name} x {factor}: {broken} rows past their tolerance");
+                if broken == 0 {
+                    unpinned.push(format!("{g:?}.{name} x {factor}"));
                 }
             }
         }
     }
-    assert!(missed.is_empty(), "no row moves: {missed:?}");
+    assert_eq!(unpinned, UNPINNED, "update UNPINNED and docs/accuracy.md");
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/accuracy.md"
+    ))
+    .expect("docs/accuracy.md");
+    for u in UNPINNED {
+        assert!(
+            doc.contains(u),
+            "docs/accuracy.md should list `{u}` as not pinned"
+        );
+    }
 }
+
+/// Calibrated constants that a ±5% change leaves every row within its
+/// tolerance: the rows do not pin them (docs/accuracy.md says so).
+const UNPINNED: &[&str] = &[
+    "Ampere.attention x 0.95",
+    "Ampere.attention x 1.05",
+    "Ampere.kernel_overhead x 0.95",
+    "Ampere.kernel_overhead x 1.05",
+    "Ampere.overlap x 1.05",
+    "Hopper.kernel_overhead x 1.05",
+    "Hopper.memory x 0.95",
+    "Hopper.overlap x 0.95",
+    "Hopper.overlap x 1.05",
+    "HopperPowerCapped.gemm x 0.95",
+    "HopperPowerCapped.kernel_overhead x 0.95",
+    "HopperPowerCapped.kernel_overhead x 1.05",
+    "HopperPowerCapped.overlap x 0.95",
+    "HopperPowerCapped.overlap x 1.05",
+    "Blackwell.kernel_overhead x 1.05",
+    "Blackwell.memory x 0.95",
+    "Blackwell.overlap x 0.95",
+];
 
 /// The fit, started from neutral values, lands on the shipped parameters:
 /// they are the fit's result, not a hand-tuned copy of it.
