@@ -32,6 +32,8 @@ TRAIN_PY = os.path.join(ROOT, "crates", "planner", "bundle", "train.py")
 TABLE = os.path.join(ROOT, "crates", "planner", "data", "oracle_memory.jsonl")
 # memory_examples.csv's CUDA-measured steps as the oracle counts them (--reproduce).
 REPRODUCTION = os.path.join(ROOT, "crates", "planner", "data", "oracle_reproduction.jsonl")
+# Rows the memory model was never changed on (--heldout): its out-of-sample error.
+HELDOUT = os.path.join(ROOT, "crates", "planner", "data", "oracle_heldout.jsonl")
 
 sys.path.insert(0, HERE)
 import rows as grid  # noqa: E402
@@ -381,6 +383,8 @@ def main():
     ap.add_argument("--out", help=f"write the table here (the full grid writes {os.path.relpath(TABLE, ROOT)})")
     ap.add_argument("--reproduce", action="store_true",
                     help="run data/memory_examples.csv's measured steps and print the oracle's error")
+    ap.add_argument("--heldout", action="store_true",
+                    help="the held-out plans (rows.heldout), written to data/oracle_heldout.jsonl")
     ap.add_argument("--check", help="compare the measured rows with this table's and fail on any difference")
     ap.add_argument("--explain", action="store_true", help="with --only: what is alive at the peak")
     a = ap.parse_args()
@@ -388,13 +392,13 @@ def main():
         global EXPLAIN
         EXPLAIN = True
         a.jobs = 0
-    rows = grid.reproductions() if a.reproduce else grid.rows()
+    rows = grid.reproductions() if a.reproduce else grid.heldout() if a.heldout else grid.rows()
     if a.smoke:
         rows = [r for r in rows if r["id"] in grid.SMOKE]
     if a.only:
         rows = [r for r in rows if r["id"] == a.only]
     out = a.out or (None if (a.smoke or a.only or a.check) else
-                    (REPRODUCTION if a.reproduce else TABLE))
+                    (REPRODUCTION if a.reproduce else HELDOUT if a.heldout else TABLE))
     measured, began = [], time.perf_counter()
     if a.jobs == 0:
         init_worker()

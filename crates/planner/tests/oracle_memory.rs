@@ -102,3 +102,40 @@ fn the_oracle_reproduces_the_cuda_measured_steps() {
         "the docs' figure for cuDNN's steps: {cudnn_worst:.2}%"
     );
 }
+
+/// The oracle's held-out plans (rows.py `heldout`: families, sequence
+/// lengths, micro-batches and world sizes the memory model was never changed
+/// on, measured after it was; #25) give its out-of-sample error, which the
+/// README and the labels quote: median 0.78%, worst -16.95% (Qwen2.5-0.5B,
+/// ZeRO-3, FP32, fused loss, 3 x 6144 tokens per micro-batch: the chunked
+/// loss at 9-18K tokens is under-predicted; the three rows under -8% all
+/// use it with 2-3 micro-batch sequences). The bound is that figure: a
+/// model change that moves it must say so here and in the README.
+#[test]
+fn heldout_rows_give_the_out_of_sample_error() {
+    let rows = planner::accuracy::oracle_heldout_rows();
+    assert_eq!(rows.len(), 45, "every held-out row parses and is predicted");
+    let c = planner::accuracy::compute();
+    let h = &c.memory_oracle_heldout;
+    assert!(h.median <= 0.8, "median {:.2}%", h.median);
+    assert!(
+        h.under >= -17.0 && h.over <= 8.0,
+        "{:+.2}% .. {:+.2}%",
+        h.under,
+        h.over
+    );
+    let under: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.row.error_percent < -8.0)
+        .map(|r| r.row.label.as_str())
+        .collect();
+    assert_eq!(
+        under,
+        [
+            "heldout/qwen2.5-0.5b/zero3/h2",
+            "heldout/llama-3.2-3b/zero3/h9",
+            "heldout/llama-3.2-3b/single/h18"
+        ],
+        "the under-predictions the README names"
+    );
+}

@@ -442,4 +442,5 @@ catalog! {
     AxisPrecision => "precision {value} not checked (checked: {checked})",
     AxisTraining => "{value} training not checked (checked: {checked})",
     AxisOffload => "activation offloading not checked",
+    MemoryOracleHeldOut => "that is in-sample (the model was changed on those steps); on {rows} held-out steps it never saw: median {median}%, from {under}% to {over}%",
 }
