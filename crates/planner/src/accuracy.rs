@@ -196,6 +196,10 @@ pub struct Envelope {
     pub training: Vec<String>,
     /// Whether some check offloaded activations.
     pub offload: bool,
+    /// ZeRO stages the checks ran, and whether some sharded over a hybrid
+    /// group smaller than the data-parallel ranks (HSDP).
+    pub zero: Vec<u8>,
+    pub hybrid: bool,
 }
 
 /// Where a plan leaves an envelope: its value and what was checked.
@@ -207,6 +211,8 @@ pub enum Outside {
     Precision { value: String, checked: String },
     Training { value: String, checked: String },
     Offload,
+    Zero { value: u8, checked: String },
+    Hybrid,
 }
 
 impl Envelope {
@@ -219,6 +225,8 @@ impl Envelope {
             precisions: vec![plan.precision.key().to_string()],
             training: vec![plan.train.key().to_string()],
             offload: plan.offload,
+            zero: vec![if gpus > 1 { plan.zero } else { 0 }],
+            hybrid: plan.shard.is_some_and(|s| s > 0 && s < gpus),
         }
     }
 
@@ -243,6 +251,13 @@ impl Envelope {
                         precisions: union(&e.precisions, &p.precisions),
                         training: union(&e.training, &p.training),
                         offload: e.offload || p.offload,
+                        zero: {
+                            let mut z: Vec<u8> = e.zero.iter().chain(&p.zero).copied().collect();
+                            z.sort();
+                            z.dedup();
+                            z
+                        },
+                        hybrid: e.hybrid || p.hybrid,
                     }
                 }
             });
@@ -297,6 +312,18 @@ impl Envelope {
         }
         if plan.offload && !self.offload {
             out.push(Outside::Offload);
+        }
+        // Sharding matters only across GPUs; one GPU runs no ZeRO.
+        let zero = if gpus > 1 { plan.zero } else { 0 };
+        if !self.zero.is_empty() && !self.zero.contains(&zero) {
+            let checked: Vec<String> = self.zero.iter().map(|z| z.to_string()).collect();
+            out.push(Outside::Zero {
+                value: zero,
+                checked: checked.join(", "),
+            });
+        }
+        if plan.shard.is_some_and(|s| s > 0 && s < gpus) && !self.hybrid {
+            out.push(Outside::Hybrid);
         }
         out
     }
@@ -859,6 +886,8 @@ impl FromJson for Envelope {
             precisions: req(j, "precisions")?,
             training: req(j, "training")?,
             offload: req(j, "offload")?,
+            zero: req(j, "zero")?,
+            hybrid: req(j, "hybrid")?,
         })
     }
 }

@@ -447,6 +447,14 @@ impl FromJson for u32 {
     }
 }
 
+impl FromJson for u8 {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        u64::from_json(j)?
+            .try_into()
+            .map_err(|_| "number out of range".into())
+    }
+}
+
 impl FromJson for usize {
     fn from_json(j: &Json) -> Result<Self, String> {
         u64::from_json(j)?

@@ -151,6 +151,12 @@ fn outside_axis(lang: Lang, o: &crate::accuracy::Outside) -> String {
             &[("value", value), ("checked", checked)],
         ),
         Outside::Offload => t(lang, Text::AxisOffload).to_string(),
+        Outside::Zero { value, checked } => fill(
+            lang,
+            Text::AxisZero,
+            &[("value", value), ("checked", checked)],
+        ),
+        Outside::Hybrid => t(lang, Text::AxisHybrid).to_string(),
     }
 }
 

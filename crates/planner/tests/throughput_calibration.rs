@@ -551,7 +551,7 @@ fn accuracy_labels_follow_coverage() {
     };
     // Hopper, Megatron, FP8, TP/PP: five published runs, 13-341 B on 16-128 GPUs.
     let hopper =
-        "impl=megatron&precision=fp8&instance=ml.p5.48xlarge&nodes=2&tp=4&pp=2&model=llama-3.1-70b&seq=4096";
+        "impl=megatron&precision=fp8&instance=ml.p5.48xlarge&nodes=2&tp=4&pp=2&model=llama-3.1-70b&seq=4096&zero=1";
     assert_eq!(level(hopper).0, "calibrated");
     let r = evaluate(&Plan::from_query(hopper).plan);
     assert!(
@@ -615,19 +615,19 @@ fn odd_plans_say_what_they_extrapolate() {
         assert!(a.note.contains(axis), "{q}: `{axis}` in {}", a.note);
     };
     // Throughput.
-    let q = "precision=nvfp4&impl=megatron&instance=ml.p6-b200.48xlarge&seq=8192";
+    let q = "precision=nvfp4&impl=megatron&instance=ml.p6-b200.48xlarge&seq=8192&zero=1";
     extrapolated(&acc(q).0, "precision nvfp4 not checked", q);
-    let q = "model=llama-3.1-405b&impl=megatron&precision=fp8&instance=ml.p5.48xlarge&nodes=4096&tp=8&pp=8&cp=2&seq=8192";
+    let q = "model=llama-3.1-405b&impl=megatron&precision=fp8&instance=ml.p5.48xlarge&nodes=4096&tp=8&pp=8&cp=2&seq=8192&zero=1";
     extrapolated(&acc(q).0, "32768 GPUs outside the checked 8–1024", q);
-    let q = "model=llama-3.1-70b&impl=megatron&precision=fp8&instance=ml.p5.48xlarge&nodes=2&tp=4&pp=2&seq=131072&ckpt=full";
+    let q = "model=llama-3.1-70b&impl=megatron&precision=fp8&instance=ml.p5.48xlarge&nodes=2&tp=4&pp=2&seq=131072&ckpt=full&zero=1";
     extrapolated(
         &acc(q).0,
         "sequence 131072 outside the checked 2048–8192",
         q,
     );
-    let q = "model=llama-3.1-70b&impl=megatron&precision=fp8&instance=ml.p5.48xlarge&nodes=2&tp=4&pp=2&seq=4096&train=lora";
+    let q = "model=llama-3.1-70b&impl=megatron&precision=fp8&instance=ml.p5.48xlarge&nodes=2&tp=4&pp=2&seq=4096&train=lora&zero=1";
     extrapolated(&acc(q).0, "lora training not checked", q);
-    let q = "model=llama-3.1-70b&impl=megatron&precision=fp8&instance=ml.p5.48xlarge&nodes=2&tp=4&pp=2&seq=4096&offload=1";
+    let q = "model=llama-3.1-70b&impl=megatron&precision=fp8&instance=ml.p5.48xlarge&nodes=2&tp=4&pp=2&seq=4096&offload=1&zero=1";
     extrapolated(&acc(q).0, "activation offloading not checked", q);
     // FP32 at 128K on p4de: the HF A100 rows are BF16 at 4K on 1-2 GPUs.
     let q = "precision=fp32&seq=131072&instance=ml.p4de.24xlarge&ckpt=full";
@@ -649,6 +649,11 @@ fn odd_plans_say_what_they_extrapolate() {
     );
     let q = "model=llama-3.2-1b&zero=3&seq=4096&nodes=128";
     extrapolated(&acc(q).1, "1024 GPUs outside the checked 2–64", q);
+    // LoRA's oracle rows ran ZeRO-0 (one GPU) and ZeRO-3; none HSDP.
+    let q = "model=llama-3.2-1b&zero=2&train=lora&seq=4096";
+    extrapolated(&acc(q).1, "ZeRO stage 2 not checked (checked: 0, 3)", q);
+    let q = "model=llama-3.2-1b&zero=3&seq=4096&nodes=2&shard=8";
+    extrapolated(&acc(q).1, "hybrid sharding", q);
 }
 
 /// GB200 on SageMaker is sold as UltraServers whose 72 (or 36) GPUs share

@@ -442,5 +442,7 @@ catalog! {
     AxisPrecision => "precision {value} not checked (checked: {checked})",
     AxisTraining => "{value} training not checked (checked: {checked})",
     AxisOffload => "activation offloading not checked",
+    AxisZero => "ZeRO stage {value} not checked (checked: {checked})",
+    AxisHybrid => "hybrid sharding (a shard group smaller than the data-parallel ranks) not checked",
     MemoryOracleHeldOut => "that is in-sample (the model was changed on those steps); on {rows} held-out steps it never saw: median {median}%, from {under}% to {over}%",
 }
