@@ -93,8 +93,14 @@ fn MemoryBar(ctx: Ctx) -> impl IntoView {
                     }).collect_view();
                     let rows = m.terms.iter().filter(|(_, b)| *b > 0).map(|(t, b)| {
                         let key = t.key();
-                        view! { <tr><td><span class=format!("swatch seg-{key}") aria-hidden="true"></span>{term_label(key, l)}</td><td class="num">{gib(*b, l)}</td></tr> }
+                        let name = if t.is_assumed() {
+                            format!("{} ({})", term_label(key, l), tr(l, Text::AssumedMark))
+                        } else {
+                            term_label(key, l).to_string()
+                        };
+                        view! { <tr><td><span class=format!("swatch seg-{key}") aria-hidden="true"></span>{name}</td><td class="num">{gib(*b, l)}</td></tr> }
                     }).collect_view();
+                    let assumed = planner::text::fill(l, Text::AssumedTermsNote, &[("gib", &gib(m.assumed_bytes, l))]);
                     let aria = format!("{} {} / {} {}", tr(l, Text::PeakMemory), gib(m.peak_bytes_per_gpu, l), gib(m.usable_bytes, l), tr(l, Text::WordUsable));
                     view! {
                         <div class="membar" role="img" aria-label=aria>
@@ -107,6 +113,7 @@ fn MemoryBar(ctx: Ctx) -> impl IntoView {
                             <tbody>{rows}</tbody>
                             <tfoot><tr><th>{tr(l, Text::Total)}</th><th class="num">{gib(m.peak_bytes_per_gpu, l)}</th></tr></tfoot>
                         </table>
+                        <p class="derived" id="assumed">{assumed}</p>
                         <p class=format!("accuracy accuracy-{}", m.accuracy.level) id="accuracy">
                             {accuracy_line(&m.accuracy, Text::MemoryExpectedWithin, Text::MemoryUnchecked, l)}
                         </p>

@@ -58,6 +58,16 @@ pub enum Term {
 }
 
 impl Term {
+    /// Terms the fits verdict assumes rather than counts: the CUDA context,
+    /// library workspaces and allocator fragmentation (SPEC §3.4; the user
+    /// can change the last two).
+    pub fn is_assumed(self) -> bool {
+        matches!(
+            self,
+            Term::CudaContext | Term::Workspaces | Term::Fragmentation
+        )
+    }
+
     pub fn key(self) -> &'static str {
         match self {
             Term::Weights => "weights",

@@ -38,6 +38,9 @@ pub struct MemoryReport {
     pub budget_bytes: u64,
     pub usable_is_estimate: bool,
     pub activation_bytes: u64,
+    /// Of the peak, the bytes the verdict assumes rather than counts
+    /// (`Term::is_assumed`: CUDA context, workspaces, fragmentation).
+    pub assumed_bytes: u64,
     /// How the GEMMs get their weights (`memory::compute_path`), as train.py reports it.
     pub compute: &'static str,
     /// How far this kind of plan has been checked against measurements.
@@ -866,6 +869,11 @@ pub fn evaluate(plan: &Plan) -> Report {
             budget_bytes: budget,
             usable_is_estimate: r.gpu.usable_is_estimate(),
             activation_bytes: mem.activation_bytes,
+            assumed_bytes: mem
+                .terms
+                .iter()
+                .filter(|(t, _)| t.is_assumed())
+                .fold(0u64, |sum, (_, b)| sum.saturating_add(*b)),
             compute: memory::compute_path(plan),
             accuracy: accuracy(&r),
         },

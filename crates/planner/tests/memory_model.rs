@@ -475,3 +475,17 @@ fn context_parallelism_splits_every_layers_activations() {
         "{cp2:?} vs {cp1_full:?}"
     );
 }
+
+/// The verdict says which of its bytes are assumptions (#25): the CUDA
+/// context, the workspaces and fragmentation the user can set, summed.
+#[test]
+fn the_verdict_names_its_assumed_terms() {
+    let r = evaluate(&Plan::from_query("ws_gib=2&frag=10").plan);
+    let m = &r.memory;
+    let term = |k: Term| m.terms.iter().find(|(t, _)| *t == k).map_or(0, |x| x.1);
+    let assumed = term(Term::CudaContext) + term(Term::Workspaces) + term(Term::Fragmentation);
+    assert_eq!(m.assumed_bytes, assumed);
+    assert_eq!(term(Term::Workspaces), 2 << 30, "ws_gib=2");
+    assert!(m.assumed_bytes < m.peak_bytes_per_gpu);
+    assert!(Term::Fragmentation.is_assumed() && !Term::Activations.is_assumed());
+}
