@@ -171,6 +171,9 @@ fn outside_axis(lang: Lang, o: &crate::accuracy::Outside) -> String {
 fn accuracy(r: &Resolved<'_>) -> Accuracy {
     let lang = lang_of(r.plan.lang);
     let c = crate::accuracy::shipped();
+    if let Some(a) = measured_on_gpu(r, &c.memory_gpu) {
+        return a;
+    }
     match checked_memory_kind(r) {
         Some(MemoryKind::SingleRank) => checked_memory(
             r,
@@ -203,6 +206,33 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
         }
         None => derived(lang),
     }
+}
+
+/// Real fine-tuning runs on GPUs (accuracy::gpu_memory_rows) vouch for an HF
+/// data-parallel plan inside what they ran: "measured" on GPU, with their
+/// worst error either way. Outside, the other checks speak.
+fn measured_on_gpu(r: &Resolved<'_>, stats: &crate::accuracy::MemoryStats) -> Option<Accuracy> {
+    let l = &r.layout;
+    let hf_dp = r.plan.implementation == crate::plan::Implementation::Hf
+        && l.tp == 1
+        && l.pp == 1
+        && l.cp == 1
+        && l.ep == 1;
+    let inside = stats.rows > 0
+        && stats
+            .envelope
+            .outside(r.plan, r.counts.total, l.gpus)
+            .is_empty();
+    if !hf_dp || !inside {
+        return None;
+    }
+    Some(checked_memory(
+        r,
+        "measured",
+        stats,
+        Text::MemoryMeasuredOnGpu,
+        "",
+    ))
 }
 
 /// The oracle's table is in-sample (the memory model was changed on its
