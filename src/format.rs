@@ -5,46 +5,13 @@ use planner::text::Text;
 
 pub const GIB: f64 = (1u64 << 30) as f64;
 
-/// Whether the page shows Russian.
-pub fn is_ru(lang: Lang) -> bool {
-    lang == Lang::Ru
-}
-
 /// The catalog's text of `id` in the page's language.
 pub fn tr(lang: Lang, id: Text) -> &'static str {
     planner::text::t(lang, id)
 }
 
-/// A number with `decimals` places and locale separators:
-/// en `12,345.6`, ru `12 345,6` (narrow no-break space, decimal comma).
-pub fn num(x: f64, decimals: usize, lang: Lang) -> String {
-    if !x.is_finite() {
-        return "—".into();
-    }
-    let s = format!("{:.*}", decimals, x.abs());
-    let (int, frac) = s.split_once('.').unwrap_or((&s, ""));
-    let (group, point) = if is_ru(lang) {
-        ('\u{202f}', ',')
-    } else {
-        (',', '.')
-    };
-    let mut out = String::new();
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            out.push(group);
-        }
-        out.push(c);
-    }
-    if !frac.is_empty() {
-        out.push(point);
-        out.push_str(frac);
-    }
-    if x < 0.0 {
-        format!("−{out}")
-    } else {
-        out
-    }
-}
+/// A number with `decimals` places and the language's separators.
+pub use planner::text::num;
 
 /// Significant figures that do not pretend to more precision than the model has.
 pub fn sig(x: f64, lang: Lang) -> String {

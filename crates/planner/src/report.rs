@@ -5,7 +5,7 @@ use crate::cost::{self, Checkpointing as CheckpointCost, Cost, Time};
 use crate::hardware::{self, Gpu, Instance};
 use crate::memory::{self, Layout, Phase, Stages};
 use crate::plan::{Checkpointing, Lang, Plan, Precision};
-use crate::text::{fill, lang_of, t, Text};
+use crate::text::{fill, lang_of, num, signed, t, Text};
 use crate::throughput::{self, Fabric, Generation, Throughput};
 use crate::warnings;
 use serde::ser::SerializeMap;
@@ -78,9 +78,9 @@ fn checked_memory(
 ) -> Accuracy {
     let lang = lang_of(r.plan.lang);
     let (median, under, over) = (
-        format!("{:.1}", stats.median),
-        format!("{:+.1}", stats.under),
-        format!("{:+.1}", stats.over),
+        num(stats.median, 1, lang),
+        signed(stats.under, 1, lang),
+        signed(stats.over, 1, lang),
     );
     let args: [(&str, &dyn Display); 5] = [
         ("rows", &stats.rows),
@@ -123,7 +123,7 @@ fn extrapolated(lang: Lang, outside: &[crate::accuracy::Outside], inside: String
 /// One axis a plan leaves its checks' envelope on, as a phrase.
 fn outside_axis(lang: Lang, o: &crate::accuracy::Outside) -> String {
     use crate::accuracy::Outside;
-    let billions = |p: &u64| format!("{:.1}", *p as f64 / 1e9);
+    let billions = |p: &u64| num(*p as f64 / 1e9, 1, lang);
     match o {
         Outside::Sequence { value, lo, hi } => fill(
             lang,
@@ -245,9 +245,9 @@ fn with_heldout(
 ) -> Accuracy {
     let lang = lang_of(r.plan.lang);
     let (median, under, over) = (
-        format!("{:.1}", heldout.median),
-        format!("{:+.1}", heldout.under),
-        format!("{:+.1}", heldout.over),
+        num(heldout.median, 1, lang),
+        signed(heldout.under, 1, lang),
+        signed(heldout.over, 1, lang),
     );
     let args: [(&str, &dyn Display); 4] = [
         ("rows", &heldout.rows),
@@ -943,9 +943,9 @@ fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Ac
         };
     };
     let (median, under, over) = (
-        format!("{:.1}", stats.cv_median),
-        format!("{:+.1}", stats.cv_under),
-        format!("{:+.1}", stats.cv_over),
+        num(stats.cv_median, 1, lang),
+        signed(stats.cv_under, 1, lang),
+        signed(stats.cv_over, 1, lang),
     );
     let name = stats.group.name();
     let args: [(&str, &dyn Display); 5] = [

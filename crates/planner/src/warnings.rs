@@ -5,7 +5,7 @@
 use crate::memory::{MemoryBreakdown, Term};
 use crate::plan::{Attention, Checkpointing, Lang, Loss, Plan, Precision};
 use crate::report::{Message, Report, Resolved};
-use crate::text::{lang_of, t, Text};
+use crate::text::{lang_of, num, t, Text};
 use std::fmt::Display;
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -122,9 +122,9 @@ fn over_budget(c: &Context) -> Option<Message> {
         .unwrap_or((Term::Weights, 0));
     let (fix, fix_text) = over_budget_fix(c, term);
     let key = fix.as_ref().map(|f| f.0).unwrap_or("nodes");
-    let peak = format!("{:.1}", c.report.memory.peak_bytes_per_gpu as f64 / GIB);
-    let budget = format!("{:.1}", c.report.memory.budget_bytes as f64 / GIB);
-    let term_gib = format!("{:.1}", bytes as f64 / GIB);
+    let peak = num(c.report.memory.peak_bytes_per_gpu as f64 / GIB, 1, c.lang);
+    let budget = num(c.report.memory.budget_bytes as f64 / GIB, 1, c.lang);
+    let term_gib = num(bytes as f64 / GIB, 1, c.lang);
     let args: [(&str, &dyn Display); 5] = [
         ("peak", &peak),
         ("budget", &budget),
@@ -149,7 +149,7 @@ fn memory_underused(c: &Context) -> Option<Message> {
         .max_micro_batch
         .min(plan.micro_batch * 2)
         .max(plan.micro_batch + 1);
-    let percent = format!("{:.0}", 100.0 * peak / budget);
+    let percent = num(100.0 * peak / budget, 0, c.lang);
     let args: [(&str, &dyn Display); 2] =
         [("percent", &percent), ("max_mb", &report.max_micro_batch)];
     Some(
@@ -196,7 +196,7 @@ fn long_sequence_without_checkpointing(c: &Context) -> Option<Message> {
     if plan.seq < 32_768 || plan.checkpointing != Checkpointing::None || c.report.fits {
         return None;
     }
-    let gib = format!("{:.1}", c.mem.saved_activation_bytes as f64 / GIB);
+    let gib = num(c.mem.saved_activation_bytes as f64 / GIB, 1, c.lang);
     let args: [(&str, &dyn Display); 2] = [("seq", &plan.seq), ("gib", &gib)];
     let code = "long_sequence_without_checkpointing";
     Some(
@@ -211,7 +211,7 @@ fn eager_attention_long_sequence(c: &Context) -> Option<Message> {
     if plan.attention != Attention::Eager || plan.seq < 4096 {
         return None;
     }
-    let gib = format!("{:.1}", c.mem.get(Term::AttentionScores) as f64 / GIB);
+    let gib = num(c.mem.get(Term::AttentionScores) as f64 / GIB, 1, c.lang);
     let args: [(&str, &dyn Display); 1] = [("gib", &gib)];
     let code = "eager_attention_long_sequence";
     Some(
@@ -273,8 +273,8 @@ fn micro_batch_one_low_utilisation(c: &Context) -> Option<Message> {
     {
         return None;
     }
-    let billions = format!("{:.0}", report.parameters as f64 / 1e9);
-    let mfu = format!("{:.0}", report.throughput.mfu * 100.0);
+    let billions = num(report.parameters as f64 / 1e9, 0, c.lang);
+    let mfu = num(report.throughput.mfu * 100.0, 0, c.lang);
     let args: [(&str, &dyn Display); 2] = [("billions", &billions), ("mfu", &mfu)];
     let code = "micro_batch_one_low_utilisation";
     Some(
@@ -298,9 +298,9 @@ fn checkpoint_overhead(c: &Context) -> Option<Message> {
     } else {
         ("async_save", "1".to_string(), Text::FixSaveAsync)
     };
-    let gb = format!("{:.0}", ck.size_bytes as f64 / 1e9);
-    let seconds = format!("{:.0}", ck.seconds_per_save);
-    let percent = format!("{:.1}", ck.wall_share * 100.0);
+    let gb = num(ck.size_bytes as f64 / 1e9, 0, c.lang);
+    let seconds = num(ck.seconds_per_save, 0, c.lang);
+    let percent = num(ck.wall_share * 100.0, 1, c.lang);
     let args: [(&str, &dyn Display); 4] = [
         ("gb", &gb),
         ("seconds", &seconds),
@@ -360,7 +360,7 @@ fn price_derived(c: &Context) -> Option<Message> {
     if cost.price_source != "derived" {
         return None;
     }
-    let (usd, ec2) = (format!("{usd:.2}"), format!("{ec2:.2}"));
+    let (usd, ec2) = (num(usd, 2, c.lang), num(ec2, 2, c.lang));
     let args: [(&str, &dyn Display); 3] = [
         ("instance", &c.report.instance),
         ("usd", &usd),
@@ -424,7 +424,7 @@ fn network_bound(c: &Context) -> Option<Message> {
     if share.is_nan() || share <= NETWORK_BOUND_SHARE {
         return None;
     }
-    let percent = format!("{:.0}", 100.0 * share);
+    let percent = num(100.0 * share, 0, c.lang);
     let args: [(&str, &dyn Display); 1] = [("share", &percent)];
     Some(c.warn("network_bound", "nodes", Text::NetworkBound, &args))
 }

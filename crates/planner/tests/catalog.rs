@@ -161,3 +161,48 @@ fn fill_substitutes_named_values() {
         "unknown key `{key}` was ignored"
     );
 }
+
+/// #24: a Russian warning wrote "95.3 ГиБ" beside the page's "95,3 ГиБ". The
+/// model's sentences now format numbers as the language does: a decimal
+/// comma and narrow no-break spaces in Russian, a point and commas in English.
+#[test]
+fn warnings_and_labels_format_numbers_as_the_language_does() {
+    let q = "model=llama-3.1-70b&seq=32768&instance=ml.p5.48xlarge";
+    let ru = planner::evaluate(&planner::Plan::from_query(&format!("{q}&lang=ru")).plan);
+    let en = planner::evaluate(&planner::Plan::from_query(q).plan);
+    let over = |r: &planner::Report| {
+        r.warnings
+            .iter()
+            .find(|w| w.code == "over_budget")
+            .map(|w| w.message.clone())
+            .expect("70B at 32K on one p5 is over budget")
+    };
+    let decimal_point = |s: &str| {
+        s.as_bytes()
+            .windows(3)
+            .any(|w| w[0].is_ascii_digit() && w[1] == b'.' && w[2].is_ascii_digit())
+    };
+    let (ru_msg, en_msg) = (over(&ru), over(&en));
+    assert!(!decimal_point(&ru_msg), "{ru_msg}");
+    assert!(
+        ru_msg.contains(',') && decimal_point(&en_msg),
+        "{ru_msg} / {en_msg}"
+    );
+    assert!(
+        !decimal_point(&ru.memory.accuracy.note),
+        "{}",
+        ru.memory.accuracy.note
+    );
+    assert_eq!(
+        planner::text::num(12345.67, 1, planner::plan::Lang::Ru),
+        "12\u{202f}345,7"
+    );
+    assert_eq!(
+        planner::text::num(12345.67, 1, planner::plan::Lang::En),
+        "12,345.7"
+    );
+    assert_eq!(
+        planner::text::signed(-0.04, 1, planner::plan::Lang::En),
+        "+0.0"
+    );
+}

@@ -176,3 +176,44 @@ pub fn placeholders(template: &str) -> Vec<&str> {
     }
     names
 }
+
+/// A number with `decimals` places and the language's separators: en
+/// `12,345.6`, ru `12 345,6` (narrow no-break space, decimal comma), so a
+/// sentence of the model reads as the page's figures beside it (#24).
+pub fn num(x: f64, decimals: usize, lang: Lang) -> String {
+    if !x.is_finite() {
+        return "—".into();
+    }
+    let s = format!("{:.*}", decimals, x.abs());
+    let (int, frac) = s.split_once('.').unwrap_or((&s, ""));
+    let (group, point) = match lang {
+        Lang::Ru => ('\u{202f}', ','),
+        Lang::En => (',', '.'),
+    };
+    let mut out = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(group);
+        }
+        out.push(c);
+    }
+    if !frac.is_empty() {
+        out.push(point);
+        out.push_str(frac);
+    }
+    if x < 0.0 && out.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        format!("−{out}")
+    } else {
+        out
+    }
+}
+
+/// As `num`, with a sign either way (`+1.5`, `−0.8`): errors in a note.
+pub fn signed(x: f64, decimals: usize, lang: Lang) -> String {
+    let n = num(x, decimals, lang);
+    if n.starts_with('−') || !x.is_finite() {
+        n
+    } else {
+        format!("+{n}")
+    }
+}
