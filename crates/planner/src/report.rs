@@ -77,19 +77,7 @@ fn checked_memory(
     kind: &str,
 ) -> Accuracy {
     let lang = lang_of(r.plan.lang);
-    let (median, under, over) = (
-        num(stats.median, 1, lang),
-        signed(stats.under, 1, lang),
-        signed(stats.over, 1, lang),
-    );
-    let args: [(&str, &dyn Display); 5] = [
-        ("rows", &stats.rows),
-        ("median", &median),
-        ("under", &under),
-        ("over", &over),
-        ("kind", &kind),
-    ];
-    let note = fill(lang, note_id, &args);
+    let note = memory_note(lang, note_id, stats, kind);
     let outside = stats
         .envelope
         .outside(r.plan, r.counts.total, r.layout.gpus);
@@ -235,6 +223,24 @@ fn measured_on_gpu(r: &Resolved<'_>, stats: &crate::accuracy::MemoryStats) -> Op
     ))
 }
 
+/// A memory check's note: its rows, median and worst under- and
+/// over-prediction in the language's number format, and `kind`.
+fn memory_note(lang: Lang, id: Text, stats: &crate::accuracy::MemoryStats, kind: &str) -> String {
+    let (median, under, over) = (
+        num(stats.median, 1, lang),
+        signed(stats.under, 1, lang),
+        signed(stats.over, 1, lang),
+    );
+    let args: [(&str, &dyn Display); 5] = [
+        ("rows", &stats.rows),
+        ("median", &median),
+        ("under", &under),
+        ("over", &over),
+        ("kind", &kind),
+    ];
+    fill(lang, id, &args)
+}
+
 /// The oracle's table is in-sample (the memory model was changed on its
 /// rows); its held-out plans are not: their error is the one to expect, and
 /// the note gives both.
@@ -244,22 +250,8 @@ fn with_heldout(
     heldout: &crate::accuracy::MemoryStats,
 ) -> Accuracy {
     let lang = lang_of(r.plan.lang);
-    let (median, under, over) = (
-        num(heldout.median, 1, lang),
-        signed(heldout.under, 1, lang),
-        signed(heldout.over, 1, lang),
-    );
-    let args: [(&str, &dyn Display); 4] = [
-        ("rows", &heldout.rows),
-        ("median", &median),
-        ("under", &under),
-        ("over", &over),
-    ];
-    a.note = format!(
-        "{}; {}",
-        a.note,
-        fill(lang, Text::MemoryOracleHeldOut, &args)
-    );
+    let held = memory_note(lang, Text::MemoryOracleHeldOut, heldout, "");
+    a.note = format!("{}; {held}", a.note);
     let worst = heldout.under.abs().max(heldout.over.abs()) / 100.0;
     a.expected_error = a.expected_error.map(|e| e.max(worst));
     a
