@@ -188,6 +188,22 @@ await test('Russian is fetched only when shown: RU loads it and the page switche
   assert((await page.textContent('body')).includes('Поместится ли обучение LLM'), 'Russian at once');
 });
 
+await test('a Russian page shows no English notice and no decimal point in its sentences (#24)', async (page) => {
+  // Opened in English with a bad value, then switched: the notice follows the language.
+  await open(page, base + '?lang=en&seq=abc&model=llama-3.1-70b&seq=32768&instance=ml.p5.48xlarge&mb=x');
+  assert((await page.textContent('#notices')).includes('expected a whole number'), 'English notice first');
+  await page.click('#lang-ru');
+  await page.waitForFunction(() => document.body.textContent.includes('Поместится ли обучение LLM'));
+  const notices = await page.textContent('#notices');
+  assert(!/expected a whole number/.test(notices) && /[а-я]/.test(notices), 'notice in Russian: ' + notices);
+  // Warnings and accuracy notes: a decimal comma, never a point between digits.
+  for (const sel of ['#accuracy', '#throughput-accuracy', 'li[data-code=over_budget]']) {
+    const text = await page.textContent(sel);
+    assert(!/\d\.\d/.test(text), `${sel} has a decimal point: ${text.slice(0, 120)}`);
+  }
+  assert(/\d,\d/.test(await page.textContent('li[data-code=over_budget]')), 'the warning has a decimal comma');
+});
+
 await test('twenty random plans survive the round trip', async (page, ctx) => {
   let seed = 12345;
   const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };

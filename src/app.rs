@@ -51,7 +51,9 @@ fn replace_url(query: &str) {
 pub struct Ctx {
     pub plan: RwSignal<Plan>,
     /// Messages for fields whose typed value was rejected, by URL key.
-    pub field_errors: RwSignal<BTreeMap<String, String>>,
+    /// Typed values the parser refused, by key; rendered in the language of
+    /// the moment (#24), so switching to Russian translates them too.
+    pub field_errors: RwSignal<BTreeMap<String, planner::plan::Problem>>,
     /// The language shown (the plan's `lang`, else the browser's).
     pub lang: Signal<Lang>,
     pub report: Memo<Report>,
@@ -70,9 +72,8 @@ impl Ctx {
                 });
             }
             Err(problem) => {
-                let text = problem.text(Some(self.lang.get_untracked())).to_string();
                 self.field_errors.update(|e| {
-                    e.insert(key.to_string(), text);
+                    e.insert(key.to_string(), problem);
                 });
             }
         }
@@ -82,15 +83,17 @@ impl Ctx {
     pub fn error(&self, key: &'static str) -> impl Fn() -> Option<String> + Copy + 'static {
         let errs = self.field_errors;
         let report = self.report;
+        let lang = self.lang;
         move || {
-            errs.with(|e| e.get(key).cloned()).or_else(|| {
-                report.with(|r| {
-                    r.errors
-                        .iter()
-                        .find(|m| m.key == Some(key))
-                        .map(|m| m.message.clone())
+            errs.with(|e| e.get(key).map(|p| p.text(Some(lang.get()))))
+                .or_else(|| {
+                    report.with(|r| {
+                        r.errors
+                            .iter()
+                            .find(|m| m.key == Some(key))
+                            .map(|m| m.message.clone())
+                    })
                 })
-            })
         }
     }
 
@@ -159,7 +162,7 @@ pub fn App() -> impl IntoView {
                 <strong>{move || t(Text::PartsOfTheLinkCould)}</strong>
                 <ul>
                     {move || notices.with_value(|n| n.iter().map(|n| {
-                        let text = n.text(Some(lang.get())).to_string();
+                        let text = n.text(Some(lang.get()));
                         view! { <li>{text}</li> }
                     }).collect_view())}
                 </ul>

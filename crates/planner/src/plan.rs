@@ -425,44 +425,74 @@ impl Default for Plan {
 }
 
 /// Something the decoder ignored or corrected, tied to the key it concerns.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Its words are rendered when shown, in the language of that moment (#24:
+/// rendered at parse time, a page opened in English kept English notices
+/// after switching to Russian, whose catalog it had not fetched yet).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Notice {
     pub key: String,
-    pub message: String,
-    pub message_ru: String,
+    pub problem: Problem,
 }
 
 impl Notice {
-    pub fn text(&self, lang: Option<Lang>) -> &str {
-        if lang == Some(Lang::Ru) {
-            &self.message_ru
-        } else {
-            &self.message
-        }
+    pub fn text(&self, lang: Option<Lang>) -> String {
+        self.problem.text(lang)
+    }
+
+    /// The English text (the CLI's stderr, logs).
+    pub fn message(&self) -> String {
+        self.text(None)
     }
 }
 
-/// Why a value was not taken, in English and Russian.
+/// The JSON report's notice: its key and its text in both languages.
+impl Serialize for Notice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Notice", 3)?;
+        st.serialize_field("key", &self.key)?;
+        st.serialize_field("message", &self.text(Some(Lang::En)))?;
+        st.serialize_field("message_ru", &self.text(Some(Lang::Ru)))?;
+        st.end()
+    }
+}
+
+/// Why a value was not taken: a catalog id and its arguments, rendered in a
+/// language only when shown (`text`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Problem {
-    pub en: String,
-    pub ru: String,
+    id: Text,
+    args: Vec<(&'static str, String)>,
+    /// `BadValue`'s frame around the problem: the key and the value shown.
+    frame: Option<(String, String)>,
 }
 
 impl Problem {
-    /// The catalog's text of `id` in both languages.
-    pub fn new(id: Text, args: &[(&str, &dyn Display)]) -> Problem {
+    /// The catalog's `id` with its arguments.
+    pub fn new(id: Text, args: &[(&'static str, &dyn Display)]) -> Problem {
         Problem {
-            en: fill(Lang::En, id, args),
-            ru: fill(Lang::Ru, id, args),
+            id,
+            args: args.iter().map(|(k, v)| (*k, v.to_string())).collect(),
+            frame: None,
         }
     }
 
-    pub fn text(&self, lang: Option<Lang>) -> &str {
-        if lang == Some(Lang::Ru) {
-            &self.ru
-        } else {
-            &self.en
+    /// The text in `lang` (English when none).
+    pub fn text(&self, lang: Option<Lang>) -> String {
+        let lang = lang.unwrap_or(Lang::En);
+        let args: Vec<(&str, &dyn Display)> = self
+            .args
+            .iter()
+            .map(|(k, v)| (*k, v as &dyn Display))
+            .collect();
+        let problem = fill(lang, self.id, &args);
+        match &self.frame {
+            None => problem,
+            Some((key, value)) => {
+                let outer: [(&str, &dyn Display); 3] =
+                    [("key", key), ("problem", &problem), ("value", value)];
+                fill(lang, Text::BadValue, &outer)
+            }
         }
     }
 }
@@ -572,19 +602,14 @@ impl Plan {
             if value.chars().count() > MAX_VALUE_LEN {
                 let key = safe_key(key);
                 let args: [(&str, &dyn Display); 2] = [("key", &key), ("max", &MAX_VALUE_LEN)];
-                let p = Problem::new(Text::ValueTooLong, &args);
-                notices.push(Notice {
-                    key,
-                    message: p.en,
-                    message_ru: p.ru,
-                });
+                let problem = Problem::new(Text::ValueTooLong, &args);
+                notices.push(Notice { key, problem });
                 continue;
             }
-            if let Err(p) = plan.set(key, value.trim()) {
+            if let Err(problem) = plan.set(key, value.trim()) {
                 notices.push(Notice {
                     key: safe_key(key),
-                    message: p.en,
-                    message_ru: p.ru,
+                    problem,
                 });
             }
         }
@@ -1011,18 +1036,11 @@ struct Field<'a> {
 }
 
 impl Field<'_> {
-    /// "`key`: <problem> (got `value`)", in both languages.
-    fn bad(&self, id: Text, args: &[(&str, &dyn Display)]) -> Problem {
-        let shown = shorten(self.value);
-        let each = |lang| {
-            let problem = fill(lang, id, args);
-            let outer: [(&str, &dyn Display); 3] =
-                [("key", &self.key), ("problem", &problem), ("value", &shown)];
-            fill(lang, Text::BadValue, &outer)
-        };
+    /// "`key`: <problem> (got `value`)", rendered when shown.
+    fn bad(&self, id: Text, args: &[(&'static str, &dyn Display)]) -> Problem {
         Problem {
-            en: each(Lang::En),
-            ru: each(Lang::Ru),
+            frame: Some((self.key.to_string(), shorten(self.value))),
+            ..Problem::new(id, args)
         }
     }
 

@@ -1,7 +1,7 @@
 //! The sharing contract (SPEC §8): forgiving decode, exact round trip, and
 //! export strings that cannot carry code.
 
-use planner::plan::{valid_entry, valid_hf_model, valid_job, valid_role, valid_s3, Plan};
+use planner::plan::{valid_entry, valid_hf_model, valid_job, valid_role, valid_s3, Lang, Plan};
 
 #[test]
 fn full_urls_and_bare_queries_read_the_same() {
@@ -22,8 +22,8 @@ fn bad_values_keep_defaults_and_name_the_key() {
     assert!(d
         .notices
         .iter()
-        .all(|n| n.message.contains(&format!("`{}`", n.key))));
-    assert!(d.notices.iter().all(|n| !n.message_ru.is_empty()));
+        .all(|n| n.message().contains(&format!("`{}`", n.key))));
+    assert!(d.notices.iter().all(|n| !n.text(Some(Lang::Ru)).is_empty()));
 }
 
 #[test]
@@ -96,7 +96,7 @@ fn the_key_list_is_the_schema() {
         let err = Plan::default()
             .set(key, "\u{1}")
             .err()
-            .map(|e| e.en)
+            .map(|e| e.text(None))
             .unwrap_or_default();
         assert!(
             !err.contains("unknown key"),
@@ -176,7 +176,7 @@ fn a_pinned_plan_survives_the_link() {
     );
     let bad = Plan::from_query("model=llama-3.1-8b&vs=model%3Dnope");
     assert_eq!(bad.notices.len(), 1, "a broken pinned plan is reported");
-    assert!(bad.notices[0].message.contains("vs"));
+    assert!(bad.notices[0].message().contains("vs"));
     assert_eq!(bad.plan.pinned, None, "and the current plan stays");
     let emptied = Plan::from_query(&format!("{}&vs=", p.to_query())).plan;
     assert_eq!(emptied.pinned, None, "an empty vs unpins");

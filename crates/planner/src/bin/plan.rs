@@ -31,7 +31,7 @@ fn emit(args: std::fmt::Arguments) {
 fn decode(query: &str) -> planner::Decoded {
     let decoded = planner::Plan::from_query(query);
     for n in &decoded.notices {
-        eprintln!("notice: {}", n.message);
+        eprintln!("notice: {}", n.message());
     }
     decoded
 }
