@@ -225,44 +225,28 @@ impl Envelope {
             precisions: vec![plan.precision.key().to_string()],
             training: vec![plan.train.key().to_string()],
             offload: plan.offload,
-            zero: vec![if gpus > 1 { plan.zero } else { 0 }],
-            hybrid: plan.shard.is_some_and(|s| s > 0 && s < gpus),
+            zero: vec![zero_stage(plan, gpus)],
+            hybrid: hybrid(plan, gpus),
         }
     }
 
     /// The smallest envelope holding all of `points`.
     pub fn cover<'a>(points: impl IntoIterator<Item = &'a Envelope>) -> Envelope {
-        let mut out: Option<Envelope> = None;
-        for p in points {
-            out = Some(match out {
-                None => p.clone(),
-                Some(e) => {
-                    let span = |a: (u64, u64), b: (u64, u64)| (a.0.min(b.0), a.1.max(b.1));
-                    let union = |a: &[String], b: &[String]| {
-                        let mut v: Vec<String> = a.iter().chain(b).cloned().collect();
-                        v.sort();
-                        v.dedup();
-                        v
-                    };
-                    Envelope {
-                        seq: span(e.seq, p.seq),
-                        gpus: span(e.gpus, p.gpus),
-                        params: span(e.params, p.params),
-                        precisions: union(&e.precisions, &p.precisions),
-                        training: union(&e.training, &p.training),
-                        offload: e.offload || p.offload,
-                        zero: {
-                            let mut z: Vec<u8> = e.zero.iter().chain(&p.zero).copied().collect();
-                            z.sort();
-                            z.dedup();
-                            z
-                        },
-                        hybrid: e.hybrid || p.hybrid,
-                    }
-                }
-            });
-        }
-        out.unwrap_or_default()
+        let span = |a: (u64, u64), b: (u64, u64)| (a.0.min(b.0), a.1.max(b.1));
+        points
+            .into_iter()
+            .cloned()
+            .reduce(|e, p| Envelope {
+                seq: span(e.seq, p.seq),
+                gpus: span(e.gpus, p.gpus),
+                params: span(e.params, p.params),
+                precisions: union(&e.precisions, &p.precisions),
+                training: union(&e.training, &p.training),
+                offload: e.offload || p.offload,
+                zero: union(&e.zero, &p.zero),
+                hybrid: e.hybrid || p.hybrid,
+            })
+            .unwrap_or_default()
     }
 
     /// The axes along which a plan leaves the envelope (none: inside).
@@ -313,8 +297,7 @@ impl Envelope {
         if plan.offload && !self.offload {
             out.push(Outside::Offload);
         }
-        // Sharding matters only across GPUs; one GPU runs no ZeRO.
-        let zero = if gpus > 1 { plan.zero } else { 0 };
+        let zero = zero_stage(plan, gpus);
         if !self.zero.is_empty() && !self.zero.contains(&zero) {
             let checked: Vec<String> = self.zero.iter().map(|z| z.to_string()).collect();
             out.push(Outside::Zero {
@@ -322,11 +305,33 @@ impl Envelope {
                 checked: checked.join(", "),
             });
         }
-        if plan.shard.is_some_and(|s| s > 0 && s < gpus) && !self.hybrid {
+        if hybrid(plan, gpus) && !self.hybrid {
             out.push(Outside::Hybrid);
         }
         out
     }
+}
+
+/// The ZeRO stage a plan runs: sharding matters only across GPUs, so one GPU runs none.
+fn zero_stage(plan: &Plan, gpus: u64) -> u8 {
+    if gpus > 1 {
+        plan.zero
+    } else {
+        0
+    }
+}
+
+/// Whether a plan shards over a hybrid group smaller than its GPUs (HSDP).
+fn hybrid(plan: &Plan, gpus: u64) -> bool {
+    plan.shard.is_some_and(|s| s > 0 && s < gpus)
+}
+
+/// The sorted values of both lists, each once.
+fn union<T: Ord + Clone>(a: &[T], b: &[T]) -> Vec<T> {
+    let mut v: Vec<T> = a.iter().chain(b).cloned().collect();
+    v.sort();
+    v.dedup();
+    v
 }
 
 /// Everything the labels and the docs quote.
