@@ -2,7 +2,7 @@
 //! one, their results and every input that differs, highlighted.
 
 use crate::app::Ctx;
-use crate::format::{gib, hours, percent, sig, tr, usd};
+use crate::format::{gib, hours, percent, sig, tr, usd, verdict};
 use leptos::prelude::*;
 use planner::plan::Lang;
 use planner::text::Text;
@@ -63,7 +63,7 @@ pub fn ComparePanel(ctx: Ctx) -> impl IntoView {
 
 /// One row per result: what the pinned plan gives, what this one gives.
 fn result_rows(r: &Report, l: Lang) -> [(Text, String); 5] {
-    let verdict = if r.fits { Text::Fits } else { Text::DoesNotFit };
+    let verdict = verdict(r).0;
     [
         (
             verdict,

@@ -26,6 +26,16 @@ pub fn sig(x: f64, lang: Lang) -> String {
     num(x, d, lang)
 }
 
+/// The verdict's word and its CSS class: fits, tight (above the budget,
+/// inside the GPU's usable memory) or does not fit (Report::verdict).
+pub fn verdict(r: &planner::Report) -> (Text, &'static str) {
+    match r.verdict {
+        "fits" => (Text::Fits, "fits"),
+        "tight" => (Text::Tight, "tight"),
+        _ => (Text::DoesNotFit, "nofit"),
+    }
+}
+
 pub fn gib(bytes: u64, lang: Lang) -> String {
     format!(
         "{} {}",

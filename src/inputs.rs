@@ -119,6 +119,11 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
         <SelectField ctx=ctx key="impl" label=Text::Implementation
             options=vec![("hf", Text::HuggingFaceTransformersTrainer), ("megatron", Text::MegatronTransformerEngine)]
             get=|p| p.implementation.key().to_string() />
+        <div class="row2">
+            <CheckField ctx=ctx key="grad_bf16" label=Text::GradReduceBf16 get=|p| p.grad_bf16 />
+            <CheckField ctx=ctx key="fp8_params" label=Text::Fp8ParamGather get=|p| p.fp8_params />
+            <NumberField ctx=ctx key="offload_layers" label=Text::OffloadLayers get=|p| p.offload_layers.map(|n| n.to_string()).unwrap_or_default() />
+        </div>
     }
 }
 
@@ -145,6 +150,7 @@ fn parallel_inputs(ctx: Ctx) -> impl IntoView {
         <div class="row2">
             <CheckField ctx=ctx key="sp" label=Text::SequenceParallel get=|p| p.sp />
             <CheckField ctx=ctx key="overlap" label=Text::OverlapCommunication get=|p| p.overlap />
+            <CheckField ctx=ctx key="tp_overlap" label=Text::OverlapTensorParallel get=|p| p.tp_overlap />
             <NumberField ctx=ctx key="vp" label=Text::InterleaveVp get=|p| p.vp.to_string() />
             <NumberField ctx=ctx key="pp_first" label=Text::PpFirstLayers get=|p| p.pp_first.map(|n| n.to_string()).unwrap_or_default() />
             <NumberField ctx=ctx key="pp_last" label=Text::PpLastLayers get=|p| p.pp_last.map(|n| n.to_string()).unwrap_or_default() />

@@ -3,7 +3,7 @@
 //! wide screens alike).
 
 use crate::app::Ctx;
-use crate::format::{gib, hours, sig, tr, usd};
+use crate::format::{gib, hours, sig, tr, usd, verdict};
 use leptos::prelude::*;
 use planner::text::Text;
 
@@ -12,11 +12,11 @@ pub fn LiveSummary(ctx: Ctx) -> impl IntoView {
     let report = ctx.report;
     let lang = ctx.lang;
     let t = move |id| tr(lang.get(), id);
-    let fits = move || report.with(|r| r.fits);
+    let v = move || report.with(verdict);
     view! {
         <section class="live" id="live" aria-label=move || t(Text::LiveSummary)>
-            <span id="live-verdict" class=move || if fits() { "live-verdict fits" } else { "live-verdict nofit" }>
-                <strong>{move || if fits() { t(Text::Fits) } else { t(Text::DoesNotFit) }}</strong>
+            <span id="live-verdict" class=move || format!("live-verdict {}", v().1)>
+                <strong>{move || t(v().0)}</strong>
                 " "
                 {move || { let l = lang.get(); report.with(|r| format!("{} / {}",
                     gib(r.memory.peak_bytes_per_gpu, l), gib(r.memory.budget_bytes, l))) }}

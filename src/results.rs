@@ -2,7 +2,7 @@
 
 use crate::app::Ctx;
 use crate::format::{
-    gb, gib, hours, num, params, percent, seconds, sig, term_label, tokens, tr, usd,
+    gb, gib, hours, num, params, percent, seconds, sig, term_label, tokens, tr, usd, verdict,
 };
 use leptos::prelude::*;
 use planner::memory::Phase;
@@ -16,8 +16,8 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
     let t = move |id| tr(lang.get(), id);
     view! {
         <section class="results" aria-label=move || t(Text::Results)>
-            <div class=move || if report.with(|r| r.fits) { "verdict fits" } else { "verdict nofit" } id="verdict" aria-live="polite">
-                <span class="verdict-word">{move || if report.with(|r| r.fits) { t(Text::Fits) } else { t(Text::DoesNotFit) }}</span>
+            <div class=move || format!("verdict {}", report.with(|r| verdict(r).1)) id="verdict" aria-live="polite">
+                <span class="verdict-word">{move || t(report.with(|r| verdict(r).0))}</span>
                 <span class="verdict-detail" id="peak">
                     {move || { let l = lang.get(); report.with(|r| format!("{} {} {} {} ({} {} {})",
                         gib(r.memory.peak_bytes_per_gpu, l), tr(l, Text::WordOf), gib(r.memory.budget_bytes, l), tr(l, Text::BudgetPerGPU),

@@ -35,10 +35,10 @@ fn headline(r: &Report, lang: Lang) -> String {
         gib(r.memory.peak_bytes_per_gpu, lang),
         gib(r.memory.budget_bytes, lang),
     );
-    let verdict = if r.fits {
-        Text::MdFits
-    } else {
-        Text::MdDoesNotFit
+    let verdict = match r.verdict {
+        "fits" => Text::MdFits,
+        "tight" => Text::MdTight,
+        _ => Text::MdDoesNotFit,
     };
     let args: [(&str, &dyn Display); 6] = [
         ("model", &r.model_name),

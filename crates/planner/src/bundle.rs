@@ -125,7 +125,7 @@ fn readme(plan: &Plan, r: &Report, launcher: Format, entry: &str) -> String {
         "| memory per GPU | {:.1} GiB of a {:.1} GiB budget ({}) |",
         gib(r.memory.peak_bytes_per_gpu),
         gib(r.memory.budget_bytes),
-        if r.fits { "fits" } else { "does not fit" }
+        r.verdict.replace('_', " ")
     );
     let _ = writeln!(
         s,
@@ -140,7 +140,9 @@ fn readme(plan: &Plan, r: &Report, launcher: Format, entry: &str) -> String {
         r.time.total_hours, r.time.steps
     );
     let _ = writeln!(s, "| cost | {} |\n", crate::export::cost_words(r));
-    if !r.fits {
+    if r.verdict == "tight" {
+        s.push_str("**Tight**: the plan fits the GPU's usable memory but not the headroom you asked for; a longer sequence or a fragmenting allocator can run it out of memory.\n\n");
+    } else if !r.fits {
         s.push_str("**The planner says this plan does not fit in GPU memory**: the job would run out of memory. Change the plan before launching it.\n\n");
     }
     let _ = writeln!(s, "{}", run_steps(launcher, entry));

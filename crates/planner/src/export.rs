@@ -244,7 +244,11 @@ fn header(c: &Ctx<'_>, title: &str) -> String {
         comment(&r.instance),
         r.layout.gpus,
         comment(&r.gpu),
-        if r.fits { "fits" } else { "DOES NOT FIT" },
+        match r.verdict {
+            "fits" => "fits",
+            "tight" => "TIGHT (inside the GPU, not the headroom)",
+            _ => "DOES NOT FIT",
+        },
         gib(r.memory.peak_bytes_per_gpu),
         gib(r.memory.budget_bytes)
     );

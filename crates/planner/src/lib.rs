@@ -9,6 +9,7 @@ pub mod calibration;
 pub mod cost;
 pub mod decimal;
 pub mod export;
+pub mod fabric;
 pub mod hardware;
 pub mod json;
 pub mod measured;

@@ -272,7 +272,10 @@ fn state_bytes(plan: &Plan) -> StateBytes {
     let (weights, grads, master) = match plan.precision {
         Precision::Fp32 => (4.0, 4.0, 0.0),
         Precision::Bf16Pure => (2.0, 2.0, 0.0),
-        // Megatron: bf16 params, fp32 main grads, fp32 master in the optimizer.
+        // Megatron: bf16 params, fp32 main grads (bf16 with
+        // `--grad-reduce-in-bf16`: param_and_grad_buffer.py allocates the
+        // gradient buffer in the reduction dtype), fp32 master in the optimizer.
+        _ if megatron && plan.grad_bf16 => (2.0, 2.0, 4.0),
         _ if megatron => (2.0, 4.0, 4.0),
         // HF ZeRO-1 (DeepSpeed bf16): bf16 params, fp32 gradient accumulation,
         // fp32 master weights partitioned with the optimizer states.
@@ -720,6 +723,8 @@ struct StageShape<'a> {
     has_head: bool,
     /// Parameters this stage holds before ZeRO sharding.
     params: f64,
+    /// The routed experts' share of `params`.
+    expert_share: f64,
     /// Parameters with gradients and optimizer states (none for a PEFT base).
     trainable: f64,
     peft: bool,
@@ -796,6 +801,7 @@ impl<'a> StageShape<'a> {
             emb,
             has_head,
             params,
+            expert_share: layers * expert_params / (layout.ep as f64 * t) / params.max(1.0),
             trainable: if peft { 0.0 } else { params },
             peft,
             weight_bytes: match plan.train {
@@ -815,8 +821,23 @@ impl<'a> StageShape<'a> {
         }
     }
 
-    /// `x` divided over the shard group when ZeRO reaches `stage` (ZeRO paper, Rajbhandari et al. 2020).
+    /// `x`, bytes in proportion to this stage's parameters, divided over the
+    /// shard group when ZeRO reaches `stage` (Rajbhandari et al. 2020). The
+    /// routed experts' share is divided over the expert-data-parallel group
+    /// instead: world / (ETP x EP x PP) ranks, here `g / ep` since experts
+    /// split over TP as ETP (megatron_and_b200_facts.md §1; Megatron's
+    /// `expert_data_parallel_group`). With EP as large as DP x CP nothing
+    /// shards the experts' states.
     fn shard(&self, x: f64, stage: u8) -> f64 {
+        if self.plan.zero < stage {
+            return x;
+        }
+        let experts = x * self.expert_share;
+        (x - experts) / self.g + experts / (self.g / self.layout.ep.max(1) as f64).max(1.0)
+    }
+
+    /// `x` of the embedding or head, divided over the whole shard group.
+    fn shard_dense(&self, x: f64, stage: u8) -> f64 {
         if self.plan.zero >= stage {
             x / self.g
         } else {
@@ -840,7 +861,25 @@ impl<'a> StageShape<'a> {
 /// FSDP's mixed policy, whose SHARD_GRAD_OP shards the fp32 parameters) (SPEC §3.2).
 fn weights(s: &StageShape) -> f64 {
     let from = if s.fsdp2 { 2 } else { 3 };
-    s.shard(s.params * s.weight_bytes, from)
+    s.shard((s.params - fp8_only_params(s)) * s.weight_bytes, from)
+}
+
+/// Linear weights of this stage's decoder layers.
+fn linear_stage_params(s: &StageShape) -> f64 {
+    linear_params(s.counts) / s.counts.per_layer.max(1) as f64 * s.layers * s.layer_params
+}
+
+/// Parameters kept only as FP8 copies: the Linear weights under Megatron's
+/// `--fp8-param-gather` (Megatron-LM `fp8_param_gather` makes them
+/// TransformerEngine FP8 tensors; the fp32 master stays in the optimizer;
+/// megatron_and_b200_facts.md §1: MXFP8 parameters share one buffer).
+fn fp8_only_params(s: &StageShape) -> f64 {
+    let megatron = s.plan.implementation == Implementation::Megatron;
+    if megatron && s.plan.fp8_params && s.sb.copies > 0.0 {
+        linear_stage_params(s)
+    } else {
+        0.0
+    }
 }
 
 /// Gradients: trainable Ψ x gradient bytes, sharded from ZeRO-2 (SPEC §3.2).
@@ -860,9 +899,7 @@ fn optimizer_states(s: &StageShape) -> f64 {
 
 /// TransformerEngine's quantised Linear-weight copies (sharded with the weights).
 fn weight_copies(s: &StageShape) -> f64 {
-    let linear =
-        linear_params(s.counts) / s.counts.per_layer.max(1) as f64 * s.layers * s.layer_params;
-    s.shard(linear * s.sb.copies, 3)
+    s.shard(linear_stage_params(s) * s.sb.copies, 3)
 }
 
 /// LoRA adapters: fp32 weights, grads and AdamW moments, 16 B per adapter
@@ -998,22 +1035,30 @@ fn root_reduce_scatter(s: &StageShape, root: f64, cd: f64, rd: f64) -> f64 {
 
 // ---- activations (SPEC §3.3) ------------------------------------------------
 
-/// Micro-batches whose activations the stage holds: 1F1B's first stage keeps
-/// `min(p, m)` in flight, interleaving adds `(1 + (p-1)/(p*vp))` (Narayanan et al. 2021).
+/// Micro-batches whose activations the stage holds, in units of the whole
+/// stage's layers, from Megatron's own warm-up count
+/// (`megatron/core/pipeline_parallel/schedules.py`,
+/// `forward_backward_pipelining_with_interleaving` /
+/// `_without_interleaving`): rank `r` of `p` runs `p - r - 1` forward
+/// micro-batches before its first backward, so holds `min(p - r, m)`; with
+/// `vp` model chunks it runs `(p - r - 1) * 2 + (vp - 1) * p` chunk forwards
+/// first (at most `m * vp`), each chunk `1/vp` of the stage's layers. For
+/// the first rank that is `p + (p-1)/vp` stages' worth, Narayanan et al.
+/// 2021's `(1 + (p-1)/(p*vp))` factor.
 fn in_flight_micro_batches(s: &StageShape) -> f64 {
-    let p = s.layout.pp as f64;
-    let ahead = match s.stage {
-        Stage::First => p,
-        Stage::Second => p - 1.0,
+    let p = s.layout.pp;
+    let rank = match s.stage {
+        Stage::First => 0,
+        Stage::Second => 1,
         _ => return 1.0,
     };
-    let base = ahead.min(s.plan.grad_accum as f64);
-    let vp = s.plan.vp.max(1) as f64;
-    if vp > 1.0 {
-        base * (1.0 + (p - 1.0) / (p * vp))
-    } else {
-        base
+    let m = s.plan.grad_accum.max(1);
+    let vp = s.plan.vp.max(1);
+    if vp == 1 {
+        return (p - rank).min(m) as f64;
     }
+    let warmup = ((p - rank - 1) * 2 + (vp - 1) * p).min(m * vp);
+    ((warmup + 1).min(m * vp)) as f64 / vp as f64
 }
 
 /// Everything one non-checkpointed layer keeps for backward, scores included
@@ -1096,21 +1141,33 @@ pub fn offloaded_bytes_per_micro_batch(
     };
     let s = StageShape::new(arch, counts, plan, layout, stage);
     let kept = kept_activations(&s);
-    let moved_layers = (s.layers - OFFLOAD_HORIZON).max(0.0);
-    kept.activations / in_flight_micro_batches(&s) / s.layers.max(1.0) * moved_layers
+    kept.activations / in_flight_micro_batches(&s) / s.layers.max(1.0) * offloaded_layers(&s)
 }
 
 /// SMP's `activation_loading_horizon` default: layers kept on the GPU.
 const OFFLOAD_HORIZON: f64 = 2.0;
 
+/// Layers of the stage whose activations offloading moves to the host:
+/// Megatron's `--cpu-offloading-num-layers` where given (at most all but the
+/// last, which Megatron never offloads), else all but SMP's horizon.
+fn offloaded_layers(s: &StageShape) -> f64 {
+    if !s.plan.offload {
+        return 0.0;
+    }
+    match (s.plan.implementation, s.plan.offload_layers) {
+        (Implementation::Megatron, Some(n)) => (n as f64).min(s.layers - 1.0).max(0.0),
+        _ => (s.layers - OFFLOAD_HORIZON).max(0.0),
+    }
+}
+
 fn saved_activations(s: &StageShape) -> SavedActivations {
     let kept = kept_activations(s);
     let (mut kept_all, mut scores) = (kept.activations, kept.scores);
     if s.plan.offload {
-        let horizon = OFFLOAD_HORIZON.min(s.layers);
+        let kept_layers = s.layers - offloaded_layers(s);
         let per_layer = kept_all / s.layers.max(1.0);
-        kept_all = per_layer * horizon;
-        scores = scores / s.layers.max(1.0) * horizon;
+        kept_all = per_layer * kept_layers;
+        scores = scores / s.layers.max(1.0) * kept_layers;
     }
     SavedActivations {
         activations: kept_all - scores + sliding_window_masks(s),
@@ -1318,7 +1375,7 @@ fn head_gradient_in_loss(s: &StageShape) -> f64 {
             head
         }
     } else {
-        s.shard(s.emb * s.sb.grads, 2)
+        s.shard_dense(s.emb * s.sb.grads, 2)
     }
 }
 
@@ -1327,7 +1384,7 @@ fn head_gradient_in_loss(s: &StageShape) -> f64 {
 /// The LM head's gradient, alive while the last layers are recomputed.
 fn head_gradient(s: &StageShape) -> f64 {
     if s.has_head && !s.peft && !s.fsdp2 {
-        s.shard(s.emb * s.sb.grads, 2)
+        s.shard_dense(s.emb * s.sb.grads, 2)
     } else {
         0.0
     }
@@ -1355,7 +1412,7 @@ fn persistent_gradient_buffer(s: &StageShape) -> f64 {
 /// embedding-sized buffers in the gradient dtype (memory_examples.csv, Llama-3.2-1B rows).
 fn tied_embedding_gradient(s: &StageShape) -> f64 {
     if s.arch.tied && s.stage == Stage::Only && !s.peft && !s.fsdp2 {
-        2.0 * s.shard(s.emb * s.sb.grads, 2).min(s.emb * s.sb.grads)
+        2.0 * s.shard_dense(s.emb * s.sb.grads, 2).min(s.emb * s.sb.grads)
     } else {
         0.0
     }
@@ -1554,8 +1611,11 @@ impl Terms {
             }
             let sum: f64 = self.at(phase).iter().map(|(_, b)| b).sum();
             // Rounding only: terms rounded to whole bytes part the sums by a
-            // few bytes, and f64 sums at 4096 x 128K tokens by 1.5e-9.
-            let tolerance = 1e-8 * sum.abs() + 16.0;
+            // few bytes, f64 sums at 4096 x 128K tokens by 1.5e-9, and a
+            // moment that subtracts freed buffers from ~1e17-byte ones (1,024
+            // experts of width 1M at micro-batch 4096) by their last bits.
+            let scale = self.saved.activations + self.mlp_backward + self.freed_by_layer.0;
+            let tolerance = 1e-8 * sum.abs() + 16.0 + 1e-13 * scale.abs();
             debug_assert!(
                 (total - sum).abs() <= tolerance,
                 "{phase:?}: {total} vs {sum}"

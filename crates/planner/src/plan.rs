@@ -251,6 +251,17 @@ pub struct Plan {
     pub optimizer: Optimizer,
     pub checkpointing: Checkpointing,
     pub offload: bool,
+    /// Megatron's `--cpu-offloading-num-layers`: with `offload`, the layers
+    /// per pipeline stage whose activations go to the host (None: all but
+    /// SMP's horizon of 2, what the Hugging Face stack's SMP does).
+    pub offload_layers: Option<u64>,
+    /// Megatron's gradient buffer and reduction in bf16
+    /// (`--grad-reduce-in-bf16`; Megatron-Bridge `grad_reduce_in_fp32=False`,
+    /// NeMo's `grad_sync_dtype: bf16`) instead of fp32.
+    pub grad_bf16: bool,
+    /// Megatron's `--fp8-param-gather`: Linear weights kept only in FP8
+    /// (no bf16 copy), gathered in FP8.
+    pub fp8_params: bool,
     pub attention: Attention,
     pub loss: Loss,
     pub implementation: Implementation,
@@ -272,10 +283,14 @@ pub struct Plan {
     /// The GPU when `instance` is `custom`.
     pub custom_gpu: CustomGpu,
     pub nodes: u64,
-    /// Communication overlapped with compute (Megatron's overlap_grad_reduce /
-    /// overlap_param_gather, FSDP prefetch, TE's TP overlap): NVIDIA's
+    /// Data-parallel communication overlapped with compute (Megatron's
+    /// overlap_grad_reduce / overlap_param_gather, FSDP prefetch): NVIDIA's
     /// published recipes do; many users' runs do not.
     pub overlap: bool,
+    /// Tensor-parallel collectives overlapped with the GEMMs (Megatron's
+    /// `--tp-comm-overlap`, TransformerEngine userbuffers). Off by default, as
+    /// in Megatron-LM: the collectives are then exposed.
+    pub tp_overlap: bool,
     /// GPUs per NVLink domain of a GB200 UltraServer: 72 (u-p6e-gb200x72,
     /// 18 instances) or 36 (x36, 9 instances).
     pub ultraserver: u64,
@@ -383,6 +398,9 @@ impl Default for Plan {
             optimizer: Optimizer::Adamw,
             checkpointing: Checkpointing::None,
             offload: false,
+            offload_layers: None,
+            grad_bf16: false,
+            fp8_params: false,
             attention: Attention::Flash,
             loss: Loss::Plain,
             implementation: Implementation::Hf,
@@ -400,6 +418,7 @@ impl Default for Plan {
             custom_gpu: CustomGpu::default(),
             nodes: 1,
             overlap: true,
+            tp_overlap: false,
             ultraserver: 72,
             spot: false,
             price: None,
@@ -505,8 +524,15 @@ pub struct Decoded {
 }
 
 /// Keys whose empty value means "none" (the field was emptied).
-const OPTIONAL: [&str; 7] = [
-    "shard", "pp_first", "pp_last", "price", "budget", "deadline", "vs",
+const OPTIONAL: [&str; 8] = [
+    "shard",
+    "pp_first",
+    "pp_last",
+    "offload_layers",
+    "price",
+    "budget",
+    "deadline",
+    "vs",
 ];
 
 /// Longest value accepted for any key (a link is not a storage format).
@@ -539,6 +565,9 @@ pub const KEYS: &[&str] = &[
     "optimizer",
     "ckpt",
     "offload",
+    "offload_layers",
+    "grad_bf16",
+    "fp8_params",
     "attn",
     "loss",
     "impl",
@@ -562,6 +591,7 @@ pub const KEYS: &[&str] = &[
     "gpu_net",
     "nodes",
     "overlap",
+    "tp_overlap",
     "ultraserver",
     "spot",
     "price",
@@ -648,6 +678,7 @@ impl Plan {
             "shard" => self.shard = None,
             "pp_first" => self.pp_first = None,
             "pp_last" => self.pp_last = None,
+            "offload_layers" => self.offload_layers = None,
             "price" => self.price = None,
             "budget" => self.budget_usd = None,
             "vs" => self.pinned = None,
@@ -704,6 +735,9 @@ impl Plan {
                 self.checkpointing = c.ok_or_else(|| f.bad(Text::ExpectedCheckpointing, &[]))?;
             }
             "offload" => self.offload = f.flag()?,
+            "offload_layers" => self.offload_layers = Some(f.int(0, 1024)?),
+            "grad_bf16" => self.grad_bf16 = f.flag()?,
+            "fp8_params" => self.fp8_params = f.flag()?,
             "attn" => self.attention = f.one_of(Attention::from_key, Attention::keys)?,
             "loss" => self.loss = f.one_of(Loss::from_key, Loss::keys)?,
             "impl" => {
@@ -749,6 +783,7 @@ impl Plan {
             }
             "nodes" => self.nodes = f.int(1, 4096)?,
             "overlap" => self.overlap = f.flag()?,
+            "tp_overlap" => self.tp_overlap = f.flag()?,
             "ultraserver" => {
                 self.ultraserver = match f.value {
                     "72" => 72,
@@ -862,6 +897,15 @@ impl Plan {
         out.push(("optimizer", self.optimizer.key().into()));
         out.push(("ckpt", self.checkpointing.key()));
         out.push(("offload", flag(self.offload).into()));
+        if let Some(n) = self.offload_layers {
+            out.push(("offload_layers", n.to_string()));
+        }
+        if self.grad_bf16 {
+            out.push(("grad_bf16", "1".into()));
+        }
+        if self.fp8_params {
+            out.push(("fp8_params", "1".into()));
+        }
         out.push(("attn", self.attention.key().into()));
         out.push(("loss", self.loss.key().into()));
         out.push(("impl", self.implementation.key().into()));
@@ -907,6 +951,9 @@ impl Plan {
         out.push(("nodes", self.nodes.to_string()));
         if !self.overlap {
             out.push(("overlap", "0".into()));
+        }
+        if self.tp_overlap {
+            out.push(("tp_overlap", "1".into()));
         }
         if crate::hardware::is_ultraserver(&self.instance) || self.ultraserver != 72 {
             out.push(("ultraserver", self.ultraserver.to_string()));

@@ -327,6 +327,10 @@ pub struct Report {
     pub instance: String,
     pub memory: MemoryReport,
     pub fits: bool,
+    /// "fits" under the budget (usable memory less the headroom); "tight"
+    /// above the budget but inside the GPU's usable memory (published
+    /// recipes run there: #23); "does_not_fit" beyond it.
+    pub verdict: &'static str,
     /// Largest micro-batch that fits (0 if not even 1).
     pub max_micro_batch: u64,
     /// Longest sequence (multiple of 128, up to 131072) that fits at this micro-batch.
@@ -856,6 +860,13 @@ pub fn evaluate(plan: &Plan) -> Report {
     let usable = r.gpu.usable_bytes();
     let budget = budget_bytes(usable, plan.headroom);
     let fits = mem.peak_bytes <= budget;
+    let verdict = if fits {
+        "fits"
+    } else if mem.peak_bytes <= usable {
+        "tight"
+    } else {
+        "does_not_fit"
+    };
     let max_micro_batch = max_micro_batch(&r, budget);
     let max_sequence = max_sequence(&r, budget);
     let global_batch_sequences = (plan.micro_batch)
@@ -900,6 +911,7 @@ pub fn evaluate(plan: &Plan) -> Report {
             accuracy: accuracy(&r),
         },
         fits,
+        verdict,
         max_micro_batch,
         max_sequence,
         global_batch_sequences,

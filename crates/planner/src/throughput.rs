@@ -9,7 +9,9 @@
 //! data/calibration.csv (`plan calibrate`, docs/accuracy.md).
 
 use crate::architecture::{Architecture, ParameterCounts};
-use crate::hardware::{Gpu, Instance};
+use crate::fabric::Collective;
+pub use crate::fabric::Fabric;
+use crate::hardware::Gpu;
 use crate::memory::Layout;
 use crate::plan::{
     Attention, Checkpointing, Implementation, Loss, Optimizer, Plan, Precision, Training,
@@ -85,7 +87,7 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // Fitted on 8 A100 rows: torchtitan 2024, Korthikanti et al. 2022.
         // Attention sits at its upper bound (0.7).
         Generation::Ampere => Efficiency {
-            gemm: 0.717,
+            gemm: 0.724,
             attention: 0.7,
             // No Megatron MoE row: the experts run as fast as dense GEMMs
             // (1.0), which the two Hugging Face-stack MoE rows on A100 check.
@@ -96,111 +98,34 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // Fitted on 16 dense H100 rows: NeMo 24.07, DGX Cloud recipes,
         // Megatron-Bridge 25.11; the experts' speed on its 3 MoE rows.
         Generation::Hopper => Efficiency {
-            gemm: 0.673,
-            fp8_gemm: 0.536,
-            attention: 0.399,
-            moe: 0.455,
+            gemm: 0.64,
+            fp8_gemm: 0.488,
+            attention: 0.448,
+            moe: 0.492,
             ..hand_set
         },
-        // Fitted on torchtitan's 4 rows of 500 W H100s; GEMM and attention
-        // sit at their lower bounds (0.5, 0.25).
+        // Fitted on torchtitan's 4 rows of 500 W H100s; attention sits at
+        // its lower bound (0.25).
         Generation::HopperPowerCapped => Efficiency {
-            gemm: 0.5,
-            fp8_gemm: 0.477,
+            gemm: 0.458,
+            fp8_gemm: 0.483,
             attention: 0.25,
             ..hand_set
         },
         // Fitted on 9 rows: 6 Megatron-Bridge 25.11 FP8 runs (B200, GB200,
         // GB300) and 3 DGX Cloud BF16 runs (GB200: Llama 3.1 405B on 128
-        // and 256 GPUs, Nemotron-4 15B on 16). BF16 GEMM sits at its lower
-        // bound (0.5): with Hopper's 0.673 those runs came out 26-30% fast.
+        // and 256 GPUs, Nemotron-4 15B on 16). BF16 GEMM lands at 0.483,
+        // SimuMax's measured median over 514 B200 GEMM shapes (0.485,
+        // megatron_and_b200_facts.md §3), though not fitted to it.
         // The experts' speed on 9 Megatron-Bridge 25.11 MoE rows.
         Generation::Blackwell => Efficiency {
-            gemm: 0.5,
-            fp8_gemm: 0.478,
-            attention: 0.535,
-            moe: 0.311,
+            gemm: 0.483,
+            fp8_gemm: 0.458,
+            attention: 0.583,
+            moe: 0.43,
             kernel_overhead: 5e-6,
             ..hand_set
         },
-    }
-}
-
-/// The links a job's collectives run over.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Fabric {
-    /// GPUs that share the fast intra-node link (8 on a p5/p6 node, 72 on an NVL72).
-    pub gpus_per_domain: u64,
-    /// Intra-domain bandwidth per GPU and direction, bytes/s.
-    pub intra_bw: f64,
-    /// Inter-node bandwidth per GPU and direction, bytes/s.
-    pub inter_bw: f64,
-    /// Collectives across domains are hierarchical (multi-node NVLink domains).
-    pub hierarchical: bool,
-}
-
-impl Fabric {
-    /// NVLink (half of the bidirectional figure) or PCIe inside the instance;
-    /// the instance's network shared by its GPUs between instances.
-    /// `ultraserver` GPUs share one NVLink domain on a GB200 UltraServer;
-    /// elsewhere the domain is the instance.
-    pub fn of(gpu: &Gpu, instance: &Instance, ultraserver: u64) -> Fabric {
-        let per_node = instance.gpu_count.max(1);
-        let network_per_gpu = instance.network_gbps() / 8.0 * 1e9 / per_node as f64;
-        if crate::hardware::is_ultraserver(&instance.instance_type) {
-            Fabric {
-                hierarchical: true,
-                ..Fabric::new(gpu, ultraserver.max(per_node), network_per_gpu)
-            }
-        } else {
-            Fabric::new(gpu, per_node, network_per_gpu)
-        }
-    }
-
-    /// `gpus_per_domain` GPUs on the GPU's NVLink (PCIe without), and
-    /// `network_per_gpu` bytes/s per direction of network each beyond it;
-    /// collectives reach 80% of either (NCCL bus bandwidth).
-    pub fn new(gpu: &Gpu, gpus_per_domain: u64, network_per_gpu: f64) -> Fabric {
-        let intra_bw = match gpu.nvlink_gbs_per_gpu {
-            Some(bidir) => bidir / 2.0 * 1e9 * 0.8,
-            // PCIe Gen4/Gen5 x16 through the host: ~20 GB/s effective for collectives.
-            None => 20e9,
-        };
-        Fabric {
-            gpus_per_domain,
-            intra_bw,
-            inter_bw: network_per_gpu * 0.8,
-            hierarchical: false,
-        }
-    }
-
-    /// Seconds of a ring all-gather or reduce-scatter of `bytes` per GPU over
-    /// `n` ranks `stride` GPUs apart: `(n-1)/n * bytes / bw` inside a domain.
-    /// Across an UltraServer's domains it is hierarchical: the `d` ranks of
-    /// each domain exchange over NVLink, and only each rank's `1/d` shard
-    /// crosses on the network (NCCL with MNNVL; gb200_nvl72_and_uneven_pp.md §5).
-    /// Across 8-GPU nodes the ring runs at the network's speed (calibrated).
-    pub fn ring_seconds(&self, n: u64, stride: u64, bytes: f64) -> f64 {
-        let ring = (n as f64 - 1.0) / n as f64;
-        let d = (self.gpus_per_domain / stride.max(1)).max(1);
-        if !self.hierarchical || n <= d || d == 1 {
-            return ring * bytes / self.bw(n, stride);
-        }
-        let (d, k) = (d as f64, (n as f64 / d as f64).ceil());
-        (d - 1.0) / d * bytes / self.intra_bw + (k - 1.0) / k * bytes / d / self.inter_bw
-    }
-
-    /// Whether a group of `n` ranks `stride` GPUs apart leaves the NVLink domain.
-    pub fn crosses(&self, n: u64, stride: u64) -> bool {
-        n > 1 && n * stride > self.gpus_per_domain
-    }
-    /// Bandwidth of a collective over `n` ranks that sit `stride` GPUs apart.
-    fn bw(&self, n: u64, stride: u64) -> f64 {
-        if n * stride <= self.gpus_per_domain {
-            self.intra_bw
-        } else {
-            self.inter_bw.min(self.intra_bw)
-        }
     }
 }
 
@@ -547,47 +472,80 @@ fn activation_bytes(s: &StepShape) -> f64 {
     s.tokens * s.h * 2.0
 }
 
-/// Tensor parallelism, per layer in units of one all-gather of the
-/// activations (Korthikanti et al. 2022): without SP 2 all-reduces forward
-/// and 2 backward (= 8); with SP 2 all-gathers + 2 reduce-scatters forward,
-/// as many backward, plus the input all-gathers again for the weight
-/// gradients (= 10). Recomputing a layer repeats its forward collectives.
-/// TransformerEngine overlaps ~30% with the GEMMs.
-fn tensor_parallel(s: &StepShape) -> f64 {
+/// Tensor parallelism per layer and micro-batch (Korthikanti et al. 2022).
+/// With SP, forward runs 2 all-gathers and 2 reduce-scatters of the layer's
+/// activations; backward all-gathers the output gradients (2), gathers the
+/// inputs again for the weight gradients (2) and reduce-scatters the input
+/// gradients (2). Without SP: 2 all-reduces forward, 2 backward.
+/// Recomputing a layer repeats its forward collectives. Each costs its bytes
+/// at the link's measured bus bandwidth plus its latencies (fabric.rs).
+///
+/// What hides, by the stack's flags:
+/// - Megatron / TransformerEngine by default: the backward's input
+///   re-gather runs beside the data-gradient GEMM and the input-gradient
+///   reduction beside the weight-gradient GEMM (TE `Linear` backward,
+///   `async_op=True`; Megatron's async TP all-reduce), so those hide up to
+///   the backward GEMMs' time; the forward's and the output-gradient
+///   gathers are exposed.
+/// - With TP overlap (`--tp-comm-overlap`, TE userbuffers) every exchange is
+///   pipelined with its GEMM in `t` chunks: one chunk in `t` shows, and
+///   whatever exceeds the layer's GEMM time.
+/// - The Hugging Face stack (PyTorch DTensor TP): all exposed.
+fn tensor_parallel(s: &StepShape, gemm_per_layer: f64) -> f64 {
     if s.layout.tp <= 1 {
         return 0.0;
     }
-    let t = s.t;
-    let units = if s.plan.sp { 10.0 } else { 8.0 } + 4.0 * s.recomputed();
-    let per_layer = units * (t - 1.0) / t * activation_bytes(s) / s.fabric.bw(s.layout.tp, 1);
-    let hidden = if s.plan.implementation == Implementation::Megatron && s.plan.overlap {
-        0.3
+    let link = s.fabric.link(s.layout.tp, 1);
+    let one = |c: Collective| link.seconds(c, s.t, activation_bytes(s));
+    let r = s.recomputed();
+    let (exposed, async_backward) = if s.plan.sp {
+        let (ag, rs) = (one(Collective::AllGather), one(Collective::ReduceScatter));
+        (
+            (4.0 + 2.0 * r) * ag + (2.0 + 2.0 * r) * rs,
+            2.0 * ag + 2.0 * rs,
+        )
     } else {
-        0.0
+        let ar = one(Collective::AllReduce);
+        ((2.0 + 2.0 * r) * ar, 2.0 * ar)
     };
-    s.layers * per_layer * (1.0 - hidden)
+    let all = exposed + async_backward;
+    let per_layer = match s.plan.implementation {
+        Implementation::Megatron if s.plan.tp_overlap => (all / s.t).max(all - gemm_per_layer),
+        // The backward GEMMs are two thirds of the layer's.
+        Implementation::Megatron => {
+            exposed + (async_backward - gemm_per_layer * 2.0 / 3.0).max(0.0)
+        }
+        Implementation::Hf => all,
+    };
+    s.layers * per_layer
 }
 
 /// Context parallelism's ring: K and V chunks go round (`c-1` steps), dK and
-/// dV come back, overlapped with attention; only the excess shows
-/// (Liu et al. 2023, ring attention).
+/// dV come back, each step a send at the link's measured speed plus its
+/// per-hop latency, overlapped with attention; only the excess shows (Liu et
+/// al. 2023, ring attention; Megatron's `attn_mask_type` ring).
 fn context_parallel(s: &StepShape, attention_train: f64) -> f64 {
     if s.layout.cp <= 1 {
         return 0.0;
     }
-    let per_layer = 3.0 * (s.c - 1.0) * s.tokens * s.kv / s.t * 2.0 * 2.0
-        / s.fabric.bw(s.layout.cp, s.layout.tp);
-    s.layers * (per_layer - attention_train).max(0.0)
+    let link = s.fabric.link(s.layout.cp, s.layout.tp);
+    let steps = 3.0 * (s.c - 1.0);
+    let bytes = steps * s.tokens * s.kv / s.t * 2.0 * 2.0;
+    let comm = bytes / link.bus_bandwidth(Collective::AllGather) + steps * link.hop_latency[0];
+    s.layers * (comm - attention_train).max(0.0)
 }
 
 /// Expert parallelism: each token's hidden state goes to its `k` experts
-/// and back, forward and backward (4 all-to-alls), half overlapped.
+/// and back, forward and backward: 4 all-to-alls per layer at the link's
+/// measured all-to-all speed, exposed (Megatron overlaps them only with
+/// `--overlap-moe-expert-parallel-comm`).
 fn expert_parallel(s: &StepShape) -> f64 {
     let bytes = match &s.arch.moe {
-        Some(m) if s.ep > 1.0 => s.tokens * m.active as f64 * s.h * 2.0 * (s.ep - 1.0) / s.ep,
-        _ => 0.0,
+        Some(m) if s.ep > 1.0 => s.tokens * m.active as f64 * s.h * 2.0,
+        _ => return 0.0,
     };
-    s.layers * 4.0 * bytes / s.fabric.bw(s.layout.ep, s.layout.tp) * 0.5
+    let link = s.fabric.link(s.layout.ep, s.layout.tp);
+    s.layers * 4.0 * link.seconds(Collective::AllToAll, s.ep, bytes)
 }
 
 // ---- the step --------------------------------------------------------------------
@@ -601,13 +559,17 @@ fn pipeline_bubble(s: &StepShape, per_micro_batch: f64) -> f64 {
     (s.p - 1.0) / (s.m * vp) * s.m * per_micro_batch
 }
 
-/// Pipeline point-to-point sends of the activations, forward and backward, mostly overlapped.
+/// Pipeline point-to-point sends of the activations, forward and backward,
+/// at the link's all-gather speed plus its per-hop latency, mostly overlapped.
 fn pipeline_p2p(s: &StepShape) -> f64 {
     if s.layout.pp <= 1 {
         return 0.0;
     }
     let l = s.layout;
-    s.m * 2.0 * activation_bytes(s) / s.t / s.fabric.bw(2, l.tp * l.cp * l.dp) * (1.0 - overlap(s))
+    let link = s.fabric.link(2, l.tp * l.cp * l.dp);
+    let send =
+        activation_bytes(s) / s.t / link.bus_bandwidth(Collective::AllGather) + link.hop_latency[0];
+    s.m * 2.0 * send * (1.0 - overlap(s))
 }
 
 /// The hidden share of overlappable traffic: the calibrated one, or none
@@ -643,36 +605,51 @@ fn gradient_bytes(plan: &Plan) -> f64 {
         (_, Precision::Fp32, _) => 4.0,
         (Implementation::Hf, Precision::Bf16Pure, _) => 2.0,
         (Implementation::Hf, _, 0) => 4.0,
+        // Megatron reduces in the gradient buffer's dtype: fp32 unless
+        // `--grad-reduce-in-bf16` (memory.rs, state_bytes).
+        (Implementation::Megatron, _, _) if !plan.grad_bf16 => 4.0,
         _ => 2.0,
     }
 }
 
-/// Data-parallel traffic of one step, ring cost `2(n-1)/n * bytes / bw`:
-/// DDP all-reduces the gradients; ZeRO-1/2 reduce-scatter them and gather
-/// the parameters; ZeRO-3 all-gathers the parameters forward and backward
+/// Data-parallel traffic of one step, each collective at the link's
+/// measured speed (fabric.rs): DDP all-reduces the gradients; ZeRO-1/2
+/// (Megatron's distributed optimizer) reduce-scatter them and all-gather the
+/// updated parameters; ZeRO-3 all-gathers the parameters forward and backward
 /// per micro-batch and reduce-scatters per step (Rajbhandari et al. 2020);
 /// hybrid shard does that inside its group and all-reduces the shards
-/// across the replicas.
+/// across the replicas. Context-parallel ranks hold the same parameters and
+/// see other tokens, so the gradients are reduced over DP x CP ranks
+/// (Megatron's `get_data_parallel_group(with_context_parallel=True)`;
+/// torchtitan's `dp_shard_cp` mesh): with DP 1 and CP 8 that is 8 ranks.
 fn data_parallel(s: &StepShape) -> f64 {
     let l = s.layout;
-    if l.dp <= 1 {
+    let n = l.dp * l.cp.max(1);
+    if n <= 1 {
         return 0.0;
     }
     let (stage_params, trainable) = stage_parameters(s);
     let grad_bytes = gradient_bytes(s.plan);
-    let stride = l.tp * l.cp;
-    let ring = |n: u64, stride: u64, bytes: f64| s.fabric.ring_seconds(n, stride, bytes);
+    let stride = l.tp;
+    let run =
+        |c: Collective, n: u64, stride: u64, bytes: f64| s.fabric.seconds(c, n, stride, bytes);
     let gathers = s.m * 2.0 * stage_params * 2.0;
+    let grads = trainable * grad_bytes;
     match s.plan.zero {
-        // All-reduce = reduce-scatter + all-gather.
-        0 => 2.0 * ring(l.dp, stride, trainable * grad_bytes),
-        1 | 2 => ring(l.dp, stride, trainable * (grad_bytes + 2.0)),
-        _ if l.shard.max(1) >= l.dp => ring(l.dp, stride, gathers + trainable * grad_bytes),
+        0 => run(Collective::AllReduce, n, stride, grads),
+        1 | 2 => {
+            run(Collective::ReduceScatter, n, stride, grads)
+                + run(Collective::AllGather, n, stride, trainable * 2.0)
+        }
+        _ if l.shard.max(1) * l.cp.max(1) >= n => {
+            run(Collective::AllGather, n, stride, gathers)
+                + run(Collective::ReduceScatter, n, stride, grads)
+        }
         _ => {
-            let g = l.shard.max(1);
-            let inside = ring(g, stride, gathers + trainable * grad_bytes);
-            let across = 2.0 * ring(l.dp / g, stride * g, trainable / g as f64 * grad_bytes);
-            inside + across
+            let g = l.shard.max(1) * l.cp.max(1);
+            let inside = run(Collective::AllGather, g, stride, gathers)
+                + run(Collective::ReduceScatter, g, stride, grads);
+            inside + run(Collective::AllReduce, n / g, stride * g, grads / g as f64)
         }
     }
 }
@@ -690,8 +667,9 @@ fn data_parallel_exposed(s: &StepShape, compute: f64) -> f64 {
 /// (AdamW fp32: 28 B per parameter), at HBM bandwidth, on this GPU's shard.
 fn optimizer_step(s: &StepShape) -> f64 {
     let (_, trainable) = stage_parameters(s);
+    // The distributed optimizer's shard spans DP x CP ranks (memory.rs).
     let shard = if s.plan.zero >= 1 {
-        s.layout.shard.max(1) as f64
+        (s.layout.shard.max(1) * s.layout.cp.max(1)) as f64
     } else {
         1.0
     };
@@ -719,7 +697,7 @@ fn step_time(s: &StepShape) -> StepTime {
     let mb_attn = s.layers * attn_train;
     let mb_elem = s.layers * (3.0 * fwd.elementwise) + loss_elementwise(s);
     let mb_recompute = s.layers * recompute_per_layer(s, &fwd);
-    let tp_comm = tensor_parallel(s);
+    let tp_comm = tensor_parallel(s, 3.0 * fwd.gemm);
     let cp_comm = context_parallel(s, attn_train);
     let ep_comm = expert_parallel(s);
     let per_mb = mb_gemm + mb_attn + mb_elem + mb_recompute + tp_comm + cp_comm + ep_comm;
@@ -798,7 +776,9 @@ pub fn throughput(
     let tokens_per_second = tokens / step_seconds;
     let tokens_per_second_per_gpu = tokens_per_second / layout.gpus.max(1) as f64;
     let model_flops = model_flops_per_token(arch, counts, plan.seq);
-    let hardware_flops = model_flops * (1.0 + recompute_flops_share(plan));
+    // Recomputation repeats decoder layers, never the LM head.
+    let head_flops = 6.0 * (arch.vocab * arch.hidden) as f64;
+    let hardware_flops = model_flops + (model_flops - head_flops) * recompute_flops_share(plan);
     // MFU's denominator: the GEMM dtype's peak, or the 16-bit one where a
     // custom GPU's FP8 is slower (no op then runs faster than it: MFU <= 1).
     let peak_flops = shape.gemm_peak.max(shape.wide_peak);
@@ -820,6 +800,7 @@ pub fn throughput(
 
 /// Recompute repeats a forward pass (1/3 of the training FLOPs) for the
 /// dropped layers; HFU counts it, MFU does not (Korthikanti et al. 2022).
+/// The share is of the decoder layers' FLOPs (the LM head is not recomputed).
 fn recompute_flops_share(plan: &Plan) -> f64 {
     match plan.checkpointing {
         Checkpointing::Op => 0.5 / 3.0,

@@ -343,47 +343,21 @@ fn llama_405b_pipelines_split_as_megatron_does() {
 
 /// Every published configuration of calibration.csv is accepted by the page
 /// as published: its shape as custom fields (an MoE row's as its preset,
-/// with its expert parallelism), its parallel layout on the matching
-/// SageMaker instance.
+/// with its expert parallelism), its parallel layout and its recipe's
+/// settings on the SageMaker instance with its GPU (`Case::link`).
 #[test]
 fn every_published_recipe_is_accepted() {
     let mut moe_rows = 0;
     for c in planner::calibration::cases() {
-        let a = &c.arch;
-        let shape =
-            match &a.moe {
-                Some(_) => {
-                    moe_rows += 1;
-                    let p = planner::architecture::presets()
-                        .iter()
-                        .find(|p| {
-                            p.arch.layers == a.layers
-                                && p.arch.hidden == a.hidden
-                                && p.arch.moe.is_some()
-                        })
-                        .expect("an MoE row's preset");
-                    format!("model={}&ep={}", p.id, c.layout.ep)
-                }
-                None => {
-                    format!(
-                "layers={}&hidden={}&heads={}&kv_heads={}&head_dim={}&ffn={}&vocab={}&mlp={}",
-                a.layers, a.hidden, a.heads, a.kv_heads, a.head_dim, a.ffn, a.vocab,
-                if a.mlp.is_gated() { "swiglu" } else { "gelu" },
-            )
-                }
-            };
-        let instance = match c.gpu.id.as_str() {
-            id if id.starts_with("A100") => "ml.p4de.24xlarge",
-            id if id.starts_with("H100") => "ml.p5.48xlarge",
-            "B200" => "ml.p6-b200.48xlarge",
-            _ => "ml.p6e-gb200.36xlarge",
-        };
-        let per_node = planner::hardware::instance(instance).unwrap().gpu_count;
-        let q = format!(
-            "{shape}&tp={}&pp={}&vp={}&cp={}&seq={}&mb={}&ga={}&impl=megatron&instance={instance}&nodes={}",
-            c.layout.tp, c.layout.pp, c.plan.vp, c.layout.cp, c.plan.seq, c.plan.micro_batch,
-            c.plan.grad_accum, c.layout.gpus.div_ceil(per_node),
-        );
+        let q = c.link();
+        if c.arch.moe.is_some() {
+            moe_rows += 1;
+            assert!(
+                q.starts_with("model="),
+                "{}: an MoE row opens its preset: {q}",
+                c.id
+            );
+        }
         let d = Plan::from_query(&q);
         assert!(d.notices.is_empty(), "{}: {:?}", c.id, d.notices);
         let r = evaluate(&d.plan);
