@@ -6,7 +6,7 @@ use crate::format::{num, tr};
 use leptos::prelude::*;
 use planner::architecture::{from_hf_config, presets, Mlp};
 use planner::hardware::{gpu, instances, PriceBasis};
-use planner::plan::{Checkpointing, Plan};
+use planner::plan::{Checkpointing, Implementation, Plan};
 use planner::text::Text;
 
 type Label = Text;
@@ -119,11 +119,18 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
         <SelectField ctx=ctx key="impl" label=Text::Implementation
             options=vec![("hf", Text::HuggingFaceTransformersTrainer), ("megatron", Text::MegatronTransformerEngine)]
             get=|p| p.implementation.key().to_string() />
-        <div class="row2">
+        // What only Megatron runs (the exported Hugging Face script does not).
+        <Show when=move || plan_is(ctx, |p| p.implementation == Implementation::Megatron)>
             <CheckField ctx=ctx key="grad_bf16" label=Text::GradReduceBf16 get=|p| p.grad_bf16 />
             <CheckField ctx=ctx key="fp8_params" label=Text::Fp8ParamGather get=|p| p.fp8_params />
-            <NumberField ctx=ctx key="offload_layers" label=Text::OffloadLayers get=|p| p.offload_layers.map(|n| n.to_string()).unwrap_or_default() />
-        </div>
+            <CheckField ctx=ctx key="bf16_moments" label=Text::Bf16Moments get=|p| p.bf16_moments />
+            <CheckField ctx=ctx key="ep_overlap" label=Text::OverlapExpertParallel get=|p| p.ep_overlap />
+            <div class="row2">
+                <NumberField ctx=ctx key="moe_imbalance" label=Text::MoeImbalance step="any" get=|p| p.moe_imbalance.to_string() />
+                <NumberField ctx=ctx key="offload_layers" label=Text::OffloadLayers get=|p| p.offload_layers.map(|n| n.to_string()).unwrap_or_default() />
+                <NumberField ctx=ctx key="mtp" label=Text::MtpLayers get=|p| p.mtp.to_string() />
+            </div>
+        </Show>
     }
 }
 

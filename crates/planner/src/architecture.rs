@@ -77,6 +77,54 @@ pub struct Moe {
     pub expert_ffn: u64,
     /// The router has a bias (gpt-oss).
     pub router_bias: bool,
+    /// Layers with a dense MLP of width `ffn` instead of experts: DeepSeek-V3's
+    /// first 3 (`first_k_dense_replace`), Llama 4 Maverick's every other
+    /// (`interleave_moe_layer_step = 2`). The planner spreads them evenly
+    /// over the pipeline stages.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dense_layers: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Multi-head latent attention (DeepSeek-V2/V3, Kimi K2): queries through a
+/// rank-`q_lora_rank` down and up projection, keys and values from one shared
+/// rank-`kv_lora_rank` latent plus a decoupled RoPE key of width
+/// `qk_rope_dim`; q.k runs at head dim `qk_nope_dim + qk_rope_dim`, the values
+/// at `v_head_dim` (DeepSeek-V2 report §2.1; HF `DeepseekV3Attention`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Mla {
+    /// 0: a full-rank query projection (DeepSeek-V2-Lite).
+    pub q_lora_rank: u64,
+    pub kv_lora_rank: u64,
+    pub qk_nope_dim: u64,
+    pub qk_rope_dim: u64,
+    pub v_head_dim: u64,
+}
+
+impl Mla {
+    /// The q.k head dimension (192 for DeepSeek-V3).
+    pub fn qk_head_dim(&self) -> u64 {
+        self.qk_nope_dim + self.qk_rope_dim
+    }
+}
+
+impl FromJson for Mla {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(Mla {
+            q_lora_rank: opt(j, "q_lora_rank")?.unwrap_or(0),
+            kv_lora_rank: req(j, "kv_lora_rank")?,
+            qk_nope_dim: req(j, "qk_nope_dim")?,
+            qk_rope_dim: req(j, "qk_rope_dim")?,
+            v_head_dim: req(j, "v_head_dim")?,
+        })
+    }
 }
 
 /// A decoder-only transformer's shape.
@@ -106,7 +154,19 @@ pub struct Architecture {
     pub sliding_window: u64,
     /// ... and how many layers use it (Gemma 2/3, gpt-oss alternate local and global layers).
     pub local_layers: u64,
+    /// The local layers attend within fixed chunks of `sliding_window` tokens
+    /// rather than a sliding window (Llama 4: chunks of 8192 on three layers
+    /// of four, the fourth global and without RoPE).
+    #[serde(skip_serializing_if = "is_false")]
+    pub chunked: bool,
     pub moe: Option<Moe>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mla: Option<Mla>,
+    /// DeepSeek-V3's multi-token-prediction modules (one MoE layer each,
+    /// `num_nextn_predict_layers`): not in the published total; the planner
+    /// does not train them yet and says so.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mtp_layers: u64,
 }
 
 impl FromJson for Moe {
@@ -117,6 +177,7 @@ impl FromJson for Moe {
             shared: opt(j, "shared")?.unwrap_or(0),
             expert_ffn: req(j, "expert_ffn")?,
             router_bias: opt(j, "router_bias")?.unwrap_or(false),
+            dense_layers: opt(j, "dense_layers")?.unwrap_or(0),
         })
     }
 }
@@ -160,7 +221,10 @@ impl FromJson for Architecture {
             max_context: opt(j, "max_context")?.unwrap_or(0),
             sliding_window: opt(j, "sliding_window")?.unwrap_or(0),
             local_layers: opt(j, "local_layers")?.unwrap_or(0),
+            chunked: opt(j, "chunked")?.unwrap_or(false),
             moe: opt(j, "moe")?,
+            mla: opt(j, "mla")?,
+            mtp_layers: opt(j, "mtp_layers")?.unwrap_or(0),
         })
     }
 }
@@ -217,7 +281,10 @@ impl Architecture {
             max_context: 0,
             sliding_window: 0,
             local_layers: 0,
+            chunked: false,
             moe: None,
+            mla: None,
+            mtp_layers: 0,
         }
     }
 
@@ -230,6 +297,10 @@ impl Architecture {
         let w = self.sliding_window as f64;
         let local = if w <= 0.0 || w >= s {
             global
+        } else if self.chunked {
+            // Causal within each chunk: (w + 1) / 2 keys per query when the
+            // chunks tile the sequence; w / 2 at the planner's scale.
+            w / 2.0
         } else {
             w * (1.0 - w / (2.0 * s))
         };
@@ -238,13 +309,78 @@ impl Architecture {
         (nl * local + (l - nl) * global) / l
     }
 
-    /// `a*d`, the width of the query projection.
+    /// `a*d`, the width of the queries (MLA: at the q.k head dim).
     pub fn q_width(&self) -> u64 {
-        self.heads * self.head_dim
+        match &self.mla {
+            Some(m) => self.heads * m.qk_head_dim(),
+            None => self.heads * self.head_dim,
+        }
     }
-    /// `k*d`, the width of each of the key and value projections.
+    /// `k*d`, the width of each of the key and value projections (MLA: the
+    /// mean of the per-head keys' and values' widths, so that K and V
+    /// together are `2 x kv_width`).
     pub fn kv_width(&self) -> u64 {
-        self.kv_heads * self.head_dim
+        match &self.mla {
+            Some(m) => self.heads * (m.qk_head_dim() + m.v_head_dim) / 2,
+            None => self.kv_heads * self.head_dim,
+        }
+    }
+    /// The width attention's two matmuls run at, per query and key: q.k at
+    /// the q.k head dim and p.v at the value head dim, averaged (`4 x keys x
+    /// width` FLOPs per query forward).
+    pub fn attention_width(&self) -> u64 {
+        match &self.mla {
+            Some(m) => self.heads * (m.qk_head_dim() + m.v_head_dim) / 2,
+            None => self.q_width(),
+        }
+    }
+
+    /// The attention block's Linear layers as `(in, out, split over TP)`:
+    /// q, k, v and o; MLA's down projections (duplicated on every TP rank in
+    /// Megatron), their up projections and o.
+    pub fn attention_linears(&self) -> Vec<(u64, u64, bool)> {
+        let h = self.hidden;
+        match &self.mla {
+            None => vec![
+                (h, self.q_width(), true),
+                (h, self.kv_width(), true),
+                (h, self.kv_width(), true),
+                (self.q_width(), h, true),
+            ],
+            Some(m) => {
+                let a = self.heads;
+                let mut v = Vec::with_capacity(5);
+                if m.q_lora_rank > 0 {
+                    v.push((h, m.q_lora_rank, false));
+                    v.push((m.q_lora_rank, a * m.qk_head_dim(), true));
+                } else {
+                    v.push((h, a * m.qk_head_dim(), true));
+                }
+                v.push((h, m.kv_lora_rank + m.qk_rope_dim, false));
+                v.push((m.kv_lora_rank, a * (m.qk_nope_dim + m.v_head_dim), true));
+                v.push((a * m.v_head_dim, h, true));
+                v
+            }
+        }
+    }
+
+    /// Routed experts' parameters per decoder layer, on average over the
+    /// layers (dense layers have none).
+    pub fn routed_params_per_layer(&self, counts: &ParameterCounts) -> f64 {
+        self.moe.as_ref().map_or(0.0, |m| {
+            m.experts as f64 * counts.expert as f64 * self.moe_layer_share()
+        })
+    }
+
+    /// The routed experts' share of the decoder layers (1 without dense layers).
+    pub fn moe_layer_share(&self) -> f64 {
+        match &self.moe {
+            Some(m) => {
+                let l = self.layers.max(1);
+                (l - m.dense_layers.min(l)) as f64 / l as f64
+            }
+            None => 0.0,
+        }
     }
 
     fn mlp_block(&self, f: u64, bias: bool) -> u64 {
@@ -259,8 +395,14 @@ impl Architecture {
         weights + biases
     }
 
-    /// Exact parameter counts (SPEC §3.1).
-    pub fn parameter_counts(&self) -> ParameterCounts {
+    /// Parameters of one layer's attention block.
+    fn attention_params(&self) -> u64 {
+        if let Some(m) = &self.mla {
+            // The Linear layers plus the RMSNorms on the two latents
+            // (`q_a_layernorm`, `kv_a_layernorm`).
+            let linears: u64 = self.attention_linears().iter().map(|(i, o, _)| i * o).sum();
+            return linears + m.q_lora_rank + m.kv_lora_rank;
+        }
         let h = self.hidden;
         let (q, kv) = (self.q_width(), self.kv_width());
         let mut attention = h * q + 2 * h * kv + q * h;
@@ -278,12 +420,21 @@ impl Architecture {
         if self.attn_sinks {
             attention += self.heads;
         }
+        attention
+    }
+
+    /// Exact parameter counts (SPEC §3.1). With dense layers among MoE ones
+    /// the per-layer figures are the mean over the decoder layers; the totals
+    /// are exact.
+    pub fn parameter_counts(&self) -> ParameterCounts {
+        let h = self.hidden;
+        let attention = self.attention_params();
         let norms = self.norms_per_layer * h;
-        let (mlp, expert, active_mlp) = match &self.moe {
-            None => {
-                let m = self.mlp_block(self.ffn, self.mlp_bias);
-                (m, 0, m)
-            }
+        let dense_mlp = self.mlp_block(self.ffn, self.mlp_bias);
+        let layers = self.layers.max(1);
+        // (all MLP parameters, the active ones, one expert) summed over the layers.
+        let (mlp, active_mlp, expert) = match &self.moe {
+            None => (dense_mlp * layers, dense_mlp * layers, 0),
             Some(moe) => {
                 let expert = self.mlp_block(moe.expert_ffn, self.mlp_bias);
                 let router = h * moe.experts as u64
@@ -293,28 +444,30 @@ impl Architecture {
                         0
                     };
                 let shared = moe.shared as u64 * expert;
+                let dense = moe.dense_layers.min(layers);
+                let sparse = layers - dense;
                 (
-                    moe.experts as u64 * expert + router + shared,
+                    sparse * (moe.experts as u64 * expert + router + shared) + dense * dense_mlp,
+                    sparse * (moe.active as u64 * expert + router + shared) + dense * dense_mlp,
                     expert,
-                    moe.active as u64 * expert + router + shared,
                 )
             }
         };
-        let per_layer = attention + mlp + norms;
-        let active_per_layer = attention + active_mlp + norms;
+        let decoder = layers * (attention + norms) + mlp;
+        let decoder_active = layers * (attention + norms) + active_mlp;
         let embedding = self.vocab * h;
         let lm_head = if self.tied { 0 } else { self.vocab * h };
         let final_norm = h;
         ParameterCounts {
-            total: self.layers * per_layer + embedding + lm_head + final_norm,
-            active: self.layers * active_per_layer + embedding + lm_head + final_norm,
+            total: decoder + embedding + lm_head + final_norm,
+            active: decoder_active + embedding + lm_head + final_norm,
             embedding,
             lm_head,
-            per_layer,
+            per_layer: decoder / layers,
             attention_per_layer: attention,
-            mlp_per_layer: mlp,
+            mlp_per_layer: mlp / layers,
             expert,
-            active_per_layer,
+            active_per_layer: decoder_active / layers,
             norms_per_layer: norms,
         }
     }
@@ -324,7 +477,6 @@ impl Architecture {
     pub fn lora_params_per_layer(&self, rank: u64) -> f64 {
         let r = rank as f64;
         let h = self.hidden as f64;
-        let (q, kv) = (self.q_width() as f64, self.kv_width() as f64);
         let f = self
             .moe
             .as_ref()
@@ -334,7 +486,12 @@ impl Architecture {
                 .moe
                 .as_ref()
                 .map_or(1.0, |m| (m.experts + m.shared) as f64);
-        r * ((h + q) * 2.0 + (h + kv) * 2.0) + r * (h + f) * mlp_mats
+        let attention: f64 = self
+            .attention_linears()
+            .iter()
+            .map(|(i, o, _)| r * (i + o) as f64)
+            .sum();
+        attention + r * (h + f) * mlp_mats
     }
 
     /// Check the shape for values that make no sense; each message names its field.
@@ -604,6 +761,11 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "gemma3_text",
     "gpt_oss",
     "olmo2",
+    "deepseek_v2",
+    "deepseek_v3",
+    "kimi_k2",
+    "llama4",
+    "llama4_text",
 ];
 
 /// Read a Hugging Face `config.json` (Llama, Qwen2/3, Qwen3-MoE, Mistral,
@@ -705,8 +867,14 @@ impl HfConfig<'_> {
         let hidden = self.need("hidden_size")?;
         let layers = self.need("num_hidden_layers")?;
         let heads = self.need("num_attention_heads")?;
-        let moe = self.moe()?;
-        let (sliding_window, local_layers) = self.sliding_window(layers)?;
+        let moe = self.moe(layers)?;
+        let (sliding_window, local_layers, chunked) = match self.llama4_chunks(layers)? {
+            Some((w, n)) => (w, n, true),
+            None => {
+                let (w, n) = self.sliding_window(layers)?;
+                (w, n, false)
+            }
+        };
         let gpt_oss = self.family == "gpt_oss";
         Ok(Architecture {
             layers,
@@ -715,6 +883,11 @@ impl HfConfig<'_> {
             kv_heads: self.int("num_key_value_heads")?.unwrap_or(heads),
             head_dim: self.head_dim(hidden, heads)?,
             ffn: match &moe {
+                // Llama 4: `intermediate_size` is the expert's, the dense
+                // layers' is `intermediate_size_mlp`.
+                Some(m) if self.llama4() => {
+                    self.int("intermediate_size_mlp")?.unwrap_or(m.expert_ffn)
+                }
                 Some(m) => self.int("intermediate_size")?.unwrap_or(m.expert_ffn),
                 None => self.need("intermediate_size")?,
             },
@@ -745,8 +918,56 @@ impl HfConfig<'_> {
             },
             attn_sinks: gpt_oss,
             max_context: self.int("max_position_embeddings")?.unwrap_or(0),
+            chunked,
             moe,
+            mla: self.mla()?,
+            mtp_layers: self.int("num_nextn_predict_layers")?.unwrap_or(0),
         })
+    }
+
+    fn llama4(&self) -> bool {
+        self.family.starts_with("llama4")
+    }
+
+    fn deepseek(&self) -> bool {
+        matches!(self.family, "deepseek_v2" | "deepseek_v3" | "kimi_k2")
+    }
+
+    /// MLA's ranks and head dims, where the config has `kv_lora_rank`.
+    fn mla(&self) -> Result<Option<Mla>, ConfigError> {
+        let Some(kv_lora_rank) = self.int("kv_lora_rank")? else {
+            return Ok(None);
+        };
+        Ok(Some(Mla {
+            q_lora_rank: self.int("q_lora_rank")?.unwrap_or(0),
+            kv_lora_rank,
+            qk_nope_dim: self.need("qk_nope_head_dim")?,
+            qk_rope_dim: self.need("qk_rope_head_dim")?,
+            v_head_dim: self.need("v_head_dim")?,
+        }))
+    }
+
+    /// Llama 4's chunked attention: chunks of `attention_chunk_size` on the
+    /// layers that use RoPE (`no_rope_layers[i] == 1`; by default three of
+    /// every four), global attention without RoPE on the others.
+    fn llama4_chunks(&self, layers: u64) -> Result<Option<(u64, u64)>, ConfigError> {
+        if !self.llama4() {
+            return Ok(None);
+        }
+        let Some(chunk) = self.int("attention_chunk_size")? else {
+            return Ok(None);
+        };
+        let listed = self.cfg.get("no_rope_layers").and_then(|v| v.as_array());
+        let chunked = match listed {
+            Some(flags) if !flags.is_empty() => {
+                flags.iter().filter(|f| f.as_u64() == Some(1)).count() as u64
+            }
+            _ => {
+                let every = self.int("no_rope_layer_interval")?.unwrap_or(4).max(1);
+                layers - layers / every
+            }
+        };
+        Ok(Some((chunk, chunked)))
     }
 
     /// `head_dim`, else `hidden / heads` where that divides.
@@ -777,14 +998,17 @@ impl HfConfig<'_> {
         }
     }
 
-    /// The experts of Mixtral, Qwen3-MoE and gpt-oss.
-    fn moe(&self) -> Result<Option<Moe>, ConfigError> {
-        if !matches!(self.family, "mixtral" | "qwen3_moe" | "gpt_oss") {
+    /// The experts of Mixtral, Qwen3-MoE, gpt-oss, DeepSeek-V2/V3, Kimi K2
+    /// and Llama 4, with their shared experts and dense layers.
+    fn moe(&self, layers: u64) -> Result<Option<Moe>, ConfigError> {
+        let families = matches!(self.family, "mixtral" | "qwen3_moe" | "gpt_oss");
+        if !families && !self.deepseek() && !self.llama4() {
             return Ok(None);
         }
         let experts = self
             .int("num_local_experts")?
             .or(self.int("num_experts")?)
+            .or(self.int("n_routed_experts")?)
             .ok_or_else(|| {
                 ConfigError::new(Some("num_local_experts"), Text::ConfigNoExpertCount, &[])
             })?;
@@ -799,12 +1023,24 @@ impl HfConfig<'_> {
             Some(f) => f,
             None => self.need("intermediate_size")?,
         };
+        let (shared, dense_layers) = if self.llama4() {
+            // One shared expert per MoE layer; MoE every `step` layers.
+            let step = self.int("interleave_moe_layer_step")?.unwrap_or(1).max(1);
+            (1, layers - layers / step)
+        } else {
+            let shared = self.int("n_shared_experts")?.unwrap_or(0);
+            (
+                shared,
+                self.int("first_k_dense_replace")?.unwrap_or(0).min(layers),
+            )
+        };
         Ok(Some(Moe {
             experts: experts as u32,
             active: active as u32,
-            shared: 0,
+            shared: shared as u32,
             expert_ffn,
             router_bias: self.family == "gpt_oss",
+            dense_layers,
         }))
     }
 

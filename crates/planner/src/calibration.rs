@@ -254,13 +254,25 @@ impl Case {
             ("grad_bf16", p.grad_bf16),
             ("fp8_params", p.fp8_params),
             ("tp_overlap", p.tp_overlap),
+            ("ep_overlap", p.ep_overlap),
+            ("bf16_moments", p.bf16_moments),
         ] {
             if on {
                 q += &format!("&{key}=1");
             }
         }
-        if let Some(n) = p.offload_layers {
-            q += &format!("&offload_layers={n}");
+        for (key, n) in [
+            ("offload_layers", p.offload_layers),
+            ("pp_first", p.pp_first),
+            ("pp_last", p.pp_last),
+            ("mtp", (p.mtp > 0).then_some(p.mtp)),
+        ] {
+            if let Some(n) = n {
+                q += &format!("&{key}={n}");
+            }
+        }
+        if !p.overlap {
+            q += "&overlap=0";
         }
         q
     }
@@ -276,7 +288,8 @@ impl Case {
 /// What the run's recipe set beyond the table, from the `recipe_*` columns
 /// (read from each recipe at the table's release; `recipe_source` says
 /// where): recomputation, activation offloading, FP8 parameters, the
-/// gradients' dtype, TP overlap and the fused loss. "not found" leaves recomputation to the
+/// gradients' dtype, the Adam moments' dtype, TP, DP and EP overlap and
+/// the fused loss. "not found" leaves recomputation to the
 /// table's own column; an empty column is Megatron's default.
 struct Recipe {
     checkpointing: Option<Checkpointing>,
@@ -285,6 +298,9 @@ struct Recipe {
     grad_bf16: bool,
     tp_overlap: bool,
     fused_loss: bool,
+    dp_overlap: bool,
+    ep_overlap: bool,
+    bf16_moments: bool,
 }
 
 impl Recipe {
@@ -310,6 +326,10 @@ impl Recipe {
             grad_bf16: r.get("recipe_grad_reduce") == "bf16",
             tp_overlap: r.get("recipe_tp_overlap") == "1",
             fused_loss: r.get("recipe_loss") == "fused",
+            // Overlapped unless the recipe says otherwise (NVIDIA's do).
+            dp_overlap: r.get("recipe_dp_overlap") != "0",
+            ep_overlap: r.get("recipe_ep_overlap") == "1",
+            bf16_moments: r.get("recipe_moments") == "bf16",
         }
     }
 }
@@ -354,6 +374,11 @@ fn case(r: &Row) -> Option<Case> {
         .checkpointing
         .unwrap_or_else(|| row_checkpointing(ac, torchtitan));
     let vp = stated(notes, "VP").map_or(1, |v| v as u64);
+    // An explicit pipeline layout (DeepSeek-V3's `pipeline_model_parallel_layout`).
+    let (pp_first, pp_last) = (
+        stated(notes, "pp_first").map(|v| v as u64),
+        stated(notes, "pp_last").map(|v| v as u64),
+    );
     // The 2021-22 Megatron papers predate flash attention: their attention
     // materialises the scores (that is what selective recomputation drops).
     let attention = if id.starts_with("korthikanti") || id.starts_with("megatron21") {
@@ -374,6 +399,12 @@ fn case(r: &Row) -> Option<Case> {
         grad_bf16: recipe.grad_bf16,
         fp8_params: recipe.fp8_params,
         tp_overlap: recipe.tp_overlap,
+        overlap: recipe.dp_overlap,
+        ep_overlap: recipe.ep_overlap,
+        bf16_moments: recipe.bf16_moments,
+        mtp: stated(notes, "MTP").map_or(0, |v| v as u64),
+        pp_first,
+        pp_last,
         loss: if recipe.fused_loss {
             crate::plan::Loss::Fused
         } else {
@@ -401,7 +432,11 @@ fn case(r: &Row) -> Option<Case> {
         ep,
         dp,
         shard: dp,
-        stages: Stages::megatron(layers, pp, vp).unwrap_or(Stages::even(layers, pp)),
+        stages: match (pp_first, pp_last) {
+            (None, None) => Stages::megatron(layers, pp, vp),
+            _ => Stages::explicit(layers, pp, pp_first, pp_last),
+        }
+        .unwrap_or(Stages::even(layers, pp)),
     };
     let fabric = row_fabric(gpu);
     Some(Case {
@@ -593,8 +628,15 @@ pub const FITTED: [Generation; 4] = [
 /// microbenchmarks of 514 dense GEMM shapes on B200 measure 0.158 / 0.485 /
 /// 0.655 of the 2,250 TFLOP/s peak (min / median / max;
 /// megatron_and_b200_facts.md §3), so a lower bound of 0.5 held Blackwell
-/// above its own measured median.
-const BOUNDS: [(f64, f64); 4] = [(0.4, 0.85), (0.35, 0.75), (0.25, 0.7), (0.1, 1.0)];
+/// above its own measured median. An MoE layer's fixed cost per micro-batch
+/// lies between 10 µs and 20 ms.
+const BOUNDS: [(f64, f64); 5] = [
+    (0.4, 0.85),
+    (0.35, 0.75),
+    (0.25, 0.7),
+    (0.1, 1.0),
+    (1e-5, 0.02),
+];
 
 /// Where every fit starts: mid-range values that favour no generation, so
 /// that a fit reproduces its result without knowing the shipped values.
@@ -604,6 +646,7 @@ pub fn neutral(generation: Generation) -> Efficiency {
         fp8_gemm: 0.55,
         attention: 0.45,
         moe: 0.5,
+        moe_layer_overhead: 1e-3,
         ..efficiency(generation)
     }
 }
@@ -613,7 +656,8 @@ fn slot(e: &mut Efficiency, i: usize) -> &mut f64 {
         0 => &mut e.gemm,
         1 => &mut e.fp8_gemm,
         2 => &mut e.attention,
-        _ => &mut e.moe,
+        3 => &mut e.moe,
+        _ => &mut e.moe_layer_overhead,
     }
 }
 
@@ -630,7 +674,7 @@ fn loss(cases: &[&Case], eff: &Efficiency) -> f64 {
 }
 
 /// Coordinate descent on the `free` parameters of `start`, within `BOUNDS`.
-fn descend(cases: &[&Case], start: Efficiency, free: [bool; 4]) -> (Efficiency, f64) {
+fn descend(cases: &[&Case], start: Efficiency, free: [bool; 5]) -> (Efficiency, f64) {
     let mut best = start;
     let mut best_loss = loss(cases, &best);
     for _round in 0..200 {
@@ -668,9 +712,11 @@ pub fn fit_on(generation: Generation, cases: &[&Case]) -> (Efficiency, f64) {
         has(Precision::Fp8),
         !dense.is_empty(),
         false,
+        false,
     ];
     let (e, _) = descend(&dense, neutral(generation), free);
-    let (e, _) = descend(&moe, e, [false, false, false, !moe.is_empty()]);
+    let m = !moe.is_empty();
+    let (e, _) = descend(&moe, e, [false, false, false, m, m]);
     (e, loss(cases, &e))
 }
 

@@ -209,16 +209,14 @@ impl Stages {
         None
     }
 
-    /// Explicit first/last-rank layer counts (`--decoder-first/last-pipeline-num-layers`):
-    /// the rest splits evenly over the middle ranks, every count a multiple of `vp`.
-    pub fn explicit(
-        layers: u64,
-        pp: u64,
-        vp: u64,
-        first: Option<u64>,
-        last: Option<u64>,
-    ) -> Option<Stages> {
-        let vp = vp.max(1);
+    /// Explicit first/last-rank layer counts (`--decoder-first/last-pipeline-num-layers`,
+    /// or a `--pipeline-model-parallel-layout` that places them): the rest
+    /// splits evenly over the middle ranks. Megatron's two flags want every
+    /// count a multiple of `vp`; a layout string places any count (DeepSeek-V3's
+    /// recipes put 4 layers and the embedding on the first of 16 virtual
+    /// stages, 1 layer, the MTP layer and the loss on the last), so any is
+    /// accepted.
+    pub fn explicit(layers: u64, pp: u64, first: Option<u64>, last: Option<u64>) -> Option<Stages> {
         let ends = first.is_some() as u64 + last.is_some() as u64;
         let set = first.unwrap_or(0) + last.unwrap_or(0);
         if pp < 2 || ends > pp || set > layers {
@@ -232,16 +230,12 @@ impl Stages {
             n if rest.is_multiple_of(n) => rest / n,
             _ => return None,
         };
-        let s = Stages {
+        Some(Stages {
             first: first.unwrap_or(middle),
             middle,
             last: last.unwrap_or(middle),
             embedding_and_loss_slots: false,
-        };
-        [s.first, s.middle, s.last]
-            .iter()
-            .all(|n| n.is_multiple_of(vp))
-            .then_some(s)
+        })
     }
 
     /// Layers on each of the `pp` ranks.
@@ -284,7 +278,8 @@ fn state_bytes(plan: &Plan) -> StateBytes {
         // the fly; FSDP: sharded fp32 params, bf16 compute copies).
         _ => (4.0, 4.0, 0.0),
     };
-    let moment = if plan.precision == Precision::Bf16Pure {
+    let bf16_moments = plan.bf16_moments && plan.implementation == Implementation::Megatron;
+    let moment = if plan.precision == Precision::Bf16Pure || bf16_moments {
         2.0
     } else {
         4.0
@@ -386,6 +381,9 @@ fn residual_bytes(profile: Profile) -> f64 {
 struct LayerActivations {
     tp_split: f64,
     replicated: f64,
+    /// Neither TP nor SP splits it: MLA's latents, which every TP rank
+    /// computes whole (Megatron duplicates the down projections).
+    unsplit: f64,
     /// Eager attention's `s^2` part (per token, already multiplied by `s`).
     scores: f64,
     /// The MLP's part of `tp_split` (back-propagated, and freed, before attention's).
@@ -424,6 +422,21 @@ struct Widths {
 }
 
 impl Widths {
+    /// The same widths for a dense layer of an MoE model (its MLP of width
+    /// `ffn`, no router).
+    fn dense(&self, arch: &Architecture) -> Widths {
+        let f = arch.ffn as f64;
+        let m = arch.mlp.matrices() as f64;
+        Widths {
+            f,
+            routed: 1.0,
+            router: 0.0,
+            mlp_inputs: (m - 1.0) * self.h + f,
+            mlp_outputs: (m - 1.0) * f + self.h,
+            ..*self
+        }
+    }
+
     fn of(arch: &Architecture, plan: &Plan, seq_per_gpu: f64) -> Widths {
         let (f, routed) = match &arch.moe {
             // Each token passes through `active` experts (+ shared ones).
@@ -463,15 +476,63 @@ impl Widths {
 }
 
 fn layer_activations(arch: &Architecture, plan: &Plan, w: &Widths) -> LayerActivations {
-    let mut layer = match profile(plan) {
+    let mut layer = profile_layer(plan, w);
+    // Dense layers among MoE ones (DeepSeek-V3's first 3, Llama 4
+    // Maverick's every other): the mean layer over the stage.
+    let dense = 1.0 - arch.moe_layer_share();
+    if arch.moe.is_some() && dense > 0.0 {
+        layer = layer.blend(&profile_layer(plan, &w.dense(arch)), dense);
+    }
+    layer.unsplit += mla_latents(arch, plan, w);
+    layer.replicated += sliding_window_float_mask(arch, plan);
+    layer.tp_split += lora_fp32_inputs(plan, w);
+    layer
+}
+
+fn profile_layer(plan: &Plan, w: &Widths) -> LayerActivations {
+    match profile(plan) {
         Profile::HfFp32 => hf_fp32_layer(w),
         Profile::HfBf16 => hf_bf16_layer(w),
         Profile::HfAutocast => hf_autocast_layer(w),
         Profile::Megatron => megatron_layer(w, plan.precision == Precision::Fp32),
+    }
+}
+
+impl LayerActivations {
+    /// `(1 - share) x self + share x other`, term by term.
+    fn blend(&self, other: &LayerActivations, share: f64) -> LayerActivations {
+        let mix = |a: f64, b: f64| a + (b - a) * share;
+        LayerActivations {
+            tp_split: mix(self.tp_split, other.tp_split),
+            replicated: mix(self.replicated, other.replicated),
+            unsplit: mix(self.unsplit, other.unsplit),
+            scores: mix(self.scores, other.scores),
+            mlp: mix(self.mlp, other.mlp),
+        }
+    }
+}
+
+/// MLA's saved tensors beyond q, k and v (which `q_width` / `kv_width`
+/// carry): the down projections' outputs kept by their RMSNorms and the
+/// decoupled RoPE key (compute dtype), and the normalised latents kept by
+/// the up projections for their weight gradients (the Linear input dtype):
+/// `e (r_q + r_kv + rope) + lin (r_q + r_kv)` per token (HF
+/// `DeepseekV3Attention`, Megatron `MLASelfAttention`).
+fn mla_latents(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
+    let Some(m) = &arch.mla else {
+        return 0.0;
     };
-    layer.replicated += sliding_window_float_mask(arch, plan);
-    layer.tp_split += lora_fp32_inputs(plan, w);
-    layer
+    let e = if plan.precision == Precision::Fp32 {
+        4.0
+    } else {
+        2.0
+    };
+    let (rq, rkv, rope) = (
+        m.q_lora_rank as f64,
+        m.kv_lora_rank as f64,
+        m.qk_rope_dim as f64,
+    );
+    e * (rq + rkv + rope) + w.lin.max(e / 2.0) * (rq + rkv)
 }
 
 /// LoRA in pure BF16 (no autocast): PEFT casts an adapted Linear's input to
@@ -525,6 +586,7 @@ fn hf_fp32_layer(w: &Widths) -> LayerActivations {
         0.0
     };
     LayerActivations {
+        unsplit: 0.0,
         tp_split: attn + kv_rep + w.routed * mlp + w.router + 8.0 * w.qk_norm,
         mlp: w.routed * mlp + w.router,
         replicated: 2.0 * norm + w.extra_norms * 8.0 * h,
@@ -560,6 +622,7 @@ fn hf_bf16_layer(w: &Widths) -> LayerActivations {
         0.0
     };
     LayerActivations {
+        unsplit: 0.0,
         tp_split: attn + kv_rep + w.routed * mlp + w.router + 6.0 * w.qk_norm,
         mlp: w.routed * mlp + w.router,
         replicated: 2.0 * norm + w.extra_norms * 8.0 * h,
@@ -597,6 +660,7 @@ fn hf_autocast_layer(w: &Widths) -> LayerActivations {
         0.0
     };
     LayerActivations {
+        unsplit: 0.0,
         tp_split: attn + kv_rep + w.routed * mlp + w.router + 8.0 * w.qk_norm,
         mlp: w.routed * mlp + w.router,
         replicated: attn_norm + mlp_norm + w.extra_norms * 10.0 * h,
@@ -629,6 +693,7 @@ fn megatron_layer(w: &Widths, fp32: bool) -> LayerActivations {
     };
     let kv_rep = if w.eager { 4.0 * (q - kv) } else { 0.0 };
     LayerActivations {
+        unsplit: 0.0,
         tp_split: attn + kv_rep + w.routed * mlp + w.router + 4.0 * w.qk_norm,
         mlp: w.routed * mlp + w.router,
         replicated: norms + w.extra_norms * 4.0 * h,
@@ -761,10 +826,11 @@ impl<'a> StageShape<'a> {
             Stage::Second => layout.stages.middle,
             Stage::Last => layout.stages.last,
         } as f64;
-        let expert_params = match &arch.moe {
-            Some(m) => (m.experts as u64 * counts.expert) as f64,
-            None => 0.0,
-        };
+        // The last stage also runs the multi-token-prediction layers.
+        let has_head = matches!(stage, Stage::Only | Stage::Last);
+        let mtp = if has_head { plan.mtp as f64 } else { 0.0 };
+        let layers = layers + mtp;
+        let expert_params = arch.routed_params_per_layer(counts);
         let dense_layer = counts.per_layer as f64 - expert_params;
         let layer_params = dense_layer / t + expert_params / (layout.ep as f64 * t);
         let emb = counts.embedding as f64 / t;
@@ -773,13 +839,16 @@ impl<'a> StageShape<'a> {
         } else {
             counts.embedding as f64 / t
         };
-        // First stage: embedding (+ the head when p == 1); last stage: LM head and final norm.
-        let has_head = matches!(stage, Stage::Only | Stage::Last);
+        // First stage: embedding (+ the head when p == 1); last stage: LM
+        // head and final norm, and each MTP layer's `2h x h` projection and
+        // two norms (DeepSeek-V3 report §2.2).
+        let h = arch.hidden as f64;
+        let mtp_extra = mtp * (2.0 * h * h / t + 2.0 * h);
         let has_embedding = matches!(stage, Stage::Only | Stage::First);
         let params = layers * layer_params
             + if has_embedding { emb } else { 0.0 }
             + if has_head {
-                head + arch.hidden as f64
+                head + arch.hidden as f64 + mtp_extra
             } else {
                 0.0
             };
@@ -1065,7 +1134,7 @@ fn in_flight_micro_batches(s: &StageShape) -> f64 {
 /// (Korthikanti et al. 2022, per profile above).
 fn full_layer_bytes(s: &StageShape) -> f64 {
     let la = &s.layer;
-    let per_layer_token = la.tp_split / s.t + la.replicated / s.sp_div;
+    let per_layer_token = la.tp_split / s.t + la.replicated / s.sp_div + la.unsplit;
     let scores_token = la.scores / s.t;
     s.tokens * (per_layer_token + scores_token)
 }
@@ -1341,12 +1410,15 @@ fn logits_and_loss(s: &StageShape) -> f64 {
         return 0.0;
     }
     let vocab = s.arch.vocab as f64 / s.t;
-    match (s.plan.loss, s.plan.implementation) {
-        (Loss::Plain, Implementation::Hf) => s.tokens * vocab * 12.0,
-        (Loss::Plain, Implementation::Megatron) => s.tokens * vocab * 10.0,
-        (Loss::Fused, Implementation::Hf) => s.tokens.min(FUSED_LOSS_CHUNK) * vocab * 12.0,
-        (Loss::Fused, Implementation::Megatron) => s.tokens * vocab * 12.0 / 8.0,
-    }
+    // Each MTP layer computes its own logits and loss beside the model's.
+    let heads = 1.0 + s.plan.mtp as f64;
+    heads
+        * match (s.plan.loss, s.plan.implementation) {
+            (Loss::Plain, Implementation::Hf) => s.tokens * vocab * 12.0,
+            (Loss::Plain, Implementation::Megatron) => s.tokens * vocab * 10.0,
+            (Loss::Fused, Implementation::Hf) => s.tokens.min(FUSED_LOSS_CHUNK) * vocab * 12.0,
+            (Loss::Fused, Implementation::Megatron) => s.tokens * vocab * 12.0 / 8.0,
+        }
 }
 
 /// The loss's forward buffers against its backward's (10 of 12 B per logit).

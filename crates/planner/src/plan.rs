@@ -262,6 +262,16 @@ pub struct Plan {
     /// Megatron's `--fp8-param-gather`: Linear weights kept only in FP8
     /// (no bf16 copy), gathered in FP8.
     pub fp8_params: bool,
+    /// Megatron's precision-aware optimizer with both Adam moments in bf16
+    /// (`--use-precision-aware-optimizer --exp-avg-dtype bf16
+    /// --exp-avg-sq-dtype bf16`; DeepSeek-V3's recipes): 4 B of moments per
+    /// parameter instead of 8.
+    pub bf16_moments: bool,
+    /// Multi-token-prediction layers trained beside the model (Megatron's
+    /// `--mtp-num-layers`; DeepSeek-V3 trains 1): each one more decoder
+    /// layer, a `2h x h` projection and another pass of the LM head and the
+    /// loss, on the last pipeline stage.
+    pub mtp: u64,
     pub attention: Attention,
     pub loss: Loss,
     pub implementation: Implementation,
@@ -291,6 +301,14 @@ pub struct Plan {
     /// `--tp-comm-overlap`, TransformerEngine userbuffers). Off by default, as
     /// in Megatron-LM: the collectives are then exposed.
     pub tp_overlap: bool,
+    /// Expert-parallel all-to-alls overlapped with another micro-batch's
+    /// compute (Megatron's `--overlap-moe-expert-parallel-comm`). Off by
+    /// default, as in Megatron-LM.
+    pub ep_overlap: bool,
+    /// Tokens the busiest expert rank gets, over the balanced share (1:
+    /// force-balanced routing, as NVIDIA's benchmarks run). Real routing with
+    /// an auxiliary loss is less even; the planner has no measurement of it.
+    pub moe_imbalance: f64,
     /// GPUs per NVLink domain of a GB200 UltraServer: 72 (u-p6e-gb200x72,
     /// 18 instances) or 36 (x36, 9 instances).
     pub ultraserver: u64,
@@ -401,6 +419,8 @@ impl Default for Plan {
             offload_layers: None,
             grad_bf16: false,
             fp8_params: false,
+            bf16_moments: false,
+            mtp: 0,
             attention: Attention::Flash,
             loss: Loss::Plain,
             implementation: Implementation::Hf,
@@ -419,6 +439,8 @@ impl Default for Plan {
             nodes: 1,
             overlap: true,
             tp_overlap: false,
+            ep_overlap: false,
+            moe_imbalance: 1.0,
             ultraserver: 72,
             spot: false,
             price: None,
@@ -568,6 +590,8 @@ pub const KEYS: &[&str] = &[
     "offload_layers",
     "grad_bf16",
     "fp8_params",
+    "bf16_moments",
+    "mtp",
     "attn",
     "loss",
     "impl",
@@ -592,6 +616,8 @@ pub const KEYS: &[&str] = &[
     "nodes",
     "overlap",
     "tp_overlap",
+    "ep_overlap",
+    "moe_imbalance",
     "ultraserver",
     "spot",
     "price",
@@ -738,6 +764,8 @@ impl Plan {
             "offload_layers" => self.offload_layers = Some(f.int(0, 1024)?),
             "grad_bf16" => self.grad_bf16 = f.flag()?,
             "fp8_params" => self.fp8_params = f.flag()?,
+            "bf16_moments" => self.bf16_moments = f.flag()?,
+            "mtp" => self.mtp = f.int(0, 8)?,
             "attn" => self.attention = f.one_of(Attention::from_key, Attention::keys)?,
             "loss" => self.loss = f.one_of(Loss::from_key, Loss::keys)?,
             "impl" => {
@@ -784,6 +812,8 @@ impl Plan {
             "nodes" => self.nodes = f.int(1, 4096)?,
             "overlap" => self.overlap = f.flag()?,
             "tp_overlap" => self.tp_overlap = f.flag()?,
+            "ep_overlap" => self.ep_overlap = f.flag()?,
+            "moe_imbalance" => self.moe_imbalance = f.num(1.0, 16.0)?,
             "ultraserver" => {
                 self.ultraserver = match f.value {
                     "72" => 72,
@@ -906,6 +936,12 @@ impl Plan {
         if self.fp8_params {
             out.push(("fp8_params", "1".into()));
         }
+        if self.bf16_moments {
+            out.push(("bf16_moments", "1".into()));
+        }
+        if self.mtp > 0 {
+            out.push(("mtp", self.mtp.to_string()));
+        }
         out.push(("attn", self.attention.key().into()));
         out.push(("loss", self.loss.key().into()));
         out.push(("impl", self.implementation.key().into()));
@@ -954,6 +990,12 @@ impl Plan {
         }
         if self.tp_overlap {
             out.push(("tp_overlap", "1".into()));
+        }
+        if self.ep_overlap {
+            out.push(("ep_overlap", "1".into()));
+        }
+        if self.moe_imbalance != 1.0 {
+            out.push(("moe_imbalance", fmt_num(self.moe_imbalance)));
         }
         if crate::hardware::is_ultraserver(&self.instance) || self.ultraserver != 72 {
             out.push(("ultraserver", self.ultraserver.to_string()));

@@ -4,7 +4,7 @@ use crate::architecture::{self, Architecture, Moe, ParameterCounts};
 use crate::cost::{self, Checkpointing as CheckpointCost, Cost, Time};
 use crate::hardware::{self, Gpu, Instance};
 use crate::memory::{self, Layout, Phase, Stages};
-use crate::plan::{Checkpointing, Lang, Plan, Precision};
+use crate::plan::{Checkpointing, Implementation, Lang, Plan, Precision};
 use crate::text::{fill, lang_of, num, signed, t, Text};
 use crate::throughput::{self, Fabric, Generation, Throughput};
 use crate::warnings;
@@ -434,6 +434,7 @@ pub fn resolve_architecture(plan: &Plan) -> (Architecture, String) {
             shared: 0,
             expert_ffn: arch.ffn,
             router_bias: false,
+            dense_layers: 0,
         });
         arch.moe = Some(Moe {
             experts: o.experts.map_or(base.experts, |e| e as u32),
@@ -485,6 +486,16 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
     if plan.vp > 1 && layout.pp == 1 {
         errors
             .push(Message::new(lang, "vp_without_pp", "vp", Text::VpWithoutPp, &[]).fix("vp", "1"));
+    }
+    if plan.mtp > 0 && plan.implementation != Implementation::Megatron {
+        let m = Message::new(
+            lang,
+            "mtp_needs_megatron",
+            "mtp",
+            Text::MtpNeedsMegatron,
+            &[],
+        );
+        errors.push(m.fix("impl", "megatron"));
     }
     let resolved = Resolved {
         plan,
@@ -714,7 +725,7 @@ fn resolve_pp(
     }
     let explicit = plan.pp_first.is_some() || plan.pp_last.is_some();
     let stages = if explicit {
-        Stages::explicit(layers, pp, vp, plan.pp_first, plan.pp_last)
+        Stages::explicit(layers, pp, plan.pp_first, plan.pp_last)
     } else {
         Stages::megatron(layers, pp, vp)
     };

@@ -36,6 +36,7 @@ pub struct Candidate {
     pub tp: u64,
     pub pp: u64,
     pub cp: u64,
+    pub ep: u64,
     pub zero: u8,
     pub micro_batch: u64,
     pub grad_accum: u64,
@@ -73,7 +74,7 @@ pub struct SearchResult {
 struct Found {
     hours: f64,
     usd: f64, // f64::INFINITY when the price is unknown
-    idx: [usize; 10],
+    idx: [usize; 11],
     peak: u64,
     tps: f64,
     mfu: f64,
@@ -97,6 +98,8 @@ struct Space {
     tps: Vec<u64>,
     pps: Vec<u64>,
     cps: Vec<u64>,
+    /// Expert-parallel degrees (MoE models only; 1 for dense ones).
+    eps: Vec<u64>,
     /// ZeRO stage, and whether sharding is hybrid (one node's data-parallel ranks).
     zeros: Vec<(u8, bool)>,
     ckpts: Vec<Checkpointing>,
@@ -112,13 +115,14 @@ impl Space {
             * self.tps.len()
             * self.pps.len()
             * self.cps.len()
+            * self.eps.len()
             * self.zeros.len()
     }
     fn inner_len(&self) -> usize {
         self.ckpts.len() * self.losses.len() * self.mbs.len()
     }
-    /// Decode an outer block number into indices (instance, nodes, precision, tp, pp, cp, zero).
-    fn outer(&self, mut n: usize) -> [usize; 7] {
+    /// Decode an outer block number into indices (instance, nodes, precision, tp, pp, cp, ep, zero).
+    fn outer(&self, mut n: usize) -> [usize; 8] {
         let dims = [
             self.instances.len(),
             self.nodes.len(),
@@ -126,10 +130,11 @@ impl Space {
             self.tps.len(),
             self.pps.len(),
             self.cps.len(),
+            self.eps.len(),
             self.zeros.len(),
         ];
-        let mut idx = [0; 7];
-        for i in (0..7).rev() {
+        let mut idx = [0; 8];
+        for i in (0..8).rev() {
             idx[i] = n % dims[i];
             n /= dims[i];
         }
@@ -162,10 +167,12 @@ const TP: [u64; 4] = [1, 2, 4, 8];
 const PP: [u64; 4] = [1, 2, 4, 8];
 const NODES: [u64; 6] = [1, 2, 4, 8, 16, 32];
 const MB: [u64; 6] = [1, 2, 4, 8, 16, 32];
+/// Expert-parallel degrees tried for an MoE model (those dividing its experts).
+const EP: [u64; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
 
 impl Space {
     /// The axes searched around `plan`: each locked one keeps the plan's value.
-    fn around(plan: &Plan) -> Space {
+    fn around(plan: &Plan, arch: &Architecture) -> Space {
         let locks = plan.locks;
         let nodes = if locks.nodes {
             vec![plan.nodes]
@@ -191,6 +198,14 @@ impl Space {
             };
             (TP.to_vec(), PP.to_vec(), cps)
         };
+        let eps = match &arch.moe {
+            _ if locks.parallelism => vec![plan.ep.max(1)],
+            Some(m) => EP
+                .into_iter()
+                .filter(|e| (m.experts as u64).is_multiple_of(*e))
+                .collect(),
+            None => vec![1],
+        };
         let zeros = if locks.parallelism {
             vec![(plan.zero, plan.shard.is_some())]
         } else {
@@ -214,6 +229,7 @@ impl Space {
             tps,
             pps,
             cps,
+            eps,
             zeros,
             ckpts,
             losses,
@@ -272,12 +288,13 @@ impl Search {
         let global_sequences = user.global_batch_sequences.max(1);
         let mut work = plan.clone();
         work.shard = None;
+        let space = Space::around(plan, &arch);
         Search {
             base: plan.clone(),
             work,
             arch,
             counts,
-            space: Space::around(plan),
+            space,
             next_outer: 0,
             global_sequences,
             found: Vec::new(),
@@ -327,7 +344,7 @@ impl Search {
 
     /// One outer block: a layout on an instance type at a precision, tried
     /// with every checkpointing, loss and micro-batch.
-    fn block(&mut self, o: [usize; 7]) {
+    fn block(&mut self, o: [usize; 8]) {
         let inner = self.space.inner_len() as u64;
         let info = &self.space.instances[o[0]];
         let (nodes, precision) = (self.space.nodes[o[1]], self.space.precisions[o[2]]);
@@ -339,7 +356,7 @@ impl Search {
             self.pruned += inner;
             return;
         }
-        let (instance, (zero, hybrid)) = (info.instance, self.space.zeros[o[6]]);
+        let (instance, (zero, hybrid)) = (info.instance, self.space.zeros[o[7]]);
         let w = &mut self.work;
         if w.instance != instance.instance_type {
             w.instance = instance.instance_type.clone();
@@ -347,23 +364,24 @@ impl Search {
         w.nodes = nodes;
         w.precision = precision;
         (w.tp, w.pp, w.cp, w.sp, w.vp, w.ep) =
-            (layout.tp, layout.pp, layout.cp, layout.tp > 1, 1, 1);
+            (layout.tp, layout.pp, layout.cp, layout.tp > 1, 1, layout.ep);
         w.zero = zero;
         w.shard = hybrid.then_some(layout.shard);
         self.inner(o, &layout);
     }
 
     /// The block's layout, or None where it cannot run (or repeats another).
-    fn layout(&self, o: [usize; 7]) -> Option<Layout> {
+    fn layout(&self, o: [usize; 8]) -> Option<Layout> {
         let s = &self.space;
         let (instance, gpu) = (s.instances[o[0]].instance, s.instances[o[0]].gpu);
-        let (nodes, precision, tp, pp, cp, (zero, hybrid)) = (
+        let (nodes, precision, tp, pp, cp, ep, (zero, hybrid)) = (
             s.nodes[o[1]],
             s.precisions[o[2]],
             s.tps[o[3]],
             s.pps[o[4]],
             s.cps[o[5]],
-            s.zeros[o[6]],
+            s.eps[o[6]],
+            s.zeros[o[7]],
         );
         let gpn = instance.gpu_count;
         let gpus = gpn * nodes;
@@ -382,6 +400,10 @@ impl Search {
             return None;
         }
         let dp = gpus / (tp * pp * cp);
+        // Megatron's expert parallelism comes out of DP x CP.
+        if !(dp * cp).is_multiple_of(ep) {
+            return None;
+        }
         // Hybrid sharding groups the data-parallel ranks of one node.
         let shard = if hybrid {
             (gpn / (tp * cp).min(gpn)).max(1)
@@ -399,7 +421,7 @@ impl Search {
             tp,
             pp,
             cp,
-            ep: 1,
+            ep,
             dp,
             shard,
             stages,
@@ -435,7 +457,7 @@ impl Search {
     }
 
     /// Every checkpointing, loss and micro-batch on the block's layout.
-    fn inner(&mut self, o: [usize; 7], layout: &Layout) {
+    fn inner(&mut self, o: [usize; 8], layout: &Layout) {
         let s = &self.space;
         let i = &s.instances[o[0]];
         let (instance, gpu, fabric, eff, price, budget) =
@@ -489,7 +511,7 @@ impl Search {
                     let f = Found {
                         hours,
                         usd,
-                        idx: [o[0], o[1], o[2], o[3], o[4], o[5], o[6], ci, li, mi],
+                        idx: [o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], ci, li, mi],
                         peak: mem.peak_bytes,
                         tps: tp.tokens_per_second,
                         mfu: tp.mfu,
@@ -527,14 +549,14 @@ impl Search {
         p.cp = s.cps[i[5]];
         p.sp = p.tp > 1;
         p.vp = 1;
-        p.ep = 1;
-        let (zero, hybrid) = s.zeros[i[6]];
+        p.ep = s.eps[i[6]];
+        let (zero, hybrid) = s.zeros[i[7]];
         p.zero = zero;
         let gpn = s.instances[i[0]].instance.gpu_count;
         p.shard = hybrid.then(|| (gpn / (p.tp * p.cp).min(gpn)).max(1));
-        p.checkpointing = s.ckpts[i[7]];
-        p.loss = s.losses[i[8]];
-        p.micro_batch = s.mbs[i[9]];
+        p.checkpointing = s.ckpts[i[8]];
+        p.loss = s.losses[i[9]];
+        p.micro_batch = s.mbs[i[10]];
         p.grad_accum = f.ga;
         if p.instance != self.base.instance {
             p.price = None;
@@ -595,8 +617,8 @@ impl Search {
             p.shard
                 .map(|g| format!(" (hybrid {g})"))
                 .unwrap_or_default(),
-            if p.tp * p.pp * p.cp > 1 {
-                format!(", TP{} PP{} CP{}", p.tp, p.pp, p.cp)
+            if p.tp * p.pp * p.cp * p.ep > 1 {
+                format!(", TP{} PP{} CP{} EP{}", p.tp, p.pp, p.cp, p.ep)
             } else {
                 String::new()
             },
@@ -622,6 +644,7 @@ impl Search {
             tp: p.tp,
             pp: p.pp,
             cp: p.cp,
+            ep: p.ep,
             zero: p.zero,
             micro_batch: p.micro_batch,
             grad_accum: p.grad_accum,

@@ -68,6 +68,13 @@ pub struct Efficiency {
     /// router's top-k and the dropless dispatcher's synchronisation, which
     /// the roofline does not see one by one. Fitted on the MoE rows only.
     pub moe: f64,
+    /// Seconds one MoE layer costs per micro-batch, forward and backward,
+    /// whatever its size: the dropless dispatcher's host synchronisation on
+    /// the token counts and the launches of its router, permutation and
+    /// grouped-GEMM kernels (what makes micro-batch 1 slow: Qwen3-30B-A3B
+    /// runs 2.6x faster per token at micro-batch 4 than at 1 on
+    /// Blackwell). Fitted on the MoE rows.
+    pub moe_layer_overhead: f64,
 }
 
 /// The calibrated parameters: `plan calibrate --fit` refits them from a
@@ -82,6 +89,7 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         memory: 0.75,
         overlap: 0.85,
         moe: 1.0,
+        moe_layer_overhead: 0.0,
     };
     match generation {
         // Fitted on 8 A100 rows: torchtitan 2024, Korthikanti et al. 2022.
@@ -96,12 +104,15 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // Ada has no calibration row: Hopper's fitted values, stated as uncertain.
         Generation::Ada => efficiency(Generation::Hopper),
         // Fitted on 16 dense H100 rows: NeMo 24.07, DGX Cloud recipes,
-        // Megatron-Bridge 25.11; the experts' speed on its 3 MoE rows.
+        // Megatron-Bridge 25.11; the experts' speed and an MoE layer's fixed
+        // cost (7.4 ms per micro-batch) on its 4 MoE rows (Megatron-Bridge
+        // 25.09 and 25.11).
         Generation::Hopper => Efficiency {
             gemm: 0.64,
-            fp8_gemm: 0.488,
+            fp8_gemm: 0.493,
             attention: 0.448,
-            moe: 0.492,
+            moe: 0.616,
+            moe_layer_overhead: 0.007389,
             ..hand_set
         },
         // Fitted on torchtitan's 4 rows of 500 W H100s; attention sits at
@@ -117,12 +128,15 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // and 256 GPUs, Nemotron-4 15B on 16). BF16 GEMM lands at 0.483,
         // SimuMax's measured median over 514 B200 GEMM shapes (0.485,
         // megatron_and_b200_facts.md §3), though not fitted to it.
-        // The experts' speed on 9 Megatron-Bridge 25.11 MoE rows.
+        // On 14 Megatron-Bridge MoE rows (25.09 to 26.02) the experts run as
+        // fast as dense GEMMs (1.0, the upper bound) and an MoE layer costs
+        // 5.5 ms per micro-batch whatever its size.
         Generation::Blackwell => Efficiency {
             gemm: 0.483,
-            fp8_gemm: 0.458,
-            attention: 0.583,
-            moe: 0.43,
+            fp8_gemm: 0.461,
+            attention: 0.574,
+            moe: 1.0,
+            moe_layer_overhead: 0.005512,
             kernel_overhead: 5e-6,
             ..hand_set
         },
@@ -192,7 +206,7 @@ pub fn model_flops_per_token(arch: &Architecture, counts: &ParameterCounts, seq:
     // 12 * L * s * a * d, halved for causal masking (flash skips masked
     // blocks); sliding-window layers see only their window.
     let attention =
-        12.0 * arch.layers as f64 * arch.mean_keys_per_query(seq) * arch.q_width() as f64;
+        12.0 * arch.layers as f64 * arch.mean_keys_per_query(seq) * arch.attention_width() as f64;
     6.0 * matmul + attention
 }
 
@@ -293,7 +307,8 @@ impl<'a> StepShape<'a> {
             q: arch.q_width() as f64,
             kv: arch.kv_width() as f64,
             tokens: plan.micro_batch as f64 * plan.seq as f64 / c,
-            layers: layout.stages.last as f64,
+            // The last stage also runs the multi-token-prediction layers.
+            layers: (layout.stages.last + plan.mtp) as f64,
             head: true,
             bw: gpu.mem_bw_tbs * 1e12 * eff.memory,
             gemm_peak,
@@ -347,25 +362,66 @@ impl<'a> StepShape<'a> {
 /// experts), shared experts and the router.
 fn layer_gemms(s: &StepShape) -> f64 {
     let (h, t, tokens) = (s.h, s.t, s.tokens);
-    let mut gemm = s.lin(tokens, (s.q + 2.0 * s.kv) / t, h) + s.lin(tokens, h, s.q / t);
+    let mut gemm = match s.arch.mla {
+        // q, k, v fused, then o.
+        None => s.lin(tokens, (s.q + 2.0 * s.kv) / t, h) + s.lin(tokens, h, s.q / t),
+        // MLA: the down projections whole on every TP rank, the up
+        // projections and o split (Megatron `MLASelfAttention`).
+        Some(_) => s
+            .arch
+            .attention_linears()
+            .iter()
+            .map(|&(i, o, split)| {
+                let o = if split { o as f64 / t } else { o as f64 };
+                s.lin(tokens, o, i as f64)
+            })
+            .sum(),
+    };
     match &s.arch.moe {
         None => gemm += s.mlp(s.arch.ffn as f64, tokens),
         Some(m) => {
-            let local = (m.experts as f64 / s.ep).max(1.0);
-            let per_expert = tokens * s.ep * m.active as f64 / m.experts as f64;
-            gemm += local * s.mlp(m.expert_ffn as f64, per_expert) / s.eff.moe;
-            gemm += m.shared as f64 * s.mlp(m.expert_ffn as f64, tokens);
-            gemm += s.gemm(
-                tokens,
-                m.experts as f64,
-                h,
-                s.wide_peak,
-                s.eff.gemm,
-                s.wide_bytes,
-            );
+            // Dense layers among the MoE ones, as the mean layer.
+            let sparse = s.arch.moe_layer_share();
+            let dense = (1.0 - sparse) * s.mlp(s.arch.ffn as f64, tokens);
+            gemm += dense + sparse * routed_gemms(s, m);
         }
     }
     gemm
+}
+
+/// One MoE layer's experts, shared experts and router, forward.
+fn routed_gemms(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
+    let (h, tokens) = (s.h, s.tokens);
+    let shared = m.shared as f64 * s.mlp(m.expert_ffn as f64, tokens);
+    let router = s.gemm(
+        tokens,
+        m.experts as f64,
+        h,
+        s.wide_peak,
+        s.eff.gemm,
+        s.wide_bytes,
+    );
+    // The fixed cost, forward and backward, in forward-GEMM units (x 3).
+    grouped_experts(s, m) + shared + router + s.eff.moe_layer_overhead / 3.0
+}
+
+/// The local experts as two grouped GEMMs (up/gate, then down) over the
+/// tokens routed to them from the whole EP group (`tokens x ep x k /
+/// experts` per expert), at `moe` of the dense efficiency, times the stated
+/// load imbalance (the busiest rank sets the pace); memory-bound where the
+/// experts' weights, read once, take longer. A fall of the grouped GEMMs'
+/// efficiency with fewer tokens per expert (`m / (m + m0)`) was tried in
+/// #26 and fitted no better than the per-layer overhead below.
+fn grouped_experts(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
+    let f = m.expert_ffn as f64 / s.t;
+    let up = if s.arch.mlp.is_gated() { 2.0 * f } else { f };
+    let local = (m.experts as f64 / s.ep).max(1.0);
+    let per_expert = s.tokens * s.ep * m.active as f64 / m.experts as f64;
+    let routed = local * per_expert * s.plan.moe_imbalance.max(1.0);
+    let e = s.lin_eff * s.eff.moe;
+    let compute = 2.0 * routed * (up + f) * s.h / (s.lin_peak * e);
+    let bytes = (local * (up + f) * s.h + routed * (2.0 * s.h + up + f)) * s.lin_bytes;
+    compute.max(bytes / s.bw) + 2.0 * s.eff.kernel_overhead
 }
 
 /// Attention forward. Flash: `4*s*a*d` FLOPs per query token, half skipped
@@ -374,7 +430,8 @@ fn layer_gemms(s: &StepShape) -> f64 {
 /// Eager: two batched GEMMs plus softmax over the `s x s` scores in HBM.
 fn attention_forward(s: &StepShape) -> f64 {
     let t0 = s.eff.kernel_overhead;
-    let flops = 4.0 * s.tokens * s.arch.mean_keys_per_query(s.plan.seq) * s.q / s.t;
+    let width = s.arch.attention_width() as f64;
+    let flops = 4.0 * s.tokens * s.arch.mean_keys_per_query(s.plan.seq) * width / s.t;
     match s.plan.attention {
         Attention::Flash => flops / (s.wide_peak * s.eff.attention) + t0,
         Attention::Eager => {
@@ -391,7 +448,9 @@ fn attention_forward(s: &StepShape) -> f64 {
 /// Without sequence parallelism the norm/residual part runs whole on every TP rank.
 fn elementwise_forward(s: &StepShape) -> f64 {
     let f_eff = s.arch.moe.as_ref().map_or(s.arch.ffn as f64, |m| {
-        m.expert_ffn as f64 * (m.active + m.shared) as f64
+        let sparse = s.arch.moe_layer_share();
+        sparse * m.expert_ffn as f64 * (m.active + m.shared) as f64
+            + (1.0 - sparse) * s.arch.ffn as f64
     });
     let (factor, kernels) = match s.plan.implementation {
         Implementation::Megatron => (1.0, 8.0),
@@ -437,19 +496,25 @@ fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
     }
 }
 
-/// LM head, forward and backward (BF16, or FP32 in an FP32 plan), on the last stage.
+/// LM head, forward and backward (BF16, or FP32 in an FP32 plan), on the
+/// last stage: once for the model and once per MTP layer, which also
+/// projects `[h; h]` to `h` first.
 fn lm_head(s: &StepShape) -> f64 {
     if !s.head {
         return 0.0;
     }
-    3.0 * s.gemm(
-        s.tokens,
-        s.arch.vocab as f64 / s.t,
-        s.h,
-        s.wide_peak,
-        s.eff.gemm,
-        s.wide_bytes,
-    )
+    let mtp = s.plan.mtp as f64;
+    mtp * 3.0 * s.lin(s.tokens, s.h / s.t, 2.0 * s.h)
+        + (1.0 + mtp)
+            * 3.0
+            * s.gemm(
+                s.tokens,
+                s.arch.vocab as f64 / s.t,
+                s.h,
+                s.wide_peak,
+                s.eff.gemm,
+                s.wide_bytes,
+            )
 }
 
 /// The loss's elementwise traffic: plain upcasts the logits and runs
@@ -458,7 +523,7 @@ fn loss_elementwise(s: &StepShape) -> f64 {
     if !s.head {
         return 0.0;
     }
-    let elements = s.tokens * s.arch.vocab as f64 / s.t;
+    let elements = s.tokens * s.arch.vocab as f64 / s.t * (1.0 + s.plan.mtp as f64);
     match s.plan.loss {
         Loss::Plain => elements * 4.0 * 6.0 / s.bw,
         Loss::Fused => elements * 2.0 * 3.0 / s.bw,
@@ -537,15 +602,31 @@ fn context_parallel(s: &StepShape, attention_train: f64) -> f64 {
 
 /// Expert parallelism: each token's hidden state goes to its `k` experts
 /// and back, forward and backward: 4 all-to-alls per layer at the link's
-/// measured all-to-all speed, exposed (Megatron overlaps them only with
-/// `--overlap-moe-expert-parallel-comm`).
+/// measured all-to-all speed (see `expert_parallel_exposed` for what
+/// hides). Under tensor parallelism the MoE layer's input is split over the
+/// TP ranks (Megatron requires sequence parallelism with MoE and TP), so
+/// each rank dispatches `1/t` of the tokens.
 fn expert_parallel(s: &StepShape) -> f64 {
     let bytes = match &s.arch.moe {
-        Some(m) if s.ep > 1.0 => s.tokens * m.active as f64 * s.h * 2.0,
+        Some(m) if s.ep > 1.0 => s.tokens / s.t * m.active as f64 * s.h * 2.0,
         _ => return 0.0,
     };
     let link = s.fabric.link(s.layout.ep, s.layout.tp);
-    s.layers * 4.0 * link.seconds(Collective::AllToAll, s.ep, bytes)
+    let moe_layers = s.layers * s.arch.moe_layer_share();
+    moe_layers * 4.0 * link.seconds(Collective::AllToAll, s.ep, bytes)
+}
+
+/// The all-to-alls' exposed part: all of it by default (Megatron-LM's);
+/// with `ep_overlap` (Megatron's `--overlap-moe-expert-parallel-comm`, which
+/// runs one micro-batch's dispatch and combine beside another's compute) only
+/// what exceeds the micro-batch's compute.
+fn expert_parallel_exposed(s: &StepShape, compute: f64) -> f64 {
+    let comm = expert_parallel(s);
+    if s.plan.ep_overlap && s.plan.implementation == Implementation::Megatron {
+        (comm - compute).max(0.0)
+    } else {
+        comm
+    }
 }
 
 // ---- the step --------------------------------------------------------------------
@@ -560,7 +641,8 @@ fn pipeline_bubble(s: &StepShape, per_micro_batch: f64) -> f64 {
 }
 
 /// Pipeline point-to-point sends of the activations, forward and backward,
-/// at the link's all-gather speed plus its per-hop latency, mostly overlapped.
+/// once per model chunk (`vp` of them under interleaving), at the link's
+/// all-gather speed plus its per-hop latency, mostly overlapped.
 fn pipeline_p2p(s: &StepShape) -> f64 {
     if s.layout.pp <= 1 {
         return 0.0;
@@ -569,7 +651,8 @@ fn pipeline_p2p(s: &StepShape) -> f64 {
     let link = s.fabric.link(2, l.tp * l.cp * l.dp);
     let send =
         activation_bytes(s) / s.t / link.bus_bandwidth(Collective::AllGather) + link.hop_latency[0];
-    s.m * 2.0 * send * (1.0 - overlap(s))
+    let chunks = s.plan.vp.max(1) as f64;
+    s.m * 2.0 * chunks * send * (1.0 - overlap(s))
 }
 
 /// The hidden share of overlappable traffic: the calibrated one, or none
@@ -586,9 +669,7 @@ fn overlap(s: &StepShape) -> f64 {
 fn stage_parameters(s: &StepShape) -> (f64, f64) {
     // Dense parameters split by TP and PP; routed experts also by EP, each
     // GPU holding `experts/ep` of them (Megatron-Core expert parallelism).
-    let experts = s.arch.moe.as_ref().map_or(0.0, |m| {
-        m.experts as f64 * s.counts.expert as f64 * s.arch.layers as f64
-    });
+    let experts = s.arch.routed_params_per_layer(s.counts) * s.arch.layers as f64;
     let dense = s.counts.total as f64 - experts;
     let stage = dense / (s.t * s.p) + experts / (s.t * s.p * s.ep);
     let trainable = match s.plan.train {
@@ -679,6 +760,14 @@ fn optimizer_step(s: &StepShape) -> f64 {
         Optimizer::Adafactor => 14.0,
         Optimizer::Sgd => 20.0,
     };
+    // Moments read and written in bf16 (Megatron's precision-aware optimizer).
+    let moments_saved = if s.plan.bf16_moments && s.plan.implementation == Implementation::Megatron
+    {
+        8.0
+    } else {
+        0.0
+    };
+    let bytes_per_param = bytes_per_param - moments_saved;
     trainable / shard * bytes_per_param / s.bw + 50.0 * s.eff.kernel_overhead
 }
 
@@ -699,7 +788,7 @@ fn step_time(s: &StepShape) -> StepTime {
     let mb_recompute = s.layers * recompute_per_layer(s, &fwd);
     let tp_comm = tensor_parallel(s, 3.0 * fwd.gemm);
     let cp_comm = context_parallel(s, attn_train);
-    let ep_comm = expert_parallel(s);
+    let ep_comm = expert_parallel_exposed(s, mb_gemm + mb_attn + mb_elem);
     let per_mb = mb_gemm + mb_attn + mb_elem + mb_recompute + tp_comm + cp_comm + ep_comm;
     let m = s.m;
     StepTime {
@@ -753,7 +842,7 @@ pub fn throughput(
     // head and the loss) or the busiest other one (an uneven split's middle).
     let mut step = step_time(&shape);
     let other = layout.stages.first.max(layout.stages.middle);
-    if layout.pp > 1 && other > layout.stages.last {
+    if layout.pp > 1 && other > layout.stages.last + plan.mtp {
         let busiest = StepShape {
             layers: other as f64,
             head: false,

@@ -100,3 +100,23 @@ fn results_fit_and_keep_the_global_batch() {
     let d = with_budget.best_under_deadline.unwrap();
     assert!(d.hours <= cheapest.hours * 0.5);
 }
+
+/// #26: for an MoE model the search also chooses the expert-parallel degree
+/// (one that divides the experts and comes out of DP x CP). DeepSeek-V3 on
+/// 256 B200 (32 x p6-b200 locked) gets a plan that fits, with experts spread
+/// over several GPUs, and reopening it gives the same plan and figures.
+#[test]
+fn moe_search_chooses_expert_parallelism() {
+    let q = "model=deepseek-v3&impl=megatron&instance=ml.p6-b200.48xlarge&nodes=32&lock=instance,nodes&seq=4096&ga=256";
+    let r = search(&Plan::from_query(q).plan);
+    let best = r.fastest.expect("a DeepSeek-V3 plan fits on 256 B200");
+    assert!(best.ep > 1, "{}", best.why);
+    assert_eq!(256 % best.ep, 0);
+    let rep = planner::evaluate(&Plan::from_query(&best.query).plan);
+    assert!(rep.fits && rep.errors.is_empty(), "{}", best.query);
+    assert_eq!(rep.layout.ep, best.ep);
+    assert!((rep.time.total_hours - best.hours).abs() / best.hours < 1e-9);
+    // A dense model keeps EP 1 and searches no EP axis.
+    let dense = search(&Plan::from_query("model=llama-3.1-8b&lock=instance").plan);
+    assert!(dense.pareto.iter().all(|c| c.ep == 1));
+}

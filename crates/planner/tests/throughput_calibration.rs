@@ -12,45 +12,45 @@ use planner::plan::Plan;
 /// 50 such changes broke none); and cross-validated (leave-one-architecture-
 /// out), its error plus a point (at least 2). Rows over 10% say why.
 const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
-    ("mb2511_l8b_gb200_fp8", 7.5, 4.0),
+    ("mb2511_l8b_gb200_fp8", 8.0, 5.0),
     ("mb2511_l8b_b200_fp8", 1.0, 5.0),
-    ("mb2511_l8b_h100_fp8", 13.0, 14.0), // its recipe recomputes 5 of 32 layers in full; the table's FSDP run is not in the release's preset (a CLI override), timed as ZeRO-3
+    ("mb2511_l8b_h100_fp8", 12.0, 14.0), // its recipe recomputes 5 of 32 layers in full; the table's FSDP run is not in the release's preset (a CLI override), timed as ZeRO-3
     ("mb2511_l70b_gb200_fp8", 1.0, 4.0),
     ("mb2511_l70b_h100_fp8", 9.5, 10.0), // Megatron-Bridge 70B on H100 (TP4 PP8 VP5): under-predicted; the interleaved bubble and PP traffic are charged in full
-    ("mb2511_l405b_gb200_fp8", 5.5, 6.0),
-    ("mb2511_l405b_b200_fp8", 1.5, 2.0),
+    ("mb2511_l405b_gb200_fp8", 5.0, 6.0),
+    ("mb2511_l405b_b200_fp8", 1.0, 2.0),
     ("mb2511_l405b_h100_fp8", 9.0, 10.0),
     ("mb2511_l8b_gb300_fp8", 11.0, 15.0), // GB300 is fitted with GB200/B200 as one generation; the GB300 run is 19% faster than GB200 in the table but only FP4 and attention differ in the datasheets
-    ("nemo2407_l3_8b_h100_fp8", 10.5, 11.0), // NeMo 24.07 8B with CP 2 at 8K: the model over-predicts; CP overlap on one node is optimistic
+    ("nemo2407_l3_8b_h100_fp8", 11.0, 10.0), // NeMo 24.07 8B with CP 2 at 8K: the model over-predicts; CP overlap on one node is optimistic
     ("nemo2407_l3_70b_h100_fp8", 1.0, 2.0),
-    ("nemo2407_l2_7b_h100_fp8", 1.0, 2.0),
-    ("nemo2407_l2_13b_h100_fp8", 2.0, 3.0),
-    ("nemo2407_l2_70b_h100_fp8", 1.5, 3.0),
-    ("nemo2407_gpt3_175b_h100_fp8_128", 9.5, 10.0),
+    ("nemo2407_l2_7b_h100_fp8", 1.5, 2.0),
+    ("nemo2407_l2_13b_h100_fp8", 2.5, 3.0),
+    ("nemo2407_l2_70b_h100_fp8", 1.0, 2.0),
+    ("nemo2407_gpt3_175b_h100_fp8_128", 9.0, 10.0),
     ("nemo2407_nemotron340b_h100_fp8", 9.0, 10.0),
     ("dgxc_l31_8b_h100_bf16_8", 1.0, 2.0),
-    ("dgxc_l31_8b_h100_fp8_8", 3.5, 4.0),
+    ("dgxc_l31_8b_h100_fp8_8", 2.5, 5.0),
     ("dgxc_l31_70b_h100_bf16_64", 2.5, 4.0),
-    ("dgxc_l31_70b_h100_fp8_64", 3.0, 4.0),
+    ("dgxc_l31_70b_h100_fp8_64", 3.5, 4.0),
     ("dgxc_nemotron15b_h100_bf16_16", 1.5, 2.0),
     ("dgxc_l31_405b_gb200_bf16_128", 2.0, 4.0),
     ("dgxc_l31_405b_gb200_bf16_256", 1.0, 2.0),
-    ("dgxc_nemotron15b_gb200_bf16_16", 1.5, 4.0),
+    ("dgxc_nemotron15b_gb200_bf16_16", 1.5, 3.0),
     // MoE: one experts' factor per generation cannot follow the scatter of
     // these runs (MoeComputeRough says so on the page); each row's in-sample
     // error plus 1.5 points.
-    ("mb2511_gptoss120b_gb300_bf16", 12.5, 10.0),
-    ("mb2511_gptoss120b_gb200_bf16", 1.0, 5.0),
-    ("mb2511_gptoss120b_b200_bf16", 63.0, 70.0),
-    ("mb2511_gptoss120b_h100_bf16", 1.0, 68.0),
-    ("mb2511_qwen3_30b_gb300_fp8", 3.0, 7.0),
-    ("mb2511_qwen3_30b_gb200_fp8", 19.5, 29.0),
-    ("mb2511_qwen3_30b_b200_fp8", 112.5, 133.0),
-    ("mb2511_qwen3_30b_h100_fp8", 127.0, 128.0),
-    ("mb2511_qwen3_235b_gb300_bf16", 42.5, 44.0),
-    ("mb2511_qwen3_235b_gb200_bf16", 30.5, 31.0),
-    ("mb2511_qwen3_235b_b200_fp8", 30.5, 31.0),
-    ("mb2511_qwen3_235b_h100_fp8", 61.0, 62.0),
+    ("mb2511_gptoss120b_gb300_bf16", 9.5, 10.0),
+    ("mb2511_gptoss120b_gb200_bf16", 1.0, 2.0),
+    ("mb2511_gptoss120b_b200_bf16", 108.5, 109.0),
+    ("mb2511_gptoss120b_h100_bf16", 1.0, 9.0),
+    ("mb2511_qwen3_30b_gb300_fp8", 18.5, 11.0),
+    ("mb2511_qwen3_30b_gb200_fp8", 1.0, 11.0),
+    ("mb2511_qwen3_30b_b200_fp8", 13.0, 47.0),
+    ("mb2511_qwen3_30b_h100_fp8", 100.0, 206.0),
+    ("mb2511_qwen3_235b_gb300_bf16", 35.0, 40.0),
+    ("mb2511_qwen3_235b_gb200_bf16", 36.0, 39.0),
+    ("mb2511_qwen3_235b_b200_fp8", 27.5, 28.0),
+    ("mb2511_qwen3_235b_h100_fp8", 3.5, 35.0),
     ("tt_l31_8b_fsdp_8", 1.0, 39.0),
     ("tt_l31_8b_fsdp_compile_fp8_8", 1.0, 14.0),
     ("tt_l31_8b_cp1_32k", 4.0, 45.0),
@@ -62,7 +62,13 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("korthikanti_22b_selective_sp", 3.0, 8.0),
     ("korthikanti_22b_full_recompute", 1.0, 6.0),
     ("korthikanti_175b_selective_sp", 2.0, 9.0),
-    ("korthikanti_175b_full_recompute", 1.5, 9.0),
+    ("korthikanti_175b_full_recompute", 1.5, 8.0),
+    ("mb2509_dsv3_h100_fp8", 3.5, 4.0),
+    ("mb2509_dsv3_b200_fp8", 24.5, 23.0),
+    ("mb2511_dsv3_b200_fp8_mtp", 32.0, 30.0),
+    ("mb2511_dsv3_gb200_bf16", 14.5, 21.0),
+    ("mb2511_dsv3_gb200_fp8", 11.0, 15.0),
+    ("mb2602_dsv3_b200_fp8", 11.0, 10.0),
 ];
 
 fn tolerances(id: &str) -> (f64, f64) {
@@ -133,12 +139,16 @@ fn every_calibrated_constant_is_pinned_by_a_row() {
         matches!(
             (g, field),
             (Generation::Ampere, "fp8_gemm")
-                | (Generation::Ampere | Generation::HopperPowerCapped, "moe")
+                | (
+                    Generation::Ampere | Generation::HopperPowerCapped,
+                    "moe" | "moe_layer_overhead"
+                )
         )
     };
     type Field = fn(&mut Efficiency) -> &mut f64;
-    let fields: [(&str, Field); 7] = [
+    let fields: [(&str, Field); 8] = [
         ("moe", |e| &mut e.moe),
+        ("moe_layer_overhead", |e| &mut e.moe_layer_overhead),
         ("gemm", |e| &mut e.gemm),
         ("fp8_gemm", |e| &mut e.fp8_gemm),
         ("attention", |e| &mut e.attention),
@@ -190,16 +200,20 @@ const UNPINNED: &[&str] = &[
     "Ampere.kernel_overhead x 0.95",
     "Ampere.kernel_overhead x 1.05",
     "Ampere.overlap x 1.05",
+    "Hopper.kernel_overhead x 0.95",
     "Hopper.kernel_overhead x 1.05",
-    "Hopper.memory x 0.95",
+    "Hopper.memory x 1.05",
     "Hopper.overlap x 0.95",
     "Hopper.overlap x 1.05",
     "HopperPowerCapped.kernel_overhead x 0.95",
     "HopperPowerCapped.kernel_overhead x 1.05",
     "HopperPowerCapped.overlap x 0.95",
     "HopperPowerCapped.overlap x 1.05",
+    "Blackwell.attention x 0.95",
+    "Blackwell.kernel_overhead x 0.95",
     "Blackwell.kernel_overhead x 1.05",
     "Blackwell.memory x 0.95",
+    "Blackwell.memory x 1.05",
     "Blackwell.overlap x 0.95",
 ];
 
@@ -223,6 +237,12 @@ fn fit_from_a_neutral_start_reproduces_the_shipped_parameters() {
         let mut pairs = vec![("attention", fitted.attention, shipped.attention)];
         if mine().any(|c| c.arch.moe.is_some()) {
             pairs.push(("moe", fitted.moe, shipped.moe));
+            // Milliseconds per MoE layer and micro-batch.
+            pairs.push((
+                "moe_layer_overhead x 1000",
+                fitted.moe_layer_overhead * 1000.0,
+                shipped.moe_layer_overhead * 1000.0,
+            ));
         }
         if has(false) {
             pairs.push(("gemm", fitted.gemm, shipped.gemm));

@@ -114,11 +114,12 @@ fn calibrate(flags: &[String]) {
     if has("--fit") {
         for (g, e, loss) in planner::calibration::fit() {
             outln!(
-                "{g:?}: gemm {:.3} fp8_gemm {:.3} attention {:.3} moe {:.3} (mean |ln error| {loss:.3})",
+                "{g:?}: gemm {:.3} fp8_gemm {:.3} attention {:.3} moe {:.3} moe_layer_overhead {:.6} (mean |ln error| {loss:.3})",
                 e.gemm,
                 e.fp8_gemm,
                 e.attention,
-                e.moe
+                e.moe,
+                e.moe_layer_overhead
             );
         }
     } else if has("--coverage") {
