@@ -4,6 +4,7 @@
 use crate::autoplan::AutoPlan;
 use crate::charts::{InstanceChart, SequenceChart};
 use crate::compare::ComparePanel;
+use crate::ctx::Ctx;
 use crate::export::ExportPanel;
 use crate::format::tr;
 use crate::inputs::Inputs;
@@ -13,7 +14,7 @@ use crate::results::Results;
 use leptos::prelude::*;
 use planner::plan::{Lang, Notice};
 use planner::text::Text;
-use planner::{evaluate, Plan, Report};
+use planner::{evaluate, Plan};
 use std::collections::BTreeMap;
 
 /// Read the plan from the page's query string.
@@ -23,17 +24,6 @@ fn initial_plan() -> (Plan, Vec<Notice>) {
         .unwrap_or_default();
     let decoded = Plan::from_query(&search);
     (decoded.plan, decoded.notices)
-}
-
-/// The browser's preferred language, when the link does not say.
-pub fn browser_lang() -> Lang {
-    let nav = web_sys::window().map(|w| w.navigator());
-    let l = nav.and_then(|n| n.language()).unwrap_or_default();
-    if l.to_ascii_lowercase().starts_with("ru") {
-        Lang::Ru
-    } else {
-        Lang::En
-    }
 }
 
 fn replace_url(query: &str) {
@@ -46,68 +36,11 @@ fn replace_url(query: &str) {
     }
 }
 
-/// Shared state handed to every component.
-#[derive(Clone, Copy)]
-pub struct Ctx {
-    pub plan: RwSignal<Plan>,
-    /// Messages for fields whose typed value was rejected, by URL key.
-    /// Typed values the parser refused, by key; rendered in the language of
-    /// the moment (#24), so switching to Russian translates them too.
-    pub field_errors: RwSignal<BTreeMap<String, planner::plan::Problem>>,
-    /// The language shown (the plan's `lang`, else the browser's).
-    pub lang: Signal<Lang>,
-    pub report: Memo<Report>,
-}
-
-impl Ctx {
-    /// Apply a typed value through the same parser the URL uses; a rejected
-    /// value is reported beside its field and the plan keeps its old value.
-    pub fn set(&self, key: &str, value: &str) {
-        let mut p = self.plan.get_untracked();
-        match p.set(key, value.trim()) {
-            Ok(()) => {
-                self.plan.set(p);
-                self.field_errors.update(|e| {
-                    e.remove(key);
-                });
-            }
-            Err(problem) => {
-                self.field_errors.update(|e| {
-                    e.insert(key.to_string(), problem);
-                });
-            }
-        }
-    }
-
-    /// The message for a field: a rejected typed value, else a planner error about its key.
-    pub fn error(&self, key: &'static str) -> impl Fn() -> Option<String> + Copy + 'static {
-        let errs = self.field_errors;
-        let report = self.report;
-        let lang = self.lang;
-        move || {
-            errs.with(|e| e.get(key).map(|p| p.text(Some(lang.get()))))
-                .or_else(|| {
-                    report.with(|r| {
-                        r.errors
-                            .iter()
-                            .find(|m| m.key == Some(key))
-                            .map(|m| m.message.clone())
-                    })
-                })
-        }
-    }
-
-    pub fn t(&self, id: Text) -> impl Fn() -> &'static str + Copy + 'static {
-        let lang = self.lang;
-        move || tr(lang.get(), id)
-    }
-}
-
 #[component]
 pub fn App() -> impl IntoView {
     let (plan0, notices) = initial_plan();
     let plan = RwSignal::new(plan0);
-    let browser = browser_lang();
+    let browser = crate::browser::browser_lang();
     // A memo, so that a change to the plan does not re-run every text that
     // depends only on the language (nor rebuild the lists that show them).
     let lang: Signal<Lang> = Memo::new(move |_| plan.with(|p| p.lang).unwrap_or(browser)).into();
@@ -210,8 +143,8 @@ fn CopyButton(
         let text = what(&ctx);
         let promise = w.navigator().clipboard().write_text(&text);
         leptos::task::spawn_local(async move {
-            let ok =
-                wasm_bindgen_futures::JsFuture::from(promise).await.is_ok() || copy_fallback(&text);
+            let ok = wasm_bindgen_futures::JsFuture::from(promise).await.is_ok()
+                || crate::browser::copy_fallback(&text);
             state.set(if ok { 1 } else { 2 });
             gloo::timers::future::TimeoutFuture::new(2000).await;
             state.set(0);
@@ -237,26 +170,4 @@ fn plan_markdown(ctx: &Ctx) -> String {
     let lang = ctx.lang.get_untracked();
     ctx.report
         .with_untracked(|r| crate::summary::markdown(r, &page_link(ctx), lang))
-}
-
-/// Copy through a temporary textarea where the Clipboard API is refused.
-pub fn copy_fallback(text: &str) -> bool {
-    use wasm_bindgen::JsCast;
-    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
-        return false;
-    };
-    let Ok(el) = doc.create_element("textarea") else {
-        return false;
-    };
-    let area: web_sys::HtmlTextAreaElement = el.unchecked_into();
-    area.set_value(text);
-    let Some(body) = doc.body() else { return false };
-    if body.append_child(&area).is_err() {
-        return false;
-    }
-    area.select();
-    let html: &web_sys::HtmlDocument = doc.unchecked_ref();
-    let ok = html.exec_command("copy").unwrap_or(false);
-    area.remove();
-    ok
 }

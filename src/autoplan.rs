@@ -1,7 +1,7 @@
 //! The auto-plan panel: the planner's search, run in small chunks between
 //! frames so the page stays responsive, re-run whenever the plan changes.
 
-use crate::app::Ctx;
+use crate::ctx::Ctx;
 use crate::format::{hours, num, percent, tokens, tr, usd};
 use crate::inputs::NumberField;
 use leptos::prelude::*;

@@ -1,12 +1,13 @@
 //! Inline SVG charts: memory against sequence length for each checkpointing
 //! mode, and this job's time and cost across instance types.
 
-use crate::app::Ctx;
+use crate::ctx::Ctx;
 use crate::format::{gib, hours, num, tr, usd, GIB};
 use leptos::prelude::*;
+use planner::evaluate::{compare_instances, memory_vs_sequence};
 use planner::plan::Checkpointing;
 use planner::plan::Lang;
-use planner::report::{compare_instances, memory_vs_sequence, InstanceOption};
+use planner::report::InstanceOption;
 use planner::text::Text;
 
 const SEQS: [u64; 8] = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072];

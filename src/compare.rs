@@ -1,7 +1,7 @@
 //! Pin and compare: the pinned plan (`vs=` in the link) beside the current
 //! one, their results and every input that differs, highlighted.
 
-use crate::app::Ctx;
+use crate::ctx::Ctx;
 use crate::format::{gib, hours, percent, sig, tr, usd, verdict};
 use leptos::prelude::*;
 use planner::plan::Lang;

@@ -1,7 +1,7 @@
 //! The code panel: the planner's SageMaker launch code for the plan on
 //! screen, with light syntax colouring, Copy and Download .py.
 
-use crate::app::Ctx;
+use crate::ctx::Ctx;
 use crate::format::tr;
 use crate::inputs::NumberField;
 use leptos::prelude::*;
@@ -109,7 +109,7 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
         let promise = w.navigator().clipboard().write_text(&text);
         leptos::task::spawn_local(async move {
             let ok = wasm_bindgen_futures::JsFuture::from(promise).await.is_ok()
-                || crate::app::copy_fallback(&text);
+                || crate::browser::copy_fallback(&text);
             copied.set(if ok { 1 } else { 2 });
             gloo::timers::future::TimeoutFuture::new(2000).await;
             copied.set(0);
@@ -194,35 +194,10 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
 /// The bundle as a ZIP: launch.py, the README and requirements from the
 /// planner, and train.py fetched from the site (it never weighs on the wasm).
 async fn bundle_zip(plan: &planner::Plan, launcher: Format) -> Result<Vec<u8>, String> {
-    let train_py = fetch_text("bundle/train.py").await?;
+    let train_py = crate::browser::fetch_text("bundle/train.py").await?;
     Ok(planner::bundle::zip(&planner::bundle::files(
         plan, launcher, &train_py,
     )))
-}
-
-/// A file of the site, as text.
-pub async fn fetch_text(url: &str) -> Result<String, String> {
-    use wasm_bindgen_futures::JsFuture;
-    let window = web_sys::window().ok_or("no window")?;
-    let failed = |e: wasm_bindgen::JsValue| {
-        format!(
-            "{url}: {}",
-            js_sys::JSON::stringify(&e)
-                .map(String::from)
-                .unwrap_or_default()
-        )
-    };
-    let response: web_sys::Response = JsFuture::from(window.fetch_with_str(url))
-        .await
-        .map_err(failed)?
-        .unchecked_into();
-    if !response.ok() {
-        return Err(format!("{url}: HTTP {}", response.status()));
-    }
-    let text = JsFuture::from(response.text().map_err(failed)?)
-        .await
-        .map_err(failed)?;
-    text.as_string().ok_or_else(|| format!("{url}: not text"))
 }
 
 /// `<job name>-bundle.zip`.

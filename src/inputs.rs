@@ -1,7 +1,7 @@
 //! Every input of the plan, grouped as a user thinks about a job.
 //! Each field writes through `Ctx::set`, i.e. through the URL parser.
 
-use crate::app::Ctx;
+use crate::ctx::Ctx;
 use crate::format::{num, tr};
 use leptos::prelude::*;
 use planner::architecture::{from_hf_config, presets, Mlp};

@@ -3,8 +3,10 @@
 
 pub mod app;
 pub mod autoplan;
+pub mod browser;
 pub mod charts;
 pub mod compare;
+pub mod ctx;
 pub mod export;
 pub mod format;
 pub mod inputs;

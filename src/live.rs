@@ -2,7 +2,7 @@
 //! at the top of the screen while the user changes any input (phones and
 //! wide screens alike).
 
-use crate::app::Ctx;
+use crate::ctx::Ctx;
 use crate::format::{gib, hours, sig, tr, usd, verdict};
 use leptos::prelude::*;
 use planner::text::Text;

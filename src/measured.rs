@@ -1,7 +1,7 @@
 //! "Measured run": paste the line the bundle's train.py printed and see it
 //! beside the prediction, with time and cost re-based on the measured speed.
 
-use crate::app::Ctx;
+use crate::ctx::Ctx;
 use crate::format::{hours, num, seconds, tr, usd};
 use leptos::prelude::*;
 use planner::measured::{compare, parse, Comparison};

@@ -1,6 +1,6 @@
 //! The verdict, the memory breakdown, speed, time and cost, and the warnings.
 
-use crate::app::Ctx;
+use crate::ctx::Ctx;
 use crate::format::{
     gb, gib, hours, num, params, percent, seconds, sig, term_label, tokens, tr, usd, verdict,
 };

@@ -4,7 +4,7 @@
 //! Russian, or when the reader presses RU. Until then, and if the fetch
 //! fails, Russian texts read as English.
 
-use crate::app::Ctx;
+use crate::ctx::Ctx;
 use planner::plan::{Lang, Plan};
 
 /// Where Trunk copies the catalog (index.html).
@@ -15,7 +15,7 @@ pub async fn load() -> Result<(), String> {
     if planner::text::russian_loaded() {
         return Ok(());
     }
-    let file = crate::export::fetch_text(URL).await?;
+    let file = crate::browser::fetch_text(URL).await?;
     planner::text::load_russian(&file)?;
     crate::panic::set_crash_text();
     Ok(())
@@ -28,7 +28,7 @@ pub fn wanted_at_start() -> bool {
         .and_then(|w| w.location().search().ok())
         .unwrap_or_default();
     let linked = Plan::from_query(&search).plan.lang;
-    linked.unwrap_or_else(crate::app::browser_lang) == Lang::Ru
+    linked.unwrap_or_else(crate::browser::browser_lang) == Lang::Ru
 }
 
 /// Run `then` once the catalog is loaded: at once if it is, else after

@@ -2,7 +2,7 @@
 //! A plain bench binary: times many iterations and prints ns per call.
 
 use planner::memory::breakdown;
-use planner::report::resolve;
+use planner::resolve::resolve;
 use planner::{evaluate, Plan};
 use std::hint::black_box;
 use std::time::Instant;

@@ -775,14 +775,14 @@ pub fn gpu_memory_rows() -> Vec<MemoryRow> {
             let field = row.get("peak_mem_gib");
             let measured: f64 = field.split_whitespace().next()?.parse().ok()?;
             let plan = Plan::from_query(&format!("{GPU_MEMORY_COMMON}&{query}")).plan;
-            let rep = crate::evaluate(&plan);
-            let predicted = rep.memory.allocated_peak_bytes as f64 / (1u64 << 30) as f64;
+            let (mem, parameters, gpus) = memory_of(&plan);
+            let predicted = mem.allocated_peak_bytes as f64 / (1u64 << 30) as f64;
             Some(MemoryRow {
                 label: id.to_string(),
                 measured,
                 predicted,
                 error_percent: 100.0 * (predicted - measured) / measured,
-                point: Envelope::point(&plan, rep.parameters, rep.layout.gpus),
+                point: Envelope::point(&plan, parameters, gpus),
             })
         })
         .collect()
@@ -813,19 +813,27 @@ pub fn fsdp_memory_rows() -> Vec<MemoryRow> {
                 "full" => Checkpointing::Full,
                 _ => Checkpointing::Op,
             };
-            let rep = crate::evaluate(&plan);
+            let (mem, parameters, gpus) = memory_of(&plan);
             let measured = r.num("measured_peak_mem_gib").unwrap_or(0.0);
-            let reserved = rep.memory.peak_bytes_per_gpu - CUDA_CONTEXT_BYTES;
+            let reserved = mem.peak_bytes - CUDA_CONTEXT_BYTES;
             let predicted = reserved as f64 / (1u64 << 30) as f64;
             MemoryRow {
                 label: r.get("id").to_string(),
                 measured,
                 predicted,
                 error_percent: 100.0 * (predicted - measured) / measured,
-                point: Envelope::point(&plan, rep.parameters, rep.layout.gpus),
+                point: Envelope::point(&plan, parameters, gpus),
             }
         })
         .collect()
+}
+
+/// A plan's memory breakdown, parameters and GPUs, as the page's report has
+/// them (the harness stays below `evaluate`, which reads its labels).
+fn memory_of(plan: &Plan) -> (crate::memory::MemoryBreakdown, u64, u64) {
+    let (r, _) = crate::resolve::resolve(plan);
+    let mem = crate::memory::breakdown(&r.arch, &r.counts, plan, &r.layout);
+    (mem, r.counts.total, r.layout.gpus)
 }
 
 /// Memory rows the model is not compared with, and why.

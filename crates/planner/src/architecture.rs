@@ -7,7 +7,7 @@
 //! the routed top-k (+ shared experts) for the active count.
 
 use crate::json::{named, opt, req, FromJson, Json};
-use crate::plan::Lang;
+use crate::text::Lang;
 use crate::text::{fill, t, Text};
 use serde::Serialize;
 use std::fmt::Display;

@@ -5,9 +5,10 @@
 //! the launcher's hyperparameters carry the plan into it. The CLI embeds it;
 //! the page fetches it on demand, so it never weighs on the page's wasm.
 
+use crate::evaluate::evaluate;
 use crate::export::{export, hyperparameter_items, sdk_packages, Format, TRIAL_STEPS};
 use crate::plan::{Optimizer, Plan, Precision, Training};
-use crate::report::{evaluate, Report};
+use crate::report::Report;
 use std::fmt::Write;
 
 /// Versions the bundle's script is tested with in CI (tests/bundle), the
@@ -36,7 +37,7 @@ pub fn launchers() -> [Format; 3] {
 /// The bundle's files, in a fixed order. `train_py` is the text of `bundle/train.py`.
 pub fn files(plan: &Plan, launcher: Format, train_py: &str) -> Vec<File> {
     let mut p = plan.clone();
-    p.lang = Some(crate::plan::Lang::En);
+    p.lang = Some(crate::text::Lang::En);
     let report = evaluate(&p);
     let entry = entry_path(plan);
     vec![

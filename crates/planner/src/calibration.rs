@@ -8,56 +8,7 @@ use crate::plan::{Checkpointing, Implementation, Plan, Precision};
 use crate::throughput::{efficiency, generation, throughput, Efficiency, Fabric, Generation};
 use serde::Serialize;
 
-/// One row of a CSV file, by column name.
-pub struct Row {
-    header: std::rc::Rc<Vec<String>>,
-    fields: Vec<String>,
-}
-
-impl Row {
-    pub fn get(&self, key: &str) -> &str {
-        self.header
-            .iter()
-            .position(|h| h == key)
-            .and_then(|i| self.fields.get(i))
-            .map(String::as_str)
-            .unwrap_or("")
-    }
-    pub fn num(&self, key: &str) -> Option<f64> {
-        crate::decimal::parse_f64(self.get(key).trim())
-    }
-}
-
-fn split(line: &str) -> Vec<String> {
-    let mut out = vec![String::new()];
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        let cell = out.last_mut().expect("one cell");
-        match c {
-            '"' if quoted && chars.peek() == Some(&'"') => {
-                chars.next();
-                cell.push('"');
-            }
-            '"' => quoted = !quoted,
-            ',' if !quoted => out.push(String::new()),
-            c => cell.push(c),
-        }
-    }
-    out
-}
-
-/// Read a CSV file with a header line; quoted fields may hold commas.
-pub fn read_csv(text: &str) -> Vec<Row> {
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let header = std::rc::Rc::new(lines.next().map(split).unwrap_or_default());
-    lines
-        .map(|l| Row {
-            header: header.clone(),
-            fields: split(l),
-        })
-        .collect()
-}
+pub use crate::table::{read_csv, Row};
 
 /// The reference measurements, compiled in.
 pub const CALIBRATION_CSV: &str = include_str!("../data/calibration.csv");

@@ -6,11 +6,12 @@
 //! own image_uri_config (data/sdk.json). Every user-typed string goes through
 //! `py_str`, so nothing typed can leave its literal.
 
+use crate::evaluate::evaluate;
 use crate::json::{req, FromJson, Json};
 use crate::plan::{
     Attention, Checkpointing, Implementation, Lang, Loss, Optimizer, Plan, Precision, Training,
 };
-use crate::report::{evaluate, Report};
+use crate::report::Report;
 use crate::throughput::Generation;
 use serde::Serialize;
 use std::fmt::Write;

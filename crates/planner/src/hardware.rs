@@ -118,7 +118,7 @@ pub const PRICES_CSV: &str = include_str!(concat!(env!("OUT_DIR"), "/sagemaker_p
 
 /// Fill each instance's price from the price table.
 fn price_instances(instances: &mut [Instance]) {
-    let rows = crate::calibration::read_csv(PRICES_CSV);
+    let rows = crate::table::read_csv(PRICES_CSV);
     for i in instances.iter_mut() {
         let Some(r) = rows.iter().find(|r| r.get("instance") == i.instance_type) else {
             continue;
@@ -210,8 +210,42 @@ fn catalog() -> &'static Catalog {
     })
 }
 
+/// A GPU that is not in the catalogue (`instance=custom`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CustomGpu {
+    /// Memory per GPU, decimal GB.
+    pub memory_gb: f64,
+    /// Dense BF16 peak, TFLOP/s.
+    pub bf16_tflops: f64,
+    /// Dense FP8 peak, TFLOP/s (0: no FP8 tensor cores).
+    pub fp8_tflops: f64,
+    /// HBM bandwidth, TB/s.
+    pub bandwidth_tbs: f64,
+    /// GPUs per node.
+    pub per_node: u64,
+    /// NVLink bandwidth per GPU, bidirectional GB/s (0: PCIe only).
+    pub nvlink_gbs: f64,
+    /// Network per node, Gbit/s.
+    pub network_gbps: f64,
+}
+
+impl Default for CustomGpu {
+    /// H100 SXM-like figures (data/hardware.json).
+    fn default() -> Self {
+        CustomGpu {
+            memory_gb: 80.0,
+            bf16_tflops: 989.4,
+            fp8_tflops: 1978.9,
+            bandwidth_tbs: 3.35,
+            per_node: 8,
+            nvlink_gbs: 900.0,
+            network_gbps: 3200.0,
+        }
+    }
+}
+
 /// A GPU and an instance type built from the plan's custom figures.
-pub fn custom(c: &crate::plan::CustomGpu) -> (Gpu, Instance) {
+pub fn custom(c: &CustomGpu) -> (Gpu, Instance) {
     let fp8 = c.fp8_tflops > 0.0;
     let gpu = Gpu {
         id: "Custom GPU".into(),

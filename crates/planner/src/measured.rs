@@ -4,8 +4,9 @@
 
 use crate::bundle::MEASURED_TAG;
 use crate::json::{opt, req, FromJson, Json};
-use crate::plan::{Lang, Plan};
+use crate::plan::Plan;
 use crate::report::Report;
+use crate::text::Lang;
 use crate::text::{fill, Text};
 use serde::Serialize;
 

@@ -121,12 +121,8 @@ keyed_enum!(
     }
 );
 
-keyed_enum!(
-    Lang {
-        En => "en",
-        Ru => "ru",
-    }
-);
+/// The languages live with their catalogs (`text`); plans name them.
+pub use crate::text::Lang;
 
 /// Activation checkpointing (recomputation).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -198,39 +194,7 @@ impl ArchOverrides {
     }
 }
 
-/// A GPU that is not in the catalogue (`instance=custom`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct CustomGpu {
-    /// Memory per GPU, decimal GB.
-    pub memory_gb: f64,
-    /// Dense BF16 peak, TFLOP/s.
-    pub bf16_tflops: f64,
-    /// Dense FP8 peak, TFLOP/s (0: no FP8 tensor cores).
-    pub fp8_tflops: f64,
-    /// HBM bandwidth, TB/s.
-    pub bandwidth_tbs: f64,
-    /// GPUs per node.
-    pub per_node: u64,
-    /// NVLink bandwidth per GPU, bidirectional GB/s (0: PCIe only).
-    pub nvlink_gbs: f64,
-    /// Network per node, Gbit/s.
-    pub network_gbps: f64,
-}
-
-impl Default for CustomGpu {
-    /// H100 SXM-like figures (data/hardware.json).
-    fn default() -> Self {
-        CustomGpu {
-            memory_gb: 80.0,
-            bf16_tflops: 989.4,
-            fp8_tflops: 1978.9,
-            bandwidth_tbs: 3.35,
-            per_node: 8,
-            nvlink_gbs: 900.0,
-            network_gbps: 3200.0,
-        }
-    }
-}
+pub use crate::hardware::CustomGpu;
 
 /// Every input of a plan. `Plan::default()` is the page's opening plan.
 #[derive(Clone, Debug, PartialEq, Serialize)]

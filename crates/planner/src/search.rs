@@ -17,8 +17,9 @@ use crate::architecture::{Architecture, ParameterCounts};
 
 use crate::hardware::{self, Gpu, Instance};
 use crate::memory::{self, Layout, Stages};
-use crate::plan::{Checkpointing, Lang, Loss, Plan, Precision};
+use crate::plan::{Checkpointing, Loss, Plan, Precision};
 use crate::report::budget_bytes;
+use crate::text::Lang;
 use crate::text::{fill, lang_of, t, Text};
 use crate::throughput::{self, Efficiency, Fabric};
 use serde::Serialize;

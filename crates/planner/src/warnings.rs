@@ -3,8 +3,10 @@
 //! A rule is one function returning its message, and one line in `RULES`.
 
 use crate::memory::{MemoryBreakdown, Term};
-use crate::plan::{Attention, Checkpointing, Lang, Loss, Plan, Precision};
-use crate::report::{Message, Report, Resolved};
+use crate::plan::{Attention, Checkpointing, Loss, Plan, Precision};
+use crate::report::Report;
+use crate::resolve::{Message, Resolved};
+use crate::text::Lang;
 use crate::text::{lang_of, num, t, Text};
 use std::fmt::Display;
 

@@ -5,8 +5,8 @@
 //! with `UPDATE_GOLDEN=1 cargo test -p planner --test golden_reports` and says
 //! why in its commit.
 
+use planner::evaluate::{compare_instances, memory_vs_sequence};
 use planner::plan::{Lang, Plan};
-use planner::report::{compare_instances, memory_vs_sequence};
 
 /// Presets, precisions, checkpointing, kernels, sharding, every parallel
 /// layout, PEFT, MoE, custom shapes and GPUs, bad values, both languages.

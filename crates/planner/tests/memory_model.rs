@@ -1,9 +1,10 @@
 //! Hand-derived checks of the memory terms for parallelism and profiles.
 
 use planner::architecture::{preset, Architecture, Mlp};
+use planner::evaluate;
 use planner::memory::{breakdown, Layout, Stages, Term};
 use planner::plan::{Checkpointing, Implementation, Plan, Precision};
-use planner::report::{evaluate, resolve};
+use planner::resolve::resolve;
 
 /// A layout of `gpus` for a model of `layers`, split evenly over `pp` stages.
 fn layout(gpus: u64, tp: u64, pp: u64, dp: u64, layers: u64) -> Layout {
@@ -283,7 +284,7 @@ fn inconsistent_parallelism_is_reported_not_panicking() {
 fn sequence_chart_lines_show_each_options_savings() {
     let seqs = [32768];
     let at = |q: &str| -> Vec<(Checkpointing, u64)> {
-        planner::report::memory_vs_sequence(&Plan::from_query(q).plan, &seqs)
+        planner::evaluate::memory_vs_sequence(&Plan::from_query(q).plan, &seqs)
             .into_iter()
             .map(|(c, v)| (c, v[0]))
             .collect()

@@ -1,10 +1,11 @@
 //! Invariants of the memory model over arbitrary plans (proptest).
 
 use planner::architecture::presets;
+use planner::evaluate;
 use planner::hardware::instances;
 use planner::memory::{breakdown, Layout};
 use planner::plan::{Checkpointing, Plan};
-use planner::report::{evaluate, resolve};
+use planner::resolve::resolve;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 

@@ -12,9 +12,34 @@
 //! one pass (a value is never re-read as a template) and the tests check that
 //! both languages use the same names.
 
-use crate::plan::Lang;
+use serde::Serialize;
 use std::fmt::{Display, Write};
 use std::sync::OnceLock;
+
+/// The languages with a catalog (the URL's `lang=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Lang {
+    En,
+    Ru,
+}
+
+impl Lang {
+    pub const ALL: &'static [Lang] = &[Lang::En, Lang::Ru];
+    /// The value used in the URL.
+    pub fn key(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Ru => "ru",
+        }
+    }
+    pub fn from_key(s: &str) -> Option<Self> {
+        Lang::ALL.iter().copied().find(|l| l.key() == s)
+    }
+    /// The accepted values, for messages.
+    pub fn keys() -> String {
+        "en, ru".to_string()
+    }
+}
 
 /// Separates the texts of a packed catalog (never part of a text).
 const SEP: char = '\u{1f}';

@@ -1,0 +1,502 @@
+//! Resolve a plan: its model, hardware and parallel layout, each checked,
+//! with a message per problem tied to the input it concerns. Errors never
+//! stop the evaluation: each step falls back to the nearest valid value.
+
+use crate::architecture::{self, Architecture, Moe, ParameterCounts};
+use crate::hardware::{self, Gpu, Instance};
+use crate::memory::{Layout, Stages};
+use crate::plan::{Implementation, Plan, Precision};
+use crate::text::{fill, lang_of, t, Lang, Text};
+use serde::Serialize;
+use std::borrow::Cow;
+use std::fmt::Display;
+
+/// A problem or advice with a stable code, tied to the input key it concerns.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Message {
+    pub code: &'static str,
+    /// The plan key (URL key) the message is about, where there is one.
+    pub key: Option<&'static str>,
+    pub message: String,
+    /// A single setting that fixes it: (URL key, value).
+    pub fix: Option<(&'static str, String)>,
+}
+
+/// The plan with its model, hardware and layout resolved.
+pub struct Resolved<'a> {
+    pub plan: &'a Plan,
+    pub arch: Architecture,
+    pub model_name: String,
+    pub counts: ParameterCounts,
+    pub gpu: Cow<'static, Gpu>,
+    pub instance: Cow<'static, Instance>,
+    pub layout: Layout,
+}
+
+/// Build the architecture the plan names: preset, quick size, then overrides.
+pub fn resolve_architecture(plan: &Plan) -> (Architecture, String) {
+    let (mut arch, name) = match plan.params_b {
+        Some(b) => (
+            Architecture::from_billions(b),
+            format!("~{b}B (derived shape)"),
+        ),
+        None => match architecture::preset(&plan.model) {
+            Some(p) => (p.arch.clone(), p.name.clone()),
+            None => {
+                let p =
+                    architecture::preset(&Plan::default().model).expect("default preset exists");
+                (p.arch.clone(), "custom".to_string())
+            }
+        },
+    };
+    let o = &plan.arch;
+    // Changing hidden or heads without head_dim keeps d = h / a.
+    let derive_head_dim = o.head_dim.is_none() && (o.hidden.is_some() || o.heads.is_some());
+    arch.layers = o.layers.unwrap_or(arch.layers);
+    arch.hidden = o.hidden.unwrap_or(arch.hidden);
+    arch.heads = o.heads.unwrap_or(arch.heads);
+    arch.kv_heads = o.kv_heads.unwrap_or(arch.kv_heads);
+    arch.ffn = o.ffn.unwrap_or(arch.ffn);
+    arch.vocab = o.vocab.unwrap_or(arch.vocab);
+    arch.tied = o.tied.unwrap_or(arch.tied);
+    arch.mlp = o.mlp.unwrap_or(arch.mlp);
+    if let Some(d) = o.head_dim {
+        arch.head_dim = d;
+    } else if derive_head_dim && arch.heads > 0 {
+        arch.head_dim = arch.hidden / arch.heads;
+    }
+    if o.experts.is_some() || o.active_experts.is_some() || o.expert_ffn.is_some() {
+        let base = arch.moe.unwrap_or(Moe {
+            experts: 8,
+            active: 2,
+            shared: 0,
+            expert_ffn: arch.ffn,
+            router_bias: false,
+            dense_layers: 0,
+        });
+        arch.moe = Some(Moe {
+            experts: o.experts.map_or(base.experts, |e| e as u32),
+            active: o.active_experts.map_or(base.active, |a| a as u32),
+            expert_ffn: o.expert_ffn.unwrap_or(base.expert_ffn),
+            ..base
+        });
+        if o.experts == Some(1) && o.active_experts.unwrap_or(1) == 1 {
+            arch.moe = None;
+        }
+    }
+    (arch, name)
+}
+
+impl Message {
+    /// A message from the catalog, in `lang`, about the URL key `key`.
+    pub fn new(
+        lang: Lang,
+        code: &'static str,
+        key: &'static str,
+        id: Text,
+        args: &[(&str, &dyn Display)],
+    ) -> Message {
+        Message {
+            code,
+            key: Some(key),
+            message: fill(lang, id, args),
+            fix: None,
+        }
+    }
+
+    /// The one setting that fixes it.
+    pub fn fix(mut self, key: &'static str, value: impl Into<String>) -> Message {
+        self.fix = Some((key, value.into()));
+        self
+    }
+}
+
+/// Resolve and validate. Errors never stop the evaluation: each step falls
+/// back to the nearest valid value so the rest of the page keeps working.
+pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
+    let lang = lang_of(plan.lang);
+    let mut errors = Vec::new();
+    let (arch, model_name) = resolve_model(plan, lang, &mut errors);
+    let counts = arch.parameter_counts();
+    let (gpu, instance) = resolve_hardware(plan, lang, &mut errors);
+    let layout = resolve_layout(plan, &arch, &instance, lang, &mut errors);
+    check_precision(plan, &gpu, lang, &mut errors);
+    if plan.vp > 1 && layout.pp == 1 {
+        errors
+            .push(Message::new(lang, "vp_without_pp", "vp", Text::VpWithoutPp, &[]).fix("vp", "1"));
+    }
+    if plan.mtp > 0 && plan.implementation != Implementation::Megatron {
+        let m = Message::new(
+            lang,
+            "mtp_needs_megatron",
+            "mtp",
+            Text::MtpNeedsMegatron,
+            &[],
+        );
+        errors.push(m.fix("impl", "megatron"));
+    }
+    let resolved = Resolved {
+        plan,
+        arch,
+        model_name,
+        counts,
+        gpu,
+        instance,
+        layout,
+    };
+    (resolved, errors)
+}
+
+/// The model: preset or quick size with the user's overrides, validated.
+fn resolve_model(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> (Architecture, String) {
+    let (arch, mut model_name) = resolve_architecture(plan);
+    if !plan.arch.is_empty() {
+        model_name = custom_name(&arch, &plan.model, lang);
+    }
+    if plan.arch.hidden.is_some()
+        && plan.arch.head_dim.is_none()
+        && arch.heads > 0
+        && arch.hidden % arch.heads != 0
+    {
+        let args: [(&str, &dyn Display); 2] = [("heads", &arch.heads), ("hidden", &arch.hidden)];
+        errors.push(Message::new(
+            lang,
+            "heads_do_not_divide_hidden",
+            "heads",
+            Text::HeadsDoNotDivideHidden,
+            &args,
+        ));
+    }
+    for (key, message) in arch.validate_in(lang) {
+        errors.push(Message {
+            code: "invalid_architecture",
+            key: Some(key),
+            message,
+            fix: None,
+        });
+    }
+    (arch, model_name)
+}
+
+/// A shape the user edited is "custom", with a preset of its size (within
+/// 15% of its parameters) as a hint: the one it started from if still that
+/// size, else the nearest. A 405B shape typed over the 8B preset is not
+/// "Llama-3.1-8B".
+fn custom_name(arch: &Architecture, base: &str, lang: Lang) -> String {
+    let total = arch.parameter_counts().total as f64;
+    let near =
+        |p: &&architecture::Preset| (preset_total(&p.id) / total).ln().abs() < 0.15f64.ln_1p();
+    let nearest = architecture::preset(base)
+        .filter(near)
+        .map(|p| (p, 0.0))
+        .or_else(|| {
+            architecture::presets()
+                .iter()
+                .filter(near)
+                .map(|p| (p, (preset_total(&p.id) / total).ln().abs()))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+        });
+    match nearest {
+        Some((p, _)) => fill(lang, Text::CustomModelNear, &[("name", &p.name)]),
+        None => t(lang, Text::CustomModel).to_string(),
+    }
+}
+
+/// A preset's parameter count, computed once per preset.
+fn preset_total(id: &str) -> f64 {
+    static TOTALS: std::sync::OnceLock<Vec<(String, f64)>> = std::sync::OnceLock::new();
+    TOTALS
+        .get_or_init(|| {
+            architecture::presets()
+                .iter()
+                .map(|p| (p.id.clone(), p.arch.parameter_counts().total as f64))
+                .collect()
+        })
+        .iter()
+        .find(|(i, _)| i == id)
+        .map_or(f64::NAN, |(_, n)| *n)
+}
+
+type Hardware = (Cow<'static, Gpu>, Cow<'static, Instance>);
+
+/// The GPU and the instance: a catalogued SageMaker type or the user's custom GPU.
+fn resolve_hardware(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> Hardware {
+    let (gpu, instance): Hardware = if plan.instance == "custom" {
+        let (g, i) = hardware::custom(&plan.custom_gpu);
+        (Cow::Owned(g), Cow::Owned(i))
+    } else {
+        let instance = hardware::instance(&plan.instance)
+            .or_else(|| hardware::instance(&Plan::default().instance))
+            .expect("default instance exists");
+        let gpu = hardware::gpu(&instance.gpu).expect("every instance names a catalogued GPU");
+        (Cow::Borrowed(gpu), Cow::Borrowed(instance))
+    };
+    if plan.nodes > 1 && !instance.multi_node_efa_training {
+        let args: [(&str, &dyn Display); 1] = [("instance", &instance.instance_type)];
+        errors.push(Message::new(
+            lang,
+            "no_multi_node",
+            "nodes",
+            Text::NoMultiNode,
+            &args,
+        ));
+    } else if plan.nodes > 1 && instance.network_gbps() <= 0.0 {
+        let m = Message::new(lang, "no_network", "gpu_net", Text::NoNetwork, &[]);
+        errors.push(m.fix("nodes", "1"));
+    }
+    (gpu, instance)
+}
+
+/// The parallel layout: each degree checked against the model and the GPUs,
+/// an invalid one falling back to 1.
+fn resolve_layout(
+    plan: &Plan,
+    arch: &Architecture,
+    instance: &Instance,
+    lang: Lang,
+    errors: &mut Vec<Message>,
+) -> Layout {
+    // Without a network between them, nodes cannot train together: one node.
+    let nodes = if instance.network_gbps() > 0.0 {
+        plan.nodes.max(1)
+    } else {
+        1
+    };
+    let gpus = instance.gpu_count * nodes;
+    let mut tp = resolve_tp(plan, arch, instance, lang, errors);
+    let (mut pp, mut stages) = resolve_pp(plan, arch, lang, errors);
+    let mut cp = resolve_cp(plan, lang, errors);
+    let mut ep = resolve_ep(plan, arch, lang, errors);
+    if tp * pp * cp > gpus || !gpus.is_multiple_of(tp * pp * cp) {
+        let product = tp * pp * cp;
+        let args: [(&str, &dyn Display); 2] = [("product", &product), ("gpus", &gpus)];
+        errors.push(Message::new(
+            lang,
+            "parallel_degrees_exceed_gpus",
+            "tp",
+            Text::ParallelDegreesExceedGpus,
+            &args,
+        ));
+        (tp, pp, cp) = (1, 1, 1);
+        stages = Stages::even(arch.layers, 1);
+    }
+    let dp = gpus / (tp * pp * cp);
+    if ep > dp * tp {
+        let available = dp * tp;
+        let args: [(&str, &dyn Display); 2] = [("ep", &ep), ("available", &available)];
+        errors.push(Message::new(
+            lang,
+            "ep_exceeds_gpus",
+            "ep",
+            Text::EpExceedsGpus,
+            &args,
+        ));
+        ep = 1;
+    }
+    let shard = resolve_shard(plan, dp, lang, errors);
+    Layout {
+        gpus,
+        tp,
+        pp,
+        cp,
+        ep,
+        dp,
+        shard,
+        stages,
+    }
+}
+
+/// Tensor parallelism splits heads and kv heads, and should stay in one node.
+fn resolve_tp(
+    plan: &Plan,
+    arch: &Architecture,
+    instance: &Instance,
+    lang: Lang,
+    errors: &mut Vec<Message>,
+) -> u64 {
+    let mut tp = plan.tp.max(1);
+    if arch.heads > 0 && (!arch.heads.is_multiple_of(tp) || !arch.kv_heads.is_multiple_of(tp)) {
+        let args: [(&str, &dyn Display); 3] = [
+            ("tp", &tp),
+            ("heads", &arch.heads),
+            ("kv_heads", &arch.kv_heads),
+        ];
+        errors.push(Message::new(
+            lang,
+            "tp_does_not_divide_heads",
+            "tp",
+            Text::TpDoesNotDivideHeads,
+            &args,
+        ));
+        tp = 1;
+    }
+    // TP's all-reduces want NVLink: one instance, or a GB200 UltraServer's domain.
+    let domain = if crate::hardware::is_ultraserver(&instance.instance_type) {
+        plan.ultraserver.max(instance.gpu_count)
+    } else {
+        instance.gpu_count
+    };
+    if tp > domain {
+        let args: [(&str, &dyn Display); 2] = [("tp", &tp), ("gpus", &domain)];
+        errors.push(Message::new(
+            lang,
+            "tp_exceeds_node",
+            "tp",
+            Text::TpExceedsNode,
+            &args,
+        ));
+    }
+    tp
+}
+
+/// Pipeline stages as Megatron splits them: evenly, with the embedding and
+/// loss counted as slots, or with explicit first/last-rank layer counts.
+fn resolve_pp(
+    plan: &Plan,
+    arch: &Architecture,
+    lang: Lang,
+    errors: &mut Vec<Message>,
+) -> (u64, Stages) {
+    let (pp, vp, layers) = (plan.pp.max(1), plan.vp.max(1), arch.layers);
+    if pp == 1 || layers == 0 {
+        return (pp, Stages::even(layers, pp));
+    }
+    let explicit = plan.pp_first.is_some() || plan.pp_last.is_some();
+    let stages = if explicit {
+        Stages::explicit(layers, pp, plan.pp_first, plan.pp_last)
+    } else {
+        Stages::megatron(layers, pp, vp)
+    };
+    if let Some(s) = stages {
+        return (pp, s);
+    }
+    let nearest = nearest_pipeline_degrees(layers, pp, vp);
+    let args: [(&str, &dyn Display); 5] = [
+        ("pp", &pp),
+        ("vp", &vp),
+        ("layers", &layers),
+        ("slots", &(layers + 2)),
+        ("nearest", &nearest),
+    ];
+    let (code, key, id) = if explicit {
+        ("pp_split_invalid", "pp_first", Text::PpSplitInvalid)
+    } else {
+        (
+            "pp_does_not_divide_layers",
+            "pp",
+            Text::PpDoesNotDivideLayers,
+        )
+    };
+    errors.push(Message::new(lang, code, key, id, &args));
+    (1, Stages::even(layers, 1))
+}
+
+/// The two pipeline degrees closest to `pp` that Megatron can split `layers` over.
+fn nearest_pipeline_degrees(layers: u64, pp: u64, vp: u64) -> String {
+    let mut valid: Vec<u64> = (2..=layers.min(1024))
+        .filter(|&q| Stages::megatron(layers, q, vp).is_some())
+        .collect();
+    valid.sort_by_key(|&q| (q.abs_diff(pp), q));
+    valid.truncate(2);
+    valid.sort_unstable();
+    valid
+        .iter()
+        .map(|q| format!("pp={q}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Context parallelism splits the sequence evenly.
+fn resolve_cp(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> u64 {
+    let cp = plan.cp.max(1);
+    if !plan.seq.is_multiple_of(cp) {
+        let args: [(&str, &dyn Display); 2] = [("cp", &cp), ("seq", &plan.seq)];
+        errors.push(Message::new(
+            lang,
+            "cp_does_not_divide_seq",
+            "cp",
+            Text::CpDoesNotDivideSeq,
+            &args,
+        ));
+        return 1;
+    }
+    cp
+}
+
+/// Expert parallelism splits the experts of a mixture-of-experts model.
+fn resolve_ep(plan: &Plan, arch: &Architecture, lang: Lang, errors: &mut Vec<Message>) -> u64 {
+    let ep = plan.ep.max(1);
+    match &arch.moe {
+        Some(m) if !(m.experts as u64).is_multiple_of(ep) => {
+            let args: [(&str, &dyn Display); 2] = [("ep", &ep), ("experts", &m.experts)];
+            errors.push(Message::new(
+                lang,
+                "ep_does_not_divide_experts",
+                "ep",
+                Text::EpDoesNotDivideExperts,
+                &args,
+            ));
+            1
+        }
+        None if ep > 1 => {
+            errors.push(Message::new(
+                lang,
+                "ep_without_moe",
+                "ep",
+                Text::EpWithoutMoe,
+                &[],
+            ));
+            1
+        }
+        _ => ep,
+    }
+}
+
+/// The hybrid shard group divides the data-parallel ranks (all of them by default).
+fn resolve_shard(plan: &Plan, dp: u64, lang: Lang, errors: &mut Vec<Message>) -> u64 {
+    match plan.shard {
+        Some(s) if s > dp || !dp.is_multiple_of(s) => {
+            let args: [(&str, &dyn Display); 2] = [("shard", &s), ("dp", &dp)];
+            errors.push(Message::new(
+                lang,
+                "shard_does_not_divide_dp",
+                "shard",
+                Text::ShardDoesNotDivideDp,
+                &args,
+            ));
+            dp
+        }
+        Some(s) => s,
+        None => dp,
+    }
+}
+
+/// FP8 needs FP8 tensor cores; MXFP8 and NVFP4 need Blackwell's block scaling.
+fn check_precision(plan: &Plan, gpu: &Gpu, lang: Lang, errors: &mut Vec<Message>) {
+    let precision = plan.precision.key();
+    let args: [(&str, &dyn Display); 2] = [("gpu", &gpu.id), ("precision", &precision)];
+    if plan.precision.is_low_precision() && !gpu.fp8_tensor_cores {
+        errors.push(
+            Message::new(
+                lang,
+                "fp8_unsupported",
+                "precision",
+                Text::Fp8Unsupported,
+                &args,
+            )
+            .fix("precision", "bf16"),
+        );
+    } else if matches!(plan.precision, Precision::Mxfp8 | Precision::Nvfp4) && !gpu.fp4_tensor_cores
+    {
+        errors.push(
+            Message::new(
+                lang,
+                "blackwell_only",
+                "precision",
+                Text::BlackwellOnly,
+                &args,
+            )
+            .fix("precision", "fp8"),
+        );
+    }
+}

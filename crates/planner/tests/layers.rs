@@ -1,0 +1,108 @@
+//! #24: the modules form layers, no circles: the core's files (crates/planner/src)
+//! and the page's (src) each import only downwards. Read from the sources'
+//! `crate::` paths, which is how every file here names another module.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Each module of `dir` (a file, or a folder's `mod.rs`) and the modules
+/// it names as `crate::name`.
+fn imports(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut graph = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).expect("source folder") {
+        let path = entry.expect("entry").path();
+        let (name, file) = if path.is_dir() {
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            (name, path.join("mod.rs"))
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            (
+                path.file_stem().unwrap().to_string_lossy().to_string(),
+                path,
+            )
+        } else {
+            continue;
+        };
+        if ["lib", "main", "bin"].contains(&name.as_str()) || !file.exists() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("source");
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        let named = code
+            .match_indices("crate::")
+            .map(|(i, _)| {
+                code[i + 7..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect::<String>()
+            })
+            .filter(|m| !m.is_empty() && *m != name)
+            .collect();
+        graph.insert(name, named);
+    }
+    graph
+}
+
+/// A circle of the graph, if it has one (depth-first search).
+fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == node) {
+            return Some(path[at..].to_vec());
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if graph.contains_key(next) {
+                if let Some(c) = visit(next, graph, path, done) {
+                    return Some(c);
+                }
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_core_has_no_import_circle() {
+    let graph = imports(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    assert!(
+        graph.len() >= 20,
+        "read the core's modules: {:?}",
+        graph.keys()
+    );
+    assert_eq!(circle(&graph), None);
+}
+
+#[test]
+fn the_page_has_no_import_circle() {
+    let graph = imports(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../src"));
+    assert!(graph.contains_key("ctx") && graph.contains_key("app"));
+    assert_eq!(circle(&graph), None);
+}
+
+/// The check finds a circle where there is one.
+#[test]
+fn a_circle_is_found() {
+    let g: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec!["a"]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(circle(&g).map(|c| c.len()), Some(3));
+}

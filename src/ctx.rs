@@ -1,0 +1,67 @@
+//! The page's shared state, handed to every panel: the plan, the typed
+//! values the parser refused, the language shown and the report. Panels
+//! import it from here, not from the app that assembles them.
+
+use crate::format::tr;
+use leptos::prelude::*;
+use planner::plan::Lang;
+use planner::text::Text;
+use planner::{Plan, Report};
+use std::collections::BTreeMap;
+
+/// Shared state handed to every component.
+#[derive(Clone, Copy)]
+pub struct Ctx {
+    pub plan: RwSignal<Plan>,
+    /// Messages for fields whose typed value was rejected, by URL key.
+    /// Typed values the parser refused, by key; rendered in the language of
+    /// the moment (#24), so switching to Russian translates them too.
+    pub field_errors: RwSignal<BTreeMap<String, planner::plan::Problem>>,
+    /// The language shown (the plan's `lang`, else the browser's).
+    pub lang: Signal<Lang>,
+    pub report: Memo<Report>,
+}
+
+impl Ctx {
+    /// Apply a typed value through the same parser the URL uses; a rejected
+    /// value is reported beside its field and the plan keeps its old value.
+    pub fn set(&self, key: &str, value: &str) {
+        let mut p = self.plan.get_untracked();
+        match p.set(key, value.trim()) {
+            Ok(()) => {
+                self.plan.set(p);
+                self.field_errors.update(|e| {
+                    e.remove(key);
+                });
+            }
+            Err(problem) => {
+                self.field_errors.update(|e| {
+                    e.insert(key.to_string(), problem);
+                });
+            }
+        }
+    }
+
+    /// The message for a field: a rejected typed value, else a planner error about its key.
+    pub fn error(&self, key: &'static str) -> impl Fn() -> Option<String> + Copy + 'static {
+        let errs = self.field_errors;
+        let report = self.report;
+        let lang = self.lang;
+        move || {
+            errs.with(|e| e.get(key).map(|p| p.text(Some(lang.get()))))
+                .or_else(|| {
+                    report.with(|r| {
+                        r.errors
+                            .iter()
+                            .find(|m| m.key == Some(key))
+                            .map(|m| m.message.clone())
+                    })
+                })
+        }
+    }
+
+    pub fn t(&self, id: Text) -> impl Fn() -> &'static str + Copy + 'static {
+        let lang = self.lang;
+        move || tr(lang.get(), id)
+    }
+}
