@@ -157,75 +157,39 @@ impl Case {
         }
     }
 
-    /// The page's link to this row's run: its shape (an MoE row's preset),
-    /// its layout on the instance with its GPU, and what its recipe set.
+    /// The page's link to this row's run: its shape (an MoE row's preset,
+    /// else custom fields), its layout on the instance with its GPU, and what
+    /// its recipe set, written by `Plan::to_query` as any link is.
     pub fn link(&self) -> String {
-        let (a, p, l) = (&self.arch, &self.plan, &self.layout);
-        let shape = match crate::architecture::presets()
+        let a = &self.arch;
+        let mut p = self.plan.clone();
+        match crate::architecture::presets()
             .iter()
             .find(|pre| a.moe.is_some() && pre.arch == *a)
         {
-            Some(pre) => format!("model={}", pre.id),
-            None => format!(
-                "layers={}&hidden={}&heads={}&kv_heads={}&head_dim={}&ffn={}&vocab={}&mlp={}",
-                a.layers,
-                a.hidden,
-                a.heads,
-                a.kv_heads,
-                a.head_dim,
-                a.ffn,
-                a.vocab,
-                if a.mlp.is_gated() { "swiglu" } else { "gelu" },
-            ),
-        };
-        let instance = self.instance();
-        let per_node = hardware::instance(instance).map_or(8, |i| i.gpu_count.max(1));
-        let mut q = format!(
-            "{shape}&seq={}&mb={}&ga={}&precision={}&ckpt={}&offload={}&attn={}&loss={}&impl={}&zero={}\
-             &tp={}&sp={}&pp={}&vp={}&cp={}&ep={}&instance={instance}&nodes={}",
-            p.seq,
-            p.micro_batch,
-            p.grad_accum,
-            p.precision.key(),
-            p.checkpointing.key(),
-            u8::from(p.offload),
-            p.attention.key(),
-            p.loss.key(),
-            p.implementation.key(),
-            p.zero,
-            l.tp,
-            u8::from(p.sp),
-            l.pp,
-            p.vp,
-            l.cp,
-            l.ep,
-            l.gpus.div_ceil(per_node),
-        );
-        for (key, on) in [
-            ("grad_bf16", p.grad_bf16),
-            ("fp8_params", p.fp8_params),
-            ("tp_overlap", p.tp_overlap),
-            ("ep_overlap", p.ep_overlap),
-            ("bf16_moments", p.bf16_moments),
-        ] {
-            if on {
-                q += &format!("&{key}=1");
+            Some(pre) => p.model = pre.id.clone(),
+            None => {
+                p.model = "custom".into();
+                p.arch = crate::plan::ArchOverrides {
+                    layers: Some(a.layers),
+                    hidden: Some(a.hidden),
+                    heads: Some(a.heads),
+                    kv_heads: Some(a.kv_heads),
+                    head_dim: Some(a.head_dim),
+                    ffn: Some(a.ffn),
+                    vocab: Some(a.vocab),
+                    tied: Some(a.tied),
+                    mlp: Some(a.mlp),
+                    ..Default::default()
+                };
             }
         }
-        for (key, n) in [
-            ("offload_layers", p.offload_layers),
-            ("pp_first", p.pp_first),
-            ("pp_last", p.pp_last),
-            ("mtp", (p.mtp > 0).then_some(p.mtp)),
-        ] {
-            if let Some(n) = n {
-                q += &format!("&{key}={n}");
-            }
-        }
-        if !p.overlap {
-            q += "&overlap=0";
-        }
-        q
+        let l = &self.layout;
+        (p.tp, p.pp, p.cp, p.ep) = (l.tp, l.pp, l.cp, l.ep);
+        p.instance = self.instance().to_string();
+        let per_node = hardware::instance(&p.instance).map_or(8, |i| i.gpu_count.max(1));
+        p.nodes = l.gpus.div_ceil(per_node);
+        p.to_query()
     }
 
     /// Whether the row's recipe could be read at the table's release
