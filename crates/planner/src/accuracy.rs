@@ -759,6 +759,13 @@ pub const GPU_MEMORY_ROWS: &[(&str, &str)] = &[
         "HF009",
         "model=llama-3.1-70b&vocab=32000&precision=bf16&train=qlora&mb=4&zero=0&gpu_count=1",
     ),
+    // torchtune's single-device full fine-tune (a second source): BF16
+    // weights and AdamW states (`dtype: bf16`), packed 2 x 4,096 tokens, no
+    // checkpointing, its plain cross-entropy; `peak_memory_active`.
+    (
+        "HF021",
+        "model=llama-3.2-3b&precision=bf16-pure&mb=2&zero=0&gpu_count=1&ckpt=none",
+    ),
 ];
 
 /// What every GPU_MEMORY_ROWS plan shares: one A100 80GB node of the row's
@@ -1175,7 +1182,7 @@ pub fn markdown(c: &Coverage, rows: &[ThroughputRow]) -> String {
     }
     let (m, f, g) = (&c.memory_single_rank, &c.memory_fsdp, &c.memory_gpu);
     s += &format!(
-        "\n#### Memory\n\n| check | rows | median | worst |\n|---|---:|---:|---:|\n| HF Transformers, one GPU, FakeTensor-counted steps (in-sample) | {} | {:.2}% | {} |\n| torchtitan FSDP2, 8 x H100, measured `max_reserved` | {} | {:.1}% | {} |\n| HF Trainer + accelerate FSDP, A100 80GB, real runs' peak allocated (fms-acceleration, out of sample) | {} | {:.1}% | {} to {} |\n",
+        "\n#### Memory\n\n| check | rows | median | worst |\n|---|---:|---:|---:|\n| HF Transformers, one GPU, FakeTensor-counted steps (in-sample) | {} | {:.2}% | {} |\n| torchtitan FSDP2, 8 x H100, measured `max_reserved` | {} | {:.1}% | {} |\n| HF Trainer + accelerate FSDP and torchtune, A100 80GB, real runs' peak allocated (fms-acceleration, torchtune; out of sample) | {} | {:.1}% | {} to {} |\n",
         m.rows, m.median, pct(m.worst), f.rows, f.median, pct(f.worst), g.rows, g.median, pct(g.under), pct(g.over)
     );
     s += "\nThe real-GPU rows, one by one (predicted vs measured peak allocated, GiB):\n\n| row | measured | predicted | error |\n|---|---:|---:|---:|\n";
