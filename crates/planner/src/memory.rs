@@ -400,6 +400,9 @@ struct Widths {
     f: f64,
     /// Experts a token passes through (1 for a dense MLP).
     routed: f64,
+    /// Of those, the routed ones the dispatcher permutes tokens to (0 for a
+    /// dense MLP).
+    permuted: f64,
     /// The router's saved logits and probabilities per token.
     router: f64,
     gated: bool,
@@ -430,6 +433,7 @@ impl Widths {
         Widths {
             f,
             routed: 1.0,
+            permuted: 0.0,
             router: 0.0,
             mlp_inputs: (m - 1.0) * self.h + f,
             mlp_outputs: (m - 1.0) * f + self.h,
@@ -451,6 +455,7 @@ impl Widths {
             a: arch.heads as f64,
             f,
             routed,
+            permuted: arch.moe.as_ref().map_or(0.0, |m| m.active as f64),
             router: arch
                 .moe
                 .as_ref()
@@ -692,10 +697,16 @@ fn megatron_layer(w: &Widths, fp32: bool) -> LayerActivations {
         2.0 * f + lin * f
     };
     let kv_rep = if w.eager { 4.0 * (q - kv) } else { 0.0 };
+    // The permuted tokens the experts' first grouped GEMM keeps for its
+    // weight gradient, one copy per routed expert, in the Linear input
+    // dtype. Megatron applies the router's probabilities inside the
+    // activation (`TEGroupedMLP`), so the combine keeps nothing more.
+    let permuted = w.permuted * lin * e * h;
+    let mlp_total = w.routed * mlp + w.router + permuted;
     LayerActivations {
         unsplit: 0.0,
-        tp_split: attn + kv_rep + w.routed * mlp + w.router + 4.0 * w.qk_norm,
-        mlp: w.routed * mlp + w.router,
+        tp_split: attn + kv_rep + mlp_total + 4.0 * w.qk_norm,
+        mlp: mlp_total,
         replicated: norms + w.extra_norms * 4.0 * h,
         scores: if w.eager { 5.0 * a * w.seq } else { 0.0 },
     }
