@@ -216,6 +216,8 @@ struct Recipe {
     dp_overlap: bool,
     ep_overlap: bool,
     bf16_moments: bool,
+    /// `selective:mla_up_proj,moe_act`'s modules (Megatron's `--recompute-modules`).
+    modules: crate::plan::RecomputeModules,
 }
 
 impl Recipe {
@@ -228,9 +230,8 @@ impl Recipe {
             ["full"] => Some(Checkpointing::Full),
             ["full", n] => crate::decimal::parse_f64(n)
                 .map(|n| Checkpointing::Fraction((n / stage_layers.max(1) as f64).min(1.0))),
-            // Megatron's selective recomputes the attention core; the
-            // modules of a `selective:` list beyond it (layernorm, moe_act)
-            // are not modelled: the memory is then over-stated.
+            // Megatron's selective: the attention core, and the modules a
+            // `selective:` list names (`Recipe::modules`).
             ["selective", ..] => Some(Checkpointing::Selective),
             _ => None,
         };
@@ -245,6 +246,10 @@ impl Recipe {
             dp_overlap: r.get("recipe_dp_overlap") != "0",
             ep_overlap: r.get("recipe_ep_overlap") == "1",
             bf16_moments: r.get("recipe_moments") == "bf16",
+            modules: recompute
+                .strip_prefix("selective:")
+                .and_then(crate::plan::RecomputeModules::from_key)
+                .unwrap_or_default(),
         }
     }
 }
@@ -317,6 +322,7 @@ fn case(r: &Row) -> Option<Case> {
         overlap: recipe.dp_overlap,
         ep_overlap: recipe.ep_overlap,
         bf16_moments: recipe.bf16_moments,
+        recompute_modules: recipe.modules,
         mtp: stated(notes, "MTP").map_or(0, |v| v as u64),
         pp_first,
         pp_last,

@@ -489,6 +489,7 @@ fn layer_activations(arch: &Architecture, plan: &Plan, w: &Widths) -> LayerActiv
         layer = layer.blend(&profile_layer(plan, &w.dense(arch)), dense);
     }
     layer.unsplit += mla_latents(arch, plan, w);
+    recompute_modules(&mut layer, arch, plan, w);
     layer.replicated += sliding_window_float_mask(arch, plan);
     layer.tp_split += lora_fp32_inputs(plan, w);
     layer
@@ -514,6 +515,47 @@ impl LayerActivations {
             scores: mix(self.scores, other.scores),
             mlp: mix(self.mlp, other.mlp),
         }
+    }
+}
+
+/// Megatron's selective recomputation of `--recompute-modules` beyond the
+/// attention core: what each module then stops keeping, per token, in the
+/// Megatron profile's terms (`megatron_layer`): MLA's q, k and v
+/// (`mla_up_proj`); the routed experts' activation output, the second GEMM's
+/// input (`moe_act`); the two norms' outputs the Linear layers read
+/// (`layernorm`); a dense MLP's inner tensors on its dense layers (`mlp`).
+fn recompute_modules(layer: &mut LayerActivations, arch: &Architecture, plan: &Plan, w: &Widths) {
+    let megatron = plan.implementation == Implementation::Megatron;
+    if !megatron || plan.checkpointing != Checkpointing::Selective {
+        return;
+    }
+    let m = plan.recompute_modules;
+    let e = if plan.precision == Precision::Fp32 {
+        2.0
+    } else {
+        1.0
+    };
+    let mut split = 0.0;
+    let mut mlp = 0.0;
+    if m.mla_up_proj && arch.mla.is_some() {
+        split += e * (2.0 * w.q + 4.0 * w.kv);
+    }
+    if m.moe_act {
+        mlp += e * w.lin * w.f * w.permuted * arch.moe_layer_share();
+    }
+    if m.mlp {
+        let dense = if arch.moe.is_some() {
+            1.0 - arch.moe_layer_share()
+        } else {
+            1.0
+        };
+        let inner = if w.gated { 4.0 } else { 2.0 } * arch.ffn as f64 + w.lin * arch.ffn as f64;
+        mlp += e * dense * inner;
+    }
+    layer.tp_split = (layer.tp_split - split - mlp).max(0.0);
+    layer.mlp = (layer.mlp - mlp).max(0.0);
+    if m.layernorm {
+        layer.replicated = (layer.replicated - e * w.lin * w.h * 2.0).max(0.0);
     }
 }
 

@@ -171,6 +171,58 @@ impl Checkpointing {
     }
 }
 
+/// Megatron's `--recompute-modules` beside `core_attn` (its default), under
+/// selective recomputation: what each one stops keeping for backward.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RecomputeModules {
+    /// MLA's up projections: q, k and v are recomputed from the latents.
+    pub mla_up_proj: bool,
+    /// The routed experts' activation function: its output is recomputed.
+    pub moe_act: bool,
+    /// The norms before attention and the MLP: their outputs are recomputed.
+    pub layernorm: bool,
+    /// The dense MLP: recomputed from its input.
+    pub mlp: bool,
+}
+
+impl RecomputeModules {
+    const NAMES: [&'static str; 5] = ["core_attn", "mla_up_proj", "moe_act", "layernorm", "mlp"];
+
+    /// Megatron's comma-separated list (`core_attn` is always recomputed).
+    pub fn key(self) -> String {
+        [
+            (self.mla_up_proj, "mla_up_proj"),
+            (self.moe_act, "moe_act"),
+            (self.layernorm, "layernorm"),
+            (self.mlp, "mlp"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, n)| *n)
+        .collect::<Vec<_>>()
+        .join(",")
+    }
+
+    pub fn from_key(s: &str) -> Option<Self> {
+        let mut m = RecomputeModules::default();
+        for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "core_attn" => {}
+                "mla_up_proj" => m.mla_up_proj = true,
+                "moe_act" => m.moe_act = true,
+                "layernorm" => m.layernorm = true,
+                "mlp" => m.mlp = true,
+                _ => return None,
+            }
+        }
+        Some(m)
+    }
+
+    pub fn keys() -> String {
+        RecomputeModules::NAMES.join(", ")
+    }
+}
+
 /// Custom architecture fields (override the preset's).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ArchOverrides {
@@ -231,6 +283,9 @@ pub struct Plan {
     /// --exp-avg-sq-dtype bf16`; DeepSeek-V3's recipes): 4 B of moments per
     /// parameter instead of 8.
     pub bf16_moments: bool,
+    /// With selective recomputation, the modules Megatron recomputes beside
+    /// the attention core (`--recompute-modules`).
+    pub recompute_modules: RecomputeModules,
     /// Multi-token-prediction layers trained beside the model (Megatron's
     /// `--mtp-num-layers`; DeepSeek-V3 trains 1): each one more decoder
     /// layer, a `2h x h` projection and another pass of the LM head and the
@@ -384,6 +439,7 @@ impl Default for Plan {
             grad_bf16: false,
             fp8_params: false,
             bf16_moments: false,
+            recompute_modules: RecomputeModules::default(),
             mtp: 0,
             attention: Attention::Flash,
             loss: Loss::Plain,
@@ -555,6 +611,7 @@ pub const KEYS: &[&str] = &[
     "grad_bf16",
     "fp8_params",
     "bf16_moments",
+    "recompute_modules",
     "mtp",
     "attn",
     "loss",
@@ -729,6 +786,12 @@ impl Plan {
             "grad_bf16" => self.grad_bf16 = f.flag()?,
             "fp8_params" => self.fp8_params = f.flag()?,
             "bf16_moments" => self.bf16_moments = f.flag()?,
+            "recompute_modules" => {
+                let m = RecomputeModules::from_key(f.value);
+                let args: [(&str, &dyn Display); 1] = [("keys", &RecomputeModules::keys())];
+                self.recompute_modules =
+                    m.ok_or_else(|| f.bad(Text::ExpectedRecomputeModules, &args))?;
+            }
             "mtp" => self.mtp = f.int(0, 8)?,
             "attn" => self.attention = f.one_of(Attention::from_key, Attention::keys)?,
             "loss" => self.loss = f.one_of(Loss::from_key, Loss::keys)?,
@@ -902,6 +965,9 @@ impl Plan {
         }
         if self.bf16_moments {
             out.push(("bf16_moments", "1".into()));
+        }
+        if self.recompute_modules != RecomputeModules::default() {
+            out.push(("recompute_modules", self.recompute_modules.key()));
         }
         if self.mtp > 0 {
             out.push(("mtp", self.mtp.to_string()));

@@ -111,8 +111,8 @@ pub fn efficiency(generation: Generation) -> Efficiency {
             gemm: 0.64,
             fp8_gemm: 0.493,
             attention: 0.448,
-            moe: 0.616,
-            moe_layer_overhead: 0.007389,
+            moe: 0.614,
+            moe_layer_overhead: 0.007359,
             ..hand_set
         },
         // Fitted on torchtitan's 4 rows of 500 W H100s; attention sits at
@@ -481,18 +481,44 @@ fn attention_train(s: &StepShape, fwd: &LayerForward) -> f64 {
 
 /// Recomputation: a second forward of what checkpointing dropped. Op-level
 /// SAC recomputes the elementwise ops and half the GEMMs; Megatron's
-/// selective recomputes only the attention core (eager: the scores).
+/// selective recomputes the attention core (eager: the scores) and, with
+/// `mla_up_proj` among its modules, MLA's up-projection GEMMs (the other
+/// modules recompute elementwise work, not counted).
 fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
     match s.plan.checkpointing {
         Checkpointing::Op => fwd.elementwise + 0.5 * fwd.gemm,
         Checkpointing::Selective => {
-            if s.plan.attention == Attention::Eager {
+            let core = if s.plan.attention == Attention::Eager {
                 fwd.attention
             } else {
                 0.0
-            }
+            };
+            core + mla_up_projections(s)
         }
         _ => s.recomputed() * (fwd.gemm + fwd.attention + fwd.elementwise),
+    }
+}
+
+/// MLA's up projections forward, when Megatron recomputes them.
+fn mla_up_projections(s: &StepShape) -> f64 {
+    let recomputed =
+        s.plan.recompute_modules.mla_up_proj && s.plan.implementation == Implementation::Megatron;
+    match &s.arch.mla {
+        Some(m) if recomputed => {
+            let a = s.arch.heads as f64;
+            let q_up = if m.q_lora_rank > 0 {
+                s.lin(
+                    s.tokens,
+                    a * m.qk_head_dim() as f64 / s.t,
+                    m.q_lora_rank as f64,
+                )
+            } else {
+                0.0
+            };
+            let kv_out = a * (m.qk_nope_dim + m.v_head_dim) as f64 / s.t;
+            q_up + s.lin(s.tokens, kv_out, m.kv_lora_rank as f64)
+        }
+        _ => 0.0,
     }
 }
 

@@ -142,3 +142,30 @@ fn chunked_layers_see_their_chunk() {
     let want = (36.0 * 8192.0 / 2.0 + 12.0 * s / 2.0) / 48.0;
     assert!((a.mean_keys_per_query(131_072) - want).abs() < 1e-6);
 }
+
+/// Megatron's `--recompute-modules` (#23: model what the recipes ran):
+/// `mla_up_proj` stops keeping MLA's q, k and v, by hand `2 x 128 x 192`
+/// bytes of q, `2 x 2 x 128 x 160` of k and v (their mean head dim) =
+/// 131,072 B per token and layer: 4,096 tokens x 61 layers = 32,749,125,632 B
+/// with one micro-batch in flight; and recomputes the up projections, so the
+/// step takes longer. The list reads back as written; an unknown module is
+/// refused with the names.
+#[test]
+fn recompute_modules_drop_what_they_recompute() {
+    let base = "model=deepseek-v3&impl=megatron&ckpt=selective&seq=4096&mb=1&ga=1&instance=ml.p6-b200.48xlarge&nodes=32&ep=64";
+    let plain = evaluate(&Plan::from_query(base).plan);
+    let d = Plan::from_query(&format!("{base}&recompute_modules=mla_up_proj,moe_act"));
+    assert!(d.notices.is_empty(), "{:?}", d.notices);
+    assert!(d
+        .plan
+        .to_query()
+        .contains("recompute_modules=mla_up_proj,moe_act"));
+    let only_mla =
+        evaluate(&Plan::from_query(&format!("{base}&recompute_modules=mla_up_proj")).plan);
+    let dropped = plain.memory.activation_bytes - only_mla.memory.activation_bytes;
+    assert_eq!(dropped, 131_072 * 4096 * 61);
+    assert!(only_mla.throughput.step.recompute > plain.throughput.step.recompute);
+    let bad = Plan::from_query(&format!("{base}&recompute_modules=attention"));
+    assert_eq!(bad.notices.len(), 1);
+    assert!(bad.notices[0].text(None).contains("mla_up_proj"));
+}

@@ -14,6 +14,7 @@ catalog! {
     UnknownModelDidYouMean => "unknown model preset; did you mean {ids}?",
     ExpectedMlp => "expected swiglu, geglu or gelu",
     ExpectedCheckpointing => "expected none, selective, full, op or a fraction of layers between 0 and 1",
+    ExpectedRecomputeModules => "expected a comma-separated list of {keys}",
     UnknownInstance => "unknown SageMaker instance type",
     ExpectedUltraServer => "expected 72 (u-p6e-gb200x72, 18 instances) or 36 (x36, 9 instances)",
     ExpectedRole => "expected an IAM role ARN (arn:aws:iam::123456789012:role/Name) or a role name",
