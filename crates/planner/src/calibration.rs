@@ -252,121 +252,155 @@ impl Recipe {
                 .unwrap_or_default(),
         }
     }
+
+    /// The recipe's settings on `plan`.
+    fn apply(&self, plan: &mut Plan) {
+        if let Some(c) = self.checkpointing {
+            plan.checkpointing = c;
+        }
+        plan.offload = self.offload_layers.is_some();
+        plan.offload_layers = self.offload_layers;
+        plan.grad_bf16 = self.grad_bf16;
+        plan.fp8_params = self.fp8_params;
+        plan.tp_overlap = self.tp_overlap;
+        plan.overlap = self.dp_overlap;
+        plan.ep_overlap = self.ep_overlap;
+        plan.bf16_moments = self.bf16_moments;
+        plan.recompute_modules = self.modules;
+        if self.fused_loss {
+            plan.loss = crate::plan::Loss::Fused;
+        }
+    }
 }
 
-fn case(r: &Row) -> Option<Case> {
-    let id = r.get("id").to_string();
-    let gpu = gpu_of(r.get("gpu_type"))?;
-    let num = |k: &str| r.num(k);
-    let arch = row_architecture(r)?;
-    let layers = arch.layers;
-    let gpus = num("gpus")? as u64;
-    let mb = num("micro_batch")? as u64;
-    let tp = num("tp").unwrap_or(1.0) as u64;
-    let pp = num("pp").unwrap_or(1.0) as u64;
-    let cp = num("cp").unwrap_or(1.0) as u64;
-    let dp = gpus / (tp * pp * cp);
-    let gb = num("global_batch")? as u64;
+/// A row's GPUs and parallel degrees (`EP=`, `VP=` and an explicit
+/// pipeline layout's `pp_first=` / `pp_last=` from its notes).
+struct Degrees {
+    gpus: u64,
+    tp: u64,
+    pp: u64,
+    cp: u64,
+    dp: u64,
+    ep: u64,
+    vp: u64,
+    pp_first: Option<u64>,
+    pp_last: Option<u64>,
+}
+
+impl Degrees {
+    fn of(r: &Row) -> Option<Degrees> {
+        let notes = r.get("notes");
+        let note = |k: &str| stated(notes, k).map(|v| v as u64);
+        let gpus = r.num("gpus")? as u64;
+        let [tp, pp, cp] = ["tp", "pp", "cp"].map(|k| r.num(k).unwrap_or(1.0) as u64);
+        Some(Degrees {
+            gpus,
+            tp,
+            pp,
+            cp,
+            dp: gpus / (tp * pp * cp),
+            ep: note("EP").unwrap_or(1),
+            vp: note("VP").unwrap_or(1),
+            pp_first: note("pp_first"),
+            pp_last: note("pp_last"),
+        })
+    }
+
+    /// The split Megatron runs: the explicit layout where the notes give
+    /// one (DeepSeek-V3's `pipeline_model_parallel_layout`), else its own.
+    fn layout(&self, layers: u64) -> Layout {
+        let d = self;
+        let stages = match (d.pp_first, d.pp_last) {
+            (None, None) => Stages::megatron(layers, d.pp, d.vp),
+            _ => Stages::explicit(layers, d.pp, d.pp_first, d.pp_last),
+        };
+        Layout {
+            gpus: d.gpus,
+            tp: d.tp,
+            pp: d.pp,
+            cp: d.cp,
+            ep: d.ep,
+            dp: d.dp,
+            shard: d.dp,
+            stages: stages.unwrap_or(Stages::even(layers, d.pp)),
+        }
+    }
+}
+
+/// The row's run as a plan: its batch, precision, sharding and degrees, the
+/// table's recomputation, then what its recipe set.
+fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
+    let id = r.get("id");
     let notes = r.get("notes");
-    let ep = stated(notes, "EP").map_or(1, |e| e as u64);
-    let step = stated(notes, "step_time_s");
-    let seq = num("seq_len")? as u64;
-    let measured = match (num("measured_tokens_per_s_per_gpu"), step) {
-        (Some(t), _) => t,
-        (None, Some(st)) => (gb * seq) as f64 / st / gpus as f64,
-        _ => return None,
-    };
-    let torchtitan = id.starts_with("tt_");
-    let precision = if r.get("precision").starts_with("FP8") {
-        Precision::Fp8
-    } else {
-        Precision::Bf16
-    };
-    let fsdp = r.get("zero_or_fsdp");
-    let zero = if fsdp.contains("FSDP") && !fsdp.contains("FSDP=0") {
-        3
-    } else {
-        1
-    };
-    let ac = r.get("activation_checkpointing");
-    let recipe = Recipe::of(r, layers / pp.max(1));
-    let checkpointing = recipe
-        .checkpointing
-        .unwrap_or_else(|| row_checkpointing(ac, torchtitan));
-    let vp = stated(notes, "VP").map_or(1, |v| v as u64);
-    // An explicit pipeline layout (DeepSeek-V3's `pipeline_model_parallel_layout`).
-    let (pp_first, pp_last) = (
-        stated(notes, "pp_first").map(|v| v as u64),
-        stated(notes, "pp_last").map(|v| v as u64),
+    let (seq, mb, gb) = (
+        r.num("seq_len")? as u64,
+        r.num("micro_batch")? as u64,
+        r.num("global_batch")? as u64,
     );
-    // The 2021-22 Megatron papers predate flash attention: their attention
-    // materialises the scores (that is what selective recomputation drops).
-    let attention = if id.starts_with("korthikanti") || id.starts_with("megatron21") {
-        crate::plan::Attention::Eager
-    } else {
-        crate::plan::Attention::Flash
-    };
-    let plan = Plan {
+    let torchtitan = id.starts_with("tt_");
+    let fsdp = r.get("zero_or_fsdp");
+    let ac = r.get("activation_checkpointing");
+    let mut plan = Plan {
         model: "custom".into(),
-        attention,
+        // The 2021-22 Megatron papers predate flash attention: their attention
+        // materialises the scores (that is what selective recomputation drops).
+        attention: if id.starts_with("korthikanti") || id.starts_with("megatron21") {
+            crate::plan::Attention::Eager
+        } else {
+            crate::plan::Attention::Flash
+        },
         seq,
         micro_batch: mb,
-        grad_accum: (gb / (mb * dp)).max(1),
-        precision,
-        checkpointing,
-        offload: recipe.offload_layers.is_some(),
-        offload_layers: recipe.offload_layers,
-        grad_bf16: recipe.grad_bf16,
-        fp8_params: recipe.fp8_params,
-        tp_overlap: recipe.tp_overlap,
-        overlap: recipe.dp_overlap,
-        ep_overlap: recipe.ep_overlap,
-        bf16_moments: recipe.bf16_moments,
-        recompute_modules: recipe.modules,
-        mtp: stated(notes, "MTP").map_or(0, |v| v as u64),
-        pp_first,
-        pp_last,
-        loss: if recipe.fused_loss {
-            crate::plan::Loss::Fused
+        grad_accum: (gb / (mb * d.dp)).max(1),
+        precision: if r.get("precision").starts_with("FP8") {
+            Precision::Fp8
         } else {
-            crate::plan::Loss::Plain
+            Precision::Bf16
         },
+        checkpointing: row_checkpointing(ac, torchtitan),
+        mtp: stated(notes, "MTP").map_or(0, |v| v as u64),
+        pp_first: d.pp_first,
+        pp_last: d.pp_last,
         implementation: if torchtitan {
             Implementation::Hf
         } else {
             Implementation::Megatron
         },
-        zero,
-        tp,
-        sp: tp > 1 && !ac.contains("no SP"),
-        pp,
-        vp,
-        cp,
-        ep,
+        zero: if fsdp.contains("FSDP") && !fsdp.contains("FSDP=0") {
+            3
+        } else {
+            1
+        },
+        tp: d.tp,
+        sp: d.tp > 1 && !ac.contains("no SP"),
+        pp: d.pp,
+        vp: d.vp,
+        cp: d.cp,
+        ep: d.ep,
         ..Plan::default()
     };
-    let layout = Layout {
-        gpus,
-        tp,
-        pp,
-        cp,
-        ep,
-        dp,
-        shard: dp,
-        stages: match (pp_first, pp_last) {
-            (None, None) => Stages::megatron(layers, pp, vp),
-            _ => Stages::explicit(layers, pp, pp_first, pp_last),
-        }
-        .unwrap_or(Stages::even(layers, pp)),
+    Recipe::of(r, layers / d.pp.max(1)).apply(&mut plan);
+    Some(plan)
+}
+
+fn case(r: &Row) -> Option<Case> {
+    let gpu = gpu_of(r.get("gpu_type"))?;
+    let arch = row_architecture(r)?;
+    let d = Degrees::of(r)?;
+    let plan = row_plan(r, arch.layers, &d)?;
+    let step = stated(r.get("notes"), "step_time_s");
+    let measured = match (r.num("measured_tokens_per_s_per_gpu"), step) {
+        (Some(t), _) => t,
+        (None, Some(st)) => r.num("global_batch")? * plan.seq as f64 / st / d.gpus as f64,
+        _ => return None,
     };
-    let fabric = row_fabric(gpu);
     Some(Case {
-        id,
+        id: r.get("id").to_string(),
+        layout: d.layout(arch.layers),
         arch,
         plan,
-        layout,
         gpu,
-        fabric,
+        fabric: row_fabric(gpu),
         measured_tokens_per_s_per_gpu: measured,
         measured_step_seconds: step,
         recipe_found: r.get("recipe_recompute") != "not found",
