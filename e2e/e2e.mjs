@@ -204,6 +204,22 @@ await test('a Russian page shows no English notice and no decimal point in its s
   assert(/\d,\d/.test(await page.textContent('li[data-code=over_budget]')), 'the warning has a decimal comma');
 });
 
+await test('switching the language evaluates and searches nothing (#24)', async (page) => {
+  await open(page, base + '?lang=en&model=llama-3.1-70b&vs=model%3Dllama-3.1-8b');
+  await page.waitForSelector('#autoplan-table, #autoplan-empty');
+  const counts = () => page.evaluate(() => [document.body.dataset.evaluations, document.body.dataset.searches]);
+  const before = await counts();
+  assert(Number(before[0]) >= 2 && Number(before[1]) >= 1, 'the counters count: ' + before);
+  await page.click('#lang-ru');
+  await page.waitForFunction(() => document.body.textContent.includes('Поместится ли обучение LLM'));
+  assert(page.url().includes('lang=ru'), 'the link keeps the language: ' + page.url());
+  assert(/[а-я]/.test(await page.textContent('#autoplan-table, #autoplan-empty')), 'the ranked plans re-rendered in Russian');
+  await page.click('#lang-en');
+  await page.waitForFunction(() => document.body.textContent.includes('Will your LLM training job'));
+  const after = await counts();
+  assert(after[0] === before[0] && after[1] === before[1], `evaluations/searches ${before} -> ${after}`);
+});
+
 await test('twenty random plans survive the round trip', async (page, ctx) => {
   let seed = 12345;
   const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };

@@ -12,18 +12,16 @@ use crate::live::LiveSummary;
 use crate::measured::MeasuredPanel;
 use crate::results::Results;
 use leptos::prelude::*;
-use planner::plan::{Lang, Notice};
-use planner::text::Text;
-use planner::{evaluate, Plan};
+use planner::text::{render, Lang, Text};
+use planner::{Decoded, Plan};
 use std::collections::BTreeMap;
 
-/// Read the plan from the page's query string.
-fn initial_plan() -> (Plan, Vec<Notice>) {
+/// Read the plan (and the language it asks for) from the page's query string.
+fn initial_plan() -> Decoded {
     let search = web_sys::window()
         .and_then(|w| w.location().search().ok())
         .unwrap_or_default();
-    let decoded = Plan::from_query(&search);
-    (decoded.plan, decoded.notices)
+    Plan::from_query(&search)
 }
 
 fn replace_url(query: &str) {
@@ -38,27 +36,32 @@ fn replace_url(query: &str) {
 
 #[component]
 pub fn App() -> impl IntoView {
-    let (plan0, notices) = initial_plan();
+    let Decoded {
+        plan: plan0,
+        notices,
+        lang: linked_lang,
+    } = initial_plan();
     let plan = RwSignal::new(plan0);
     let browser = crate::browser::browser_lang();
-    // A memo, so that a change to the plan does not re-run every text that
-    // depends only on the language (nor rebuild the lists that show them).
-    let lang: Signal<Lang> = Memo::new(move |_| plan.with(|p| p.lang).unwrap_or(browser)).into();
-    // The planner writes its messages in the plan's language.
-    let report = Memo::new(move |_| {
-        plan.with(|p| {
-            let mut q = p.clone();
-            q.lang = Some(lang.get());
-            evaluate(&q)
-        })
-    });
+    // The language is not part of the plan (#24): switching it re-renders
+    // the page's texts and evaluates nothing.
+    let chosen_lang = RwSignal::new(linked_lang);
+    let lang: Signal<Lang> = Memo::new(move |_| chosen_lang.get().unwrap_or(browser)).into();
+    let report = Memo::new(move |_| plan.with(crate::ctx::evaluate_counted));
     let ctx = Ctx {
         plan,
         field_errors: RwSignal::new(BTreeMap::new()),
+        chosen_lang,
         lang,
         report,
     };
-    Effect::new(move |_| replace_url(&plan.with(|p| p.to_query())));
+    Effect::new(move |_| {
+        let query = plan.with(|p| p.to_query());
+        match chosen_lang.get() {
+            Some(l) => replace_url(&format!("{query}&lang={}", l.key())),
+            None => replace_url(&query),
+        }
+    });
     Effect::new(move |_| {
         if let Some(doc) = web_sys::window().and_then(|w| w.document()) {
             if let Some(el) = doc.document_element() {
@@ -95,7 +98,7 @@ pub fn App() -> impl IntoView {
                 <strong>{move || t(Text::PartsOfTheLinkCould)}</strong>
                 <ul>
                     {move || notices.with_value(|n| n.iter().map(|n| {
-                        let text = n.text(Some(lang.get()));
+                        let text = render(lang.get(), &n.problem);
                         view! { <li>{text}</li> }
                     }).collect_view())}
                 </ul>

@@ -7,7 +7,7 @@ use crate::inputs::NumberField;
 use leptos::prelude::*;
 use planner::plan::Locks;
 use planner::search::{Candidate, Search, SearchResult};
-use planner::text::Text;
+use planner::text::{render, Lang, Text};
 
 fn now_ms() -> f64 {
     web_sys::window()
@@ -28,11 +28,8 @@ pub fn AutoPlan(ctx: Ctx) -> impl IntoView {
     let generation = StoredValue::new(0u64);
     // Re-run on every change of the plan; a newer run cancels an older one.
     Effect::new(move |_| {
-        let plan = ctx.plan.with(|p| {
-            let mut q = p.clone();
-            q.lang = Some(lang.get());
-            q
-        });
+        let plan = ctx.plan.get();
+        crate::ctx::count_search();
         generation.update_value(|g| *g += 1);
         let me = generation.get_value();
         leptos::task::spawn_local(async move {
@@ -111,15 +108,17 @@ pub fn AutoPlan(ctx: Ctx) -> impl IntoView {
                     _ => tr(l, Text::Searching).to_string(),
                 }
             }}</p>
-            {move || result.get().map(|r| view! { <Ranked ctx=ctx result=r /> })}
+            // A new language re-renders the ranked plans; it searches nothing (#24).
+            {move || {
+                let l = lang.get();
+                result.get().map(|r| view! { <Ranked ctx=ctx result=r l=l /> })
+            }}
         </section>
     }
 }
 
 #[component]
-fn Ranked(ctx: Ctx, result: SearchResult) -> impl IntoView {
-    let lang = ctx.lang;
-    let l = lang.get_untracked();
+fn Ranked(ctx: Ctx, result: SearchResult, l: Lang) -> impl IntoView {
     if result.pareto.is_empty() {
         return view! { <p class="empty" id="autoplan-empty">{tr(l, Text::NoPlanInTheSearch)}</p> }
             .into_any();
@@ -146,17 +145,14 @@ fn Ranked(ctx: Ctx, result: SearchResult) -> impl IntoView {
     let table = rows.into_iter().enumerate().map(|(i, (pick, c))| {
         let query = c.query.clone();
         let apply = move |_| {
-            let d = planner::Plan::from_query(&query);
-            let mut p = d.plan;
-            p.lang = ctx.plan.with_untracked(|q| q.lang);
-            ctx.plan.set(p);
+            ctx.plan.set(planner::Plan::from_query(&query).plan);
         };
         let compare_query = c.query.clone();
         let compare = move |_| crate::compare::pin_query(ctx, &compare_query);
         view! {
             <tr>
                 <td>{tr(l, pick)}</td>
-                <td class="why">{c.why.clone()}</td>
+                <td class="why">{render(l, &c.why)}</td>
                 <td class="num">{hours(c.hours, l)}</td>
                 <td class="num">{c.usd.map(|u| usd(u, l)).unwrap_or_else(|| "—".into())}</td>
                 <td class="num">{tokens(c.tokens_per_second, l)}</td>
@@ -183,7 +179,7 @@ fn Ranked(ctx: Ctx, result: SearchResult) -> impl IntoView {
 
 /// Time against cost of the non-dominated plans (log-log).
 #[component]
-fn Pareto(result: SearchResult, lang: planner::plan::Lang) -> impl IntoView {
+fn Pareto(result: SearchResult, lang: Lang) -> impl IntoView {
     let pts: Vec<&Candidate> = result.pareto.iter().filter(|c| c.usd.is_some()).collect();
     if pts.len() < 2 {
         return view! { <span></span> }.into_any();
@@ -214,7 +210,7 @@ fn Pareto(result: SearchResult, lang: planner::plan::Lang) -> impl IntoView {
         })
         .collect::<String>();
     let dots = pts.iter().map(|c| {
-        let title = format!("{}: {}, {}", c.why, hours(c.hours, lang), usd(c.usd.unwrap_or(0.0), lang));
+        let title = format!("{}: {}, {}", render(lang, &c.why), hours(c.hours, lang), usd(c.usd.unwrap_or(0.0), lang));
         view! { <circle class="pareto-dot" cx=sx(c.hours) cy=sy(c.usd.unwrap_or(1.0)) r="5"><title>{title}</title></circle> }
     }).collect_view();
     let first = pts

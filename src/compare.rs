@@ -6,7 +6,7 @@ use crate::format::{gib, hours, percent, sig, tr, usd, verdict};
 use leptos::prelude::*;
 use planner::plan::Lang;
 use planner::text::Text;
-use planner::{evaluate, Plan, Report};
+use planner::{Plan, Report};
 
 /// Pin the plan on screen (the button in the live summary).
 pub fn pin(ctx: Ctx) {
@@ -22,30 +22,29 @@ pub fn pin_query(ctx: Ctx, query: &str) {
 #[component]
 pub fn ComparePanel(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
+    // The pinned plan and its report, evaluated when the pin changes only.
     let pinned = Memo::new(move |_| {
         ctx.plan.with(|p| p.pinned.clone()).map(|q| {
-            let mut plan = Plan::from_query(&q).plan;
-            plan.lang = Some(lang.get());
-            plan
+            let plan = Plan::from_query(&q).plan;
+            let report = crate::ctx::evaluate_counted(&plan);
+            (plan, report)
         })
     });
     let t = move |id| tr(lang.get(), id);
     let unpin = move |_| ctx.plan.update(|p| p.pinned = None);
     let swap = move |_| {
-        let Some(mut other) = pinned.get_untracked() else {
+        let Some((mut other, _)) = pinned.get_untracked() else {
             return;
         };
         let current = ctx.plan.get_untracked();
         other.pinned = Some(current.short_query());
-        other.lang = current.lang;
         ctx.plan.set(other);
     };
     move || {
         // Redrawn when either plan changes: the tables below read the current
         // plan and report without tracking them.
         ctx.report.track();
-        pinned.get().map(|other| {
-            let report = evaluate(&other);
+        pinned.get().map(|(other, report)| {
             view! {
                 <section class="chart compare" id="compare" aria-labelledby="compare-title">
                     <h2 id="compare-title">{t(Text::ComparePlans)}</h2>

@@ -4,10 +4,10 @@
 
 use crate::format::tr;
 use leptos::prelude::*;
-use planner::plan::Lang;
-use planner::text::Text;
+use planner::text::{render, Lang, Text};
 use planner::{Plan, Report};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Shared state handed to every component.
 #[derive(Clone, Copy)]
@@ -17,7 +17,9 @@ pub struct Ctx {
     /// Typed values the parser refused, by key; rendered in the language of
     /// the moment (#24), so switching to Russian translates them too.
     pub field_errors: RwSignal<BTreeMap<String, planner::plan::Problem>>,
-    /// The language shown (the plan's `lang`, else the browser's).
+    /// The language the reader chose (the link's `lang=`, or a button).
+    pub chosen_lang: RwSignal<Option<Lang>>,
+    /// The language shown: the chosen one, else the browser's.
     pub lang: Signal<Lang>,
     pub report: Memo<Report>,
 }
@@ -48,13 +50,14 @@ impl Ctx {
         let report = self.report;
         let lang = self.lang;
         move || {
-            errs.with(|e| e.get(key).map(|p| p.text(Some(lang.get()))))
+            let lang = lang.get();
+            errs.with(|e| e.get(key).map(|p| render(lang, p)))
                 .or_else(|| {
                     report.with(|r| {
                         r.errors
                             .iter()
                             .find(|m| m.key == Some(key))
-                            .map(|m| m.message.clone())
+                            .map(|m| render(lang, &m.phrase))
                     })
                 })
         }
@@ -64,4 +67,31 @@ impl Ctx {
         let lang = self.lang;
         move || tr(lang.get(), id)
     }
+}
+
+/// Evaluations and searches the page has run (#24: the e2e checks that
+/// switching the language runs neither), shown on `<body>` as
+/// `data-evaluations` and `data-searches`.
+static EVALUATIONS: AtomicU32 = AtomicU32::new(0);
+static SEARCHES: AtomicU32 = AtomicU32::new(0);
+
+fn count(counter: &AtomicU32, attribute: &str) {
+    let n = counter.fetch_add(1, Ordering::Relaxed) + 1;
+    if let Some(body) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.body())
+    {
+        body.set_attribute(attribute, &n.to_string()).ok();
+    }
+}
+
+/// `planner::evaluate`, counted.
+pub fn evaluate_counted(plan: &Plan) -> Report {
+    count(&EVALUATIONS, "data-evaluations");
+    planner::evaluate(plan)
+}
+
+/// Count one auto-plan search started.
+pub fn count_search() {
+    count(&SEARCHES, "data-searches");
 }

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use planner::architecture::{from_hf_config, presets, Mlp};
 use planner::hardware::{gpu, instances, PriceBasis};
 use planner::plan::{Checkpointing, Implementation, Plan};
-use planner::text::Text;
+use planner::text::{render, Lang, Text};
 
 type Label = Text;
 /// A custom-architecture field: URL key, label, and the resolved value shown.
@@ -385,46 +385,46 @@ fn ArchFields(ctx: Ctx) -> impl IntoView {
     }
 }
 
+/// Why a pasted config.json was not read, in `lang`, with the key at fault.
+fn config_error(e: &planner::architecture::ConfigError, lang: Lang) -> String {
+    let field = e
+        .field
+        .as_ref()
+        .map(|f| format!(" [{f}]"))
+        .unwrap_or_default();
+    let prefix = tr(lang, Text::ConfigNotRead);
+    format!("{prefix}{field}: {}", render(lang, &e.phrase))
+}
+
 /// Paste a Hugging Face config.json: fills the custom architecture.
 #[component]
 fn ConfigPaste(ctx: Ctx) -> impl IntoView {
     let text = RwSignal::new(String::new());
-    let error = RwSignal::new(None::<String>);
+    let error = RwSignal::new(None::<planner::architecture::ConfigError>);
     let lang = ctx.lang;
-    let apply = move |_| {
-        let page_lang = lang.get_untracked();
-        match from_hf_config(&text.get_untracked()) {
-            Ok(a) => {
-                error.set(None);
-                ctx.plan.update(|p| {
-                    p.params_b = None;
-                    p.model = "custom".into();
-                    p.arch = planner::plan::ArchOverrides {
-                        layers: Some(a.layers),
-                        hidden: Some(a.hidden),
-                        heads: Some(a.heads),
-                        kv_heads: Some(a.kv_heads),
-                        head_dim: Some(a.head_dim),
-                        ffn: Some(a.moe.map_or(a.ffn, |m| m.expert_ffn)),
-                        vocab: Some(a.vocab),
-                        tied: Some(a.tied),
-                        mlp: Some(a.mlp),
-                        experts: a.moe.map(|m| m.experts as u64),
-                        active_experts: a.moe.map(|m| m.active as u64),
-                        expert_ffn: a.moe.map(|m| m.expert_ffn),
-                    };
-                });
-            }
-            Err(e) => {
-                let field = e
-                    .field
-                    .as_ref()
-                    .map(|f| format!(" [{f}]"))
-                    .unwrap_or_default();
-                let prefix = tr(page_lang, Text::ConfigNotRead);
-                error.set(Some(format!("{prefix}{field}: {}", e.text(page_lang))));
-            }
+    let apply = move |_| match from_hf_config(&text.get_untracked()) {
+        Ok(a) => {
+            error.set(None);
+            ctx.plan.update(|p| {
+                p.params_b = None;
+                p.model = "custom".into();
+                p.arch = planner::plan::ArchOverrides {
+                    layers: Some(a.layers),
+                    hidden: Some(a.hidden),
+                    heads: Some(a.heads),
+                    kv_heads: Some(a.kv_heads),
+                    head_dim: Some(a.head_dim),
+                    ffn: Some(a.moe.map_or(a.ffn, |m| m.expert_ffn)),
+                    vocab: Some(a.vocab),
+                    tied: Some(a.tied),
+                    mlp: Some(a.mlp),
+                    experts: a.moe.map(|m| m.experts as u64),
+                    active_experts: a.moe.map(|m| m.active as u64),
+                    expert_ffn: a.moe.map(|m| m.expert_ffn),
+                };
+            });
         }
+        Err(e) => error.set(Some(e)),
     };
     view! {
         <details class="config-paste">
@@ -434,7 +434,7 @@ fn ConfigPaste(ctx: Ctx) -> impl IntoView {
                 aria-describedby="config-json-error"
                 prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))></textarea>
             <button type="button" id="config-apply" on:click=apply>{move || tr(lang.get(), Text::UseThisArchitecture)}</button>
-            <span class="field-error" id="config-json-error" role="alert">{move || error.get()}</span>
+            <span class="field-error" id="config-json-error" role="alert">{move || error.with(|e| e.as_ref().map(|e| config_error(e, lang.get())))}</span>
         </details>
     }
 }

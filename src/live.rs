@@ -5,7 +5,7 @@
 use crate::ctx::Ctx;
 use crate::format::{gib, hours, sig, tr, usd, verdict};
 use leptos::prelude::*;
-use planner::text::Text;
+use planner::text::{render, Text};
 
 #[component]
 pub fn LiveSummary(ctx: Ctx) -> impl IntoView {
@@ -36,7 +36,7 @@ pub fn LiveSummary(ctx: Ctx) -> impl IntoView {
             </span>
             <button type="button" class="live-pin" id="pin" title=move || t(Text::PinHint)
                 on:click=move |_| crate::compare::pin(ctx)>{move || t(Text::PinPlan)}</button>
-            {move || report.with(|r| r.warnings.first().map(|w| w.message.clone())).map(|m| {
+            {move || report.with(|r| r.warnings.first().map(|w| render(lang.get(), &w.phrase))).map(|m| {
                 let title = m.clone();
                 view! { <span class="live-warning" id="live-warning" title=title>{m}</span> }
             })}

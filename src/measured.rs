@@ -5,7 +5,7 @@ use crate::ctx::Ctx;
 use crate::format::{hours, num, seconds, tr, usd};
 use leptos::prelude::*;
 use planner::measured::{compare, parse, Comparison};
-use planner::text::Text;
+use planner::text::{render, Text};
 
 #[component]
 pub fn MeasuredPanel(ctx: Ctx) -> impl IntoView {
@@ -18,7 +18,7 @@ pub fn MeasuredPanel(ctx: Ctx) -> impl IntoView {
         }
         let plan = ctx.plan.get();
         let compared = parse(&text).and_then(|m| ctx.report.with(|r| compare(&plan, r, &m)));
-        Some(compared.map_err(|p| p.message(lang.get())))
+        Some(compared.map_err(|p| p.phrase()))
     });
     let t = move |id| tr(lang.get(), id);
     view! {
@@ -35,8 +35,14 @@ pub fn MeasuredPanel(ctx: Ctx) -> impl IntoView {
             </div>
             {move || match result.get() {
                 None => ().into_any(),
-                Some(Err(msg)) => view! { <p class="field-error" id="measured-error" role="alert">{msg}</p> }.into_any(),
-                Some(Ok(c)) => view! { <ComparisonTable ctx=ctx c=c /> }.into_any(),
+                Some(Err(p)) => {
+                    let msg = render(lang.get(), &p);
+                    view! { <p class="field-error" id="measured-error" role="alert">{msg}</p> }.into_any()
+                }
+                Some(Ok(c)) => {
+                    lang.track();
+                    view! { <ComparisonTable ctx=ctx c=c /> }.into_any()
+                }
             }}
         </section>
     }
@@ -91,7 +97,7 @@ fn ComparisonTable(ctx: Ctx, c: Comparison) -> impl IntoView {
             </tbody>
         </table>
         <ul class="measured-notes">
-            {c.notes.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}
+            {c.notes.iter().map(|n| view! { <li>{render(l, n)}</li> }).collect_view()}
         </ul>
     }
 }

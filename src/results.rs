@@ -7,7 +7,7 @@ use crate::format::{
 use leptos::prelude::*;
 use planner::memory::Phase;
 use planner::plan::Lang;
-use planner::text::Text;
+use planner::text::{render, render_all, Text};
 
 #[component]
 pub fn Results(ctx: Ctx) -> impl IntoView {
@@ -26,7 +26,7 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
             </div>
             <MemoryBar ctx=ctx />
             <dl class="stats">
-                <Stat lang=lang id="model-name" label=Text::Model value=move |_l| report.with(|r| r.model_name.clone()) />
+                <Stat lang=lang id="model-name" label=Text::Model value=move |l| report.with(|r| render(l, &r.model_name)) />
                 <Stat lang=lang id="params" label=Text::Parameters value=move |l| report.with(|r| if r.parameters == r.parameters_active { params(r.parameters, l) } else { format!("{} ({} {})", params(r.parameters, l), params(r.parameters_active, l), tr(l, Text::WordActive)) }) />
                 <Stat lang=lang id="gpus" label=Text::Gpus value=move |_l| report.with(|r| format!("{} × {} (DP {}, TP {}, PP {}, CP {})", r.layout.gpus, r.gpu, r.layout.dp, r.layout.tp, r.layout.pp, r.layout.cp)) />
                 <Show when=move || report.with(|r| r.layout.pp > 1)>
@@ -151,7 +151,7 @@ fn Messages(ctx: Ctx) -> impl IntoView {
                         let fix = m.fix.clone();
                         view! {
                             <li class=if is_error { "error" } else { "warning" } data-code=m.code>
-                                <span>{m.message.clone()}</span>
+                                <span>{render(l, &m.phrase)}</span>
                                 {fix.map(|(key, value)| {
                                     let label = format!("{} {key}={value}", tr(l, Text::Apply));
                                     view! { <button type="button" class="fix" data-fix=format!("{key}={value}") on:click=move |_| ctx.set(key, &value)>{label}</button> }
@@ -170,8 +170,13 @@ fn Messages(ctx: Ctx) -> impl IntoView {
 /// ± at all: the page never shows precision it does not have.
 fn accuracy_line(a: &planner::report::Accuracy, checked: Text, derived: Text, l: Lang) -> String {
     match a.expected_error {
-        Some(e) => format!("{} ±{}: {}.", tr(l, checked), percent(e, l), a.note),
-        None => format!("{}: {}.", tr(l, derived), a.note),
+        Some(e) => format!(
+            "{} ±{}: {}.",
+            tr(l, checked),
+            percent(e, l),
+            render_all(l, &a.note)
+        ),
+        None => format!("{}: {}.", tr(l, derived), render_all(l, &a.note)),
     }
 }
 

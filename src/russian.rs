@@ -5,7 +5,9 @@
 //! fails, Russian texts read as English.
 
 use crate::ctx::Ctx;
-use planner::plan::{Lang, Plan};
+use leptos::prelude::Set;
+use planner::plan::Plan;
+use planner::text::Lang;
 
 /// Where Trunk copies the catalog (index.html).
 pub const URL: &str = "lang/ru.txt";
@@ -27,7 +29,7 @@ pub fn wanted_at_start() -> bool {
     let search = web_sys::window()
         .and_then(|w| w.location().search().ok())
         .unwrap_or_default();
-    let linked = Plan::from_query(&search).plan.lang;
+    let linked = Plan::from_query(&search).lang;
     linked.unwrap_or_else(crate::browser::browser_lang) == Lang::Ru
 }
 
@@ -48,7 +50,7 @@ pub fn load_then(then: impl FnOnce() + 'static) {
 /// Switch the page to `lang`, fetching the Russian catalog first if needed.
 pub fn switch(ctx: Ctx, lang: Lang) {
     match lang {
-        Lang::En => ctx.set("lang", lang.key()),
-        Lang::Ru => load_then(move || ctx.set("lang", lang.key())),
+        Lang::En => ctx.chosen_lang.set(Some(lang)),
+        Lang::Ru => load_then(move || ctx.chosen_lang.set(Some(lang))),
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::format::{gib, hours, num, percent, tr, usd};
 use planner::plan::Lang;
-use planner::text::{fill, Text};
+use planner::text::{fill, render, Text};
 use planner::Report;
 use std::fmt::Display;
 
@@ -23,7 +23,7 @@ pub fn markdown(r: &Report, link: &str, lang: Lang) -> String {
     if !r.warnings.is_empty() || !r.errors.is_empty() {
         out += &format!("\n{}:\n", tr(lang, Text::MdWarnings));
         for m in r.errors.iter().chain(&r.warnings) {
-            out += &format!("- {}\n", m.message);
+            out += &format!("- {}\n", render(lang, &m.phrase));
         }
     }
     out += &format!("\n[{}]({link})\n", tr(lang, Text::MdLink));
@@ -40,8 +40,9 @@ fn headline(r: &Report, lang: Lang) -> String {
         "tight" => Text::MdTight,
         _ => Text::MdDoesNotFit,
     };
+    let model = render(lang, &r.model_name);
     let args: [(&str, &dyn Display); 6] = [
-        ("model", &r.model_name),
+        ("model", &model),
         ("instance", &r.instance),
         ("gpus", &r.layout.gpus),
         ("gpu", &r.gpu),

@@ -50,7 +50,7 @@ fn main() {
     for plan in &plans {
         let (r, _) = resolve(plan);
         time(
-            &format!("memory breakdown ({})", r.model_name),
+            &format!("memory breakdown ({})", r.model_name.english()),
             iters,
             || {
                 black_box(breakdown(
@@ -62,7 +62,7 @@ fn main() {
             },
         );
         time(
-            &format!("full evaluate incl. solvers ({})", r.model_name),
+            &format!("full evaluate incl. solvers ({})", r.model_name.english()),
             iters / 10,
             || {
                 black_box(evaluate(black_box(plan)));

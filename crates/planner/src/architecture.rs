@@ -7,10 +7,8 @@
 //! the routed top-k (+ shared experts) for the active count.
 
 use crate::json::{named, opt, req, FromJson, Json};
-use crate::text::Lang;
-use crate::text::{fill, t, Text};
+use crate::text::{Arg, Phrase, Text};
 use serde::Serialize;
-use std::fmt::Display;
 use std::sync::OnceLock;
 
 /// Feed-forward block shape.
@@ -495,12 +493,7 @@ impl Architecture {
     }
 
     /// Check the shape for values that make no sense; each message names its field.
-    pub fn validate(&self) -> Vec<(&'static str, String)> {
-        self.validate_in(Lang::En)
-    }
-
-    /// As `validate`, in `lang`.
-    pub fn validate_in(&self, lang: Lang) -> Vec<(&'static str, String)> {
+    pub fn validate(&self) -> Vec<(&'static str, Phrase)> {
         let mut errs = Vec::new();
         for (key, v) in [
             ("layers", self.layers),
@@ -512,29 +505,24 @@ impl Architecture {
             ("vocab", self.vocab),
         ] {
             if v == 0 {
-                let args: [(&str, &dyn Display); 1] = [("key", &key)];
-                errs.push((key, fill(lang, Text::NotPositiveWhole, &args)));
+                errs.push((key, Phrase::new(Text::NotPositiveWhole).with("key", key)));
             }
         }
         if self.heads > 0 && self.kv_heads > 0 && !self.heads.is_multiple_of(self.kv_heads) {
-            let args: [(&str, &dyn Display); 2] =
-                [("kv_heads", &self.kv_heads), ("heads", &self.heads)];
-            errs.push(("kv_heads", fill(lang, Text::KvHeadsDoNotDivideHeads, &args)));
+            let p = Phrase::new(Text::KvHeadsDoNotDivideHeads)
+                .with("kv_heads", self.kv_heads)
+                .with("heads", self.heads);
+            errs.push(("kv_heads", p));
         }
         if let Some(moe) = &self.moe {
             if moe.experts == 0 || moe.active == 0 || moe.active > moe.experts {
-                let args: [(&str, &dyn Display); 2] =
-                    [("active", &moe.active), ("experts", &moe.experts)];
-                errs.push((
-                    "active_experts",
-                    fill(lang, Text::ActiveExpertsOutOfRange, &args),
-                ));
+                let p = Phrase::new(Text::ActiveExpertsOutOfRange)
+                    .with("active", moe.active)
+                    .with("experts", moe.experts);
+                errs.push(("active_experts", p));
             }
             if moe.expert_ffn == 0 {
-                errs.push((
-                    "expert_ffn",
-                    t(lang, Text::ExpertFfnNotPositive).to_string(),
-                ));
+                errs.push(("expert_ffn", Phrase::new(Text::ExpertFfnNotPositive)));
             }
         }
         errs
@@ -717,33 +705,26 @@ fn edit_distance(a: &[char], b: &[char]) -> usize {
 pub struct ConfigError {
     /// The config key at fault, if one.
     pub field: Option<String>,
-    /// Why, in English.
-    pub message: String,
-    /// Why, in Russian.
-    pub message_ru: String,
+    /// Why, rendered by the front.
+    pub phrase: Phrase,
 }
 
 impl ConfigError {
-    fn new(field: Option<&str>, id: Text, args: &[(&str, &dyn Display)]) -> ConfigError {
+    fn new(
+        field: Option<&str>,
+        id: Text,
+        args: impl IntoIterator<Item = (&'static str, Arg)>,
+    ) -> ConfigError {
         ConfigError {
             field: field.map(str::to_string),
-            message: fill(Lang::En, id, args),
-            message_ru: fill(Lang::Ru, id, args),
-        }
-    }
-
-    /// Why, in `lang`.
-    pub fn text(&self, lang: Lang) -> &str {
-        match lang {
-            Lang::En => &self.message,
-            Lang::Ru => &self.message_ru,
+            phrase: Phrase::of(id, args),
         }
     }
 }
 
 impl std::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.phrase.english())
     }
 }
 
@@ -772,15 +753,15 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
 /// Mixtral, Gemma 1/2/3, gpt-oss, OLMo 2) into an architecture.
 pub fn from_hf_config(text: &str) -> Result<Architecture, ConfigError> {
     let root = crate::json::parse(text).map_err(|e| {
-        let args: [(&str, &dyn Display); 3] = [
-            ("line", &e.line),
-            ("column", &e.column),
-            ("detail", &e.what),
+        let args: [(&'static str, Arg); 3] = [
+            ("line", Arg::from(&e.line)),
+            ("column", Arg::from(&e.column)),
+            ("detail", Arg::from(&e.what)),
         ];
-        ConfigError::new(None, Text::ConfigNotJson, &args)
+        ConfigError::new(None, Text::ConfigNotJson, args)
     })?;
     if !root.is_object() {
-        return Err(ConfigError::new(None, Text::ConfigNotObject, &[]));
+        return Err(ConfigError::new(None, Text::ConfigNotObject, []));
     }
     // Gemma 3 multimodal configs nest the language model under text_config.
     let cfg = match root.get("text_config") {
@@ -793,12 +774,10 @@ pub fn from_hf_config(text: &str) -> Result<Architecture, ConfigError> {
         family: &family,
     };
     let arch = c.architecture()?;
-    if let Some((field, message)) = arch.validate().into_iter().next() {
-        let message_ru = arch.validate_in(Lang::Ru).swap_remove(0).1;
+    if let Some((field, phrase)) = arch.validate().into_iter().next() {
         return Err(ConfigError {
             field: Some(field.to_string()),
-            message,
-            message_ru,
+            phrase,
         });
     }
     Ok(arch)
@@ -813,17 +792,20 @@ fn model_type(root: &Json, cfg: &Json) -> Result<String, ConfigError> {
         .unwrap_or("");
     let types = SUPPORTED_MODEL_TYPES.join(", ");
     if model_type.is_empty() {
-        let args: [(&str, &dyn Display); 1] = [("types", &types)];
+        let args: [(&'static str, Arg); 1] = [("types", Arg::from(&types))];
         return Err(ConfigError::new(
             Some("model_type"),
             Text::ConfigNoModelType,
-            &args,
+            args,
         ));
     }
     if !SUPPORTED_MODEL_TYPES.contains(&model_type) {
-        let args: [(&str, &dyn Display); 2] = [("model_type", &model_type), ("types", &types)];
+        let args: [(&'static str, Arg); 2] = [
+            ("model_type", Arg::from(&model_type)),
+            ("types", Arg::from(&types)),
+        ];
         let id = Text::ConfigUnsupportedModelType;
-        return Err(ConfigError::new(Some("model_type"), id, &args));
+        return Err(ConfigError::new(Some("model_type"), id, args));
     }
     Ok(model_type.to_string())
 }
@@ -840,16 +822,20 @@ impl HfConfig<'_> {
         match self.cfg.get(key) {
             None | Some(Json::Null) => Ok(None),
             Some(v) => v.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(|| {
-                let args: [(&str, &dyn Display); 2] = [("key", &key), ("value", v)];
-                ConfigError::new(Some(key), Text::ConfigNotPositiveInteger, &args)
+                let args: [(&'static str, Arg); 2] = [
+                    ("key", Arg::from(&key)),
+                    ("value", Arg::Name(v.to_string())),
+                ];
+                ConfigError::new(Some(key), Text::ConfigNotPositiveInteger, args)
             }),
         }
     }
 
     /// A positive whole number that must be there.
     fn need(&self, key: &str) -> Result<u64, ConfigError> {
-        self.int(key)?
-            .ok_or_else(|| ConfigError::new(Some(key), Text::ConfigMissingKey, &[("key", &key)]))
+        self.int(key)?.ok_or_else(|| {
+            ConfigError::new(Some(key), Text::ConfigMissingKey, [("key", Arg::from(key))])
+        })
     }
 
     fn flag(&self, key: &str, default: bool) -> bool {
@@ -976,9 +962,10 @@ impl HfConfig<'_> {
             return Ok(d);
         }
         if !hidden.is_multiple_of(heads) {
-            let args: [(&str, &dyn Display); 2] = [("heads", &heads), ("hidden", &hidden)];
+            let args: [(&'static str, Arg); 2] =
+                [("heads", Arg::from(&heads)), ("hidden", Arg::from(&hidden))];
             let id = Text::ConfigHeadsDoNotDivideHidden;
-            return Err(ConfigError::new(Some("head_dim"), id, &args));
+            return Err(ConfigError::new(Some("head_dim"), id, args));
         }
         Ok(hidden / heads)
     }
@@ -1010,14 +997,14 @@ impl HfConfig<'_> {
             .or(self.int("num_experts")?)
             .or(self.int("n_routed_experts")?)
             .ok_or_else(|| {
-                ConfigError::new(Some("num_local_experts"), Text::ConfigNoExpertCount, &[])
+                ConfigError::new(Some("num_local_experts"), Text::ConfigNoExpertCount, [])
             })?;
         let active = self
             .int("num_experts_per_tok")?
             .or(self.int("experts_per_token")?)
             .ok_or_else(|| {
                 let key = "num_experts_per_tok";
-                ConfigError::new(Some(key), Text::ConfigMissingKey, &[("key", &key)])
+                ConfigError::new(Some(key), Text::ConfigMissingKey, [("key", Arg::from(key))])
             })?;
         let expert_ffn = match self.int("moe_intermediate_size")? {
             Some(f) => f,

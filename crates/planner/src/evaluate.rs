@@ -8,10 +8,9 @@ use crate::memory::{self, Layout};
 use crate::plan::{Checkpointing, Plan, Precision};
 use crate::report::{budget_bytes, Accuracy, InstanceOption, MemoryReport, NvlinkDomains, Report};
 use crate::resolve::{resolve, Resolved};
-use crate::text::{fill, lang_of, num, signed, t, Lang, Text};
+use crate::text::{Arg, Join, Phrase, Text};
 use crate::throughput::{self, Fabric, Generation};
 use crate::warnings;
-use std::fmt::Display;
 
 /// Checks of this many rows or more quote an expected error.
 const ROWS_FOR_AN_ERROR: usize = 3;
@@ -24,80 +23,67 @@ fn checked_memory(
     level: &'static str,
     stats: &crate::accuracy::MemoryStats,
     note_id: Text,
-    kind: &str,
+    kind: &'static str,
 ) -> Accuracy {
-    let lang = lang_of(r.plan.lang);
-    let note = memory_note(lang, note_id, stats, kind);
+    let note = memory_note(note_id, stats, kind);
     let outside = stats
         .envelope
         .outside(r.plan, r.counts.total, r.layout.gpus);
     if !outside.is_empty() {
-        return extrapolated(lang, &outside, note);
+        return extrapolated(&outside, note);
     }
     let expected = stats.under.abs().max(stats.over.abs()).max(2.0) / 100.0;
     Accuracy {
         level,
         expected_error: (stats.rows >= ROWS_FOR_AN_ERROR).then_some(expected),
-        note,
+        note: vec![note],
     }
 }
 
 /// A checked kind of plan outside what its checks ran: no error quoted, the
 /// axes named first, then what the checks showed inside.
-fn extrapolated(lang: Lang, outside: &[crate::accuracy::Outside], inside: String) -> Accuracy {
-    let axes: Vec<String> = outside.iter().map(|o| outside_axis(lang, o)).collect();
-    let axes = axes.join("; ");
+fn extrapolated(outside: &[crate::accuracy::Outside], inside: Phrase) -> Accuracy {
+    let axes = outside.iter().map(outside_axis).collect();
     Accuracy {
         level: "extrapolated",
         expected_error: None,
-        note: format!(
-            "{}; {}",
-            fill(lang, Text::ExtrapolatedBeyond, &[("axes", &axes)]),
-            inside
-        ),
+        note: vec![
+            Phrase::new(Text::ExtrapolatedBeyond).with("axes", Arg::List(axes, Join::Semicolon)),
+            inside,
+        ],
     }
 }
 
 /// One axis a plan leaves its checks' envelope on, as a phrase.
-fn outside_axis(lang: Lang, o: &crate::accuracy::Outside) -> String {
+fn outside_axis(o: &crate::accuracy::Outside) -> Phrase {
     use crate::accuracy::Outside;
-    let billions = |p: &u64| num(*p as f64 / 1e9, 1, lang);
+    let billions = |p: &u64| Arg::Number(*p as f64 / 1e9, 1);
+    let range = |id, value: Arg, lo: Arg, hi: Arg| {
+        Phrase::of(id, [("value", value), ("lo", lo), ("hi", hi)])
+    };
+    let unchecked = |id, value: &dyn ToString, checked: &dyn ToString| {
+        Phrase::new(id)
+            .with("value", value.to_string())
+            .with("checked", checked.to_string())
+    };
     match o {
-        Outside::Sequence { value, lo, hi } => fill(
-            lang,
-            Text::AxisSequence,
-            &[("value", value), ("lo", lo), ("hi", hi)],
-        ),
-        Outside::Gpus { value, lo, hi } => fill(
-            lang,
-            Text::AxisGpus,
-            &[("value", value), ("lo", lo), ("hi", hi)],
-        ),
-        Outside::ModelSize { value, lo, hi } => {
-            let (v, l, h) = (billions(value), billions(lo), billions(hi));
-            fill(
-                lang,
-                Text::AxisModelSize,
-                &[("value", &v), ("lo", &l), ("hi", &h)],
-            )
+        Outside::Sequence { value, lo, hi } => {
+            range(Text::AxisSequence, value.into(), lo.into(), hi.into())
         }
-        Outside::Precision { value, checked } => fill(
-            lang,
-            Text::AxisPrecision,
-            &[("value", value), ("checked", checked)],
+        Outside::Gpus { value, lo, hi } => {
+            range(Text::AxisGpus, value.into(), lo.into(), hi.into())
+        }
+        Outside::ModelSize { value, lo, hi } => range(
+            Text::AxisModelSize,
+            billions(value),
+            billions(lo),
+            billions(hi),
         ),
-        Outside::Training { value, checked } => fill(
-            lang,
-            Text::AxisTraining,
-            &[("value", value), ("checked", checked)],
-        ),
-        Outside::Offload => t(lang, Text::AxisOffload).to_string(),
-        Outside::Zero { value, checked } => fill(
-            lang,
-            Text::AxisZero,
-            &[("value", value), ("checked", checked)],
-        ),
-        Outside::Hybrid => t(lang, Text::AxisHybrid).to_string(),
+        Outside::Precision { value, checked } => unchecked(Text::AxisPrecision, value, checked),
+        Outside::Training { value, checked } => unchecked(Text::AxisTraining, value, checked),
+        Outside::Offload => Phrase::new(Text::AxisOffload),
+        Outside::Zero { value, checked } => unchecked(Text::AxisZero, value, checked),
+        Outside::Hybrid => Phrase::new(Text::AxisHybrid),
     }
 }
 
@@ -107,7 +93,6 @@ fn outside_axis(lang: Lang, o: &crate::accuracy::Outside) -> String {
 /// torchtitan's measured runs, everything else derived (data/coverage.json,
 /// computed by `plan calibrate`); each within its checks' envelope.
 fn accuracy(r: &Resolved<'_>) -> Accuracy {
-    let lang = lang_of(r.plan.lang);
     let c = crate::accuracy::shipped();
     if let Some(a) = measured_on_gpu(r, &c.memory_gpu) {
         return a;
@@ -122,11 +107,10 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
         ),
         Some(MemoryKind::Oracle(group, kind)) => match c.oracle(group) {
             Some(stats) => with_heldout(
-                r,
                 checked_memory(r, "counted", stats, Text::MemoryCheckedOracle, kind),
                 &c.memory_oracle_heldout,
             ),
-            None => derived(lang),
+            None => derived(),
         },
         // Real GPU runs, median 13 % over three: measured, but loosely.
         Some(MemoryKind::TorchtitanFp8) => checked_memory(
@@ -136,7 +120,7 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
             Text::MemoryCheckedSharded,
             "",
         ),
-        None => derived(lang),
+        None => derived(),
     }
 }
 
@@ -168,50 +152,40 @@ fn measured_on_gpu(r: &Resolved<'_>, stats: &crate::accuracy::MemoryStats) -> Op
 }
 
 /// A median error and the worst under- and over-prediction, percent, as a
-/// note writes them (one decimal, signed extremes, the language's format).
-fn error_figures(lang: Lang, median: f64, under: f64, over: f64) -> (String, String, String) {
-    (
-        num(median, 1, lang),
-        signed(under, 1, lang),
-        signed(over, 1, lang),
-    )
+/// note writes them (one decimal, signed extremes).
+fn error_figures(median: f64, under: f64, over: f64) -> [(&'static str, Arg); 3] {
+    [
+        ("median", Arg::Number(median, 1)),
+        ("under", Arg::Signed(under, 1)),
+        ("over", Arg::Signed(over, 1)),
+    ]
 }
 
 /// A memory check's note: its rows, median and worst under- and
-/// over-prediction in the language's number format, and `kind`.
-fn memory_note(lang: Lang, id: Text, stats: &crate::accuracy::MemoryStats, kind: &str) -> String {
-    let (median, under, over) = error_figures(lang, stats.median, stats.under, stats.over);
-    let args: [(&str, &dyn Display); 5] = [
-        ("rows", &stats.rows),
-        ("median", &median),
-        ("under", &under),
-        ("over", &over),
-        ("kind", &kind),
-    ];
-    fill(lang, id, &args)
+/// over-prediction, and `kind`.
+fn memory_note(id: Text, stats: &crate::accuracy::MemoryStats, kind: &'static str) -> Phrase {
+    let figures = error_figures(stats.median, stats.under, stats.over);
+    Phrase::of(id, figures)
+        .with("rows", stats.rows)
+        .with("kind", kind)
 }
 
 /// The oracle's table is in-sample (the memory model was changed on its
 /// rows); its held-out plans are not: their error is the one to expect, and
 /// the note gives both.
-fn with_heldout(
-    r: &Resolved<'_>,
-    mut a: Accuracy,
-    heldout: &crate::accuracy::MemoryStats,
-) -> Accuracy {
-    let lang = lang_of(r.plan.lang);
-    let held = memory_note(lang, Text::MemoryOracleHeldOut, heldout, "");
-    a.note = format!("{}; {held}", a.note);
+fn with_heldout(mut a: Accuracy, heldout: &crate::accuracy::MemoryStats) -> Accuracy {
+    a.note
+        .push(memory_note(Text::MemoryOracleHeldOut, heldout, ""));
     let worst = heldout.under.abs().max(heldout.over.abs()) / 100.0;
     a.expected_error = a.expected_error.map(|e| e.max(worst));
     a
 }
 
-fn derived(lang: Lang) -> Accuracy {
+fn derived() -> Accuracy {
     Accuracy {
         level: "derived",
         expected_error: None,
-        note: t(lang, Text::MemoryDerived).to_string(),
+        note: vec![Phrase::new(Text::MemoryDerived)],
     }
 }
 
@@ -364,24 +338,20 @@ pub fn evaluate(plan: &Plan) -> Report {
 /// "derived" with the nearest group's error for scale (data/coverage.json).
 fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Accuracy {
     use crate::accuracy::{checked_group, Group};
-    let lang = lang_of(r.plan.lang);
     let group = Group::of(r.plan, &r.arch, &r.layout, gen, fabric);
     let Some((stats, exact)) = checked_group(&group, &r.gpu.id) else {
         return Accuracy {
             level: "derived",
             expected_error: None,
-            note: t(lang, Text::ThroughputUnchecked).to_string(),
+            note: vec![Phrase::new(Text::ThroughputUnchecked)],
         };
     };
-    let (median, under, over) = error_figures(lang, stats.cv_median, stats.cv_under, stats.cv_over);
-    let name = stats.group.name();
-    let args: [(&str, &dyn Display); 5] = [
-        ("rows", &stats.rows),
-        ("group", &name),
-        ("median", &median),
-        ("under", &under),
-        ("over", &over),
-    ];
+    let figures = error_figures(stats.cv_median, stats.cv_under, stats.cv_over);
+    let note = |id| {
+        Phrase::of(id, figures.clone())
+            .with("rows", stats.rows)
+            .with("group", stats.group.name())
+    };
     let outside = stats
         .envelope
         .outside(r.plan, r.counts.total, r.layout.gpus);
@@ -389,27 +359,27 @@ fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Ac
         Accuracy {
             level: "derived",
             expected_error: None,
-            note: fill(lang, Text::ThroughputNearest, &args),
+            note: vec![note(Text::ThroughputNearest)],
         }
     } else if !outside.is_empty() {
-        extrapolated(lang, &outside, fill(lang, Text::ThroughputChecked, &args))
+        extrapolated(&outside, note(Text::ThroughputChecked))
     } else if stats.rows < ROWS_FOR_AN_ERROR {
         Accuracy {
             level: "calibrated",
             expected_error: None,
-            note: fill(lang, Text::ThroughputFewRows, &args),
+            note: vec![note(Text::ThroughputFewRows)],
         }
     } else {
         let worst = stats.cv_under.abs().max(stats.cv_over.abs());
         Accuracy {
             level: "calibrated",
             expected_error: Some(worst.max(5.0) / 100.0),
-            note: fill(lang, Text::ThroughputChecked, &args),
+            note: vec![note(Text::ThroughputChecked)],
         }
     };
     let gb200 = r.gpu.id.starts_with("GB200");
     if gen == Generation::Blackwell && !r.plan.precision.is_low_precision() && !gb200 {
-        a.note = format!("{}; {}", a.note, t(lang, Text::BlackwellBf16FromGb200));
+        a.note.push(Phrase::new(Text::BlackwellBf16FromGb200));
     }
     if r.arch.moe.is_some() {
         // One factor per generation cannot follow these runs' scatter.
@@ -417,7 +387,7 @@ fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Ac
             a.level = "approximate";
         }
         a.expected_error = a.expected_error.map(|e| e.max(0.5));
-        a.note = format!("{}; {}", a.note, t(lang, Text::MoeComputeRough));
+        a.note.push(Phrase::new(Text::MoeComputeRough));
     }
     a
 }

@@ -9,7 +9,7 @@
 use crate::evaluate::evaluate;
 use crate::json::{req, FromJson, Json};
 use crate::plan::{
-    Attention, Checkpointing, Implementation, Lang, Loss, Optimizer, Plan, Precision, Training,
+    Attention, Checkpointing, Implementation, Loss, Optimizer, Plan, Precision, Training,
 };
 use crate::report::Report;
 use crate::throughput::Generation;
@@ -200,9 +200,7 @@ impl Ctx<'_> {
 }
 
 fn ctx(plan: &Plan) -> Ctx<'_> {
-    let mut p = plan.clone();
-    p.lang = Some(Lang::En);
-    let report = evaluate(&p);
+    let report = evaluate(plan);
     let gpu = crate::hardware::instance(&plan.instance).and_then(|i| crate::hardware::gpu(&i.gpu));
     let blackwell = report.throughput.generation == Generation::Blackwell;
     let smp_wanted = plan.shard.is_some()
@@ -240,7 +238,7 @@ fn header(c: &Ctx<'_>, title: &str) -> String {
     let _ = writeln!(
         h,
         "# {} on {} x {} ({} x {}): {} - {:.1} GiB of a {:.1} GiB budget per GPU",
-        comment(&r.model_name),
+        comment(&r.model_name.english()),
         p.nodes,
         comment(&r.instance),
         r.layout.gpus,
@@ -365,7 +363,7 @@ fn model_id<'a>(p: &'a Plan, r: &Report) -> Option<&'a str> {
         return Some(&p.hf_model);
     }
     crate::architecture::preset(&p.model)
-        .filter(|m| m.name == r.model_name && !m.hub.is_empty())
+        .filter(|m| m.name == r.model_name.english() && !m.hub.is_empty())
         .map(|m| m.hub.as_str())
 }
 

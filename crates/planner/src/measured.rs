@@ -6,8 +6,7 @@ use crate::bundle::MEASURED_TAG;
 use crate::json::{opt, req, FromJson, Json};
 use crate::plan::Plan;
 use crate::report::Report;
-use crate::text::Lang;
-use crate::text::{fill, Text};
+use crate::text::{Phrase, Text};
 use serde::Serialize;
 
 /// The format version of the line this planner reads.
@@ -62,21 +61,18 @@ pub enum Problem {
 }
 
 impl Problem {
-    pub fn message(&self, lang: Lang) -> String {
+    /// What to say, rendered by the front.
+    pub fn phrase(&self) -> Phrase {
         match self {
-            Problem::NotALine => fill(lang, Text::MeasuredNotALine, &[("tag", &MEASURED_TAG)]),
-            Problem::Json(d) => fill(
-                lang,
-                Text::MeasuredBadJson,
-                &[("tag", &MEASURED_TAG), ("detail", d)],
-            ),
-            Problem::Version(v) => fill(
-                lang,
-                Text::MeasuredNewerVersion,
-                &[("v", v), ("current", &LINE_VERSION)],
-            ),
-            Problem::NoSpeed => fill(lang, Text::MeasuredNoSpeed, &[]),
-            Problem::OtherPlan(q) => fill(lang, Text::MeasuredOtherPlan, &[("plan", q)]),
+            Problem::NotALine => Phrase::new(Text::MeasuredNotALine).with("tag", MEASURED_TAG),
+            Problem::Json(d) => Phrase::new(Text::MeasuredBadJson)
+                .with("tag", MEASURED_TAG)
+                .with("detail", d),
+            Problem::Version(v) => Phrase::new(Text::MeasuredNewerVersion)
+                .with("v", *v)
+                .with("current", LINE_VERSION),
+            Problem::NoSpeed => Phrase::new(Text::MeasuredNoSpeed),
+            Problem::OtherPlan(q) => Phrase::new(Text::MeasuredOtherPlan).with("plan", q),
         }
     }
 }
@@ -115,15 +111,15 @@ pub struct Comparison {
     pub hours: f64,
     pub usd: Option<f64>,
     /// Caveats: another GPU, another world size, a fallback, no plan named.
-    pub notes: Vec<String>,
+    #[serde(serialize_with = "crate::text::english_each")]
+    pub notes: Vec<Phrase>,
 }
 
 /// Compare `m` with the plan's prediction; a line measured for another plan is refused.
 pub fn compare(plan: &Plan, report: &Report, m: &Measured) -> Result<Comparison, Problem> {
-    let lang = plan.lang.unwrap_or(Lang::En);
     let mut notes = Vec::new();
     if m.plan.is_empty() {
-        notes.push(fill(lang, Text::MeasuredNoPlan, &[]));
+        notes.push(Phrase::new(Text::MeasuredNoPlan));
     } else if speed_key(&Plan::from_query(&m.plan).plan) != speed_key(plan) {
         return Err(Problem::OtherPlan(m.plan.clone()));
     }
@@ -132,21 +128,19 @@ pub fn compare(plan: &Plan, report: &Report, m: &Measured) -> Result<Comparison,
         .to_ascii_lowercase()
         .contains(&report.gpu.to_ascii_lowercase())
     {
-        notes.push(fill(
-            lang,
-            Text::MeasuredOtherGpu,
-            &[("gpu", &m.gpu), ("planned", &report.gpu)],
-        ));
+        let p = Phrase::new(Text::MeasuredOtherGpu)
+            .with("gpu", &m.gpu)
+            .with("planned", &report.gpu);
+        notes.push(p);
     }
     if m.world_size != report.layout.gpus {
-        notes.push(fill(
-            lang,
-            Text::MeasuredOtherWorld,
-            &[("n", &m.world_size), ("planned", &report.layout.gpus)],
-        ));
+        let p = Phrase::new(Text::MeasuredOtherWorld)
+            .with("n", m.world_size)
+            .with("planned", report.layout.gpus);
+        notes.push(p);
     }
     if m.compute.contains("fallback") {
-        notes.push(m.compute.clone());
+        notes.push(Phrase::new(Text::Verbatim).with("text", &m.compute));
     }
     let tps = m.tokens_per_second_per_gpu.unwrap_or(0.0);
     let predicted = report.throughput.tokens_per_second_per_gpu;
@@ -175,7 +169,7 @@ pub fn compare(plan: &Plan, report: &Report, m: &Measured) -> Result<Comparison,
 }
 
 /// The plan without what does not change a step's speed or memory (tokens,
-/// prices, names, the page's language and the auto-plan's limits): a trial
+/// prices, names and the auto-plan's limits): a trial
 /// and the real run of one plan share it.
 fn speed_key(plan: &Plan) -> String {
     let mut p = plan.clone();
@@ -186,7 +180,6 @@ fn speed_key(plan: &Plan) -> String {
     p.budget_usd = None;
     p.deadline_hours = None;
     p.locks = d.locks;
-    p.lang = None;
     p.role = String::new();
     p.s3 = String::new();
     p.job = String::new();

@@ -4,7 +4,7 @@
 //! an unknown key is ignored with a notice, a bad value keeps its default with
 //! a notice naming the key; nothing panics on any input.
 
-use crate::text::{fill, Text};
+use crate::text::{Arg, Phrase, Text};
 use serde::Serialize;
 use std::fmt::Display;
 
@@ -350,7 +350,6 @@ pub struct Plan {
     pub job: String,
     pub entry: String,
     pub hf_model: String,
-    pub lang: Option<Lang>,
     /// Auto-plan: dimensions the search must keep as they are.
     pub locks: Locks,
     /// Auto-plan: spend at most this many USD.
@@ -476,7 +475,6 @@ impl Default for Plan {
             job: String::new(),
             entry: "train.py".into(),
             hf_model: String::new(),
-            lang: None,
             locks: Locks::default(),
             budget_usd: None,
             pinned: None,
@@ -496,66 +494,30 @@ pub struct Notice {
 }
 
 impl Notice {
-    pub fn text(&self, lang: Option<Lang>) -> String {
-        self.problem.text(lang)
-    }
-
     /// The English text (the CLI's stderr, logs).
     pub fn message(&self) -> String {
-        self.text(None)
+        self.problem.english()
     }
 }
 
-/// The JSON report's notice: its key and its text in both languages.
+/// The JSON report's notice: its key, its English text, and its phrase.
 impl Serialize for Notice {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let mut st = s.serialize_struct("Notice", 3)?;
         st.serialize_field("key", &self.key)?;
-        st.serialize_field("message", &self.text(Some(Lang::En)))?;
-        st.serialize_field("message_ru", &self.text(Some(Lang::Ru)))?;
+        st.serialize_field("message", &self.message())?;
+        st.serialize_field("phrase", &self.problem)?;
         st.end()
     }
 }
 
-/// Why a value was not taken: a catalog id and its arguments, rendered in a
-/// language only when shown (`text`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Problem {
-    id: Text,
-    args: Vec<(&'static str, String)>,
-    /// `BadValue`'s frame around the problem: the key and the value shown.
-    frame: Option<(String, String)>,
-}
+/// Why a value was not taken: a catalog phrase, rendered when shown.
+pub type Problem = Phrase;
 
-impl Problem {
-    /// The catalog's `id` with its arguments.
-    pub fn new(id: Text, args: &[(&'static str, &dyn Display)]) -> Problem {
-        Problem {
-            id,
-            args: args.iter().map(|(k, v)| (*k, v.to_string())).collect(),
-            frame: None,
-        }
-    }
-
-    /// The text in `lang` (English when none).
-    pub fn text(&self, lang: Option<Lang>) -> String {
-        let lang = lang.unwrap_or(Lang::En);
-        let args: Vec<(&str, &dyn Display)> = self
-            .args
-            .iter()
-            .map(|(k, v)| (*k, v as &dyn Display))
-            .collect();
-        let problem = fill(lang, self.id, &args);
-        match &self.frame {
-            None => problem,
-            Some((key, value)) => {
-                let outer: [(&str, &dyn Display); 3] =
-                    [("key", key), ("problem", &problem), ("value", value)];
-                fill(lang, Text::BadValue, &outer)
-            }
-        }
-    }
+/// The catalog's `id` with values shown as they print (keys, values typed).
+fn problem(id: Text, args: &[(&'static str, &dyn Display)]) -> Problem {
+    Phrase::of(id, args.iter().map(|(k, v)| (*k, Arg::Name(v.to_string()))))
 }
 
 /// The result of reading a query string.
@@ -563,6 +525,8 @@ impl Problem {
 pub struct Decoded {
     pub plan: Plan,
     pub notices: Vec<Notice>,
+    /// The link's language (`lang=`), the page's to show; not part of the plan.
+    pub lang: Option<Lang>,
 }
 
 /// Keys whose empty value means "none" (the field was emptied).
@@ -666,6 +630,7 @@ impl Plan {
     pub fn from_query(input: &str) -> Decoded {
         let mut plan = Plan::default();
         let mut notices = Vec::new();
+        let mut lang = None;
         let query = match input.find('?') {
             Some(i) => &input[i + 1..],
             None => input,
@@ -679,18 +644,31 @@ impl Plan {
             if value.chars().count() > MAX_VALUE_LEN {
                 let key = safe_key(key);
                 let args: [(&str, &dyn Display); 2] = [("key", &key), ("max", &MAX_VALUE_LEN)];
-                let problem = Problem::new(Text::ValueTooLong, &args);
+                let problem = problem(Text::ValueTooLong, &args);
                 notices.push(Notice { key, problem });
                 continue;
             }
-            if let Err(problem) = plan.set(key, value.trim()) {
+            let taken = if key == "lang" {
+                let f = Field {
+                    key,
+                    value: value.trim(),
+                };
+                f.one_of(Lang::from_key, Lang::keys).map(|l| lang = Some(l))
+            } else {
+                plan.set(key, value.trim())
+            };
+            if let Err(problem) = taken {
                 notices.push(Notice {
                     key: safe_key(key),
                     problem,
                 });
             }
         }
-        Decoded { plan, notices }
+        Decoded {
+            plan,
+            notices,
+            lang,
+        }
     }
 
     /// Set one key from its URL value; `Err` says why the value was not taken.
@@ -716,7 +694,7 @@ impl Plan {
         }
         let key = shorten(key);
         let args: [(&str, &dyn Display); 1] = [("key", &key)];
-        Err(Problem::new(Text::UnknownKey, &args))
+        Err(problem(Text::UnknownKey, &args))
     }
 
     /// An optional key set to nothing.
@@ -741,7 +719,7 @@ impl Plan {
                 let v = f.int(1, 1000)?;
                 if v as u32 > SCHEMA_VERSION {
                     let args: [(&str, &dyn Display); 2] = [("v", &v), ("current", &SCHEMA_VERSION)];
-                    return Err(Problem::new(Text::NewerSchema, &args));
+                    return Err(problem(Text::NewerSchema, &args));
                 }
             }
             "model" => self.model = f.model()?,
@@ -879,10 +857,9 @@ impl Plan {
         Ok(true)
     }
 
-    /// The page's own state: language, the auto-plan's locks and limits, a pinned plan.
+    /// The page's own state: the auto-plan's locks and limits, a pinned plan.
     fn set_page(&mut self, f: &Field) -> Taken {
         match f.key {
-            "lang" => self.lang = Some(f.one_of(Lang::from_key, Lang::keys)?),
             "lock" => self.locks = f.locks()?,
             "budget" => self.budget_usd = Some(f.num(0.0, 1e12)?),
             "deadline" => self.deadline_hours = Some(f.num(0.0, 1e6)?),
@@ -1058,7 +1035,7 @@ impl Plan {
         }
     }
 
-    /// Locks, limits, language and the pinned plan, when set.
+    /// Locks, limits and the pinned plan, when set.
     fn page_pairs(&self, out: &mut Pairs) {
         if self.locks != Locks::default() {
             out.push(("lock", self.locks.to_value()));
@@ -1068,9 +1045,6 @@ impl Plan {
         }
         if let Some(d) = self.deadline_hours {
             out.push(("deadline", fmt_num(d)));
-        }
-        if let Some(l) = self.lang {
-            out.push(("lang", l.key().into()));
         }
         if let Some(vs) = &self.pinned {
             out.push(("vs", vs.clone()));
@@ -1095,7 +1069,6 @@ impl Plan {
     /// are compared on.
     fn unpinned_query(&self) -> String {
         let mut p = self.clone();
-        p.lang = None;
         p.pinned = None;
         p.to_query()
     }
@@ -1157,10 +1130,15 @@ struct Field<'a> {
 impl Field<'_> {
     /// "`key`: <problem> (got `value`)", rendered when shown.
     fn bad(&self, id: Text, args: &[(&'static str, &dyn Display)]) -> Problem {
-        Problem {
-            frame: Some((self.key.to_string(), shorten(self.value))),
-            ..Problem::new(id, args)
-        }
+        self.framed(problem(id, args))
+    }
+
+    /// The problem inside `BadValue`'s frame: the key and the value shown.
+    fn framed(&self, inner: Problem) -> Problem {
+        Phrase::new(Text::BadValue)
+            .with("key", self.key)
+            .with("problem", inner)
+            .with("value", shorten(self.value))
     }
 
     /// A whole number in `lo..=hi`.
@@ -1175,7 +1153,11 @@ impl Field<'_> {
     fn num(&self, lo: f64, hi: f64) -> Result<f64, Problem> {
         match crate::decimal::parse_f64(self.value) {
             Some(x) if x.is_finite() && (lo..=hi).contains(&x) => Ok(x),
-            _ => Err(self.bad(Text::ExpectedNumber, &[("lo", &lo), ("hi", &hi)])),
+            _ => Err(self.framed(
+                Phrase::new(Text::ExpectedNumber)
+                    .with("lo", Arg::Real(lo))
+                    .with("hi", Arg::Real(hi)),
+            )),
         }
     }
 

@@ -6,8 +6,9 @@ use crate::architecture::Architecture;
 use crate::cost::{Checkpointing as CheckpointCost, Cost, Time};
 use crate::memory::{self, Layout, Phase};
 pub use crate::resolve::Message;
+use crate::text::{render_all, Lang, Phrase};
 use crate::throughput::Throughput;
-use serde::ser::SerializeMap;
+use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Serialize, Serializer};
 
 /// The memory section of the report.
@@ -34,7 +35,7 @@ pub struct MemoryReport {
 }
 
 /// How much to trust a figure, by what it was checked against (#25).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Accuracy {
     /// `measured` (against real GPU runs), `counted` (PyTorch steps counted
     /// under FakeTensor), `calibrated` (fitted on published runs and
@@ -45,8 +46,28 @@ pub struct Accuracy {
     /// Expected relative error as a fraction (e.g. 0.02), where the evidence
     /// supports one: at least three checks, and the plan inside them.
     pub expected_error: Option<f64>,
-    /// What it was checked against, in the plan's language.
-    pub note: String,
+    /// What it was checked against: phrases a front renders, joined by `; `.
+    pub note: Vec<Phrase>,
+}
+
+impl Accuracy {
+    /// The note in English (the JSON's `note`, tests).
+    pub fn note_english(&self) -> String {
+        render_all(Lang::En, &self.note)
+    }
+}
+
+/// In JSON: the level, the error, the note in English (as before #24) and
+/// its phrases as ids and values.
+impl Serialize for Accuracy {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Accuracy", 4)?;
+        st.serialize_field("level", self.level)?;
+        st.serialize_field("expected_error", &self.expected_error)?;
+        st.serialize_field("note", &self.note_english())?;
+        st.serialize_field("note_phrases", &self.note)?;
+        st.end()
+    }
 }
 
 fn terms_as_map<S: Serializer>(terms: &[(memory::Term, u64)], s: S) -> Result<S::Ok, S::Error> {
@@ -60,7 +81,8 @@ fn terms_as_map<S: Serializer>(terms: &[(memory::Term, u64)], s: S) -> Result<S:
 /// Everything the page, the CLI and the tests show about a plan.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
-    pub model_name: String,
+    #[serde(serialize_with = "crate::text::english")]
+    pub model_name: Phrase,
     pub parameters: u64,
     pub parameters_active: u64,
     pub architecture: Architecture,

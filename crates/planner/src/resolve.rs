@@ -6,27 +6,15 @@ use crate::architecture::{self, Architecture, Moe, ParameterCounts};
 use crate::hardware::{self, Gpu, Instance};
 use crate::memory::{Layout, Stages};
 use crate::plan::{Implementation, Plan, Precision};
-use crate::text::{fill, lang_of, t, Lang, Text};
-use serde::Serialize;
+pub use crate::text::Message;
+use crate::text::{Arg, Phrase, Text};
 use std::borrow::Cow;
-use std::fmt::Display;
-
-/// A problem or advice with a stable code, tied to the input key it concerns.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Message {
-    pub code: &'static str,
-    /// The plan key (URL key) the message is about, where there is one.
-    pub key: Option<&'static str>,
-    pub message: String,
-    /// A single setting that fixes it: (URL key, value).
-    pub fix: Option<(&'static str, String)>,
-}
 
 /// The plan with its model, hardware and layout resolved.
 pub struct Resolved<'a> {
     pub plan: &'a Plan,
     pub arch: Architecture,
-    pub model_name: String,
+    pub model_name: Phrase,
     pub counts: ParameterCounts,
     pub gpu: Cow<'static, Gpu>,
     pub instance: Cow<'static, Instance>,
@@ -34,18 +22,21 @@ pub struct Resolved<'a> {
 }
 
 /// Build the architecture the plan names: preset, quick size, then overrides.
-pub fn resolve_architecture(plan: &Plan) -> (Architecture, String) {
+pub fn resolve_architecture(plan: &Plan) -> (Architecture, Phrase) {
     let (mut arch, name) = match plan.params_b {
         Some(b) => (
             Architecture::from_billions(b),
-            format!("~{b}B (derived shape)"),
+            Phrase::new(Text::DerivedShape).with("billions", b.to_string()),
         ),
         None => match architecture::preset(&plan.model) {
-            Some(p) => (p.arch.clone(), p.name.clone()),
+            Some(p) => (
+                p.arch.clone(),
+                Phrase::new(Text::Verbatim).with("text", &p.name),
+            ),
             None => {
                 let p =
                     architecture::preset(&Plan::default().model).expect("default preset exists");
-                (p.arch.clone(), "custom".to_string())
+                (p.arch.clone(), Phrase::new(Text::CustomModel))
             }
         },
     };
@@ -87,52 +78,20 @@ pub fn resolve_architecture(plan: &Plan) -> (Architecture, String) {
     (arch, name)
 }
 
-impl Message {
-    /// A message from the catalog, in `lang`, about the URL key `key`.
-    pub fn new(
-        lang: Lang,
-        code: &'static str,
-        key: &'static str,
-        id: Text,
-        args: &[(&str, &dyn Display)],
-    ) -> Message {
-        Message {
-            code,
-            key: Some(key),
-            message: fill(lang, id, args),
-            fix: None,
-        }
-    }
-
-    /// The one setting that fixes it.
-    pub fn fix(mut self, key: &'static str, value: impl Into<String>) -> Message {
-        self.fix = Some((key, value.into()));
-        self
-    }
-}
-
 /// Resolve and validate. Errors never stop the evaluation: each step falls
 /// back to the nearest valid value so the rest of the page keeps working.
 pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
-    let lang = lang_of(plan.lang);
     let mut errors = Vec::new();
-    let (arch, model_name) = resolve_model(plan, lang, &mut errors);
+    let (arch, model_name) = resolve_model(plan, &mut errors);
     let counts = arch.parameter_counts();
-    let (gpu, instance) = resolve_hardware(plan, lang, &mut errors);
-    let layout = resolve_layout(plan, &arch, &instance, lang, &mut errors);
-    check_precision(plan, &gpu, lang, &mut errors);
+    let (gpu, instance) = resolve_hardware(plan, &mut errors);
+    let layout = resolve_layout(plan, &arch, &instance, &mut errors);
+    check_precision(plan, &gpu, &mut errors);
     if plan.vp > 1 && layout.pp == 1 {
-        errors
-            .push(Message::new(lang, "vp_without_pp", "vp", Text::VpWithoutPp, &[]).fix("vp", "1"));
+        errors.push(Message::new("vp_without_pp", "vp", Text::VpWithoutPp, []).fix("vp", "1"));
     }
     if plan.mtp > 0 && plan.implementation != Implementation::Megatron {
-        let m = Message::new(
-            lang,
-            "mtp_needs_megatron",
-            "mtp",
-            Text::MtpNeedsMegatron,
-            &[],
-        );
+        let m = Message::new("mtp_needs_megatron", "mtp", Text::MtpNeedsMegatron, []);
         errors.push(m.fix("impl", "megatron"));
     }
     let resolved = Resolved {
@@ -148,30 +107,32 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
 }
 
 /// The model: preset or quick size with the user's overrides, validated.
-fn resolve_model(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> (Architecture, String) {
+fn resolve_model(plan: &Plan, errors: &mut Vec<Message>) -> (Architecture, Phrase) {
     let (arch, mut model_name) = resolve_architecture(plan);
     if !plan.arch.is_empty() {
-        model_name = custom_name(&arch, &plan.model, lang);
+        model_name = custom_name(&arch, &plan.model);
     }
     if plan.arch.hidden.is_some()
         && plan.arch.head_dim.is_none()
         && arch.heads > 0
         && arch.hidden % arch.heads != 0
     {
-        let args: [(&str, &dyn Display); 2] = [("heads", &arch.heads), ("hidden", &arch.hidden)];
+        let args: [(&'static str, Arg); 2] = [
+            ("heads", Arg::from(&arch.heads)),
+            ("hidden", Arg::from(&arch.hidden)),
+        ];
         errors.push(Message::new(
-            lang,
             "heads_do_not_divide_hidden",
             "heads",
             Text::HeadsDoNotDivideHidden,
-            &args,
+            args,
         ));
     }
-    for (key, message) in arch.validate_in(lang) {
+    for (key, phrase) in arch.validate() {
         errors.push(Message {
             code: "invalid_architecture",
             key: Some(key),
-            message,
+            phrase,
             fix: None,
         });
     }
@@ -182,7 +143,7 @@ fn resolve_model(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> (Archite
 /// 15% of its parameters) as a hint: the one it started from if still that
 /// size, else the nearest. A 405B shape typed over the 8B preset is not
 /// "Llama-3.1-8B".
-fn custom_name(arch: &Architecture, base: &str, lang: Lang) -> String {
+fn custom_name(arch: &Architecture, base: &str) -> Phrase {
     let total = arch.parameter_counts().total as f64;
     let near =
         |p: &&architecture::Preset| (preset_total(&p.id) / total).ln().abs() < 0.15f64.ln_1p();
@@ -197,8 +158,8 @@ fn custom_name(arch: &Architecture, base: &str, lang: Lang) -> String {
                 .min_by(|a, b| a.1.total_cmp(&b.1))
         });
     match nearest {
-        Some((p, _)) => fill(lang, Text::CustomModelNear, &[("name", &p.name)]),
-        None => t(lang, Text::CustomModel).to_string(),
+        Some((p, _)) => Phrase::new(Text::CustomModelNear).with("name", Arg::from(&p.name)),
+        None => Phrase::new(Text::CustomModel),
     }
 }
 
@@ -220,7 +181,7 @@ fn preset_total(id: &str) -> f64 {
 type Hardware = (Cow<'static, Gpu>, Cow<'static, Instance>);
 
 /// The GPU and the instance: a catalogued SageMaker type or the user's custom GPU.
-fn resolve_hardware(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> Hardware {
+fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
     let (gpu, instance): Hardware = if plan.instance == "custom" {
         let (g, i) = hardware::custom(&plan.custom_gpu);
         (Cow::Owned(g), Cow::Owned(i))
@@ -232,16 +193,15 @@ fn resolve_hardware(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> Hardw
         (Cow::Borrowed(gpu), Cow::Borrowed(instance))
     };
     if plan.nodes > 1 && !instance.multi_node_efa_training {
-        let args: [(&str, &dyn Display); 1] = [("instance", &instance.instance_type)];
+        let args: [(&'static str, Arg); 1] = [("instance", Arg::from(&instance.instance_type))];
         errors.push(Message::new(
-            lang,
             "no_multi_node",
             "nodes",
             Text::NoMultiNode,
-            &args,
+            args,
         ));
     } else if plan.nodes > 1 && instance.network_gbps() <= 0.0 {
-        let m = Message::new(lang, "no_network", "gpu_net", Text::NoNetwork, &[]);
+        let m = Message::new("no_network", "gpu_net", Text::NoNetwork, []);
         errors.push(m.fix("nodes", "1"));
     }
     (gpu, instance)
@@ -253,7 +213,6 @@ fn resolve_layout(
     plan: &Plan,
     arch: &Architecture,
     instance: &Instance,
-    lang: Lang,
     errors: &mut Vec<Message>,
 ) -> Layout {
     // Without a network between them, nodes cannot train together: one node.
@@ -263,19 +222,19 @@ fn resolve_layout(
         1
     };
     let gpus = instance.gpu_count * nodes;
-    let mut tp = resolve_tp(plan, arch, instance, lang, errors);
-    let (mut pp, mut stages) = resolve_pp(plan, arch, lang, errors);
-    let mut cp = resolve_cp(plan, lang, errors);
-    let mut ep = resolve_ep(plan, arch, lang, errors);
+    let mut tp = resolve_tp(plan, arch, instance, errors);
+    let (mut pp, mut stages) = resolve_pp(plan, arch, errors);
+    let mut cp = resolve_cp(plan, errors);
+    let mut ep = resolve_ep(plan, arch, errors);
     if tp * pp * cp > gpus || !gpus.is_multiple_of(tp * pp * cp) {
         let product = tp * pp * cp;
-        let args: [(&str, &dyn Display); 2] = [("product", &product), ("gpus", &gpus)];
+        let args: [(&'static str, Arg); 2] =
+            [("product", Arg::from(&product)), ("gpus", Arg::from(&gpus))];
         errors.push(Message::new(
-            lang,
             "parallel_degrees_exceed_gpus",
             "tp",
             Text::ParallelDegreesExceedGpus,
-            &args,
+            args,
         ));
         (tp, pp, cp) = (1, 1, 1);
         stages = Stages::even(arch.layers, 1);
@@ -283,17 +242,17 @@ fn resolve_layout(
     let dp = gpus / (tp * pp * cp);
     if ep > dp * tp {
         let available = dp * tp;
-        let args: [(&str, &dyn Display); 2] = [("ep", &ep), ("available", &available)];
+        let args: [(&'static str, Arg); 2] =
+            [("ep", Arg::from(&ep)), ("available", Arg::from(&available))];
         errors.push(Message::new(
-            lang,
             "ep_exceeds_gpus",
             "ep",
             Text::EpExceedsGpus,
-            &args,
+            args,
         ));
         ep = 1;
     }
-    let shard = resolve_shard(plan, dp, lang, errors);
+    let shard = resolve_shard(plan, dp, errors);
     Layout {
         gpus,
         tp,
@@ -311,22 +270,20 @@ fn resolve_tp(
     plan: &Plan,
     arch: &Architecture,
     instance: &Instance,
-    lang: Lang,
     errors: &mut Vec<Message>,
 ) -> u64 {
     let mut tp = plan.tp.max(1);
     if arch.heads > 0 && (!arch.heads.is_multiple_of(tp) || !arch.kv_heads.is_multiple_of(tp)) {
-        let args: [(&str, &dyn Display); 3] = [
-            ("tp", &tp),
-            ("heads", &arch.heads),
-            ("kv_heads", &arch.kv_heads),
+        let args: [(&'static str, Arg); 3] = [
+            ("tp", Arg::from(&tp)),
+            ("heads", Arg::from(&arch.heads)),
+            ("kv_heads", Arg::from(&arch.kv_heads)),
         ];
         errors.push(Message::new(
-            lang,
             "tp_does_not_divide_heads",
             "tp",
             Text::TpDoesNotDivideHeads,
-            &args,
+            args,
         ));
         tp = 1;
     }
@@ -337,13 +294,12 @@ fn resolve_tp(
         instance.gpu_count
     };
     if tp > domain {
-        let args: [(&str, &dyn Display); 2] = [("tp", &tp), ("gpus", &domain)];
+        let args: [(&'static str, Arg); 2] = [("tp", Arg::from(&tp)), ("gpus", Arg::from(&domain))];
         errors.push(Message::new(
-            lang,
             "tp_exceeds_node",
             "tp",
             Text::TpExceedsNode,
-            &args,
+            args,
         ));
     }
     tp
@@ -351,12 +307,7 @@ fn resolve_tp(
 
 /// Pipeline stages as Megatron splits them: evenly, with the embedding and
 /// loss counted as slots, or with explicit first/last-rank layer counts.
-fn resolve_pp(
-    plan: &Plan,
-    arch: &Architecture,
-    lang: Lang,
-    errors: &mut Vec<Message>,
-) -> (u64, Stages) {
+fn resolve_pp(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) -> (u64, Stages) {
     let (pp, vp, layers) = (plan.pp.max(1), plan.vp.max(1), arch.layers);
     if pp == 1 || layers == 0 {
         return (pp, Stages::even(layers, pp));
@@ -371,12 +322,12 @@ fn resolve_pp(
         return (pp, s);
     }
     let nearest = nearest_pipeline_degrees(layers, pp, vp);
-    let args: [(&str, &dyn Display); 5] = [
-        ("pp", &pp),
-        ("vp", &vp),
-        ("layers", &layers),
-        ("slots", &(layers + 2)),
-        ("nearest", &nearest),
+    let args: [(&'static str, Arg); 5] = [
+        ("pp", Arg::from(&pp)),
+        ("vp", Arg::from(&vp)),
+        ("layers", Arg::from(&layers)),
+        ("slots", Arg::Count(layers + 2)),
+        ("nearest", Arg::from(&nearest)),
     ];
     let (code, key, id) = if explicit {
         ("pp_split_invalid", "pp_first", Text::PpSplitInvalid)
@@ -387,7 +338,7 @@ fn resolve_pp(
             Text::PpDoesNotDivideLayers,
         )
     };
-    errors.push(Message::new(lang, code, key, id, &args));
+    errors.push(Message::new(code, key, id, args));
     (1, Stages::even(layers, 1))
 }
 
@@ -407,16 +358,16 @@ fn nearest_pipeline_degrees(layers: u64, pp: u64, vp: u64) -> String {
 }
 
 /// Context parallelism splits the sequence evenly.
-fn resolve_cp(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> u64 {
+fn resolve_cp(plan: &Plan, errors: &mut Vec<Message>) -> u64 {
     let cp = plan.cp.max(1);
     if !plan.seq.is_multiple_of(cp) {
-        let args: [(&str, &dyn Display); 2] = [("cp", &cp), ("seq", &plan.seq)];
+        let args: [(&'static str, Arg); 2] =
+            [("cp", Arg::from(&cp)), ("seq", Arg::from(&plan.seq))];
         errors.push(Message::new(
-            lang,
             "cp_does_not_divide_seq",
             "cp",
             Text::CpDoesNotDivideSeq,
-            &args,
+            args,
         ));
         return 1;
     }
@@ -424,28 +375,22 @@ fn resolve_cp(plan: &Plan, lang: Lang, errors: &mut Vec<Message>) -> u64 {
 }
 
 /// Expert parallelism splits the experts of a mixture-of-experts model.
-fn resolve_ep(plan: &Plan, arch: &Architecture, lang: Lang, errors: &mut Vec<Message>) -> u64 {
+fn resolve_ep(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) -> u64 {
     let ep = plan.ep.max(1);
     match &arch.moe {
         Some(m) if !(m.experts as u64).is_multiple_of(ep) => {
-            let args: [(&str, &dyn Display); 2] = [("ep", &ep), ("experts", &m.experts)];
+            let args: [(&'static str, Arg); 2] =
+                [("ep", Arg::from(&ep)), ("experts", Arg::from(&m.experts))];
             errors.push(Message::new(
-                lang,
                 "ep_does_not_divide_experts",
                 "ep",
                 Text::EpDoesNotDivideExperts,
-                &args,
+                args,
             ));
             1
         }
         None if ep > 1 => {
-            errors.push(Message::new(
-                lang,
-                "ep_without_moe",
-                "ep",
-                Text::EpWithoutMoe,
-                &[],
-            ));
+            errors.push(Message::new("ep_without_moe", "ep", Text::EpWithoutMoe, []));
             1
         }
         _ => ep,
@@ -453,16 +398,15 @@ fn resolve_ep(plan: &Plan, arch: &Architecture, lang: Lang, errors: &mut Vec<Mes
 }
 
 /// The hybrid shard group divides the data-parallel ranks (all of them by default).
-fn resolve_shard(plan: &Plan, dp: u64, lang: Lang, errors: &mut Vec<Message>) -> u64 {
+fn resolve_shard(plan: &Plan, dp: u64, errors: &mut Vec<Message>) -> u64 {
     match plan.shard {
         Some(s) if s > dp || !dp.is_multiple_of(s) => {
-            let args: [(&str, &dyn Display); 2] = [("shard", &s), ("dp", &dp)];
+            let args: [(&'static str, Arg); 2] = [("shard", Arg::from(&s)), ("dp", Arg::from(&dp))];
             errors.push(Message::new(
-                lang,
                 "shard_does_not_divide_dp",
                 "shard",
                 Text::ShardDoesNotDivideDp,
-                &args,
+                args,
             ));
             dp
         }
@@ -472,31 +416,22 @@ fn resolve_shard(plan: &Plan, dp: u64, lang: Lang, errors: &mut Vec<Message>) ->
 }
 
 /// FP8 needs FP8 tensor cores; MXFP8 and NVFP4 need Blackwell's block scaling.
-fn check_precision(plan: &Plan, gpu: &Gpu, lang: Lang, errors: &mut Vec<Message>) {
+fn check_precision(plan: &Plan, gpu: &Gpu, errors: &mut Vec<Message>) {
     let precision = plan.precision.key();
-    let args: [(&str, &dyn Display); 2] = [("gpu", &gpu.id), ("precision", &precision)];
+    let args: [(&'static str, Arg); 2] = [
+        ("gpu", Arg::from(&gpu.id)),
+        ("precision", Arg::from(&precision)),
+    ];
     if plan.precision.is_low_precision() && !gpu.fp8_tensor_cores {
         errors.push(
-            Message::new(
-                lang,
-                "fp8_unsupported",
-                "precision",
-                Text::Fp8Unsupported,
-                &args,
-            )
-            .fix("precision", "bf16"),
+            Message::new("fp8_unsupported", "precision", Text::Fp8Unsupported, args)
+                .fix("precision", "bf16"),
         );
     } else if matches!(plan.precision, Precision::Mxfp8 | Precision::Nvfp4) && !gpu.fp4_tensor_cores
     {
         errors.push(
-            Message::new(
-                lang,
-                "blackwell_only",
-                "precision",
-                Text::BlackwellOnly,
-                &args,
-            )
-            .fix("precision", "fp8"),
+            Message::new("blackwell_only", "precision", Text::BlackwellOnly, args)
+                .fix("precision", "fp8"),
         );
     }
 }

@@ -19,11 +19,9 @@ use crate::hardware::{self, Gpu, Instance};
 use crate::memory::{self, Layout, Stages};
 use crate::plan::{Checkpointing, Loss, Plan, Precision};
 use crate::report::budget_bytes;
-use crate::text::Lang;
-use crate::text::{fill, lang_of, t, Text};
+use crate::text::{Arg, Join, Phrase, Text};
 use crate::throughput::{self, Efficiency, Fabric};
 use serde::Serialize;
-use std::fmt::Display;
 
 /// One plan that fits, with its key numbers.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -49,8 +47,9 @@ pub struct Candidate {
     pub mfu: f64,
     pub hours: f64,
     pub usd: Option<f64>,
-    /// Why it wins, against the user's own plan.
-    pub why: String,
+    /// Why it wins, against the user's plan (English in JSON).
+    #[serde(serialize_with = "crate::text::english")]
+    pub why: Phrase,
 }
 
 /// What the search found.
@@ -567,44 +566,44 @@ impl Search {
 
     /// Why a candidate wins, against the user's own plan: speed and cost
     /// ratios, or that it fits where the user's plan does not.
-    fn why(&self, lang: Lang, speed: f64, f: &Found, d1: &dyn Fn(f64) -> String) -> String {
+    fn why(&self, speed: f64, f: &Found) -> Phrase {
         let mut parts = vec![];
         if speed > 1.05 {
-            parts.push(fill(lang, Text::TimesFaster, &[("x", &d1(speed))]));
+            parts.push(Phrase::new(Text::TimesFaster).with("x", Arg::Number(speed, 1)));
         } else if speed < 0.95 {
-            parts.push(fill(lang, Text::TimesSlower, &[("x", &d1(1.0 / speed))]));
+            parts.push(Phrase::new(Text::TimesSlower).with("x", Arg::Number(1.0 / speed, 1)));
         }
         if let (Some(u), true) = (self.user_usd, f.usd.is_finite()) {
             let d = 1.0 - f.usd / u;
             if d > 0.02 {
-                let percent = format!("{:.0}", d * 100.0);
-                parts.push(fill(lang, Text::PercentCheaper, &[("percent", &percent)]));
+                parts.push(
+                    Phrase::new(Text::PercentCheaper).with("percent", Arg::Number(d * 100.0, 0)),
+                );
             } else if d < -0.02 {
-                let percent = format!("{:.0}", -d * 100.0);
-                parts.push(fill(lang, Text::PercentDearer, &[("percent", &percent)]));
+                parts.push(
+                    Phrase::new(Text::PercentDearer).with("percent", Arg::Number(-d * 100.0, 0)),
+                );
             }
         }
         if !self.user_fits {
-            let mut s = t(lang, Text::FitsUnlikeYours).to_string();
-            if let Some(u) = f.usd.is_finite().then_some(f.usd) {
-                let usd = format!("{u:.0}");
-                let args: [(&str, &dyn Display); 2] = [("usd", &usd), ("hours", &d1(f.hours))];
-                s += &fill(lang, Text::CostForHours, &args);
+            let mut said = vec![Phrase::new(Text::FitsUnlikeYours)];
+            if f.usd.is_finite() {
+                let cost = Phrase::new(Text::CostForHours)
+                    .with("usd", Arg::Number(f.usd, 0))
+                    .with("hours", Arg::Number(f.hours, 1));
+                said.push(cost);
             }
-            s
+            Phrase::new(Text::Verbatim).with("text", Arg::List(said, Join::Nothing))
         } else if parts.is_empty() {
-            t(lang, Text::OnAParWithYours).to_string()
+            Phrase::new(Text::OnAParWithYours)
         } else {
-            let parts = parts.join(t(lang, Text::And));
-            fill(lang, Text::ComparedWithYours, &[("parts", &parts)])
+            Phrase::new(Text::ComparedWithYours).with("parts", Arg::List(parts, Join::And))
         }
     }
 
     fn candidate(&self, f: &Found) -> Candidate {
         let p = self.plan_of(f);
         let info = &self.space.instances[f.idx[0]];
-        let lang = lang_of(self.base.lang);
-        let ru = lang == Lang::Ru;
         let short = info.instance.instance_type.trim_start_matches("ml.");
         let what = format!(
             "{} × {short}, {}{}, ZeRO-{}{}{}, mb {}",
@@ -626,16 +625,7 @@ impl Search {
             p.micro_batch,
         );
         let speed = self.user_hours / f.hours.max(1e-12);
-        // One decimal, with the decimal comma in Russian.
-        let d1 = |x: f64| {
-            let s = format!("{x:.1}");
-            if ru {
-                s.replace('.', ",")
-            } else {
-                s
-            }
-        };
-        let vs = self.why(lang, speed, f, &d1);
+        let vs = self.why(speed, f);
         Candidate {
             query: p.to_query(),
             instance: info.instance.instance_type.clone(),
@@ -657,7 +647,9 @@ impl Search {
             mfu: f.mfu,
             hours: f.hours,
             usd: f.usd.is_finite().then_some(f.usd),
-            why: format!("{what}: {vs}"),
+            why: Phrase::new(Text::CandidateWhy)
+                .with("what", what)
+                .with("vs", vs),
         }
     }
 

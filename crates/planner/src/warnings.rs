@@ -6,18 +6,13 @@ use crate::memory::{MemoryBreakdown, Term};
 use crate::plan::{Attention, Checkpointing, Loss, Plan, Precision};
 use crate::report::Report;
 use crate::resolve::{Message, Resolved};
-use crate::text::Lang;
-use crate::text::{lang_of, num, t, Text};
-use std::fmt::Display;
-
-const GIB: f64 = (1u64 << 30) as f64;
+use crate::text::{Arg, Text};
 
 /// What every rule reads.
 pub struct Context<'a> {
     pub r: &'a Resolved<'a>,
     pub report: &'a Report,
     pub mem: &'a MemoryBreakdown,
-    pub lang: Lang,
 }
 
 impl Context<'_> {
@@ -30,9 +25,9 @@ impl Context<'_> {
         code: &'static str,
         key: &'static str,
         id: Text,
-        args: &[(&str, &dyn Display)],
+        args: impl IntoIterator<Item = (&'static str, Arg)>,
     ) -> Message {
-        Message::new(self.lang, code, key, id, args)
+        Message::new(code, key, id, args)
     }
 }
 
@@ -63,12 +58,7 @@ const RULES: &[Rule] = &[
 
 /// All rules that apply to this plan.
 pub fn check(r: &Resolved<'_>, report: &Report, mem: &MemoryBreakdown) -> Vec<Message> {
-    let c = Context {
-        r,
-        report,
-        mem,
-        lang: lang_of(r.plan.lang),
-    };
+    let c = Context { r, report, mem };
     RULES.iter().filter_map(|rule| rule(&c)).collect()
 }
 
@@ -124,17 +114,17 @@ fn over_budget(c: &Context) -> Option<Message> {
         .unwrap_or((Term::Weights, 0));
     let (fix, fix_text) = over_budget_fix(c, term);
     let key = fix.as_ref().map(|f| f.0).unwrap_or("nodes");
-    let peak = num(c.report.memory.peak_bytes_per_gpu as f64 / GIB, 1, c.lang);
-    let budget = num(c.report.memory.budget_bytes as f64 / GIB, 1, c.lang);
-    let term_gib = num(bytes as f64 / GIB, 1, c.lang);
-    let args: [(&str, &dyn Display); 5] = [
-        ("peak", &peak),
-        ("budget", &budget),
-        ("term", &t(c.lang, term_name(term))),
-        ("term_gib", &term_gib),
-        ("fix", &t(c.lang, fix_text)),
+    let peak = Arg::Bytes(c.report.memory.peak_bytes_per_gpu);
+    let budget = Arg::Bytes(c.report.memory.budget_bytes);
+    let term_gib = Arg::Bytes(bytes);
+    let args: [(&'static str, Arg); 5] = [
+        ("peak", Arg::from(&peak)),
+        ("budget", Arg::from(&budget)),
+        ("term", Arg::Text(term_name(term))),
+        ("term_gib", Arg::from(&term_gib)),
+        ("fix", Arg::Text(fix_text)),
     ];
-    let mut m = c.warn("over_budget", key, Text::OverBudget, &args);
+    let mut m = c.warn("over_budget", key, Text::OverBudget, args);
     m.fix = fix;
     Some(m)
 }
@@ -151,11 +141,13 @@ fn memory_underused(c: &Context) -> Option<Message> {
         .max_micro_batch
         .min(plan.micro_batch * 2)
         .max(plan.micro_batch + 1);
-    let percent = num(100.0 * peak / budget, 0, c.lang);
-    let args: [(&str, &dyn Display); 2] =
-        [("percent", &percent), ("max_mb", &report.max_micro_batch)];
+    let percent = Arg::Number(100.0 * peak / budget, 0);
+    let args: [(&'static str, Arg); 2] = [
+        ("percent", Arg::from(&percent)),
+        ("max_mb", Arg::from(&report.max_micro_batch)),
+    ];
     Some(
-        c.warn("memory_underused", "mb", Text::MemoryUnderused, &args)
+        c.warn("memory_underused", "mb", Text::MemoryUnderused, args)
             .fix("mb", mb.to_string()),
     )
 }
@@ -163,7 +155,7 @@ fn memory_underused(c: &Context) -> Option<Message> {
 /// FP8 below ~7B parameters gains little.
 fn fp8_small_model(c: &Context) -> Option<Message> {
     (c.plan().precision.is_low_precision() && c.report.parameters < 7_000_000_000).then(|| {
-        c.warn("fp8_small_model", "precision", Text::Fp8SmallModel, &[])
+        c.warn("fp8_small_model", "precision", Text::Fp8SmallModel, [])
             .fix("precision", "bf16")
     })
 }
@@ -173,7 +165,7 @@ fn fp8_keep_bf16(c: &Context) -> Option<Message> {
     c.plan()
         .precision
         .is_low_precision()
-        .then(|| c.warn("fp8_keep_bf16", "precision", Text::Fp8KeepBf16, &[]))
+        .then(|| c.warn("fp8_keep_bf16", "precision", Text::Fp8KeepBf16, []))
 }
 
 /// Selective recomputation saves nothing with flash attention.
@@ -185,7 +177,7 @@ fn selective_noop_with_flash(c: &Context) -> Option<Message> {
                 "selective_noop_with_flash",
                 "ckpt",
                 Text::SelectiveNoopWithFlash,
-                &[],
+                [],
             )
             .fix("ckpt", "none")
         },
@@ -198,11 +190,11 @@ fn long_sequence_without_checkpointing(c: &Context) -> Option<Message> {
     if plan.seq < 32_768 || plan.checkpointing != Checkpointing::None || c.report.fits {
         return None;
     }
-    let gib = num(c.mem.saved_activation_bytes as f64 / GIB, 1, c.lang);
-    let args: [(&str, &dyn Display); 2] = [("seq", &plan.seq), ("gib", &gib)];
+    let gib = Arg::Bytes(c.mem.saved_activation_bytes);
+    let args: [(&'static str, Arg); 2] = [("seq", Arg::from(&plan.seq)), ("gib", Arg::from(&gib))];
     let code = "long_sequence_without_checkpointing";
     Some(
-        c.warn(code, "ckpt", Text::LongSequenceWithoutCheckpointing, &args)
+        c.warn(code, "ckpt", Text::LongSequenceWithoutCheckpointing, args)
             .fix("ckpt", "full"),
     )
 }
@@ -213,11 +205,11 @@ fn eager_attention_long_sequence(c: &Context) -> Option<Message> {
     if plan.attention != Attention::Eager || plan.seq < 4096 {
         return None;
     }
-    let gib = num(c.mem.get(Term::AttentionScores) as f64 / GIB, 1, c.lang);
-    let args: [(&str, &dyn Display); 1] = [("gib", &gib)];
+    let gib = Arg::Bytes(c.mem.get(Term::AttentionScores));
+    let args: [(&'static str, Arg); 1] = [("gib", Arg::from(&gib))];
     let code = "eager_attention_long_sequence";
     Some(
-        c.warn(code, "attn", Text::EagerAttentionLongSequence, &args)
+        c.warn(code, "attn", Text::EagerAttentionLongSequence, args)
             .fix("attn", "flash"),
     )
 }
@@ -238,12 +230,12 @@ fn dims_not_multiple_of_64(c: &Context) -> Option<Message> {
         return None;
     }
     let dims = misaligned.join(", ");
-    let args: [(&str, &dyn Display); 1] = [("dims", &dims)];
+    let args: [(&'static str, Arg); 1] = [("dims", Arg::from(&dims))];
     Some(c.warn(
         "dims_not_multiple_of_64",
         "hidden",
         Text::DimsNotMultipleOf64,
-        &args,
+        args,
     ))
 }
 
@@ -253,13 +245,16 @@ fn sequence_beyond_context(c: &Context) -> Option<Message> {
     if arch.max_context == 0 || plan.seq <= arch.max_context {
         return None;
     }
-    let args: [(&str, &dyn Display); 2] = [("seq", &plan.seq), ("context", &arch.max_context)];
+    let args: [(&'static str, Arg); 2] = [
+        ("seq", Arg::from(&plan.seq)),
+        ("context", Arg::from(&arch.max_context)),
+    ];
     Some(
         c.warn(
             "sequence_beyond_context",
             "seq",
             Text::SequenceBeyondContext,
-            &args,
+            args,
         )
         .fix("seq", arch.max_context.to_string()),
     )
@@ -275,12 +270,13 @@ fn micro_batch_one_low_utilisation(c: &Context) -> Option<Message> {
     {
         return None;
     }
-    let billions = num(report.parameters as f64 / 1e9, 0, c.lang);
-    let mfu = num(report.throughput.mfu * 100.0, 0, c.lang);
-    let args: [(&str, &dyn Display); 2] = [("billions", &billions), ("mfu", &mfu)];
+    let billions = Arg::Number(report.parameters as f64 / 1e9, 0);
+    let mfu = Arg::Number(report.throughput.mfu * 100.0, 0);
+    let args: [(&'static str, Arg); 2] =
+        [("billions", Arg::from(&billions)), ("mfu", Arg::from(&mfu))];
     let code = "micro_batch_one_low_utilisation";
     Some(
-        c.warn(code, "mb", Text::MicroBatchOneLowUtilisation, &args)
+        c.warn(code, "mb", Text::MicroBatchOneLowUtilisation, args)
             .fix("mb", "2"),
     )
 }
@@ -300,17 +296,17 @@ fn checkpoint_overhead(c: &Context) -> Option<Message> {
     } else {
         ("async_save", "1".to_string(), Text::FixSaveAsync)
     };
-    let gb = num(ck.size_bytes as f64 / 1e9, 0, c.lang);
-    let seconds = num(ck.seconds_per_save, 0, c.lang);
-    let percent = num(ck.wall_share * 100.0, 1, c.lang);
-    let args: [(&str, &dyn Display); 4] = [
-        ("gb", &gb),
-        ("seconds", &seconds),
-        ("percent", &percent),
-        ("fix", &t(c.lang, fix_text)),
+    let gb = Arg::Number(ck.size_bytes as f64 / 1e9, 0);
+    let seconds = Arg::Number(ck.seconds_per_save, 0);
+    let percent = Arg::Number(ck.wall_share * 100.0, 1);
+    let args: [(&'static str, Arg); 4] = [
+        ("gb", Arg::from(&gb)),
+        ("seconds", Arg::from(&seconds)),
+        ("percent", Arg::from(&percent)),
+        ("fix", Arg::Text(fix_text)),
     ];
     Some(
-        c.warn("checkpoint_overhead", key, Text::CheckpointOverhead, &args)
+        c.warn("checkpoint_overhead", key, Text::CheckpointOverhead, args)
             .fix(key, value),
     )
 }
@@ -328,12 +324,15 @@ fn crosses_nvlink_domain(c: &Context) -> Option<Message> {
         .collect();
     let key = *groups.first()?;
     let names = groups.join(", ").to_ascii_uppercase();
-    let args: [(&str, &dyn Display); 2] = [("groups", &names), ("gpus", &nv.gpus_per_domain)];
+    let args: [(&'static str, Arg); 2] = [
+        ("groups", Arg::from(&names)),
+        ("gpus", Arg::from(&nv.gpus_per_domain)),
+    ];
     Some(c.warn(
         "crosses_nvlink_domain",
         key,
         Text::CrossesNvlinkDomain,
-        &args,
+        args,
     ))
 }
 
@@ -350,8 +349,8 @@ fn price_unknown(c: &Context) -> Option<Message> {
     } else {
         Text::PriceUnknown
     };
-    let args: [(&str, &dyn Display); 1] = [("instance", &c.report.instance)];
-    Some(c.warn("price_unknown", "price", id, &args))
+    let args: [(&'static str, Arg); 1] = [("instance", Arg::from(&c.report.instance))];
+    Some(c.warn("price_unknown", "price", id, args))
 }
 
 /// A derived price is an estimate: 1.15 x the EC2 on-demand price.
@@ -362,13 +361,13 @@ fn price_derived(c: &Context) -> Option<Message> {
     if cost.price_source != "derived" {
         return None;
     }
-    let (usd, ec2) = (num(usd, 2, c.lang), num(ec2, 2, c.lang));
-    let args: [(&str, &dyn Display); 3] = [
-        ("instance", &c.report.instance),
-        ("usd", &usd),
-        ("ec2", &ec2),
+    let (usd, ec2) = (Arg::Number(usd, 2), Arg::Number(ec2, 2));
+    let args: [(&'static str, Arg); 3] = [
+        ("instance", Arg::from(&c.report.instance)),
+        ("usd", Arg::from(&usd)),
+        ("ec2", Arg::from(&ec2)),
     ];
-    Some(c.warn("price_derived", "price", Text::PriceDerived, &args))
+    Some(c.warn("price_derived", "price", Text::PriceDerived, args))
 }
 
 /// A listed price read before AWS's June 2025 P-family price cut may be stale
@@ -380,14 +379,17 @@ fn price_dated(c: &Context) -> Option<Message> {
     if cost.price_source != "listed" || year >= 2025 {
         return None;
     }
-    let args: [(&str, &dyn Display); 2] = [("instance", &c.report.instance), ("as_of", &as_of)];
-    Some(c.warn("price_dated", "price", Text::PriceDated, &args))
+    let args: [(&'static str, Arg); 2] = [
+        ("instance", Arg::from(&c.report.instance)),
+        ("as_of", Arg::from(&as_of)),
+    ];
+    Some(c.warn("price_dated", "price", Text::PriceDated, args))
 }
 
 /// FP32 training.
 fn fp32_slow(c: &Context) -> Option<Message> {
     (c.plan().precision == Precision::Fp32).then(|| {
-        c.warn("fp32_slow", "precision", Text::Fp32Slow, &[])
+        c.warn("fp32_slow", "precision", Text::Fp32Slow, [])
             .fix("precision", "bf16")
     })
 }
@@ -400,12 +402,13 @@ fn job_shorter_than_a_step(c: &Context) -> Option<Message> {
         return None;
     }
     let tokens = crate::plan::fmt_num(c.plan().tokens);
-    let args: [(&str, &dyn Display); 2] = [("tokens", &tokens), ("step", &step)];
+    let args: [(&'static str, Arg); 2] =
+        [("tokens", Arg::from(&tokens)), ("step", Arg::from(&step))];
     Some(c.warn(
         "job_shorter_than_a_step",
         "tokens",
         Text::JobShorterThanAStep,
-        &args,
+        args,
     ))
 }
 
@@ -426,9 +429,9 @@ fn network_bound(c: &Context) -> Option<Message> {
     if share.is_nan() || share <= NETWORK_BOUND_SHARE {
         return None;
     }
-    let percent = num(100.0 * share, 0, c.lang);
-    let args: [(&str, &dyn Display); 1] = [("share", &percent)];
-    Some(c.warn("network_bound", "nodes", Text::NetworkBound, &args))
+    let percent = Arg::Number(100.0 * share, 0);
+    let args: [(&'static str, Arg); 1] = [("share", Arg::from(&percent))];
+    Some(c.warn("network_bound", "nodes", Text::NetworkBound, args))
 }
 
 /// A count past what its integer holds is a floor, not a figure (#25:
@@ -436,19 +439,18 @@ fn network_bound(c: &Context) -> Option<Message> {
 fn counts_saturated(c: &Context) -> Option<Message> {
     let saturated = c.report.throughput.tokens_per_step == u64::MAX
         || c.report.memory.peak_bytes_per_gpu == u64::MAX;
-    saturated.then(|| c.warn("counts_saturated", "mb", Text::CountsSaturated, &[]))
+    saturated.then(|| c.warn("counts_saturated", "mb", Text::CountsSaturated, []))
 }
 
 #[cfg(test)]
 mod tests {
-    /// `fill` is what every rule formats with; check it keeps values verbatim.
+    /// `render` is what every rule's message is shown with; values stay verbatim.
     #[test]
-    fn fill_keeps_values_verbatim() {
-        use super::*;
-        use crate::text::fill;
-        let args: [(&str, &dyn Display); 1] = [("instance", &"{gpu}")];
+    fn render_keeps_values_verbatim() {
+        use crate::text::{render, Lang, Phrase, Text};
+        let p = Phrase::new(Text::PriceUnknown).with("instance", "{gpu}");
         assert_eq!(
-            fill(Lang::En, Text::PriceUnknown, &args),
+            render(Lang::En, &p),
             "no SageMaker price is known for {gpu}: enter the hourly price you pay (price=) to see the cost"
         );
     }

@@ -147,7 +147,7 @@ fn bad_lines_say_what_is_wrong() {
     let err = compare(&p, &r, &other).unwrap_err();
     assert!(matches!(err, Problem::OtherPlan(_)));
     let lang = planner::plan::Lang::Ru;
-    assert!(err.message(lang).contains("другого плана"));
+    assert!(planner::text::render(lang, &err.phrase()).contains("другого плана"));
     let cpu = parse(
         &LINE
             .replace("NVIDIA B200", "cpu")

@@ -7,6 +7,7 @@
 
 use planner::evaluate::{compare_instances, memory_vs_sequence};
 use planner::plan::{Lang, Plan};
+use planner::text::render;
 
 /// Presets, precisions, checkpointing, kernels, sharding, every parallel
 /// layout, PEFT, MoE, custom shapes and GPUs, bad values, both languages.
@@ -71,8 +72,8 @@ fn golden_line(query: &str) -> String {
         .map(|n| {
             (
                 n.key.clone(),
-                n.text(Some(Lang::En)).to_string(),
-                n.text(Some(Lang::Ru)).to_string(),
+                render(Lang::En, &n.problem),
+                render(Lang::Ru, &n.problem),
             )
         })
         .collect();

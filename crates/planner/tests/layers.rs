@@ -106,3 +106,29 @@ fn a_circle_is_found() {
     .collect();
     assert_eq!(circle(&g).map(|c| c.len()), Some(3));
 }
+
+/// #24: the model speaks in facts. No function of the core outside `text/`
+/// (which renders) takes a language: evaluate, the search, the warnings and
+/// the labels return phrases, and the fronts render them.
+#[test]
+fn no_core_function_takes_a_language() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut offenders = vec![];
+    for entry in std::fs::read_dir(&src).expect("src") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("source");
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        // A signature runs from `fn` to its body's brace.
+        for (i, _) in code.match_indices("fn ") {
+            let signature = &code[i..code[i..].find('{').map_or(code.len(), |j| i + j)];
+            if signature.contains("Lang") {
+                let name = signature.lines().next().unwrap_or("").trim().to_string();
+                offenders.push(format!("{}: {name}", path.display()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{offenders:#?}");
+}

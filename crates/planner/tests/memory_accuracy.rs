@@ -100,7 +100,7 @@ fn real_gpu_runs_check_hf_plans_of_their_kind() {
     let inside = label(&format!(
         "{a100}&model=mistral-7b-v0.1&precision=bf16-pure&mb=2&zero=3"
     ));
-    assert_eq!(inside.level, "measured", "{}", inside.note);
+    assert_eq!(inside.level, "measured", "{}", inside.note_english());
     assert!((inside.expected_error.unwrap() - 0.23).abs() < 0.001);
     // Eight GPUs: outside what the runs ran; the oracle's extrapolation speaks.
     let outside = label(

@@ -339,7 +339,7 @@ fn llama_405b_pipelines_split_as_megatron_does() {
         .iter()
         .find(|e| e.code == "pp_does_not_divide_layers")
         .expect("error");
-    assert!(e.message.contains("pp=4, pp=6"), "{}", e.message);
+    assert!(e.english().contains("pp=4, pp=6"), "{}", e.english());
 }
 
 /// Every published configuration of calibration.csv is accepted by the page

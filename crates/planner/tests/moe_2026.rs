@@ -167,5 +167,5 @@ fn recompute_modules_drop_what_they_recompute() {
     assert!(only_mla.throughput.step.recompute > plain.throughput.step.recompute);
     let bad = Plan::from_query(&format!("{base}&recompute_modules=attention"));
     assert_eq!(bad.notices.len(), 1);
-    assert!(bad.notices[0].text(None).contains("mla_up_proj"));
+    assert!(bad.notices[0].message().contains("mla_up_proj"));
 }

@@ -130,7 +130,11 @@ fn hf_config_import_reads_llama_3_1_8b() {
 #[test]
 fn hf_config_errors_name_the_problem() {
     let e = from_hf_config("{not json").unwrap_err();
-    assert!(e.message.contains("not valid JSON"), "{}", e.message);
+    assert!(
+        e.to_string().contains("not valid JSON"),
+        "{}",
+        e.to_string()
+    );
     let e = from_hf_config(r#"{"model_type":"bert","hidden_size":768}"#).unwrap_err();
     assert_eq!(e.field.as_deref(), Some("model_type"));
     let e = from_hf_config(r#"{"model_type":"llama","hidden_size":4096}"#).unwrap_err();

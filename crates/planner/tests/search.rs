@@ -110,7 +110,7 @@ fn moe_search_chooses_expert_parallelism() {
     let q = "model=deepseek-v3&impl=megatron&instance=ml.p6-b200.48xlarge&nodes=32&lock=instance,nodes&seq=4096&ga=256";
     let r = search(&Plan::from_query(q).plan);
     let best = r.fastest.expect("a DeepSeek-V3 plan fits on 256 B200");
-    assert!(best.ep > 1, "{}", best.why);
+    assert!(best.ep > 1, "{}", best.why.english());
     assert_eq!(256 % best.ep, 0);
     let rep = planner::evaluate(&Plan::from_query(&best.query).plan);
     assert!(rep.fits && rep.errors.is_empty(), "{}", best.query);

@@ -395,9 +395,9 @@ fn prices_come_with_their_basis() {
         .find(|w| w.code == "price_derived")
         .expect("marked as an estimate");
     assert!(
-        w.message.contains("estimate") && w.message.contains("113.93"),
+        w.english().contains("estimate") && w.english().contains("113.93"),
         "{}",
-        w.message
+        w.english()
     );
     let gb200 = evaluate(&Plan::from_query("instance=ml.p6e-gb200.36xlarge").plan);
     assert!(gb200.cost.total_usd.is_none());
@@ -407,9 +407,9 @@ fn prices_come_with_their_basis() {
         .find(|w| w.code == "price_unknown")
         .expect("asks for a price");
     assert!(
-        w.message.contains("UltraServer") && w.message.contains("price="),
+        w.english().contains("UltraServer") && w.english().contains("price="),
         "{}",
-        w.message
+        w.english()
     );
     // Every catalogued instance the table prices has its price.
     for i in planner::hardware::instances() {
@@ -578,9 +578,9 @@ fn accuracy_labels_follow_coverage() {
     assert_eq!(level(hopper).0, "calibrated");
     let r = evaluate(&Plan::from_query(hopper).plan);
     assert!(
-        r.throughput_accuracy.note.contains("n = 5"),
+        r.throughput_accuracy.note_english().contains("n = 5"),
         "{}",
-        r.throughput_accuracy.note
+        r.throughput_accuracy.note_english()
     );
     assert!(r.throughput_accuracy.expected_error.is_some());
     // The same kind on a GPU no run used: a custom one, an A10G.
@@ -630,12 +630,16 @@ fn odd_plans_say_what_they_extrapolate() {
         (r.throughput_accuracy, r.memory.accuracy)
     };
     let extrapolated = |a: &planner::report::Accuracy, axis: &str, q: &str| {
-        assert_eq!(a.level, "extrapolated", "{q}: {}", a.note);
+        assert_eq!(a.level, "extrapolated", "{q}: {}", a.note_english());
         assert!(
             a.expected_error.is_none(),
             "{q}: no error outside the checks"
         );
-        assert!(a.note.contains(axis), "{q}: `{axis}` in {}", a.note);
+        assert!(
+            a.note_english().contains(axis),
+            "{q}: `{axis}` in {}",
+            a.note_english()
+        );
     };
     // Throughput.
     let q = "precision=nvfp4&impl=megatron&instance=ml.p6-b200.48xlarge&seq=8192&zero=1";
@@ -655,7 +659,7 @@ fn odd_plans_say_what_they_extrapolate() {
     // FP32 at 128K on p4de: the HF A100 rows are BF16 at 4K on 1-2 GPUs.
     let q = "precision=fp32&seq=131072&instance=ml.p4de.24xlarge&ckpt=full";
     let (t, _) = acc(q);
-    assert_ne!(t.level, "calibrated", "{q}: {}", t.note);
+    assert_ne!(t.level, "calibrated", "{q}: {}", t.note_english());
     assert!(t.expected_error.is_none());
     // Memory.
     let q = "model=gemma-3-27b&zero=3&seq=4096&instance=ml.p5.48xlarge";
@@ -835,7 +839,7 @@ fn expert_parameters_reduce_over_their_share() {
     assert_ne!(eight.throughput_accuracy.level, "calibrated");
     assert!(eight
         .throughput_accuracy
-        .note
+        .note_english()
         .contains("mixture-of-experts"));
 }
 
@@ -846,7 +850,11 @@ fn expert_parameters_reduce_over_their_share() {
 fn b200_bf16_plans_say_their_efficiency_comes_from_gb200() {
     use planner::text::{t, Text};
     let said = t(planner::plan::Lang::En, Text::BlackwellBf16FromGb200);
-    let note = |q: &str| evaluate(&Plan::from_query(q).plan).throughput_accuracy.note;
+    let note = |q: &str| {
+        evaluate(&Plan::from_query(q).plan)
+            .throughput_accuracy
+            .note_english()
+    };
     assert!(note("precision=bf16").contains(said), "default B200 BF16");
     assert!(!note("precision=fp8").contains(said), "B200 FP8");
     let gb200 = "precision=bf16&instance=ml.p6e-gb200.36xlarge&nodes=18&ultraserver=72";

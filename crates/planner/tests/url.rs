@@ -23,7 +23,10 @@ fn bad_values_keep_defaults_and_name_the_key() {
         .notices
         .iter()
         .all(|n| n.message().contains(&format!("`{}`", n.key))));
-    assert!(d.notices.iter().all(|n| !n.text(Some(Lang::Ru)).is_empty()));
+    assert!(d
+        .notices
+        .iter()
+        .all(|n| !planner::text::render(Lang::Ru, &n.problem).is_empty()));
 }
 
 #[test]
@@ -93,10 +96,11 @@ fn the_key_list_is_the_schema() {
         );
     }
     for key in planner::plan::KEYS {
-        let err = Plan::default()
-            .set(key, "\u{1}")
-            .err()
-            .map(|e| e.text(None))
+        // The link reads `lang=` beside the plan (#24: not part of it).
+        let err = Plan::from_query(&format!("{key}=%01"))
+            .notices
+            .first()
+            .map(|n| n.message())
             .unwrap_or_default();
         assert!(
             !err.contains("unknown key"),
@@ -113,7 +117,7 @@ fn unknown_model_names_get_suggestions() {
         let d = Plan::from_query(q);
         d.notices
             .first()
-            .map(|n| n.text(Some(lang)).to_string())
+            .map(|n| planner::text::render(lang, &n.problem))
             .unwrap_or_default()
     };
     use planner::plan::Lang::{En, Ru};
@@ -128,17 +132,16 @@ fn unknown_model_names_get_suggestions() {
 /// A shape typed over a preset is named custom, with the preset of its size as a hint.
 #[test]
 fn custom_shapes_are_named_custom() {
-    let name = |q: &str| planner::evaluate(&Plan::from_query(q).plan).model_name;
+    use planner::text::{render, Lang};
+    let name = |q: &str, lang| {
+        let r = planner::evaluate(&Plan::from_query(q).plan);
+        render(lang, &r.model_name)
+    };
     // Llama 3.1 405B's shape typed over the default 8B preset.
-    assert_eq!(
-        name("layers=126&hidden=16384&heads=128&kv_heads=8&ffn=53248"),
-        "custom (close to Llama-3.1-405B)"
-    );
-    assert_eq!(
-        name("layers=126&hidden=16384&heads=128&kv_heads=8&ffn=53248&lang=ru"),
-        "своя (близка к Llama-3.1-405B)"
-    );
-    assert_eq!(name("model=llama-3.1-70b"), "Llama-3.1-70B");
+    let shape = "layers=126&hidden=16384&heads=128&kv_heads=8&ffn=53248";
+    assert_eq!(name(shape, Lang::En), "custom (close to Llama-3.1-405B)");
+    assert_eq!(name(shape, Lang::Ru), "своя (близка к Llama-3.1-405B)");
+    assert_eq!(name("model=llama-3.1-70b", Lang::Ru), "Llama-3.1-70B");
 }
 
 /// An emptied optional field (the page's "empty: ..." inputs) means none,

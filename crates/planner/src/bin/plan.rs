@@ -178,14 +178,14 @@ fn search(plan: &planner::Plan) -> ExitCode {
 fn report_measured(query: &str, line: &str) -> ExitCode {
     let decoded = decode(query);
     let plan = &decoded.plan;
-    let lang = plan.lang.unwrap_or(planner::plan::Lang::En);
+    let lang = decoded.lang.unwrap_or(planner::text::Lang::En);
     let report = planner::evaluate(plan);
     let compared =
         planner::measured::parse(line).and_then(|m| planner::measured::compare(plan, &report, &m));
     let comparison = match compared {
         Ok(c) => c,
         Err(p) => {
-            eprintln!("error: {}", p.message(lang));
+            eprintln!("error: {}", planner::text::render(lang, &p.phrase()));
             return ExitCode::from(2);
         }
     };

@@ -43,6 +43,9 @@ catalog! {
     // ---- resolving a plan (report.rs) ----------------------------------------
     CustomModel => "custom",
     CustomModelNear => "custom (close to {name})",
+    Verbatim => "{text}",
+    CandidateWhy => "{what}: {vs}",
+    DerivedShape => "~{billions}B (derived shape)",
     HeadsDoNotDivideHidden => "heads ({heads}) must divide hidden ({hidden}) when no head_dim is given",
     NoMultiNode => "{instance} does not support multi-node EFA training; use 1 node or another instance type",
     TpDoesNotDivideHeads => "tensor parallel degree {tp} must divide heads ({heads}) and kv_heads ({kv_heads})",
@@ -446,7 +449,7 @@ catalog! {
     LayerReduceScatterPhase => "a layer's gradient reduce-scatter (FSDP)",
     RootAllGatherPhase => "gathering the embedding and LM head (FSDP)",
     LossForwardPhase => "computing the loss (end of forward)",
-    ThroughputFewRows => "calibrated on {rows} published runs of this kind ({group}): too few to quote an error (cross-validated from {under}% to {over}%)",
+    ThroughputFewRows => "calibrated on {rows} published {rows|run|runs} of this kind ({group}): too few to quote an error (cross-validated from {under}% to {over}%)",
     ExtrapolatedBeyond => "extrapolated beyond what was checked: {axes}",
     AxisSequence => "sequence {value} outside the checked {lo}–{hi}",
     AxisGpus => "{value} GPUs outside the checked {lo}–{hi}",

@@ -57,6 +57,12 @@ macro_rules! catalog {
         impl Text {
             /// Every id, in catalog order.
             pub const ALL: &'static [Text] = &[$(Text::$id,)*];
+
+            /// The stable id as a string (the JSON reports' `id`).
+            pub fn name(self) -> &'static str {
+                const NAMES: &[&str] = &[$(stringify!($id),)*];
+                NAMES[self as usize]
+            }
         }
 
         pub(super) const ENGLISH: &str = concat!($($en, "\u{1f}",)*);
@@ -64,8 +70,10 @@ macro_rules! catalog {
 }
 
 mod en;
+mod message;
 
 pub use en::Text;
+pub use message::{english, english_each, render, render_all, Arg, Join, Message, Phrase};
 
 /// Where each text of a packed catalog starts and ends.
 fn spans(packed: &'static str) -> Vec<(u32, u32)> {
@@ -180,20 +188,39 @@ pub fn fill(lang: Lang, id: Text, args: &[(&str, &dyn Display)]) -> String {
     out
 }
 
-/// The names a template expects, in order of appearance.
+/// The plural form of `n` among `forms` (`one|other` in English,
+/// `one|few|many` in Russian, by CLDR's rules for whole numbers); a missing
+/// form falls back to the last one given.
+pub fn plural(lang: Lang, n: u64, forms: &str) -> &str {
+    let index = match lang {
+        Lang::En => usize::from(n != 1),
+        Lang::Ru => match (n % 10, n % 100) {
+            (1, h) if h != 11 => 0,
+            (2..=4, h) if !(12..=14).contains(&h) => 1,
+            _ => 2,
+        },
+    };
+    let forms: Vec<&str> = forms.split('|').collect();
+    forms[index.min(forms.len() - 1)]
+}
+
+/// The names a template expects, in order of appearance (a plural slot
+/// `{n|one|other}` names `n`).
 pub fn placeholders(template: &str) -> Vec<&str> {
     let mut names = Vec::new();
     let mut rest = template;
     while let Some(open) = rest.find('{') {
         let after = &rest[open + 1..];
-        match after.find('}') {
-            Some(close)
-                if !after[..close].is_empty()
-                    && after[..close]
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+        let slot = after.find('}').map(|close| {
+            let name = after[..close].split('|').next().unwrap_or("");
+            (close, name)
+        });
+        match slot {
+            Some((close, name))
+                if !name.is_empty()
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
             {
-                names.push(&after[..close]);
+                names.push(name);
                 rest = &after[close + 1..];
             }
             _ => rest = after,

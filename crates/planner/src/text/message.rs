@@ -1,0 +1,323 @@
+//! What the model says, as facts: a catalog id and typed arguments (#24).
+//! The model builds a `Phrase`; a front renders it with `render` in the
+//! language of the moment, with that language's number format and plural
+//! forms. Nothing below the fronts writes a sentence.
+
+use super::{num, plural, signed, t, Lang, Text};
+use serde::ser::{SerializeMap, SerializeStruct};
+use serde::{Serialize, Serializer};
+use std::fmt::Write;
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// One value of a phrase, typed so that each language formats it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    /// A whole count, in digits without grouping (`8`, `1024`); it also
+    /// picks a plural form (`{n|one|few|many}`).
+    Count(u64),
+    /// A decimal with this many places, in the language's format.
+    Number(f64, u8),
+    /// As `Number`, signed either way (`+1.5`, `−0.8`).
+    Signed(f64, u8),
+    /// A decimal as short as it reads exactly (`0.5`, `1000000`), with the
+    /// language's decimal mark.
+    Real(f64),
+    /// Bytes, shown in GiB with one decimal.
+    Bytes(u64),
+    /// Verbatim: a name, a key, a value the user typed.
+    Name(String),
+    /// A phrase of the catalog, in the same language.
+    Text(Text),
+    /// Phrases, each rendered and joined.
+    List(Vec<Phrase>, Join),
+}
+
+/// How the phrases of a list are joined.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Join {
+    /// Side by side.
+    Nothing,
+    /// `a; b` (an accuracy note's parts, the axes it leaves).
+    Semicolon,
+    /// `a and b`, in the language.
+    And,
+}
+
+impl From<u64> for Arg {
+    fn from(n: u64) -> Arg {
+        Arg::Count(n)
+    }
+}
+
+impl From<usize> for Arg {
+    fn from(n: usize) -> Arg {
+        Arg::Count(n as u64)
+    }
+}
+
+impl From<u32> for Arg {
+    fn from(n: u32) -> Arg {
+        Arg::Count(n.into())
+    }
+}
+
+impl From<&str> for Arg {
+    fn from(s: &str) -> Arg {
+        Arg::Name(s.to_string())
+    }
+}
+
+impl From<String> for Arg {
+    fn from(s: String) -> Arg {
+        Arg::Name(s)
+    }
+}
+
+impl From<&String> for Arg {
+    fn from(s: &String) -> Arg {
+        Arg::Name(s.clone())
+    }
+}
+
+impl From<Text> for Arg {
+    fn from(id: Text) -> Arg {
+        Arg::Text(id)
+    }
+}
+
+impl From<Phrase> for Arg {
+    fn from(p: Phrase) -> Arg {
+        Arg::List(vec![p], Join::Nothing)
+    }
+}
+
+/// A sentence of the catalog with its values, not yet in any language.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Phrase {
+    pub id: Text,
+    pub args: Vec<(&'static str, Arg)>,
+}
+
+impl Phrase {
+    pub fn new(id: Text) -> Phrase {
+        Phrase { id, args: vec![] }
+    }
+
+    /// The phrase with one more named value.
+    pub fn with(mut self, name: &'static str, value: impl Into<Arg>) -> Phrase {
+        self.args.push((name, value.into()));
+        self
+    }
+
+    /// The value named `name`, if the phrase has one.
+    pub fn arg(&self, name: &str) -> Option<&Arg> {
+        self.args.iter().find(|(n, _)| *n == name).map(|(_, a)| a)
+    }
+
+    /// The English text (the CLI's JSON `message`, logs, tests).
+    pub fn english(&self) -> String {
+        render(Lang::En, self)
+    }
+}
+
+/// Phrases joined by `; ` (an accuracy note's parts).
+pub fn render_all(lang: Lang, phrases: &[Phrase]) -> String {
+    let parts: Vec<String> = phrases.iter().map(|p| render(lang, p)).collect();
+    parts.join("; ")
+}
+
+/// The phrase in `lang`: its template with each `{name}` replaced by its
+/// value in the language's format, and each `{name|form|...}` by the plural
+/// form its count takes (`plural`). A value is never re-read as a template.
+pub fn render(lang: Lang, phrase: &Phrase) -> String {
+    let template = t(lang, phrase.id);
+    let mut out = String::with_capacity(template.len() + 16 * phrase.args.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let slot = after.find('}').map(|close| (close, &after[..close]));
+        let Some((close, slot)) = slot else {
+            out.push('{');
+            rest = after;
+            continue;
+        };
+        let (name, forms) = slot.split_once('|').unwrap_or((slot, ""));
+        match phrase.arg(name) {
+            Some(Arg::Count(n)) if !forms.is_empty() => out.push_str(plural(lang, *n, forms)),
+            Some(arg) if forms.is_empty() => write_arg(&mut out, lang, arg),
+            _ => {
+                out.push('{');
+                rest = after;
+                continue;
+            }
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn write_arg(out: &mut String, lang: Lang, arg: &Arg) {
+    match arg {
+        Arg::Count(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Arg::Number(x, places) => out.push_str(&num(*x, *places as usize, lang)),
+        Arg::Signed(x, places) => out.push_str(&signed(*x, *places as usize, lang)),
+        Arg::Bytes(b) => out.push_str(&num(*b as f64 / GIB, 1, lang)),
+        Arg::Real(x) => {
+            let s = x.to_string();
+            out.push_str(&match lang {
+                Lang::Ru => s.replace('.', ","),
+                Lang::En => s,
+            });
+        }
+        Arg::Name(s) => out.push_str(s),
+        Arg::Text(id) => out.push_str(t(lang, *id)),
+        Arg::List(items, join) => {
+            for (i, p) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(match join {
+                        Join::Nothing => "",
+                        Join::Semicolon => "; ",
+                        Join::And => t(lang, Text::And),
+                    });
+                }
+                out.push_str(&render(lang, p));
+            }
+        }
+    }
+}
+
+/// In JSON, a phrase is its id and its values: counts and numbers as JSON
+/// numbers, names as strings, catalog phrases as their ids.
+impl Serialize for Phrase {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Phrase", 2)?;
+        st.serialize_field("id", self.id.name())?;
+        st.serialize_field("args", &Args(&self.args))?;
+        st.end()
+    }
+}
+
+struct Args<'a>(&'a [(&'static str, Arg)]);
+
+impl Serialize for Args<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (name, arg) in self.0 {
+            map.serialize_entry(name, arg)?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Arg {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Arg::Count(n) | Arg::Bytes(n) => s.serialize_u64(*n),
+            Arg::Number(x, _) | Arg::Signed(x, _) | Arg::Real(x) => s.serialize_f64(*x),
+            Arg::Name(v) => s.serialize_str(v),
+            Arg::Text(id) => s.serialize_str(id.name()),
+            Arg::List(items, _) => items.serialize(s),
+        }
+    }
+}
+
+macro_rules! arg_from_ref {
+    ($($t:ty),*) => {$(
+        impl From<&$t> for Arg {
+            fn from(v: &$t) -> Arg {
+                v.clone().into()
+            }
+        }
+    )*};
+}
+
+arg_from_ref!(u64, u32, usize, &str, Text);
+
+impl Phrase {
+    /// The catalog's `id` with these values.
+    pub fn of(id: Text, args: impl IntoIterator<Item = (&'static str, Arg)>) -> Phrase {
+        Phrase {
+            id,
+            args: args.into_iter().collect(),
+        }
+    }
+}
+
+/// A problem or advice with a stable code, tied to the input key it concerns:
+/// the one message type of reports, link notices and imports (#24).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Message {
+    pub code: &'static str,
+    /// The plan key (URL key) the message is about, where there is one.
+    pub key: Option<&'static str>,
+    /// What it says, rendered by the front.
+    pub phrase: Phrase,
+    /// A single setting that fixes it: (URL key, value).
+    pub fix: Option<(&'static str, String)>,
+}
+
+impl Message {
+    /// The catalog's `id` with `args`, about the URL key `key`.
+    pub fn new(
+        code: &'static str,
+        key: &'static str,
+        id: Text,
+        args: impl IntoIterator<Item = (&'static str, Arg)>,
+    ) -> Message {
+        Message {
+            code,
+            key: Some(key),
+            phrase: Phrase::of(id, args),
+            fix: None,
+        }
+    }
+
+    /// The one setting that fixes it.
+    pub fn fix(mut self, key: &'static str, value: impl Into<String>) -> Message {
+        self.fix = Some((key, value.into()));
+        self
+    }
+
+    /// What it says in English (the JSON's `message`, logs, tests).
+    pub fn english(&self) -> String {
+        self.phrase.english()
+    }
+}
+
+/// In JSON: the code, the key, the English `message` (as before #24), the
+/// phrase's `id` and `args` for scripts to match on, and the fix.
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Message", 6)?;
+        st.serialize_field("code", self.code)?;
+        st.serialize_field("key", &self.key)?;
+        st.serialize_field("message", &self.phrase.english())?;
+        st.serialize_field("id", self.phrase.id.name())?;
+        st.serialize_field("args", &Args(&self.phrase.args))?;
+        st.serialize_field("fix", &self.fix)?;
+        st.end()
+    }
+}
+
+impl From<&Arg> for Arg {
+    fn from(a: &Arg) -> Arg {
+        a.clone()
+    }
+}
+
+/// `#[serde(serialize_with = "english")]`: a phrase as its English text, where
+/// the JSON has always had a string (names, a candidate's why).
+pub fn english<S: Serializer>(p: &Phrase, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&p.english())
+}
+
+/// `#[serde(serialize_with = "english_each")]`: phrases as their English
+/// texts, where the JSON has always had a list of strings.
+pub fn english_each<S: Serializer>(ps: &[Phrase], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ps.iter().map(Phrase::english))
+}
