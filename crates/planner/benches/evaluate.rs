@@ -62,6 +62,16 @@ fn main() {
             },
         );
         time(
+            &format!(
+                "resolve (model, hardware, layout) ({})",
+                r.model_name.english()
+            ),
+            iters / 10,
+            || {
+                black_box(resolve(black_box(plan)));
+            },
+        );
+        time(
             &format!("full evaluate incl. solvers ({})", r.model_name.english()),
             iters / 10,
             || {
