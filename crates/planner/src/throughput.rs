@@ -713,7 +713,7 @@ fn gradient_bytes(plan: &Plan) -> f64 {
         (Implementation::Hf, Precision::Bf16Pure, _) => 2.0,
         (Implementation::Hf, _, 0) => 4.0,
         // Megatron reduces in the gradient buffer's dtype: fp32 unless
-        // `--grad-reduce-in-bf16` (memory.rs, state_bytes).
+        // `--grad-reduce-in-bf16` (memory/states.rs, state_bytes).
         (Implementation::Megatron, _, _) if !plan.grad_bf16 => 4.0,
         _ => 2.0,
     }
@@ -774,7 +774,7 @@ fn data_parallel_exposed(s: &StepShape, compute: f64) -> f64 {
 /// (AdamW fp32: 28 B per parameter), at HBM bandwidth, on this GPU's shard.
 fn optimizer_step(s: &StepShape) -> f64 {
     let (_, trainable) = stage_parameters(s);
-    // The distributed optimizer's shard spans DP x CP ranks (memory.rs).
+    // The distributed optimizer's shard spans DP x CP ranks (memory/states.rs).
     let shard = if s.plan.zero >= 1 {
         (s.layout.shard.max(1) * s.layout.cp.max(1)) as f64
     } else {

@@ -11,21 +11,30 @@ fn imports(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut graph = BTreeMap::new();
     for entry in std::fs::read_dir(dir).expect("source folder") {
         let path = entry.expect("entry").path();
-        let (name, file) = if path.is_dir() {
+        // A folder module is all its files (memory/: states, activations, ...).
+        let (name, files) = if path.is_dir() {
             let name = path.file_name().unwrap().to_string_lossy().to_string();
-            (name, path.join("mod.rs"))
+            let files: Vec<_> = std::fs::read_dir(&path)
+                .expect("module folder")
+                .map(|e| e.expect("entry").path())
+                .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+                .collect();
+            (name, files)
         } else if path.extension().is_some_and(|e| e == "rs") {
             (
                 path.file_stem().unwrap().to_string_lossy().to_string(),
-                path,
+                vec![path],
             )
         } else {
             continue;
         };
-        if ["lib", "main", "bin"].contains(&name.as_str()) || !file.exists() {
+        if ["lib", "main", "bin"].contains(&name.as_str()) || files.is_empty() {
             continue;
         }
-        let text = std::fs::read_to_string(&file).expect("source");
+        let text: String = files
+            .iter()
+            .map(|f| std::fs::read_to_string(f).expect("source"))
+            .collect();
         let code = text.split("#[cfg(test)]").next().unwrap_or("");
         let named = code
             .match_indices("crate::")

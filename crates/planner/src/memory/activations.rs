@@ -1,0 +1,284 @@
+//! Saved activations (SPEC §3.3): micro-batches in flight, checkpointing,
+//! offloading, attention scores and the working sets of recomputation.
+
+use super::*;
+
+// ---- activations (SPEC §3.3) ------------------------------------------------
+
+/// Micro-batches whose activations the stage holds, in units of the whole
+/// stage's layers, from Megatron's own warm-up count
+/// (`megatron/core/pipeline_parallel/schedules.py`,
+/// `forward_backward_pipelining_with_interleaving` /
+/// `_without_interleaving`): rank `r` of `p` runs `p - r - 1` forward
+/// micro-batches before its first backward, so holds `min(p - r, m)`; with
+/// `vp` model chunks it runs `(p - r - 1) * 2 + (vp - 1) * p` chunk forwards
+/// first (at most `m * vp`), each chunk `1/vp` of the stage's layers. For
+/// the first rank that is `p + (p-1)/vp` stages' worth, Narayanan et al.
+/// 2021's `(1 + (p-1)/(p*vp))` factor.
+pub(super) fn in_flight_micro_batches(s: &StageShape) -> f64 {
+    let p = s.layout.pp;
+    let rank = match s.stage {
+        Stage::First => 0,
+        Stage::Second => 1,
+        _ => return 1.0,
+    };
+    let m = s.plan.grad_accum.max(1);
+    let vp = s.plan.vp.max(1);
+    if vp == 1 {
+        return (p - rank).min(m) as f64;
+    }
+    let warmup = ((p - rank - 1) * 2 + (vp - 1) * p).min(m * vp);
+    ((warmup + 1).min(m * vp)) as f64 / vp as f64
+}
+
+/// Everything one non-checkpointed layer keeps for backward, scores included
+/// (Korthikanti et al. 2022, per profile above).
+pub(super) fn full_layer_bytes(s: &StageShape) -> f64 {
+    let la = &s.layer;
+    let per_layer_token = la.tp_split / s.t + la.replicated / s.sp_div + la.unsplit;
+    let scores_token = la.scores / s.t;
+    s.tokens * (per_layer_token + scores_token)
+}
+
+/// Eager attention's `s^2` part of one layer, per token.
+pub(super) fn scores_per_token(s: &StageShape) -> f64 {
+    s.layer.scores / s.t
+}
+
+/// What a checkpointed layer keeps: its input in the residual dtype
+/// (SPEC §3.3); torchtitan's op-level SAC also keeps the outputs of wq, wv,
+/// w1, w2 and flash attention (output + logsumexp), all bf16.
+pub(super) fn checkpointed_layer_bytes(s: &StageShape) -> f64 {
+    let h = s.arch.hidden as f64;
+    let input = s.tokens * h * residual_bytes(s.profile) / s.sp_div;
+    match (s.plan.checkpointing, s.plan.implementation) {
+        (Checkpointing::Op, Implementation::Hf) => input + op_level_kept(s),
+        (Checkpointing::Op, Implementation::Megatron) => {
+            let w = &s.widths;
+            let (q, kv, f, a) = (w.q, w.kv, w.f, w.a);
+            input
+                + s.tokens
+                    * ((2.0 * q + 2.0 * kv + 2.0 * f * w.routed + 2.0 * q + 4.0 * a) / s.t
+                        + 2.0 * h / s.sp_div)
+        }
+        _ => input,
+    }
+}
+
+/// train.py's op-level policy keeps every matmul's output (q, k, v, o, the
+/// MLP's matrices) and attention's: SDPA's output and fp32 logsumexp, or
+/// eager attention's two batched matmuls (the scores among them), in the
+/// compute dtype (oracle rows `*/ckpt=op`).
+pub(super) fn op_level_kept(s: &StageShape) -> f64 {
+    let w = &s.widths;
+    let e = compute_bytes(s.profile);
+    let attention = if w.eager {
+        e * (w.a * w.seq + w.q)
+    } else {
+        e * w.q + 4.0 * w.a
+    };
+    let matmuls = w.q + 2.0 * w.kv + w.h + w.routed * w.mlp_outputs;
+    // LoRA: each adapter's B matmul output is as wide as its base matrix's
+    let adapters = if s.peft { matmuls } else { 0.0 };
+    s.tokens * (e * (matmuls + adapters) + attention) / s.t
+}
+
+/// Saved activations, split into the decoder layers' tensors and eager
+/// attention's scores; SMP activation offloading keeps about two layers'
+/// worth on the GPU (`activation_loading_horizon`).
+pub(super) struct SavedActivations {
+    pub(super) activations: f64,
+    pub(super) scores: f64,
+}
+
+/// Bytes that activation offloading moves to host memory per micro-batch on
+/// the first (most loaded) stage: every layer's saved activations but the
+/// `activation_loading_horizon` kept on the GPU. They come back for the
+/// backward, so a step moves twice this per micro-batch. Zero without offload.
+pub fn offloaded_bytes_per_micro_batch(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    plan: &Plan,
+    layout: &Layout,
+) -> f64 {
+    if !plan.offload {
+        return 0.0;
+    }
+    let stage = if layout.pp > 1 {
+        Stage::First
+    } else {
+        Stage::Only
+    };
+    let s = StageShape::new(arch, counts, plan, layout, stage);
+    let kept = kept_activations(&s);
+    kept.activations / in_flight_micro_batches(&s) / s.layers.max(1.0) * offloaded_layers(&s)
+}
+
+/// SMP's `activation_loading_horizon` default: layers kept on the GPU.
+pub(super) const OFFLOAD_HORIZON: f64 = 2.0;
+
+/// Layers of the stage whose activations offloading moves to the host:
+/// Megatron's `--cpu-offloading-num-layers` where given (at most all but the
+/// last, which Megatron never offloads), else all but SMP's horizon.
+pub(super) fn offloaded_layers(s: &StageShape) -> f64 {
+    if !s.plan.offload {
+        return 0.0;
+    }
+    match (s.plan.implementation, s.plan.offload_layers) {
+        (Implementation::Megatron, Some(n)) => (n as f64).min(s.layers - 1.0).max(0.0),
+        _ => (s.layers - OFFLOAD_HORIZON).max(0.0),
+    }
+}
+
+pub(super) fn saved_activations(s: &StageShape) -> SavedActivations {
+    let kept = kept_activations(s);
+    let (mut kept_all, mut scores) = (kept.activations, kept.scores);
+    if s.plan.offload {
+        let kept_layers = s.layers - offloaded_layers(s);
+        let per_layer = kept_all / s.layers.max(1.0);
+        kept_all = per_layer * kept_layers;
+        scores = scores / s.layers.max(1.0) * kept_layers;
+    }
+    SavedActivations {
+        activations: kept_all - scores + sliding_window_masks(s),
+        scores,
+    }
+}
+
+/// What the layers keep for their backward before any offloading:
+/// `activations` includes `scores`.
+pub(super) fn kept_activations(s: &StageShape) -> SavedActivations {
+    let in_flight = in_flight_micro_batches(s);
+    let kept_layers = s.layers * (1.0 - s.recomputed());
+    let ckpt_layers = s.layers * s.recomputed();
+    // Megatron's selective recomputation drops the attention core: the
+    // `5as/h` scores term of Korthikanti et al. 2022 (eq. 1 vs §5, 34sbh).
+    let selective = s.plan.checkpointing == Checkpointing::Selective;
+    let kept_layer = if selective {
+        full_layer_bytes(s) - s.tokens * scores_per_token(s)
+    } else {
+        full_layer_bytes(s)
+    };
+    let activations =
+        (kept_layers * kept_layer + ckpt_layers * checkpointed_layer_bytes(s)) * in_flight;
+    let scores = if selective {
+        0.0
+    } else {
+        kept_layers * s.tokens * scores_per_token(s) * in_flight
+    };
+    SavedActivations {
+        activations,
+        scores,
+    }
+}
+
+/// SDPA turns a boolean mask into an additive one in the compute dtype and
+/// keeps it for backward: `2 x s` bytes per token on each sliding-window
+/// layer, averaged over the layers (oracle rows `gemma-2-2b/*` at 8K tokens).
+pub(super) fn sliding_window_float_mask(arch: &Architecture, plan: &Plan) -> f64 {
+    if !sliding_window_masked(arch, plan) {
+        return 0.0;
+    }
+    let share = arch.local_layers.min(arch.layers) as f64 / arch.layers.max(1) as f64;
+    2.0 * plan.seq as f64 * share
+}
+
+/// Transformers builds masks for SDPA only when some layer's sliding window
+/// is shorter than the sequence (otherwise SDPA runs causal, mask-free).
+pub(super) fn sliding_window_masked(arch: &Architecture, plan: &Plan) -> bool {
+    let w = arch.sliding_window;
+    plan.implementation == Implementation::Hf
+        && plan.attention != Attention::Eager
+        && w > 0
+        && w < plan.seq
+        && arch.local_layers > 0
+}
+
+/// Transformers materialises boolean masks (`b x s x s`) when a sliding
+/// window is shorter than the sequence (Gemma 2/3, Mistral v0.1): the
+/// sliding one and the causal one it is built from, held until backward
+/// (oracle rows `gemma-2-2b/*` at 8K tokens).
+pub(super) fn sliding_window_masks(s: &StageShape) -> f64 {
+    if !sliding_window_masked(s.arch, s.plan) {
+        return 0.0;
+    }
+    2.0 * s.plan.micro_batch as f64 * (s.plan.seq as f64).powi(2)
+}
+
+/// During recompute, one layer's full working set is rebuilt (SPEC §3.3);
+/// under selective recomputation, one layer's attention scores.
+pub(super) fn recompute_working_set(s: &StageShape) -> f64 {
+    if s.plan.checkpointing == Checkpointing::Op && s.plan.implementation == Implementation::Hf {
+        // the kept matmul outputs are counted with the checkpointed layers
+        (full_layer_bytes(s) - op_level_kept(s)).max(0.0)
+    } else if s.recomputed() > 0.0 {
+        full_layer_bytes(s) + lora_recompute_copies(s)
+    } else if s.plan.checkpointing == Checkpointing::Selective {
+        s.tokens * scores_per_token(s)
+    } else {
+        0.0
+    }
+}
+
+/// The MLP's backward makes gradients as wide as its intermediate: of the
+/// down projection's input, of the activation and of the up and gate
+/// outputs, while the MLP's saved tensors are still held (oracle rows with a
+/// small vocabulary, where a layer's backward is the peak: `mistral-7b/*`).
+pub(super) fn mlp_backward_transient(s: &StageShape) -> f64 {
+    if s.plan.implementation != Implementation::Hf {
+        return 0.0;
+    }
+    let w = &s.widths;
+    let e = compute_bytes(s.profile);
+    // A recomputed layer's working set already holds two of them; the
+    // op-level policy's kept matmul outputs hold the rest.
+    let widths = match s.plan.checkpointing {
+        Checkpointing::Op => return 0.0,
+        _ if s.recomputed() > 0.0 => MLP_BACKWARD_WIDTHS - 2.0,
+        _ => MLP_BACKWARD_WIDTHS,
+    };
+    s.tokens * widths * w.routed * w.f * e / s.t
+}
+
+/// Intermediate-wide gradients alive at once in an MLP's backward.
+pub(super) const MLP_BACKWARD_WIDTHS: f64 = 3.0;
+
+/// Eager attention's backward on one layer's scores (Transformers'
+/// `eager_attention_forward`): the saved fp32 softmax output, the probs'
+/// gradient upcast to fp32 and softmax's backward output coexist, 12 B per
+/// score element against the 6 (4 in fp32) the forward saved (oracle rows
+/// `*/attn=eager`). Returns what comes on top of the saved scores.
+pub(super) fn eager_backward_extra(s: &StageShape) -> f64 {
+    let saved_bytes = match s.profile {
+        Profile::Megatron => return 0.0,
+        Profile::HfFp32 => 4.0,
+        Profile::HfBf16 | Profile::HfAutocast => 6.0,
+    };
+    let extra = s.tokens * scores_per_token(s) * (12.0 / saved_bytes - 1.0);
+    match s.plan.checkpointing {
+        // the scores were saved: the gradient and softmax's backward come on
+        // top, next to the layer's weight gradients (full training rows)
+        Checkpointing::None if !s.peft => s.tokens * scores_per_token(s) * 8.0 / saved_bytes,
+        Checkpointing::None => 0.0,
+        Checkpointing::Op => 0.0,
+        Checkpointing::Selective => extra,
+        // a recomputed layer's MLP tensors are freed before attention's backward
+        _ => (extra - s.tokens * s.layer.mlp / s.t - lora_recompute_parts(s).1).max(0.0),
+    }
+}
+
+/// Autocast's bf16 copies of the Linear weights, held by the graph until
+/// each layer's backward (memory_examples.csv `saved_wcopy_fwd_end_bytes`).
+pub(super) fn autocast_casts(s: &StageShape) -> f64 {
+    if s.profile != Profile::HfAutocast || s.peft {
+        return 0.0;
+    }
+    let per_layer = s.linear_layer_params() * 2.0;
+    let head_copy = if s.has_head {
+        s.counts.embedding as f64 / s.t * 2.0
+    } else {
+        0.0
+    };
+    let kept_layers = s.layers * (1.0 - s.recomputed());
+    (kept_layers + if s.recomputed() > 0.0 { 1.0 } else { 0.0 }) * per_layer + head_copy
+}

@@ -1,0 +1,127 @@
+//! The LM head and the loss: the final norm, logits and their gradients,
+//! and the short-lived buffers of the backward's first moments.
+
+use super::*;
+
+/// The final norm's saved tensors, in the profile's dtypes (memory_examples.csv).
+pub(super) fn final_norm(s: &StageShape) -> f64 {
+    if !s.has_head {
+        return 0.0;
+    }
+    let per_element = match s.profile {
+        Profile::HfFp32 => 12.0,
+        Profile::HfBf16 => 8.0,
+        Profile::HfAutocast => 10.0,
+        Profile::Megatron => 4.0,
+    };
+    s.tokens * s.arch.hidden as f64 * per_element / s.sp_div
+}
+
+/// Logits and cross-entropy buffers at the start of backward, `s*b*V/t`
+/// elements (SPEC §3.3): HF upcasts the logits to fp32 and log_softmax
+/// saves its fp32 output (4 B), its gradient and the input gradient coexist
+/// with it (8 B more); Megatron's fused vocab-parallel cross-entropy keeps
+/// bf16 logits, an fp32 softmax and one fp32 gradient (~10 B); Liger's fused
+/// linear cross-entropy works on ~1/8 of the tokens at a time. train.py's
+/// fused loss (the HF export) runs the head and the plain loss on
+/// `FUSED_LOSS_CHUNK` tokens at a time, recomputed in backward (oracle rows
+/// `*/loss=fused`).
+pub(super) fn logits_and_loss(s: &StageShape) -> f64 {
+    if !s.has_head {
+        return 0.0;
+    }
+    let vocab = s.arch.vocab as f64 / s.t;
+    // Each MTP layer computes its own logits and loss beside the model's.
+    let heads = 1.0 + s.plan.mtp as f64;
+    heads
+        * match (s.plan.loss, s.plan.implementation) {
+            (Loss::Plain, Implementation::Hf) => s.tokens * vocab * 12.0,
+            (Loss::Plain, Implementation::Megatron) => s.tokens * vocab * 10.0,
+            (Loss::Fused, Implementation::Hf) => s.tokens.min(FUSED_LOSS_CHUNK) * vocab * 12.0,
+            (Loss::Fused, Implementation::Megatron) => s.tokens * vocab * 12.0 / 8.0,
+        }
+}
+
+/// The loss's forward buffers against its backward's (10 of 12 B per logit).
+pub(super) const LOSS_FORWARD_SHARE: f64 = 10.0 / 12.0;
+
+/// Tokens per chunk of train.py's fused loss (`with_loss`).
+pub(super) const FUSED_LOSS_CHUNK: f64 = 1024.0;
+
+/// The LM head's gradient while the loss's later chunks are back-propagated:
+/// the first chunk's backward made it (train.py's chunked loss only; oracle
+/// rows `*/loss=fused`).
+pub(super) fn head_gradient_in_loss(s: &StageShape) -> f64 {
+    let chunked = s.plan.loss == Loss::Fused
+        && s.plan.implementation == Implementation::Hf
+        && s.tokens > FUSED_LOSS_CHUNK;
+    if !chunked || !s.has_head || s.peft {
+        0.0
+    } else if s.fsdp2 {
+        // FSDP2's gathered head is not a leaf: from the third chunk on, autograd
+        // sums each chunk's gradient into the running one out of place (old,
+        // new and sum coexist, while the chunk's loss buffers are gone)
+        let head = fsdp_compute_bytes(s) * s.emb;
+        if s.tokens > 2.0 * FUSED_LOSS_CHUNK {
+            head.max(3.0 * head - logits_and_loss(s))
+        } else {
+            head
+        }
+    } else {
+        s.shard_dense(s.emb * s.sb.grads, 2)
+    }
+}
+
+// ---- short-lived buffers ----------------------------------------------------
+
+/// The LM head's gradient, alive while the last layers are recomputed.
+pub(super) fn head_gradient(s: &StageShape) -> f64 {
+    if s.has_head && !s.peft && !s.fsdp2 {
+        s.shard_dense(s.emb * s.sb.grads, 2)
+    } else {
+        0.0
+    }
+}
+
+/// Megatron-Core's DDP allocates one contiguous gradient buffer (fp32
+/// `main_grad` with `--accumulate-allreduce-grads-in-fp32`, its default for
+/// BF16) before the first step and keeps it: weights, gradients, optimizer
+/// states and activations coexist at the peak, as Megatron-LM's
+/// `theoretical_memory_usage.py` adds them. HF frees gradients between steps
+/// (`zero_grad(set_to_none=True)`) except under DDP (ZeRO-0/1 on more than
+/// one GPU): its reducer allocates gradient buckets the size of all gradients
+/// when it is built and keeps them, and train.py's `gradient_as_bucket_view`
+/// makes the gradients views into them (PyTorch DDP docs).
+pub(super) fn persistent_gradient_buffer(s: &StageShape) -> f64 {
+    let ddp = s.plan.implementation == Implementation::Hf && s.plan.zero < 2 && s.layout.dp > 1;
+    if s.plan.implementation == Implementation::Megatron || ddp {
+        gradients(s)
+    } else {
+        0.0
+    }
+}
+
+/// Tied embedding: its gradient is added to the LM head's, two extra
+/// embedding-sized buffers in the gradient dtype (memory_examples.csv, Llama-3.2-1B rows).
+pub(super) fn tied_embedding_gradient(s: &StageShape) -> f64 {
+    if s.arch.tied && s.stage == Stage::Only && !s.peft && !s.fsdp2 {
+        2.0 * s.shard_dense(s.emb * s.sb.grads, 2).min(s.emb * s.sb.grads)
+    } else {
+        0.0
+    }
+}
+
+/// foreach AdamW materialises one parameter-sized temporary list (measured:
+/// exactly the weights' size in memory_examples.csv).
+pub(super) fn foreach_temporaries(s: &StageShape, weights: f64) -> f64 {
+    // LoRA: the temporaries are adapter-sized (negligible)
+    if s.plan.optimizer != Optimizer::AdamwForeach || s.peft {
+        return 0.0;
+    }
+    let g = if s.plan.zero >= 3 || s.fsdp2 {
+        s.g
+    } else {
+        1.0
+    };
+    weights.max(s.trainable * s.sb.weights / g)
+}

@@ -1,0 +1,275 @@
+//! The step's moments: every term of one stage, the overheads on top
+//! (SPEC §3.4), and the totals at each moment whose largest is the peak.
+
+use super::*;
+
+// ---- overheads (SPEC §3.4) ----------------------------------------------------
+
+/// cuBLAS/cuDNN/NCCL workspaces: the user's figure in GiB.
+pub(super) fn workspaces(plan: &Plan) -> f64 {
+    plan.workspace_gib * crate::hardware::GIB as f64
+}
+
+/// Caching-allocator fragmentation: the user's percentage of what is allocated.
+pub(super) fn fragmentation(plan: &Plan, allocated: f64) -> f64 {
+    allocated * plan.fragmentation / 100.0
+}
+
+// ---- the step's moments ------------------------------------------------------
+
+/// Every term of one stage, before the peak is taken.
+pub(super) struct Terms {
+    pub(super) weights: f64,
+    pub(super) gradients: f64,
+    pub(super) master: f64,
+    pub(super) optimizer: f64,
+    pub(super) copies: f64,
+    pub(super) adapters: f64,
+    pub(super) unsharded: f64,
+    pub(super) fsdp: Fsdp2Units,
+    /// One layer's saved activations and, of them, its scores (none when
+    /// layers are recomputed).
+    pub(super) freed_by_layer: (f64, f64),
+    pub(super) saved: SavedActivations,
+    pub(super) recompute: f64,
+    pub(super) eager_backward: f64,
+    pub(super) mlp_backward: f64,
+    pub(super) casts: f64,
+    pub(super) final_norm: f64,
+    pub(super) logits: f64,
+    pub(super) head_grad: f64,
+    pub(super) head_grad_in_loss: f64,
+    pub(super) tied_grad: f64,
+    pub(super) foreach: f64,
+    /// Gradients alive during the backward's early moments: Megatron keeps
+    /// one gradient buffer (fp32 `main_grad`) allocated for the whole step.
+    pub(super) grads_during_backward: f64,
+}
+
+impl Terms {
+    pub(super) fn of(s: &StageShape) -> Terms {
+        let weights = weights(s);
+        Terms {
+            weights,
+            gradients: gradients(s),
+            master: master_weights(s),
+            optimizer: optimizer_states(s),
+            copies: weight_copies(s),
+            adapters: adapters(s),
+            unsharded: unsharded_unit(s),
+            fsdp: fsdp2_units(s),
+            freed_by_layer: if s.recomputed() == 0.0 {
+                let n = in_flight_micro_batches(s);
+                (full_layer_bytes(s) * n, s.tokens * scores_per_token(s) * n)
+            } else {
+                (0.0, 0.0)
+            },
+            saved: saved_activations(s),
+            recompute: recompute_working_set(s),
+            eager_backward: eager_backward_extra(s),
+            mlp_backward: mlp_backward_transient(s),
+            casts: autocast_casts(s),
+            final_norm: final_norm(s),
+            logits: logits_and_loss(s),
+            head_grad: head_gradient(s),
+            head_grad_in_loss: head_gradient_in_loss(s),
+            tied_grad: tied_embedding_gradient(s),
+            foreach: foreach_temporaries(s, weights),
+            grads_during_backward: persistent_gradient_buffer(s),
+        }
+    }
+
+    /// States alive at every moment (gradients come and go).
+    pub(super) fn states(&self) -> f64 {
+        self.weights + self.master + self.optimizer + self.copies + self.adapters
+    }
+
+    /// FSDP2, the end of forward: the loss's forward buffers (logits, their
+    /// fp32 copy, log-softmax: 10 of the backward's 12 B per element) with
+    /// what FSDP2 still holds; it matters for ZeRO-2 alone.
+    pub(super) fn loss_forward(&self) -> f64 {
+        if self.fsdp.forward == 0.0 {
+            return 0.0;
+        }
+        let a = &self.saved;
+        self.states()
+            + self.fsdp.forward
+            + self.casts
+            + a.activations
+            + a.scores
+            + self.final_norm
+            + self.logits * LOSS_FORWARD_SHARE
+    }
+
+    /// FSDP2, a layer's backward while the previous layer's gradient is
+    /// reduce-scattered: that layer's saved activations (when not
+    /// recomputed) are freed, and without recomputation the scatter's
+    /// buffers are gone before the MLP's gradients grow (oracle:
+    /// `mistral-7b/zero3/*`).
+    pub(super) fn post_backward(&self, layer_backward: f64) -> f64 {
+        if self.fsdp.scatter == 0.0 {
+            return 0.0;
+        }
+        layer_backward + self.fsdp.scatter - self.freed_by_layer.0 - self.mlp_gone_at_scatter()
+    }
+
+    /// The MLP's backward gradients beyond eager attention's, and whether
+    /// they coexist with the previous layer's reduce-scatter.
+    pub(super) fn mlp_gone_at_scatter(&self) -> f64 {
+        if self.freed_by_layer.0 > 0.0 {
+            self.mlp_beyond_eager()
+        } else {
+            0.0
+        }
+    }
+
+    pub(super) fn mlp_beyond_eager(&self) -> f64 {
+        (self.mlp_backward - self.eager_backward).max(0.0)
+    }
+
+    /// Bytes alive at each of the step's moments: the loss's backward
+    /// (grads freed by `zero_grad(set_to_none=True)`), the last checkpointed
+    /// layer's recompute, the end of backward, the optimizer step.
+    pub(super) fn totals(&self) -> [(Phase, f64); 7] {
+        let (t, a) = (self, &self.saved);
+        let states = t.states();
+        let layer_backward = states
+            + t.unsharded
+            + t.fsdp.layer
+            + t.casts
+            + a.activations
+            + a.scores
+            + t.recompute
+            + t.eager_backward.max(t.mlp_backward)
+            + t.head_grad.max(t.grads_during_backward);
+        [
+            (Phase::RootAllGather, states + t.fsdp.start),
+            (Phase::LossForward, self.loss_forward()),
+            (
+                Phase::LossBackward,
+                states
+                    + t.unsharded
+                    + t.fsdp.loss
+                    + t.casts
+                    + a.activations
+                    + a.scores
+                    + t.final_norm
+                    + t.logits
+                    + t.head_grad_in_loss.max(t.grads_during_backward),
+            ),
+            (Phase::LayerBackward, layer_backward),
+            (
+                Phase::LayerReduceScatter,
+                self.post_backward(layer_backward),
+            ),
+            (
+                Phase::EndOfBackward,
+                states + t.gradients + t.unsharded + t.fsdp.end + t.tied_grad,
+            ),
+            (Phase::OptimizerStep, states + t.gradients + t.foreach),
+        ]
+    }
+
+    /// `totals` adds each moment up by hand (it runs for every candidate of
+    /// the auto-plan, where collecting `at`'s terms costs ~45% of the search);
+    /// debug builds (every test) hold each moment to the sum of its terms.
+    #[cfg(debug_assertions)]
+    pub(super) fn check_totals(&self, moments: &[(Phase, f64)]) {
+        for &(phase, total) in moments {
+            if total == 0.0 {
+                continue; // a moment FSDP2 alone has
+            }
+            let sum: f64 = self.at(phase).iter().map(|(_, b)| b).sum();
+            // Rounding only: terms rounded to whole bytes part the sums by a
+            // few bytes, f64 sums at 4096 x 128K tokens by 1.5e-9, and a
+            // moment that subtracts freed buffers from ~1e17-byte ones (1,024
+            // experts of width 1M at micro-batch 4096) by their last bits.
+            let scale = self.saved.activations + self.mlp_backward + self.freed_by_layer.0;
+            let tolerance = 1e-8 * sum.abs() + 16.0 + 1e-13 * scale.abs();
+            debug_assert!(
+                (total - sum).abs() <= tolerance,
+                "{phase:?}: {total} vs {sum}"
+            );
+        }
+    }
+
+    /// The terms alive at `phase`, in the breakdown's order.
+    pub(super) fn at(&self, phase: Phase) -> Vec<(Term, f64)> {
+        let (t, a) = (self, &self.saved);
+        let (grads, copies, more): (f64, f64, &[(Term, f64)]) = match phase {
+            Phase::RootAllGather => (0.0, t.copies, &[(Term::UnshardedUnit, t.fsdp.start)]),
+            Phase::LossForward => (
+                0.0,
+                t.copies + t.casts,
+                &[
+                    (Term::UnshardedUnit, t.fsdp.forward),
+                    (Term::Activations, a.activations + t.final_norm),
+                    (Term::AttentionScores, a.scores),
+                    (Term::LogitsAndLoss, t.logits * LOSS_FORWARD_SHARE),
+                ],
+            ),
+            Phase::LossBackward => (
+                t.head_grad_in_loss.max(t.grads_during_backward),
+                t.copies + t.casts,
+                &[
+                    (Term::UnshardedUnit, t.unsharded + t.fsdp.loss),
+                    (Term::Activations, a.activations + t.final_norm),
+                    (Term::AttentionScores, a.scores),
+                    (Term::LogitsAndLoss, t.logits),
+                ],
+            ),
+            Phase::LayerBackward => (
+                t.head_grad.max(t.grads_during_backward),
+                t.copies + t.casts,
+                &[
+                    (Term::UnshardedUnit, t.unsharded + t.fsdp.layer),
+                    (Term::Activations, a.activations + t.recompute),
+                    (Term::AttentionScores, a.scores + t.eager_backward),
+                    (Term::Transient, t.mlp_beyond_eager()),
+                ],
+            ),
+            Phase::LayerReduceScatter => (
+                t.head_grad.max(t.grads_during_backward),
+                t.copies + t.casts,
+                &[
+                    (
+                        Term::UnshardedUnit,
+                        t.unsharded + t.fsdp.layer + t.fsdp.scatter,
+                    ),
+                    (
+                        Term::Activations,
+                        a.activations + t.recompute - (t.freed_by_layer.0 - t.freed_by_layer.1),
+                    ),
+                    (
+                        Term::AttentionScores,
+                        a.scores + t.eager_backward - t.freed_by_layer.1,
+                    ),
+                    (
+                        Term::Transient,
+                        t.mlp_beyond_eager() - t.mlp_gone_at_scatter(),
+                    ),
+                ],
+            ),
+            Phase::EndOfBackward => (
+                t.gradients,
+                t.copies,
+                &[
+                    (Term::UnshardedUnit, t.unsharded + t.fsdp.end),
+                    (Term::Transient, t.tied_grad),
+                ],
+            ),
+            Phase::OptimizerStep => (t.gradients, t.copies, &[(Term::Transient, t.foreach)]),
+        };
+        let mut terms = Vec::with_capacity(16);
+        terms.extend_from_slice(&[
+            (Term::Weights, t.weights),
+            (Term::Gradients, grads),
+            (Term::MasterWeights, t.master),
+            (Term::OptimizerStates, t.optimizer),
+            (Term::WeightCopies, copies),
+            (Term::Adapters, t.adapters),
+        ]);
+        terms.extend_from_slice(more);
+        terms
+    }
+}

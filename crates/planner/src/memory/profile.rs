@@ -1,0 +1,455 @@
+//! What the forward pass keeps per layer, by stack and precision: the
+//! activation profiles of HF Transformers (fp32, bf16, autocast) and
+//! Megatron-Core with TransformerEngine, with MLA, MoE and LoRA's extras.
+
+use super::*;
+
+/// Which tensors the forward pass keeps, by implementation and precision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Profile {
+    /// HF, fp32 params under bf16 autocast (DDP): fp32 residual stream, a
+    /// bf16 cast of each norm output per consuming Linear, cast weight copies.
+    HfAutocast,
+    /// HF with bf16 compute weights: pure bf16, or FSDP/ZeRO whose
+    /// mixed-precision policy gathers bf16 parameters (accelerate's default).
+    HfBf16,
+    /// HF in fp32.
+    HfFp32,
+    /// Megatron-Core / TransformerEngine fused kernels, bf16 activations.
+    Megatron,
+}
+
+pub(super) fn profile(plan: &Plan) -> Profile {
+    match (plan.implementation, plan.precision) {
+        (Implementation::Megatron, _) => Profile::Megatron,
+        (Implementation::Hf, Precision::Fp32) => Profile::HfFp32,
+        (Implementation::Hf, Precision::Bf16Pure) => Profile::HfBf16,
+        // FSDP (ZeRO-2/3) gathers BF16 copies of its fp32 shards; DDP and
+        // ZeRO-1 (DDP + a sharded optimizer) keep fp32 weights under autocast:
+        // what the bundle's train.py does (`compute_path` there).
+        (Implementation::Hf, _) if plan.zero >= 2 && plan.train == Training::Full => {
+            Profile::HfBf16
+        }
+        // LoRA/QLoRA: the frozen base computes in BF16, so the residual stream
+        // and the activations are BF16 though autocast is on (for the fp32
+        // adapters): oracle rows `*/lora/*`.
+        (Implementation::Hf, _) if plan.train != Training::Full => Profile::HfBf16,
+        (Implementation::Hf, _) => Profile::HfAutocast,
+    }
+}
+
+/// How the plan's GEMMs get their weights, in the words train.py reports
+/// (`compute_path`), so a test can hold the script to the model.
+pub fn compute_path(plan: &Plan) -> &'static str {
+    match (profile(plan), plan.precision) {
+        (Profile::Megatron, _) => "megatron",
+        (Profile::HfFp32, _) => "fp32",
+        (_, Precision::Bf16Pure) => "bf16 weights",
+        _ if plan.train != Training::Full => "autocast bf16",
+        (Profile::HfBf16, _) => "fsdp bf16 gather, fp32 reduce",
+        (Profile::HfAutocast, _) => "autocast bf16",
+    }
+}
+
+/// Bytes per element HF's matmul outputs and activation gradients take: fp32
+/// in the fp32 profile, BF16 otherwise.
+pub(super) fn compute_bytes(profile: Profile) -> f64 {
+    if profile == Profile::HfFp32 {
+        4.0
+    } else {
+        2.0
+    }
+}
+
+/// Bytes per element of the residual stream (what a checkpointed layer keeps).
+pub(super) fn residual_bytes(profile: Profile) -> f64 {
+    match profile {
+        Profile::HfAutocast | Profile::HfFp32 => 4.0,
+        Profile::HfBf16 | Profile::Megatron => 2.0,
+    }
+}
+
+/// Bytes saved per token by one decoder layer, split into the part that
+/// tensor parallelism divides and the part that only sequence parallelism
+/// divides (norms, residual).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct LayerActivations {
+    pub(super) tp_split: f64,
+    pub(super) replicated: f64,
+    /// Neither TP nor SP splits it: MLA's latents, which every TP rank
+    /// computes whole (Megatron duplicates the down projections).
+    pub(super) unsplit: f64,
+    /// Eager attention's `s^2` part (per token, already multiplied by `s`).
+    pub(super) scores: f64,
+    /// The MLP's part of `tp_split` (back-propagated, and freed, before attention's).
+    pub(super) mlp: f64,
+}
+
+/// The widths one decoder layer's saved tensors are made of.
+pub(super) struct Widths {
+    pub(super) h: f64,
+    pub(super) q: f64,
+    pub(super) kv: f64,
+    pub(super) a: f64,
+    /// FFN width of one expert (or of the dense MLP).
+    pub(super) f: f64,
+    /// Experts a token passes through (1 for a dense MLP).
+    pub(super) routed: f64,
+    /// Of those, the routed ones the dispatcher permutes tokens to (0 for a
+    /// dense MLP).
+    pub(super) permuted: f64,
+    /// The router's saved logits and probabilities per token.
+    pub(super) router: f64,
+    pub(super) gated: bool,
+    /// Norms beyond the two of a Llama layer (Gemma's four).
+    pub(super) extra_norms: f64,
+    /// q/k norms' saved width (Qwen3, OLMo 2, Gemma 3).
+    pub(super) qk_norm: f64,
+    /// Gemma's RMSNorm scales by `1 + weight` in fp32 and keeps that fp32
+    /// normalised value too (GeGLU marks the Gemma family).
+    pub(super) gemma_norm: bool,
+    pub(super) eager: bool,
+    /// Bytes per element of a Linear input kept for the weight gradient
+    /// (FP8 recipes keep it in 8 bits).
+    pub(super) lin: f64,
+    pub(super) seq: f64,
+    /// The MLP matrices' input widths, summed (gate and up read `h`, down reads `f`).
+    pub(super) mlp_inputs: f64,
+    /// The MLP matrices' output widths, summed.
+    pub(super) mlp_outputs: f64,
+}
+
+impl Widths {
+    /// The same widths for a dense layer of an MoE model (its MLP of width
+    /// `ffn`, no router).
+    pub(super) fn dense(&self, arch: &Architecture) -> Widths {
+        let f = arch.ffn as f64;
+        let m = arch.mlp.matrices() as f64;
+        Widths {
+            f,
+            routed: 1.0,
+            permuted: 0.0,
+            router: 0.0,
+            mlp_inputs: (m - 1.0) * self.h + f,
+            mlp_outputs: (m - 1.0) * f + self.h,
+            ..*self
+        }
+    }
+
+    pub(super) fn of(arch: &Architecture, plan: &Plan, seq_per_gpu: f64) -> Widths {
+        let (f, routed) = match &arch.moe {
+            // Each token passes through `active` experts (+ shared ones).
+            Some(m) => (m.expert_ffn as f64, (m.active + m.shared) as f64),
+            None => (arch.ffn as f64, 1.0),
+        };
+        let (q, kv) = (arch.q_width() as f64, arch.kv_width() as f64);
+        Widths {
+            h: arch.hidden as f64,
+            q,
+            kv,
+            a: arch.heads as f64,
+            f,
+            routed,
+            permuted: arch.moe.as_ref().map_or(0.0, |m| m.active as f64),
+            router: arch
+                .moe
+                .as_ref()
+                .map_or(0.0, |m| 4.0 * m.experts as f64 * 2.0),
+            gated: arch.mlp.is_gated(),
+            extra_norms: arch.norms_per_layer.saturating_sub(2) as f64,
+            qk_norm: match arch.qk_norm {
+                crate::architecture::QkNorm::None => 0.0,
+                _ => q + kv,
+            },
+            eager: plan.attention == Attention::Eager,
+            gemma_norm: arch.mlp == crate::architecture::Mlp::Geglu,
+            lin: if plan.precision.is_low_precision() {
+                1.0
+            } else {
+                2.0
+            },
+            seq: seq_per_gpu,
+            mlp_inputs: (arch.mlp.matrices() as f64 - 1.0) * arch.hidden as f64 + f,
+            mlp_outputs: (arch.mlp.matrices() as f64 - 1.0) * f + arch.hidden as f64,
+        }
+    }
+}
+
+pub(super) fn layer_activations(arch: &Architecture, plan: &Plan, w: &Widths) -> LayerActivations {
+    let mut layer = profile_layer(plan, w);
+    // Dense layers among MoE ones (DeepSeek-V3's first 3, Llama 4
+    // Maverick's every other): the mean layer over the stage.
+    let dense = 1.0 - arch.moe_layer_share();
+    if arch.moe.is_some() && dense > 0.0 {
+        layer = layer.blend(&profile_layer(plan, &w.dense(arch)), dense);
+    }
+    layer.unsplit += mla_latents(arch, plan, w);
+    recompute_modules(&mut layer, arch, plan, w);
+    layer.replicated += sliding_window_float_mask(arch, plan);
+    layer.tp_split += lora_fp32_inputs(plan, w);
+    layer
+}
+
+pub(super) fn profile_layer(plan: &Plan, w: &Widths) -> LayerActivations {
+    match profile(plan) {
+        Profile::HfFp32 => hf_fp32_layer(w),
+        Profile::HfBf16 => hf_bf16_layer(w),
+        Profile::HfAutocast => hf_autocast_layer(w),
+        Profile::Megatron => megatron_layer(w, plan.precision == Precision::Fp32),
+    }
+}
+
+impl LayerActivations {
+    /// `(1 - share) x self + share x other`, term by term.
+    pub(super) fn blend(&self, other: &LayerActivations, share: f64) -> LayerActivations {
+        let mix = |a: f64, b: f64| a + (b - a) * share;
+        LayerActivations {
+            tp_split: mix(self.tp_split, other.tp_split),
+            replicated: mix(self.replicated, other.replicated),
+            unsplit: mix(self.unsplit, other.unsplit),
+            scores: mix(self.scores, other.scores),
+            mlp: mix(self.mlp, other.mlp),
+        }
+    }
+}
+
+/// Megatron's selective recomputation of `--recompute-modules` beyond the
+/// attention core: what each module then stops keeping, per token, in the
+/// Megatron profile's terms (`megatron_layer`): MLA's q, k and v
+/// (`mla_up_proj`); the routed experts' activation output, the second GEMM's
+/// input (`moe_act`); the two norms' outputs the Linear layers read
+/// (`layernorm`); a dense MLP's inner tensors on its dense layers (`mlp`).
+pub(super) fn recompute_modules(
+    layer: &mut LayerActivations,
+    arch: &Architecture,
+    plan: &Plan,
+    w: &Widths,
+) {
+    let megatron = plan.implementation == Implementation::Megatron;
+    if !megatron || plan.checkpointing != Checkpointing::Selective {
+        return;
+    }
+    let m = plan.recompute_modules;
+    let e = if plan.precision == Precision::Fp32 {
+        2.0
+    } else {
+        1.0
+    };
+    let mut split = 0.0;
+    let mut mlp = 0.0;
+    if m.mla_up_proj && arch.mla.is_some() {
+        split += e * (2.0 * w.q + 4.0 * w.kv);
+    }
+    if m.moe_act {
+        mlp += e * w.lin * w.f * w.permuted * arch.moe_layer_share();
+    }
+    if m.mlp {
+        let dense = if arch.moe.is_some() {
+            1.0 - arch.moe_layer_share()
+        } else {
+            1.0
+        };
+        let inner = if w.gated { 4.0 } else { 2.0 } * arch.ffn as f64 + w.lin * arch.ffn as f64;
+        mlp += e * dense * inner;
+    }
+    layer.tp_split = (layer.tp_split - split - mlp).max(0.0);
+    layer.mlp = (layer.mlp - mlp).max(0.0);
+    if m.layernorm {
+        layer.replicated = (layer.replicated - e * w.lin * w.h * 2.0).max(0.0);
+    }
+}
+
+/// MLA's saved tensors beyond q, k and v (which `q_width` / `kv_width`
+/// carry): the down projections' outputs kept by their RMSNorms and the
+/// decoupled RoPE key (compute dtype), and the normalised latents kept by
+/// the up projections for their weight gradients (the Linear input dtype):
+/// `e (r_q + r_kv + rope) + lin (r_q + r_kv)` per token (HF
+/// `DeepseekV3Attention`, Megatron `MLASelfAttention`).
+pub(super) fn mla_latents(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
+    let Some(m) = &arch.mla else {
+        return 0.0;
+    };
+    let e = if plan.precision == Precision::Fp32 {
+        4.0
+    } else {
+        2.0
+    };
+    let (rq, rkv, rope) = (
+        m.q_lora_rank as f64,
+        m.kv_lora_rank as f64,
+        m.qk_rope_dim as f64,
+    );
+    e * (rq + rkv + rope) + w.lin.max(e / 2.0) * (rq + rkv)
+}
+
+/// LoRA in pure BF16 (no autocast): PEFT casts an adapted Linear's input to
+/// its fp32 adapters and the adapter's first matmul keeps that copy; the
+/// oracle finds the MLP adapters' copies kept (4 B per element of every MLP
+/// matrix's input) and attention's not (oracle rows
+/// `*/lora/*precision=bf16-pure`). Under autocast the GEMM runs on the BF16
+/// input the base layer keeps already.
+pub(super) fn lora_fp32_inputs(plan: &Plan, w: &Widths) -> f64 {
+    let pure = plan.precision == Precision::Bf16Pure;
+    if plan.train == Training::Full || !pure || plan.implementation != Implementation::Hf {
+        return 0.0;
+    }
+    4.0 * w.routed * w.mlp_inputs
+}
+
+/// Recomputing a LoRA layer under autocast: PEFT casts each adapted
+/// Linear's input to its fp32 adapters' dtype before autocast casts it back;
+/// the oracle finds ~4.5 B per input element alive while a checkpointed LoRA
+/// layer is recomputed (`*/lora/*` rows), not among a normal forward's saved
+/// tensors: 4 B per element of q, k, v, o and every MLP matrix's input.
+pub(super) fn lora_recompute_copies(s: &StageShape) -> f64 {
+    let (attention, mlp) = lora_recompute_parts(s);
+    attention + mlp
+}
+
+/// `lora_recompute_copies`, attention's part and the MLP's.
+pub(super) fn lora_recompute_parts(s: &StageShape) -> (f64, f64) {
+    if !s.peft || s.plan.implementation != Implementation::Hf {
+        return (0.0, 0.0);
+    }
+    let w = &s.widths;
+    let per_token = s.tokens * 4.0 / s.t;
+    (
+        per_token * (3.0 * w.h + w.q),
+        per_token * w.routed * w.mlp_inputs,
+    )
+}
+
+/// HF in fp32: RMSNorm saves its input (pow), the normalised value (weight
+/// mul), and its output is saved by the next Linear: 3 x 4h
+/// (memory_examples.csv, `precision=fp32` rows).
+pub(super) fn hf_fp32_layer(w: &Widths) -> LayerActivations {
+    let Widths { h, q, kv, a, f, .. } = *w;
+    let norm = 12.0 * h;
+    let attn = 4.0 * q + 8.0 * kv + 4.0 * q + 4.0 * a; // q, k, v, output, logsumexp
+    let mlp = if w.gated { 16.0 * f } else { 8.0 * f };
+    let kv_rep = if w.eager {
+        8.0 * (q - kv) - 4.0 * a
+    } else {
+        0.0
+    };
+    LayerActivations {
+        unsplit: 0.0,
+        tp_split: attn + kv_rep + w.routed * mlp + w.router + 8.0 * w.qk_norm,
+        mlp: w.routed * mlp + w.router,
+        replicated: 2.0 * norm + w.extra_norms * 8.0 * h,
+        scores: if w.eager { 4.0 * a * w.seq } else { 0.0 },
+    }
+}
+
+/// HF with bf16 compute weights (pure bf16, or FSDP's bf16 policy): RMSNorm
+/// upcasts to fp32 (saved by pow: 4h), saves the bf16 normalised value (2h),
+/// and its bf16 output is saved by the Linears (2h) (memory_examples.csv,
+/// `precision=bf16` rows).
+pub(super) fn hf_bf16_layer(w: &Widths) -> LayerActivations {
+    let Widths {
+        h,
+        q,
+        kv,
+        a,
+        f,
+        lin,
+        ..
+    } = *w;
+    // Gemma: 4h of fp32 input and 4h of fp32 normalised value (oracle rows `gemma-2-2b/*`)
+    let norm = if w.gemma_norm { 8.0 * h } else { 6.0 * h } + lin * h;
+    let attn = 2.0 * q + 4.0 * kv + lin * q + 4.0 * a;
+    let mlp = if w.gated {
+        6.0 * f + lin * f
+    } else {
+        2.0 * f + lin * f
+    };
+    let kv_rep = if w.eager {
+        4.0 * (q - kv) - 4.0 * a
+    } else {
+        0.0
+    };
+    LayerActivations {
+        unsplit: 0.0,
+        tp_split: attn + kv_rep + w.routed * mlp + w.router + 6.0 * w.qk_norm,
+        mlp: w.routed * mlp + w.router,
+        replicated: 2.0 * norm + w.extra_norms * 8.0 * h,
+        // fp32 softmax output + its bf16 cast used by the matmul with v
+        scores: if w.eager { 6.0 * a * w.seq } else { 0.0 },
+    }
+}
+
+/// HF fp32 params under bf16 autocast: fp32 residual; each norm saves its
+/// fp32 input and normalised value (8h); autocast casts the norm output to
+/// bf16 once per consuming Linear (q, k, v: 3 casts; gate, up: 2), each
+/// saved (memory_examples.csv, `precision=mixed` rows).
+pub(super) fn hf_autocast_layer(w: &Widths) -> LayerActivations {
+    let Widths {
+        h,
+        q,
+        kv,
+        a,
+        f,
+        lin,
+        ..
+    } = *w;
+    let cast = lin;
+    let attn_norm = 8.0 * h + 3.0 * cast * h;
+    let mlp_norm = 8.0 * h + if w.gated { 2.0 } else { 1.0 } * cast * h;
+    let attn = 2.0 * q + 4.0 * kv + cast * q + 4.0 * a;
+    let mlp = if w.gated {
+        6.0 * f + cast * f
+    } else {
+        2.0 * f + cast * f
+    };
+    let kv_rep = if w.eager {
+        4.0 * (q - kv) - 4.0 * a
+    } else {
+        0.0
+    };
+    LayerActivations {
+        unsplit: 0.0,
+        tp_split: attn + kv_rep + w.routed * mlp + w.router + 8.0 * w.qk_norm,
+        mlp: w.routed * mlp + w.router,
+        replicated: attn_norm + mlp_norm + w.extra_norms * 10.0 * h,
+        scores: if w.eager { 6.0 * a * w.seq } else { 0.0 },
+    }
+}
+
+/// Megatron-Core / TransformerEngine (Korthikanti et al. 2022 without
+/// dropout): LayerNormLinear saves the norm input (2h) and its output for
+/// the weight gradient (2h, FP8: 1h); flash attention saves q, k, v, output
+/// and logsumexp; SwiGLU saves fc1's output (2 x 2f) and fc2 saves the
+/// activation (2f, FP8: 1f).
+pub(super) fn megatron_layer(w: &Widths, fp32: bool) -> LayerActivations {
+    let Widths {
+        h,
+        q,
+        kv,
+        a,
+        f,
+        lin,
+        ..
+    } = *w;
+    let e = if fp32 { 2.0 } else { 1.0 };
+    let norms = e * (2.0 * h + lin * h) * 2.0;
+    let attn = e * (2.0 * q + 4.0 * kv + lin * q) + 4.0 * a;
+    let mlp = e * if w.gated {
+        4.0 * f + lin * f
+    } else {
+        2.0 * f + lin * f
+    };
+    let kv_rep = if w.eager { 4.0 * (q - kv) } else { 0.0 };
+    // The permuted tokens the experts' first grouped GEMM keeps for its
+    // weight gradient, one copy per routed expert, in the Linear input
+    // dtype. Megatron applies the router's probabilities inside the
+    // activation (`TEGroupedMLP`), so the combine keeps nothing more.
+    let permuted = w.permuted * lin * e * h;
+    let mlp_total = w.routed * mlp + w.router + permuted;
+    LayerActivations {
+        unsplit: 0.0,
+        tp_split: attn + kv_rep + mlp_total + 4.0 * w.qk_norm,
+        mlp: mlp_total,
+        replicated: norms + w.extra_norms * 4.0 * h,
+        scores: if w.eager { 5.0 * a * w.seq } else { 0.0 },
+    }
+}

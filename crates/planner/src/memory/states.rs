@@ -1,0 +1,136 @@
+//! Model states (SPEC §3.2): bytes per parameter of weights, gradients,
+//! master weights and optimizer states, and what each GPU holds of them
+//! after tensor, pipeline and expert parallelism and ZeRO sharding.
+
+use super::*;
+
+/// Bytes per parameter of each model state (SPEC §3.2 table).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StateBytes {
+    pub(super) weights: f64,
+    pub(super) grads: f64,
+    pub(super) master: f64,
+    pub(super) optimizer: f64,
+    /// Low-precision copies of Linear weights (autocast casts are counted with activations).
+    pub(super) copies: f64,
+}
+
+pub(super) fn state_bytes(plan: &Plan) -> StateBytes {
+    let megatron = plan.implementation == Implementation::Megatron;
+    let (weights, grads, master) = match plan.precision {
+        Precision::Fp32 => (4.0, 4.0, 0.0),
+        Precision::Bf16Pure => (2.0, 2.0, 0.0),
+        // Megatron: bf16 params, fp32 main grads (bf16 with
+        // `--grad-reduce-in-bf16`: param_and_grad_buffer.py allocates the
+        // gradient buffer in the reduction dtype), fp32 master in the optimizer.
+        _ if megatron && plan.grad_bf16 => (2.0, 2.0, 4.0),
+        _ if megatron => (2.0, 4.0, 4.0),
+        // HF ZeRO-1 (DeepSpeed bf16): bf16 params, fp32 gradient accumulation,
+        // fp32 master weights partitioned with the optimizer states.
+        _ if plan.zero == 1 => (2.0, 4.0, 4.0),
+        // HF Trainer bf16=True: fp32 params and grads (DDP: autocast casts on
+        // the fly; FSDP: sharded fp32 params, bf16 compute copies).
+        _ => (4.0, 4.0, 0.0),
+    };
+    let bf16_moments = plan.bf16_moments && plan.implementation == Implementation::Megatron;
+    let moment = if plan.precision == Precision::Bf16Pure || bf16_moments {
+        2.0
+    } else {
+        4.0
+    };
+    let optimizer = match plan.optimizer {
+        Optimizer::Adamw | Optimizer::AdamwForeach => 2.0 * moment,
+        Optimizer::Adamw8bit => 2.0,
+        // Factored second moment: rows + columns per matrix, negligible per parameter.
+        Optimizer::Adafactor => 0.02,
+        Optimizer::Sgd => moment,
+    };
+    // TransformerEngine keeps a quantised copy of each Linear weight for the
+    // forward (row-wise) and one for the backward (column-wise / transpose),
+    // plus block scales: MXFP8 one E8M0 per 32, NVFP4 one E4M3 per 16.
+    let copies = match plan.precision {
+        Precision::Fp8 => 2.0,
+        Precision::Mxfp8 => 2.0 * (1.0 + 1.0 / 32.0),
+        Precision::Nvfp4 => 2.0 * (0.5 + 1.0 / 16.0),
+        _ => 0.0,
+    };
+    StateBytes {
+        weights,
+        grads,
+        master,
+        optimizer,
+        copies,
+    }
+}
+
+// ---- model states (SPEC §3.2) --------------------------------------------
+
+/// Weights: Ψ x bytes per parameter, sharded from ZeRO-3 (from ZeRO-2 under
+/// FSDP's mixed policy, whose SHARD_GRAD_OP shards the fp32 parameters) (SPEC §3.2).
+pub(super) fn weights(s: &StageShape) -> f64 {
+    let from = if s.fsdp2 { 2 } else { 3 };
+    s.shard((s.params - fp8_only_params(s)) * s.weight_bytes, from)
+}
+
+/// Linear weights of this stage's decoder layers.
+pub(super) fn linear_stage_params(s: &StageShape) -> f64 {
+    linear_params(s.counts) / s.counts.per_layer.max(1) as f64 * s.layers * s.layer_params
+}
+
+/// Parameters kept only as FP8 copies: the Linear weights under Megatron's
+/// `--fp8-param-gather` (Megatron-LM `fp8_param_gather` makes them
+/// TransformerEngine FP8 tensors; the fp32 master stays in the optimizer;
+/// megatron_and_b200_facts.md §1: MXFP8 parameters share one buffer).
+pub(super) fn fp8_only_params(s: &StageShape) -> f64 {
+    let megatron = s.plan.implementation == Implementation::Megatron;
+    if megatron && s.plan.fp8_params && s.sb.copies > 0.0 {
+        linear_stage_params(s)
+    } else {
+        0.0
+    }
+}
+
+/// Gradients: trainable Ψ x gradient bytes, sharded from ZeRO-2 (SPEC §3.2).
+pub(super) fn gradients(s: &StageShape) -> f64 {
+    s.shard(s.trainable * s.sb.grads, 2)
+}
+
+/// fp32 master weights of Megatron/DeepSpeed mixed precision (4 B/param), sharded from ZeRO-1 (SPEC §3.2).
+pub(super) fn master_weights(s: &StageShape) -> f64 {
+    s.shard(s.trainable * s.sb.master, 1)
+}
+
+/// Optimizer states (AdamW: two moments), sharded from ZeRO-1 (SPEC §3.2).
+pub(super) fn optimizer_states(s: &StageShape) -> f64 {
+    s.shard(s.trainable * s.sb.optimizer, 1)
+}
+
+/// TransformerEngine's quantised Linear-weight copies (sharded with the weights).
+pub(super) fn weight_copies(s: &StageShape) -> f64 {
+    s.shard(linear_stage_params(s) * s.sb.copies, 3)
+}
+
+/// LoRA adapters: fp32 weights, grads and AdamW moments, 16 B per adapter
+/// parameter `r(in + out)` of each target matrix (Hu et al. 2021).
+pub(super) fn adapters(s: &StageShape) -> f64 {
+    if s.peft {
+        s.arch.lora_params_per_layer(s.plan.lora_rank) * s.layers / s.t * 16.0
+    } else {
+        0.0
+    }
+}
+
+/// FSDP/ZeRO-3: one decoder layer gathered for compute and one prefetched,
+/// in the compute dtype (a frozen PEFT base in its own format), plus the
+/// layer's full gradient before its reduce-scatter (PyTorch FSDP, Zhao et al. 2023).
+pub(super) fn unsharded_unit(s: &StageShape) -> f64 {
+    if s.plan.zero < 3 || s.g <= 1.0 || s.fsdp2 {
+        return 0.0;
+    }
+    let gathered_bytes = match (s.plan.train, s.plan.precision) {
+        (Training::Full, Precision::Fp32) => 4.0,
+        (Training::Full, _) => 2.0,
+        _ => s.weight_bytes,
+    };
+    s.layer_params * (2.0 * gathered_bytes + if s.peft { 0.0 } else { gathered_bytes })
+}
