@@ -47,7 +47,12 @@ pub fn App() -> impl IntoView {
     // the page's texts and evaluates nothing.
     let chosen_lang = RwSignal::new(linked_lang);
     let lang: Signal<Lang> = Memo::new(move |_| chosen_lang.get().unwrap_or(browser)).into();
-    let report = Memo::new(move |_| plan.with(crate::ctx::evaluate_counted));
+    // A new report is a change: comparing two reports field by field would
+    // cost more page than it saves (#24).
+    let report = Memo::new_with_compare(
+        move |_| plan.with(crate::ctx::evaluate_counted),
+        crate::ctx::always_changed,
+    );
     let ctx = Ctx {
         plan,
         field_errors: RwSignal::new(BTreeMap::new()),

@@ -55,7 +55,7 @@ pub fn AutoPlan(ctx: Ctx) -> impl IntoView {
                 if spent > 100.0 {
                     progress.set(Some(search.progress()));
                 }
-                gloo::timers::future::TimeoutFuture::new(0).await;
+                crate::browser::yield_to_browser().await;
             }
         });
     });

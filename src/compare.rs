@@ -23,17 +23,20 @@ pub fn pin_query(ctx: Ctx, query: &str) {
 pub fn ComparePanel(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
     // The pinned plan and its report, evaluated when the pin changes only.
-    let pinned = Memo::new(move |_| {
-        ctx.plan.with(|p| p.pinned.clone()).map(|q| {
-            let plan = Plan::from_query(&q).plan;
-            let report = crate::ctx::evaluate_counted(&plan);
-            (plan, report)
-        })
-    });
+    let pinned = Memo::new_with_compare(
+        move |_| {
+            ctx.plan.with(|p| p.pinned.clone()).map(|q| {
+                let plan = Plan::from_query(&q).plan;
+                let report = crate::ctx::evaluate_counted(&plan);
+                (plan, report)
+            })
+        },
+        crate::ctx::always_changed,
+    );
     let t = move |id| tr(lang.get(), id);
     let unpin = move |_| ctx.plan.update(|p| p.pinned = None);
     let swap = move |_| {
-        let Some((mut other, _)) = pinned.get_untracked() else {
+        let Some(mut other) = pinned.with_untracked(|p| p.as_ref().map(|(o, _)| o.clone())) else {
             return;
         };
         let current = ctx.plan.get_untracked();
@@ -44,11 +47,14 @@ pub fn ComparePanel(ctx: Ctx) -> impl IntoView {
         // Redrawn when either plan changes: the tables below read the current
         // plan and report without tracking them.
         ctx.report.track();
-        pinned.get().map(|(other, report)| {
+        pinned.with(|p| {
+            p.as_ref().map(|(other, report)| {
+            let rows = result_rows(report, ctx.lang.get_untracked());
+            let other = other.clone();
             view! {
                 <section class="chart compare" id="compare" aria-labelledby="compare-title">
                     <h2 id="compare-title">{t(Text::ComparePlans)}</h2>
-                    <ResultsTable ctx=ctx report=report />
+                    <ResultsTable ctx=ctx pinned=rows />
                     <Differences ctx=ctx other=other />
                     <div class="compare-actions">
                         <button type="button" id="compare-open" on:click=swap>{t(Text::OpenPinned)}</button>
@@ -56,6 +62,7 @@ pub fn ComparePanel(ctx: Ctx) -> impl IntoView {
                     </div>
                 </section>
             }
+            })
         })
     }
 }
@@ -88,9 +95,8 @@ fn result_rows(r: &Report, l: Lang) -> [(Text, String); 5] {
 }
 
 #[component]
-fn ResultsTable(ctx: Ctx, report: Report) -> impl IntoView {
+fn ResultsTable(ctx: Ctx, pinned: [(Text, String); 5]) -> impl IntoView {
     let l = ctx.lang.get_untracked();
-    let pinned = result_rows(&report, l);
     let current = ctx.report.with(|r| result_rows(r, l));
     let rows = pinned
         .into_iter()

@@ -11,15 +11,18 @@ use planner::text::{render, Text};
 pub fn MeasuredPanel(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
     let line = RwSignal::new(String::new());
-    let result = Memo::new(move |_| {
-        let text = line.get();
-        if text.trim().is_empty() {
-            return None;
-        }
-        let plan = ctx.plan.get();
-        let compared = parse(&text).and_then(|m| ctx.report.with(|r| compare(&plan, r, &m)));
-        Some(compared.map_err(|p| p.phrase()))
-    });
+    let result = Memo::new_with_compare(
+        move |_| {
+            let text = line.get();
+            if text.trim().is_empty() {
+                return None;
+            }
+            let plan = ctx.plan.get();
+            let compared = parse(&text).and_then(|m| ctx.report.with(|r| compare(&plan, r, &m)));
+            Some(compared.map_err(|p| p.phrase()))
+        },
+        crate::ctx::always_changed,
+    );
     let t = move |id| tr(lang.get(), id);
     view! {
         <section class="chart measured" aria-labelledby="measured-title">
@@ -52,7 +55,9 @@ pub fn MeasuredPanel(ctx: Ctx) -> impl IntoView {
 fn ComparisonTable(ctx: Ctx, c: Comparison) -> impl IntoView {
     let l = ctx.lang.get_untracked();
     let t = move |id| tr(l, id);
-    let r = ctx.report.get_untracked();
+    let (total_hours, total_usd) = ctx
+        .report
+        .with_untracked(|r| (r.time.total_hours, r.cost.total_usd));
     let dash = || "—".to_string();
     let rows = [
         (
@@ -75,14 +80,10 @@ fn ComparisonTable(ctx: Ctx, c: Comparison) -> impl IntoView {
             c.measured_peak_gib
                 .map_or_else(dash, |g| format!("{} GiB", num(g, 1, l))),
         ),
-        (
-            t(Text::Time),
-            hours(r.time.total_hours, l),
-            hours(c.hours, l),
-        ),
+        (t(Text::Time), hours(total_hours, l), hours(c.hours, l)),
         (
             t(Text::Cost),
-            r.cost.total_usd.map_or_else(dash, |u| usd(u, l)),
+            total_usd.map_or_else(dash, |u| usd(u, l)),
             c.usd.map_or_else(dash, |u| usd(u, l)),
         ),
     ];
