@@ -13,7 +13,7 @@
 //! both languages use the same names.
 
 use serde::Serialize;
-use std::fmt::{Display, Write};
+use std::fmt::Display;
 use std::sync::OnceLock;
 
 /// The languages with a catalog (the URL's `lang=`).
@@ -157,35 +157,10 @@ pub fn t(lang: Lang, id: Text) -> &'static str {
     }
 }
 
-/// The plan's language (English unless it says otherwise).
-pub fn lang_of(lang: Option<Lang>) -> Lang {
-    lang.unwrap_or(Lang::En)
-}
-
 /// The text of `id` in `lang` with each `{name}` replaced by its value.
-pub fn fill(lang: Lang, id: Text, args: &[(&str, &dyn Display)]) -> String {
-    let template = t(lang, id);
-    let mut out = String::with_capacity(template.len() + 16 * args.len());
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        let value = after
-            .find('}')
-            .and_then(|close| Some((close, args.iter().find(|(n, _)| *n == &after[..close])?)));
-        match value {
-            Some((close, (_, v))) => {
-                let _ = write!(out, "{v}");
-                rest = &after[close + 1..];
-            }
-            None => {
-                out.push('{');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+pub fn fill(lang: Lang, id: Text, args: &[(&'static str, &dyn Display)]) -> String {
+    let args = args.iter().map(|(n, v)| (*n, Arg::Name(v.to_string())));
+    render(lang, &Phrase::of(id, args))
 }
 
 /// The plural form of `n` among `forms` (`one|other` in English,
