@@ -94,6 +94,20 @@ pub fn estimate(
     instance: &Instance,
     gpus: u64,
 ) -> (Time, Checkpointing, Cost) {
+    let (time, ckpt) = time(plan, counts, adapter_params, tp, gpus);
+    let cost = price(plan, instance, tp, time.total_hours);
+    (time, ckpt, cost)
+}
+
+/// The job's wall-clock time: its steps and the checkpoints it saves (the
+/// search ranks on this alone, for every plan it times).
+pub fn time(
+    plan: &Plan,
+    counts: &ParameterCounts,
+    adapter_params: f64,
+    tp: &Throughput,
+    gpus: u64,
+) -> (Time, Checkpointing) {
     let steps = (plan.tokens / tp.tokens_per_step.max(1) as f64)
         .ceil()
         .max(1.0) as u64;
@@ -134,6 +148,11 @@ pub fn estimate(
         wall_share: share(blocking),
         wall_share_sync: share(seconds_per_save),
     };
+    (time, ckpt)
+}
+
+/// What `total_hours` costs on `nodes` instances, and where the price comes from.
+fn price(plan: &Plan, instance: &Instance, tp: &Throughput, total_hours: f64) -> Cost {
     let (price, source, as_of) = match (plan.price, instance.price_usd_hr) {
         (Some(p), _) => (Some(p), "user", None),
         (None, Some(p)) => (
@@ -144,7 +163,7 @@ pub fn estimate(
         (None, None) => (None, "unknown", None),
     };
     let total = price.map(|p| p * plan.nodes.max(1) as f64 * total_hours);
-    let cost = Cost {
+    Cost {
         price_per_instance_hour: price,
         price_source: source.to_string(),
         price_as_of: as_of,
@@ -153,6 +172,5 @@ pub fn estimate(
         // A job shorter than a step still trains (and pays for) the whole step.
         usd_per_million_tokens: total
             .map(|t| t / (plan.tokens.max(tp.tokens_per_step as f64) / 1e6)),
-    };
-    (time, ckpt, cost)
+    }
 }

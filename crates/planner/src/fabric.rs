@@ -124,9 +124,8 @@ impl Link {
     }
 
     /// The slower of two links (a collective that spans both runs at the slower).
-    fn slower(self, other: Link) -> Link {
-        let worse = |c: Collective| self.bus_bandwidth(c) <= other.bus_bandwidth(c);
-        if worse(Collective::AllGather) {
+    fn slower<'a>(&'a self, other: &'a Link) -> &'a Link {
+        if self.bus_bandwidth(Collective::AllGather) <= other.bus_bandwidth(Collective::AllGather) {
             self
         } else {
             other
@@ -197,11 +196,11 @@ impl Fabric {
     }
 
     /// The link a group of `n` ranks `stride` GPUs apart runs on.
-    pub fn link(&self, n: u64, stride: u64) -> Link {
+    pub fn link(&self, n: u64, stride: u64) -> &Link {
         if n * stride <= self.gpus_per_domain {
-            self.intra
+            &self.intra
         } else {
-            self.inter.slower(self.intra)
+            self.inter.slower(&self.intra)
         }
     }
 }

@@ -11,6 +11,14 @@
 //!   its ideal time (every GPU at its dense peak) and the cost of that time are
 //!   dominated by a plan already found.
 //!
+//! Two facts save work without changing the answer:
+//! - memory does not depend on the instance type, only on the layout, so a
+//!   block's peaks are computed once and reused by every instance type with
+//!   as many GPUs per node (`PeakCache`);
+//! - inside a block every plan costs the same per hour, so only the block's
+//!   fastest plan can be on the front or be the best under a budget or a
+//!   deadline: the others are counted, not kept.
+//!
 //! The search runs in chunks (`Search::run`) so a page can stay responsive.
 
 use crate::architecture::{Architecture, ParameterCounts};
@@ -88,6 +96,8 @@ struct InstanceInfo {
     eff: Efficiency,
     price: Option<f64>,
     budget: u64,
+    /// Which of the distinct GPUs-per-node counts this instance type has.
+    per_node_class: usize,
 }
 
 /// The dimensions and their values.
@@ -142,6 +152,52 @@ impl Space {
     }
 }
 
+impl Space {
+    /// A block's layout and precision without its instance type: blocks
+    /// with the same key have the same memory peaks. Instance types with as
+    /// many GPUs per node share keys.
+    fn layout_key(&self, o: [usize; 8]) -> usize {
+        let dims = [
+            self.nodes.len(),
+            self.precisions.len(),
+            self.tps.len(),
+            self.pps.len(),
+            self.cps.len(),
+            self.eps.len(),
+            self.zeros.len(),
+        ];
+        let rest = dims
+            .iter()
+            .zip(&o[1..])
+            .fold(0, |key, (&d, &i)| key * d + i);
+        let per_node = self.instances[o[0]].per_node_class;
+        per_node * self.outer_len() / self.instances.len().max(1) + rest
+    }
+}
+
+/// The memory peaks of the blocks seen, by `Space::layout_key`; `None`
+/// where a smaller budget stopped the micro-batches before that one.
+#[derive(Default)]
+struct PeakCache(Vec<Vec<Option<u64>>>);
+
+impl PeakCache {
+    fn take(&mut self, key: usize, len: usize) -> Vec<Option<u64>> {
+        if key >= self.0.len() {
+            self.0.resize(key + 1, Vec::new());
+        }
+        let peaks = std::mem::take(&mut self.0[key]);
+        if peaks.is_empty() {
+            vec![None; len]
+        } else {
+            peaks
+        }
+    }
+
+    fn put(&mut self, key: usize, peaks: Vec<Option<u64>>) {
+        self.0[key] = peaks;
+    }
+}
+
 /// A resumable search.
 pub struct Search {
     base: Plan,
@@ -151,8 +207,11 @@ pub struct Search {
     space: Space,
     next_outer: usize,
     global_sequences: u64,
+    /// Each block's fastest fitting plan.
     found: Vec<Found>,
     pareto: Vec<Found>,
+    fitting: u64,
+    peaks: PeakCache,
     evaluated: u64,
     pruned: u64,
     /// Prune by bounds (off only in tests, to compare with brute force).
@@ -242,7 +301,7 @@ impl Space {
 /// multi-GPU training instances and the smallest size of each GPU.
 fn candidate_instances(plan: &Plan) -> Vec<InstanceInfo> {
     let locks = plan.locks;
-    hardware::instances()
+    let mut infos: Vec<InstanceInfo> = hardware::instances()
         .iter()
         .filter(|i| {
             if locks.instance || plan.instance == "custom" {
@@ -272,9 +331,19 @@ fn candidate_instances(plan: &Plan) -> Vec<InstanceInfo> {
                 eff: throughput::efficiency(throughput::generation(gpu)),
                 price,
                 budget: budget_bytes(gpu.usable_bytes(), plan.headroom),
+                per_node_class: 0,
             })
         })
-        .collect()
+        .collect();
+    let mut per_node: Vec<u64> = Vec::new();
+    for info in &mut infos {
+        let n = info.instance.gpu_count;
+        info.per_node_class = per_node.iter().position(|&m| m == n).unwrap_or_else(|| {
+            per_node.push(n);
+            per_node.len() - 1
+        });
+    }
+    infos
 }
 
 impl Search {
@@ -299,6 +368,8 @@ impl Search {
             global_sequences,
             found: Vec::new(),
             pareto: Vec::new(),
+            fitting: 0,
+            peaks: PeakCache::default(),
             evaluated: 0,
             pruned: 0,
             use_bounds: true,
@@ -460,10 +531,12 @@ impl Search {
     fn inner(&mut self, o: [usize; 8], layout: &Layout) {
         let s = &self.space;
         let i = &s.instances[o[0]];
-        let (instance, gpu, fabric, eff, price, budget) =
-            (i.instance, i.gpu, i.fabric, i.eff, i.price, i.budget);
+        let (gpu, fabric, eff, price, budget) = (i.gpu, i.fabric, i.eff, i.price, i.budget);
         let nodes = s.nodes[o[1]];
         let (ckpts, losses, mbs) = (s.ckpts.clone(), s.losses.clone(), s.mbs.clone());
+        let key = s.layout_key(o);
+        let mut peaks = self.peaks.take(key, s.inner_len());
+        let mut best: Option<Found> = None;
         let dp = layout.dp;
         for (ci, &ck) in ckpts.iter().enumerate() {
             for (li, &loss) in losses.iter().enumerate() {
@@ -478,8 +551,12 @@ impl Search {
                     w.micro_batch = mb;
                     w.grad_accum = self.global_sequences / (mb * dp);
                     self.evaluated += 1;
-                    let mem = memory::breakdown(&self.arch, &self.counts, w, layout);
-                    if mem.peak_bytes > budget {
+                    let (arch, counts) = (&self.arch, &self.counts);
+                    let peak = *peaks[(ci * losses.len() + li) * mbs.len() + mi]
+                        .get_or_insert_with(|| {
+                            memory::breakdown(arch, counts, w, layout).peak_bytes
+                        });
+                    if peak > budget {
                         if self.use_bounds {
                             // Larger micro-batches need more memory: skip them.
                             let rest = (mbs.len() - mi - 1) as u64;
@@ -488,38 +565,31 @@ impl Search {
                         }
                         continue;
                     }
-                    let tp = throughput::throughput(
-                        &self.arch,
-                        &self.counts,
-                        w,
-                        layout,
-                        gpu,
-                        &fabric,
-                        &eff,
-                    );
+                    let tp = throughput::throughput(arch, counts, w, layout, gpu, &fabric, &eff);
                     // The same time and cost the page shows for this plan (checkpoint saving included).
-                    let (time, _, _) = crate::cost::estimate(
-                        w,
-                        &self.counts,
-                        self.adapters,
-                        &tp,
-                        instance,
-                        layout.gpus,
-                    );
+                    let (time, _) = crate::cost::time(w, counts, self.adapters, &tp, layout.gpus);
                     let hours = time.total_hours;
                     let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);
                     let f = Found {
                         hours,
                         usd,
                         idx: [o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], ci, li, mi],
-                        peak: mem.peak_bytes,
+                        peak,
                         tps: tp.tokens_per_second,
                         mfu: tp.mfu,
                         ga: w.grad_accum,
                     };
-                    self.found_fit(f);
+                    self.fitting += 1;
+                    // Same price per hour: the fastest is also the cheapest (the first of equals stays).
+                    if best.is_none_or(|b| f.hours < b.hours) {
+                        best = Some(f);
+                    }
                 }
             }
+        }
+        self.peaks.put(key, peaks);
+        if let Some(f) = best {
+            self.found_fit(f);
         }
     }
 
@@ -670,7 +740,7 @@ impl Search {
             candidates: self.candidates(),
             evaluated: self.evaluated,
             pruned: self.pruned,
-            fitting: self.found.len() as u64,
+            fitting: self.fitting,
             fastest: pareto.first().map(|f| self.candidate(f)),
             cheapest: pareto
                 .iter()
