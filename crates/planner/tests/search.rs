@@ -87,6 +87,12 @@ fn results_fit_and_keep_the_global_batch() {
             "{}",
             c.query
         );
+        // The search reuses a layout's peak across instance types.
+        assert_eq!(
+            rep.memory.peak_bytes_per_gpu, c.peak_bytes_per_gpu,
+            "{}",
+            c.query
+        );
     }
     // Budget and deadline picks.
     let cheapest = r.cheapest.clone().unwrap();
@@ -119,4 +125,32 @@ fn moe_search_chooses_expert_parallelism() {
     // A dense model keeps EP 1 and searches no EP axis.
     let dense = search(&Plan::from_query("model=llama-3.1-8b&lock=instance").plan);
     assert!(dense.pareto.iter().all(|c| c.ep == 1));
+}
+
+/// The search computes a layout's memory once for every instance type with
+/// as many GPUs per node: that holds only while memory reads no hardware.
+/// The same BF16 plan peaks at the same bytes on every 8-GPU instance.
+#[test]
+fn memory_does_not_depend_on_the_instance_type() {
+    let eight: Vec<_> = planner::hardware::instances()
+        .iter()
+        .filter(|i| i.gpu_count == 8 && i.multi_node_efa_training)
+        .collect();
+    assert!(
+        eight.len() >= 5,
+        "{} 8-GPU training instance types",
+        eight.len()
+    );
+    let peak = |instance: &str| {
+        let q = format!(
+            "model=llama-3.1-70b&precision=bf16&zero=3&tp=2&nodes=2&ckpt=full&instance={instance}"
+        );
+        planner::evaluate(&Plan::from_query(&q).plan)
+            .memory
+            .peak_bytes_per_gpu
+    };
+    let first = peak(&eight[0].instance_type);
+    for i in &eight {
+        assert_eq!(peak(&i.instance_type), first, "{}", i.instance_type);
+    }
 }
