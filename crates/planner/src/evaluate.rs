@@ -6,7 +6,9 @@ use crate::cost;
 use crate::hardware;
 use crate::memory::{self, Layout};
 use crate::plan::{Checkpointing, Plan, Precision};
-use crate::report::{budget_bytes, Accuracy, InstanceOption, MemoryReport, NvlinkDomains, Report};
+use crate::report::{
+    budget_bytes, Accuracy, Figures, InstanceOption, MemoryReport, NvlinkDomains, Report,
+};
 use crate::resolve::{resolve, Resolved};
 use crate::text::{Arg, Join, Phrase, Text};
 use crate::throughput::{self, Fabric, Generation};
@@ -285,7 +287,7 @@ pub fn evaluate(plan: &Plan) -> Report {
     let adapters = r.arch.lora_params_per_layer(plan.lora_rank) * r.arch.layers as f64;
     let (time, checkpoint, cost) =
         cost::estimate(plan, &r.counts, adapters, &tp, &r.instance, r.layout.gpus);
-    let mut report = Report {
+    let figures = Figures {
         model_name: r.model_name.clone(),
         parameters: r.counts.total,
         parameters_active: r.counts.active,
@@ -323,11 +325,13 @@ pub fn evaluate(plan: &Plan) -> Report {
         cost,
         layers_per_pipeline_rank: r.layout.stages.per_rank(r.layout.pp),
         nvlink: nvlink_domains(&r.layout, &fabric),
-        warnings: Vec::new(),
-        errors,
     };
-    report.warnings = warnings::check(&r, &report, &mem);
-    report
+    let warnings = warnings::check(&r, &figures, &errors, &mem);
+    Report {
+        figures,
+        warnings,
+        errors,
+    }
 }
 
 /// How far the speed is checked: the cross-validated error of the group of

@@ -78,9 +78,34 @@ fn terms_as_map<S: Serializer>(terms: &[(memory::Term, u64)], s: S) -> Result<S:
     map.end()
 }
 
-/// Everything the page, the CLI and the tests show about a plan.
+/// Everything the page, the CLI and the tests show about a plan: its
+/// figures, and the warnings and errors drawn from them. It reads as its
+/// figures (`report.fits`); JSON lists them first, then the messages.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
+    #[serde(flatten)]
+    pub figures: Figures,
+    pub warnings: Vec<Message>,
+    pub errors: Vec<Message>,
+}
+
+impl std::ops::Deref for Report {
+    type Target = Figures;
+    fn deref(&self) -> &Figures {
+        &self.figures
+    }
+}
+
+impl std::ops::DerefMut for Report {
+    fn deref_mut(&mut self) -> &mut Figures {
+        &mut self.figures
+    }
+}
+
+/// What evaluating a plan computes: memory, speed, time and cost. The
+/// warnings are drawn from these once they are complete.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Figures {
     #[serde(serialize_with = "crate::text::english")]
     pub model_name: Phrase,
     pub parameters: u64,
@@ -111,8 +136,6 @@ pub struct Report {
     pub layers_per_pipeline_rank: Vec<u64>,
     /// The NVLink domains the job spans and the groups that leave one.
     pub nvlink: NvlinkDomains,
-    pub warnings: Vec<Message>,
-    pub errors: Vec<Message>,
 }
 
 /// How a job sits on its NVLink domains (an 8-GPU instance, or a GB200

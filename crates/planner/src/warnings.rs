@@ -4,14 +4,15 @@
 
 use crate::memory::{MemoryBreakdown, Term};
 use crate::plan::{Attention, Checkpointing, Loss, Plan, Precision};
-use crate::report::Report;
+use crate::report::Figures;
 use crate::resolve::{Message, Resolved};
 use crate::text::{Arg, Text};
 
 /// What every rule reads.
 pub struct Context<'a> {
     pub r: &'a Resolved<'a>,
-    pub report: &'a Report,
+    pub figures: &'a Figures,
+    pub errors: &'a [Message],
     pub mem: &'a MemoryBreakdown,
 }
 
@@ -56,9 +57,20 @@ const RULES: &[Rule] = &[
     counts_saturated,
 ];
 
-/// All rules that apply to this plan.
-pub fn check(r: &Resolved<'_>, report: &Report, mem: &MemoryBreakdown) -> Vec<Message> {
-    let c = Context { r, report, mem };
+/// All rules that apply to this plan, drawn from its finished figures and
+/// its errors.
+pub fn check(
+    r: &Resolved<'_>,
+    figures: &Figures,
+    errors: &[Message],
+    mem: &MemoryBreakdown,
+) -> Vec<Message> {
+    let c = Context {
+        r,
+        figures,
+        errors,
+        mem,
+    };
     RULES.iter().filter_map(|rule| rule(&c)).collect()
 }
 
@@ -91,9 +103,9 @@ fn over_budget_fix(c: &Context, term: Term) -> (Option<(&'static str, String)>, 
             Term::Activations | Term::LogitsAndLoss | Term::AttentionScores
         )
     {
-        let mb = c.report.max_micro_batch.max(1);
+        let mb = c.figures.max_micro_batch.max(1);
         (Some(("mb", mb.to_string())), Text::FixLowerMicroBatch)
-    } else if plan.zero < 3 && c.report.layout.dp > 1 {
+    } else if plan.zero < 3 && c.figures.layout.dp > 1 {
         (Some(("zero", "3".into())), Text::FixShardStates)
     } else {
         (None, Text::FixMoreHardware)
@@ -102,7 +114,7 @@ fn over_budget_fix(c: &Context, term: Term) -> (Option<(&'static str, String)>, 
 
 /// Over the budget: name the term that blows up, and the setting that fixes it.
 fn over_budget(c: &Context) -> Option<Message> {
-    if c.report.fits {
+    if c.figures.fits {
         return None;
     }
     let (term, bytes) = c
@@ -114,8 +126,8 @@ fn over_budget(c: &Context) -> Option<Message> {
         .unwrap_or((Term::Weights, 0));
     let (fix, fix_text) = over_budget_fix(c, term);
     let key = fix.as_ref().map(|f| f.0).unwrap_or("nodes");
-    let peak = Arg::Bytes(c.report.memory.peak_bytes_per_gpu);
-    let budget = Arg::Bytes(c.report.memory.budget_bytes);
+    let peak = Arg::Bytes(c.figures.memory.peak_bytes_per_gpu);
+    let budget = Arg::Bytes(c.figures.memory.budget_bytes);
     let term_gib = Arg::Bytes(bytes);
     let args: [(&'static str, Arg); 5] = [
         ("peak", Arg::from(&peak)),
@@ -131,20 +143,20 @@ fn over_budget(c: &Context) -> Option<Message> {
 
 /// Under 70% of the budget: a larger micro-batch keeps the GPUs busier.
 fn memory_underused(c: &Context) -> Option<Message> {
-    let (plan, report) = (c.plan(), c.report);
-    let budget = report.memory.budget_bytes as f64;
-    let peak = report.memory.peak_bytes_per_gpu as f64;
-    if !report.fits || peak >= 0.7 * budget || report.max_micro_batch <= plan.micro_batch {
+    let (plan, f) = (c.plan(), c.figures);
+    let budget = f.memory.budget_bytes as f64;
+    let peak = f.memory.peak_bytes_per_gpu as f64;
+    if !f.fits || peak >= 0.7 * budget || f.max_micro_batch <= plan.micro_batch {
         return None;
     }
-    let mb = report
+    let mb = f
         .max_micro_batch
         .min(plan.micro_batch * 2)
         .max(plan.micro_batch + 1);
     let percent = Arg::Number(100.0 * peak / budget, 0);
     let args: [(&'static str, Arg); 2] = [
         ("percent", Arg::from(&percent)),
-        ("max_mb", Arg::from(&report.max_micro_batch)),
+        ("max_mb", Arg::from(&f.max_micro_batch)),
     ];
     Some(
         c.warn("memory_underused", "mb", Text::MemoryUnderused, args)
@@ -154,7 +166,7 @@ fn memory_underused(c: &Context) -> Option<Message> {
 
 /// FP8 below ~7B parameters gains little.
 fn fp8_small_model(c: &Context) -> Option<Message> {
-    (c.plan().precision.is_low_precision() && c.report.parameters < 7_000_000_000).then(|| {
+    (c.plan().precision.is_low_precision() && c.figures.parameters < 7_000_000_000).then(|| {
         c.warn("fp8_small_model", "precision", Text::Fp8SmallModel, [])
             .fix("precision", "bf16")
     })
@@ -187,7 +199,7 @@ fn selective_noop_with_flash(c: &Context) -> Option<Message> {
 /// No checkpointing at 32K tokens and more, and it does not fit.
 fn long_sequence_without_checkpointing(c: &Context) -> Option<Message> {
     let plan = c.plan();
-    if plan.seq < 32_768 || plan.checkpointing != Checkpointing::None || c.report.fits {
+    if plan.seq < 32_768 || plan.checkpointing != Checkpointing::None || c.figures.fits {
         return None;
     }
     let gib = Arg::Bytes(c.mem.saved_activation_bytes);
@@ -262,16 +274,16 @@ fn sequence_beyond_context(c: &Context) -> Option<Message> {
 
 /// Micro-batch 1 on a large model at low utilisation.
 fn micro_batch_one_low_utilisation(c: &Context) -> Option<Message> {
-    let report = c.report;
+    let f = c.figures;
     if c.plan().micro_batch != 1
-        || report.parameters <= 30_000_000_000
-        || report.throughput.mfu >= 0.3
-        || report.max_micro_batch <= 1
+        || f.parameters <= 30_000_000_000
+        || f.throughput.mfu >= 0.3
+        || f.max_micro_batch <= 1
     {
         return None;
     }
-    let billions = Arg::Number(report.parameters as f64 / 1e9, 0);
-    let mfu = Arg::Number(report.throughput.mfu * 100.0, 0);
+    let billions = Arg::Number(f.parameters as f64 / 1e9, 0);
+    let mfu = Arg::Number(f.throughput.mfu * 100.0, 0);
     let args: [(&'static str, Arg); 2] =
         [("billions", Arg::from(&billions)), ("mfu", Arg::from(&mfu))];
     let code = "micro_batch_one_low_utilisation";
@@ -283,7 +295,7 @@ fn micro_batch_one_low_utilisation(c: &Context) -> Option<Message> {
 
 /// Checkpoint saving over 3% of wall time.
 fn checkpoint_overhead(c: &Context) -> Option<Message> {
-    let (plan, ck) = (c.plan(), &c.report.checkpoint);
+    let (plan, ck) = (c.plan(), &c.figures.checkpoint);
     if ck.wall_share <= 0.03 {
         return None;
     }
@@ -314,8 +326,8 @@ fn checkpoint_overhead(c: &Context) -> Option<Message> {
 /// TP, CP or EP traffic leaving the NVLink domain runs on the network, an
 /// order of magnitude slower (900 GB/s NVLink vs 50 GB/s EFA per GPU on p6e).
 fn crosses_nvlink_domain(c: &Context) -> Option<Message> {
-    let nv = &c.report.nvlink;
-    let tp_error = c.report.errors.iter().any(|e| e.code == "tp_exceeds_node");
+    let nv = &c.figures.nvlink;
+    let tp_error = c.errors.iter().any(|e| e.code == "tp_exceeds_node");
     let groups: Vec<&str> = nv
         .crossing
         .iter()
@@ -338,7 +350,7 @@ fn crosses_nvlink_domain(c: &Context) -> Option<Message> {
 
 /// No price known: say how the instance is sold, and ask for the price paid.
 fn price_unknown(c: &Context) -> Option<Message> {
-    if c.report.cost.total_usd.is_some() {
+    if c.figures.cost.total_usd.is_some() {
         return None;
     }
     let i = &c.r.instance;
@@ -349,13 +361,13 @@ fn price_unknown(c: &Context) -> Option<Message> {
     } else {
         Text::PriceUnknown
     };
-    let args: [(&'static str, Arg); 1] = [("instance", Arg::from(&c.report.instance))];
+    let args: [(&'static str, Arg); 1] = [("instance", Arg::from(&c.figures.instance))];
     Some(c.warn("price_unknown", "price", id, args))
 }
 
 /// A derived price is an estimate: 1.15 x the EC2 on-demand price.
 fn price_derived(c: &Context) -> Option<Message> {
-    let cost = &c.report.cost;
+    let cost = &c.figures.cost;
     let ec2 = c.r.instance.ec2_usd_hr?;
     let usd = cost.price_per_instance_hour?;
     if cost.price_source != "derived" {
@@ -363,7 +375,7 @@ fn price_derived(c: &Context) -> Option<Message> {
     }
     let (usd, ec2) = (Arg::Number(usd, 2), Arg::Number(ec2, 2));
     let args: [(&'static str, Arg); 3] = [
-        ("instance", Arg::from(&c.report.instance)),
+        ("instance", Arg::from(&c.figures.instance)),
         ("usd", Arg::from(&usd)),
         ("ec2", Arg::from(&ec2)),
     ];
@@ -373,14 +385,14 @@ fn price_derived(c: &Context) -> Option<Message> {
 /// A listed price read before AWS's June 2025 P-family price cut may be stale
 /// or withdrawn (sagemaker_prices.csv: the P3 prices date from 2021).
 fn price_dated(c: &Context) -> Option<Message> {
-    let cost = &c.report.cost;
+    let cost = &c.figures.cost;
     let as_of = cost.price_as_of.as_deref()?;
     let year: u32 = as_of.get(..4)?.parse().ok()?;
     if cost.price_source != "listed" || year >= 2025 {
         return None;
     }
     let args: [(&'static str, Arg); 2] = [
-        ("instance", Arg::from(&c.report.instance)),
+        ("instance", Arg::from(&c.figures.instance)),
         ("as_of", Arg::from(&as_of)),
     ];
     Some(c.warn("price_dated", "price", Text::PriceDated, args))
@@ -397,7 +409,7 @@ fn fp32_slow(c: &Context) -> Option<Message> {
 /// Fewer tokens than one step trains (#25: a one-token job cost $9.9e11 per
 /// million tokens without a word): the job runs one whole step.
 fn job_shorter_than_a_step(c: &Context) -> Option<Message> {
-    let step = c.report.throughput.tokens_per_step;
+    let step = c.figures.throughput.tokens_per_step;
     if c.plan().tokens >= step as f64 {
         return None;
     }
@@ -418,7 +430,7 @@ const NETWORK_BOUND_SHARE: f64 = 0.8;
 /// A step spent mostly waiting on exposed communication (#25: a 1e-7 GB/s
 /// network gave 5.4e11 hours without a word).
 fn network_bound(c: &Context) -> Option<Message> {
-    let t = &c.report.throughput;
+    let t = &c.figures.throughput;
     let s = &t.step;
     let comm = s.tensor_parallel
         + s.context_parallel
@@ -437,8 +449,8 @@ fn network_bound(c: &Context) -> Option<Message> {
 /// A count past what its integer holds is a floor, not a figure (#25:
 /// tokens per step printed u64::MAX as if exact).
 fn counts_saturated(c: &Context) -> Option<Message> {
-    let saturated = c.report.throughput.tokens_per_step == u64::MAX
-        || c.report.memory.peak_bytes_per_gpu == u64::MAX;
+    let saturated = c.figures.throughput.tokens_per_step == u64::MAX
+        || c.figures.memory.peak_bytes_per_gpu == u64::MAX;
     saturated.then(|| c.warn("counts_saturated", "mb", Text::CountsSaturated, []))
 }
 

@@ -92,6 +92,7 @@ fn real_gpu_runs_check_hf_plans_of_their_kind() {
     assert!(readme.contains("(median error 12.0%, from -20.0% to +23.0%"));
     let label = |q: &str| {
         planner::evaluate(&planner::Plan::from_query(q).plan)
+            .figures
             .memory
             .accuracy
     };

@@ -627,7 +627,7 @@ fn odd_plans_say_what_they_extrapolate() {
     let acc = |q: &str| {
         let r = evaluate(&Plan::from_query(q).plan);
         assert!(r.errors.is_empty(), "{q}: {:?}", r.errors);
-        (r.throughput_accuracy, r.memory.accuracy)
+        (r.figures.throughput_accuracy, r.figures.memory.accuracy)
     };
     let extrapolated = |a: &planner::report::Accuracy, axis: &str, q: &str| {
         assert_eq!(a.level, "extrapolated", "{q}: {}", a.note_english());
@@ -765,6 +765,7 @@ fn tensor_parallel_collectives_by_hand() {
         "model=llama-3.1-70b&instance=ml.p5.48xlarge&nodes=4&tp=4&sp=0&seq=8192&mb=1&ga=4&zero=3";
     let step = |extra: &str| {
         evaluate(&Plan::from_query(&format!("{q}{extra}")).plan)
+            .figures
             .throughput
             .step
     };
