@@ -13,6 +13,7 @@ use crate::calibration::{
 use crate::json::{named, req, FromJson, Json};
 use crate::memory::{breakdown, Layout, Stages, CUDA_CONTEXT_BYTES};
 use crate::plan::{Attention, Checkpointing, Implementation, Optimizer, Plan, Precision};
+use crate::text::{Arg, Phrase, Text};
 use crate::throughput::{generation, Fabric, Generation};
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
@@ -104,12 +105,13 @@ impl Group {
         }
     }
 
-    /// Short English name, e.g. `Hopper, Megatron, FP8, TP/PP`.
-    pub fn name(&self) -> String {
+    /// The group's name, e.g. `Hopper, Megatron, FP8, TP/PP`, as a phrase
+    /// (the page writes "data parallel" in the reader's language).
+    pub fn phrase(&self) -> Phrase {
         let layout = match self.layout {
-            LayoutKind::DataParallel => "data parallel",
-            LayoutKind::TensorPipeline => "TP/PP",
-            LayoutKind::ContextParallel => "TP/PP + CP",
+            LayoutKind::DataParallel => Arg::Text(Text::GroupDataParallel),
+            LayoutKind::TensorPipeline => Arg::from("TP/PP"),
+            LayoutKind::ContextParallel => Arg::from("TP/PP + CP"),
         };
         let stack = match self.stack {
             Stack::Megatron => "Megatron",
@@ -119,10 +121,17 @@ impl Group {
         let precision = if self.fp8 { "FP8" } else { "BF16" };
         let nvl = if self.nvl72 { ", NVL72" } else { "" };
         let moe = if self.moe { ", MoE" } else { "" };
-        format!(
-            "{:?}, {stack}, {precision}, {layout}{nvl}{moe}",
-            self.generation
-        )
+        Phrase::new(Text::GroupName)
+            .with("generation", format!("{:?}", self.generation))
+            .with("stack", stack)
+            .with("precision", precision)
+            .with("layout", layout)
+            .with("more", format!("{nvl}{moe}"))
+    }
+
+    /// The name in English (docs/accuracy.md, coverage.json).
+    pub fn name(&self) -> String {
+        self.phrase().english()
     }
 
     /// How unlike `other` this group is (0 = the same).

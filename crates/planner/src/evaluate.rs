@@ -353,7 +353,7 @@ fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Ac
     let note = |id| {
         Phrase::of(id, figures.clone())
             .with("rows", stats.rows)
-            .with("group", stats.group.name())
+            .with("group", stats.group.phrase())
     };
     let outside = stats
         .envelope

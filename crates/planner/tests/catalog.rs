@@ -210,6 +210,21 @@ fn warnings_and_labels_format_numbers_as_the_language_does() {
     );
 }
 
+/// A speed note names its group of published runs; in Russian its layout
+/// is Russian too (the default plan, data parallel on B200, is compared
+/// with the nearest group, "Blackwell, Megatron, BF16, data parallel, NVL72").
+#[test]
+fn group_names_follow_the_language() {
+    use planner::text::render_all;
+    let r = planner::evaluate(&planner::Plan::default());
+    let note = &r.throughput_accuracy.note;
+    let en = render_all(Lang::En, note);
+    let ru = render_all(Lang::Ru, note);
+    assert!(en.contains("BF16, data parallel, NVL72"), "{en}");
+    assert!(ru.contains("BF16, параллелизм по данным, NVL72"), "{ru}");
+    assert!(!ru.contains("data parallel"), "{ru}");
+}
+
 /// Russian counts take one of three forms, English one of two (CLDR's rules
 /// for whole numbers): 1 шагом, 2 шагами, 5 шагами; 21 запуск, 22 запуска,
 /// 25 запусков, 11 запусков, 111 запусков.

@@ -463,4 +463,6 @@ catalog! {
     AssumedTermsNote => "{gib} of this total is assumed, not counted: the CUDA context, cuBLAS/NCCL workspaces and allocator fragmentation (set workspaces and fragmentation under Hardware and cost); the verdict rests on them too",
     AxisHybrid => "hybrid sharding (a shard group smaller than the data-parallel ranks) not checked",
     MemoryOracleHeldOut => "that is in-sample (the model was changed on those steps); on {rows} held-out steps it never saw: median {median}%, from {under}% to {over}%",
+    GroupName => "{generation}, {stack}, {precision}, {layout}{more}",
+    GroupDataParallel => "data parallel",
 }
