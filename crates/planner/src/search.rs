@@ -536,6 +536,8 @@ impl Search {
         let (ckpts, losses, mbs) = (s.ckpts.clone(), s.losses.clone(), s.mbs.clone());
         let key = s.layout_key(o);
         let mut peaks = self.peaks.take(key, s.inner_len());
+        // One layer forward per micro-batch serves every checkpointing and loss.
+        let mut forwards = vec![None; mbs.len()];
         let mut best: Option<Found> = None;
         let dp = layout.dp;
         for (ci, &ck) in ckpts.iter().enumerate() {
@@ -565,7 +567,16 @@ impl Search {
                         }
                         continue;
                     }
-                    let tp = throughput::throughput(arch, counts, w, layout, gpu, &fabric, &eff);
+                    let tp = throughput::throughput_reusing(
+                        arch,
+                        counts,
+                        w,
+                        layout,
+                        gpu,
+                        &fabric,
+                        &eff,
+                        &mut forwards[mi],
+                    );
                     // The same time and cost the page shows for this plan (checkpoint saving included).
                     let (time, _) = crate::cost::time(w, counts, self.adapters, &tp, layout.gpus);
                     let hours = time.total_hours;

@@ -459,11 +459,24 @@ fn elementwise_forward(s: &StepShape) -> f64 {
         + kernels * s.eff.kernel_overhead
 }
 
-/// The layer's forward pieces.
-struct LayerForward {
+/// One decoder layer's forward pieces. They depend on the micro-batch, the
+/// layout and the hardware, never on checkpointing or the loss: the search
+/// times one forward per micro-batch for all of those (`throughput_reusing`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LayerForward {
     gemm: f64,
     attention: f64,
     elementwise: f64,
+}
+
+impl LayerForward {
+    fn of(s: &StepShape) -> LayerForward {
+        LayerForward {
+            gemm: layer_gemms(s),
+            attention: attention_forward(s),
+            elementwise: elementwise_forward(s),
+        }
+    }
 }
 
 /// Flash attention's backward does 2.5x its forward's work (Dao 2023); an
@@ -798,12 +811,7 @@ fn optimizer_step(s: &StepShape) -> f64 {
 /// Where one step's time goes: compute and communication per micro-batch,
 /// times the micro-batches, plus bubble, exposed data-parallel traffic and
 /// the optimizer.
-fn step_time(s: &StepShape) -> StepTime {
-    let fwd = LayerForward {
-        gemm: layer_gemms(s),
-        attention: attention_forward(s),
-        elementwise: elementwise_forward(s),
-    };
+fn step_time(s: &StepShape, fwd: LayerForward) -> StepTime {
     // Forward + backward: 2x forward for GEMMs and elementwise work.
     let attn_train = attention_train(s, &fwd);
     let mb_gemm = s.layers * (3.0 * fwd.gemm) + lm_head(s);
@@ -861,10 +869,33 @@ pub fn throughput(
     fabric: &Fabric,
     eff: &Efficiency,
 ) -> Throughput {
+    throughput_reusing(arch, counts, plan, layout, gpu, fabric, eff, &mut None)
+}
+
+/// `throughput`, with the layer's forward taken from `forward` when it holds
+/// one, else computed and left there. Pass the same `forward` only for plans
+/// that differ in checkpointing and loss alone (debug builds check it).
+#[allow(clippy::too_many_arguments)]
+pub fn throughput_reusing(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    plan: &Plan,
+    layout: &Layout,
+    gpu: &Gpu,
+    fabric: &Fabric,
+    eff: &Efficiency,
+    forward: &mut Option<LayerForward>,
+) -> Throughput {
     let shape = StepShape::new(arch, counts, plan, layout, gpu, fabric, eff);
+    let fwd = *forward.get_or_insert_with(|| LayerForward::of(&shape));
+    debug_assert_eq!(
+        fwd,
+        LayerForward::of(&shape),
+        "a forward reused across plans that differ in more than checkpointing and loss"
+    );
     // The slowest pipeline stage sets the pace: the last (its layers, the LM
     // head and the loss) or the busiest other one (an uneven split's middle).
-    let mut step = step_time(&shape);
+    let mut step = step_time(&shape, fwd);
     let other = layout.stages.first.max(layout.stages.middle);
     if layout.pp > 1 && other > layout.stages.last + plan.mtp {
         let busiest = StepShape {
@@ -872,7 +903,7 @@ pub fn throughput(
             head: false,
             ..shape
         };
-        let alt = step_time(&busiest);
+        let alt = step_time(&busiest, fwd);
         if alt.total() > step.total() {
             step = alt;
         }
