@@ -196,6 +196,8 @@ pub struct MemoryStats {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Envelope {
     pub seq: (u64, u64),
+    /// Sequences per micro-batch (activations grow with it).
+    pub micro_batch: (u64, u64),
     pub gpus: (u64, u64),
     /// Total parameters of the model.
     pub params: (u64, u64),
@@ -215,6 +217,7 @@ pub struct Envelope {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outside {
     Sequence { value: u64, lo: u64, hi: u64 },
+    MicroBatch { value: u64, lo: u64, hi: u64 },
     Gpus { value: u64, lo: u64, hi: u64 },
     ModelSize { value: u64, lo: u64, hi: u64 },
     Precision { value: String, checked: String },
@@ -229,6 +232,7 @@ impl Envelope {
     pub fn point(plan: &Plan, params: u64, gpus: u64) -> Envelope {
         Envelope {
             seq: (plan.seq, plan.seq),
+            micro_batch: (plan.micro_batch, plan.micro_batch),
             gpus: (gpus, gpus),
             params: (params, params),
             precisions: vec![plan.precision.key().to_string()],
@@ -247,6 +251,7 @@ impl Envelope {
             .cloned()
             .reduce(|e, p| Envelope {
                 seq: span(e.seq, p.seq),
+                micro_batch: span(e.micro_batch, p.micro_batch),
                 gpus: span(e.gpus, p.gpus),
                 params: span(e.params, p.params),
                 precisions: union(&e.precisions, &p.precisions),
@@ -266,6 +271,14 @@ impl Envelope {
             let (lo, hi) = self.seq;
             out.push(Outside::Sequence {
                 value: plan.seq,
+                lo,
+                hi,
+            });
+        }
+        if beyond(plan.micro_batch, self.micro_batch) {
+            let (lo, hi) = self.micro_batch;
+            out.push(Outside::MicroBatch {
+                value: plan.micro_batch,
                 lo,
                 hi,
             });
@@ -988,6 +1001,7 @@ impl FromJson for Envelope {
     fn from_json(j: &Json) -> Result<Self, String> {
         Ok(Envelope {
             seq: req(j, "seq")?,
+            micro_batch: req(j, "micro_batch")?,
             gpus: req(j, "gpus")?,
             params: req(j, "params")?,
             precisions: req(j, "precisions")?,
@@ -1154,7 +1168,7 @@ pub fn markdown(c: &Coverage, rows: &[ThroughputRow]) -> String {
     s += &summary_table("By stack", "stack", &stats_by(rows, |g| g.stack), |k| {
         format!("{k:?}")
     });
-    s += "\n#### Groups the page's labels use\n\nA plan of a group on one of its GPUs is \"calibrated\" inside the group's envelope (the sequences, GPU counts, model sizes (±10%) and precisions its rows ran; full training, no offloading) and \"extrapolated\", with the axes named, outside it. The ± the page quotes is the larger of the worst under- and over-prediction (at least 5%), and only for groups of three rows or more.\n\n| group | rows | envelope | cross-validated median | worst under | worst over | ± quoted |\n|---|---:|---|---:|---:|---:|---:|\n";
+    s += "\n#### Groups the page's labels use\n\nA plan of a group on one of its GPUs is \"calibrated\" inside the group's envelope (the sequences, micro-batches, GPU counts, model sizes (±10%) and precisions its rows ran; full training, no offloading) and \"extrapolated\", with the axes named, outside it. The ± the page quotes is the larger of the worst under- and over-prediction (at least 5%), and only for groups of three rows or more.\n\n| group | rows | envelope | cross-validated median | worst under | worst over | ± quoted |\n|---|---:|---|---:|---:|---:|---:|\n";
     for g in &c.groups {
         let e = &g.envelope;
         let quoted = if g.rows >= 3 {
@@ -1163,11 +1177,13 @@ pub fn markdown(c: &Coverage, rows: &[ThroughputRow]) -> String {
             "none".to_string()
         };
         s += &format!(
-            "| {} | {} | seq {}–{}, {}–{} GPUs, {:.1}–{:.1} B, {} | {:.1}% | {} | {} | {} |\n",
+            "| {} | {} | seq {}–{}, mb {}–{}, {}–{} GPUs, {:.1}–{:.1} B, {} | {:.1}% | {} | {} | {} |\n",
             g.group.name(),
             g.rows,
             e.seq.0,
             e.seq.1,
+            e.micro_batch.0,
+            e.micro_batch.1,
             e.gpus.0,
             e.gpus.1,
             e.params.0 as f64 / 1e9,

@@ -72,6 +72,9 @@ fn outside_axis(o: &crate::accuracy::Outside) -> Phrase {
         Outside::Sequence { value, lo, hi } => {
             range(Text::AxisSequence, value.into(), lo.into(), hi.into())
         }
+        Outside::MicroBatch { value, lo, hi } => {
+            range(Text::AxisMicroBatch, value.into(), lo.into(), hi.into())
+        }
         Outside::Gpus { value, lo, hi } => {
             range(Text::AxisGpus, value.into(), lo.into(), hi.into())
         }

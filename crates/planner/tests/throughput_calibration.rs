@@ -681,6 +681,17 @@ fn odd_plans_say_what_they_extrapolate() {
     extrapolated(&acc(q).1, "ZeRO stage 2 not checked (checked: 0, 3)", q);
     let q = "model=llama-3.2-1b&zero=3&seq=4096&nodes=2&shard=8";
     extrapolated(&acc(q).1, "hybrid sharding", q);
+    // The oracle's ZeRO-3 steps ran 1-2 sequences per micro-batch: at 1 the
+    // 1B plan is counted, at 16 its activations are 8x anything checked.
+    let q = "model=llama-3.2-1b&zero=3&seq=4096&mb=1";
+    assert_eq!(
+        acc(q).1.level,
+        "counted",
+        "{q}: {}",
+        acc(q).1.note_english()
+    );
+    let q = "model=llama-3.2-1b&zero=3&seq=4096&mb=16";
+    extrapolated(&acc(q).1, "micro-batch 16 outside the checked 1–2", q);
 }
 
 /// GB200 on SageMaker is sold as UltraServers whose 72 (or 36) GPUs share

@@ -465,4 +465,5 @@ catalog! {
     MemoryOracleHeldOut => "that is in-sample (the model was changed on those steps); on {rows} held-out steps it never saw: median {median}%, from {under}% to {over}%",
     GroupName => "{generation}, {stack}, {precision}, {layout}{more}",
     GroupDataParallel => "data parallel",
+    AxisMicroBatch => "micro-batch {value} outside the checked {lo}–{hi}",
 }
