@@ -240,6 +240,46 @@ def resume(models, data_dir):
     assert m["first_step"] == 5 and m["steps"] == 2, m
 
 
+@case("train.py's attention runs causal and mask-free on a fused kernel, as modelled")
+def attention_as_planned():
+    """Transformers 4.56 builds a b x 1 x s x s mask for unpacked training batches unless told
+    they are not packed; FP32 with grouped KV heads would fall back to SDPA's math path."""
+    import torch
+    from transformers import Gemma2Config, Gemma2Model, LlamaConfig, LlamaModel
+
+    train = load_script(os.path.join(WORK, "plan0", "scripts", "train.py"))
+    train.attention_as_planned(torch)
+    seen = []
+    original = torch.nn.functional.scaled_dot_product_attention
+
+    def spy(q, k, v, attn_mask=None, **kw):
+        mask = None if attn_mask is None else tuple(attn_mask.shape)
+        seen.append((mask, kw.get("is_causal"), kw.get("enable_gqa", False), k.shape[1] == q.shape[1]))
+        return original(q, k, v, attn_mask=attn_mask, **kw)
+
+    llama = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=2, vocab_size=100)
+    torch.nn.functional.scaled_dot_product_attention = spy
+    try:
+        for dtype, want in ((torch.bfloat16, (None, True, True, False)), (torch.float32, (None, True, False, True))):
+            seen.clear()
+            model = LlamaModel._from_config(llama, attn_implementation="sdpa", dtype=dtype)
+            model.config.use_cache = False
+            model(input_ids=torch.randint(0, 100, (2, 16)))
+            assert seen == [want] * 2, (dtype, seen)
+        # Gemma 2's sliding layer (window 8 < 16 tokens) keeps its mask.
+        seen.clear()
+        gemma = Gemma2Model._from_config(Gemma2Config(
+            hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=16, vocab_size=100, sliding_window=8),
+            attn_implementation="sdpa", dtype=torch.bfloat16)
+        gemma.config.use_cache = False
+        gemma(input_ids=torch.randint(0, 100, (2, 16)))
+        assert [m for m, *_ in seen] == [(2, 1, 16, 16), None], seen
+    finally:
+        torch.nn.functional.scaled_dot_product_attention = original
+
+
 @case("the ZIP the page builds opens with Python's zipfile and holds the CLI's files")
 def zip_matches():
     import zipfile
@@ -281,6 +321,7 @@ def main():
     for i, (query, launcher) in enumerate(PLANS):
         check_plan(i, query, launcher, models, data_dir)
     resume(models, data_dir)
+    attention_as_planned()
     zip_matches()
     bad_lines()
     failed = sum(1 for _, e in RESULTS if e)

@@ -162,6 +162,58 @@ class Allocations(TorchDispatchMode):
             torch.UntypedStorage.resize_ = original
 
 
+# ---- attention as CUDA runs it ------------------------------------------------------------
+
+
+class CudaFlashAttention(torch.autograd.Function):
+    """Causal SDPA in 16 bits with grouped KV heads, as CUDA's flash kernel runs it. CPU has
+    no such kernel (SDPA falls back to its math path, `s x s` scores per head), and under
+    FakeTensorMode values are fake: this makes the tensors the CUDA kernel makes. Forward
+    keeps q, k, v (KV heads not repeated), the output and the fp32 log-sum-exp (b x h x s);
+    backward makes dq, dk, dv and flash-attn 2's workspaces: the fp32 dq accumulator,
+    softmax_d (fp32, b x h x s) and, for grouped heads, dk and dv over every query head
+    before they are summed (flash-attn csrc/flash_attn/flash_api.cpp, mha_bwd)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v):
+        out = torch.empty_like(q)
+        lse = q.new_empty(q.shape[:3], dtype=torch.float32)
+        ctx.save_for_backward(q, k, v, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        workspace = [q.new_empty(q.shape, dtype=torch.float32), lse.new_empty(lse.shape)]
+        if k.shape[1] != q.shape[1]:
+            expanded = (k.shape[0], q.shape[1]) + tuple(k.shape[2:])
+            workspace += [k.new_empty(expanded), v.new_empty(expanded)]
+        del workspace
+        return dq, dk, dv
+
+
+@contextlib.contextmanager
+def cuda_attention_kernels():
+    """SDPA's causal, mask-free 16-bit calls take CUDA's flash path (CudaFlashAttention);
+    masked or FP32 ones run the CPU kernels, which keep what CUDA's efficient kernel keeps."""
+    original = torch.nn.functional.scaled_dot_product_attention
+
+    def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        flash = (attn_mask is None and is_causal and dropout_p == 0.0
+                 and q.dtype in (torch.bfloat16, torch.float16) and q.shape[-1] <= 256)
+        if flash:
+            return CudaFlashAttention.apply(q, k, v)
+        return original(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                        scale=scale, enable_gqa=enable_gqa)
+
+    torch.nn.functional.scaled_dot_product_attention = sdpa
+    try:
+        yield
+    finally:
+        torch.nn.functional.scaled_dot_product_attention = original
+
+
 # ---- one plan ---------------------------------------------------------------------------
 
 
@@ -193,6 +245,7 @@ def build_model(train, args, config, torch):
     from transformers import AutoModelForCausalLM
 
     dtype = train.weights_dtype(args, torch)
+    train.attention_as_planned(torch)
     model = AutoModelForCausalLM.from_config(config, attn_implementation=args.attn_implementation,
                                              **{train.dtype_key(): dtype})
     model.config.use_cache = False
@@ -234,7 +287,8 @@ def run_rank(train, row, rank, steps=2):
         setup = train.resolve_setup(args, world)
         config = AutoConfig.for_model(**row["config"])
         counter = Allocations(explain=EXPLAIN)
-        with real_device_mesh(), FakeTensorMode(allow_non_fake_inputs=False), counter.counting():
+        with real_device_mesh(), cuda_attention_kernels(), FakeTensorMode(allow_non_fake_inputs=False), \
+                counter.counting():
             torch.manual_seed(0)
             model = build_model(train, args, config, torch)
             train.apply_checkpointing(args, model, torch)
@@ -324,7 +378,7 @@ def versions():
         "python": platform.python_version(),
         "rounding_bytes": ALLOCATOR_ROUNDING,
         "steps": 2,
-        "device": "cpu kernels under FakeTensorMode (SDPA's flash path for CPU; CPU autocast)",
+        "device": "cpu kernels under FakeTensorMode (causal 16-bit SDPA as CUDA's flash kernel: CudaFlashAttention; other SDPA on the CPU's kernels; CPU autocast)",
     }
 
 

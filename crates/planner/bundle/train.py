@@ -220,11 +220,41 @@ def load_model(args, torch, device):
     kwargs[dtype_key()] = weights_dtype(args, torch)
     if args.train_mode != "qlora":
         kwargs.pop("device_map", None)
+    attention_as_planned(torch)
     model = AutoModelForCausalLM.from_pretrained(args.model_id, config=config, **kwargs)
     model.config.use_cache = False
     if args.train_mode != "full":
         model = add_adapters(args, model)
     return model
+
+
+def attention_as_planned(torch):
+    """SDPA runs causal and mask-free, on a fused kernel, as the planner models it.
+
+    Our blocks are contiguous token runs, never documents packed with positions reset.
+    With no attention mask and no cache (training), Transformers 4.56 reads packed
+    documents from the position ids (`masking_utils.find_packed_sequence_indices`) and,
+    finding none, still builds a boolean `b x 1 x s x s` mask: SDPA then keeps an additive
+    copy per layer for backward and cannot run flash attention (16 GiB a sequence at 128K).
+    Saying "not packed" keeps attention causal; sliding-window layers still get their masks.
+    FP32 has no flash kernel and the memory-efficient one takes no grouped KV heads: with
+    `enable_gqa` SDPA would fall back to its math path (`s x s` scores per head), so FP32
+    repeats the KV heads instead (Transformers' own path for masked attention).
+    """
+    try:
+        from transformers import masking_utils
+        from transformers.integrations import sdpa_attention
+    except ImportError:  # older Transformers build no such mask and repeat KV heads
+        return
+    if hasattr(masking_utils, "find_packed_sequence_indices"):
+        masking_utils.find_packed_sequence_indices = lambda position_ids: None
+    grouped = getattr(sdpa_attention, "use_gqa_in_sdpa", None)
+    if grouped is not None and not getattr(grouped, "as_planned", False):
+        def use_gqa_in_sdpa(attention_mask, key):
+            return key.dtype != torch.float32 and grouped(attention_mask, key)
+
+        use_gqa_in_sdpa.as_planned = True
+        sdpa_attention.use_gqa_in_sdpa = use_gqa_in_sdpa
 
 
 def weights_dtype(args, torch):
