@@ -327,10 +327,13 @@ pub(super) fn hf_fp32_layer(w: &Widths) -> LayerActivations {
     let norm = 12.0 * h;
     let attn = 4.0 * q + 8.0 * kv + 4.0 * q + 4.0 * a; // q, k, v, output, logsumexp
     let mlp = if w.gated { 16.0 * f } else { 8.0 * f };
+    // Eager attention repeats the KV heads (and keeps no log-sum-exp); so does
+    // FP32 SDPA: no fused kernel takes grouped heads in FP32 (train.py's
+    // `attention_as_planned`), and the efficient kernel keeps the repeated k, v.
     let kv_rep = if w.eager {
         8.0 * (q - kv) - 4.0 * a
     } else {
-        0.0
+        8.0 * (q - kv)
     };
     LayerActivations {
         unsplit: 0.0,
