@@ -118,22 +118,9 @@ struct Space {
 }
 
 impl Space {
-    fn outer_len(&self) -> usize {
-        self.instances.len()
-            * self.nodes.len()
-            * self.precisions.len()
-            * self.tps.len()
-            * self.pps.len()
-            * self.cps.len()
-            * self.eps.len()
-            * self.zeros.len()
-    }
-    fn inner_len(&self) -> usize {
-        self.ckpts.len() * self.losses.len() * self.mbs.len()
-    }
-    /// Decode an outer block number into indices (instance, nodes, precision, tp, pp, cp, ep, zero).
-    fn outer(&self, mut n: usize) -> [usize; 8] {
-        let dims = [
+    /// The outer dimensions' sizes: instance, nodes, precision, tp, pp, cp, ep, zero.
+    fn outer_dims(&self) -> [usize; 8] {
+        [
             self.instances.len(),
             self.nodes.len(),
             self.precisions.len(),
@@ -142,7 +129,17 @@ impl Space {
             self.cps.len(),
             self.eps.len(),
             self.zeros.len(),
-        ];
+        ]
+    }
+    fn outer_len(&self) -> usize {
+        self.outer_dims().iter().product()
+    }
+    fn inner_len(&self) -> usize {
+        self.ckpts.len() * self.losses.len() * self.mbs.len()
+    }
+    /// Decode an outer block number into indices (instance, nodes, precision, tp, pp, cp, ep, zero).
+    fn outer(&self, mut n: usize) -> [usize; 8] {
+        let dims = self.outer_dims();
         let mut idx = [0; 8];
         for i in (0..8).rev() {
             idx[i] = n % dims[i];
@@ -150,28 +147,18 @@ impl Space {
         }
         idx
     }
-}
 
-impl Space {
     /// A block's layout and precision without its instance type: blocks
     /// with the same key have the same memory peaks. Instance types with as
     /// many GPUs per node share keys.
     fn layout_key(&self, o: [usize; 8]) -> usize {
-        let dims = [
-            self.nodes.len(),
-            self.precisions.len(),
-            self.tps.len(),
-            self.pps.len(),
-            self.cps.len(),
-            self.eps.len(),
-            self.zeros.len(),
-        ];
-        let rest = dims
+        let dims = self.outer_dims();
+        let rest = dims[1..]
             .iter()
             .zip(&o[1..])
             .fold(0, |key, (&d, &i)| key * d + i);
         let per_node = self.instances[o[0]].per_node_class;
-        per_node * self.outer_len() / self.instances.len().max(1) + rest
+        per_node * dims[1..].iter().product::<usize>() + rest
     }
 }
 
@@ -530,9 +517,7 @@ impl Search {
     /// Every checkpointing, loss and micro-batch on the block's layout.
     fn inner(&mut self, o: [usize; 8], layout: &Layout) {
         let s = &self.space;
-        let i = &s.instances[o[0]];
-        let (gpu, fabric, eff, price, budget) = (i.gpu, i.fabric, i.eff, i.price, i.budget);
-        let nodes = s.nodes[o[1]];
+        let budget = s.instances[o[0]].budget;
         let (ckpts, losses, mbs) = (s.ckpts.clone(), s.losses.clone(), s.mbs.clone());
         let key = s.layout_key(o);
         let mut peaks = self.peaks.take(key, s.inner_len());
@@ -567,29 +552,7 @@ impl Search {
                         }
                         continue;
                     }
-                    let tp = throughput::throughput_reusing(
-                        arch,
-                        counts,
-                        w,
-                        layout,
-                        gpu,
-                        &fabric,
-                        &eff,
-                        &mut forwards[mi],
-                    );
-                    // The same time and cost the page shows for this plan (checkpoint saving included).
-                    let (time, _) = crate::cost::time(w, counts, self.adapters, &tp, layout.gpus);
-                    let hours = time.total_hours;
-                    let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);
-                    let f = Found {
-                        hours,
-                        usd,
-                        idx: [o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], ci, li, mi],
-                        peak,
-                        tps: tp.tokens_per_second,
-                        mfu: tp.mfu,
-                        ga: w.grad_accum,
-                    };
+                    let f = self.timed(o, [ci, li, mi], layout, peak, &mut forwards[mi]);
                     self.fitting += 1;
                     // Same price per hour: the fastest is also the cheapest (the first of equals stays).
                     if best.is_none_or(|b| f.hours < b.hours) {
@@ -601,6 +564,38 @@ impl Search {
         self.peaks.put(key, peaks);
         if let Some(f) = best {
             self.found_fit(f);
+        }
+    }
+
+    /// The plan in `work`, which fits at `peak`, timed and priced as the page
+    /// would (checkpoint saving included). `at` is its checkpointing, loss and
+    /// micro-batch index; `forward` its micro-batch's layer forward.
+    fn timed(
+        &self,
+        o: [usize; 8],
+        at: [usize; 3],
+        layout: &Layout,
+        peak: u64,
+        forward: &mut Option<throughput::LayerForward>,
+    ) -> Found {
+        let i = &self.space.instances[o[0]];
+        let (w, counts) = (&self.work, &self.counts);
+        let tp = throughput::throughput_reusing(
+            &self.arch, counts, w, layout, i.gpu, &i.fabric, &i.eff, forward,
+        );
+        let (time, _) = crate::cost::time(w, counts, self.adapters, &tp, layout.gpus);
+        let hours = time.total_hours;
+        let nodes = self.space.nodes[o[1]] as f64;
+        Found {
+            hours,
+            usd: i.price.map_or(f64::INFINITY, |p| p * nodes * hours),
+            idx: [
+                o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], at[0], at[1], at[2],
+            ],
+            peak,
+            tps: tp.tokens_per_second,
+            mfu: tp.mfu,
+            ga: w.grad_accum,
         }
     }
 
