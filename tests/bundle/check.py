@@ -261,12 +261,17 @@ def attention_as_planned():
                         num_attention_heads=4, num_key_value_heads=2, vocab_size=100)
     torch.nn.functional.scaled_dot_product_attention = spy
     try:
-        for dtype, want in ((torch.bfloat16, (None, True, True, False)), (torch.float32, (None, True, False, True))):
+        grouped, repeated = (None, True, True, False), (None, True, False, True)
+        # BF16; FP32 (repeated heads: no fused kernel takes grouped ones); FP32 weights
+        # under BF16 autocast (the keys arrive in FP32, SDPA computes in BF16: grouped).
+        for dtype, autocast, want in ((torch.bfloat16, False, grouped), (torch.float32, False, repeated),
+                                      (torch.float32, True, grouped)):
             seen.clear()
             model = LlamaModel._from_config(llama, attn_implementation="sdpa", dtype=dtype)
             model.config.use_cache = False
-            model(input_ids=torch.randint(0, 100, (2, 16)))
-            assert seen == [want] * 2, (dtype, seen)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                model(input_ids=torch.randint(0, 100, (2, 16)))
+            assert seen == [want] * 2, (dtype, autocast, seen)
         # Gemma 2's sliding layer (window 8 < 16 tokens) keeps its mask.
         seen.clear()
         gemma = Gemma2Model._from_config(Gemma2Config(

@@ -194,16 +194,21 @@ class CudaFlashAttention(torch.autograd.Function):
 
 
 @contextlib.contextmanager
-def cuda_attention_kernels():
+def cuda_attention_kernels(train):
     """SDPA's causal, mask-free 16-bit calls take CUDA's flash path (CudaFlashAttention);
     masked or FP32 ones run the CPU kernels, which keep what CUDA's efficient kernel keeps."""
     original = torch.nn.functional.scaled_dot_product_attention
 
     def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        dtype = train.sdpa_dtype(torch, q)
         flash = (attn_mask is None and is_causal and dropout_p == 0.0
-                 and q.dtype in (torch.bfloat16, torch.float16) and q.shape[-1] <= 256)
+                 and dtype in (torch.bfloat16, torch.float16)
+                 and q.shape[-1] == k.shape[-1] == v.shape[-1] <= 256)
         if flash:
-            return CudaFlashAttention.apply(q, k, v)
+            # Autocast casts the inputs (new tensors, which the kernel keeps), as on CUDA.
+            with torch.autocast("cpu", enabled=False):
+                q, k, v = (t if t.dtype == dtype else t.to(dtype) for t in (q, k, v))
+                return CudaFlashAttention.apply(q, k, v)
         return original(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
                         scale=scale, enable_gqa=enable_gqa)
 
@@ -287,7 +292,7 @@ def run_rank(train, row, rank, steps=2):
         setup = train.resolve_setup(args, world)
         config = AutoConfig.for_model(**row["config"])
         counter = Allocations(explain=EXPLAIN)
-        with real_device_mesh(), cuda_attention_kernels(), FakeTensorMode(allow_non_fake_inputs=False), \
+        with real_device_mesh(), cuda_attention_kernels(train), FakeTensorMode(allow_non_fake_inputs=False), \
                 counter.counting():
             torch.manual_seed(0)
             model = build_model(train, args, config, torch)

@@ -239,22 +239,35 @@ def attention_as_planned(torch):
     Saying "not packed" keeps attention causal; sliding-window layers still get their masks.
     FP32 has no flash kernel and the memory-efficient one takes no grouped KV heads: with
     `enable_gqa` SDPA would fall back to its math path (`s x s` scores per head), so FP32
-    repeats the KV heads instead (Transformers' own path for masked attention).
+    repeats the KV heads instead (Transformers' own path for masked attention). The dtype
+    is the one SDPA computes in: under BF16 autocast the keys arrive in FP32 (RoPE's FP32
+    tables) and autocast casts them, so they keep grouped heads.
     """
     try:
         from transformers import masking_utils
-        from transformers.integrations import sdpa_attention
-    except ImportError:  # older Transformers build no such mask and repeat KV heads
-        return
+    except ImportError:  # older Transformers build no such mask
+        masking_utils = None
     if hasattr(masking_utils, "find_packed_sequence_indices"):
-        masking_utils.find_packed_sequence_indices = lambda position_ids: None
+        masking_utils.find_packed_sequence_indices = lambda *args, **kwargs: None
+    try:
+        from transformers.integrations import sdpa_attention
+    except ImportError:  # older Transformers repeat KV heads themselves
+        return
     grouped = getattr(sdpa_attention, "use_gqa_in_sdpa", None)
     if grouped is not None and not getattr(grouped, "as_planned", False):
-        def use_gqa_in_sdpa(attention_mask, key):
-            return key.dtype != torch.float32 and grouped(attention_mask, key)
+        def use_gqa_in_sdpa(attention_mask, key, *args, **kwargs):
+            return sdpa_dtype(torch, key) != torch.float32 and grouped(attention_mask, key, *args, **kwargs)
 
         use_gqa_in_sdpa.as_planned = True
         sdpa_attention.use_gqa_in_sdpa = use_gqa_in_sdpa
+
+
+def sdpa_dtype(torch, tensor):
+    """The dtype SDPA computes `tensor` in: autocast's where autocast is on."""
+    device = tensor.device.type
+    if device in ("cuda", "cpu") and torch.is_autocast_enabled(device):
+        return torch.get_autocast_dtype(device)
+    return tensor.dtype
 
 
 def weights_dtype(args, torch):

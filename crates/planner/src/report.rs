@@ -96,12 +96,6 @@ impl std::ops::Deref for Report {
     }
 }
 
-impl std::ops::DerefMut for Report {
-    fn deref_mut(&mut self) -> &mut Figures {
-        &mut self.figures
-    }
-}
-
 /// What evaluating a plan computes: memory, speed, time and cost. The
 /// warnings are drawn from these once they are complete.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -733,11 +733,18 @@ impl Search {
     pub fn result(&self) -> SearchResult {
         let mut pareto = self.pareto.clone();
         pareto.sort_by(|a, b| a.hours.total_cmp(&b.hours).then(a.usd.total_cmp(&b.usd)));
+        // Ties (equal cost where the price is unknown or zero) go to the
+        // faster plan, then the cheaper, then the first found.
         let best = |f: &dyn Fn(&Found) -> bool, key: &dyn Fn(&Found) -> f64| {
             self.found
                 .iter()
                 .filter(|x| f(x))
-                .min_by(|a, b| key(a).total_cmp(&key(b)))
+                .min_by(|a, b| {
+                    key(a)
+                        .total_cmp(&key(b))
+                        .then(a.hours.total_cmp(&b.hours))
+                        .then(a.usd.total_cmp(&b.usd))
+                })
                 .map(|x| self.candidate(x))
         };
         let budget = self.base.budget_usd;

@@ -154,3 +154,18 @@ fn memory_does_not_depend_on_the_instance_type() {
         assert_eq!(peak(&i.instance_type), first, "{}", i.instance_type);
     }
 }
+
+/// Where the price is unknown every plan costs "unknown": the best plan
+/// under a deadline is then the fastest one that meets it, not whichever
+/// came first (ml.p5e.48xlarge has no listed SageMaker price).
+#[test]
+fn unknown_prices_pick_the_fastest_under_a_deadline() {
+    let q = "model=llama-3.1-8b&instance=ml.p5e.48xlarge&lock=instance&deadline=1000";
+    let r = search(&Plan::from_query(q).plan);
+    let fastest = r.fastest.expect("a plan fits");
+    assert!(fastest.usd.is_none(), "the price is unknown");
+    let best = r
+        .best_under_deadline
+        .expect("the fastest meets the deadline");
+    assert_eq!(best.query, fastest.query);
+}
