@@ -103,14 +103,14 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         Generation::Ada => efficiency(Generation::Hopper),
         // Fitted on 16 dense H100 rows: NeMo 24.07, DGX Cloud recipes,
         // Megatron-Bridge 25.11; the experts' speed and an MoE layer's fixed
-        // cost (7.4 ms per micro-batch) on its 4 MoE rows (Megatron-Bridge
+        // cost (7.3 ms per micro-batch) on its 4 MoE rows (Megatron-Bridge
         // 25.09 and 25.11).
         Generation::Hopper => Efficiency {
             gemm: 0.64,
             fp8_gemm: 0.493,
             attention: 0.448,
-            moe: 0.614,
-            moe_layer_overhead: 0.007359,
+            moe: 0.611,
+            moe_layer_overhead: 0.007322,
             ..hand_set
         },
         // Fitted on torchtitan's 4 rows of 500 W H100s; attention sits at
@@ -134,7 +134,7 @@ pub fn efficiency(generation: Generation) -> Efficiency {
             fp8_gemm: 0.461,
             attention: 0.574,
             moe: 1.0,
-            moe_layer_overhead: 0.005512,
+            moe_layer_overhead: 0.005495,
             kernel_overhead: 5e-6,
             ..hand_set
         },
@@ -714,19 +714,72 @@ fn overlap(s: &StepShape) -> f64 {
     }
 }
 
-/// Parameters of one pipeline stage on this GPU, and those that train.
-fn stage_parameters(s: &StepShape) -> (f64, f64) {
-    // Dense parameters split by TP and PP; routed experts also by EP, each
-    // GPU holding `experts/ep` of them (Megatron-Core expert parallelism).
+/// Parameters of one pipeline stage on this GPU: the dense ones (split by
+/// TP and PP) and the routed experts' (also by EP, each GPU holding
+/// `experts/ep` of them, Megatron-Core expert parallelism).
+struct StageParameters {
+    dense: f64,
+    experts: f64,
+}
+
+fn stage_parameters(s: &StepShape) -> StageParameters {
     let experts = s.arch.routed_params_per_layer(s.counts) * s.arch.layers as f64;
     let dense = s.counts.total as f64 - experts;
-    let stage = dense / (s.t * s.p) + experts / (s.t * s.p * s.ep);
-    let trainable = match s.plan.train {
-        Training::Full => stage,
-        // LoRA adapters: a fraction of a percent; count 1%.
-        _ => stage * 0.01,
-    };
-    (stage, trainable)
+    StageParameters {
+        dense: dense / (s.t * s.p),
+        experts: experts / (s.t * s.p * s.ep),
+    }
+}
+
+/// The share of the parameters that trains: LoRA adapters are a fraction
+/// of a percent; count 1%.
+fn trainable_share(plan: &Plan) -> f64 {
+    match plan.train {
+        Training::Full => 1.0,
+        _ => 0.01,
+    }
+}
+
+/// The data-parallel groups a stage's parameters reduce over: the dense
+/// ones over DP x CP ranks `tp` apart; the routed experts over the
+/// expert-data-parallel group, `ep` times smaller and `ep` times further
+/// apart (Megatron's `expert_data_parallel_group`, world / (ETP x EP x PP)
+/// with ETP = TP, as memory/mod.rs shards their states). With EP 8 over 64
+/// data-parallel ranks of 8-GPU nodes, every rank of that group sits in
+/// another node, so the experts' gradients cross the network whole.
+struct ReduceGroup {
+    /// Parameters on this GPU.
+    params: f64,
+    /// Ranks holding replicas or shards of them.
+    ranks: u64,
+    /// Ranks of the ZeRO shard group among them.
+    shard: u64,
+    /// Distance between neighbouring ranks.
+    stride: u64,
+}
+
+fn reduce_groups(s: &StepShape) -> [ReduceGroup; 2] {
+    let l = s.layout;
+    let (ranks, shard, ep) = (
+        l.dp * l.cp.max(1),
+        l.shard.max(1) * l.cp.max(1),
+        l.ep.max(1),
+    );
+    let p = stage_parameters(s);
+    [
+        ReduceGroup {
+            params: p.dense,
+            ranks,
+            shard,
+            stride: l.tp,
+        },
+        ReduceGroup {
+            params: p.experts,
+            ranks: (ranks / ep).max(1),
+            shard: (shard / ep).max(1),
+            stride: l.tp * ep,
+        },
+    ]
 }
 
 /// Bytes per gradient element the data-parallel reduction moves.
@@ -753,34 +806,59 @@ fn gradient_bytes(plan: &Plan) -> f64 {
 /// (Megatron's `get_data_parallel_group(with_context_parallel=True)`;
 /// torchtitan's `dp_shard_cp` mesh): with DP 1 and CP 8 that is 8 ranks.
 fn data_parallel(s: &StepShape) -> f64 {
-    let l = s.layout;
-    let n = l.dp * l.cp.max(1);
-    if n <= 1 {
+    reduce_groups(s).iter().map(|g| group_traffic(s, g)).sum()
+}
+
+/// One reduce group's traffic (see `data_parallel`).
+fn group_traffic(s: &StepShape, g: &ReduceGroup) -> f64 {
+    let (n, stride) = (g.ranks, g.stride);
+    if n <= 1 || g.params <= 0.0 {
         return 0.0;
     }
-    let (stage_params, trainable) = stage_parameters(s);
-    let grad_bytes = gradient_bytes(s.plan);
-    let stride = l.tp;
+    let trainable = g.params * trainable_share(s.plan);
     let run =
         |c: Collective, n: u64, stride: u64, bytes: f64| s.fabric.seconds(c, n, stride, bytes);
-    let gathers = s.m * 2.0 * stage_params * 2.0;
-    let grads = trainable * grad_bytes;
+    let gathers = s.m * 2.0 * g.params * 2.0;
+    let grads = trainable * gradient_bytes(s.plan);
     match s.plan.zero {
         0 => run(Collective::AllReduce, n, stride, grads),
         1 | 2 => {
             run(Collective::ReduceScatter, n, stride, grads)
                 + run(Collective::AllGather, n, stride, trainable * 2.0)
         }
-        _ if l.shard.max(1) * l.cp.max(1) >= n => {
+        _ if g.shard >= n => {
             run(Collective::AllGather, n, stride, gathers)
                 + run(Collective::ReduceScatter, n, stride, grads)
         }
         _ => {
-            let g = l.shard.max(1) * l.cp.max(1);
-            let inside = run(Collective::AllGather, g, stride, gathers)
-                + run(Collective::ReduceScatter, g, stride, grads);
-            inside + run(Collective::AllReduce, n / g, stride * g, grads / g as f64)
+            let inside = run(Collective::AllGather, g.shard, stride, gathers)
+                + run(Collective::ReduceScatter, g.shard, stride, grads);
+            inside
+                + run(
+                    Collective::AllReduce,
+                    n / g.shard,
+                    stride * g.shard,
+                    grads / g.shard as f64,
+                )
         }
+    }
+}
+
+/// The compute data-parallel traffic can hide behind. Gradients accumulate
+/// over the micro-batches and are reduced once, as the last micro-batch's
+/// backward produces them, and the updated parameters are gathered as the
+/// next step's first forward needs them (Megatron's `overlap_grad_reduce`
+/// and `overlap_param_gather`; DDP's `no_sync`): one micro-batch's compute.
+/// ZeRO-3 gathers and reduces in every micro-batch, behind all of them.
+/// So does a pipeline: its stages and model chunks finish their last
+/// backward at different times through the cooldown, and the rows with
+/// pipelines (Llama 3.1 405B, GPT-3 175B) run as if all of the step hid
+/// the traffic.
+fn dp_window(s: &StepShape, per_micro_batch: f64) -> f64 {
+    if s.plan.zero >= 3 || s.layout.pp > 1 {
+        s.m * per_micro_batch
+    } else {
+        per_micro_batch
     }
 }
 
@@ -796,13 +874,19 @@ fn data_parallel_exposed(s: &StepShape, compute: f64) -> f64 {
 /// Optimizer step: read params, grads and states, write params and states
 /// (AdamW fp32: 28 B per parameter), at HBM bandwidth, on this GPU's shard.
 fn optimizer_step(s: &StepShape) -> f64 {
-    let (_, trainable) = stage_parameters(s);
-    // The distributed optimizer's shard spans DP x CP ranks (memory/states.rs).
-    let shard = if s.plan.zero >= 1 {
-        (s.layout.shard.max(1) * s.layout.cp.max(1)) as f64
-    } else {
-        1.0
+    // The distributed optimizer's shard spans the reduce group's ZeRO shard
+    // (memory/states.rs).
+    let shard = |g: &ReduceGroup| {
+        if s.plan.zero >= 1 {
+            g.shard as f64
+        } else {
+            1.0
+        }
     };
+    let trainable = reduce_groups(s)
+        .iter()
+        .map(|g| g.params * trainable_share(s.plan) / shard(g))
+        .sum::<f64>();
     let bytes_per_param = match s.plan.optimizer {
         Optimizer::Adamw | Optimizer::AdamwForeach => 28.0,
         Optimizer::Adamw8bit => 16.0,
@@ -817,7 +901,7 @@ fn optimizer_step(s: &StepShape) -> f64 {
         0.0
     };
     let bytes_per_param = bytes_per_param - moments_saved;
-    trainable / shard * bytes_per_param / s.bw + 50.0 * s.eff.kernel_overhead
+    trainable * bytes_per_param / s.bw + 50.0 * s.eff.kernel_overhead
 }
 
 /// Where one step's time goes: compute and communication per micro-batch,
@@ -844,7 +928,7 @@ fn step_time(s: &StepShape, fwd: LayerForward) -> StepTime {
         context_parallel: m * cp_comm,
         expert_parallel: m * ep_comm,
         pipeline_bubble: pipeline_bubble(s, per_mb) + pipeline_p2p(s),
-        data_parallel: data_parallel_exposed(s, m * per_mb),
+        data_parallel: data_parallel_exposed(s, dp_window(s, per_mb)),
         optimizer: optimizer_step(s),
         offload: offload_exposed(s, m * (mb_gemm + mb_attn + mb_elem + mb_recompute)),
     }
