@@ -67,29 +67,33 @@ fn hf_profile_matches_measured_peaks() {
     assert!(c.memory_single_rank.worst.abs() < 7.0);
 }
 
-/// Real-GPU memory (#25 item 2): nine fine-tuning runs of fms-acceleration's
-/// benchmarks on A100 80GB (hf_stack_throughput.csv HF001-HF009, torch's peak
-/// allocated on rank 0) and torchtune's Llama-3.2-3B full fine-tune (HF021,
-/// its peak active memory) against the planner, out of sample: median 12.0%,
-/// from -20.0% (HF001: Mistral-7B, pure BF16, full fine-tuning on one GPU)
-/// to +23.0% (HF007: Mixtral-8x7B QLoRA on two). What the README and the
-/// docs say, and what an HF plan of that kind is labelled with.
+/// Real-GPU memory (#25 item 2), from three sources: nine fine-tuning runs of
+/// fms-acceleration's benchmarks on A100 80GB (hf_stack_throughput.csv
+/// HF001-HF009, torch's peak allocated on rank 0), torchtune's Llama-3.2-3B
+/// full fine-tune (HF021, its peak active memory) and ten of Answer.AI's
+/// FSDP+QLoRA runs of Llama-2-7B on two RTX 3090s (HF064-HF073, peak
+/// reserved) against the planner, out of sample: median 11.7%, from -20.0%
+/// (HF001: Mistral-7B, pure BF16, full fine-tuning on one GPU) to +41.2%
+/// (HF065: Llama-2-7B QLoRA at batch 1, where the exported code's fp32,
+/// unsharded adapters weigh 2.4 GiB against their script's bf16 shards). What
+/// the README and the docs say, and what an HF plan of that kind is labelled
+/// with.
 #[test]
 fn real_gpu_runs_check_hf_plans_of_their_kind() {
     let rows = planner::accuracy::gpu_memory_rows();
-    assert_eq!(rows.len(), 10, "every listed row parses");
+    assert_eq!(rows.len(), 20, "every listed row parses");
     let c = planner::accuracy::compute();
     let g = &c.memory_gpu;
-    assert!((g.median - 12.0).abs() < 0.05, "median {:.2}", g.median);
+    assert!((g.median - 11.7).abs() < 0.05, "median {:.2}", g.median);
     assert!(
-        (g.under + 20.0).abs() < 0.05 && (g.over - 23.0).abs() < 0.05,
+        (g.under + 20.0).abs() < 0.05 && (g.over - 41.2).abs() < 0.05,
         "{} {}",
         g.under,
         g.over
     );
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
-    assert!(readme.contains("(median error 12.0%, from -20.0% to +23.0%"));
+    assert!(readme.contains("(median error 11.7%, from -20.0% to +41.2%"));
     let label = |q: &str| {
         planner::evaluate(&planner::Plan::from_query(q).plan)
             .figures
@@ -102,7 +106,7 @@ fn real_gpu_runs_check_hf_plans_of_their_kind() {
         "{a100}&model=mistral-7b-v0.1&precision=bf16-pure&mb=2&zero=3"
     ));
     assert_eq!(inside.level, "measured", "{}", inside.note_english());
-    assert!((inside.expected_error.unwrap() - 0.23).abs() < 0.001);
+    assert!((inside.expected_error.unwrap() - 0.412).abs() < 0.001);
     // Eight GPUs: outside what the runs ran; the oracle's extrapolation speaks.
     let outside = label(
         "model=mistral-7b-v0.1&precision=bf16-pure&mb=2&zero=3&seq=4096&instance=ml.p4de.24xlarge",

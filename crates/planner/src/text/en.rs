@@ -459,7 +459,7 @@ catalog! {
     AxisOffload => "activation offloading not checked",
     AxisZero => "ZeRO stage {value} not checked (checked: {checked})",
     AssumedMark => "assumed",
-    MemoryMeasuredOnGpu => "measured on GPUs: {rows} fine-tuning runs of this kind on A100 80GB (fms-acceleration's HF Trainer benchmarks: Mistral-7B, Mixtral-8x7B and Llama-2-70B, full, LoRA and QLoRA, 1-2 GPUs, 4K tokens; torchtune's Llama-3.2-3B full fine-tune on one), torch's peak allocated memory: median error {median}%, from {under}% to {over}%",
+    MemoryMeasuredOnGpu => "measured on GPUs: {rows} fine-tuning runs of this kind from three sources (fms-acceleration's HF Trainer benchmarks on A100 80GB: Mistral-7B, Mixtral-8x7B and Llama-2-70B, full, LoRA and QLoRA, 1-2 GPUs, 4K tokens; torchtune's Llama-3.2-3B full fine-tune on one A100; Answer.AI's Llama-2-7B LoRA and QLoRA on two RTX 3090s, 0.5-2K tokens), torch's peak allocated or reserved memory: median error {median}%, from {under}% to {over}%",
     AssumedTermsNote => "{gib} of this total is assumed, not counted: the CUDA context, cuBLAS/NCCL workspaces and allocator fragmentation (set workspaces and fragmentation under Hardware and cost); the verdict rests on them too",
     AxisHybrid => "hybrid sharding (a shard group smaller than the data-parallel ranks) not checked",
     MemoryOracleHeldOut => "that is in-sample (the model was changed on those steps); on {rows} held-out steps it never saw: median {median}%, from {under}% to {over}%",
