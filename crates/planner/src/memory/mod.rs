@@ -471,7 +471,7 @@ impl<'a> StageShape<'a> {
     }
 
     /// `x` of the embedding or head, divided over the whole shard group.
-    fn shard_dense(&self, x: f64, stage: u8) -> f64 {
+    pub(super) fn shard_dense(&self, x: f64, stage: u8) -> f64 {
         if self.plan.zero >= stage {
             x / self.g
         } else {

@@ -111,13 +111,18 @@ pub(super) fn weight_copies(s: &StageShape) -> f64 {
 }
 
 /// LoRA adapters: fp32 weights, grads and AdamW moments, 16 B per adapter
-/// parameter `r(in + out)` of each target matrix (Hu et al. 2021).
+/// parameter `r(in + out)` of each target matrix (Hu et al. 2021), sharded
+/// as ZeRO shards any trainable parameter (SPEC §3.2): the moments from
+/// ZeRO-1, the grads from ZeRO-2, the weights from ZeRO-3. FSDP2's
+/// `fully_shard` on each decoder layer shards the adapters inside it like
+/// the frozen base: the oracle's LoRA steps on 8 ranks keep 1/8 of the
+/// moments (`zeros_like` in the optimizer step).
 pub(super) fn adapters(s: &StageShape) -> f64 {
-    if s.peft {
-        s.arch.lora_params_per_layer(s.plan.lora_rank) * s.layers / s.t * 16.0
-    } else {
-        0.0
+    if !s.peft {
+        return 0.0;
     }
+    let params = s.arch.lora_params_per_layer(s.plan.lora_rank) * s.layers / s.t;
+    s.shard_dense(params * 4.0, 3) + s.shard_dense(params * 4.0, 2) + s.shard_dense(params * 8.0, 1)
 }
 
 /// FSDP/ZeRO-3: one decoder layer gathered for compute and one prefetched,
