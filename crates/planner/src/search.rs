@@ -30,6 +30,7 @@ use crate::report::budget_bytes;
 use crate::text::{Arg, Join, Phrase, Text};
 use crate::throughput::{self, Efficiency, Fabric};
 use serde::Serialize;
+use std::borrow::Cow;
 
 /// One plan that fits, with its key numbers.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -90,8 +91,8 @@ struct Found {
 }
 
 struct InstanceInfo {
-    instance: &'static Instance,
-    gpu: &'static Gpu,
+    instance: Cow<'static, Instance>,
+    gpu: Cow<'static, Gpu>,
     fabric: Fabric,
     eff: Efficiency,
     price: Option<f64>,
@@ -232,6 +233,12 @@ impl Space {
             if !v.contains(&plan.precision) {
                 v.push(plan.precision);
             }
+            // The exported train.py runs adapters in BF16 only.
+            v.retain(|&p| {
+                let mut trial = plan.clone();
+                trial.precision = p;
+                !crate::resolve::low_precision_adapters(&trial)
+            });
             v
         };
         let (tps, pps, cps) = if locks.parallelism {
@@ -284,42 +291,36 @@ impl Space {
     }
 }
 
-/// The instance types tried: the plan's own when locked (or custom), else the
-/// multi-GPU training instances and the smallest size of each GPU.
+/// The instance types tried: the plan's own when locked, the user's custom
+/// GPU when the plan has one (it is the only hardware the user described),
+/// else the multi-GPU training instances and the smallest size of each GPU.
 fn candidate_instances(plan: &Plan) -> Vec<InstanceInfo> {
+    if plan.instance == "custom" {
+        let (gpu, instance) = hardware::custom(&plan.custom_gpu);
+        return vec![instance_info(plan, Cow::Owned(instance), Cow::Owned(gpu))];
+    }
     let locks = plan.locks;
-    let mut infos: Vec<InstanceInfo> = hardware::instances()
+    let all = hardware::instances();
+    let smallest_of_its_gpu = |i: &Instance| {
+        all.iter()
+            .find(|j| j.gpu == i.gpu)
+            .map(|j| j.instance_type == i.instance_type)
+    };
+    let mut infos: Vec<InstanceInfo> = all
         .iter()
         .filter(|i| {
-            if locks.instance || plan.instance == "custom" {
+            if locks.instance {
                 i.instance_type == plan.instance
             } else {
                 // Multi-GPU training instances, plus the smallest size of each GPU.
                 i.gpu_count >= 4
                     || i.instance_type == plan.instance
-                    || hardware::instances()
-                        .iter()
-                        .find(|j| j.gpu == i.gpu)
-                        .map(|j| j.instance_type == i.instance_type)
-                        == Some(true)
+                    || smallest_of_its_gpu(i) == Some(true)
             }
         })
         .filter_map(|i| {
             let gpu = hardware::gpu(&i.gpu)?;
-            let price = if i.instance_type == plan.instance {
-                plan.price.or(i.price_usd_hr)
-            } else {
-                i.price_usd_hr
-            };
-            Some(InstanceInfo {
-                instance: i,
-                gpu,
-                fabric: Fabric::of(gpu, i, plan.ultraserver),
-                eff: throughput::efficiency(throughput::generation(gpu)),
-                price,
-                budget: budget_bytes(gpu.usable_bytes(), plan.headroom),
-                per_node_class: 0,
-            })
+            Some(instance_info(plan, Cow::Borrowed(i), Cow::Borrowed(gpu)))
         })
         .collect();
     let mut per_node: Vec<u64> = Vec::new();
@@ -331,6 +332,29 @@ fn candidate_instances(plan: &Plan) -> Vec<InstanceInfo> {
         });
     }
     infos
+}
+
+/// One instance type as the search times it: its fabric, efficiency,
+/// price (the user's for the plan's own type) and memory budget.
+fn instance_info(
+    plan: &Plan,
+    instance: Cow<'static, Instance>,
+    gpu: Cow<'static, Gpu>,
+) -> InstanceInfo {
+    let price = if instance.instance_type == plan.instance {
+        plan.price.or(instance.price_usd_hr)
+    } else {
+        instance.price_usd_hr
+    };
+    InstanceInfo {
+        fabric: Fabric::of(&gpu, &instance, plan.ultraserver),
+        eff: throughput::efficiency(throughput::generation(&gpu)),
+        price,
+        budget: budget_bytes(gpu.usable_bytes(), plan.headroom),
+        per_node_class: 0,
+        instance,
+        gpu,
+    }
 }
 
 impl Search {
@@ -410,11 +434,11 @@ impl Search {
             self.pruned += inner;
             return;
         };
-        if self.use_bounds && self.beaten(info.gpu, info.price, precision, nodes, layout.gpus) {
+        if self.use_bounds && self.beaten(&info.gpu, info.price, precision, nodes, layout.gpus) {
             self.pruned += inner;
             return;
         }
-        let (instance, (zero, hybrid)) = (info.instance, self.space.zeros[o[7]]);
+        let (instance, (zero, hybrid)) = (&info.instance, self.space.zeros[o[7]]);
         let w = &mut self.work;
         if w.instance != instance.instance_type {
             w.instance = instance.instance_type.clone();
@@ -431,7 +455,7 @@ impl Search {
     /// The block's layout, or None where it cannot run (or repeats another).
     fn layout(&self, o: [usize; 8]) -> Option<Layout> {
         let s = &self.space;
-        let (instance, gpu) = (s.instances[o[0]].instance, s.instances[o[0]].gpu);
+        let (instance, gpu) = (&s.instances[o[0]].instance, &s.instances[o[0]].gpu);
         let (nodes, precision, tp, pp, cp, ep, (zero, hybrid)) = (
             s.nodes[o[1]],
             s.precisions[o[2]],
@@ -581,7 +605,7 @@ impl Search {
         let i = &self.space.instances[o[0]];
         let (w, counts) = (&self.work, &self.counts);
         let tp = throughput::throughput_reusing(
-            &self.arch, counts, w, layout, i.gpu, &i.fabric, &i.eff, forward,
+            &self.arch, counts, w, layout, &i.gpu, &i.fabric, &i.eff, forward,
         );
         let (time, _) = crate::cost::time(w, counts, self.adapters, &tp, layout.gpus);
         let hours = time.total_hours;

@@ -169,3 +169,55 @@ fn unknown_prices_pick_the_fastest_under_a_deadline() {
         .expect("the fastest meets the deadline");
     assert_eq!(best.query, fastest.query);
 }
+
+/// A plan on the user's own GPU searches that GPU: the page used to say
+/// "searched 0 candidates" for every custom instance, because the search
+/// looked the custom type up in the SageMaker catalogue. Two 24 GB cards
+/// (an RTX 3090 pair), Llama-3.1-8B LoRA at 2,048 tokens: every plan found
+/// stays on the custom GPU, and evaluated on its own it fits and has no
+/// error.
+#[test]
+fn a_custom_gpu_searches_its_own_hardware() {
+    let q = "model=llama-3.1-8b&train=lora&lora_rank=64&instance=custom&gpu_mem=24&gpu_bf16=71&gpu_fp8=0&gpu_bw=0.936&gpu_count=2&seq=2048&mb=4&zero=3&ckpt=full&price=1.5";
+    let r = search(&Plan::from_query(q).plan);
+    assert!(
+        r.candidates > 0 && !r.pareto.is_empty(),
+        "{} candidates",
+        r.candidates
+    );
+    for c in r.pareto.iter().chain(r.fastest.iter()) {
+        assert_eq!(c.instance, "custom");
+        let report = planner::evaluate(&Plan::from_query(&c.query).plan);
+        assert!(report.fits && report.errors.is_empty(), "{}", c.query);
+        assert_eq!(report.gpu, "Custom GPU");
+    }
+}
+
+/// The exported train.py runs LoRA and QLoRA in BF16 only (it refuses FP8
+/// and FP4 with adapters), so the planner reports that plan as an error,
+/// with the fix, and the auto-plan never proposes it; Megatron plans keep
+/// their low precisions.
+#[test]
+fn adapters_never_train_in_low_precision_on_the_hf_stack() {
+    let report = planner::evaluate(&Plan::from_query("train=lora&precision=fp8").plan);
+    let e = report
+        .errors
+        .iter()
+        .find(|e| e.code == "low_precision_adapters")
+        .expect("an error");
+    assert_eq!(e.key, Some("precision"));
+    assert_eq!(e.fix.as_ref().map(|f| f.1.as_str()), Some("bf16"));
+    let r = search(&Plan::from_query("model=llama-3.1-8b&train=lora&price=60").plan);
+    assert!(r.fastest.is_some());
+    assert!(r
+        .pareto
+        .iter()
+        .chain(r.fastest.iter())
+        .all(|c| c.precision == "bf16"));
+    let megatron =
+        planner::evaluate(&Plan::from_query("train=lora&precision=fp8&impl=megatron").plan);
+    assert!(megatron
+        .errors
+        .iter()
+        .all(|e| e.code != "low_precision_adapters"));
+}

@@ -60,6 +60,7 @@ catalog! {
     ShardDoesNotDivideDp => "hybrid shard group {shard} must divide the data-parallel degree ({dp})",
     Fp8Unsupported => "{gpu} has no FP8 tensor cores: {precision} is impossible on it; use bf16",
     BlackwellOnly => "{precision} needs Blackwell block-scaled tensor cores, which {gpu} lacks; use fp8",
+    LowPrecisionAdapters => "{precision} trains full models only in the exported code: its train.py runs LoRA and QLoRA in BF16 (use bf16, or Megatron)",
     NoNetwork => "a custom GPU with no network (gpu_net=0) cannot train across nodes: computed for 1 node; enter the network bandwidth or use 1 node",
     VpWithoutPp => "interleaving (vp > 1) needs pipeline parallelism (pp > 1)",
     MtpNeedsMegatron => "multi-token-prediction layers (mtp > 0) are trained by Megatron, not by the exported Hugging Face script: set impl=megatron or mtp=0",
