@@ -626,6 +626,14 @@ pub const KEYS: &[&str] = &[
 ];
 
 impl Plan {
+    /// LoRA or QLoRA on the Hugging Face stack: the exported train.py
+    /// trains adapters in BF16 only (TransformerEngine's FP8/FP4 Linear
+    /// layers replace a full model's, not PEFT's adapters), so FP8 and FP4
+    /// are errors there and the auto-plan leaves them out.
+    pub fn hf_adapters(&self) -> bool {
+        self.train != Training::Full && self.implementation == Implementation::Hf
+    }
+
     /// Read a plan from a URL, a query string (with or without `?`), or `&`-joined pairs.
     pub fn from_query(input: &str) -> Decoded {
         let mut plan = Plan::default();

@@ -434,7 +434,7 @@ fn check_precision(plan: &Plan, gpu: &Gpu, errors: &mut Vec<Message>) {
                 .fix("precision", "fp8"),
         );
     }
-    if low_precision_adapters(plan) {
+    if plan.precision.is_low_precision() && plan.hf_adapters() {
         let args: [(&'static str, Arg); 1] = [("precision", Arg::from(&precision))];
         errors.push(
             Message::new(
@@ -446,13 +446,4 @@ fn check_precision(plan: &Plan, gpu: &Gpu, errors: &mut Vec<Message>) {
             .fix("precision", "bf16"),
         );
     }
-}
-
-/// FP8/FP4 with LoRA or QLoRA on the Hugging Face stack: the exported
-/// train.py refuses it (TransformerEngine's low-precision Linear layers
-/// replace the full model's, not PEFT's adapters), so no plan may promise it.
-pub fn low_precision_adapters(plan: &Plan) -> bool {
-    plan.precision.is_low_precision()
-        && plan.train != crate::plan::Training::Full
-        && plan.implementation == crate::plan::Implementation::Hf
 }

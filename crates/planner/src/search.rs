@@ -234,11 +234,7 @@ impl Space {
                 v.push(plan.precision);
             }
             // The exported train.py runs adapters in BF16 only.
-            v.retain(|&p| {
-                let mut trial = plan.clone();
-                trial.precision = p;
-                !crate::resolve::low_precision_adapters(&trial)
-            });
+            v.retain(|p| !(p.is_low_precision() && plan.hf_adapters()));
             v
         };
         let (tps, pps, cps) = if locks.parallelism {
