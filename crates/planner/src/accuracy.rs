@@ -792,7 +792,7 @@ pub const GPU_MEMORY_ROWS: &[(&str, &str)] = &[
 
 /// What every GPU_MEMORY_ROWS plan shares: one A100 80GB node of the row's
 /// GPUs, 4,096-token packed sequences, LoRA rank 16, full checkpointing.
-const GPU_MEMORY_COMMON: &str = "instance=custom&gpu_mem=80&gpu_bf16=312&gpu_bw=2.039&gpu_nvlink=600&gpu_net=400&seq=4096&ga=1&lora_rank=16&ckpt=full&attn=flash&loss=plain&optimizer=adamw&impl=hf";
+const GPU_MEMORY_COMMON: &str = "instance=custom&gpu_mem=80&gpu_bf16=312&gpu_fp8=0&gpu_bw=2.039&gpu_nvlink=600&gpu_net=400&seq=4096&ga=1&lora_rank=16&ckpt=full&attn=flash&loss=plain&optimizer=adamw&impl=hf";
 
 /// Answer.AI's FSDP+QLoRA benchmarks (a third source, #25): Llama-2-7B on
 /// two RTX 3090s, LoRA and QLoRA at rank 64, 512 or 2,048 tokens a sample,
@@ -816,7 +816,7 @@ pub const RESERVED_GPU_MEMORY_ROWS: &[(&str, &str)] = &[
 /// What every RESERVED_GPU_MEMORY_ROWS plan shares: Llama-2-7B (Llama 3.1
 /// 8B's shape with 32 KV heads, FFN 11,008 and 32,000 tokens) on two 24 GB
 /// RTX 3090s (71 TFLOP/s BF16, 936 GB/s), LoRA rank 64.
-const RTX3090_COMMON: &str = "model=llama-3.1-8b&kv_heads=32&ffn=11008&vocab=32000&instance=custom&gpu_mem=24&gpu_bf16=71&gpu_bw=0.936&gpu_count=2&precision=bf16-pure&lora_rank=64&ckpt=full&attn=flash&loss=plain&optimizer=adamw&impl=hf&ga=1";
+const RTX3090_COMMON: &str = "model=llama-3.1-8b&kv_heads=32&ffn=11008&vocab=32000&instance=custom&gpu_mem=24&gpu_bf16=71&gpu_fp8=0&gpu_bw=0.936&gpu_count=2&precision=bf16-pure&lora_rank=64&ckpt=full&attn=flash&loss=plain&optimizer=adamw&impl=hf&ga=1";
 
 /// Which peak a real-GPU row measured.
 #[derive(Clone, Copy)]

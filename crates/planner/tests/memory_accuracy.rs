@@ -100,7 +100,7 @@ fn real_gpu_runs_check_hf_plans_of_their_kind() {
             .accuracy
     };
     let a100 =
-        "instance=custom&gpu_mem=80&gpu_bf16=312&gpu_bw=2.039&gpu_count=2&seq=4096&ckpt=full";
+        "instance=custom&gpu_mem=80&gpu_bf16=312&gpu_fp8=0&gpu_bw=2.039&gpu_count=2&seq=4096&ckpt=full";
     let inside = label(&format!(
         "{a100}&model=mistral-7b-v0.1&precision=bf16-pure&mb=2&zero=3"
     ));

@@ -221,3 +221,36 @@ fn adapters_never_train_in_low_precision_on_the_hf_stack() {
         .iter()
         .all(|e| e.code != "low_precision_adapters"));
 }
+
+/// Dense FP8 is twice dense BF16 on every NVIDIA GPU with FP8 tensor cores
+/// (H100: 989 and 1,979 TFLOP/s). A custom GPU given an RTX 3090's BF16
+/// (71) beside the form's H100 FP8 default is an error on `gpu_fp8`, fixed
+/// to 142; without it the auto-plan chose FP8 there, 28 times faster.
+#[test]
+fn a_custom_fp8_rate_above_twice_bf16_is_an_error() {
+    let base = "model=llama-3.1-8b&instance=custom&gpu_mem=24&gpu_count=2";
+    let report = planner::evaluate(&Plan::from_query(&format!("{base}&gpu_bf16=71")).plan);
+    let e = report
+        .errors
+        .iter()
+        .find(|e| e.code == "custom_fp8_above_twice_bf16")
+        .expect("an error");
+    assert_eq!(e.key, Some("gpu_fp8"));
+    assert_eq!(
+        e.fix.as_ref().map(|f| (f.0, f.1.as_str())),
+        Some(("gpu_fp8", "142"))
+    );
+    for ok in [
+        "gpu_bf16=989",
+        "gpu_bf16=71&gpu_fp8=142",
+        "gpu_bf16=71&gpu_fp8=0",
+    ] {
+        let r = planner::evaluate(&Plan::from_query(&format!("{base}&{ok}")).plan);
+        assert!(
+            r.errors
+                .iter()
+                .all(|e| e.code != "custom_fp8_above_twice_bf16"),
+            "{ok}"
+        );
+    }
+}
