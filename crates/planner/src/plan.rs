@@ -634,6 +634,14 @@ impl Plan {
         self.train != Training::Full && self.implementation == Implementation::Hf
     }
 
+    /// QLoRA on the Hugging Face stack: the exported train.py runs it
+    /// unsharded (DDP; bitsandbytes' 4-bit weights under FSDP2 are not
+    /// supported there), so ZeRO on several GPUs is an error and the
+    /// auto-plan keeps zero=0.
+    pub fn hf_qlora(&self) -> bool {
+        self.train == Training::Qlora && self.implementation == Implementation::Hf
+    }
+
     /// Read a plan from a URL, a query string (with or without `?`), or `&`-joined pairs.
     pub fn from_query(input: &str) -> Decoded {
         let mut plan = Plan::default();

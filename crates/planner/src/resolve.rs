@@ -90,6 +90,10 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
     if plan.vp > 1 && layout.pp == 1 {
         errors.push(Message::new("vp_without_pp", "vp", Text::VpWithoutPp, []).fix("vp", "1"));
     }
+    if plan.hf_qlora() && plan.zero > 0 && layout.gpus > 1 {
+        let m = Message::new("qlora_sharded", "zero", Text::QloraSharded, []);
+        errors.push(m.fix("zero", "0"));
+    }
     if plan.mtp > 0 && plan.implementation != Implementation::Megatron {
         let m = Message::new("mtp_needs_megatron", "mtp", Text::MtpNeedsMegatron, []);
         errors.push(m.fix("impl", "megatron"));

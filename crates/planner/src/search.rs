@@ -257,6 +257,8 @@ impl Space {
         };
         let zeros = if locks.parallelism {
             vec![(plan.zero, plan.shard.is_some())]
+        } else if plan.hf_qlora() {
+            vec![(0, false)]
         } else {
             vec![(0, false), (1, false), (2, false), (3, false), (3, true)]
         };

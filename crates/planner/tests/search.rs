@@ -254,3 +254,31 @@ fn a_custom_fp8_rate_above_twice_bf16_is_an_error() {
         );
     }
 }
+
+/// The exported train.py runs QLoRA unsharded on several GPUs (it refuses
+/// ZeRO/FSDP with bitsandbytes' 4-bit weights), so a sharded HF QLoRA plan
+/// is an error with the fix zero=0, one GPU is not, and the auto-plan
+/// proposes zero=0 only.
+#[test]
+fn hf_qlora_is_planned_unsharded() {
+    let on = |q: &str| {
+        planner::evaluate(&Plan::from_query(q).plan)
+            .errors
+            .iter()
+            .any(|e| e.code == "qlora_sharded" && e.fix == Some(("zero", "0".to_string())))
+    };
+    assert!(on(
+        "model=qwen2.5-7b&train=qlora&zero=3&instance=ml.p4d.24xlarge"
+    ));
+    assert!(!on(
+        "model=qwen2.5-7b&train=qlora&zero=0&instance=ml.p4d.24xlarge"
+    ));
+    assert!(!on(
+        "model=qwen2.5-7b&train=qlora&zero=3&instance=ml.g5.2xlarge"
+    ));
+    let r = search(&Plan::from_query("model=qwen2.5-7b&train=qlora&price=40").plan);
+    assert!(r.fastest.is_some());
+    for c in r.pareto.iter().chain(r.fastest.iter()) {
+        assert_eq!(c.zero, 0, "{}", c.query);
+    }
+}
