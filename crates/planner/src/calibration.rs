@@ -186,6 +186,11 @@ impl Case {
         }
         let l = &self.layout;
         (p.tp, p.pp, p.cp, p.ep) = (l.tp, l.pp, l.cp, l.ep);
+        if self.id.starts_with("tt_") {
+            // torchtitan's own entry point, not the bundle's data-parallel
+            // train.py: its 2D rows run tensor parallelism.
+            p.entry = "torchtitan/train.py".into();
+        }
         p.instance = self.instance().to_string();
         let per_node = hardware::instance(&p.instance).map_or(8, |i| i.gpu_count.max(1));
         p.nodes = l.gpus.div_ceil(per_node);

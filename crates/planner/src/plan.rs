@@ -634,6 +634,15 @@ impl Plan {
         self.train != Training::Full && self.implementation == Implementation::Hf
     }
 
+    /// The Hugging Face stack run by the launch bundle's own train.py (the
+    /// default entry point): data parallel only, DDP or FSDP2. It refuses
+    /// tensor, pipeline, context and expert parallelism, so a plan with any
+    /// of them is an error and the auto-plan leaves them out; a user's own
+    /// entry script may run them (SMP v2, torchtitan), and is not judged.
+    pub fn bundled_hf(&self) -> bool {
+        self.implementation == Implementation::Hf && self.entry == "train.py"
+    }
+
     /// QLoRA on the Hugging Face stack: the exported train.py runs it
     /// unsharded (DDP; bitsandbytes' 4-bit weights under FSDP2 are not
     /// supported there), so ZeRO on several GPUs is an error and the

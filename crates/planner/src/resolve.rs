@@ -90,6 +90,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
     if plan.vp > 1 && layout.pp == 1 {
         errors.push(Message::new("vp_without_pp", "vp", Text::VpWithoutPp, []).fix("vp", "1"));
     }
+    check_bundled_parallelism(plan, &layout, &mut errors);
     if plan.hf_qlora() && plan.zero > 0 && layout.gpus > 1 {
         let m = Message::new("qlora_sharded", "zero", Text::QloraSharded, []);
         errors.push(m.fix("zero", "0"));
@@ -210,6 +211,24 @@ fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
         errors.push(m.fix("nodes", "1"));
     }
     (gpu, instance)
+}
+
+/// The bundled train.py is data parallel only (`Plan::bundled_hf`): the
+/// first model-parallel degree above 1 is the error's field.
+fn check_bundled_parallelism(plan: &Plan, layout: &Layout, errors: &mut Vec<Message>) {
+    let degrees = [
+        ("tp", layout.tp),
+        ("pp", layout.pp),
+        ("cp", layout.cp),
+        ("ep", layout.ep),
+    ];
+    if !plan.bundled_hf() {
+        return;
+    }
+    if let Some((key, _)) = degrees.iter().find(|(_, d)| *d > 1) {
+        let m = Message::new("hf_data_parallel_only", key, Text::HfDataParallelOnly, []);
+        errors.push(m.fix("impl", "megatron"));
+    }
 }
 
 /// Dense FP8 runs at twice dense BF16 on every NVIDIA GPU with FP8 tensor

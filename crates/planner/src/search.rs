@@ -239,6 +239,9 @@ impl Space {
         };
         let (tps, pps, cps) = if locks.parallelism {
             (vec![plan.tp], vec![plan.pp], vec![plan.cp])
+        } else if plan.bundled_hf() {
+            // The bundled train.py is data parallel only.
+            (vec![1], vec![1], vec![1])
         } else {
             let cps = if plan.seq >= 16_384 {
                 vec![1, 2, 4]
@@ -249,6 +252,7 @@ impl Space {
         };
         let eps = match &arch.moe {
             _ if locks.parallelism => vec![plan.ep.max(1)],
+            _ if plan.bundled_hf() => vec![1],
             Some(m) => EP
                 .into_iter()
                 .filter(|e| (m.experts as u64).is_multiple_of(*e))

@@ -65,12 +65,13 @@ fn locks_are_respected() {
 /// user's global batch, and the page shows the same time.
 #[test]
 fn results_fit_and_keep_the_global_batch() {
-    let plan = Plan::from_query("model=llama-3.1-8b&seq=8192&mb=1&ga=8&price=60").plan;
+    let plan =
+        Plan::from_query("model=llama-3.1-8b&seq=8192&mb=1&ga=8&price=60&impl=megatron").plan;
     let user = planner::evaluate(&plan);
     let r = search(&plan);
     assert!(
         r.candidates >= 100_000,
-        "a full search covers at least 100,000 candidates: {}",
+        "a full Megatron search covers at least 100,000 candidates: {}",
         r.candidates
     );
     for c in r.pareto.iter().chain(r.fastest.iter()) {
@@ -280,5 +281,43 @@ fn hf_qlora_is_planned_unsharded() {
     assert!(r.fastest.is_some());
     for c in r.pareto.iter().chain(r.fastest.iter()) {
         assert_eq!(c.zero, 0, "{}", c.query);
+    }
+}
+
+/// The bundled train.py is data parallel only (DDP or FSDP2): an HF plan
+/// with tensor, pipeline, context or expert parallelism is an error on the
+/// first such field with the fix impl=megatron, and the auto-plan offers HF
+/// plans without them (it proposed TP 2-8 and PP 4 for the default 70B
+/// plan, which the exported code refuses at launch). A user's own entry
+/// script is not judged.
+#[test]
+fn the_bundled_hf_stack_is_planned_data_parallel() {
+    let code = |q: &str| {
+        planner::evaluate(&Plan::from_query(q).plan)
+            .errors
+            .iter()
+            .find(|e| e.code == "hf_data_parallel_only")
+            .map(|e| (e.key, e.fix.clone()))
+    };
+    let fix = Some(("impl", "megatron".to_string()));
+    assert_eq!(
+        code("model=llama-3.1-70b&tp=2"),
+        Some((Some("tp"), fix.clone()))
+    );
+    assert_eq!(
+        code("model=llama-3.1-70b&pp=2&seq=32768&cp=2"),
+        Some((Some("pp"), fix))
+    );
+    assert_eq!(code("model=llama-3.1-70b&tp=2&impl=megatron"), None);
+    assert_eq!(
+        code("model=llama-3.1-70b&tp=2&entry=src/train_smp.py"),
+        None
+    );
+    let r = search(&Plan::from_query("model=llama-3.1-70b&seq=32768&price=60").plan);
+    assert!(r.fastest.is_some());
+    for c in r.pareto.iter().chain(r.fastest.iter()) {
+        assert_eq!((c.tp, c.pp, c.cp, c.ep), (1, 1, 1, 1), "{}", c.query);
+        let rep = planner::evaluate(&Plan::from_query(&c.query).plan);
+        assert!(rep.errors.is_empty(), "{}: {:?}", c.query, rep.errors);
     }
 }

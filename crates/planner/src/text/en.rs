@@ -62,6 +62,7 @@ catalog! {
     BlackwellOnly => "{precision} needs Blackwell block-scaled tensor cores, which {gpu} lacks; use fp8",
     LowPrecisionAdapters => "the exported train.py runs LoRA and QLoRA in BF16 only, not {precision}",
     QloraSharded => "the exported train.py runs QLoRA unsharded on several GPUs (DDP): use zero=0",
+    HfDataParallelOnly => "the exported train.py is data parallel only (DDP or FSDP2): tensor, pipeline, context and expert parallelism need impl=megatron",
     CustomFp8AboveBf16 => "FP8 at {fp8} TFLOP/s is over twice BF16 ({bf16}): dense FP8 is 2x BF16 on NVIDIA GPUs; enter the dense figure, or 0 without FP8",
     NoNetwork => "a custom GPU with no network (gpu_net=0) cannot train across nodes: computed for 1 node; enter the network bandwidth or use 1 node",
     VpWithoutPp => "interleaving (vp > 1) needs pipeline parallelism (pp > 1)",
