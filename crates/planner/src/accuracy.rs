@@ -92,7 +92,7 @@ impl Group {
     }
 
     fn of_case(c: &Case) -> Group {
-        let stack = if c.id.starts_with("tt_") {
+        let stack = if c.is_torchtitan() {
             Stack::Torchtitan
         } else if c.id.starts_with("HF") {
             Stack::HfTrainer
@@ -266,30 +266,26 @@ impl Envelope {
     /// The axes along which a plan leaves the envelope (none: inside).
     pub fn outside(&self, plan: &Plan, params: u64, gpus: u64) -> Vec<Outside> {
         let mut out = Vec::new();
-        let beyond = |v: u64, (lo, hi): (u64, u64)| v < lo || v > hi;
-        if beyond(plan.seq, self.seq) {
-            let (lo, hi) = self.seq;
-            out.push(Outside::Sequence {
-                value: plan.seq,
+        type Axis = fn(u64, u64, u64) -> Outside;
+        let ranges: [(u64, (u64, u64), Axis); 3] = [
+            (plan.seq, self.seq, |value, lo, hi| Outside::Sequence {
+                value,
                 lo,
                 hi,
-            });
-        }
-        if beyond(plan.micro_batch, self.micro_batch) {
-            let (lo, hi) = self.micro_batch;
-            out.push(Outside::MicroBatch {
-                value: plan.micro_batch,
+            }),
+            (plan.micro_batch, self.micro_batch, |value, lo, hi| {
+                Outside::MicroBatch { value, lo, hi }
+            }),
+            (gpus, self.gpus, |value, lo, hi| Outside::Gpus {
+                value,
                 lo,
                 hi,
-            });
-        }
-        if beyond(gpus, self.gpus) {
-            let (lo, hi) = self.gpus;
-            out.push(Outside::Gpus {
-                value: gpus,
-                lo,
-                hi,
-            });
+            }),
+        ];
+        for (value, (lo, hi), axis) in ranges {
+            if value < lo || value > hi {
+                out.push(axis(value, lo, hi));
+            }
         }
         // Model size: a tenth of a range's ends either side is the same model class.
         let (lo, hi) = self.params;
@@ -1211,6 +1207,15 @@ pub fn markdown(c: &Coverage, rows: &[ThroughputRow]) -> String {
     s += &summary_table("By stack", "stack", &stats_by(rows, |g| g.stack), |k| {
         format!("{k:?}")
     });
+    s += &label_groups(c);
+    s += &rows_left_out();
+    s += &memory_markdown(c);
+    s
+}
+
+/// The groups the page's labels use, each with its envelope and errors.
+fn label_groups(c: &Coverage) -> String {
+    let mut s = String::new();
     s += "\n#### Groups the page's labels use\n\nA plan of a group on one of its GPUs is \"calibrated\" inside the group's envelope (the sequences, micro-batches, GPU counts, model sizes (±10%) and precisions its rows ran; full training, no offloading) and \"extrapolated\", with the axes named, outside it. The ± the page quotes is the larger of the worst under- and over-prediction (at least 5%), and only for groups of three rows or more.\n\n| group | rows | envelope | cross-validated median | worst under | worst over | ± quoted |\n|---|---:|---|---:|---:|---:|---:|\n";
     for g in &c.groups {
         let e = &g.envelope;
@@ -1238,6 +1243,12 @@ pub fn markdown(c: &Coverage, rows: &[ThroughputRow]) -> String {
             quoted
         );
     }
+    s
+}
+
+/// Rows of the data the harness does not compare with, and why.
+fn rows_left_out() -> String {
+    let mut s = String::new();
     s += "\n#### Rows left out\n\n| row | why |\n|---|---|\n";
     for (id, why) in crate::calibration::excluded() {
         s += &format!("| {id} | {why} |\n");
@@ -1248,6 +1259,13 @@ pub fn markdown(c: &Coverage, rows: &[ThroughputRow]) -> String {
     for (id, why) in excluded_memory_rows() {
         s += &format!("| {id} (memory) | {why} |\n");
     }
+    s
+}
+
+/// The memory checks: the summary, the real-GPU rows one by one, the
+/// oracle's groups and its held-out plans.
+fn memory_markdown(c: &Coverage) -> String {
+    let mut s = String::new();
     let (m, f, g) = (&c.memory_single_rank, &c.memory_fsdp, &c.memory_gpu);
     s += &format!(
         "\n#### Memory\n\n| check | rows | median | worst |\n|---|---:|---:|---:|\n| HF Transformers, one GPU, FakeTensor-counted steps (in-sample) | {} | {:.2}% | {} |\n| torchtitan FSDP2, 8 x H100, measured `max_reserved` | {} | {:.1}% | {} |\n| real fine-tuning runs: HF Trainer + accelerate FSDP and torchtune on A100 80GB (peak allocated), Answer.AI's FSDP+QLoRA on 2 x RTX 3090 (peak reserved); out of sample | {} | {:.1}% | {} to {} |\n",

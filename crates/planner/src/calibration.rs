@@ -157,6 +157,11 @@ impl Case {
         }
     }
 
+    /// A torchtitan run (the `tt_` rows): its own entry point and FSDP2.
+    pub fn is_torchtitan(&self) -> bool {
+        self.id.starts_with("tt_")
+    }
+
     /// The page's link to this row's run: its shape (an MoE row's preset,
     /// else custom fields), its layout on the instance with its GPU, and what
     /// its recipe set, written by `Plan::to_query` as any link is.
@@ -186,7 +191,7 @@ impl Case {
         }
         let l = &self.layout;
         (p.tp, p.pp, p.cp, p.ep) = (l.tp, l.pp, l.cp, l.ep);
-        if self.id.starts_with("tt_") {
+        if self.is_torchtitan() {
             // torchtitan's own entry point, not the bundle's data-parallel
             // train.py: its 2D rows run tensor parallelism.
             p.entry = "torchtitan/train.py".into();

@@ -216,15 +216,15 @@ fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
 /// The bundled train.py is data parallel only (`Plan::bundled_hf`): the
 /// first model-parallel degree above 1 is the error's field.
 fn check_bundled_parallelism(plan: &Plan, layout: &Layout, errors: &mut Vec<Message>) {
+    if !plan.bundled_hf() {
+        return;
+    }
     let degrees = [
         ("tp", layout.tp),
         ("pp", layout.pp),
         ("cp", layout.cp),
         ("ep", layout.ep),
     ];
-    if !plan.bundled_hf() {
-        return;
-    }
     if let Some((key, _)) = degrees.iter().find(|(_, d)| *d > 1) {
         let m = Message::new("hf_data_parallel_only", key, Text::HfDataParallelOnly, []);
         errors.push(m.fix("impl", "megatron"));

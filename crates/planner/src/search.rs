@@ -306,7 +306,7 @@ fn candidate_instances(plan: &Plan) -> Vec<InstanceInfo> {
     let smallest_of_its_gpu = |i: &Instance| {
         all.iter()
             .find(|j| j.gpu == i.gpu)
-            .map(|j| j.instance_type == i.instance_type)
+            .is_some_and(|j| j.instance_type == i.instance_type)
     };
     let mut infos: Vec<InstanceInfo> = all
         .iter()
@@ -315,9 +315,7 @@ fn candidate_instances(plan: &Plan) -> Vec<InstanceInfo> {
                 i.instance_type == plan.instance
             } else {
                 // Multi-GPU training instances, plus the smallest size of each GPU.
-                i.gpu_count >= 4
-                    || i.instance_type == plan.instance
-                    || smallest_of_its_gpu(i) == Some(true)
+                i.gpu_count >= 4 || i.instance_type == plan.instance || smallest_of_its_gpu(i)
             }
         })
         .filter_map(|i| {

@@ -74,7 +74,7 @@ fn results_fit_and_keep_the_global_batch() {
         "a full Megatron search covers at least 100,000 candidates: {}",
         r.candidates
     );
-    for c in r.pareto.iter().chain(r.fastest.iter()) {
+    for c in offered(&r) {
         let p = Plan::from_query(&c.query).plan;
         let rep = planner::evaluate(&p);
         assert!(rep.fits, "{} fits", c.query);
@@ -186,12 +186,31 @@ fn a_custom_gpu_searches_its_own_hardware() {
         "{} candidates",
         r.candidates
     );
-    for c in r.pareto.iter().chain(r.fastest.iter()) {
+    for c in offered(&r) {
         assert_eq!(c.instance, "custom");
         let report = planner::evaluate(&Plan::from_query(&c.query).plan);
         assert!(report.fits && report.errors.is_empty(), "{}", c.query);
         assert_eq!(report.gpu, "Custom GPU");
     }
+}
+
+/// The error `code` of the plan `q`, where it has one: its field and fix.
+type Flagged = (Option<&'static str>, Option<(&'static str, String)>);
+fn error_of(q: &str, code: &str) -> Option<Flagged> {
+    planner::evaluate(&Plan::from_query(q).plan)
+        .errors
+        .into_iter()
+        .find(|e| e.code == code)
+        .map(|e| (e.key, e.fix))
+}
+
+/// The plans a search offers: its Pareto front and its fastest.
+fn offered(r: &planner::search::SearchResult) -> impl Iterator<Item = &planner::search::Candidate> {
+    r.pareto.iter().chain(r.fastest.iter())
+}
+
+fn fix(key: &'static str, value: &str) -> Option<(&'static str, String)> {
+    Some((key, value.to_string()))
 }
 
 /// The exported train.py runs LoRA and QLoRA in BF16 only (it refuses FP8
@@ -200,27 +219,18 @@ fn a_custom_gpu_searches_its_own_hardware() {
 /// their low precisions.
 #[test]
 fn adapters_never_train_in_low_precision_on_the_hf_stack() {
-    let report = planner::evaluate(&Plan::from_query("train=lora&precision=fp8").plan);
-    let e = report
-        .errors
-        .iter()
-        .find(|e| e.code == "low_precision_adapters")
-        .expect("an error");
-    assert_eq!(e.key, Some("precision"));
-    assert_eq!(e.fix.as_ref().map(|f| f.1.as_str()), Some("bf16"));
+    let code = "low_precision_adapters";
+    assert_eq!(
+        error_of("train=lora&precision=fp8", code),
+        Some((Some("precision"), fix("precision", "bf16")))
+    );
     let r = search(&Plan::from_query("model=llama-3.1-8b&train=lora&price=60").plan);
     assert!(r.fastest.is_some());
-    assert!(r
-        .pareto
-        .iter()
-        .chain(r.fastest.iter())
-        .all(|c| c.precision == "bf16"));
-    let megatron =
-        planner::evaluate(&Plan::from_query("train=lora&precision=fp8&impl=megatron").plan);
-    assert!(megatron
-        .errors
-        .iter()
-        .all(|e| e.code != "low_precision_adapters"));
+    assert!(offered(&r).all(|c| c.precision == "bf16"));
+    assert_eq!(
+        error_of("train=lora&precision=fp8&impl=megatron", code),
+        None
+    );
 }
 
 /// Dense FP8 is twice dense BF16 on every NVIDIA GPU with FP8 tensor cores
@@ -230,29 +240,17 @@ fn adapters_never_train_in_low_precision_on_the_hf_stack() {
 #[test]
 fn a_custom_fp8_rate_above_twice_bf16_is_an_error() {
     let base = "model=llama-3.1-8b&instance=custom&gpu_mem=24&gpu_count=2";
-    let report = planner::evaluate(&Plan::from_query(&format!("{base}&gpu_bf16=71")).plan);
-    let e = report
-        .errors
-        .iter()
-        .find(|e| e.code == "custom_fp8_above_twice_bf16")
-        .expect("an error");
-    assert_eq!(e.key, Some("gpu_fp8"));
+    let code = "custom_fp8_above_twice_bf16";
     assert_eq!(
-        e.fix.as_ref().map(|f| (f.0, f.1.as_str())),
-        Some(("gpu_fp8", "142"))
+        error_of(&format!("{base}&gpu_bf16=71"), code),
+        Some((Some("gpu_fp8"), fix("gpu_fp8", "142")))
     );
     for ok in [
         "gpu_bf16=989",
         "gpu_bf16=71&gpu_fp8=142",
         "gpu_bf16=71&gpu_fp8=0",
     ] {
-        let r = planner::evaluate(&Plan::from_query(&format!("{base}&{ok}")).plan);
-        assert!(
-            r.errors
-                .iter()
-                .all(|e| e.code != "custom_fp8_above_twice_bf16"),
-            "{ok}"
-        );
+        assert_eq!(error_of(&format!("{base}&{ok}"), code), None, "{ok}");
     }
 }
 
@@ -262,24 +260,23 @@ fn a_custom_fp8_rate_above_twice_bf16_is_an_error() {
 /// proposes zero=0 only.
 #[test]
 fn hf_qlora_is_planned_unsharded() {
-    let on = |q: &str| {
-        planner::evaluate(&Plan::from_query(q).plan)
-            .errors
-            .iter()
-            .any(|e| e.code == "qlora_sharded" && e.fix == Some(("zero", "0".to_string())))
-    };
-    assert!(on(
-        "model=qwen2.5-7b&train=qlora&zero=3&instance=ml.p4d.24xlarge"
-    ));
-    assert!(!on(
-        "model=qwen2.5-7b&train=qlora&zero=0&instance=ml.p4d.24xlarge"
-    ));
-    assert!(!on(
-        "model=qwen2.5-7b&train=qlora&zero=3&instance=ml.g5.2xlarge"
-    ));
-    let r = search(&Plan::from_query("model=qwen2.5-7b&train=qlora&price=40").plan);
+    let q = "model=qwen2.5-7b&train=qlora";
+    let code = "qlora_sharded";
+    assert_eq!(
+        error_of(&format!("{q}&zero=3&instance=ml.p4d.24xlarge"), code),
+        Some((Some("zero"), fix("zero", "0")))
+    );
+    assert_eq!(
+        error_of(&format!("{q}&zero=0&instance=ml.p4d.24xlarge"), code),
+        None
+    );
+    assert_eq!(
+        error_of(&format!("{q}&zero=3&instance=ml.g5.2xlarge"), code),
+        None
+    );
+    let r = search(&Plan::from_query(&format!("{q}&price=40")).plan);
     assert!(r.fastest.is_some());
-    for c in r.pareto.iter().chain(r.fastest.iter()) {
+    for c in offered(&r) {
         assert_eq!(c.zero, 0, "{}", c.query);
     }
 }
@@ -292,21 +289,15 @@ fn hf_qlora_is_planned_unsharded() {
 /// script is not judged.
 #[test]
 fn the_bundled_hf_stack_is_planned_data_parallel() {
-    let code = |q: &str| {
-        planner::evaluate(&Plan::from_query(q).plan)
-            .errors
-            .iter()
-            .find(|e| e.code == "hf_data_parallel_only")
-            .map(|e| (e.key, e.fix.clone()))
-    };
-    let fix = Some(("impl", "megatron".to_string()));
+    let code = |q: &str| error_of(q, "hf_data_parallel_only");
+    let megatron = fix("impl", "megatron");
     assert_eq!(
         code("model=llama-3.1-70b&tp=2"),
-        Some((Some("tp"), fix.clone()))
+        Some((Some("tp"), megatron.clone()))
     );
     assert_eq!(
         code("model=llama-3.1-70b&pp=2&seq=32768&cp=2"),
-        Some((Some("pp"), fix))
+        Some((Some("pp"), megatron))
     );
     assert_eq!(code("model=llama-3.1-70b&tp=2&impl=megatron"), None);
     assert_eq!(
@@ -315,7 +306,7 @@ fn the_bundled_hf_stack_is_planned_data_parallel() {
     );
     let r = search(&Plan::from_query("model=llama-3.1-70b&seq=32768&price=60").plan);
     assert!(r.fastest.is_some());
-    for c in r.pareto.iter().chain(r.fastest.iter()) {
+    for c in offered(&r) {
         assert_eq!((c.tp, c.pp, c.cp, c.ep), (1, 1, 1, 1), "{}", c.query);
         let rep = planner::evaluate(&Plan::from_query(&c.query).plan);
         assert!(rep.errors.is_empty(), "{}: {:?}", c.query, rep.errors);
