@@ -102,15 +102,16 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // Ada has no calibration row: Hopper's fitted values, stated as uncertain.
         Generation::Ada => efficiency(Generation::Hopper),
         // Fitted on 16 dense H100 rows: NeMo 24.07, DGX Cloud recipes,
-        // Megatron-Bridge 25.11; the experts' speed and an MoE layer's fixed
-        // cost (7.3 ms per micro-batch) on its 4 MoE rows (Megatron-Bridge
-        // 25.09 and 25.11).
+        // Megatron-Bridge 25.11; the experts' speed (0.67 of dense GEMMs on
+        // many tokens, beyond the measured fall with few) and an MoE layer's
+        // fixed cost (7.5 ms per micro-batch) on its 4 MoE rows
+        // (Megatron-Bridge 25.09 and 25.11).
         Generation::Hopper => Efficiency {
             gemm: 0.64,
             fp8_gemm: 0.493,
             attention: 0.448,
-            moe: 0.611,
-            moe_layer_overhead: 0.007322,
+            moe: 0.666,
+            moe_layer_overhead: 0.007469,
             ..hand_set
         },
         // Fitted on torchtitan's 4 rows of 500 W H100s; attention sits at
@@ -127,14 +128,15 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // SimuMax's measured median over 514 B200 GEMM shapes (0.485,
         // megatron_and_b200_facts.md §3), though not fitted to it.
         // On 14 Megatron-Bridge MoE rows (25.09 to 26.02) the experts run as
-        // fast as dense GEMMs (1.0, the upper bound) and an MoE layer costs
-        // 5.5 ms per micro-batch whatever its size.
+        // fast as dense GEMMs on many tokens (1.0, the upper bound, as
+        // SimuMax's grouped-GEMM microbenchmarks measure) and an MoE layer
+        // costs 5.4 ms per micro-batch whatever its size.
         Generation::Blackwell => Efficiency {
             gemm: 0.483,
             fp8_gemm: 0.461,
             attention: 0.574,
             moe: 1.0,
-            moe_layer_overhead: 0.005495,
+            moe_layer_overhead: 0.005431,
             kernel_overhead: 5e-6,
             ..hand_set
         },
@@ -403,23 +405,43 @@ fn routed_gemms(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
     grouped_experts(s, m) + shared + router + s.eff.moe_layer_overhead / 3.0
 }
 
+/// Tokens per expert at which a grouped GEMM runs at half its efficiency on
+/// many tokens: `e(m) = e_inf * m / (m + m0)`. Measured, not fitted to any
+/// training run: SimuMax's 108 B200 grouped-GEMM microbenchmarks
+/// (data/b200_grouped_gemm.csv; forward, input-gradient and weight-gradient
+/// GEMMs of 20-256 experts at 128-9,832 tokens each), time-weighted per
+/// shape, fit `m0 = 330` with `e_inf = 0.50` of the BF16 peak, as fast as
+/// SimuMax's dense GEMMs (0.488): so many tokens per expert run at dense
+/// speed, and 1,024 at 0.76 of it. Measured in BF16 on B200; taken for FP8
+/// and the other generations (not measured). A test refits it from the file.
+pub const GROUPED_GEMM_HALF_TOKENS: f64 = 330.0;
+
 /// The local experts as two grouped GEMMs (up/gate, then down) over the
 /// tokens routed to them from the whole EP group (`tokens x ep x k /
 /// experts` per expert), at `moe` of the dense efficiency, times the stated
 /// load imbalance (the busiest rank sets the pace); memory-bound where the
-/// experts' weights, read once, take longer. A fall of the grouped GEMMs'
-/// efficiency with fewer tokens per expert (`m / (m + m0)`) was tried in
-/// #26 and fitted no better than the per-layer overhead below.
+/// experts' weights, read once, take longer. Megatron's grouped GEMMs slow
+/// down with fewer tokens per expert (`GROUPED_GEMM_HALF_TOKENS`); Hugging
+/// Face's MoE blocks loop over the experts with one dense GEMM each.
 fn grouped_experts(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
     let f = m.expert_ffn as f64 / s.t;
     let up = if s.arch.mlp.is_gated() { 2.0 * f } else { f };
     let local = (m.experts as f64 / s.ep).max(1.0);
     let per_expert = s.tokens * s.ep * m.active as f64 / m.experts as f64;
     let routed = local * per_expert * s.plan.moe_imbalance.max(1.0);
-    let e = s.lin_eff * s.eff.moe;
+    let e = s.lin_eff * s.eff.moe * grouped_fill(s, per_expert);
     let compute = 2.0 * routed * (up + f) * s.h / (s.lin_peak * e);
     let bytes = (local * (up + f) * s.h + routed * (2.0 * s.h + up + f)) * s.lin_bytes;
     compute.max(bytes / s.bw) + 2.0 * s.eff.kernel_overhead
+}
+
+/// The share of its many-token efficiency a grouped GEMM reaches with
+/// `tokens` per expert (1 for Hugging Face's per-expert dense GEMMs).
+fn grouped_fill(s: &StepShape, tokens: f64) -> f64 {
+    match s.plan.implementation {
+        Implementation::Megatron => tokens / (tokens + GROUPED_GEMM_HALF_TOKENS),
+        Implementation::Hf => 1.0,
+    }
 }
 
 /// Attention forward. Flash: `4*s*a*d` FLOPs per query token, half skipped

@@ -41,16 +41,16 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     // error plus 1.5 points.
     ("mb2511_gptoss120b_gb300_bf16", 9.5, 10.0),
     ("mb2511_gptoss120b_gb200_bf16", 1.0, 2.0),
-    ("mb2511_gptoss120b_b200_bf16", 67.5, 68.0),
-    ("mb2511_gptoss120b_h100_bf16", 1.0, 11.0),
+    ("mb2511_gptoss120b_b200_bf16", 65.5, 66.0),
+    ("mb2511_gptoss120b_h100_bf16", 1.0, 9.5),
     ("mb2511_qwen3_30b_gb300_fp8", 18.5, 11.0),
     ("mb2511_qwen3_30b_gb200_fp8", 1.0, 11.0),
-    ("mb2511_qwen3_30b_b200_fp8", 13.5, 47.0),
-    ("mb2511_qwen3_30b_h100_fp8", 100.0, 204.0),
-    ("mb2511_qwen3_235b_gb300_bf16", 35.0, 39.5),
-    ("mb2511_qwen3_235b_gb200_bf16", 36.0, 38.5),
-    ("mb2511_qwen3_235b_b200_fp8", 28.0, 27.5),
-    ("mb2511_qwen3_235b_h100_fp8", 3.5, 36.5),
+    ("mb2511_qwen3_30b_b200_fp8", 13.0, 47.0),
+    ("mb2511_qwen3_30b_h100_fp8", 98.5, 202.5),
+    ("mb2511_qwen3_235b_gb300_bf16", 35.5, 40.0),
+    ("mb2511_qwen3_235b_gb200_bf16", 36.5, 39.0),
+    ("mb2511_qwen3_235b_b200_fp8", 25.0, 24.5),
+    ("mb2511_qwen3_235b_h100_fp8", 3.5, 34.0),
     ("tt_l31_8b_fsdp_8", 1.0, 39.0),
     ("tt_l31_8b_fsdp_compile_fp8_8", 1.0, 14.0),
     ("tt_l31_8b_cp1_32k", 4.0, 45.0),
@@ -63,12 +63,12 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("korthikanti_22b_full_recompute", 1.0, 6.0),
     ("korthikanti_175b_selective_sp", 2.0, 9.0),
     ("korthikanti_175b_full_recompute", 1.5, 8.0),
-    ("mb2509_dsv3_h100_fp8", 4.0, 5.0),
-    ("mb2509_dsv3_b200_fp8", 24.5, 25.0),
-    ("mb2511_dsv3_b200_fp8_mtp", 31.5, 32.0),
-    ("mb2511_dsv3_gb200_bf16", 16.0, 17.0),
-    ("mb2511_dsv3_gb200_fp8", 11.0, 12.0),
-    ("mb2602_dsv3_b200_fp8", 11.0, 11.0),
+    ("mb2509_dsv3_h100_fp8", 3.5, 4.0),
+    ("mb2509_dsv3_b200_fp8", 20.5, 21.0),
+    ("mb2511_dsv3_b200_fp8_mtp", 28.0, 28.0),
+    ("mb2511_dsv3_gb200_bf16", 16.5, 17.0),
+    ("mb2511_dsv3_gb200_fp8", 12.5, 13.0),
+    ("mb2602_dsv3_b200_fp8", 7.5, 8.0),
 ];
 
 fn tolerances(id: &str) -> (f64, f64) {
@@ -202,7 +202,6 @@ const UNPINNED: &[&str] = &[
     "Ampere.overlap x 1.05",
     "Hopper.kernel_overhead x 0.95",
     "Hopper.kernel_overhead x 1.05",
-    "Hopper.memory x 1.05",
     "Hopper.overlap x 0.95",
     "HopperPowerCapped.kernel_overhead x 0.95",
     "HopperPowerCapped.kernel_overhead x 1.05",
@@ -958,4 +957,60 @@ fn shipped_coverage_reads_back_to_its_file() {
     assert!(c.throughput.rows > 0 && !c.groups.is_empty() && !c.memory_oracle.is_empty());
     let text = serde_json::to_string_pretty(c).unwrap();
     assert_eq!(text.trim(), planner::accuracy::COVERAGE_JSON.trim());
+}
+
+/// `GROUPED_GEMM_HALF_TOKENS` is what SimuMax's B200 grouped-GEMM
+/// microbenchmarks say (data/b200_grouped_gemm.csv, MooreThreads/SimuMax
+/// @4dcaae51 `b200_bf16_ceperm.json`): each shape's forward, input- and
+/// weight-gradient GEMMs time-weighted (3 / sum(1/e)), then
+/// `e(m) = e_inf * m / (m + m0)` fitted by least squares in log over a grid.
+/// By hand from the file: 1,024 tokens per expert run at 0.35-0.41 of the
+/// peak, 9,832 at 0.44-0.46, 128 at 0.12-0.18.
+#[test]
+fn grouped_gemm_fall_is_the_measured_one() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/b200_grouped_gemm.csv"
+    ))
+    .expect("data/b200_grouped_gemm.csv");
+    let mut shapes: std::collections::BTreeMap<String, (f64, Vec<f64>)> = Default::default();
+    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let key = format!("{},{},{},{},{}", f[0], f[1], f[2], f[3], f[5]);
+        let m: f64 = f[1].parse().expect("m");
+        let e: f64 = f[6].parse().expect("efficiency");
+        shapes.entry(key).or_insert((m, vec![])).1.push(e);
+    }
+    let rows: usize = shapes.values().map(|(_, e)| e.len()).sum();
+    assert_eq!(rows, 108, "SimuMax's 108 grouped-GEMM measurements");
+    let points: Vec<(f64, f64)> = shapes
+        .values()
+        .map(|(m, e)| (*m, e.len() as f64 / e.iter().map(|x| 1.0 / x).sum::<f64>()))
+        .collect();
+    let loss = |e_inf: f64, m0: f64| {
+        points
+            .iter()
+            .map(|(m, e)| ((e_inf * m / (m + m0)).ln() - e.ln()).powi(2))
+            .sum::<f64>()
+    };
+    let mut best = (f64::INFINITY, 0.0, 0.0);
+    for i in 0..=60 {
+        let e_inf = 0.40 + 0.0025 * i as f64;
+        for j in 0..=200 {
+            let m0 = 5.0 * j as f64;
+            let l = loss(e_inf, m0);
+            if l < best.0 {
+                best = (l, e_inf, m0);
+            }
+        }
+    }
+    let (_, e_inf, m0) = best;
+    let shipped = planner::throughput::GROUPED_GEMM_HALF_TOKENS;
+    assert!(
+        (m0 - shipped).abs() <= 10.0,
+        "the file fits m0 = {m0} tokens, the model ships {shipped}"
+    );
+    // Many tokens per expert run at dense speed: SimuMax's dense GEMMs
+    // default to 0.488 of the peak (megatron_and_b200_facts.md §3).
+    assert!((e_inf - 0.488).abs() < 0.03, "e_inf = {e_inf}");
 }
