@@ -62,9 +62,10 @@ pub struct Efficiency {
     /// Fraction of data-parallel / FSDP communication hidden behind compute.
     pub overlap: f64,
     /// The routed experts' speed as a fraction of dense GEMMs of the same
-    /// shapes: grouped GEMMs on few tokens each, token permutation, the
-    /// router's top-k and the dropless dispatcher's synchronisation, which
-    /// the roofline does not see one by one. Fitted on the MoE rows only.
+    /// shapes on many tokens per expert (the fall with few is measured:
+    /// `GROUPED_GEMM_HALF_TOKENS`): token permutation, the router's top-k
+    /// and the dropless dispatcher's synchronisation, which the roofline
+    /// does not see one by one. Fitted on the MoE rows only.
     pub moe: f64,
     /// Seconds one MoE layer costs per micro-batch, forward and backward,
     /// whatever its size: the dropless dispatcher's host synchronisation on
