@@ -125,6 +125,8 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
             <CheckField ctx=ctx key="fp8_params" label=Text::Fp8ParamGather get=|p| p.fp8_params />
             <CheckField ctx=ctx key="bf16_moments" label=Text::Bf16Moments get=|p| p.bf16_moments />
             <CheckField ctx=ctx key="ep_overlap" label=Text::OverlapExpertParallel get=|p| p.ep_overlap />
+            <CheckField ctx=ctx key="moe_flex" label=Text::MoeFlexDispatcher get=|p| p.moe_flex />
+            <CheckField ctx=ctx key="moe_graphs" label=Text::MoeRouterGraphs get=|p| p.moe_graphs />
             <div class="row2">
                 <NumberField ctx=ctx key="moe_imbalance" label=Text::MoeImbalance step="any" get=|p| p.moe_imbalance.to_string() />
                 <NumberField ctx=ctx key="offload_layers" label=Text::OffloadLayers get=|p| p.offload_layers.map(|n| n.to_string()).unwrap_or_default() />

@@ -5,7 +5,9 @@ use crate::architecture::{Architecture, Mlp};
 use crate::hardware;
 use crate::memory::{Layout, Stages};
 use crate::plan::{Checkpointing, Implementation, Plan, Precision};
-use crate::throughput::{efficiency, generation, throughput, Efficiency, Fabric, Generation};
+use crate::throughput::{
+    efficiency, generation, throughput, Efficiency, Fabric, Generation, HostCosts, HOST,
+};
 use serde::Serialize;
 
 pub use crate::table::{read_csv, Row};
@@ -225,6 +227,10 @@ struct Recipe {
     fused_loss: bool,
     dp_overlap: bool,
     ep_overlap: bool,
+    /// DeepEP or HybridEP (`recipe_moe_dispatcher`), not the all-to-all one.
+    moe_flex: bool,
+    /// `recipe_cuda_graph_scope` names the router and its preprocessing.
+    moe_graphs: bool,
     bf16_moments: bool,
     /// `selective:mla_up_proj,moe_act`'s modules (Megatron's `--recompute-modules`).
     modules: crate::plan::RecomputeModules,
@@ -255,6 +261,8 @@ impl Recipe {
             // Overlapped unless the recipe says otherwise (NVIDIA's do).
             dp_overlap: r.get("recipe_dp_overlap") != "0",
             ep_overlap: r.get("recipe_ep_overlap") == "1",
+            moe_flex: matches!(r.get("recipe_moe_dispatcher"), "hybridep" | "deepep"),
+            moe_graphs: r.get("recipe_cuda_graph_scope").contains("moe_router"),
             bf16_moments: r.get("recipe_moments") == "bf16",
             modules: recompute
                 .strip_prefix("selective:")
@@ -275,6 +283,8 @@ impl Recipe {
         plan.tp_overlap = self.tp_overlap;
         plan.overlap = self.dp_overlap;
         plan.ep_overlap = self.ep_overlap;
+        plan.moe_flex = self.moe_flex;
+        plan.moe_graphs = self.moe_graphs;
         plan.bf16_moments = self.bf16_moments;
         plan.recompute_modules = self.modules;
         if self.fused_loss {
@@ -594,14 +604,25 @@ pub const FITTED: [Generation; 4] = [
 /// 0.655 of the 2,250 TFLOP/s peak (min / median / max;
 /// megatron_and_b200_facts.md §3), so a lower bound of 0.5 held Blackwell
 /// above its own measured median. An MoE layer's fixed cost per micro-batch
-/// lies between 10 µs and 20 ms.
-const BOUNDS: [(f64, f64); 5] = [
+/// lies between 10 µs and 20 ms. Its host launch costs: one expert's
+/// grouped-GEMM launches, forward and backward, from 1 µs to 1 ms (a launch
+/// takes ~5 µs; 1 ms is 200 of them); the router's and the all-to-all
+/// dispatcher's from 10 µs to 10 ms.
+const BOUNDS: [(f64, f64); 8] = [
     (0.4, 0.85),
     (0.35, 0.75),
     (0.25, 0.7),
     (0.1, 1.0),
     (1e-5, 0.02),
+    (1e-6, 1e-3),
+    (1e-5, 0.01),
+    (1e-5, 0.01),
 ];
+
+/// The MoE parameters every generation fits, and the host's, which only
+/// Blackwell fits (`HostCosts`).
+const MOE_FREE: [bool; 8] = [false, false, false, true, true, false, false, false];
+const HOST_FREE: [bool; 8] = [false, false, false, true, true, true, true, true];
 
 /// Where every fit starts: mid-range values that favour no generation, so
 /// that a fit reproduces its result without knowing the shipped values.
@@ -612,6 +633,9 @@ pub fn neutral(generation: Generation) -> Efficiency {
         attention: 0.45,
         moe: 0.5,
         moe_layer_overhead: 1e-3,
+        moe_expert_launch: 1e-4,
+        moe_router_launch: 1e-3,
+        moe_alltoall_launch: 1e-3,
         ..efficiency(generation)
     }
 }
@@ -622,7 +646,10 @@ fn slot(e: &mut Efficiency, i: usize) -> &mut f64 {
         1 => &mut e.fp8_gemm,
         2 => &mut e.attention,
         3 => &mut e.moe,
-        _ => &mut e.moe_layer_overhead,
+        4 => &mut e.moe_layer_overhead,
+        5 => &mut e.moe_expert_launch,
+        6 => &mut e.moe_router_launch,
+        _ => &mut e.moe_alltoall_launch,
     }
 }
 
@@ -639,7 +666,7 @@ fn loss(cases: &[&Case], eff: &Efficiency) -> f64 {
 }
 
 /// Coordinate descent on the `free` parameters of `start`, within `BOUNDS`.
-fn descend(cases: &[&Case], start: Efficiency, free: [bool; 5]) -> (Efficiency, f64) {
+fn descend(cases: &[&Case], start: Efficiency, free: [bool; 8]) -> (Efficiency, f64) {
     let mut best = start;
     let mut best_loss = loss(cases, &best);
     for _round in 0..200 {
@@ -666,9 +693,10 @@ fn descend(cases: &[&Case], start: Efficiency, free: [bool; 5]) -> (Efficiency, 
 /// Fit one generation's parameters on `cases` from `neutral`: first the
 /// dense parameters on the dense rows (BF16 GEMM efficiency where BF16 rows
 /// exist, FP8 where FP8 rows exist), then, with those fixed, the experts'
-/// speed on the MoE rows. Returns the parameters and the mean |ln error|
-/// over all the rows.
-pub fn fit_on(generation: Generation, cases: &[&Case]) -> (Efficiency, f64) {
+/// speed and fixed cost on the MoE rows, and on Blackwell the host's launch
+/// costs too; other generations take `host` (Blackwell's). Returns the
+/// parameters and the mean |ln error| over all the rows.
+pub fn fit_on(generation: Generation, cases: &[&Case], host: &HostCosts) -> (Efficiency, f64) {
     let (moe, dense): (Vec<&Case>, Vec<&Case>) =
         cases.iter().copied().partition(|c| c.arch.moe.is_some());
     let has = |p: Precision| dense.iter().any(|c| c.plan.precision == p);
@@ -678,21 +706,63 @@ pub fn fit_on(generation: Generation, cases: &[&Case]) -> (Efficiency, f64) {
         !dense.is_empty(),
         false,
         false,
+        false,
+        false,
+        false,
     ];
-    let (e, _) = descend(&dense, neutral(generation), free);
-    let m = !moe.is_empty();
-    let (e, _) = descend(&moe, e, [false, false, false, m, m]);
+    let start = match generation {
+        Generation::Blackwell => neutral(generation),
+        _ => with_host(neutral(generation), host),
+    };
+    let (e, _) = descend(&dense, start, free);
+    let moe_free = match (moe.is_empty(), generation) {
+        (true, _) => [false; 8],
+        (false, Generation::Blackwell) => HOST_FREE,
+        (false, _) => MOE_FREE,
+    };
+    let (e, _) = descend(&moe, e, moe_free);
     (e, loss(cases, &e))
 }
 
-/// Fit every generation on all its rows (`plan calibrate --fit`).
+fn with_host(e: Efficiency, host: &HostCosts) -> Efficiency {
+    Efficiency {
+        moe_expert_launch: host.moe_expert_launch,
+        moe_router_launch: host.moe_router_launch,
+        moe_alltoall_launch: host.moe_alltoall_launch,
+        ..e
+    }
+}
+
+/// The host's launch costs a fit found.
+pub fn host_of(e: &Efficiency) -> HostCosts {
+    HostCosts {
+        moe_expert_launch: e.moe_expert_launch,
+        moe_router_launch: e.moe_router_launch,
+        moe_alltoall_launch: e.moe_alltoall_launch,
+    }
+}
+
+/// The host's launch costs fitted on the Blackwell rows among `cases`.
+fn host_fit(cases: &[&Case]) -> HostCosts {
+    let b: Vec<&Case> = cases
+        .iter()
+        .copied()
+        .filter(|c| generation(c.gpu) == Generation::Blackwell)
+        .collect();
+    host_of(&fit_on(Generation::Blackwell, &b, &HOST).0)
+}
+
+/// Fit every generation on all its rows (`plan calibrate --fit`):
+/// Blackwell first, whose host launch costs the others take.
 pub fn fit() -> Vec<(Generation, Efficiency, f64)> {
     let cases = cases();
+    let all: Vec<&Case> = cases.iter().collect();
+    let host = host_fit(&all);
     FITTED
         .iter()
         .map(|&g| {
             let mine: Vec<&Case> = cases.iter().filter(|c| generation(c.gpu) == g).collect();
-            let (e, l) = fit_on(g, &mine);
+            let (e, l) = fit_on(g, &mine, &host);
             (g, e, l)
         })
         .collect()
@@ -706,15 +776,31 @@ pub fn fit() -> Vec<(Generation, Efficiency, f64)> {
 /// accuracy to quote.
 pub fn cross_validated() -> Vec<Prediction> {
     let cases = cases();
+    // The host's launch costs without each architecture, fitted once per
+    // architecture that another generation's MoE fit needs.
+    let mut hosts: Vec<(&Architecture, HostCosts)> = Vec::new();
     cases
         .iter()
         .map(|c| {
             let g = generation(c.gpu);
-            let others: Vec<&Case> = cases
+            let others: Vec<&Case> = cases.iter().filter(|o| o.arch != c.arch).collect();
+            let mine: Vec<&Case> = others
                 .iter()
-                .filter(|o| generation(o.gpu) == g && o.arch != c.arch)
+                .copied()
+                .filter(|o| generation(o.gpu) == g)
                 .collect();
-            predict_with(c, &fit_on(g, &others).0)
+            let needs_host =
+                g != Generation::Blackwell && mine.iter().any(|o| o.arch.moe.is_some());
+            let host = match hosts.iter().position(|(a, _)| **a == c.arch) {
+                _ if !needs_host => HOST,
+                Some(i) => hosts[i].1,
+                None => {
+                    let h = host_fit(&others);
+                    hosts.push((&c.arch, h));
+                    h
+                }
+            };
+            predict_with(c, &fit_on(g, &mine, &host).0)
         })
         .collect()
 }

@@ -324,6 +324,15 @@ pub struct Plan {
     /// compute (Megatron's `--overlap-moe-expert-parallel-comm`). Off by
     /// default, as in Megatron-LM.
     pub ep_overlap: bool,
+    /// Tokens reach the experts through a fused dispatcher (Megatron's
+    /// `--moe-token-dispatcher-type flex` with DeepEP or HybridEP) rather
+    /// than the default all-to-all dispatcher's separate permute,
+    /// all-to-all and sort kernels. Off by default, as in Megatron-LM.
+    pub moe_flex: bool,
+    /// The MoE router and its preprocessing run as CUDA graphs (Megatron's
+    /// `--cuda-graph-scope moe_router moe_preprocess`), launched once
+    /// instead of kernel by kernel. Off by default, as in Megatron-LM.
+    pub moe_graphs: bool,
     /// Tokens the busiest expert rank gets, over the balanced share (1:
     /// force-balanced routing, as NVIDIA's benchmarks run). Real routing with
     /// an auxiliary loss is less even; the planner has no measurement of it.
@@ -459,6 +468,8 @@ impl Default for Plan {
             overlap: true,
             tp_overlap: false,
             ep_overlap: false,
+            moe_flex: false,
+            moe_graphs: false,
             moe_imbalance: 1.0,
             ultraserver: 72,
             spot: false,
@@ -602,6 +613,8 @@ pub const KEYS: &[&str] = &[
     "overlap",
     "tp_overlap",
     "ep_overlap",
+    "moe_flex",
+    "moe_graphs",
     "moe_imbalance",
     "ultraserver",
     "spot",
@@ -843,6 +856,8 @@ impl Plan {
             "overlap" => self.overlap = f.flag()?,
             "tp_overlap" => self.tp_overlap = f.flag()?,
             "ep_overlap" => self.ep_overlap = f.flag()?,
+            "moe_flex" => self.moe_flex = f.flag()?,
+            "moe_graphs" => self.moe_graphs = f.flag()?,
             "moe_imbalance" => self.moe_imbalance = f.num(1.0, 16.0)?,
             "ultraserver" => {
                 self.ultraserver = match f.value {
@@ -1025,6 +1040,12 @@ impl Plan {
         }
         if self.ep_overlap {
             out.push(("ep_overlap", "1".into()));
+        }
+        if self.moe_flex {
+            out.push(("moe_flex", "1".into()));
+        }
+        if self.moe_graphs {
+            out.push(("moe_graphs", "1".into()));
         }
         if self.moe_imbalance != 1.0 {
             out.push(("moe_imbalance", fmt_num(self.moe_imbalance)));

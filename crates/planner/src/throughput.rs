@@ -68,13 +68,43 @@ pub struct Efficiency {
     /// does not see one by one. Fitted on the MoE rows only.
     pub moe: f64,
     /// Seconds one MoE layer costs per micro-batch, forward and backward,
-    /// whatever its size: the dropless dispatcher's host synchronisation on
-    /// the token counts and the launches of its router, permutation and
-    /// grouped-GEMM kernels (what makes micro-batch 1 slow: Qwen3-30B-A3B
-    /// runs 2.6x faster per token at micro-batch 4 than at 1 on
-    /// Blackwell). Fitted on the MoE rows.
+    /// whatever its size and settings: the dropless dispatcher's host
+    /// synchronisation on the token counts (what makes micro-batch 1 slow:
+    /// Qwen3-30B-A3B runs 2.6x faster per token at micro-batch 4 than at 1
+    /// on Blackwell). Fitted on the MoE rows. See `moe_host_cost`.
     pub moe_layer_overhead: f64,
+    /// Seconds per MoE layer and micro-batch per expert on the GPU: their
+    /// grouped GEMMs' per-expert launches. The host's, not the GPU's:
+    /// fitted on Blackwell's MoE rows and taken for every generation.
+    pub moe_expert_launch: f64,
+    /// Seconds per MoE layer and micro-batch when the router and its
+    /// preprocessing are not CUDA graphs (`Plan::moe_graphs`). The host's.
+    pub moe_router_launch: f64,
+    /// Seconds per MoE layer and micro-batch the all-to-all dispatcher costs
+    /// over a fused one (`Plan::moe_flex`). The host's.
+    pub moe_alltoall_launch: f64,
 }
+
+/// The host's launch costs of an MoE layer per micro-batch, forward and
+/// backward (`moe_host_cost`), fitted on the 14 Blackwell MoE rows (DGX
+/// B200's x86 hosts and GB200/GB300's Grace) with each row's dispatcher
+/// and CUDA-graph scope from its recipe (calibration.csv), and taken for
+/// every generation: they are the CPU's and the software's, not the GPU's.
+/// 0.19 ms per expert on the GPU (~40 launches of ~5 µs), 1.5 ms for a
+/// router and preprocessing outside CUDA graphs, 3.1 ms for the all-to-all
+/// dispatcher over DeepEP/HybridEP.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HostCosts {
+    pub moe_expert_launch: f64,
+    pub moe_router_launch: f64,
+    pub moe_alltoall_launch: f64,
+}
+
+pub const HOST: HostCosts = HostCosts {
+    moe_expert_launch: 0.000189,
+    moe_router_launch: 0.001546,
+    moe_alltoall_launch: 0.003115,
+};
 
 /// The calibrated parameters: `plan calibrate --fit` refits them from a
 /// neutral start within physical bounds, and a test checks that it lands on
@@ -89,6 +119,9 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         overlap: 0.85,
         moe: 1.0,
         moe_layer_overhead: 0.0,
+        moe_expert_launch: HOST.moe_expert_launch,
+        moe_router_launch: HOST.moe_router_launch,
+        moe_alltoall_launch: HOST.moe_alltoall_launch,
     };
     match generation {
         // Fitted on 8 A100 rows: torchtitan 2024, Korthikanti et al. 2022.
@@ -103,16 +136,16 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // Ada has no calibration row: Hopper's fitted values, stated as uncertain.
         Generation::Ada => efficiency(Generation::Hopper),
         // Fitted on 16 dense H100 rows: NeMo 24.07, DGX Cloud recipes,
-        // Megatron-Bridge 25.11; the experts' speed (0.67 of dense GEMMs on
+        // Megatron-Bridge 25.11; the experts' speed (0.77 of dense GEMMs on
         // many tokens, beyond the measured fall with few) and an MoE layer's
-        // fixed cost (7.5 ms per micro-batch) on its 4 MoE rows
-        // (Megatron-Bridge 25.09 and 25.11).
+        // fixed cost (2.1 ms per micro-batch, beside the host's launch
+        // costs, `HOST`) on its 4 MoE rows (Megatron-Bridge 25.09 and 25.11).
         Generation::Hopper => Efficiency {
             gemm: 0.64,
             fp8_gemm: 0.493,
             attention: 0.448,
-            moe: 0.666,
-            moe_layer_overhead: 0.007469,
+            moe: 0.773,
+            moe_layer_overhead: 0.002125,
             ..hand_set
         },
         // Fitted on torchtitan's 4 rows of 500 W H100s; attention sits at
@@ -131,13 +164,14 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // On 14 Megatron-Bridge MoE rows (25.09 to 26.02) the experts run as
         // fast as dense GEMMs on many tokens (1.0, the upper bound, as
         // SimuMax's grouped-GEMM microbenchmarks measure) and an MoE layer
-        // costs 5.4 ms per micro-batch whatever its size.
+        // costs 0.16 ms per micro-batch whatever its size, beside the host's
+        // launch costs (`HOST`, fitted on the same rows).
         Generation::Blackwell => Efficiency {
             gemm: 0.483,
             fp8_gemm: 0.461,
             attention: 0.574,
             moe: 1.0,
-            moe_layer_overhead: 0.005431,
+            moe_layer_overhead: 0.000157,
             kernel_overhead: 5e-6,
             ..hand_set
         },
@@ -403,7 +437,36 @@ fn routed_gemms(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
         s.wide_bytes,
     );
     // The fixed cost, forward and backward, in forward-GEMM units (x 3).
-    grouped_experts(s, m) + shared + router + s.eff.moe_layer_overhead / 3.0
+    grouped_experts(s, m) + shared + router + moe_host_cost(s, m) / 3.0
+}
+
+/// Seconds an MoE layer costs per micro-batch beyond its kernels' GPU time,
+/// forward and backward, whatever the token count: the dropless
+/// dispatcher's host synchronisation on the token counts stops the CPU
+/// from running ahead, so the launches after it show (Megatron-LM's MoE
+/// guide, "CPU Overhead Bottleneck"). A fixed part, one per expert on the
+/// GPU (TransformerEngine's grouped GEMMs, casts and their gradients are
+/// launched expert by expert), the router and its preprocessing unless they
+/// run as CUDA graphs (`moe_graphs`), and the all-to-all dispatcher's own
+/// permute, sort and split launches, which DeepEP and HybridEP fuse
+/// (`moe_flex`). Hugging Face's MoE block has none of these: its loop over
+/// the experts runs in the fitted speed `moe`.
+fn moe_host_cost(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
+    if s.plan.implementation != Implementation::Megatron {
+        return s.eff.moe_layer_overhead;
+    }
+    let local = (m.experts as f64 / s.ep).max(1.0);
+    let router = if s.plan.moe_graphs {
+        0.0
+    } else {
+        s.eff.moe_router_launch
+    };
+    let dispatcher = if s.plan.moe_flex {
+        0.0
+    } else {
+        s.eff.moe_alltoall_launch
+    };
+    s.eff.moe_layer_overhead + local * s.eff.moe_expert_launch + router + dispatcher
 }
 
 /// Tokens per expert at which a grouped GEMM runs at half its efficiency on
@@ -463,7 +526,8 @@ fn attention_forward(s: &StepShape) -> f64 {
     }
 }
 
-/// Elementwise traffic forward (norms, RoPE, residual adds, activation):
+/// Elementwise traffic forward (norms, RoPE, residual adds, activation, an
+/// MoE layer's token permutation):
 /// fused kernels (Megatron/TE) move ~`20h + 4(q+kv) + 6f` bytes per token;
 /// HF's unfused fp32 norms and separate casts ~2.5x that, in more kernels.
 /// Without sequence parallelism the norm/residual part runs whole on every TP rank.
@@ -479,7 +543,21 @@ fn elementwise_forward(s: &StepShape) -> f64 {
     };
     let sp_div = if s.plan.sp { s.t } else { 1.0 };
     factor * s.tokens * (20.0 * s.h / sp_div + (4.0 * (s.q + s.kv) + 6.0 * f_eff) / s.t) / s.bw
+        + s.tokens * permute_bytes_per_token(s) / s.bw
         + kernels * s.eff.kernel_overhead
+}
+
+/// An MoE layer's token permutation forward, bytes per token at its
+/// memory-bound rate: `permute` copies each token's hidden state once per
+/// routed expert (read `h`, write `k*h`, 16-bit) and `unpermute` sums them
+/// back (read `k*h`, write `h`): `4 * (1 + k) * h` (Megatron-LM
+/// `moe_utils.permute` / `unpermute`, an `index_select` and a
+/// `scatter_add`; Hugging Face's expert loop indexes and `index_add_`s the
+/// same rows). Under TP each rank permutes its `1/t` of the tokens.
+fn permute_bytes_per_token(s: &StepShape) -> f64 {
+    s.arch.moe.as_ref().map_or(0.0, |m| {
+        s.arch.moe_layer_share() * 4.0 * (1.0 + m.active as f64) * s.h / s.t
+    })
 }
 
 /// One decoder layer's forward pieces. They depend on the micro-batch, the

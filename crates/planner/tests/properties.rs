@@ -143,6 +143,8 @@ fn any_link() -> impl Strategy<Value = String> {
         key("overlap", one_of(&["0", "1"])),
         key("tp_overlap", one_of(&["0", "1"])),
         key("ep_overlap", one_of(&["0", "1"])),
+        key("moe_flex", one_of(&["0", "1"])),
+        key("moe_graphs", one_of(&["0", "1"])),
         key("moe_imbalance", real(1.0, 16.0)),
         key("gpu_mem", real(1.0, 10_000.0)),
         key("gpu_bf16", real(1.0, 1_000_000.0)),

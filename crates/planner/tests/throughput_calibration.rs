@@ -36,21 +36,22 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("dgxc_l31_405b_gb200_bf16_128", 2.0, 4.0),
     ("dgxc_l31_405b_gb200_bf16_256", 1.0, 2.0),
     ("dgxc_nemotron15b_gb200_bf16_16", 1.5, 3.0),
-    // MoE: one experts' factor per generation cannot follow the scatter of
-    // these runs (MoeComputeRough says so on the page); each row's in-sample
-    // error plus 1.5 points.
-    ("mb2511_gptoss120b_gb300_bf16", 9.5, 10.0),
-    ("mb2511_gptoss120b_gb200_bf16", 1.0, 2.0),
-    ("mb2511_gptoss120b_b200_bf16", 65.5, 66.0),
-    ("mb2511_gptoss120b_h100_bf16", 1.0, 9.5),
-    ("mb2511_qwen3_30b_gb300_fp8", 18.5, 11.0),
-    ("mb2511_qwen3_30b_gb200_fp8", 1.0, 11.0),
-    ("mb2511_qwen3_30b_b200_fp8", 13.0, 47.0),
-    ("mb2511_qwen3_30b_h100_fp8", 98.5, 202.5),
-    ("mb2511_qwen3_235b_gb300_bf16", 35.5, 40.0),
-    ("mb2511_qwen3_235b_gb200_bf16", 36.5, 39.0),
-    ("mb2511_qwen3_235b_b200_fp8", 25.0, 24.5),
-    ("mb2511_qwen3_235b_h100_fp8", 3.5, 34.0),
+    // MoE: the experts' speed, an MoE layer's fixed cost and the host's
+    // launch costs leave a scatter (MoeComputeRough says so on the page):
+    // GPT-OSS-120B on 8 B200s +58% and Qwen3-30B-A3B on 16 H100s
+    // (VP 24: one layer per virtual stage) +73% in-sample.
+    ("mb2511_gptoss120b_gb300_bf16", 16.0, 19.0),
+    ("mb2511_gptoss120b_gb200_bf16", 1.0, 4.5),
+    ("mb2511_gptoss120b_b200_bf16", 58.0, 58.5),
+    ("mb2511_gptoss120b_h100_bf16", 1.0, 18.0),
+    ("mb2511_qwen3_30b_gb300_fp8", 8.0, 8.0),
+    ("mb2511_qwen3_30b_gb200_fp8", 13.5, 15.0),
+    ("mb2511_qwen3_30b_b200_fp8", 1.0, 3.0),
+    ("mb2511_qwen3_30b_h100_fp8", 71.0, 84.5),
+    ("mb2511_qwen3_235b_gb300_bf16", 25.0, 35.0),
+    ("mb2511_qwen3_235b_gb200_bf16", 10.5, 26.5),
+    ("mb2511_qwen3_235b_b200_fp8", 1.0, 7.0),
+    ("mb2511_qwen3_235b_h100_fp8", 3.5, 12.5),
     ("tt_l31_8b_fsdp_8", 1.0, 39.0),
     ("tt_l31_8b_fsdp_compile_fp8_8", 1.0, 14.0),
     ("tt_l31_8b_cp1_32k", 4.0, 45.0),
@@ -63,12 +64,12 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("korthikanti_22b_full_recompute", 1.0, 6.0),
     ("korthikanti_175b_selective_sp", 2.0, 9.0),
     ("korthikanti_175b_full_recompute", 1.5, 8.0),
-    ("mb2509_dsv3_h100_fp8", 3.5, 4.0),
-    ("mb2509_dsv3_b200_fp8", 20.5, 21.0),
-    ("mb2511_dsv3_b200_fp8_mtp", 28.0, 28.0),
-    ("mb2511_dsv3_gb200_bf16", 16.5, 17.0),
-    ("mb2511_dsv3_gb200_fp8", 12.5, 13.0),
-    ("mb2602_dsv3_b200_fp8", 7.5, 8.0),
+    ("mb2509_dsv3_h100_fp8", 2.5, 3.0),
+    ("mb2509_dsv3_b200_fp8", 1.5, 2.0),
+    ("mb2511_dsv3_b200_fp8_mtp", 6.0, 7.0),
+    ("mb2511_dsv3_gb200_bf16", 1.0, 8.0),
+    ("mb2511_dsv3_gb200_fp8", 7.5, 4.0),
+    ("mb2602_dsv3_b200_fp8", 1.0, 6.0),
 ];
 
 fn tolerances(id: &str) -> (f64, f64) {
@@ -143,12 +144,21 @@ fn every_calibrated_constant_is_pinned_by_a_row() {
                     Generation::Ampere | Generation::HopperPowerCapped,
                     "moe" | "moe_layer_overhead"
                 )
+                // The host's launch costs are fitted on Blackwell's rows
+                // alone and taken for every generation.
+                | (
+                    Generation::Ampere | Generation::Hopper | Generation::HopperPowerCapped,
+                    "moe_expert_launch" | "moe_router_launch" | "moe_alltoall_launch"
+                )
         )
     };
     type Field = fn(&mut Efficiency) -> &mut f64;
-    let fields: [(&str, Field); 8] = [
+    let fields: [(&str, Field); 11] = [
         ("moe", |e| &mut e.moe),
         ("moe_layer_overhead", |e| &mut e.moe_layer_overhead),
+        ("moe_expert_launch", |e| &mut e.moe_expert_launch),
+        ("moe_router_launch", |e| &mut e.moe_router_launch),
+        ("moe_alltoall_launch", |e| &mut e.moe_alltoall_launch),
         ("gemm", |e| &mut e.gemm),
         ("fp8_gemm", |e| &mut e.fp8_gemm),
         ("attention", |e| &mut e.attention),
@@ -200,6 +210,7 @@ const UNPINNED: &[&str] = &[
     "Ampere.kernel_overhead x 0.95",
     "Ampere.kernel_overhead x 1.05",
     "Ampere.overlap x 1.05",
+    "Hopper.moe_layer_overhead x 1.05",
     "Hopper.kernel_overhead x 0.95",
     "Hopper.kernel_overhead x 1.05",
     "Hopper.overlap x 0.95",
@@ -207,11 +218,14 @@ const UNPINNED: &[&str] = &[
     "HopperPowerCapped.kernel_overhead x 1.05",
     "HopperPowerCapped.overlap x 0.95",
     "HopperPowerCapped.overlap x 1.05",
+    "Blackwell.moe_layer_overhead x 0.95",
+    "Blackwell.moe_layer_overhead x 1.05",
+    "Blackwell.moe_router_launch x 0.95",
+    "Blackwell.moe_router_launch x 1.05",
     "Blackwell.attention x 0.95",
     "Blackwell.kernel_overhead x 0.95",
     "Blackwell.kernel_overhead x 1.05",
     "Blackwell.memory x 0.95",
-    "Blackwell.memory x 1.05",
     "Blackwell.overlap x 0.95",
 ];
 
@@ -241,6 +255,29 @@ fn fit_from_a_neutral_start_reproduces_the_shipped_parameters() {
                 fitted.moe_layer_overhead * 1000.0,
                 shipped.moe_layer_overhead * 1000.0,
             ));
+        }
+        // The host's launch costs, fitted on Blackwell's MoE rows.
+        if g == planner::throughput::Generation::Blackwell {
+            let host = planner::throughput::HOST;
+            for (name, f, s) in [
+                (
+                    "moe_expert_launch",
+                    fitted.moe_expert_launch,
+                    host.moe_expert_launch,
+                ),
+                (
+                    "moe_router_launch",
+                    fitted.moe_router_launch,
+                    host.moe_router_launch,
+                ),
+                (
+                    "moe_alltoall_launch",
+                    fitted.moe_alltoall_launch,
+                    host.moe_alltoall_launch,
+                ),
+            ] {
+                pairs.push((name, f * 1000.0, s * 1000.0));
+            }
         }
         if has(false) {
             pairs.push(("gemm", fitted.gemm, shipped.gemm));
@@ -1013,4 +1050,41 @@ fn grouped_gemm_fall_is_the_measured_one() {
     // Many tokens per expert run at dense speed: SimuMax's dense GEMMs
     // default to 0.488 of the peak (megatron_and_b200_facts.md §3).
     assert!((e_inf - 0.488).abs() < 0.03, "e_inf = {e_inf}");
+}
+
+/// Each MoE row's dispatcher and CUDA-graph scope come from its recipe
+/// (`recipe_moe_dispatcher`, `recipe_cuda_graph_scope`): by hand from the
+/// Megatron-Bridge presets, 8 rows run a fused dispatcher (HybridEP on the
+/// 4 GB200/GB300 Qwen3 rows, the 2 GB200 DeepSeek-V3 rows and its 26.02
+/// B200 row; DeepEP on its H100 row) and 8 capture the router in CUDA
+/// graphs (the 4 GB200/GB300 Qwen3 rows, Qwen3-30B-A3B on B200, GPT-OSS-120B
+/// on GB300, the 2 GB200 DeepSeek-V3 rows); no dense row sets either.
+#[test]
+fn moe_rows_carry_their_recipes_dispatcher_and_graphs() {
+    let cases = planner::calibration::cases();
+    let ids = |f: fn(&planner::calibration::Case) -> bool| -> Vec<String> {
+        cases
+            .iter()
+            .filter(|c| f(c))
+            .map(|c| c.id.clone())
+            .collect()
+    };
+    let flex = ids(|c| c.plan.moe_flex);
+    let graphs = ids(|c| c.plan.moe_graphs);
+    assert_eq!(flex.len(), 8, "{flex:?}");
+    assert_eq!(graphs.len(), 8, "{graphs:?}");
+    for id in [
+        "mb2509_dsv3_h100_fp8",
+        "mb2602_dsv3_b200_fp8",
+        "mb2511_qwen3_235b_gb300_bf16",
+    ] {
+        assert!(flex.contains(&id.to_string()), "{id}");
+    }
+    for id in ["mb2511_gptoss120b_gb300_bf16", "mb2511_qwen3_30b_b200_fp8"] {
+        assert!(graphs.contains(&id.to_string()), "{id}");
+    }
+    assert!(cases
+        .iter()
+        .filter(|c| c.arch.moe.is_none())
+        .all(|c| !c.plan.moe_flex && !c.plan.moe_graphs));
 }

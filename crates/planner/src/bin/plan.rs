@@ -121,6 +121,14 @@ fn calibrate(flags: &[String]) {
                 e.moe,
                 e.moe_layer_overhead
             );
+            if g == planner::throughput::Generation::Blackwell {
+                outln!(
+                    "host (every generation): moe_expert_launch {:.6} moe_router_launch {:.6} moe_alltoall_launch {:.6}",
+                    e.moe_expert_launch,
+                    e.moe_router_launch,
+                    e.moe_alltoall_launch
+                );
+            }
         }
     } else if has("--coverage") {
         match serde_json::to_string_pretty(&compute()) {

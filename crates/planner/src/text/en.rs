@@ -75,7 +75,7 @@ catalog! {
     ThroughputChecked => "checked against published runs of this kind ({group}, n = {rows}): cross-validated median error {median}%, from {under}% to {over}%",
     ThroughputNearest => "derived — not checked against a measurement; the nearest checked kind ({group}, n = {rows}) has a cross-validated median error of {median}%, from {under}% to {over}%",
     ThroughputUnchecked => "derived — not checked against any measurement",
-    MoeComputeRough => "mixture-of-experts speed is rough: the experts' speed and an MoE layer's fixed cost per GPU generation, fitted on 18 published Megatron-Bridge runs (GPT-OSS-120B, Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3; balanced routing), leave them between -39% and +201% when each model's runs are left out of the fit; measure a few steps before you trust the time and cost",
+    MoeComputeRough => "mixture-of-experts speed is rough: the experts' speed, an MoE layer's fixed cost and the host's launch costs (per expert, for a router outside CUDA graphs, for the all-to-all dispatcher), fitted on 18 published Megatron-Bridge runs (GPT-OSS-120B, Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3; balanced routing), leave them between -34% and +83% when each model's runs are left out of the fit; measure a few steps before you trust the time and cost",
     BlackwellBf16FromGb200 => "Blackwell's BF16 efficiency is fitted on GB200 runs only (NVIDIA DGX Cloud recipes; no published B200 or B300 BF16 run)",
 
     // ---- warnings (warnings.rs) ---------------------------------------------
@@ -184,6 +184,8 @@ catalog! {
     Fp8ParamGather => "FP8 weights, no BF16 copy (--fp8-param-gather)",
     Bf16Moments => "BF16 Adam moments (precision-aware optimizer)",
     OverlapExpertParallel => "EP all-to-alls overlapped (--overlap-moe-expert-parallel-comm)",
+    MoeFlexDispatcher => "Fused MoE dispatcher, DeepEP or HybridEP (--moe-token-dispatcher-type flex)",
+    MoeRouterGraphs => "MoE router in CUDA graphs (--cuda-graph-scope moe_router moe_preprocess)",
     MoeImbalance => "MoE load imbalance (1: balanced)",
     OffloadLayers => "Layers offloaded per stage (empty: all but 2)",
     MtpLayers => "MTP layers trained (DeepSeek-V3: 1)",
