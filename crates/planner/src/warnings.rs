@@ -3,7 +3,7 @@
 //! A rule is one function returning its message, and one line in `RULES`.
 
 use crate::memory::{MemoryBreakdown, Term};
-use crate::plan::{Attention, Checkpointing, Loss, Plan, Precision};
+use crate::plan::{Attention, Checkpointing, Implementation, Loss, Plan, Precision};
 use crate::report::Figures;
 use crate::resolve::{Message, Resolved};
 use crate::text::{Arg, Text};
@@ -54,6 +54,7 @@ const RULES: &[Rule] = &[
     fp32_slow,
     job_shorter_than_a_step,
     network_bound,
+    moe_launch_bound,
     counts_saturated,
 ];
 
@@ -444,6 +445,47 @@ fn network_bound(c: &Context) -> Option<Message> {
     let percent = Arg::Number(100.0 * share, 0);
     let args: [(&'static str, Arg); 1] = [("share", Arg::from(&percent))];
     Some(c.warn("network_bound", "nodes", Text::NetworkBound, args))
+}
+
+/// Share of a step an MoE plan's avoidable host launch costs must reach
+/// before the page suggests the fix.
+const MOE_LAUNCH_SHARE: f64 = 0.05;
+
+/// A Megatron MoE plan with the all-to-all dispatcher or a router outside
+/// CUDA graphs spends part of each step launching kernels from the host
+/// (#26: 3.1 ms per MoE layer and micro-batch for the dispatcher, 1.5 ms for
+/// the router, `throughput::HOST`); the fused dispatcher and CUDA graphs
+/// save it. The step is timed again with both on to say how much.
+fn moe_launch_bound(c: &Context) -> Option<Message> {
+    let (plan, r) = (c.plan(), c.r);
+    let megatron = plan.implementation == Implementation::Megatron;
+    if !megatron || r.arch.moe.is_none() || (plan.moe_flex && plan.moe_graphs) {
+        return None;
+    }
+    let fused = Plan {
+        moe_flex: true,
+        moe_graphs: true,
+        ..plan.clone()
+    };
+    let fabric = crate::fabric::Fabric::of(&r.gpu, &r.instance, plan.ultraserver);
+    let eff = crate::throughput::efficiency(crate::throughput::generation(&r.gpu));
+    let t =
+        crate::throughput::throughput(&r.arch, &r.counts, &fused, &r.layout, &r.gpu, &fabric, &eff);
+    let share = 1.0 - t.step_seconds / c.figures.throughput.step_seconds;
+    if share.is_nan() || share <= MOE_LAUNCH_SHARE {
+        return None;
+    }
+    let key = if plan.moe_flex {
+        "moe_graphs"
+    } else {
+        "moe_flex"
+    };
+    let percent = Arg::Number(100.0 * share, 0);
+    let args: [(&'static str, Arg); 1] = [("share", Arg::from(&percent))];
+    Some(
+        c.warn("moe_launch_bound", key, Text::MoeLaunchBound, args)
+            .fix(key, "1"),
+    )
 }
 
 /// A count past what its integer holds is a floor, not a figure (#25:

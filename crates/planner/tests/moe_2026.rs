@@ -201,3 +201,31 @@ fn fused_dispatcher_and_router_graphs_save_their_launch_costs() {
         .gemm;
     assert_eq!(hf_plain, hf_flex);
 }
+
+/// A Megatron MoE plan that launches its kernels from the host says how
+/// much of the step the fused dispatcher and router CUDA graphs would save,
+/// and offers `moe_flex=1`; the figure is the step timed both ways. Plans
+/// with both on, and Hugging Face's, say nothing.
+#[test]
+fn launch_bound_moe_plans_offer_the_fused_dispatcher() {
+    let base = "model=qwen3-30b-a3b&impl=megatron&precision=fp8&ckpt=none&seq=4096&mb=1&ga=4\
+                &instance=ml.p6-b200.48xlarge&nodes=1&ep=8&zero=1";
+    let launch_bound = |q: &str| {
+        evaluate(&Plan::from_query(q).plan)
+            .warnings
+            .into_iter()
+            .find(|w| w.code == "moe_launch_bound")
+    };
+    let w = launch_bound(base).expect("the all-to-all dispatcher warns");
+    assert_eq!(w.fix, Some(("moe_flex", "1".to_string())));
+    let step = |q: &str| evaluate(&Plan::from_query(q).plan).throughput.step_seconds;
+    let saved = 1.0 - step(&format!("{base}&moe_flex=1&moe_graphs=1")) / step(base);
+    let said = format!("{:.0}%", 100.0 * saved);
+    let text = planner::text::render(planner::plan::Lang::En, &w.phrase);
+    assert!(text.contains(&said), "{said} in {text}");
+    assert!(saved > 0.05, "{saved}");
+    let graphs_only = launch_bound(&format!("{base}&moe_flex=1")).expect("router outside graphs");
+    assert_eq!(graphs_only.fix, Some(("moe_graphs", "1".to_string())));
+    assert!(launch_bound(&format!("{base}&moe_flex=1&moe_graphs=1")).is_none());
+    assert!(launch_bound("model=qwen3-30b-a3b&impl=hf&instance=ml.p6-b200.48xlarge").is_none());
+}

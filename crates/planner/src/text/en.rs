@@ -114,6 +114,7 @@ catalog! {
     Fp32Slow => "FP32 runs far below tensor-core peak and doubles memory: use bf16",
     JobShorterThanAStep => "the job's {tokens} training tokens are fewer than one step's {step}: it runs one whole step, and the time and cost are that step's",
     NetworkBound => "{share}% of each step waits on communication that compute does not hide: the GPUs mostly idle; use fewer nodes, a faster network or less parallelism across nodes",
+    MoeLaunchBound => "the host launches this plan's MoE kernels one by one: Megatron's fused dispatcher (moe_flex=1, --moe-token-dispatcher-type flex) and the router in CUDA graphs (moe_graphs=1) would take {share}% off each step",
     CountsSaturated => "this plan's token or byte counts exceed what 64 bits hold: the figures shown are floors, not estimates",
 
     // ---- auto-plan: why a candidate wins (search.rs) ------------------------------
