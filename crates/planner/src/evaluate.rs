@@ -278,15 +278,7 @@ pub fn evaluate(plan: &Plan) -> Report {
         .saturating_mul(plan.grad_accum)
         .saturating_mul(r.layout.dp);
     let gen = throughput::generation(&r.gpu);
-    let tp = throughput::throughput(
-        &r.arch,
-        &r.counts,
-        plan,
-        &r.layout,
-        &r.gpu,
-        &fabric,
-        &throughput::efficiency(gen),
-    );
+    let tp = r.throughput(&r.efficiency());
     let adapters = r.arch.lora_params_per_layer(plan.lora_rank) * r.arch.layers as f64;
     let (time, checkpoint, cost) =
         cost::estimate(plan, &r.counts, adapters, &tp, &r.instance, r.layout.gpus);

@@ -21,6 +21,30 @@ pub struct Resolved<'a> {
     pub layout: Layout,
 }
 
+impl Resolved<'_> {
+    /// The plan's step on this model, layout and hardware at `eff` (the
+    /// generation's calibrated efficiency in the report; a warning times
+    /// the same plan at other host costs).
+    pub fn throughput(&self, eff: &crate::throughput::Efficiency) -> crate::throughput::Throughput {
+        use crate::throughput::{throughput, Fabric};
+        let fabric = Fabric::of(&self.gpu, &self.instance, self.plan.ultraserver);
+        throughput(
+            &self.arch,
+            &self.counts,
+            self.plan,
+            &self.layout,
+            &self.gpu,
+            &fabric,
+            eff,
+        )
+    }
+
+    /// The generation's calibrated efficiency on this GPU.
+    pub fn efficiency(&self) -> crate::throughput::Efficiency {
+        crate::throughput::efficiency(crate::throughput::generation(&self.gpu))
+    }
+}
+
 /// Build the architecture the plan names: preset, quick size, then overrides.
 pub fn resolve_architecture(plan: &Plan) -> (Architecture, Phrase) {
     let (mut arch, name) = match plan.params_b {

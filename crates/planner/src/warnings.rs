@@ -7,6 +7,7 @@ use crate::plan::{Attention, Checkpointing, Implementation, Loss, Plan, Precisio
 use crate::report::Figures;
 use crate::resolve::{Message, Resolved};
 use crate::text::{Arg, Text};
+use crate::throughput::Efficiency;
 
 /// What every rule reads.
 pub struct Context<'a> {
@@ -455,22 +456,20 @@ const MOE_LAUNCH_SHARE: f64 = 0.05;
 /// CUDA graphs spends part of each step launching kernels from the host
 /// (#26: 3.1 ms per MoE layer and micro-batch for the dispatcher, 1.5 ms for
 /// the router, `throughput::HOST`); the fused dispatcher and CUDA graphs
-/// save it. The step is timed again with both on to say how much.
+/// save it. The step is timed again without those costs to say how much.
 fn moe_launch_bound(c: &Context) -> Option<Message> {
     let (plan, r) = (c.plan(), c.r);
     let megatron = plan.implementation == Implementation::Megatron;
     if !megatron || r.arch.moe.is_none() || (plan.moe_flex && plan.moe_graphs) {
         return None;
     }
-    let fused = Plan {
-        moe_flex: true,
-        moe_graphs: true,
-        ..plan.clone()
+    // The fused dispatcher and router graphs take their launch costs away.
+    let fused = Efficiency {
+        moe_router_launch: 0.0,
+        moe_alltoall_launch: 0.0,
+        ..r.efficiency()
     };
-    let fabric = crate::fabric::Fabric::of(&r.gpu, &r.instance, plan.ultraserver);
-    let eff = crate::throughput::efficiency(crate::throughput::generation(&r.gpu));
-    let t =
-        crate::throughput::throughput(&r.arch, &r.counts, &fused, &r.layout, &r.gpu, &fabric, &eff);
+    let t = r.throughput(&fused);
     let share = 1.0 - t.step_seconds / c.figures.throughput.step_seconds;
     if share.is_nan() || share <= MOE_LAUNCH_SHARE {
         return None;

@@ -75,7 +75,7 @@ catalog! {
     ThroughputChecked => "checked against published runs of this kind ({group}, n = {rows}): cross-validated median error {median}%, from {under}% to {over}%",
     ThroughputNearest => "derived — not checked against a measurement; the nearest checked kind ({group}, n = {rows}) has a cross-validated median error of {median}%, from {under}% to {over}%",
     ThroughputUnchecked => "derived — not checked against any measurement",
-    MoeComputeRough => "mixture-of-experts speed is rough: the experts' speed, an MoE layer's fixed cost and the host's launch costs (per expert, for a router outside CUDA graphs, for the all-to-all dispatcher), fitted on 18 published Megatron-Bridge runs (GPT-OSS-120B, Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3; balanced routing), leave them between -34% and +83% when each model's runs are left out of the fit; measure a few steps before you trust the time and cost",
+    MoeComputeRough => "mixture-of-experts speed is rough: fitted on 18 published Megatron-Bridge runs (GPT-OSS-120B, Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3; balanced routing), it comes out between -34% and +83% when each model's runs are left out of the fit; measure a few steps before you trust the time and cost",
     BlackwellBf16FromGb200 => "Blackwell's BF16 efficiency is fitted on GB200 runs only (NVIDIA DGX Cloud recipes; no published B200 or B300 BF16 run)",
 
     // ---- warnings (warnings.rs) ---------------------------------------------
@@ -114,7 +114,7 @@ catalog! {
     Fp32Slow => "FP32 runs far below tensor-core peak and doubles memory: use bf16",
     JobShorterThanAStep => "the job's {tokens} training tokens are fewer than one step's {step}: it runs one whole step, and the time and cost are that step's",
     NetworkBound => "{share}% of each step waits on communication that compute does not hide: the GPUs mostly idle; use fewer nodes, a faster network or less parallelism across nodes",
-    MoeLaunchBound => "the host launches this plan's MoE kernels one by one: Megatron's fused dispatcher (moe_flex=1, --moe-token-dispatcher-type flex) and the router in CUDA graphs (moe_graphs=1) would take {share}% off each step",
+    MoeLaunchBound => "the host launches this plan's MoE kernels one by one: the fused dispatcher (moe_flex=1) and the router in CUDA graphs (moe_graphs=1) would take {share}% off each step",
     CountsSaturated => "this plan's token or byte counts exceed what 64 bits hold: the figures shown are floors, not estimates",
 
     // ---- auto-plan: why a candidate wins (search.rs) ------------------------------
