@@ -633,9 +633,11 @@ pub fn neutral(generation: Generation) -> Efficiency {
         attention: 0.45,
         moe: 0.5,
         moe_layer_overhead: 1e-3,
-        moe_expert_launch: 1e-4,
-        moe_router_launch: 1e-3,
-        moe_alltoall_launch: 1e-3,
+        host: HostCosts {
+            moe_expert_launch: 1e-4,
+            moe_router_launch: 1e-3,
+            moe_alltoall_launch: 1e-3,
+        },
         ..efficiency(generation)
     }
 }
@@ -647,9 +649,9 @@ fn slot(e: &mut Efficiency, i: usize) -> &mut f64 {
         2 => &mut e.attention,
         3 => &mut e.moe,
         4 => &mut e.moe_layer_overhead,
-        5 => &mut e.moe_expert_launch,
-        6 => &mut e.moe_router_launch,
-        _ => &mut e.moe_alltoall_launch,
+        5 => &mut e.host.moe_expert_launch,
+        6 => &mut e.host.moe_router_launch,
+        _ => &mut e.host.moe_alltoall_launch,
     }
 }
 
@@ -710,10 +712,10 @@ pub fn fit_on(generation: Generation, cases: &[&Case], host: &HostCosts) -> (Eff
         false,
         false,
     ];
-    let start = match generation {
-        Generation::Blackwell => neutral(generation),
-        _ => with_host(neutral(generation), host),
-    };
+    let mut start = neutral(generation);
+    if generation != Generation::Blackwell {
+        start.host = *host;
+    }
     let (e, _) = descend(&dense, start, free);
     let moe_free = match (moe.is_empty(), generation) {
         (true, _) => [false; 8],
@@ -724,24 +726,6 @@ pub fn fit_on(generation: Generation, cases: &[&Case], host: &HostCosts) -> (Eff
     (e, loss(cases, &e))
 }
 
-fn with_host(e: Efficiency, host: &HostCosts) -> Efficiency {
-    Efficiency {
-        moe_expert_launch: host.moe_expert_launch,
-        moe_router_launch: host.moe_router_launch,
-        moe_alltoall_launch: host.moe_alltoall_launch,
-        ..e
-    }
-}
-
-/// The host's launch costs a fit found.
-pub fn host_of(e: &Efficiency) -> HostCosts {
-    HostCosts {
-        moe_expert_launch: e.moe_expert_launch,
-        moe_router_launch: e.moe_router_launch,
-        moe_alltoall_launch: e.moe_alltoall_launch,
-    }
-}
-
 /// The host's launch costs fitted on the Blackwell rows among `cases`.
 fn host_fit(cases: &[&Case]) -> HostCosts {
     let b: Vec<&Case> = cases
@@ -749,7 +733,22 @@ fn host_fit(cases: &[&Case]) -> HostCosts {
         .copied()
         .filter(|c| generation(c.gpu) == Generation::Blackwell)
         .collect();
-    host_of(&fit_on(Generation::Blackwell, &b, &HOST).0)
+    fit_on(Generation::Blackwell, &b, &HOST).0.host
+}
+
+/// The host's launch costs fitted without `arch`'s rows (`others`), once
+/// per architecture.
+fn host_without<'a>(
+    hosts: &mut Vec<(&'a Architecture, HostCosts)>,
+    arch: &'a Architecture,
+    others: &[&Case],
+) -> HostCosts {
+    if let Some((_, h)) = hosts.iter().find(|(a, _)| *a == arch) {
+        return *h;
+    }
+    let h = host_fit(others);
+    hosts.push((arch, h));
+    h
 }
 
 /// Fit every generation on all its rows (`plan calibrate --fit`):
@@ -791,14 +790,10 @@ pub fn cross_validated() -> Vec<Prediction> {
                 .collect();
             let needs_host =
                 g != Generation::Blackwell && mine.iter().any(|o| o.arch.moe.is_some());
-            let host = match hosts.iter().position(|(a, _)| **a == c.arch) {
-                _ if !needs_host => HOST,
-                Some(i) => hosts[i].1,
-                None => {
-                    let h = host_fit(&others);
-                    hosts.push((&c.arch, h));
-                    h
-                }
+            let host = if needs_host {
+                host_without(&mut hosts, &c.arch, &others)
+            } else {
+                HOST
             };
             predict_with(c, &fit_on(g, &mine, &host).0)
         })

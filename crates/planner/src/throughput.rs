@@ -73,16 +73,8 @@ pub struct Efficiency {
     /// Qwen3-30B-A3B runs 2.6x faster per token at micro-batch 4 than at 1
     /// on Blackwell). Fitted on the MoE rows. See `moe_host_cost`.
     pub moe_layer_overhead: f64,
-    /// Seconds per MoE layer and micro-batch per expert on the GPU: their
-    /// grouped GEMMs' per-expert launches. The host's, not the GPU's:
-    /// fitted on Blackwell's MoE rows and taken for every generation.
-    pub moe_expert_launch: f64,
-    /// Seconds per MoE layer and micro-batch when the router and its
-    /// preprocessing are not CUDA graphs (`Plan::moe_graphs`). The host's.
-    pub moe_router_launch: f64,
-    /// Seconds per MoE layer and micro-batch the all-to-all dispatcher costs
-    /// over a fused one (`Plan::moe_flex`). The host's.
-    pub moe_alltoall_launch: f64,
+    /// The host's launch costs of an MoE layer (`HOST` on every generation).
+    pub host: HostCosts,
 }
 
 /// The host's launch costs of an MoE layer per micro-batch, forward and
@@ -93,10 +85,16 @@ pub struct Efficiency {
 /// 0.19 ms per expert on the GPU (~40 launches of ~5 µs), 1.5 ms for a
 /// router and preprocessing outside CUDA graphs, 3.1 ms for the all-to-all
 /// dispatcher over DeepEP/HybridEP.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct HostCosts {
+    /// Seconds per MoE layer and micro-batch per expert on the GPU: their
+    /// grouped GEMMs' per-expert launches.
     pub moe_expert_launch: f64,
+    /// Seconds per MoE layer and micro-batch when the router and its
+    /// preprocessing are not CUDA graphs (`Plan::moe_graphs`).
     pub moe_router_launch: f64,
+    /// Seconds per MoE layer and micro-batch the all-to-all dispatcher costs
+    /// over a fused one (`Plan::moe_flex`).
     pub moe_alltoall_launch: f64,
 }
 
@@ -119,9 +117,7 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         overlap: 0.85,
         moe: 1.0,
         moe_layer_overhead: 0.0,
-        moe_expert_launch: HOST.moe_expert_launch,
-        moe_router_launch: HOST.moe_router_launch,
-        moe_alltoall_launch: HOST.moe_alltoall_launch,
+        host: HOST,
     };
     match generation {
         // Fitted on 8 A100 rows: torchtitan 2024, Korthikanti et al. 2022.
@@ -459,14 +455,14 @@ fn moe_host_cost(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
     let router = if s.plan.moe_graphs {
         0.0
     } else {
-        s.eff.moe_router_launch
+        s.eff.host.moe_router_launch
     };
     let dispatcher = if s.plan.moe_flex {
         0.0
     } else {
-        s.eff.moe_alltoall_launch
+        s.eff.host.moe_alltoall_launch
     };
-    s.eff.moe_layer_overhead + local * s.eff.moe_expert_launch + router + dispatcher
+    s.eff.moe_layer_overhead + local * s.eff.host.moe_expert_launch + router + dispatcher
 }
 
 /// Tokens per expert at which a grouped GEMM runs at half its efficiency on

@@ -7,7 +7,7 @@ use crate::plan::{Attention, Checkpointing, Implementation, Loss, Plan, Precisio
 use crate::report::Figures;
 use crate::resolve::{Message, Resolved};
 use crate::text::{Arg, Text};
-use crate::throughput::Efficiency;
+use crate::throughput::{Efficiency, HostCosts};
 
 /// What every rule reads.
 pub struct Context<'a> {
@@ -464,10 +464,14 @@ fn moe_launch_bound(c: &Context) -> Option<Message> {
         return None;
     }
     // The fused dispatcher and router graphs take their launch costs away.
+    let eff = r.efficiency();
     let fused = Efficiency {
-        moe_router_launch: 0.0,
-        moe_alltoall_launch: 0.0,
-        ..r.efficiency()
+        host: HostCosts {
+            moe_router_launch: 0.0,
+            moe_alltoall_launch: 0.0,
+            ..eff.host
+        },
+        ..eff
     };
     let t = r.throughput(&fused);
     let share = 1.0 - t.step_seconds / c.figures.throughput.step_seconds;

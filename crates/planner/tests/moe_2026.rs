@@ -170,6 +170,11 @@ fn recompute_modules_drop_what_they_recompute() {
     assert!(bad.notices[0].message().contains("mla_up_proj"));
 }
 
+/// Qwen3-30B-A3B in FP8 on one 8 x B200 node at EP 8, micro-batch 1, 4
+/// micro-batches, no recomputation, Megatron's default dispatcher.
+const QWEN3_30B_ON_8_B200: &str = "model=qwen3-30b-a3b&impl=megatron&precision=fp8&ckpt=none\
+    &seq=4096&mb=1&ga=4&instance=ml.p6-b200.48xlarge&nodes=1&ep=8&zero=1";
+
 /// The host's launch costs per MoE layer and micro-batch (#26): with the
 /// fused dispatcher (`moe_flex=1`) a step of Qwen3-30B-A3B on 8 B200s (48
 /// MoE layers, 4 micro-batches, no recomputation) saves by hand 48 x 4 x
@@ -179,8 +184,7 @@ fn recompute_modules_drop_what_they_recompute() {
 #[test]
 fn fused_dispatcher_and_router_graphs_save_their_launch_costs() {
     use planner::throughput::HOST;
-    let base = "model=qwen3-30b-a3b&impl=megatron&precision=fp8&ckpt=none&seq=4096&mb=1&ga=4\
-                &instance=ml.p6-b200.48xlarge&nodes=1&ep=8&zero=1";
+    let base = QWEN3_30B_ON_8_B200;
     let compute = |extra: &str| {
         let d = Plan::from_query(&format!("{base}{extra}"));
         assert!(d.notices.is_empty(), "{:?}", d.notices);
@@ -208,8 +212,7 @@ fn fused_dispatcher_and_router_graphs_save_their_launch_costs() {
 /// with both on, and Hugging Face's, say nothing.
 #[test]
 fn launch_bound_moe_plans_offer_the_fused_dispatcher() {
-    let base = "model=qwen3-30b-a3b&impl=megatron&precision=fp8&ckpt=none&seq=4096&mb=1&ga=4\
-                &instance=ml.p6-b200.48xlarge&nodes=1&ep=8&zero=1";
+    let base = QWEN3_30B_ON_8_B200;
     let launch_bound = |q: &str| {
         evaluate(&Plan::from_query(q).plan)
             .warnings

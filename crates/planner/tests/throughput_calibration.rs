@@ -156,9 +156,9 @@ fn every_calibrated_constant_is_pinned_by_a_row() {
     let fields: [(&str, Field); 11] = [
         ("moe", |e| &mut e.moe),
         ("moe_layer_overhead", |e| &mut e.moe_layer_overhead),
-        ("moe_expert_launch", |e| &mut e.moe_expert_launch),
-        ("moe_router_launch", |e| &mut e.moe_router_launch),
-        ("moe_alltoall_launch", |e| &mut e.moe_alltoall_launch),
+        ("moe_expert_launch", |e| &mut e.host.moe_expert_launch),
+        ("moe_router_launch", |e| &mut e.host.moe_router_launch),
+        ("moe_alltoall_launch", |e| &mut e.host.moe_alltoall_launch),
         ("gemm", |e| &mut e.gemm),
         ("fp8_gemm", |e| &mut e.fp8_gemm),
         ("attention", |e| &mut e.attention),
@@ -262,17 +262,17 @@ fn fit_from_a_neutral_start_reproduces_the_shipped_parameters() {
             for (name, f, s) in [
                 (
                     "moe_expert_launch",
-                    fitted.moe_expert_launch,
+                    fitted.host.moe_expert_launch,
                     host.moe_expert_launch,
                 ),
                 (
                     "moe_router_launch",
-                    fitted.moe_router_launch,
+                    fitted.host.moe_router_launch,
                     host.moe_router_launch,
                 ),
                 (
                     "moe_alltoall_launch",
-                    fitted.moe_alltoall_launch,
+                    fitted.host.moe_alltoall_launch,
                     host.moe_alltoall_launch,
                 ),
             ] {

@@ -124,9 +124,9 @@ fn calibrate(flags: &[String]) {
             if g == planner::throughput::Generation::Blackwell {
                 outln!(
                     "host (every generation): moe_expert_launch {:.6} moe_router_launch {:.6} moe_alltoall_launch {:.6}",
-                    e.moe_expert_launch,
-                    e.moe_router_launch,
-                    e.moe_alltoall_launch
+                    e.host.moe_expert_launch,
+                    e.host.moe_router_launch,
+                    e.host.moe_alltoall_launch
                 );
             }
         }
