@@ -6,7 +6,7 @@ use crate::format::{num, tr};
 use leptos::prelude::*;
 use planner::architecture::{from_hf_config, presets, Mlp};
 use planner::hardware::{gpu, instances, PriceBasis};
-use planner::plan::{Checkpointing, Implementation, Plan};
+use planner::plan::{Checkpointing, Plan, Stack};
 use planner::text::{render, Lang, Text};
 
 type Label = Text;
@@ -116,11 +116,11 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
                 options=vec![("plain", Text::PlainLogits), ("fused", Text::FusedChunked)]
                 get=|p| p.loss.key().to_string() />
         </div>
-        <SelectField ctx=ctx key="impl" label=Text::Implementation
+        <SelectField ctx=ctx key="impl" label=Text::Stack
             options=vec![("hf", Text::HuggingFaceTransformersTrainer), ("megatron", Text::MegatronTransformerEngine)]
-            get=|p| p.implementation.key().to_string() />
+            get=|p| p.stack.key().to_string() />
         // What only Megatron runs (the exported Hugging Face script does not).
-        <Show when=move || plan_is(ctx, |p| p.implementation == Implementation::Megatron)>
+        <Show when=move || plan_is(ctx, |p| p.stack == Stack::Megatron)>
             <CheckField ctx=ctx key="grad_bf16" label=Text::GradReduceBf16 get=|p| p.grad_bf16 />
             <CheckField ctx=ctx key="fp8_params" label=Text::Fp8ParamGather get=|p| p.fp8_params />
             <CheckField ctx=ctx key="bf16_moments" label=Text::Bf16Moments get=|p| p.bf16_moments />

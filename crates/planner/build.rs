@@ -49,6 +49,7 @@ fn main() {
         "sagemaker_prices.csv",
         "coverage.json",
         "sdk.json",
+        "attention_kernels.csv",
     ];
     for name in names {
         println!("cargo:rerun-if-changed=data/{name}");

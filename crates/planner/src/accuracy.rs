@@ -12,23 +12,11 @@ use crate::calibration::{
 };
 use crate::json::{named, req, FromJson, Json};
 use crate::memory::{breakdown, Layout, Stages, CUDA_CONTEXT_BYTES};
-use crate::plan::{Attention, Checkpointing, Implementation, Optimizer, Plan, Precision};
+use crate::plan::{Attention, Checkpointing, Optimizer, Plan, Precision, Stack};
 use crate::text::{Arg, Phrase, Text};
 use crate::throughput::{generation, Fabric, Generation};
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
-
-/// The software a run used.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stack {
-    /// Megatron-LM / NeMo / Megatron-Bridge with TransformerEngine.
-    Megatron,
-    /// PyTorch-native FSDP2 (torchtitan).
-    Torchtitan,
-    /// Hugging Face Transformers + Trainer / accelerate (what the export runs).
-    HfTrainer,
-}
 
 /// How a job is split over its GPUs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -64,13 +52,9 @@ impl Group {
         gen: Generation,
         fabric: &Fabric,
     ) -> Group {
-        let stack = match plan.implementation {
-            Implementation::Megatron => Stack::Megatron,
-            Implementation::Hf => Stack::HfTrainer,
-        };
         Group {
             moe: arch.moe.is_some(),
-            ..Group::with_stack(plan, layout, gen, fabric, stack)
+            ..Group::with_stack(plan, layout, gen, fabric, plan.stack)
         }
     }
 
@@ -92,16 +76,15 @@ impl Group {
     }
 
     fn of_case(c: &Case) -> Group {
-        let stack = if c.is_torchtitan() {
-            Stack::Torchtitan
-        } else if c.id.starts_with("HF") {
-            Stack::HfTrainer
-        } else {
-            Stack::Megatron
-        };
         Group {
             moe: c.arch.moe.is_some(),
-            ..Group::with_stack(&c.plan, &c.layout, generation(c.gpu), &c.fabric, stack)
+            ..Group::with_stack(
+                &c.plan,
+                &c.layout,
+                generation(c.gpu),
+                &c.fabric,
+                c.plan.stack,
+            )
         }
     }
 
@@ -116,7 +99,7 @@ impl Group {
         let stack = match self.stack {
             Stack::Megatron => "Megatron",
             Stack::Torchtitan => "torchtitan FSDP2",
-            Stack::HfTrainer => "HF Trainer",
+            Stack::Hf => "HF Trainer",
         };
         let precision = if self.fp8 { "FP8" } else { "BF16" };
         let nvl = if self.nvl72 { ", NVL72" } else { "" };
@@ -976,9 +959,9 @@ impl FromJson for Generation {
 impl FromJson for Stack {
     fn from_json(j: &Json) -> Result<Self, String> {
         named(j, |s| match s {
-            "megatron" => Some(Stack::Megatron),
-            "torchtitan" => Some(Stack::Torchtitan),
-            "hf_trainer" => Some(Stack::HfTrainer),
+            "Megatron" => Some(Stack::Megatron),
+            "Torchtitan" => Some(Stack::Torchtitan),
+            "Hf" => Some(Stack::Hf),
             _ => None,
         })
     }

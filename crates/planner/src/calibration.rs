@@ -4,7 +4,7 @@
 use crate::architecture::{Architecture, Mlp};
 use crate::hardware;
 use crate::memory::{Layout, Stages};
-use crate::plan::{Checkpointing, Implementation, Plan, Precision};
+use crate::plan::{Checkpointing, Plan, Precision, Stack};
 use crate::throughput::{
     efficiency, generation, throughput, Efficiency, Fabric, Generation, HostCosts, HOST,
 };
@@ -136,7 +136,10 @@ fn row_checkpointing(ac: &str, torchtitan: bool) -> Checkpointing {
 }
 
 /// NVL72 racks share one NVLink domain; DGX nodes have 8 GPUs with one
-/// 400 Gb/s NIC each (A100: 200 Gb/s).
+/// 400 Gb/s NIC each (A100: 200 Gb/s). NCCL runs over their InfiniBand as
+/// over p5's EFA: 4-node H100 all-reduces over 8 x 400G InfiniBand read
+/// 331-366 GB/s (NVIDIA/nccl-tests#309; aigatech/vpbenchmarking), p5's
+/// 357 (data/nccl_tests.csv), so p5's fitted figures are taken.
 fn row_fabric(gpu: &hardware::Gpu) -> Fabric {
     let nvl72 = gpu.id.starts_with("GB");
     let nic = if gpu.id.starts_with("A100") {
@@ -144,7 +147,11 @@ fn row_fabric(gpu: &hardware::Gpu) -> Fabric {
     } else {
         50e9
     };
-    Fabric::new(gpu, if nvl72 { 72 } else { 8 }, nic)
+    let p5 = hardware::instance(hardware::NCCL_REFERENCE)
+        .and_then(|i| i.nccl)
+        .expect("p5 has measured NCCL figures");
+    let network = crate::fabric::Network::measured(&p5, nic);
+    Fabric::new(gpu, if nvl72 { 72 } else { 8 }, network)
 }
 
 impl Case {
@@ -157,11 +164,6 @@ impl Case {
             id if id.contains("B300") => "ml.p6-b300.48xlarge",
             _ => "ml.p6e-gb200.36xlarge",
         }
-    }
-
-    /// A torchtitan run (the `tt_` rows): its own entry point and FSDP2.
-    pub fn is_torchtitan(&self) -> bool {
-        self.id.starts_with("tt_")
     }
 
     /// The page's link to this row's run: its shape (an MoE row's preset,
@@ -193,7 +195,7 @@ impl Case {
         }
         let l = &self.layout;
         (p.tp, p.pp, p.cp, p.ep) = (l.tp, l.pp, l.cp, l.ep);
-        if self.is_torchtitan() {
+        if self.plan.stack == Stack::Torchtitan {
             // torchtitan's own entry point, not the bundle's data-parallel
             // train.py: its 2D rows run tensor parallelism.
             p.entry = "torchtitan/train.py".into();
@@ -366,6 +368,10 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
         // materialises the scores (that is what selective recomputation drops).
         attention: if id.starts_with("korthikanti") || id.starts_with("megatron21") {
             crate::plan::Attention::Eager
+        } else if torchtitan {
+            // torchtitan's 2024 runs predate its cuDNN attention
+            // (pytorch/torchtitan#1000, March 2025): SDPA ran FlashAttention-2.
+            crate::plan::Attention::Fa2
         } else {
             crate::plan::Attention::Flash
         },
@@ -381,11 +387,13 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
         mtp: stated(notes, "MTP").map_or(0, |v| v as u64),
         pp_first: d.pp_first,
         pp_last: d.pp_last,
-        implementation: if torchtitan {
-            Implementation::Hf
+        stack: if torchtitan {
+            Stack::Torchtitan
         } else {
-            Implementation::Megatron
+            Stack::Megatron
         },
+        // torchtitan's rows say where they ran torch.compile.
+        compile: notes.contains("compile") && !notes.contains("no compile"),
         zero: if fsdp.contains("FSDP") && !fsdp.contains("FSDP=0") {
             3
         } else {
@@ -500,7 +508,7 @@ fn hf_case(r: &Row) -> Option<Case> {
             Precision::Bf16
         },
         checkpointing: Checkpointing::Full,
-        implementation: Implementation::Hf,
+        stack: Stack::Hf,
         train,
         zero: 3,
         ..Plan::default()
@@ -597,9 +605,10 @@ pub const FITTED: [Generation; 4] = [
     Generation::Blackwell,
 ];
 
-/// Physical bounds of the fitted parameters: BF16 GEMM, FP8 GEMM and
-/// flash-attention efficiency (fractions of the dense peak), and the routed
-/// experts' speed relative to dense GEMMs. GEMMs reach from 0.4: SimuMax's
+/// Physical bounds of the fitted parameters: BF16 GEMM and FP8 GEMM
+/// efficiency (fractions of the dense peak), the share of its benchmarked
+/// speed a power-capped part's attention kernel sustains (0.5-1: its clocks
+/// at 500 W), and the routed experts' speed relative to dense GEMMs. GEMMs reach from 0.4: SimuMax's
 /// microbenchmarks of 514 dense GEMM shapes on B200 measure 0.158 / 0.485 /
 /// 0.655 of the 2,250 TFLOP/s peak (min / median / max;
 /// megatron_and_b200_facts.md §3), so a lower bound of 0.5 held Blackwell
@@ -611,7 +620,7 @@ pub const FITTED: [Generation; 4] = [
 const BOUNDS: [(f64, f64); 8] = [
     (0.4, 0.85),
     (0.35, 0.75),
-    (0.25, 0.7),
+    (0.5, 1.0),
     (0.1, 1.0),
     (1e-5, 0.02),
     (1e-6, 1e-3),
@@ -630,7 +639,11 @@ pub fn neutral(generation: Generation) -> Efficiency {
     Efficiency {
         gemm: 0.65,
         fp8_gemm: 0.55,
-        attention: 0.45,
+        attention: if generation == Generation::HopperPowerCapped {
+            0.75
+        } else {
+            1.0
+        },
         moe: 0.5,
         moe_layer_overhead: 1e-3,
         host: HostCosts {
@@ -702,10 +715,13 @@ pub fn fit_on(generation: Generation, cases: &[&Case], host: &HostCosts) -> (Eff
     let (moe, dense): (Vec<&Case>, Vec<&Case>) =
         cases.iter().copied().partition(|c| c.arch.moe.is_some());
     let has = |p: Precision| dense.iter().any(|c| c.plan.precision == p);
+    // Attention runs at its kernel's benchmarked speed (kernels.rs); only a
+    // power-capped part fits the share of it that its clocks sustain.
+    let capped = generation == Generation::HopperPowerCapped;
     let free = [
         has(Precision::Bf16),
         has(Precision::Fp8),
-        !dense.is_empty(),
+        capped && !dense.is_empty(),
         false,
         false,
         false,

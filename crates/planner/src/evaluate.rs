@@ -134,11 +134,8 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
 /// worst error either way. Outside, the other checks speak.
 fn measured_on_gpu(r: &Resolved<'_>, stats: &crate::accuracy::MemoryStats) -> Option<Accuracy> {
     let l = &r.layout;
-    let hf_dp = r.plan.implementation == crate::plan::Implementation::Hf
-        && l.tp == 1
-        && l.pp == 1
-        && l.cp == 1
-        && l.ep == 1;
+    let hf_dp =
+        r.plan.stack == crate::plan::Stack::Hf && l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1;
     let inside = stats.rows > 0
         && stats
             .envelope
@@ -207,10 +204,10 @@ enum MemoryKind {
 /// The oracle runs the HF stack data parallel (FSDP2 or one GPU), dense
 /// models, AdamW, fp32 / BF16 / pure BF16, full training or LoRA, no offloading.
 fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
-    use crate::plan::{Implementation, Optimizer, Training};
+    use crate::plan::{Optimizer, Stack, Training};
     let (plan, layout) = (r.plan, &r.layout);
     let parallel = layout.tp > 1 || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
-    let hf_dense = plan.implementation == Implementation::Hf
+    let hf_dense = plan.stack == Stack::Hf
         && !parallel
         && !plan.offload
         && r.arch.moe.is_none()

@@ -8,9 +8,7 @@
 
 use crate::evaluate::evaluate;
 use crate::json::{req, FromJson, Json};
-use crate::plan::{
-    Attention, Checkpointing, Implementation, Loss, Optimizer, Plan, Precision, Training,
-};
+use crate::plan::{Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Stack, Training};
 use crate::report::Report;
 use crate::throughput::Generation;
 use serde::Serialize;
@@ -203,9 +201,8 @@ fn ctx(plan: &Plan) -> Ctx<'_> {
     let report = evaluate(plan);
     let gpu = crate::hardware::instance(&plan.instance).and_then(|i| crate::hardware::gpu(&i.gpu));
     let blackwell = report.throughput.generation == Generation::Blackwell;
-    let smp_wanted = plan.shard.is_some()
-        || plan.offload
-        || (plan.tp > 1 && plan.implementation == Implementation::Hf);
+    let smp_wanted =
+        plan.shard.is_some() || plan.offload || (plan.tp > 1 && plan.stack == Stack::Hf);
     // SMP v2 images run on ml.p4d, ml.p4de and ml.p5* (Ampere/Hopper).
     let smp_instance = ["ml.p4d.", "ml.p4de.", "ml.p5.", "ml.p5e.", "ml.p5en."]
         .iter()
@@ -337,7 +334,7 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
     items.push((
         "attn_implementation",
         py_str(match p.attention {
-            Attention::Flash => "sdpa",
+            Attention::Flash | Attention::Fa2 | Attention::Cudnn => "sdpa",
             Attention::Eager => "eager",
         }),
     ));

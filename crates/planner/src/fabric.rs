@@ -1,6 +1,8 @@
 //! The links a job's collectives run over, and what one collective costs on
 //! them: bytes at the link's measured bus bandwidth for that collective, plus
-//! a fixed and a per-hop latency (#23: collectives at measured speed).
+//! a fixed and a per-hop latency (#23: collectives at measured speed); and the
+//! network between nodes as NCCL uses it (#35): rings with a channel per NIC,
+//! so a ring that spans nodes crosses each node boundary on all of them.
 //!
 //! Sources (../shared/data/megatron_and_b200_facts.md):
 //! - NVLink 5 (B200, GB200, B300, GB300): SimuMax v1.2 at 4dcaae51,
@@ -11,10 +13,13 @@
 //! - NVLink 4 (H100, H200): ~370 GB/s effective all-gather / reduce-scatter
 //!   bus bandwidth of 450 GB/s (NCCL maintainer, NVIDIA/nccl-tests#212).
 //!   Latencies not published: NVLink 5's are taken.
-//! - Older links and the network: 80% of the line rate (NCCL's usual bus
-//!   bandwidth, not measured here), NVLink 5's latencies.
+//! - Older links: 80% of the line rate (NCCL's usual bus bandwidth, not
+//!   measured here), NVLink 5's latencies.
+//! - The network: each instance's `nccl` entry in data/hardware.json, fitted
+//!   to published nccl-tests runs over EFA (data/nccl_tests.csv, which a test
+//!   reproduces); instances without a run take the nearest one's, and say so.
 
-use crate::hardware::{Gpu, Instance};
+use crate::hardware::{Gpu, Instance, Nccl};
 use serde::Serialize;
 
 /// The collectives a training step runs.
@@ -133,6 +138,120 @@ impl Link {
     }
 }
 
+/// The network between NVLink domains as NCCL's collectives use it (#35).
+/// A ring runs one channel per NIC, so a ring that spans nodes crosses each
+/// node boundary on all of the NICs its ranks' GPUs own: its bus bandwidth
+/// is the ranks' share of the node's network, not one GPU's. Each ring step
+/// adds a latency across the network; an all-reduce takes NCCL's tree where
+/// that is faster (few bytes on many nodes); an all-to-all crosses on each
+/// GPU's own NICs (NCCL cannot spread one GPU's peers over another's,
+/// NVIDIA/nccl-tests#119). Fitted to each instance's published nccl-tests runs
+/// (hardware.json `nccl`, data/nccl_tests.csv).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Network {
+    /// Bytes/s per GPU and direction at line rate: the node's NICs shared by its GPUs.
+    pub per_gpu: f64,
+    /// A ring's bus bandwidth as a share of the line rate it crosses nodes on.
+    pub ring: f64,
+    /// Seconds each ring step adds across the network.
+    pub step: f64,
+    /// The tree all-reduce's bandwidth as a share of the ring's.
+    pub tree: f64,
+    /// Seconds per level of the tree, up and down.
+    pub level: f64,
+    /// An all-to-all's bus bandwidth as a share of each GPU's own line rate.
+    pub alltoall: f64,
+    /// Seconds per peer of an all-to-all.
+    pub peer: f64,
+    /// Fitted to this instance's own runs (false: the nearest instance's, or nominal).
+    pub measured: bool,
+}
+
+impl Network {
+    /// An instance's network between nodes: its GPUs' share of its line
+    /// rate, as NCCL used it in the published runs (`nccl`), else nominal.
+    pub fn of(instance: &Instance) -> Network {
+        let per_gpu = instance.network_per_gpu();
+        match &instance.nccl {
+            Some(n) => Network::measured(n, per_gpu),
+            None => Network::nominal(per_gpu),
+        }
+    }
+
+    /// The network published figures describe at `per_gpu` bytes/s of line
+    /// rate per GPU.
+    pub fn measured(n: &Nccl, per_gpu: f64) -> Network {
+        Network {
+            per_gpu,
+            ring: n.ring,
+            step: n.step_us * 1e-6,
+            tree: n.tree,
+            level: n.level_us * 1e-6,
+            alltoall: n.alltoall,
+            peer: n.peer_us * 1e-6,
+            measured: n.measured,
+        }
+    }
+
+    /// An instance with no published run: 80% of line rate (the share
+    /// NCCL's bus bandwidth usually reaches), p5's fitted latencies and tree.
+    pub fn nominal(per_gpu: f64) -> Network {
+        let reference = crate::hardware::instance(crate::hardware::NCCL_REFERENCE)
+            .and_then(|i| i.nccl)
+            .expect("the reference instance has measured NCCL figures (tests/network.rs)");
+        Network {
+            ring: 0.8,
+            alltoall: 0.8,
+            measured: false,
+            ..Network::measured(&reference, per_gpu)
+        }
+    }
+
+    /// The network as one GPU's link: what point-to-point sends (pipeline,
+    /// context-parallel rings) and tensor-parallel groups that leave the
+    /// domain get.
+    pub fn link(&self) -> Link {
+        let r = self.ring;
+        Link {
+            line_rate: self.per_gpu,
+            efficiency: [r, r, r, self.alltoall],
+            hop_latency: [self.step, self.step, self.step, self.peer],
+            fixed_latency: NVLINK5_FIXED,
+        }
+    }
+
+    /// Seconds of one collective of `bytes` per rank over `n` ranks spread
+    /// `d` to a domain, with `intra` inside the domains: a ring at the
+    /// slower of the domain's link and the ranks' share of the network (an
+    /// all-reduce at the faster of that ring and NCCL's tree); an all-to-all
+    /// sends the `(n - d) / n` of its buffer bound for other domains on each
+    /// GPU's own share.
+    pub fn seconds(&self, c: Collective, n: u64, d: u64, bytes: f64, intra: &Link) -> f64 {
+        let (nf, df) = (n as f64, d.clamp(1, n) as f64);
+        let fixed = intra.fixed_latency[c.index()];
+        if c == Collective::AllToAll {
+            let crossing = bytes * (nf - df) / nf;
+            return crossing / (self.per_gpu * self.alltoall) + (nf - 1.0) * self.peer + fixed;
+        }
+        let bw = (df * self.per_gpu * self.ring).min(intra.line_rate);
+        let steps = if c == Collective::AllReduce {
+            2.0 * (nf - 1.0)
+        } else {
+            nf - 1.0
+        };
+        let ring = c.traffic(nf) * bytes / bw + steps * self.step + fixed;
+        if c != Collective::AllReduce {
+            return ring;
+        }
+        let domains = (nf / df).ceil();
+        let tree = c.traffic(nf) * bytes / (bw * self.tree)
+            + 2.0 * domains.log2() * self.level
+            + 2.0 * (df - 1.0) * intra.hop_latency[c.index()]
+            + fixed;
+        ring.min(tree)
+    }
+}
+
 /// The links a job's collectives run over.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Fabric {
@@ -140,54 +259,59 @@ pub struct Fabric {
     pub gpus_per_domain: u64,
     /// The link inside a domain.
     pub intra: Link,
-    /// The network between domains, per GPU.
-    pub inter: Link,
+    /// The network between domains.
+    pub network: Network,
     /// Collectives across domains are hierarchical (multi-node NVLink domains).
     pub hierarchical: bool,
 }
 
 impl Fabric {
-    /// NVLink (or PCIe) inside the instance; the instance's network shared by
-    /// its GPUs between instances. `ultraserver` GPUs share one NVLink domain
-    /// on a GB200 UltraServer; elsewhere the domain is the instance.
+    /// NVLink (or PCIe) inside the instance; the instance's network between
+    /// instances. `ultraserver` GPUs share one NVLink domain on a GB200
+    /// UltraServer; elsewhere the domain is the instance.
     pub fn of(gpu: &Gpu, instance: &Instance, ultraserver: u64) -> Fabric {
         let per_node = instance.gpu_count.max(1);
-        let network_per_gpu = instance.network_gbps() / 8.0 * 1e9 / per_node as f64;
+        let network = Network::of(instance);
         if crate::hardware::is_ultraserver(&instance.instance_type) {
             Fabric {
                 hierarchical: true,
-                ..Fabric::new(gpu, ultraserver.max(per_node), network_per_gpu)
+                ..Fabric::new(gpu, ultraserver.max(per_node), network)
             }
         } else {
-            Fabric::new(gpu, per_node, network_per_gpu)
+            Fabric::new(gpu, per_node, network)
         }
     }
 
-    /// `gpus_per_domain` GPUs on the GPU's link, and `network_per_gpu`
-    /// bytes/s per direction of network each beyond it.
-    pub fn new(gpu: &Gpu, gpus_per_domain: u64, network_per_gpu: f64) -> Fabric {
+    /// `gpus_per_domain` GPUs on the GPU's link, and `network` beyond it.
+    pub fn new(gpu: &Gpu, gpus_per_domain: u64, network: Network) -> Fabric {
         Fabric {
             gpus_per_domain,
             intra: Link::of_gpu(gpu),
-            inter: Link::nominal(network_per_gpu),
+            network,
             hierarchical: false,
         }
     }
 
     /// Seconds of one collective of `bytes` per rank over `n` ranks `stride`
     /// GPUs apart. Inside a domain it runs on the domain's link; across
-    /// domains at the network's speed, or, on an UltraServer, hierarchically:
-    /// the `d` ranks of each domain exchange over NVLink, and only each rank's
-    /// `1/d` share crosses the network (NCCL with MNNVL;
-    /// gb200_nvl72_and_uneven_pp.md §5).
+    /// domains as NCCL runs it over the network (`Network::seconds`), or, on
+    /// an UltraServer, hierarchically: the `d` ranks of each domain exchange
+    /// over NVLink, and only each rank's `1/d` share crosses the network, on
+    /// its own NICs (NCCL with MNNVL; gb200_nvl72_and_uneven_pp.md §5).
     pub fn seconds(&self, c: Collective, n: u64, stride: u64, bytes: f64) -> f64 {
-        let d = (self.gpus_per_domain / stride.max(1)).max(1);
-        let hierarchical = self.hierarchical && n > d && d > 1 && c != Collective::AllToAll;
-        if !hierarchical {
-            return self.link(n, stride).seconds(c, n as f64, bytes);
+        if n <= 1 {
+            return 0.0;
         }
-        let (d, k) = (d as f64, (n as f64 / d as f64).ceil());
-        self.intra.seconds(c, d, bytes) + self.inter.seconds(c, k, bytes / d)
+        let d = (self.gpus_per_domain / stride.max(1)).clamp(1, n);
+        if !self.crosses(n, stride) {
+            return self.intra.seconds(c, n as f64, bytes);
+        }
+        if self.hierarchical && d > 1 && c != Collective::AllToAll {
+            let k = n.div_ceil(d);
+            return self.intra.seconds(c, d as f64, bytes)
+                + self.network.seconds(c, k, 1, bytes / d as f64, &self.intra);
+        }
+        self.network.seconds(c, n, d, bytes, &self.intra)
     }
 
     /// Whether a group of `n` ranks `stride` GPUs apart leaves the NVLink domain.
@@ -195,12 +319,13 @@ impl Fabric {
         n > 1 && n * stride > self.gpus_per_domain
     }
 
-    /// The link a group of `n` ranks `stride` GPUs apart runs on.
-    pub fn link(&self, n: u64, stride: u64) -> &Link {
+    /// The link one rank of a group of `n` ranks `stride` GPUs apart sends
+    /// on: the domain's, or its GPU's share of the network.
+    pub fn link(&self, n: u64, stride: u64) -> Link {
         if n * stride <= self.gpus_per_domain {
-            &self.intra
+            self.intra
         } else {
-            self.inter.slower(&self.intra)
+            *self.network.link().slower(&self.intra)
         }
     }
 }

@@ -71,13 +71,56 @@ pub struct Instance {
     /// Network bandwidth per instance in Gbit/s: a number, "up to N", or absent.
     #[serde(skip)]
     pub network_gbps: Json,
+    /// How NCCL used its network in published nccl-tests runs, where one
+    /// was found (its own, or the nearest instance's).
+    #[serde(skip)]
+    pub nccl: Option<Nccl>,
     pub source: String,
 }
+
+/// An instance's network as NCCL's collectives used it in published
+/// nccl-tests runs (hardware.json `nccl`, each with its source; fitted by
+/// tests/network.rs to data/nccl_tests.csv): `fabric::Network::measured`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Nccl {
+    pub ring: f64,
+    pub step_us: f64,
+    pub tree: f64,
+    pub level_us: f64,
+    pub alltoall: f64,
+    pub peer_us: f64,
+    /// Fitted to this instance's runs; false: the nearest instance's figures.
+    pub measured: bool,
+}
+
+impl FromJson for Nccl {
+    fn from_json(j: &Json) -> Result<Self, String> {
+        Ok(Nccl {
+            ring: req(j, "ring")?,
+            step_us: req(j, "step_us")?,
+            tree: req(j, "tree")?,
+            level_us: req(j, "level_us")?,
+            alltoall: req(j, "alltoall")?,
+            peer_us: req(j, "peer_us")?,
+            measured: req::<String>(j, "basis")? == "measured",
+        })
+    }
+}
+
+/// The instance whose fitted NCCL figures stand in where no run was
+/// published (latencies and tree; `Network::nominal`).
+pub const NCCL_REFERENCE: &str = "ml.p5.48xlarge";
 
 impl Instance {
     /// Sustained network bandwidth per instance, Gbit/s ("up to N" counts as N/4,
     /// the burst-credit baseline of such instances). Unknown: 100 Gbit/s for an
     /// EFA instance (the smallest EFA size AWS sells), else 10.
+    /// Line rate per GPU and direction between nodes, bytes/s: the
+    /// instance's network shared by its GPUs.
+    pub fn network_per_gpu(&self) -> f64 {
+        self.network_gbps() / 8.0 * 1e9 / self.gpu_count.max(1) as f64
+    }
+
     pub fn network_gbps(&self) -> f64 {
         let unknown = if self.efa_supported { 100.0 } else { 10.0 };
         match &self.network_gbps {
@@ -176,6 +219,7 @@ impl FromJson for Instance {
             ec2_usd_hr: None,
             sold_by_plan_only: false,
             network_gbps: j.get("network_gbps").cloned().unwrap_or(Json::Null),
+            nccl: opt(j, "nccl")?,
             source: opt(j, "source")?.unwrap_or_default(),
         })
     }
@@ -274,6 +318,7 @@ pub fn custom(c: &CustomGpu) -> (Gpu, Instance) {
         ec2_usd_hr: None,
         sold_by_plan_only: false,
         network_gbps: Json::Num(c.network_gbps),
+        nccl: None,
         source: "entered by the user".into(),
     };
     (gpu, instance)
@@ -295,4 +340,32 @@ pub fn instance(instance_type: &str) -> Option<&'static Instance> {
 
 pub fn gpu(id: &str) -> Option<&'static Gpu> {
     gpus().iter().find(|g| g.id == id)
+}
+
+/// GPU generations, each with its own fitted efficiencies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Generation {
+    Ampere,
+    Ada,
+    Hopper,
+    /// H100 parts capped at 500 W (torchtitan's benchmarks): lower sustained clocks.
+    HopperPowerCapped,
+    Blackwell,
+}
+
+pub fn generation(gpu: &Gpu) -> Generation {
+    // The first letter decides, before any search of the name: the search
+    // calls this for every plan it times.
+    let id = gpu.id.as_str();
+    match id.as_bytes().first() {
+        // The 500 W H100 of torchtitan's Grand Teton runs.
+        Some(b'H') if id.contains("500W") => Generation::HopperPowerCapped,
+        Some(b'H') => Generation::Hopper,
+        // A user-entered GPU gets the fitted Hopper values.
+        Some(b'C') if id.starts_with("Custom") => Generation::Hopper,
+        Some(b'A') if id.starts_with("A1") => Generation::Ampere,
+        Some(b'L') => Generation::Ada,
+        _ => Generation::Blackwell,
+    }
 }

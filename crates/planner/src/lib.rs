@@ -13,6 +13,7 @@ pub mod export;
 pub mod fabric;
 pub mod hardware;
 pub mod json;
+pub mod kernels;
 pub mod measured;
 pub mod memory;
 pub mod plan;

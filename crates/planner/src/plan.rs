@@ -15,7 +15,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 macro_rules! keyed_enum {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident => $key:literal),+ $(,)? }) => {
         $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
         pub enum $name { $($(#[$vm])* $variant),+ }
         impl $name {
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
@@ -75,12 +75,24 @@ keyed_enum!(
 keyed_enum!(
     /// Attention kernel.
     Attention {
-        /// Flash / SDPA memory-efficient kernels: O(s) memory.
+        /// A fused flash kernel, O(s) memory: the one the stack runs by
+        /// default (`kernels::AttentionKernel::of`).
         Flash => "flash",
+        /// FlashAttention-2 named (PyTorch SDPA's flash backend).
+        Fa2 => "fa2",
+        /// cuDNN's fused attention named (TransformerEngine; SDPA's cuDNN backend).
+        Cudnn => "cudnn",
         /// Eager attention: materialised `s x s` scores and probabilities.
         Eager => "eager",
     }
 );
+
+impl Attention {
+    /// A fused flash kernel (O(s) memory), whichever it is.
+    pub fn is_fused(self) -> bool {
+        self != Attention::Eager
+    }
+}
 
 keyed_enum!(
     /// How the loss is computed.
@@ -93,12 +105,19 @@ keyed_enum!(
 );
 
 keyed_enum!(
-    /// Implementation profile: which kernels and which tensors are kept.
-    Implementation {
-        /// Hugging Face Transformers + Trainer: fp32 params with bf16 autocast, eager RMSNorm, SDPA.
+    /// The training stack (`stack=`; `impl=` in older links): its kernels,
+    /// the tensors it keeps, its FP8 recipe and its communication (#35).
+    Stack {
+        /// Hugging Face Transformers + Trainer / accelerate (what the bundle's
+        /// train.py runs): fp32 params with bf16 autocast, eager RMSNorm, SDPA.
         Hf => "hf",
-        /// Megatron-Core / TransformerEngine fused kernels, bf16 params, fp32 main grads.
+        /// Megatron-Core / NeMo / Megatron-Bridge with TransformerEngine:
+        /// fused kernels, cuDNN attention, bf16 params, fp32 main grads.
         Megatron => "megatron",
+        /// PyTorch-native FSDP2, torchtitan-style (OLMo-core, NeMo AutoModel
+        /// run the same way): torch.compile's fused kernels, SDPA, torchao
+        /// float8 / MXFP8 Linear layers.
+        Torchtitan => "torchtitan",
     }
 );
 
@@ -293,7 +312,11 @@ pub struct Plan {
     pub mtp: u64,
     pub attention: Attention,
     pub loss: Loss,
-    pub implementation: Implementation,
+    pub stack: Stack,
+    /// torch.compile on a torchtitan job (`compile=0` turns it off): its
+    /// fused elementwise kernels. Other stacks do not read it (Megatron's
+    /// kernels are fused already; the bundle's train.py does not compile).
+    pub compile: bool,
     /// ZeRO stage 0..3 (0 = DDP, 3 = FSDP full shard).
     pub zero: u8,
     /// Hybrid shard group size (None = the whole data-parallel group).
@@ -451,7 +474,8 @@ impl Default for Plan {
             mtp: 0,
             attention: Attention::Flash,
             loss: Loss::Plain,
-            implementation: Implementation::Hf,
+            stack: Stack::Hf,
+            compile: true,
             zero: 3,
             shard: None,
             tp: 1,
@@ -590,7 +614,9 @@ pub const KEYS: &[&str] = &[
     "mtp",
     "attn",
     "loss",
+    "stack",
     "impl",
+    "compile",
     "zero",
     "shard",
     "tp",
@@ -644,7 +670,7 @@ impl Plan {
     /// layers replace a full model's, not PEFT's adapters), so FP8 and FP4
     /// are errors there and the auto-plan leaves them out.
     pub fn hf_adapters(&self) -> bool {
-        self.train != Training::Full && self.implementation == Implementation::Hf
+        self.train != Training::Full && self.stack == Stack::Hf
     }
 
     /// The Hugging Face stack run by the launch bundle's own train.py (the
@@ -653,7 +679,7 @@ impl Plan {
     /// of them is an error and the auto-plan leaves them out; a user's own
     /// entry script may run them (SMP v2, torchtitan), and is not judged.
     pub fn bundled_hf(&self) -> bool {
-        self.implementation == Implementation::Hf && self.entry == "train.py"
+        self.stack == Stack::Hf && self.entry == "train.py"
     }
 
     /// QLoRA on the Hugging Face stack: the exported train.py runs it
@@ -661,7 +687,7 @@ impl Plan {
     /// supported there), so ZeRO on several GPUs is an error and the
     /// auto-plan keeps zero=0.
     pub fn hf_qlora(&self) -> bool {
-        self.train == Training::Qlora && self.implementation == Implementation::Hf
+        self.train == Training::Qlora && self.stack == Stack::Hf
     }
 
     /// Read a plan from a URL, a query string (with or without `?`), or `&`-joined pairs.
@@ -811,9 +837,9 @@ impl Plan {
             "mtp" => self.mtp = f.int(0, 8)?,
             "attn" => self.attention = f.one_of(Attention::from_key, Attention::keys)?,
             "loss" => self.loss = f.one_of(Loss::from_key, Loss::keys)?,
-            "impl" => {
-                self.implementation = f.one_of(Implementation::from_key, Implementation::keys)?
-            }
+            // `impl=` is the key links used before #35 named the stack.
+            "stack" | "impl" => self.stack = f.one_of(Stack::from_key, Stack::keys)?,
+            "compile" => self.compile = f.flag()?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -991,7 +1017,10 @@ impl Plan {
         }
         out.push(("attn", self.attention.key().into()));
         out.push(("loss", self.loss.key().into()));
-        out.push(("impl", self.implementation.key().into()));
+        out.push(("stack", self.stack.key().into()));
+        if self.stack == Stack::Torchtitan && !self.compile {
+            out.push(("compile", "0".into()));
+        }
     }
 
     /// Sharding and the parallel degrees.

@@ -5,7 +5,7 @@
 use crate::architecture::{self, Architecture, Moe, ParameterCounts};
 use crate::hardware::{self, Gpu, Instance};
 use crate::memory::{Layout, Stages};
-use crate::plan::{Implementation, Plan, Precision};
+use crate::plan::{Plan, Precision, Stack};
 pub use crate::text::Message;
 use crate::text::{Arg, Phrase, Text};
 use std::borrow::Cow;
@@ -119,7 +119,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         let m = Message::new("qlora_sharded", "zero", Text::QloraSharded, []);
         errors.push(m.fix("zero", "0"));
     }
-    if plan.mtp > 0 && plan.implementation != Implementation::Megatron {
+    if plan.mtp > 0 && plan.stack != Stack::Megatron {
         let m = Message::new("mtp_needs_megatron", "mtp", Text::MtpNeedsMegatron, []);
         errors.push(m.fix("impl", "megatron"));
     }

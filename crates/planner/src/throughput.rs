@@ -12,39 +12,10 @@ use crate::architecture::{Architecture, ParameterCounts};
 use crate::fabric::Collective;
 pub use crate::fabric::Fabric;
 use crate::hardware::Gpu;
+pub use crate::hardware::{generation, Generation};
 use crate::memory::Layout;
-use crate::plan::{
-    Attention, Checkpointing, Implementation, Loss, Optimizer, Plan, Precision, Training,
-};
+use crate::plan::{Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Stack, Training};
 use serde::Serialize;
-
-/// GPU generations, each with its own fitted efficiencies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Generation {
-    Ampere,
-    Ada,
-    Hopper,
-    /// H100 parts capped at 500 W (torchtitan's benchmarks): lower sustained clocks.
-    HopperPowerCapped,
-    Blackwell,
-}
-
-pub fn generation(gpu: &Gpu) -> Generation {
-    // The first letter decides, before any search of the name: the search
-    // calls this for every plan it times.
-    let id = gpu.id.as_str();
-    match id.as_bytes().first() {
-        // The 500 W H100 of torchtitan's Grand Teton runs.
-        Some(b'H') if id.contains("500W") => Generation::HopperPowerCapped,
-        Some(b'H') => Generation::Hopper,
-        // A user-entered GPU gets the fitted Hopper values.
-        Some(b'C') if id.starts_with("Custom") => Generation::Hopper,
-        Some(b'A') if id.starts_with("A1") => Generation::Ampere,
-        Some(b'L') => Generation::Ada,
-        _ => Generation::Blackwell,
-    }
-}
 
 /// Fitted efficiency parameters of one GPU generation.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -55,7 +26,9 @@ pub struct Efficiency {
     pub fp8_gemm: f64,
     /// Fixed cost per kernel, seconds.
     pub kernel_overhead: f64,
-    /// Flash-attention throughput as a fraction of the BF16 peak.
+    /// The share of its benchmarked speed (kernels.rs) the flash-attention
+    /// kernel sustains in training: 1 where the benchmarks' clocks hold;
+    /// fitted on power-capped parts.
     pub attention: f64,
     /// Achievable fraction of HBM bandwidth for elementwise kernels.
     pub memory: f64,
@@ -99,9 +72,9 @@ pub struct HostCosts {
 }
 
 pub const HOST: HostCosts = HostCosts {
-    moe_expert_launch: 0.000189,
-    moe_router_launch: 0.001546,
-    moe_alltoall_launch: 0.003115,
+    moe_expert_launch: 0.000188,
+    moe_router_launch: 0.001446,
+    moe_alltoall_launch: 0.003052,
 };
 
 /// The calibrated parameters: `plan calibrate --fit` refits them from a
@@ -112,7 +85,7 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         gemm: 0.0,
         fp8_gemm: 0.0,
         kernel_overhead: 6e-6,
-        attention: 0.0,
+        attention: 1.0,
         memory: 0.75,
         overlap: 0.85,
         moe: 1.0,
@@ -123,8 +96,7 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // Fitted on 8 A100 rows: torchtitan 2024, Korthikanti et al. 2022.
         // Attention sits at its upper bound (0.7).
         Generation::Ampere => Efficiency {
-            gemm: 0.724,
-            attention: 0.7,
+            gemm: 0.714,
             // No Megatron MoE row: the experts run as fast as dense GEMMs
             // (1.0), which the two Hugging Face-stack MoE rows on A100 check.
             ..hand_set
@@ -137,19 +109,18 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // fixed cost (2.1 ms per micro-batch, beside the host's launch
         // costs, `HOST`) on its 4 MoE rows (Megatron-Bridge 25.09 and 25.11).
         Generation::Hopper => Efficiency {
-            gemm: 0.64,
-            fp8_gemm: 0.493,
-            attention: 0.448,
-            moe: 0.773,
-            moe_layer_overhead: 0.002125,
+            gemm: 0.636,
+            fp8_gemm: 0.488,
+            moe: 0.777,
+            moe_layer_overhead: 0.001926,
             ..hand_set
         },
         // Fitted on torchtitan's 4 rows of 500 W H100s; attention sits at
         // its lower bound (0.25).
         Generation::HopperPowerCapped => Efficiency {
-            gemm: 0.458,
-            fp8_gemm: 0.483,
-            attention: 0.25,
+            gemm: 0.49,
+            fp8_gemm: 0.475,
+            attention: 0.657,
             ..hand_set
         },
         // Fitted on 9 rows: 6 Megatron-Bridge 25.11 FP8 runs (B200, GB200,
@@ -163,11 +134,10 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // costs 0.16 ms per micro-batch whatever its size, beside the host's
         // launch costs (`HOST`, fitted on the same rows).
         Generation::Blackwell => Efficiency {
-            gemm: 0.483,
-            fp8_gemm: 0.461,
-            attention: 0.574,
+            gemm: 0.485,
+            fp8_gemm: 0.459,
             moe: 1.0,
-            moe_layer_overhead: 0.000157,
+            moe_layer_overhead: 0.000165,
             kernel_overhead: 5e-6,
             ..hand_set
         },
@@ -280,6 +250,9 @@ struct StepShape<'a> {
     head: bool,
     /// Achievable HBM bandwidth, bytes/s.
     bw: f64,
+    /// The stack's flash-attention kernel's share of the 16-bit peak at this
+    /// shape (kernels.rs), times the generation's sustained share of it.
+    attention_eff: f64,
     /// Dense peak of the plan's GEMM dtype, and of the matmuls low precision
     /// leaves in 16 bits (attention, LM head, router): BF16's, or FP32's in
     /// an FP32 plan, whose every matmul runs on CUDA cores (#23: attention
@@ -292,6 +265,10 @@ struct StepShape<'a> {
     lin_peak: f64,
     lin_eff: f64,
     lin_bytes: f64,
+    /// Bytes per element the stack's low-precision recipe moves to quantize
+    /// a Linear's activations and gradients, and its weights, forward and
+    /// backward (`quantize_bytes`).
+    quantize: (f64, f64),
     /// Micro-batches per step.
     m: f64,
     /// Bytes activation offloading sends to the host per micro-batch, and
@@ -342,12 +319,14 @@ impl<'a> StepShape<'a> {
             layers: (layout.stages.last + plan.mtp) as f64,
             head: true,
             bw: gpu.mem_bw_tbs * 1e12 * eff.memory,
+            attention_eff: attention_efficiency(arch, plan, layout, gpu) * eff.attention,
             gemm_peak,
             wide_peak,
             wide_bytes,
             lin_peak,
             lin_eff,
             lin_bytes,
+            quantize: quantize_bytes(plan, gpu),
             m: plan.grad_accum.max(1) as f64,
             offloaded: crate::memory::offloaded_bytes_per_micro_batch(arch, counts, plan, layout),
             host_bw: gpu.host_link_gbs.unwrap_or(PCIE_GEN5_GBS) * 1e9 * HOST_LINK_EFFICIENCY,
@@ -369,9 +348,13 @@ impl<'a> StepShape<'a> {
         compute.max(memory) + self.eff.kernel_overhead
     }
 
-    /// A Linear layer's GEMM in the plan's precision.
+    /// A Linear layer's GEMM in the plan's precision, with the share of its
+    /// operands' quantization the forward carries (a third: the callers
+    /// count forward and backward as three forward GEMMs).
     fn lin(&self, m: f64, n: f64, k: f64) -> f64 {
-        self.gemm(m, n, k, self.lin_peak, self.lin_eff, self.lin_bytes)
+        let (act, weight) = self.quantize;
+        let cast = (act * m * (k + n) + weight * k * n) / self.bw / 3.0;
+        self.gemm(m, n, k, self.lin_peak, self.lin_eff, self.lin_bytes) + cast
     }
 
     /// One MLP (gated: gate + up, then down) of width `f` over `m` tokens.
@@ -448,7 +431,7 @@ fn routed_gemms(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
 /// (`moe_flex`). Hugging Face's MoE block has none of these: its loop over
 /// the experts runs in the fitted speed `moe`.
 fn moe_host_cost(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
-    if s.plan.implementation != Implementation::Megatron {
+    if s.plan.stack != Stack::Megatron {
         return s.eff.moe_layer_overhead;
     }
     let local = (m.experts as f64 / s.ep).max(1.0);
@@ -496,24 +479,67 @@ fn grouped_experts(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
 }
 
 /// The share of its many-token efficiency a grouped GEMM reaches with
-/// `tokens` per expert (1 for Hugging Face's per-expert dense GEMMs).
+/// `tokens` per expert (1 for Hugging Face's per-expert dense GEMMs;
+/// torchtitan's MoE runs grouped GEMMs, `torch._grouped_mm`, as Megatron's).
 fn grouped_fill(s: &StepShape, tokens: f64) -> f64 {
-    match s.plan.implementation {
-        Implementation::Megatron => tokens / (tokens + GROUPED_GEMM_HALF_TOKENS),
-        Implementation::Hf => 1.0,
+    match s.plan.stack {
+        Stack::Megatron | Stack::Torchtitan => tokens / (tokens + GROUPED_GEMM_HALF_TOKENS),
+        Stack::Hf => 1.0,
     }
 }
 
+/// Bytes per element a stack's low-precision recipe moves, forward and
+/// backward, to quantize a Linear's activations and output gradients, and
+/// its weights, at HBM speed beside the GEMMs. TransformerEngine (Megatron,
+/// the bundle's FP8) fuses its casts into the norms and GEMM epilogues:
+/// none here, its cost is in the fitted FP8 efficiency. torchao's float8
+/// (torchtitan) scales a whole tensor at once: an amax pass (read 2 B) and
+/// a cast (read 2 B, write 1 B) per operand, and a transposed FP8 copy of
+/// the input and the gradient for the weight gradient (write 1 B): 6 B per
+/// activation or gradient element, 5 B per weight element
+/// (`torchao/float8/float8_linear.py`: `hp_tensor_to_float8_dynamic` on
+/// input, weight and grad_output). MXFP8 and NVFP4 scale 32- and 16-element
+/// blocks in one pass (read 2 B, write a 1- or 0.5-byte element and its
+/// scale), once row-wise and once column-wise: 4 B per element of each
+/// (`torchao/prototype/mx_formats`).
+fn quantize_bytes(plan: &Plan, gpu: &Gpu) -> (f64, f64) {
+    let low = plan.precision.is_low_precision() && gpu.fp8_tensor_cores;
+    match (plan.stack, plan.precision) {
+        (Stack::Torchtitan, Precision::Fp8) if low => (6.0, 5.0),
+        (Stack::Torchtitan, Precision::Mxfp8 | Precision::Nvfp4) if low => (4.0, 4.0),
+        _ => (0.0, 0.0),
+    }
+}
+
+/// The stack's flash-attention kernel's efficiency at the plan's shape: its
+/// head size, and the sequence each kernel call sees (a context-parallel
+/// ring computes `seq / cp` blocks; a sliding window bounds the keys).
+fn attention_efficiency(arch: &Architecture, plan: &Plan, layout: &Layout, gpu: &Gpu) -> f64 {
+    use crate::kernels::{attention_efficiency, AttentionKernel};
+    let g = generation(gpu);
+    let seq = plan.seq as f64 / layout.cp.max(1) as f64;
+    let head_dim = arch.attention_width() / arch.heads.max(1);
+    let kernel = match plan.attention {
+        crate::plan::Attention::Fa2 => AttentionKernel::Fa2,
+        crate::plan::Attention::Cudnn => AttentionKernel::Cudnn,
+        _ => AttentionKernel::of(plan.stack, g),
+    };
+    attention_efficiency(kernel, g, head_dim, seq)
+}
+
 /// Attention forward. Flash: `4*s*a*d` FLOPs per query token, half skipped
-/// by the causal mask (Dao 2023), at a fitted fraction of the BF16 peak (of
-/// the FP32 peak in an FP32 plan: SDPA's memory-efficient kernel).
+/// by the causal mask (Dao 2023), at the stack's kernel's benchmarked
+/// efficiency for the shape (kernels.rs; of the FP32 peak in an FP32 plan:
+/// SDPA's memory-efficient kernel).
 /// Eager: two batched GEMMs plus softmax over the `s x s` scores in HBM.
 fn attention_forward(s: &StepShape) -> f64 {
     let t0 = s.eff.kernel_overhead;
     let width = s.arch.attention_width() as f64;
     let flops = 4.0 * s.tokens * s.arch.mean_keys_per_query(s.plan.seq) * width / s.t;
     match s.plan.attention {
-        Attention::Flash => flops / (s.wide_peak * s.eff.attention) + t0,
+        Attention::Flash | Attention::Fa2 | Attention::Cudnn => {
+            flops / (s.wide_peak * s.attention_eff) + t0
+        }
         Attention::Eager => {
             flops * 2.0 / (s.wide_peak * s.eff.gemm)
                 + s.tokens * s.plan.seq as f64 * s.arch.heads as f64 / s.t * 2.0 * 6.0 / s.bw
@@ -524,8 +550,10 @@ fn attention_forward(s: &StepShape) -> f64 {
 
 /// Elementwise traffic forward (norms, RoPE, residual adds, activation, an
 /// MoE layer's token permutation):
-/// fused kernels (Megatron/TE) move ~`20h + 4(q+kv) + 6f` bytes per token;
-/// HF's unfused fp32 norms and separate casts ~2.5x that, in more kernels.
+/// fused kernels (Megatron/TE, or torch.compile's Inductor fusing the norm,
+/// RoPE, SwiGLU and residual chains) move ~`20h + 4(q+kv) + 6f` bytes per
+/// token; eager PyTorch (HF's unfused fp32 norms and separate casts, a
+/// torchtitan job without compile) ~2.5x that, in more kernels.
 /// Without sequence parallelism the norm/residual part runs whole on every TP rank.
 fn elementwise_forward(s: &StepShape) -> f64 {
     let f_eff = s.arch.moe.as_ref().map_or(s.arch.ffn as f64, |m| {
@@ -533,9 +561,10 @@ fn elementwise_forward(s: &StepShape) -> f64 {
         sparse * m.expert_ffn as f64 * (m.active + m.shared) as f64
             + (1.0 - sparse) * s.arch.ffn as f64
     });
-    let (factor, kernels) = match s.plan.implementation {
-        Implementation::Megatron => (1.0, 8.0),
-        Implementation::Hf => (2.5, 30.0),
+    let (factor, kernels) = match s.plan.stack {
+        Stack::Megatron => (1.0, 8.0),
+        Stack::Torchtitan if s.plan.compile => (1.0, 8.0),
+        Stack::Hf | Stack::Torchtitan => (2.5, 30.0),
     };
     let sp_div = if s.plan.sp { s.t } else { 1.0 };
     factor * s.tokens * (20.0 * s.h / sp_div + (4.0 * (s.q + s.kv) + 6.0 * f_eff) / s.t) / s.bw
@@ -592,7 +621,7 @@ impl LayerForward {
 /// eager one, like GEMMs, 2x.
 fn attention_train(s: &StepShape, fwd: &LayerForward) -> f64 {
     fwd.attention
-        * if s.plan.attention == Attention::Flash {
+        * if s.plan.attention.is_fused() {
             3.5
         } else {
             3.0
@@ -621,8 +650,7 @@ fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
 
 /// MLA's up projections forward, when Megatron recomputes them.
 fn mla_up_projections(s: &StepShape) -> f64 {
-    let recomputed =
-        s.plan.recompute_modules.mla_up_proj && s.plan.implementation == Implementation::Megatron;
+    let recomputed = s.plan.recompute_modules.mla_up_proj && s.plan.stack == Stack::Megatron;
     match &s.arch.mla {
         Some(m) if recomputed => {
             let a = s.arch.heads as f64;
@@ -701,7 +729,10 @@ fn activation_bytes(s: &StepShape) -> f64 {
 /// - With TP overlap (`--tp-comm-overlap`, TE userbuffers) every exchange is
 ///   pipelined with its GEMM in `t` chunks: one chunk in `t` shows, and
 ///   whatever exceeds the layer's GEMM time.
-/// - The Hugging Face stack (PyTorch DTensor TP): all exposed.
+/// - torchtitan's async TP (`enable_async_tensor_parallel`, `tp_overlap`
+///   here) decomposes the gathers and reductions into chunks pipelined
+///   with their matmuls (symmetric memory), as TE's userbuffers do.
+/// - PyTorch DTensor TP otherwise (Hugging Face, torchtitan): all exposed.
 fn tensor_parallel(s: &StepShape, gemm_per_layer: f64) -> f64 {
     if s.layout.tp <= 1 {
         return 0.0;
@@ -720,13 +751,13 @@ fn tensor_parallel(s: &StepShape, gemm_per_layer: f64) -> f64 {
         ((2.0 + 2.0 * r) * ar, 2.0 * ar)
     };
     let all = exposed + async_backward;
-    let per_layer = match s.plan.implementation {
-        Implementation::Megatron if s.plan.tp_overlap => (all / s.t).max(all - gemm_per_layer),
-        // The backward GEMMs are two thirds of the layer's.
-        Implementation::Megatron => {
-            exposed + (async_backward - gemm_per_layer * 2.0 / 3.0).max(0.0)
+    let per_layer = match s.plan.stack {
+        Stack::Megatron | Stack::Torchtitan if s.plan.tp_overlap => {
+            (all / s.t).max(all - gemm_per_layer)
         }
-        Implementation::Hf => all,
+        // The backward GEMMs are two thirds of the layer's.
+        Stack::Megatron => exposed + (async_backward - gemm_per_layer * 2.0 / 3.0).max(0.0),
+        Stack::Hf | Stack::Torchtitan => all,
     };
     s.layers * per_layer
 }
@@ -757,9 +788,11 @@ fn expert_parallel(s: &StepShape) -> f64 {
         Some(m) if s.ep > 1.0 => s.tokens / s.t * m.active as f64 * s.h * 2.0,
         _ => return 0.0,
     };
-    let link = s.fabric.link(s.layout.ep, s.layout.tp);
     let moe_layers = s.layers * s.arch.moe_layer_share();
-    moe_layers * 4.0 * link.seconds(Collective::AllToAll, s.ep, bytes)
+    moe_layers
+        * 4.0
+        * s.fabric
+            .seconds(Collective::AllToAll, s.layout.ep, s.layout.tp, bytes)
 }
 
 /// The all-to-alls' exposed part: all of it by default (Megatron-LM's);
@@ -768,7 +801,7 @@ fn expert_parallel(s: &StepShape) -> f64 {
 /// what exceeds the micro-batch's compute.
 fn expert_parallel_exposed(s: &StepShape, compute: f64) -> f64 {
     let comm = expert_parallel(s);
-    if s.plan.ep_overlap && s.plan.implementation == Implementation::Megatron {
+    if s.plan.ep_overlap && s.plan.stack == Stack::Megatron {
         (comm - compute).max(0.0)
     } else {
         comm
@@ -879,15 +912,28 @@ fn reduce_groups(s: &StepShape) -> [ReduceGroup; 2] {
     ]
 }
 
+/// Bytes per parameter element the data-parallel all-gathers move: FP8
+/// with Megatron's `--fp8-param-gather` or torchtitan's
+/// `enable_fsdp_float8_all_gather` (`fp8_params`), else BF16.
+fn parameter_bytes(plan: &Plan) -> f64 {
+    if plan.fp8_params && plan.precision.is_low_precision() {
+        1.0
+    } else {
+        2.0
+    }
+}
+
 /// Bytes per gradient element the data-parallel reduction moves.
 fn gradient_bytes(plan: &Plan) -> f64 {
-    match (plan.implementation, plan.precision, plan.zero) {
+    match (plan.stack, plan.precision, plan.zero) {
         (_, Precision::Fp32, _) => 4.0,
-        (Implementation::Hf, Precision::Bf16Pure, _) => 2.0,
-        (Implementation::Hf, _, 0) => 4.0,
+        (Stack::Hf, Precision::Bf16Pure, _) => 2.0,
+        (Stack::Hf, _, 0) => 4.0,
         // Megatron reduces in the gradient buffer's dtype: fp32 unless
         // `--grad-reduce-in-bf16` (memory/states.rs, state_bytes).
-        (Implementation::Megatron, _, _) if !plan.grad_bf16 => 4.0,
+        (Stack::Megatron, _, _) if !plan.grad_bf16 => 4.0,
+        // torchtitan's FSDP2 reduces in fp32 (`mixed_precision_reduce = "float32"`).
+        (Stack::Torchtitan, _, _) => 4.0,
         _ => 2.0,
     }
 }
@@ -915,13 +961,14 @@ fn group_traffic(s: &StepShape, g: &ReduceGroup) -> f64 {
     let trainable = g.params * trainable_share(s.plan);
     let run =
         |c: Collective, n: u64, stride: u64, bytes: f64| s.fabric.seconds(c, n, stride, bytes);
-    let gathers = s.m * 2.0 * g.params * 2.0;
+    let param = parameter_bytes(s.plan);
+    let gathers = s.m * 2.0 * g.params * param;
     let grads = trainable * gradient_bytes(s.plan);
     match s.plan.zero {
         0 => run(Collective::AllReduce, n, stride, grads),
         1 | 2 => {
             run(Collective::ReduceScatter, n, stride, grads)
-                + run(Collective::AllGather, n, stride, trainable * 2.0)
+                + run(Collective::AllGather, n, stride, trainable * param)
         }
         _ if g.shard >= n => {
             run(Collective::AllGather, n, stride, gathers)
@@ -991,8 +1038,7 @@ fn optimizer_step(s: &StepShape) -> f64 {
         Optimizer::Sgd => 20.0,
     };
     // Moments read and written in bf16 (Megatron's precision-aware optimizer).
-    let moments_saved = if s.plan.bf16_moments && s.plan.implementation == Implementation::Megatron
-    {
+    let moments_saved = if s.plan.bf16_moments && s.plan.stack == Stack::Megatron {
         8.0
     } else {
         0.0

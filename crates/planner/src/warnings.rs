@@ -3,7 +3,7 @@
 //! A rule is one function returning its message, and one line in `RULES`.
 
 use crate::memory::{MemoryBreakdown, Term};
-use crate::plan::{Attention, Checkpointing, Implementation, Loss, Plan, Precision};
+use crate::plan::{Attention, Checkpointing, Loss, Plan, Precision, Stack};
 use crate::report::Figures;
 use crate::resolve::{Message, Resolved};
 use crate::text::{Arg, Text};
@@ -185,17 +185,15 @@ fn fp8_keep_bf16(c: &Context) -> Option<Message> {
 /// Selective recomputation saves nothing with flash attention.
 fn selective_noop_with_flash(c: &Context) -> Option<Message> {
     let plan = c.plan();
-    (plan.checkpointing == Checkpointing::Selective && plan.attention == Attention::Flash).then(
-        || {
-            c.warn(
-                "selective_noop_with_flash",
-                "ckpt",
-                Text::SelectiveNoopWithFlash,
-                [],
-            )
-            .fix("ckpt", "none")
-        },
-    )
+    (plan.checkpointing == Checkpointing::Selective && plan.attention.is_fused()).then(|| {
+        c.warn(
+            "selective_noop_with_flash",
+            "ckpt",
+            Text::SelectiveNoopWithFlash,
+            [],
+        )
+        .fix("ckpt", "none")
+    })
 }
 
 /// No checkpointing at 32K tokens and more, and it does not fit.
@@ -459,7 +457,7 @@ const MOE_LAUNCH_SHARE: f64 = 0.05;
 /// save it. The step is timed again without those costs to say how much.
 fn moe_launch_bound(c: &Context) -> Option<Message> {
     let (plan, r) = (c.plan(), c.r);
-    let megatron = plan.implementation == Implementation::Megatron;
+    let megatron = plan.stack == Stack::Megatron;
     if !megatron || r.arch.moe.is_none() || (plan.moe_flex && plan.moe_graphs) {
         return None;
     }

@@ -3,7 +3,7 @@
 use planner::architecture::{preset, Architecture, Mlp};
 use planner::evaluate;
 use planner::memory::{breakdown, Layout, Stages, Term};
-use planner::plan::{Checkpointing, Implementation, Plan, Precision};
+use planner::plan::{Checkpointing, Plan, Precision, Stack};
 use planner::resolve::resolve;
 
 /// A layout of `gpus` for a model of `layers`, split evenly over `pp` stages.
@@ -32,7 +32,7 @@ fn megatron_profile_matches_korthikanti_without_dropout() {
         ..Architecture::dense(layers, h, a, a, 4 * h, 51200, true, Mlp::Gelu)
     };
     let plan = Plan {
-        implementation: Implementation::Megatron,
+        stack: Stack::Megatron,
         precision: Precision::Bf16,
         seq: s,
         micro_batch: b,
@@ -62,7 +62,7 @@ fn selective_recomputation_drops_the_attention_scores() {
         ..Architecture::dense(layers, h, a, a, 4 * h, 51200, true, Mlp::Gelu)
     };
     let plan = |ckpt| Plan {
-        implementation: Implementation::Megatron,
+        stack: Stack::Megatron,
         precision: Precision::Bf16,
         attention: planner::plan::Attention::Eager,
         checkpointing: ckpt,
@@ -101,7 +101,7 @@ fn tensor_and_sequence_parallel_divide_activations() {
     let c = arch.parameter_counts();
     let base = Plan {
         model: "llama-3.1-70b".into(),
-        implementation: Implementation::Megatron,
+        stack: Stack::Megatron,
         zero: 0,
         ..Plan::default()
     };
@@ -134,7 +134,7 @@ fn pipeline_first_stage_holds_p_microbatches() {
     let arch = preset("llama-3.1-70b").unwrap().arch.clone();
     let c = arch.parameter_counts();
     let plan = Plan {
-        implementation: Implementation::Megatron,
+        stack: Stack::Megatron,
         zero: 0,
         grad_accum: 16,
         loss: planner::plan::Loss::Fused,
@@ -166,7 +166,7 @@ fn pipeline_first_stage_holds_p_microbatches() {
 #[test]
 fn megatron_distributed_optimizer_states() {
     let p = Plan {
-        implementation: Implementation::Megatron,
+        stack: Stack::Megatron,
         zero: 1,
         ..Plan::default()
     };

@@ -51,9 +51,9 @@ pub(super) fn scores_per_token(s: &StageShape) -> f64 {
 pub(super) fn checkpointed_layer_bytes(s: &StageShape) -> f64 {
     let h = s.arch.hidden as f64;
     let input = s.tokens * h * residual_bytes(s.profile) / s.sp_div;
-    match (s.plan.checkpointing, s.plan.implementation) {
-        (Checkpointing::Op, Implementation::Hf) => input + op_level_kept(s),
-        (Checkpointing::Op, Implementation::Megatron) => {
+    match (s.plan.checkpointing, s.plan.stack) {
+        (Checkpointing::Op, Stack::Hf | Stack::Torchtitan) => input + op_level_kept(s),
+        (Checkpointing::Op, Stack::Megatron) => {
             let w = &s.widths;
             let (q, kv, f, a) = (w.q, w.kv, w.f, w.a);
             input
@@ -124,8 +124,8 @@ pub(super) fn offloaded_layers(s: &StageShape) -> f64 {
     if !s.plan.offload {
         return 0.0;
     }
-    match (s.plan.implementation, s.plan.offload_layers) {
-        (Implementation::Megatron, Some(n)) => (n as f64).min(s.layers - 1.0).max(0.0),
+    match (s.plan.stack, s.plan.offload_layers) {
+        (Stack::Megatron, Some(n)) => (n as f64).min(s.layers - 1.0).max(0.0),
         _ => (s.layers - OFFLOAD_HORIZON).max(0.0),
     }
 }
@@ -187,7 +187,7 @@ pub(super) fn sliding_window_float_mask(arch: &Architecture, plan: &Plan) -> f64
 /// is shorter than the sequence (otherwise SDPA runs causal, mask-free).
 pub(super) fn sliding_window_masked(arch: &Architecture, plan: &Plan) -> bool {
     let w = arch.sliding_window;
-    plan.implementation == Implementation::Hf
+    plan.stack != Stack::Megatron
         && plan.attention != Attention::Eager
         && w > 0
         && w < plan.seq
@@ -208,7 +208,7 @@ pub(super) fn sliding_window_masks(s: &StageShape) -> f64 {
 /// During recompute, one layer's full working set is rebuilt (SPEC §3.3);
 /// under selective recomputation, one layer's attention scores.
 pub(super) fn recompute_working_set(s: &StageShape) -> f64 {
-    if s.plan.checkpointing == Checkpointing::Op && s.plan.implementation == Implementation::Hf {
+    if s.plan.checkpointing == Checkpointing::Op && s.plan.stack != Stack::Megatron {
         // the kept matmul outputs are counted with the checkpointed layers
         (full_layer_bytes(s) - op_level_kept(s)).max(0.0)
     } else if s.recomputed() > 0.0 {
@@ -225,7 +225,7 @@ pub(super) fn recompute_working_set(s: &StageShape) -> f64 {
 /// outputs, while the MLP's saved tensors are still held (oracle rows with a
 /// small vocabulary, where a layer's backward is the peak: `mistral-7b/*`).
 pub(super) fn mlp_backward_transient(s: &StageShape) -> f64 {
-    if s.plan.implementation != Implementation::Hf {
+    if s.plan.stack == Stack::Megatron {
         return 0.0;
     }
     let w = &s.widths;

@@ -34,11 +34,13 @@ pub(super) fn logits_and_loss(s: &StageShape) -> f64 {
     // Each MTP layer computes its own logits and loss beside the model's.
     let heads = 1.0 + s.plan.mtp as f64;
     heads
-        * match (s.plan.loss, s.plan.implementation) {
-            (Loss::Plain, Implementation::Hf) => s.tokens * vocab * 12.0,
-            (Loss::Plain, Implementation::Megatron) => s.tokens * vocab * 10.0,
-            (Loss::Fused, Implementation::Hf) => s.tokens.min(FUSED_LOSS_CHUNK) * vocab * 12.0,
-            (Loss::Fused, Implementation::Megatron) => s.tokens * vocab * 12.0 / 8.0,
+        * match (s.plan.loss, s.plan.stack) {
+            (Loss::Plain, Stack::Hf | Stack::Torchtitan) => s.tokens * vocab * 12.0,
+            (Loss::Plain, Stack::Megatron) => s.tokens * vocab * 10.0,
+            (Loss::Fused, Stack::Hf | Stack::Torchtitan) => {
+                s.tokens.min(FUSED_LOSS_CHUNK) * vocab * 12.0
+            }
+            (Loss::Fused, Stack::Megatron) => s.tokens * vocab * 12.0 / 8.0,
         }
 }
 
@@ -53,7 +55,7 @@ pub(super) const FUSED_LOSS_CHUNK: f64 = 1024.0;
 /// rows `*/loss=fused`).
 pub(super) fn head_gradient_in_loss(s: &StageShape) -> f64 {
     let chunked = s.plan.loss == Loss::Fused
-        && s.plan.implementation == Implementation::Hf
+        && s.plan.stack != Stack::Megatron
         && s.tokens > FUSED_LOSS_CHUNK;
     if !chunked || !s.has_head || s.peft {
         0.0
@@ -93,8 +95,8 @@ pub(super) fn head_gradient(s: &StageShape) -> f64 {
 /// when it is built and keeps them, and train.py's `gradient_as_bucket_view`
 /// makes the gradients views into them (PyTorch DDP docs).
 pub(super) fn persistent_gradient_buffer(s: &StageShape) -> f64 {
-    let ddp = s.plan.implementation == Implementation::Hf && s.plan.zero < 2 && s.layout.dp > 1;
-    if s.plan.implementation == Implementation::Megatron || ddp {
+    let ddp = s.plan.stack != Stack::Megatron && s.plan.zero < 2 && s.layout.dp > 1;
+    if s.plan.stack == Stack::Megatron || ddp {
         gradients(s)
     } else {
         0.0

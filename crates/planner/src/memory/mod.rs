@@ -18,9 +18,7 @@
 //! dropout, SwiGLU, flash attention); it is derived, not measured here.
 
 use crate::architecture::{Architecture, ParameterCounts};
-use crate::plan::{
-    Attention, Checkpointing, Implementation, Loss, Optimizer, Plan, Precision, Training,
-};
+use crate::plan::{Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Stack, Training};
 use serde::Serialize;
 
 mod activations;
@@ -315,10 +313,7 @@ pub fn breakdown(
 /// The HF stack sharded by FSDP2 (ZeRO-2/3, data parallel only, on more than
 /// one GPU): train.py's `fully_shard` on each decoder layer and on the root.
 pub(crate) fn runs_fsdp2(plan: &Plan, layout: &Layout) -> bool {
-    plan.implementation == Implementation::Hf
-        && plan.zero >= 2
-        && layout.dp > 1
-        && layout.dp == layout.gpus
+    plan.stack != Stack::Megatron && plan.zero >= 2 && layout.dp > 1 && layout.dp == layout.gpus
 }
 
 /// What every memory term of one pipeline stage reads: the plan, and the
@@ -444,7 +439,7 @@ impl<'a> StageShape<'a> {
                 Training::Lora => 2.0,
                 Training::Qlora => 0.5 + 0.127 / 8.0 * 4.0,
             },
-            mixed_policy: plan.implementation == Implementation::Hf
+            mixed_policy: plan.stack != Stack::Megatron
                 && !matches!(plan.precision, Precision::Fp32 | Precision::Bf16Pure)
                 && !peft,
             fsdp2: runs_fsdp2(plan, layout),

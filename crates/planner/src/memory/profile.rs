@@ -20,21 +20,21 @@ pub(super) enum Profile {
 }
 
 pub(super) fn profile(plan: &Plan) -> Profile {
-    match (plan.implementation, plan.precision) {
-        (Implementation::Megatron, _) => Profile::Megatron,
-        (Implementation::Hf, Precision::Fp32) => Profile::HfFp32,
-        (Implementation::Hf, Precision::Bf16Pure) => Profile::HfBf16,
+    match (plan.stack, plan.precision) {
+        (Stack::Megatron, _) => Profile::Megatron,
+        (Stack::Hf | Stack::Torchtitan, Precision::Fp32) => Profile::HfFp32,
+        (Stack::Hf | Stack::Torchtitan, Precision::Bf16Pure) => Profile::HfBf16,
         // FSDP (ZeRO-2/3) gathers BF16 copies of its fp32 shards; DDP and
         // ZeRO-1 (DDP + a sharded optimizer) keep fp32 weights under autocast:
         // what the bundle's train.py does (`compute_path` there).
-        (Implementation::Hf, _) if plan.zero >= 2 && plan.train == Training::Full => {
+        (Stack::Hf | Stack::Torchtitan, _) if plan.zero >= 2 && plan.train == Training::Full => {
             Profile::HfBf16
         }
         // LoRA/QLoRA: the frozen base computes in BF16, so the residual stream
         // and the activations are BF16 though autocast is on (for the fp32
         // adapters): oracle rows `*/lora/*`.
-        (Implementation::Hf, _) if plan.train != Training::Full => Profile::HfBf16,
-        (Implementation::Hf, _) => Profile::HfAutocast,
+        (Stack::Hf | Stack::Torchtitan, _) if plan.train != Training::Full => Profile::HfBf16,
+        (Stack::Hf | Stack::Torchtitan, _) => Profile::HfAutocast,
     }
 }
 
@@ -225,7 +225,7 @@ pub(super) fn recompute_modules(
     plan: &Plan,
     w: &Widths,
 ) {
-    let megatron = plan.implementation == Implementation::Megatron;
+    let megatron = plan.stack == Stack::Megatron;
     if !megatron || plan.checkpointing != Checkpointing::Selective {
         return;
     }
@@ -290,7 +290,7 @@ pub(super) fn mla_latents(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
 /// input the base layer keeps already.
 pub(super) fn lora_fp32_inputs(plan: &Plan, w: &Widths) -> f64 {
     let pure = plan.precision == Precision::Bf16Pure;
-    if plan.train == Training::Full || !pure || plan.implementation != Implementation::Hf {
+    if plan.train == Training::Full || !pure || plan.stack == Stack::Megatron {
         return 0.0;
     }
     4.0 * w.routed * w.mlp_inputs
@@ -308,7 +308,7 @@ pub(super) fn lora_recompute_copies(s: &StageShape) -> f64 {
 
 /// `lora_recompute_copies`, attention's part and the MLP's.
 pub(super) fn lora_recompute_parts(s: &StageShape) -> (f64, f64) {
-    if !s.peft || s.plan.implementation != Implementation::Hf {
+    if !s.peft || s.plan.stack == Stack::Megatron {
         return (0.0, 0.0);
     }
     let w = &s.widths;

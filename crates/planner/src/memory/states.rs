@@ -16,7 +16,7 @@ pub(super) struct StateBytes {
 }
 
 pub(super) fn state_bytes(plan: &Plan) -> StateBytes {
-    let megatron = plan.implementation == Implementation::Megatron;
+    let megatron = plan.stack == Stack::Megatron;
     let (weights, grads, master) = match plan.precision {
         Precision::Fp32 => (4.0, 4.0, 0.0),
         Precision::Bf16Pure => (2.0, 2.0, 0.0),
@@ -32,7 +32,7 @@ pub(super) fn state_bytes(plan: &Plan) -> StateBytes {
         // the fly; FSDP: sharded fp32 params, bf16 compute copies).
         _ => (4.0, 4.0, 0.0),
     };
-    let bf16_moments = plan.bf16_moments && plan.implementation == Implementation::Megatron;
+    let bf16_moments = plan.bf16_moments && plan.stack == Stack::Megatron;
     let moment = if plan.precision == Precision::Bf16Pure || bf16_moments {
         2.0
     } else {
@@ -82,7 +82,7 @@ pub(super) fn linear_stage_params(s: &StageShape) -> f64 {
 /// TransformerEngine FP8 tensors; the fp32 master stays in the optimizer;
 /// megatron_and_b200_facts.md §1: MXFP8 parameters share one buffer).
 pub(super) fn fp8_only_params(s: &StageShape) -> f64 {
-    let megatron = s.plan.implementation == Implementation::Megatron;
+    let megatron = s.plan.stack == Stack::Megatron;
     if megatron && s.plan.fp8_params && s.sb.copies > 0.0 {
         linear_stage_params(s)
     } else {

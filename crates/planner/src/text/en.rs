@@ -194,7 +194,7 @@ catalog! {
     EagerSScores => "Eager (s² scores)",
     PlainLogits => "Plain logits",
     FusedChunked => "Fused / chunked",
-    Implementation => "Implementation",
+    Stack => "Stack",
     Parallelism => "Parallelism",
     ShardingZeROFSDP => "Sharding (ZeRO / FSDP)",
     ZeRO1OptimizerStates => "ZeRO-1 (optimizer states)",

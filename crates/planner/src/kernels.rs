@@ -1,0 +1,177 @@
+//! Kernel efficiency by shape (#35): what a flash-attention kernel reaches,
+//! forward and backward, by kernel, GPU architecture, head size and sequence
+//! length, read from published kernel microbenchmarks
+//! (data/attention_kernels.csv, each row with its source) and interpolated.
+//! It replaces the one attention efficiency per GPU generation the model
+//! used to fit to training runs.
+//!
+//! Efficiencies count FLOPs as the FlashAttention papers do (and as
+//! `throughput::model_flops_per_token` does): `4 s^2 d h` forward, halved
+//! under the causal mask, backward 2.5x forward; so a row is `3.5 x forward
+//! FLOPs / (forward + backward time)` over the dense 16-bit peak.
+
+use crate::hardware::Generation;
+use crate::plan::Stack;
+
+/// The attention kernels the stacks run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttentionKernel {
+    /// FlashAttention-2: what PyTorch's SDPA runs (its flash backend) up to
+    /// torch 2.10, which prefers cuDNN only with a bundled cuDNN newer than
+    /// 9.15 (pytorch `sdp_utils.cpp` `check_prefer_cudnn_attention`, after
+    /// pytorch#138522 made cuDNN opt-in); the bundle's train.py pins torch 2.8.
+    Fa2,
+    /// cuDNN's fused attention: what TransformerEngine runs for Megatron on
+    /// Hopper and Blackwell (FA3-class on H100, FA4-class on B200).
+    Cudnn,
+}
+
+impl AttentionKernel {
+    fn key(self) -> &'static str {
+        match self {
+            AttentionKernel::Fa2 => "fa2",
+            AttentionKernel::Cudnn => "cudnn",
+        }
+    }
+
+    /// The kernel a stack runs by default on a generation: cuDNN's on
+    /// Hopper and Blackwell for Megatron (TransformerEngine) and torchtitan
+    /// (which puts SDPA's cuDNN backend first since pytorch/torchtitan#1000,
+    /// March 2025); FlashAttention-2 on Ampere and Ada, and for the Hugging
+    /// Face stack, whose train.py pins torch 2.8 (SDPA's flash backend first).
+    pub fn of(stack: Stack, generation: Generation) -> AttentionKernel {
+        let cudnn_gpu = matches!(
+            generation,
+            Generation::Hopper | Generation::HopperPowerCapped | Generation::Blackwell
+        );
+        if stack != Stack::Hf && cudnn_gpu {
+            AttentionKernel::Cudnn
+        } else {
+            AttentionKernel::Fa2
+        }
+    }
+}
+
+/// The architecture whose benchmarks stand for a generation: Ada (no
+/// published attention benchmark) runs FlashAttention-2's Ampere kernels.
+fn arch(generation: Generation) -> &'static str {
+    match generation {
+        Generation::Ampere | Generation::Ada => "ampere",
+        Generation::Hopper | Generation::HopperPowerCapped => "hopper",
+        Generation::Blackwell => "blackwell",
+    }
+}
+
+/// The published benchmarks, compiled in.
+const ATTENTION_CSV: &str = include_str!(concat!(env!("OUT_DIR"), "/attention_kernels.csv"));
+
+/// One benchmarked point: kernel, architecture, head size, sequence, efficiency.
+struct Point {
+    kernel: String,
+    arch: String,
+    head_dim: u64,
+    seq: f64,
+    efficiency: f64,
+}
+
+fn points() -> &'static [Point] {
+    static POINTS: std::sync::OnceLock<Vec<Point>> = std::sync::OnceLock::new();
+    POINTS.get_or_init(|| {
+        ATTENTION_CSV
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let mut f = l.split(',');
+                let (k, a, d, s, e) = (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
+                Some(Point {
+                    kernel: k.to_string(),
+                    arch: a.to_string(),
+                    head_dim: crate::decimal::parse_f64(d)? as u64,
+                    seq: crate::decimal::parse_f64(s)?,
+                    efficiency: crate::decimal::parse_f64(e)?,
+                })
+            })
+            .collect()
+    })
+}
+
+/// Fraction of the dense 16-bit peak the kernel reaches, forward and
+/// backward, at `seq` tokens per sequence and head size `head_dim`:
+/// interpolated linearly in log2 of the sequence between benchmarked
+/// lengths (512 to 16K; held at the ends: beyond 16K the published B200
+/// runs stay flat, SimuMax's TE measurements at 32K and 128K), and between
+/// head sizes 64 and 128 (held beyond them).
+pub fn attention_efficiency(
+    kernel: AttentionKernel,
+    generation: Generation,
+    head_dim: u64,
+    seq: f64,
+) -> f64 {
+    let (k, a) = (kernel.key(), arch(generation));
+    let curve = |d: u64| -> Option<f64> {
+        let mut pts: Vec<(f64, f64)> = points()
+            .iter()
+            .filter(|p| p.kernel == k && p.arch == a && p.head_dim == d)
+            .map(|p| (p.seq.log2(), p.efficiency))
+            .collect();
+        pts.sort_by(|x, y| x.0.total_cmp(&y.0));
+        interpolate(&pts, seq.max(1.0).log2())
+    };
+    let (lo, hi) = (curve(64), curve(128));
+    match (lo, hi) {
+        (Some(lo), Some(hi)) => {
+            let t = ((head_dim as f64 - 64.0) / 64.0).clamp(0.0, 1.0);
+            lo + t * (hi - lo)
+        }
+        (Some(e), None) | (None, Some(e)) => e,
+        (None, None) => 0.3,
+    }
+}
+
+/// Piecewise-linear `y(x)` through sorted points, held at the ends.
+fn interpolate(pts: &[(f64, f64)], x: f64) -> Option<f64> {
+    let (first, last) = (pts.first()?, pts.last()?);
+    if x <= first.0 {
+        return Some(first.1);
+    }
+    if x >= last.0 {
+        return Some(last.1);
+    }
+    pts.windows(2).find_map(|w| {
+        let ((x0, y0), (x1, y1)) = (w[0], w[1]);
+        (x >= x0 && x <= x1).then(|| y0 + (y1 - y0) * (x - x0) / (x1 - x0))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// FA2 on A100 at head dim 128, causal: 173 TFLOP/s at 4K and 189 at 16K
+    /// of 312 (FA2 paper Fig. 4), so 8K interpolates to 182 / 312 exactly as
+    /// measured there (0.583).
+    #[test]
+    fn a100_fa2_reads_the_published_bars() {
+        let e = |s: f64| attention_efficiency(AttentionKernel::Fa2, Generation::Ampere, 128, s);
+        assert!((e(4096.0) - 173.0 / 312.0).abs() < 1e-3);
+        assert!((e(8192.0) - 182.0 / 312.0).abs() < 1e-3);
+        // Beyond the benchmarks the curve is held, not extrapolated.
+        assert_eq!(e(131072.0), e(16384.0));
+        // Between 4K and 8K it lies between them.
+        assert!(e(6000.0) > e(4096.0) && e(6000.0) < e(8192.0));
+    }
+
+    /// PyTorch's SDPA (FA2) runs at about a third of H100's peak at 8K,
+    /// TransformerEngine's cuDNN near half (FA2 paper Fig. 7: 308 of 989;
+    /// FA3 paper Figs. 5-6, cuDNN 9.1).
+    #[test]
+    fn stacks_run_their_own_kernels_on_hopper() {
+        let sdpa = AttentionKernel::of(Stack::Hf, Generation::Hopper);
+        let te = AttentionKernel::of(Stack::Megatron, Generation::Hopper);
+        assert_eq!((sdpa, te), (AttentionKernel::Fa2, AttentionKernel::Cudnn));
+        let fa2 = attention_efficiency(sdpa, Generation::Hopper, 128, 8192.0);
+        let cudnn = attention_efficiency(te, Generation::Hopper, 128, 8192.0);
+        assert!((fa2 - 308.0 / 989.0).abs() < 1e-3, "{fa2}");
+        assert!(cudnn > 0.45 && cudnn < 0.5, "{cudnn}");
+    }
+}
