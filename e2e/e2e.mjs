@@ -52,7 +52,7 @@ async function test(name, fn) {
 }
 function assert(cond, msg) { if (!cond) throw new Error(msg); }
 const gibOf = (s) => parseFloat(s.split(' GiB')[0].replace(/,/g, ''));
-const FIELDS = ['#model', '#seq', '#mb', '#ga', '#precision', '#ckpt', '#zero', '#instance', '#nodes', '#attn', '#loss', '#impl', '#tp', '#pp'];
+const FIELDS = ['#model', '#seq', '#mb', '#ga', '#precision', '#ckpt', '#zero', '#instance', '#nodes', '#attn', '#loss', '#stack', '#tp', '#pp'];
 const NUMBERS = ['#verdict', '#peak', '#params', '#tps-gpu', '#step', '#mfu', '#time', '#cost', '#max-mb', '#max-seq'];
 async function snapshot(page) {
   const out = {};
@@ -233,7 +233,7 @@ await test('twenty random plans survive the round trip', async (page, ctx) => {
       ckpt: pick(['none', 'selective', 'full', 'op', '0.5']),
       zero: String(pick([0, 1, 2, 3])),
       instance: pick(['ml.p6-b200.48xlarge', 'ml.p5.48xlarge', 'ml.p5en.48xlarge', 'ml.g6e.48xlarge', 'ml.p4de.24xlarge']),
-      nodes: String(pick([1, 2, 4])), loss: pick(['plain', 'fused']), impl: pick(['hf', 'megatron']),
+      nodes: String(pick([1, 2, 4])), loss: pick(['plain', 'fused']), stack: pick(['hf', 'megatron', 'torchtitan']),
       lang: pick(['en', 'ru']), price: String(pick([30, 55.5, 98.32])),
     });
     await open(page, base + '?' + q.toString());

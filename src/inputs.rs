@@ -110,15 +110,27 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
         <CheckField ctx=ctx key="offload" label=Text::OffloadActivationsToCPUSMP get=|p| p.offload />
         <div class="row2">
             <SelectField ctx=ctx key="attn" label=Text::Attention
-                options=vec![("flash", Text::FlashSDPA), ("eager", Text::EagerSScores)]
+                options=vec![
+                    ("flash", Text::FlashSDPA),
+                    ("fa2", Text::Fa2Kernel),
+                    ("cudnn", Text::CudnnKernel),
+                    ("eager", Text::EagerSScores),
+                ]
                 get=|p| p.attention.key().to_string() />
             <SelectField ctx=ctx key="loss" label=Text::Loss
                 options=vec![("plain", Text::PlainLogits), ("fused", Text::FusedChunked)]
                 get=|p| p.loss.key().to_string() />
         </div>
-        <SelectField ctx=ctx key="impl" label=Text::Stack
-            options=vec![("hf", Text::HuggingFaceTransformersTrainer), ("megatron", Text::MegatronTransformerEngine)]
+        <SelectField ctx=ctx key="stack" label=Text::Stack
+            options=vec![
+                ("hf", Text::HuggingFaceTransformersTrainer),
+                ("megatron", Text::MegatronTransformerEngine),
+                ("torchtitan", Text::PyTorchFsdp2Torchtitan),
+            ]
             get=|p| p.stack.key().to_string() />
+        <Show when=move || plan_is(ctx, |p| p.stack == Stack::Torchtitan)>
+            <CheckField ctx=ctx key="compile" label=Text::TorchCompile get=|p| p.compile />
+        </Show>
         // What only Megatron runs (the exported Hugging Face script does not).
         <Show when=move || plan_is(ctx, |p| p.stack == Stack::Megatron)>
             <CheckField ctx=ctx key="grad_bf16" label=Text::GradReduceBf16 get=|p| p.grad_bf16 />

@@ -771,7 +771,7 @@ pub const GPU_MEMORY_ROWS: &[(&str, &str)] = &[
 
 /// What every GPU_MEMORY_ROWS plan shares: one A100 80GB node of the row's
 /// GPUs, 4,096-token packed sequences, LoRA rank 16, full checkpointing.
-const GPU_MEMORY_COMMON: &str = "instance=custom&gpu_mem=80&gpu_bf16=312&gpu_fp8=0&gpu_bw=2.039&gpu_nvlink=600&gpu_net=400&seq=4096&ga=1&lora_rank=16&ckpt=full&attn=flash&loss=plain&optimizer=adamw&impl=hf";
+const GPU_MEMORY_COMMON: &str = "instance=custom&gpu_mem=80&gpu_bf16=312&gpu_fp8=0&gpu_bw=2.039&gpu_nvlink=600&gpu_net=400&seq=4096&ga=1&lora_rank=16&ckpt=full&attn=flash&loss=plain&optimizer=adamw&stack=hf";
 
 /// Answer.AI's FSDP+QLoRA benchmarks (a third source, #25): Llama-2-7B on
 /// two RTX 3090s, LoRA and QLoRA at rank 64, 512 or 2,048 tokens a sample,
@@ -795,7 +795,7 @@ pub const RESERVED_GPU_MEMORY_ROWS: &[(&str, &str)] = &[
 /// What every RESERVED_GPU_MEMORY_ROWS plan shares: Llama-2-7B (Llama 3.1
 /// 8B's shape with 32 KV heads, FFN 11,008 and 32,000 tokens) on two 24 GB
 /// RTX 3090s (71 TFLOP/s BF16, 936 GB/s), LoRA rank 64.
-const RTX3090_COMMON: &str = "model=llama-3.1-8b&kv_heads=32&ffn=11008&vocab=32000&instance=custom&gpu_mem=24&gpu_bf16=71&gpu_fp8=0&gpu_bw=0.936&gpu_count=2&precision=bf16-pure&lora_rank=64&ckpt=full&attn=flash&loss=plain&optimizer=adamw&impl=hf&ga=1";
+const RTX3090_COMMON: &str = "model=llama-3.1-8b&kv_heads=32&ffn=11008&vocab=32000&instance=custom&gpu_mem=24&gpu_bf16=71&gpu_fp8=0&gpu_bw=0.936&gpu_count=2&precision=bf16-pure&lora_rank=64&ckpt=full&attn=flash&loss=plain&optimizer=adamw&stack=hf&ga=1";
 
 /// Which peak a real-GPU row measured.
 #[derive(Clone, Copy)]
@@ -1116,7 +1116,7 @@ pub fn readme_groups(rows: &[ThroughputRow]) -> String {
         .collect();
     let stacks: Vec<String> = stats_by(rows, |g| g.stack)
         .iter()
-        .map(|(k, g)| part(format!("{k:?}"), g))
+        .map(|(k, g)| part(crate::sequence_bands::stack_short_name(*k).into(), g))
         .collect();
     let kinds: Vec<String> = stats_by(rows, |g| g.moe)
         .iter()
@@ -1154,6 +1154,17 @@ fn summary_table<K>(
     s
 }
 
+/// Each row's stack, sequence and cross-validated error (sequence_bands.rs).
+pub fn row_errors(rows: &[ThroughputRow]) -> Vec<crate::sequence_bands::RowError> {
+    rows.iter()
+        .map(|r| crate::sequence_bands::RowError {
+            stack: r.group.stack,
+            seq: r.point.seq.0,
+            percent: r.cross_validated_percent,
+        })
+        .collect()
+}
+
 /// docs/accuracy.md's generated part (`plan calibrate --markdown`).
 pub fn markdown(c: &Coverage, rows: &[ThroughputRow]) -> String {
     let mut s = String::from("| row | group | measured tok/s/GPU | in-sample | cross-validated |\n|---|---|---:|---:|---:|\n");
@@ -1188,8 +1199,12 @@ pub fn markdown(c: &Coverage, rows: &[ThroughputRow]) -> String {
         |l| format!("{l:?}"),
     );
     s += &summary_table("By stack", "stack", &stats_by(rows, |g| g.stack), |k| {
-        format!("{k:?}")
+        crate::sequence_bands::stack_name(*k).to_string()
     });
+    s += &crate::sequence_bands::markdown(&row_errors(rows));
+    s += &crate::model_tables::parameters_markdown();
+    s += &crate::model_tables::network_markdown();
+    s += &crate::model_tables::kernels_markdown();
     s += &label_groups(c);
     s += &rows_left_out();
     s += &memory_markdown(c);
@@ -1238,6 +1253,9 @@ fn rows_left_out() -> String {
     }
     for (id, why) in crate::calibration::hf_excluded() {
         s += &format!("| {id} (HF stack) | {why} |\n");
+    }
+    for (id, why) in crate::published::excluded() {
+        s += &format!("| {id} (published_runs.csv) | {why} |\n");
     }
     for (id, why) in excluded_memory_rows() {
         s += &format!("| {id} (memory) | {why} |\n");

@@ -15,19 +15,7 @@ pub use crate::table::{read_csv, Row};
 /// The reference measurements, compiled in.
 pub const CALIBRATION_CSV: &str = include_str!("../data/calibration.csv");
 
-/// A calibration row turned into a plan on its own hardware.
-pub struct Case {
-    pub id: String,
-    pub arch: Architecture,
-    pub plan: Plan,
-    pub layout: Layout,
-    pub gpu: &'static hardware::Gpu,
-    pub fabric: Fabric,
-    pub measured_tokens_per_s_per_gpu: f64,
-    /// Step time the source reports, where it does.
-    pub measured_step_seconds: Option<f64>,
-    recipe_found: bool,
-}
+pub use crate::case::Case;
 
 fn gpu_of(name: &str) -> Option<&'static hardware::Gpu> {
     let id = match name {
@@ -42,9 +30,14 @@ fn gpu_of(name: &str) -> Option<&'static hardware::Gpu> {
     hardware::gpu(id)
 }
 
-/// Rows with a measured tokens/s per GPU or step time, as cases.
+/// Rows with a measured tokens/s per GPU or step time, as cases: NVIDIA's
+/// recipe tables, the papers and torchtitan's 2024 runs
+/// (data/calibration.csv), then the other stacks' published runs
+/// (data/published_runs.csv, `published`).
 pub fn cases() -> Vec<Case> {
-    read_csv(CALIBRATION_CSV).iter().filter_map(case).collect()
+    let mut cases: Vec<Case> = read_csv(CALIBRATION_CSV).iter().filter_map(case).collect();
+    cases.extend(crate::published::cases());
+    cases
 }
 
 /// Rows the model is not compared with, by id, and why.
@@ -152,66 +145,6 @@ fn row_fabric(gpu: &hardware::Gpu) -> Fabric {
         .expect("p5 has measured NCCL figures");
     let network = crate::fabric::Network::measured(&p5, nic);
     Fabric::new(gpu, if nvl72 { 72 } else { 8 }, network)
-}
-
-impl Case {
-    /// The SageMaker instance with this row's GPU.
-    pub fn instance(&self) -> &'static str {
-        match self.gpu.id.as_str() {
-            id if id.starts_with("A100") => "ml.p4de.24xlarge",
-            id if id.starts_with("H100") => "ml.p5.48xlarge",
-            "B200" => "ml.p6-b200.48xlarge",
-            id if id.contains("B300") => "ml.p6-b300.48xlarge",
-            _ => "ml.p6e-gb200.36xlarge",
-        }
-    }
-
-    /// The page's link to this row's run: its shape (an MoE row's preset,
-    /// else custom fields), its layout on the instance with its GPU, and what
-    /// its recipe set, written by `Plan::to_query` as any link is.
-    pub fn link(&self) -> String {
-        let a = &self.arch;
-        let mut p = self.plan.clone();
-        match crate::architecture::presets()
-            .iter()
-            .find(|pre| a.moe.is_some() && pre.arch == *a)
-        {
-            Some(pre) => p.model = pre.id.clone(),
-            None => {
-                p.model = "custom".into();
-                p.arch = crate::plan::ArchOverrides {
-                    layers: Some(a.layers),
-                    hidden: Some(a.hidden),
-                    heads: Some(a.heads),
-                    kv_heads: Some(a.kv_heads),
-                    head_dim: Some(a.head_dim),
-                    ffn: Some(a.ffn),
-                    vocab: Some(a.vocab),
-                    tied: Some(a.tied),
-                    mlp: Some(a.mlp),
-                    ..Default::default()
-                };
-            }
-        }
-        let l = &self.layout;
-        (p.tp, p.pp, p.cp, p.ep) = (l.tp, l.pp, l.cp, l.ep);
-        if self.plan.stack == Stack::Torchtitan {
-            // torchtitan's own entry point, not the bundle's data-parallel
-            // train.py: its 2D rows run tensor parallelism.
-            p.entry = "torchtitan/train.py".into();
-        }
-        p.instance = self.instance().to_string();
-        let per_node = hardware::instance(&p.instance).map_or(8, |i| i.gpu_count.max(1));
-        p.nodes = l.gpus.div_ceil(per_node);
-        p.to_query()
-    }
-
-    /// Whether the row's recipe could be read at the table's release
-    /// (`recipe_recompute` is not "not found"); rows without recipe columns
-    /// (torchtitan, the papers) state their settings in the table.
-    pub fn recipe_found(&self) -> bool {
-        self.recipe_found
-    }
 }
 
 /// What the run's recipe set beyond the table, from the `recipe_*` columns
@@ -714,6 +647,13 @@ fn descend(cases: &[&Case], start: Efficiency, free: [bool; 8]) -> (Efficiency, 
 pub fn fit_on(generation: Generation, cases: &[&Case], host: &HostCosts) -> (Efficiency, f64) {
     let (moe, dense): (Vec<&Case>, Vec<&Case>) =
         cases.iter().copied().partition(|c| c.arch.moe.is_some());
+    // The MoE parameters are Megatron's dispatcher and launch costs: only
+    // its rows fit them; the PyTorch stacks' MoE runs are predicted with
+    // them, and their errors say how far that carries.
+    let moe: Vec<&Case> = moe
+        .into_iter()
+        .filter(|c| c.plan.stack == Stack::Megatron)
+        .collect();
     let has = |p: Precision| dense.iter().any(|c| c.plan.precision == p);
     // Attention runs at its kernel's benchmarked speed (kernels.rs); only a
     // power-capped part fits the share of it that its clocks sustain.

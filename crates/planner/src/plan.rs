@@ -52,6 +52,12 @@ keyed_enum!(
     }
 );
 
+/// Layers NVFP4 recipes keep in BF16 for numerical safety: about 15 % of
+/// them (NVIDIA's NVFP4 pretraining recipe, arXiv 2509.25149, keeps ~15 %
+/// of the linear layers in BF16; torchtitan's nvfp4.md the last 5 of 32
+/// and the LM head, which the model keeps in 16 bits anyway).
+pub const NVFP4_BF16_LAYER_SHARE: f64 = 0.15;
+
 impl Precision {
     /// GEMMs run in an 8-bit or 4-bit format.
     pub fn is_low_precision(self) -> bool {

@@ -121,7 +121,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
     }
     if plan.mtp > 0 && plan.stack != Stack::Megatron {
         let m = Message::new("mtp_needs_megatron", "mtp", Text::MtpNeedsMegatron, []);
-        errors.push(m.fix("impl", "megatron"));
+        errors.push(m.fix("stack", "megatron"));
     }
     let resolved = Resolved {
         plan,
@@ -251,7 +251,7 @@ fn check_bundled_parallelism(plan: &Plan, layout: &Layout, errors: &mut Vec<Mess
     ];
     if let Some((key, _)) = degrees.iter().find(|(_, d)| *d > 1) {
         let m = Message::new("hf_data_parallel_only", key, Text::HfDataParallelOnly, []);
-        errors.push(m.fix("impl", "megatron"));
+        errors.push(m.fix("stack", "megatron"));
     }
 }
 
@@ -376,10 +376,13 @@ fn resolve_tp(
 }
 
 /// Pipeline stages as Megatron splits them: evenly, with the embedding and
-/// loss counted as slots, or with explicit first/last-rank layer counts.
+/// loss counted as slots, or with explicit first/last-rank layer counts;
+/// as torchtitan splits them, as evenly as they go.
 fn resolve_pp(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) -> (u64, Stages) {
     let (pp, vp, layers) = (plan.pp.max(1), plan.vp.max(1), arch.layers);
-    if pp == 1 || layers == 0 {
+    // torchtitan splits the layers over its stages as evenly as they go
+    // (`generate_split_points`): any degree runs.
+    if pp == 1 || layers == 0 || plan.stack == Stack::Torchtitan {
         return (pp, Stages::even(layers, pp));
     }
     let explicit = plan.pp_first.is_some() || plan.pp_last.is_some();

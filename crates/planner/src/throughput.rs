@@ -72,9 +72,9 @@ pub struct HostCosts {
 }
 
 pub const HOST: HostCosts = HostCosts {
-    moe_expert_launch: 0.000188,
-    moe_router_launch: 0.001446,
-    moe_alltoall_launch: 0.003052,
+    moe_expert_launch: 0.000184,
+    moe_router_launch: 0.001482,
+    moe_alltoall_launch: 0.003044,
 };
 
 /// The calibrated parameters: `plan calibrate --fit` refits them from a
@@ -109,18 +109,18 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // fixed cost (2.1 ms per micro-batch, beside the host's launch
         // costs, `HOST`) on its 4 MoE rows (Megatron-Bridge 25.09 and 25.11).
         Generation::Hopper => Efficiency {
-            gemm: 0.636,
-            fp8_gemm: 0.488,
-            moe: 0.777,
-            moe_layer_overhead: 0.001926,
+            gemm: 0.597,
+            fp8_gemm: 0.483,
+            moe: 0.877,
+            moe_layer_overhead: 0.002138,
             ..hand_set
         },
         // Fitted on torchtitan's 4 rows of 500 W H100s; attention sits at
         // its lower bound (0.25).
         Generation::HopperPowerCapped => Efficiency {
-            gemm: 0.49,
-            fp8_gemm: 0.475,
-            attention: 0.657,
+            gemm: 0.478,
+            fp8_gemm: 0.452,
+            attention: 0.641,
             ..hand_set
         },
         // Fitted on 9 rows: 6 Megatron-Bridge 25.11 FP8 runs (B200, GB200,
@@ -134,10 +134,10 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // costs 0.16 ms per micro-batch whatever its size, beside the host's
         // launch costs (`HOST`, fitted on the same rows).
         Generation::Blackwell => Efficiency {
-            gemm: 0.485,
-            fp8_gemm: 0.459,
+            gemm: 0.493,
+            fp8_gemm: 0.454,
             moe: 1.0,
-            moe_layer_overhead: 0.000165,
+            moe_layer_overhead: 0.000226,
             kernel_overhead: 5e-6,
             ..hand_set
         },
@@ -227,6 +227,7 @@ fn peak_of(gpu: &Gpu, precision: Precision) -> f64 {
 
 /// What every cost of one step reads: the plan, the layout, the hardware,
 /// and the work one GPU does per micro-batch.
+#[derive(Clone, Copy)]
 struct StepShape<'a> {
     arch: &'a Architecture,
     counts: &'a ParameterCounts,
@@ -403,6 +404,24 @@ fn layer_gemms(s: &StepShape) -> f64 {
     gemm
 }
 
+/// The mean decoder layer's GEMMs forward: an NVFP4 plan's BF16 layers
+/// (`plan::NVFP4_BF16_LAYER_SHARE`) at the 16-bit rate, the rest in FP4.
+fn mean_layer_gemms(s: &StepShape) -> f64 {
+    let low = layer_gemms(s);
+    if s.plan.precision != Precision::Nvfp4 || s.lin_peak == s.wide_peak {
+        return low;
+    }
+    let wide = StepShape {
+        lin_peak: s.wide_peak,
+        lin_eff: s.eff.gemm,
+        lin_bytes: s.wide_bytes,
+        quantize: (0.0, 0.0),
+        ..*s
+    };
+    let share = crate::plan::NVFP4_BF16_LAYER_SHARE;
+    (1.0 - share) * low + share * layer_gemms(&wide)
+}
+
 /// One MoE layer's experts, shared experts and router, forward.
 fn routed_gemms(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
     let (h, tokens) = (s.h, s.tokens);
@@ -498,15 +517,19 @@ fn grouped_fill(s: &StepShape, tokens: f64) -> f64 {
 /// the input and the gradient for the weight gradient (write 1 B): 6 B per
 /// activation or gradient element, 5 B per weight element
 /// (`torchao/float8/float8_linear.py`: `hp_tensor_to_float8_dynamic` on
-/// input, weight and grad_output). MXFP8 and NVFP4 scale 32- and 16-element
-/// blocks in one pass (read 2 B, write a 1- or 0.5-byte element and its
-/// scale), once row-wise and once column-wise: 4 B per element of each
-/// (`torchao/prototype/mx_formats`).
+/// input, weight and grad_output). MXFP8 and NVFP4 quantize row- and
+/// column-wise blocks, NVFP4 with a random Hadamard transform for the
+/// weight gradient: TransformerEngine's layer profile on B300 (h 4096, ffn
+/// 16384, 15,872 tokens; `docs/examples/gemm_profiling/gemm_profiling.rst`
+/// at d0067d0) runs MXFP8 1.83x BF16 pre-quantized and 1.42x with its
+/// quantization, NVFP4 3.48x and 1.98x: 2.0 and 2.7 ms of quantization over
+/// 1.24 G elements at 6 TB/s, 9.6 and 13.2 B per element.
 fn quantize_bytes(plan: &Plan, gpu: &Gpu) -> (f64, f64) {
     let low = plan.precision.is_low_precision() && gpu.fp8_tensor_cores;
     match (plan.stack, plan.precision) {
         (Stack::Torchtitan, Precision::Fp8) if low => (6.0, 5.0),
-        (Stack::Torchtitan, Precision::Mxfp8 | Precision::Nvfp4) if low => (4.0, 4.0),
+        (Stack::Torchtitan, Precision::Mxfp8) if low => (9.6, 9.6),
+        (Stack::Torchtitan, Precision::Nvfp4) if low => (13.2, 13.2),
         _ => (0.0, 0.0),
     }
 }
@@ -610,7 +633,7 @@ impl LayerForward {
 
     fn of(s: &StepShape) -> LayerForward {
         LayerForward {
-            gemm: layer_gemms(s),
+            gemm: mean_layer_gemms(s),
             attention: attention_forward(s),
             elementwise: elementwise_forward(s),
         }

@@ -49,6 +49,7 @@ const RULES: &[Rule] = &[
     micro_batch_one_low_utilisation,
     checkpoint_overhead,
     crosses_nvlink_domain,
+    stack_not_bundled,
     price_unknown,
     price_derived,
     price_dated,
@@ -346,6 +347,25 @@ fn crosses_nvlink_domain(c: &Context) -> Option<Message> {
         Text::CrossesNvlinkDomain,
         args,
     ))
+}
+
+/// The launch bundle's train.py trains with Hugging Face Transformers: a
+/// Megatron or torchtitan plan is launched through the user's own entry
+/// point of that stack, which the warning names (#35: the stack is an input
+/// of the model; #37 exports the engines themselves).
+fn stack_not_bundled(c: &Context) -> Option<Message> {
+    let p = c.plan();
+    let entry = match p.stack {
+        Stack::Hf => return None,
+        _ if p.entry != "train.py" => return None,
+        Stack::Megatron => "pretrain_gpt.py",
+        Stack::Torchtitan => "torchtitan/train.py",
+    };
+    let args: [(&'static str, Arg); 1] = [("stack", Arg::from(p.stack.key()))];
+    Some(
+        c.warn("stack_not_bundled", "entry", Text::StackNotBundled, args)
+            .fix("entry", entry),
+    )
 }
 
 /// No price known: say how the instance is sold, and ask for the price paid.

@@ -184,10 +184,10 @@ fn p5_figures_are_the_fit_to_its_runs() {
     let mut best = loss(&fit);
     for _ in 0..400 {
         let mut improved = false;
-        for i in 0..6 {
+        for (i, (lo, hi)) in bounds.iter().enumerate() {
             for f in [0.8, 0.9, 0.95, 0.98, 0.995, 1.005, 1.02, 1.05, 1.1, 1.25] {
                 let mut t = fit;
-                let v = (get(&t, i) * f).clamp(bounds[i].0, bounds[i].1);
+                let v = (get(&t, i) * f).clamp(*lo, *hi);
                 set(&mut t, i, v);
                 let l = loss(&t);
                 if l < best - 1e-12 {

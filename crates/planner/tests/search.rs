@@ -290,7 +290,7 @@ fn hf_qlora_is_planned_unsharded() {
 #[test]
 fn the_bundled_hf_stack_is_planned_data_parallel() {
     let code = |q: &str| error_of(q, "hf_data_parallel_only");
-    let megatron = fix("impl", "megatron");
+    let megatron = fix("stack", "megatron");
     assert_eq!(
         code("model=llama-3.1-70b&tp=2"),
         Some((Some("tp"), megatron.clone()))

@@ -12,64 +12,110 @@ use planner::plan::Plan;
 /// 50 such changes broke none); and cross-validated (leave-one-architecture-
 /// out), its error plus a point (at least 2). Rows over 10% say why.
 const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
-    ("mb2511_l8b_gb200_fp8", 8.0, 5.0),
-    ("mb2511_l8b_b200_fp8", 1.0, 5.0),
-    ("mb2511_l8b_h100_fp8", 12.0, 14.0), // its recipe recomputes 5 of 32 layers in full; the table's FSDP run is not in the release's preset (a CLI override), timed as ZeRO-3
-    ("mb2511_l70b_gb200_fp8", 1.0, 4.0),
-    ("mb2511_l70b_h100_fp8", 9.5, 10.0), // Megatron-Bridge 70B on H100 (TP4 PP8 VP5): under-predicted; the interleaved bubble and PP traffic are charged in full
-    ("mb2511_l405b_gb200_fp8", 5.0, 6.0),
+    ("mb2511_l8b_gb200_fp8", 7.0, 7.5),
+    ("mb2511_l8b_b200_fp8", 1.5, 2.0),
+    ("mb2511_l8b_h100_fp8", 11.5, 12.0), // its recipe recomputes 5 of 32 layers in full; the table's FSDP run is not in the release's preset (a CLI override), timed as ZeRO-3
+    ("mb2511_l70b_gb200_fp8", 1.0, 2.0),
+    ("mb2511_l70b_h100_fp8", 10.5, 11.0), // Megatron-Bridge 70B on H100 (TP4 PP8 VP5): under-predicted; the interleaved bubble and PP traffic are charged in full
+    ("mb2511_l405b_gb200_fp8", 6.0, 6.5),
     ("mb2511_l405b_b200_fp8", 1.0, 2.0),
-    ("mb2511_l405b_h100_fp8", 9.0, 10.0),
-    ("mb2511_l8b_gb300_fp8", 11.0, 15.0), // GB300 is fitted with GB200/B200 as one generation; the GB300 run is 19% faster than GB200 in the table but only FP4 and attention differ in the datasheets
-    ("nemo2407_l3_8b_h100_fp8", 11.0, 10.0), // NeMo 24.07 8B with CP 2 at 8K: the model over-predicts; CP overlap on one node is optimistic
-    ("nemo2407_l3_70b_h100_fp8", 1.0, 2.0),
+    ("mb2511_l405b_h100_fp8", 8.0, 9.0),
+    ("mb2511_l8b_gb300_fp8", 11.5, 12.0), // GB300 is fitted with GB200/B200 as one generation; the GB300 run is 19% faster than GB200 in the table but only FP4 and attention differ in the datasheets
+    ("nemo2407_l3_8b_h100_fp8", 9.5, 10.0),
+    ("nemo2407_l3_70b_h100_fp8", 2.0, 2.5),
     ("nemo2407_l2_7b_h100_fp8", 1.5, 2.0),
-    ("nemo2407_l2_13b_h100_fp8", 2.5, 3.0),
-    ("nemo2407_l2_70b_h100_fp8", 1.0, 2.0),
-    ("nemo2407_gpt3_175b_h100_fp8_128", 9.0, 10.0),
-    ("nemo2407_nemotron340b_h100_fp8", 9.0, 10.0),
-    ("dgxc_l31_8b_h100_bf16_8", 1.0, 2.0),
-    ("dgxc_l31_8b_h100_fp8_8", 2.5, 5.0),
-    ("dgxc_l31_70b_h100_bf16_64", 2.5, 4.0),
-    ("dgxc_l31_70b_h100_fp8_64", 3.5, 4.0),
-    ("dgxc_nemotron15b_h100_bf16_16", 1.5, 2.0),
-    ("dgxc_l31_405b_gb200_bf16_128", 2.0, 4.0),
-    ("dgxc_l31_405b_gb200_bf16_256", 1.0, 2.0),
-    ("dgxc_nemotron15b_gb200_bf16_16", 1.5, 3.0),
+    ("nemo2407_l2_13b_h100_fp8", 1.0, 2.0),
+    ("nemo2407_l2_70b_h100_fp8", 1.5, 2.0),
+    ("nemo2407_gpt3_175b_h100_fp8_128", 10.5, 11.0), // under-predicted by 10% since #35 fits Hopper's GEMM efficiency on every stack's H100 rows (0.636 -> 0.597): OLMo-core's 13B runs pull it down
+    ("nemo2407_nemotron340b_h100_fp8", 10.5, 11.5),  // as nemo2407_gpt3_175b_h100_fp8_128
+    ("dgxc_l31_8b_h100_bf16_8", 5.5, 7.5),
+    ("dgxc_l31_8b_h100_fp8_8", 4.0, 4.5),
+    ("dgxc_l31_70b_h100_bf16_64", 4.0, 6.0),
+    ("dgxc_l31_70b_h100_fp8_64", 2.0, 3.0),
+    ("dgxc_nemotron15b_h100_bf16_16", 5.5, 7.5),
+    ("tt_l31_8b_fsdp_8", 2.5, 4.0),
+    ("tt_l31_8b_fsdp_compile_fp8_8", 3.0, 5.5),
+    ("tt_l31_8b_cp1_32k", 6.5, 11.5), // cross-validated without any Llama 3.1 8B row of the 500 W part: its fit rests on the 70B and 405B runs
+    ("tt_l31_70b_2d", 13.5, 15.0), // 70B TP 8 x FSDP 32 with float8 on the 500 W part: under-predicted by 13%; the same run with async TP (titan_12) is +3%
+    ("tt_a100_l3_8b_sel_op", 4.0, 4.5),
+    ("tt_a100_l3_70b_full", 1.0, 2.0),
+    ("tt_a100_l2_13b_noac", 6.0, 6.5),
+    ("tt_a100_l2_70b_full", 2.0, 3.0),
+    ("korthikanti_22b_selective_sp", 2.0, 2.5),
+    ("korthikanti_22b_full_recompute", 1.5, 2.0),
+    ("korthikanti_175b_selective_sp", 1.0, 2.0),
+    ("korthikanti_175b_full_recompute", 1.0, 2.0),
+    ("dgxc_l31_405b_gb200_bf16_128", 1.0, 6.5),
+    ("dgxc_l31_405b_gb200_bf16_256", 2.0, 8.5),
+    ("dgxc_nemotron15b_gb200_bf16_16", 2.5, 3.0),
     // MoE: the experts' speed, an MoE layer's fixed cost and the host's
     // launch costs leave a scatter (MoeComputeRough says so on the page):
-    // GPT-OSS-120B on 8 B200s +58% and Qwen3-30B-A3B on 16 H100s
-    // (VP 24: one layer per virtual stage) +73% in-sample.
-    ("mb2511_gptoss120b_gb300_bf16", 16.0, 19.0),
-    ("mb2511_gptoss120b_gb200_bf16", 1.0, 4.5),
-    ("mb2511_gptoss120b_b200_bf16", 58.0, 58.5),
-    ("mb2511_gptoss120b_h100_bf16", 1.0, 18.0),
-    ("mb2511_qwen3_30b_gb300_fp8", 8.0, 8.0),
-    ("mb2511_qwen3_30b_gb200_fp8", 13.5, 15.0),
-    ("mb2511_qwen3_30b_b200_fp8", 1.0, 3.0),
-    ("mb2511_qwen3_30b_h100_fp8", 71.0, 84.5),
-    ("mb2511_qwen3_235b_gb300_bf16", 25.0, 35.0),
-    ("mb2511_qwen3_235b_gb200_bf16", 10.5, 26.5),
+    // GPT-OSS-120B on 8 B200s +81% and Qwen3-30B-A3B on 16 H100s
+    // (VP 24: one layer per virtual stage) +74% in-sample.
+    ("mb2511_gptoss120b_gb300_bf16", 16.0, 15.5),
+    ("mb2511_gptoss120b_gb200_bf16", 1.0, 2.5),
+    ("mb2511_gptoss120b_b200_bf16", 81.5, 82.0),
+    ("mb2511_gptoss120b_h100_bf16", 1.0, 21.0),
+    ("mb2511_qwen3_30b_gb300_fp8", 9.5, 8.0),
+    ("mb2511_qwen3_30b_gb200_fp8", 11.5, 14.5),
+    ("mb2511_qwen3_30b_b200_fp8", 1.0, 4.5),
+    ("mb2511_qwen3_30b_h100_fp8", 75.0, 86.5),
+    ("mb2511_qwen3_235b_gb300_bf16", 25.0, 34.0),
+    ("mb2511_qwen3_235b_gb200_bf16", 10.5, 25.5),
     ("mb2511_qwen3_235b_b200_fp8", 1.0, 7.0),
-    ("mb2511_qwen3_235b_h100_fp8", 3.5, 12.5),
-    ("tt_l31_8b_fsdp_8", 1.0, 39.0),
-    ("tt_l31_8b_fsdp_compile_fp8_8", 1.0, 14.0),
-    ("tt_l31_8b_cp1_32k", 4.0, 45.0),
-    ("tt_l31_70b_2d", 6.0, 7.0),
-    ("tt_a100_l3_8b_sel_op", 5.5, 6.0),
-    ("tt_a100_l3_70b_full", 8.0, 10.0),  // as tt_a100_l2_13b_noac
-    ("tt_a100_l2_13b_noac", 10.5, 11.0), // torchtitan on 64 A100s: under-predicted by ~10%; the fitted Ampere GEMM efficiency is shared with the Megatron-2022 rows
-    ("tt_a100_l2_70b_full", 10.0, 11.0), // as tt_a100_l2_13b_noac
-    ("korthikanti_22b_selective_sp", 3.0, 8.0),
-    ("korthikanti_22b_full_recompute", 1.0, 6.0),
-    ("korthikanti_175b_selective_sp", 2.0, 9.0),
-    ("korthikanti_175b_full_recompute", 1.5, 8.0),
-    ("mb2509_dsv3_h100_fp8", 2.5, 3.0),
-    ("mb2509_dsv3_b200_fp8", 1.5, 2.0),
-    ("mb2511_dsv3_b200_fp8_mtp", 6.0, 7.0),
+    ("mb2511_qwen3_235b_h100_fp8", 1.0, 15.5),
+    ("mb2509_dsv3_h100_fp8", 3.5, 4.0),
+    ("mb2509_dsv3_b200_fp8", 2.0, 2.0),
+    ("mb2511_dsv3_b200_fp8_mtp", 5.0, 6.5),
     ("mb2511_dsv3_gb200_bf16", 1.0, 8.0),
-    ("mb2511_dsv3_gb200_fp8", 7.5, 4.0),
-    ("mb2602_dsv3_b200_fp8", 1.0, 6.0),
+    ("mb2511_dsv3_gb200_fp8", 4.5, 6.0),
+    ("mb2602_dsv3_b200_fp8", 2.0, 7.0),
+    // The PyTorch stacks' published runs (data/published_runs.csv, #35).
+    ("titan_2", 8.0, 6.5),
+    ("titan_5", 14.5, 17.0), // 8B at 64K with CP 2 on the 500 W part: under-predicted by 16% where the 128K run with CP 4 (titan_6) is over-predicted by 10%: the published pair falls faster with sequence than attention's FLOPs do
+    ("titan_6", 14.0, 11.0), // as titan_5
+    ("titan_8", 1.5, 4.0),
+    ("titan_9", 5.5, 4.0),
+    ("titan_10", 1.0, 2.0),
+    ("titan_12", 7.5, 8.0),
+    ("titan_13", 1.0, 4.5),
+    ("titan_14", 2.5, 3.0),
+    ("titan_15", 7.0, 7.0),
+    ("titan_16", 9.5, 14.0), // 405B at 64K and 128K with CP (TP 8 PP 8, 1F1B, 8 micro-batches): 13% over; the bubble is 46% of the step
+    ("titan_17", 6.5, 13.5), // as titan_16
+    ("titan_19", 5.0, 3.0),
+    ("titan_20", 7.5, 10.5), // as titan_26
+    ("titan_21", 5.5, 6.0),
+    ("titan_22", 8.0, 9.0),
+    ("titan_25", 4.0, 6.5),
+    ("titan_26", 33.0, 37.0), // torchtitan's async TP on 8B (TP 8, FSDP 8): the model hides the TP traffic as TransformerEngine's userbuffers do and is 36% too fast; the run gained 10% over vanilla TP (titan_25, +6%); on 70B (titan_19 to 22) the same rule is within 10%
+    ("titan_27", 5.0, 5.5),
+    ("titan_28", 41.5, 41.5), // as titan_26, in float8
+    ("titan_31", 6.0, 7.0),
+    ("titan_32", 8.0, 9.0),
+    ("titan_37", 62.5, 63.0), // Llama 4 Scout on 256 GB200 with EP 16 (torchtitan, May 2025): 62% too fast; the planner's MoE costs are fitted on Megatron's runs only and torchtitan's MoE of that time is slower
+    ("titan_38", 91.0, 91.5), // as titan_37, in MXFP8
+    ("titan_39", 12.5, 13.0), // NVFP4 on 4 GB200: 12% too fast even with the recipe's BF16 layers and TransformerEngine's measured quantization traffic
+    ("titan_40", 1.0, 2.0),
+    ("titan_41", 8.0, 9.5),
+    ("titan_42", 19.0, 19.5), // as titan_39 (Qwen3 8B)
+    ("titan_43", 3.0, 4.0),
+    ("titan_44", 6.0, 7.5),
+    ("automodel_4", 24.0, 26.0), // NeMo AutoModel's MoE on H100 (DeepEP, balanced gate): the Megatron-fitted MoE costs are 13-37% too slow for it
+    ("automodel_5", 35.5, 37.5), // as automodel_4
+    ("automodel_6", 28.0, 28.5), // as automodel_4
+    ("automodel_7", 22.5, 20.5), // as automodel_4
+    ("automodel_8", 13.5, 14.0), // as automodel_4
+    ("automodel_9", 22.5, 34.5), // as automodel_4
+    ("automodel_10", 2.0, 2.5),
+    ("olmo_1", 1.0, 2.5),
+    ("olmo_2", 5.0, 5.5),
+    ("olmo_3", 8.5, 9.0),
+    ("olmo_4", 5.0, 6.0),
+    ("olmo_5", 7.5, 8.0),
+    ("olmo_6", 4.0, 5.0),
+    ("olmo_7", 26.5, 27.0), // OLMo-core 13B on H100 (mb 1, no checkpointing): 26% too fast where its 7B and 8B runs are within 9%; the GPU count is not published (one node assumed)
+    ("olmo_8", 35.0, 36.0), // as olmo_7, in float8
 ];
 
 fn tolerances(id: &str) -> (f64, f64) {
@@ -168,6 +214,7 @@ fn every_calibrated_constant_is_pinned_by_a_row() {
     ];
     let cases = cases();
     let mut unpinned = Vec::new();
+    let mut moves = 0;
     for g in FITTED {
         let mine: Vec<_> = cases.iter().filter(|c| generation(c.gpu) == g).collect();
         for (name, field) in fields {
@@ -175,6 +222,7 @@ fn every_calibrated_constant_is_pinned_by_a_row() {
                 continue;
             }
             for factor in [0.95, 1.05] {
+                moves += 1;
                 let mut e = efficiency(g);
                 *field(&mut e) *= factor;
                 let broken = mine
@@ -200,6 +248,19 @@ fn every_calibrated_constant_is_pinned_by_a_row() {
             "docs/accuracy.md should list `{u}` as not pinned"
         );
     }
+    let claim = format!(
+        "{} of the {moves} such moves\nare caught",
+        moves - UNPINNED.len()
+    );
+    assert!(
+        doc.contains(&claim),
+        "docs/accuracy.md should say `{claim}`"
+    );
+    let count = format!("These {} are not", UNPINNED.len());
+    assert!(
+        doc.contains(&count),
+        "docs/accuracy.md should say `{count}`"
+    );
 }
 
 /// Calibrated constants that a ±5% change leaves every row within its
@@ -209,7 +270,7 @@ const UNPINNED: &[&str] = &[
     "Ampere.attention x 1.05",
     "Ampere.kernel_overhead x 0.95",
     "Ampere.kernel_overhead x 1.05",
-    "Ampere.overlap x 1.05",
+    "Ampere.overlap x 0.95",
     "Hopper.moe_layer_overhead x 1.05",
     "Hopper.kernel_overhead x 0.95",
     "Hopper.kernel_overhead x 1.05",
@@ -222,11 +283,10 @@ const UNPINNED: &[&str] = &[
     "Blackwell.moe_layer_overhead x 1.05",
     "Blackwell.moe_router_launch x 0.95",
     "Blackwell.moe_router_launch x 1.05",
-    "Blackwell.attention x 0.95",
     "Blackwell.kernel_overhead x 0.95",
     "Blackwell.kernel_overhead x 1.05",
-    "Blackwell.memory x 0.95",
     "Blackwell.overlap x 0.95",
+    "Blackwell.overlap x 1.05",
 ];
 
 /// The fit, started from neutral values, lands on the shipped parameters:
@@ -302,7 +362,10 @@ fn each_rows_parsed_settings_match_its_notes() {
     let rows = read_csv(CALIBRATION_CSV);
     let mut checked = 0;
     for c in planner::calibration::cases() {
-        let r = rows.iter().find(|r| r.get("id") == c.id).expect("row");
+        // The other stacks' runs state their settings in columns (published_runs.rs).
+        let Some(r) = rows.iter().find(|r| r.get("id") == c.id) else {
+            continue;
+        };
         let notes = r.get("notes");
         if let Some(vp) = stated(notes, "VP") {
             assert_eq!(c.plan.vp, vp as u64, "{}: VP", c.id);
@@ -340,7 +403,7 @@ fn excluded_rows_are_named_with_reasons() {
         ]
     );
     assert_eq!(
-        planner::calibration::cases().len() + out.len(),
+        planner::calibration::cases().len() - planner::published::cases().len() + out.len(),
         planner::calibration::read_csv(planner::calibration::CALIBRATION_CSV).len()
     );
 }
@@ -524,20 +587,27 @@ fn oracle_claim(c: &planner::accuracy::Coverage) -> String {
     )
 }
 
-/// A custom GPU entered with the H100 SXM datasheet figures behaves as ml.p5.48xlarge.
+/// A custom GPU entered with the H100 SXM datasheet figures behaves as
+/// ml.p5.48xlarge inside a node; across nodes its network, which no
+/// nccl-tests run measured, gets 80% of its line rate where p5's measured
+/// 90% (hardware.json `nccl`), so it is never faster.
 #[test]
 fn custom_gpu_with_h100_figures_matches_p5() {
-    let p5 = evaluate(&Plan::from_query("instance=ml.p5.48xlarge&nodes=2").plan);
-    let custom = evaluate(
-        &Plan::from_query("instance=custom&gpu_mem=80&gpu_bf16=989.4&gpu_fp8=1978.9&gpu_bw=3.35&gpu_count=8&gpu_nvlink=900&gpu_net=3200&nodes=2").plan,
+    let custom_gpu = "instance=custom&gpu_mem=80&gpu_bf16=989.4&gpu_fp8=1978.9&gpu_bw=3.35&gpu_count=8&gpu_nvlink=900&gpu_net=3200";
+    let across = |q: &str| evaluate(&Plan::from_query(&format!("{q}&nodes=2")).plan);
+    let (p5_2, custom_2) = (across("instance=ml.p5.48xlarge"), across(custom_gpu));
+    assert!(
+        custom_2.throughput.tokens_per_second_per_gpu <= p5_2.throughput.tokens_per_second_per_gpu
     );
+    let p5 = evaluate(&Plan::from_query("instance=ml.p5.48xlarge&nodes=1").plan);
+    let custom = evaluate(&Plan::from_query(&format!("{custom_gpu}&nodes=1")).plan);
     assert!(custom.errors.is_empty(), "{:?}", custom.errors);
     let (a, b) = (
         p5.throughput.tokens_per_second_per_gpu,
         custom.throughput.tokens_per_second_per_gpu,
     );
     assert!((a - b).abs() / a < 1e-9, "{a} vs {b}");
-    assert_eq!(custom.layout.gpus, 16);
+    assert_eq!(custom_2.layout.gpus, 16);
     assert!(
         custom.cost.total_usd.is_none(),
         "no price for a custom GPU unless entered"

@@ -163,15 +163,29 @@ impl Widths {
             },
             eager: plan.attention == Attention::Eager,
             gemma_norm: arch.mlp == crate::architecture::Mlp::Geglu,
-            lin: if plan.precision.is_low_precision() {
-                1.0
-            } else {
-                2.0
-            },
+            lin: linear_input_bytes(plan),
             seq: seq_per_gpu,
             mlp_inputs: (arch.mlp.matrices() as f64 - 1.0) * arch.hidden as f64 + f,
             mlp_outputs: (arch.mlp.matrices() as f64 - 1.0) * f + arch.hidden as f64,
         }
+    }
+}
+
+/// Bytes per element of a Linear input kept for its weight gradient, per
+/// stack: TransformerEngine's FP8 and FP4 recipes keep it quantized (1 B);
+/// torchao's float8 and MXFP8 Linear layers (torchtitan) keep the BF16
+/// input and quantize it again in the backward (torchtitan's runs: 76.8 vs
+/// 77.0 GiB with float8 against BF16 on 8 H100s; 179.9 vs 174.5 GiB with
+/// MXFP8 on 4 GB200s), and its NVFP4 one keeps the 4-bit input and one
+/// 8-bit scale per 16 elements (110.9 GiB), in all but the recipe's BF16
+/// layers (`plan::NVFP4_BF16_LAYER_SHARE`).
+fn linear_input_bytes(plan: &Plan) -> f64 {
+    let share = crate::plan::NVFP4_BF16_LAYER_SHARE;
+    match (plan.stack, plan.precision) {
+        (_, p) if !p.is_low_precision() => 2.0,
+        (Stack::Torchtitan, Precision::Nvfp4) => share * 2.0 + (1.0 - share) * (0.5 + 1.0 / 16.0),
+        (Stack::Torchtitan, _) => 2.0,
+        _ => 1.0,
     }
 }
 

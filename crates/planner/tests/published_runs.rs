@@ -1,0 +1,83 @@
+//! The other stacks' published runs (#35): data/published_runs.csv holds
+//! each row of the four published_2026 tables once, with the figure the
+//! table printed, and every row it compares with becomes a case.
+
+use planner::published::{cases, excluded, PUBLISHED_RUNS_CSV};
+use planner::table::read_csv;
+
+const TABLES: [(&str, &str); 4] = [
+    (
+        "torchtitan_benchmarks.csv",
+        include_str!("../data/published_2026/torchtitan_benchmarks.csv"),
+    ),
+    (
+        "nemo_automodel_perf.csv",
+        include_str!("../data/published_2026/nemo_automodel_perf.csv"),
+    ),
+    (
+        "megatron_lm_readme_h100.csv",
+        include_str!("../data/published_2026/megatron_lm_readme_h100.csv"),
+    ),
+    (
+        "olmo_core_readme_h100.csv",
+        include_str!("../data/published_2026/olmo_core_readme_h100.csv"),
+    ),
+];
+
+/// Every row of every table is in the normalised file once, under its own
+/// file and row id, and the tokens/s per GPU it compares with is the one
+/// the table printed (no figure was retyped).
+#[test]
+fn every_published_row_is_normalised_with_its_printed_figure() {
+    let runs = read_csv(PUBLISHED_RUNS_CSV);
+    let mut rows = 0;
+    for (file, text) in TABLES {
+        for printed in read_csv(text) {
+            rows += 1;
+            let id = printed.get("id");
+            let mine: Vec<_> = runs
+                .iter()
+                .filter(|r| r.get("file") == file && r.get("row") == id)
+                .collect();
+            assert_eq!(mine.len(), 1, "{file} row {id}");
+            let r = mine[0];
+            if let Some(tps) = r.num("measured_tokens_per_s_per_gpu") {
+                assert_eq!(
+                    Some(tps),
+                    printed.num("tokens_per_s_per_gpu"),
+                    "{file} row {id}: the figure compared is the printed one"
+                );
+                assert!(
+                    r.get("measured_basis").starts_with("printed"),
+                    "{file} row {id}"
+                );
+            }
+            assert!(
+                !r.get("inferred").is_empty() || r.get("use") != "yes",
+                "{file} row {id}: what was not printed is said"
+            );
+        }
+    }
+    assert_eq!(rows, runs.len(), "no row beyond the four tables");
+}
+
+/// 45 runs are compared (the torchtitan, NeMo AutoModel and OLMo-core
+/// ones the model can describe), 2 print only a peak memory (NeMo
+/// AutoModel's checkpointing guide), the other 45 are listed with a reason.
+#[test]
+fn runs_compared_and_left_out() {
+    let compared = cases();
+    let left = excluded();
+    assert_eq!(compared.len(), 45);
+    assert_eq!(left.len(), 45);
+    assert_eq!(compared.len() + left.len() + 2, 92);
+    for (id, why) in &left {
+        assert!(why.len() > 20, "{id}: a reason, not a word: {why}");
+    }
+    // The torchtitan runs of calibration.csv are not counted twice.
+    for dup in ["titan_1", "titan_3", "titan_4", "titan_11"] {
+        assert!(left
+            .iter()
+            .any(|(id, why)| id == dup && why.contains("calibration.csv")));
+    }
+}

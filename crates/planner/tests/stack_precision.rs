@@ -1,0 +1,145 @@
+//! FP8, MXFP8 and NVFP4 follow the stack (#35): each stack's speed-up over
+//! BF16 and its memory saving, pinned to published pairs of runs that
+//! differ in precision alone. A ratio of two runs on the same GPUs cancels
+//! what the pair shares (the power-limited B200s' unknown clocks).
+
+use planner::case::Case;
+use planner::throughput::{efficiency, generation, throughput};
+
+fn case(id: &str) -> Case {
+    planner::published::case_of(id)
+        .or_else(|| {
+            planner::calibration::cases()
+                .into_iter()
+                .find(|c| c.id == id)
+        })
+        .unwrap_or_else(|| panic!("{id}"))
+}
+
+fn tokens_per_s(c: &Case) -> f64 {
+    let counts = c.arch.parameter_counts();
+    let eff = efficiency(generation(c.gpu));
+    throughput(&c.arch, &counts, &c.plan, &c.layout, c.gpu, &c.fabric, &eff)
+        .tokens_per_second_per_gpu
+}
+
+/// The modelled and published speed-up of `low` over `base`.
+fn speedups(low: &str, base: &str) -> (f64, f64) {
+    let (l, b) = (case(low), case(base));
+    (
+        tokens_per_s(&l) / tokens_per_s(&b),
+        l.measured_tokens_per_s_per_gpu / b.measured_tokens_per_s_per_gpu,
+    )
+}
+
+/// Each published pair: the low-precision run, its BF16 twin, what it is,
+/// and how far the modelled speed-up may be from the published one.
+const PAIRS: &[(&str, &str, &str, f64)] = &[
+    // torchtitan, torchao float8 tensorwise, 8 x H100 at 500 W, compiled:
+    // 8,532 / 6,667 = 1.28.
+    (
+        "tt_l31_8b_fsdp_compile_fp8_8",
+        "titan_2",
+        "torchtitan float8, H100",
+        0.10,
+    ),
+    // torchtitan, 8 power-limited B200s: float8 10,417 and MXFP8 9,969
+    // over BF16 8,307.5 (x1.25, x1.20).
+    // The model is too optimistic on Blackwell's torchao speed-ups (by 3 to
+    // 25 %, NVFP4 the most): the bounds say how far, not how far we wish.
+    ("titan_36", "titan_33", "torchtitan float8, B200", 0.15),
+    ("titan_34", "titan_33", "torchtitan MXFP8, B200", 0.15),
+    // torchtitan on 4 GB200s, Llama 3 8B: MXFP8 28,084 and NVFP4 30,040
+    // over BF16 21,919 (x1.28, x1.37); Qwen3 8B: 27,587 and 26,732 over
+    // 20,913 (x1.32, x1.28).
+    ("titan_40", "titan_41", "torchtitan MXFP8, GB200", 0.10),
+    ("titan_43", "titan_44", "torchtitan MXFP8, GB200", 0.10),
+    ("titan_39", "titan_41", "torchtitan NVFP4, GB200", 0.25),
+    ("titan_42", "titan_44", "torchtitan NVFP4, GB200", 0.30),
+    // torchtitan 70B TP 8 x FSDP 32 on 256 H100s at 500 W: float8 809.8
+    // over 597.3 (x1.36).
+    ("titan_21", "titan_19", "torchtitan float8, H100, TP", 0.10),
+    // OLMo-core on H100: 13,000 over 10,000 (7B) and 12,500 over 9,500 (8B).
+    ("olmo_4", "olmo_3", "OLMo-core float8, H100", 0.10),
+    ("olmo_6", "olmo_5", "OLMo-core float8, H100", 0.10),
+    // Megatron (TransformerEngine FP8) on 8 H100s: DGX Cloud 13,554.5
+    // over 10,152.8 (x1.34), and on 64 H100s 1,488 over 1,113 (x1.34).
+    (
+        "dgxc_l31_8b_h100_fp8_8",
+        "dgxc_l31_8b_h100_bf16_8",
+        "Megatron FP8, H100",
+        0.10,
+    ),
+    (
+        "dgxc_l31_70b_h100_fp8_64",
+        "dgxc_l31_70b_h100_bf16_64",
+        "Megatron FP8, H100",
+        0.10,
+    ),
+];
+
+#[test]
+fn low_precision_speed_ups_follow_the_stack() {
+    for (low, base, what, tolerance) in PAIRS {
+        let (modelled, published) = speedups(low, base);
+        println!("{what:<32} {low:>28}: modelled x{modelled:.2}, published x{published:.2}");
+        assert!(
+            (modelled / published - 1.0).abs() <= *tolerance,
+            "{what} ({low} over {base}): modelled x{modelled:.2}, published x{published:.2}"
+        );
+    }
+    // torchao's quantization is traffic the stack pays beside its GEMMs:
+    // without it the same torchtitan plan would gain more.
+    let mut c = case("titan_36");
+    let with = tokens_per_s(&c);
+    c.plan.stack = planner::plan::Stack::Megatron;
+    c.plan.compile = true;
+    assert!(tokens_per_s(&c) > with);
+}
+
+const GIB: f64 = 1_073_741_824.0;
+
+fn peak_gib(c: &Case) -> f64 {
+    let r = planner::evaluate(&planner::Plan::from_query(&c.link()).plan);
+    r.memory.peak_bytes_per_gpu as f64 / GIB
+}
+
+/// torchao's MXFP8 and float8 save no activation memory on the torchtitan
+/// stack, as the published runs measured (torchtitan's `max_reserved`): on
+/// 4 GB200s Llama 3 8B took 174.5 GiB in BF16 and 179.9 in MXFP8; on 8
+/// H100s 77.0 in BF16 and 76.8 in float8 (both compiled). torchao keeps the
+/// BF16 Linear inputs (memory/profile.rs `linear_input_bytes`), where
+/// TransformerEngine keeps FP8 ones. NVFP4's saving (111.0 GiB, -63.5) is
+/// not reproduced: the model's peak for these runs is far above the
+/// published one (their op-level checkpointing and loss are torchtitan's
+/// own, docs/accuracy.md), so no saving is pinned here.
+#[test]
+fn low_precision_memory_follows_the_stack() {
+    let pairs = [
+        ("titan_40", "titan_41", 5.4),
+        ("tt_l31_8b_fsdp_compile_fp8_8", "titan_2", -0.2),
+    ];
+    for (low, base, published) in pairs {
+        let (l, b) = (peak_gib(&case(low)), peak_gib(&case(base)));
+        println!("{low}: {l:.1} GiB against {b:.1} (published change {published:+.1})");
+        assert!(
+            (l - b - published).abs() < 6.0,
+            "{low}: {l:.1} vs {b:.1} GiB"
+        );
+    }
+    let te = |p: &str| {
+        let q = format!(
+            "model=llama-3.1-8b&stack=megatron&instance=ml.p5.48xlarge&zero=3&precision={p}"
+        );
+        let r = planner::evaluate(&planner::Plan::from_query(&q).plan);
+        r.memory
+            .terms
+            .iter()
+            .find(|(t, _)| *t == planner::memory::Term::Activations)
+            .map_or(0, |(_, b)| *b)
+    };
+    assert!(
+        te("fp8") < te("bf16"),
+        "TransformerEngine keeps FP8 Linear inputs"
+    );
+}
