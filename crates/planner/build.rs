@@ -28,8 +28,22 @@ fn strip(v: &mut serde_json::Value) {
             map.values_mut().for_each(strip);
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+        serde_json::Value::Number(n) => {
+            if let Some(x) = n.as_f64().filter(|x| x.fract() != 0.0) {
+                *v = serde_json::json!(significant(x));
+            }
+        }
         _ => {}
     }
+}
+
+/// `x` to six significant digits: the page shows no figure to more (a
+/// label's error to a tenth of a percent), and coverage.json's errors were
+/// written to seventeen.
+fn significant(x: f64) -> f64 {
+    let digits = 6 - (x.abs().log10().floor() as i32 + 1);
+    let scale = 10f64.powi(digits);
+    (x * scale).round() / scale
 }
 
 /// The CSV without its last column (`source`); the first five columns hold no comma.

@@ -852,8 +852,13 @@ pub fn fsdp_memory_rows() -> Vec<MemoryRow> {
                 .any(|(id, _)| *id == r.get("id"))
         })
         .map(|r| {
-            let mut plan =
-                Plan::from_query("model=llama-3.1-8b&zero=3&instance=ml.p5.48xlarge").plan;
+            let mut plan = Plan::from_query(
+                "model=llama-3.1-8b&zero=3&instance=ml.p5.48xlarge&stack=torchtitan&attn=fa2",
+            )
+            .plan;
+            // torchtitan's runs say where they compiled (its loss too).
+            let notes = r.get("notes");
+            plan.compile = notes.contains("compile") && !notes.contains("no compile");
             plan.seq = r.num("seq_len").unwrap_or(8192.0) as u64;
             plan.micro_batch = r.num("micro_batch").unwrap_or(1.0) as u64;
             if r.get("precision").starts_with("FP8") {

@@ -25,7 +25,11 @@ pub(super) fn final_norm(s: &StageShape) -> f64 {
 /// linear cross-entropy works on ~1/8 of the tokens at a time. train.py's
 /// fused loss (the HF export) runs the head and the plain loss on
 /// `FUSED_LOSS_CHUNK` tokens at a time, recomputed in backward (oracle rows
-/// `*/loss=fused`).
+/// `*/loss=fused`). torchtitan's loss is the plain one
+/// (`torchtitan/components/loss.py`: an fp32 upcast and cross-entropy);
+/// newer releases compile it with the model, which would keep less, but its
+/// published 2024 peaks need the full 12 B (tests/torchtitan_memory.rs), so
+/// the planner does not count on it.
 pub(super) fn logits_and_loss(s: &StageShape) -> f64 {
     if !s.has_head {
         return 0.0;
