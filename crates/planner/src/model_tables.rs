@@ -57,15 +57,21 @@ pub fn parameters_markdown() -> String {
     s
 }
 
-/// The bus bandwidth the model gives one published run, GB/s.
-pub fn modelled_busbw(instance: &str, nodes: u64, per_node: u64, c: Collective, bytes: f64) -> f64 {
-    let Some(inst) = hardware::instance(instance) else {
+/// The bus bandwidth, GB/s, `network` gives one nccl-tests run on
+/// `instance`'s GPUs: `bytes` is nccl-tests' size (the whole gathered
+/// buffer of an all-gather, each rank's buffer otherwise), and busbw is
+/// algbw x (n-1)/n, x 2 for an all-reduce.
+pub fn modelled_busbw(
+    instance: &str,
+    network: &Network,
+    (nodes, per_node): (u64, u64),
+    c: Collective,
+    bytes: f64,
+) -> f64 {
+    let Some(gpu) = hardware::instance(instance).and_then(|i| hardware::gpu(&i.gpu)) else {
         return 0.0;
     };
-    let Some(gpu) = hardware::gpu(&inst.gpu) else {
-        return 0.0;
-    };
-    let fabric = Fabric::new(gpu, per_node, Network::of(inst));
+    let fabric = Fabric::new(gpu, per_node, *network);
     let n = nodes * per_node;
     let ring = (n as f64 - 1.0) / n as f64;
     let factor = if c == Collective::AllReduce {
@@ -76,7 +82,8 @@ pub fn modelled_busbw(instance: &str, nodes: u64, per_node: u64, c: Collective, 
     factor * bytes / fabric.seconds(c, n, 1, bytes) / 1e9
 }
 
-fn collective(name: &str) -> Option<Collective> {
+/// A collective by its nccl-tests name.
+pub fn collective(name: &str) -> Option<Collective> {
     Some(match name {
         "all_gather" => Collective::AllGather,
         "reduce_scatter" => Collective::ReduceScatter,
@@ -106,8 +113,10 @@ pub fn network_markdown() -> String {
             .filter_map(|r| {
                 let c = collective(r.get("collective"))?;
                 let (nodes, per_node) = (r.num("nodes")? as u64, r.num("gpus_per_node")? as u64);
+                let network = Network::of(i);
+                let shape = (nodes, per_node);
                 let modelled =
-                    modelled_busbw(&i.instance_type, nodes, per_node, c, r.num("size_bytes")?);
+                    modelled_busbw(&i.instance_type, &network, shape, c, r.num("size_bytes")?);
                 Some(100.0 * (modelled / r.num("busbw_gbs")? - 1.0))
             })
             .collect();

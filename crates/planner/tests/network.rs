@@ -3,11 +3,12 @@
 //! reproduced from the instance's fitted figures in data/hardware.json
 //! (`nccl`), and the FSDP scaling the published multi-node runs show.
 
-use planner::fabric::{Collective, Fabric, Network};
+use planner::fabric::{Collective, Network};
 use planner::hardware::{self, Nccl};
+use planner::model_tables;
 use planner::table::read_csv;
 
-const NCCL_TESTS_CSV: &str = include_str!("../data/nccl_tests.csv");
+use planner::model_tables::NCCL_TESTS_CSV;
 
 /// One published nccl-tests figure.
 struct Run {
@@ -28,13 +29,7 @@ fn runs() -> Vec<Run> {
             instance: r.get("instance").to_string(),
             nodes: r.num("nodes").expect("nodes") as u64,
             per_node: r.num("gpus_per_node").expect("gpus") as u64,
-            collective: match r.get("collective") {
-                "all_gather" => Collective::AllGather,
-                "reduce_scatter" => Collective::ReduceScatter,
-                "all_reduce" => Collective::AllReduce,
-                "alltoall" => Collective::AllToAll,
-                other => panic!("unknown collective {other}"),
-            },
+            collective: model_tables::collective(r.get("collective")).expect("a collective"),
             bytes: r.num("size_bytes").expect("size"),
             busbw: r.num("busbw_gbs").expect("busbw"),
             fit: r.get("fit") == "yes",
@@ -43,21 +38,10 @@ fn runs() -> Vec<Run> {
         .collect()
 }
 
-/// nccl-tests' bus bandwidth of one run as the model times it: `size` is the
-/// whole gathered buffer (all-gather), each rank's buffer (all-reduce,
-/// all-to-all); busbw = algbw x (n-1)/n, x 2 for an all-reduce.
+/// The bus bandwidth `network` gives one run (model_tables.rs).
 fn modelled(run: &Run, network: &Network) -> f64 {
-    let inst = hardware::instance(&run.instance).expect("catalogued instance");
-    let gpu = hardware::gpu(&inst.gpu).expect("catalogued GPU");
-    let fabric = Fabric::new(gpu, run.per_node, *network);
-    let n = run.nodes * run.per_node;
-    let t = fabric.seconds(run.collective, n, 1, run.bytes);
-    let ring = (n as f64 - 1.0) / n as f64;
-    let factor = match run.collective {
-        Collective::AllReduce => 2.0 * ring,
-        _ => ring,
-    };
-    factor * run.bytes / t / 1e9
+    let shape = (run.nodes, run.per_node);
+    model_tables::modelled_busbw(&run.instance, network, shape, run.collective, run.bytes)
 }
 
 fn shipped(instance: &str) -> Network {
