@@ -346,7 +346,8 @@ pub struct Coverage {
     /// HF Transformers on one GPU, FakeTensor-counted steps (in-sample).
     pub memory_single_rank: MemoryStats,
     /// torchtitan FSDP on 8 GPUs, measured `max_reserved`.
-    pub memory_fsdp: MemoryStats,
+    /// torchtitan's published peaks, per layout (`torchtitan_layout`).
+    pub memory_torchtitan: Vec<(String, MemoryStats)>,
     /// The memory oracle's table (tools/oracle), by group (`sharding=zero3`, ...):
     /// in-sample, the model was changed on these rows.
     pub memory_oracle: Vec<(String, MemoryStats)>,
@@ -358,6 +359,14 @@ pub struct Coverage {
 
 impl Coverage {
     /// The oracle's stats for one group, if it has rows.
+    /// torchtitan's published peaks of a layout (`torchtitan_layout`).
+    pub fn torchtitan(&self, layout: &str) -> Option<&MemoryStats> {
+        self.memory_torchtitan
+            .iter()
+            .find(|(g, s)| g == layout && s.rows > 0)
+            .map(|(_, s)| s)
+    }
+
     pub fn oracle(&self, group: &str) -> Option<&MemoryStats> {
         self.memory_oracle
             .iter()
@@ -839,47 +848,45 @@ pub fn gpu_memory_rows() -> Vec<MemoryRow> {
         .collect()
 }
 
-/// torchtitan's FSDP runs with a measured `max_reserved` (allocated plus
-/// allocator fragmentation and workspaces, no CUDA context), as their plans.
-/// The 70B 2D row is excluded: see `excluded_memory_rows`.
-pub fn fsdp_memory_rows() -> Vec<MemoryRow> {
-    read_csv(crate::calibration::CALIBRATION_CSV)
+/// The layouts torchtitan's published runs are grouped by for the memory
+/// labels: what sets their peak's make-up.
+pub fn torchtitan_layout(l: &Layout) -> &'static str {
+    if l.cp > 1 {
+        "context parallel"
+    } else if l.tp > 1 || l.pp > 1 {
+        "tensor/pipeline parallel"
+    } else {
+        "data parallel"
+    }
+}
+
+/// torchtitan's published runs with a measured peak (`max_reserved`:
+/// allocated plus the allocator's cached blocks, no CUDA context), as the
+/// planner plans them on the torchtitan stack, with their layout
+/// (`torchtitan_layout`): every torchtitan row of data/published_runs.csv
+/// with a peak, the duplicates of calibration.csv's and the power-limited
+/// B200s included (memory does not depend on clocks), the 262K-token ones
+/// not (beyond the planner's sequence range).
+pub fn torchtitan_memory_rows() -> Vec<(&'static str, MemoryRow)> {
+    read_csv(crate::published::PUBLISHED_RUNS_CSV)
         .iter()
-        .filter(|r| r.num("measured_peak_mem_gib").is_some())
-        .filter(|r| {
-            !excluded_memory_rows()
-                .iter()
-                .any(|(id, _)| *id == r.get("id"))
-        })
-        .map(|r| {
-            let mut plan = Plan::from_query(
-                "model=llama-3.1-8b&zero=3&instance=ml.p5.48xlarge&stack=torchtitan&attn=fa2",
-            )
-            .plan;
-            // torchtitan's runs say where they compiled (its loss too).
-            let notes = r.get("notes");
-            plan.compile = notes.contains("compile") && !notes.contains("no compile");
-            plan.seq = r.num("seq_len").unwrap_or(8192.0) as u64;
-            plan.micro_batch = r.num("micro_batch").unwrap_or(1.0) as u64;
-            if r.get("precision").starts_with("FP8") {
-                plan.precision = Precision::Fp8;
-            }
-            // torchtitan's "selective" in these runs is its op-level policy.
-            plan.checkpointing = match r.get("activation_checkpointing") {
-                "full" => Checkpointing::Full,
-                _ => Checkpointing::Op,
-            };
+        .filter(|r| r.get("stack") == "torchtitan" && r.num("peak_gib").is_some())
+        .filter(|r| r.num("seq").is_some_and(|s| s <= 131_072.0))
+        .filter_map(|r| {
+            let c = crate::published::case_of(r.get("id"))?;
+            let plan = Plan::from_query(&c.link()).plan;
             let (mem, parameters, gpus) = memory_of(&plan);
-            let measured = r.num("measured_peak_mem_gib").unwrap_or(0.0);
+            let measured = r.num("peak_gib")?;
             let reserved = mem.peak_bytes - CUDA_CONTEXT_BYTES;
             let predicted = reserved as f64 / (1u64 << 30) as f64;
-            MemoryRow {
-                label: r.get("id").to_string(),
+            let row = MemoryRow {
+                label: c.id.clone(),
                 measured,
                 predicted,
                 error_percent: 100.0 * (predicted - measured) / measured,
                 point: Envelope::point(&plan, parameters, gpus),
-            }
+            };
+            Some((torchtitan_layout(&c.layout), row))
         })
         .collect()
 }
@@ -892,12 +899,23 @@ fn memory_of(plan: &Plan) -> (crate::memory::MemoryBreakdown, u64, u64) {
     (mem, r.counts.total, r.layout.gpus)
 }
 
-/// Memory rows the model is not compared with, and why.
-pub fn excluded_memory_rows() -> Vec<(&'static str, &'static str)> {
-    vec![(
-        "tt_l31_70b_2d",
-        "70B with TP 8 and DTensor loss-parallel, 16 x 8192 tokens per rank: loss-parallel buffers are not modelled (the model under-predicts by ~27%)",
-    )]
+/// torchtitan's memory rows' errors per layout.
+fn torchtitan_groups(rows: &[(&'static str, MemoryRow)]) -> Vec<(String, MemoryStats)> {
+    [
+        "data parallel",
+        "tensor/pipeline parallel",
+        "context parallel",
+    ]
+    .iter()
+    .map(|kind| {
+        let mine: Vec<MemoryRow> = rows
+            .iter()
+            .filter(|(k, _)| k == kind)
+            .map(|(_, r)| r.clone())
+            .collect();
+        (kind.to_string(), memory_stats(&mine))
+    })
+    .collect()
 }
 
 fn memory_stats(rows: &[MemoryRow]) -> MemoryStats {
@@ -925,7 +943,7 @@ pub fn compute() -> Coverage {
         throughput: total,
         groups: group_stats(&rows),
         memory_single_rank: memory_stats(&single_rank_memory_rows()),
-        memory_fsdp: memory_stats(&fsdp_memory_rows()),
+        memory_torchtitan: torchtitan_groups(&torchtitan_memory_rows()),
         memory_oracle: oracle_groups(&oracle_memory_rows()),
         memory_oracle_heldout: memory_stats(
             &oracle_heldout_rows()
@@ -1047,7 +1065,7 @@ impl FromJson for Coverage {
             throughput: req(j, "throughput")?,
             groups: req(j, "groups")?,
             memory_single_rank: req(j, "memory_single_rank")?,
-            memory_fsdp: req(j, "memory_fsdp")?,
+            memory_torchtitan: req(j, "memory_torchtitan")?,
             memory_oracle: req(j, "memory_oracle")?,
             memory_oracle_heldout: req(j, "memory_oracle_heldout")?,
             memory_gpu: req(j, "memory_gpu")?,
@@ -1086,7 +1104,7 @@ impl Coverage {
             },
             groups: Vec::new(),
             memory_single_rank: none.clone(),
-            memory_fsdp: none.clone(),
+            memory_torchtitan: Vec::new(),
             memory_oracle: Vec::new(),
             memory_oracle_heldout: none.clone(),
             memory_gpu: none,
@@ -1262,9 +1280,6 @@ fn rows_left_out() -> String {
     for (id, why) in crate::published::excluded() {
         s += &format!("| {id} (published_runs.csv) | {why} |\n");
     }
-    for (id, why) in excluded_memory_rows() {
-        s += &format!("| {id} (memory) | {why} |\n");
-    }
     s
 }
 
@@ -1272,11 +1287,28 @@ fn rows_left_out() -> String {
 /// oracle's groups and its held-out plans.
 fn memory_markdown(c: &Coverage) -> String {
     let mut s = String::new();
-    let (m, f, g) = (&c.memory_single_rank, &c.memory_fsdp, &c.memory_gpu);
+    let (m, g) = (&c.memory_single_rank, &c.memory_gpu);
     s += &format!(
-        "\n#### Memory\n\n| check | rows | median | worst |\n|---|---:|---:|---:|\n| HF Transformers, one GPU, FakeTensor-counted steps (in-sample) | {} | {:.2}% | {} |\n| torchtitan FSDP2, 8 x H100, measured `max_reserved` | {} | {:.1}% | {} |\n| real fine-tuning runs: HF Trainer + accelerate FSDP and torchtune on A100 80GB (peak allocated), Answer.AI's FSDP+QLoRA on 2 x RTX 3090 (peak reserved); out of sample | {} | {:.1}% | {} to {} |\n",
-        m.rows, m.median, pct(m.worst), f.rows, f.median, pct(f.worst), g.rows, g.median, pct(g.under), pct(g.over)
+        "\n#### Memory\n\n| check | rows | median | worst |\n|---|---:|---:|---:|\n| HF Transformers, one GPU, FakeTensor-counted steps (in-sample) | {} | {:.2}% | {} |\n| real fine-tuning runs: HF Trainer + accelerate FSDP and torchtune on A100 80GB (peak allocated), Answer.AI's FSDP+QLoRA on 2 x RTX 3090 (peak reserved); out of sample | {} | {:.1}% | {} to {} |\n",
+        m.rows, m.median, pct(m.worst), g.rows, g.median, pct(g.under), pct(g.over)
     );
+    s += "\n#### Memory against torchtitan's published runs\n\nThe torchtitan stack's plans against the peaks (`max_reserved`) of torchtitan's published runs (data/published_runs.csv: H100 at 500 W, H200, B200, GB200), per layout; no memory parameter is fitted on them.\n\n| layout | rows | median | worst under | worst over |\n|---|---:|---:|---:|---:|\n";
+    for (layout, st) in &c.memory_torchtitan {
+        s += &format!(
+            "| {layout} | {} | {:.1}% | {:+.1}% | {:+.1}% |\n",
+            st.rows, st.median, st.under, st.over
+        );
+    }
+    s += "\n| run | layout | measured GiB | predicted GiB | error |\n|---|---|---:|---:|---:|\n";
+    for (layout, r) in torchtitan_memory_rows() {
+        s += &format!(
+            "| {} | {layout} | {:.1} | {:.1} | {} |\n",
+            r.label,
+            r.measured,
+            r.predicted,
+            pct(r.error_percent)
+        );
+    }
     s += "\nThe real-GPU rows, one by one (predicted vs measured, GiB; HF001-HF021 peak allocated, HF064-HF073 peak reserved):\n\n| row | measured | predicted | error |\n|---|---:|---:|---:|\n";
     for r in gpu_memory_rows() {
         s += &format!(

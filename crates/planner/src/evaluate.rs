@@ -117,14 +117,17 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
             ),
             None => derived(),
         },
-        // Real GPU runs, median 13 % over three: measured, but loosely.
-        Some(MemoryKind::TorchtitanFp8) => checked_memory(
-            r,
-            "approximate",
-            &c.memory_fsdp,
-            Text::MemoryCheckedSharded,
-            "",
-        ),
+        // torchtitan's published runs of the plan's layout: measured, loosely.
+        Some(MemoryKind::Torchtitan(layout)) => match c.torchtitan(layout) {
+            Some(stats) => checked_memory(
+                r,
+                "approximate",
+                stats,
+                Text::MemoryCheckedTorchtitan,
+                layout,
+            ),
+            None => derived(),
+        },
         None => derived(),
     }
 }
@@ -197,8 +200,8 @@ enum MemoryKind {
     SingleRank,
     /// The oracle's group (`sharding=zero3`) and its name in the note.
     Oracle(&'static str, &'static str),
-    /// FP8 FSDP: torchtitan's measured runs only.
-    TorchtitanFp8,
+    /// The torchtitan stack, dense: its published runs of the plan's layout.
+    Torchtitan(&'static str),
 }
 
 /// The oracle runs the HF stack data parallel (FSDP2 or one GPU), dense
@@ -207,6 +210,12 @@ fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
     use crate::plan::{Optimizer, Stack, Training};
     let (plan, layout) = (r.plan, &r.layout);
     let parallel = layout.tp > 1 || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
+    let full_dense = plan.train == Training::Full && r.arch.moe.is_none() && !plan.offload;
+    if plan.stack == Stack::Torchtitan && full_dense {
+        return Some(MemoryKind::Torchtitan(crate::accuracy::torchtitan_layout(
+            layout,
+        )));
+    }
     let hf_dense = plan.stack == Stack::Hf
         && !parallel
         && !plan.offload
@@ -217,9 +226,6 @@ fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
     }
     let fsdp = memory::runs_fsdp2(plan, layout);
     match (plan.train, plan.precision) {
-        (Training::Full, Precision::Fp8) if fsdp && plan.zero == 3 => {
-            Some(MemoryKind::TorchtitanFp8)
-        }
         (_, p) if p.is_low_precision() => None,
         (Training::Full, _) if layout.dp == 1 => Some(MemoryKind::SingleRank),
         (Training::Full, _) if fsdp && plan.zero == 3 => {

@@ -99,6 +99,10 @@ fn plan(r: &Row) -> Option<Plan> {
         model: "custom".into(),
         stack: Stack::from_key(r.get("stack"))?,
         compile: r.get("fused") == "1",
+        loss: match r.get("loss") {
+            "fused" => crate::plan::Loss::Fused,
+            _ => crate::plan::Loss::Plain,
+        },
         attention: match r.get("attn") {
             "fa2" => Attention::Fa2,
             "cudnn" => Attention::Cudnn,

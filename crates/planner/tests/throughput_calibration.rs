@@ -45,8 +45,8 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("korthikanti_22b_full_recompute", 1.5, 2.0),
     ("korthikanti_175b_selective_sp", 1.0, 2.0),
     ("korthikanti_175b_full_recompute", 1.0, 2.0),
-    ("dgxc_l31_405b_gb200_bf16_128", 1.0, 6.5),
-    ("dgxc_l31_405b_gb200_bf16_256", 2.0, 8.5),
+    ("dgxc_l31_405b_gb200_bf16_128", 1.0, 6.0),
+    ("dgxc_l31_405b_gb200_bf16_256", 2.0, 7.5),
     ("dgxc_nemotron15b_gb200_bf16_16", 2.5, 3.0),
     // MoE: the experts' speed, an MoE layer's fixed cost and the host's
     // launch costs leave a scatter (MoeComputeRough says so on the page):
@@ -95,12 +95,12 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("titan_32", 8.0, 9.0),
     ("titan_37", 62.5, 63.0), // Llama 4 Scout on 256 GB200 with EP 16 (torchtitan, May 2025): 62% too fast; the planner's MoE costs are fitted on Megatron's runs only and torchtitan's MoE of that time is slower
     ("titan_38", 91.0, 91.5), // as titan_37, in MXFP8
-    ("titan_39", 12.5, 13.0), // NVFP4 on 4 GB200: 12% too fast even with the recipe's BF16 layers and TransformerEngine's measured quantization traffic
-    ("titan_40", 1.0, 2.0),
-    ("titan_41", 8.0, 9.5),
-    ("titan_42", 19.0, 19.5), // as titan_39 (Qwen3 8B)
-    ("titan_43", 3.0, 4.0),
-    ("titan_44", 6.0, 7.5),
+    ("titan_39", 14.0, 14.5), // NVFP4 on 4 GB200: 12% too fast even with the recipe's BF16 layers and TransformerEngine's measured quantization traffic
+    ("titan_40", 2.0, 3.0),
+    ("titan_41", 7.5, 8.5),
+    ("titan_42", 21.0, 21.0), // as titan_39 (Qwen3 8B)
+    ("titan_43", 2.0, 2.5),
+    ("titan_44", 5.5, 6.5),
     ("automodel_4", 24.0, 26.0), // NeMo AutoModel's MoE on H100 (DeepEP, balanced gate): the Megatron-fitted MoE costs are 13-37% too slow for it
     ("automodel_5", 35.5, 37.5), // as automodel_4
     ("automodel_6", 28.0, 28.5), // as automodel_4
@@ -705,8 +705,10 @@ fn accuracy_labels_follow_coverage() {
     );
     // Memory: HF on one GPU against the FakeTensor-counted steps (<= 1.2 B,
     // 1-4K tokens); FSDP2 and LoRA against the oracle (0.5-1.6 B, up to 64
-    // GPUs, 1-8K); FP8 FSDP against torchtitan's real runs; ZeRO-1 (DDP,
-    // which the oracle cannot fake), QLoRA, FP8 and offload are derived.
+    // GPUs, 1-8K); the torchtitan stack against torchtitan's published
+    // runs (tests/torchtitan_memory.rs), which no longer vouch for the HF
+    // stack's FP8 FSDP; ZeRO-1 (DDP, which the oracle cannot fake), QLoRA,
+    // FP8 and offload are derived.
     assert_eq!(
         level("model=llama-3.2-1b&zero=0&instance=ml.g6e.2xlarge&seq=4096").1,
         "counted"
@@ -717,7 +719,11 @@ fn accuracy_labels_follow_coverage() {
         level("model=llama-3.2-1b&zero=3&train=lora&seq=4096").1,
         "counted"
     );
-    assert_eq!(level("zero=3&precision=fp8").1, "approximate");
+    assert_eq!(level("zero=3&precision=fp8").1, "derived");
+    assert_eq!(
+        level("zero=3&precision=fp8&stack=torchtitan&instance=ml.p5.48xlarge&mb=2").1,
+        "approximate"
+    );
     assert_eq!(level("zero=0&instance=ml.p5.48xlarge").1, "derived");
     assert_eq!(level("zero=1").1, "derived");
     assert_eq!(

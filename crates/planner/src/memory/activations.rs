@@ -78,11 +78,15 @@ pub(super) fn op_level_kept(s: &StageShape) -> f64 {
         e * w.q + 4.0 * w.a
     };
     let matmuls = w.q + 2.0 * w.kv + w.h + w.routed * w.mlp_outputs;
-    // torchtitan's policy saves every other matmul output (`_custom_policy`:
-    // `mm_count % 2`), the bundle's train.py all of them. Counted as all of
-    // them for torchtitan too: with half, its published 2024 peaks on 8 H100s
-    // came out 5-14% under (tests/torchtitan_memory.rs), and under-counting
-    // memory is the error that costs a run.
+    // torchtitan's policy saves every other matmul output ("Saves output of
+    // all compute ops, except every second mm": torchtitan@9dec370
+    // torchtitan/parallelisms/parallelize_llama.py L256-259), the bundle's
+    // train.py all of them.
+    let matmuls = if s.plan.stack == Stack::Torchtitan {
+        matmuls / 2.0
+    } else {
+        matmuls
+    };
     // LoRA: each adapter's B matmul output is as wide as its base matrix's
     let adapters = if s.peft { matmuls } else { 0.0 };
     s.tokens * (e * (matmuls + adapters) + attention) / s.t

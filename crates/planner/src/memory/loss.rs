@@ -41,9 +41,10 @@ pub(super) fn logits_and_loss(s: &StageShape) -> f64 {
         * match (s.plan.loss, s.plan.stack) {
             (Loss::Plain, Stack::Hf | Stack::Torchtitan) => s.tokens * vocab * 12.0,
             (Loss::Plain, Stack::Megatron) => s.tokens * vocab * 10.0,
-            (Loss::Fused, Stack::Hf | Stack::Torchtitan) => {
-                s.tokens.min(FUSED_LOSS_CHUNK) * vocab * 12.0
-            }
+            (Loss::Fused, Stack::Hf) => s.tokens.min(FUSED_LOSS_CHUNK) * vocab * 12.0,
+            // torchtitan's ChunkedLossWrapper: the head and the loss over 8
+            // chunks of the tokens, one at a time (its `num_chunks`).
+            (Loss::Fused, Stack::Torchtitan) => s.tokens * vocab * 12.0 / 8.0,
             (Loss::Fused, Stack::Megatron) => s.tokens * vocab * 12.0 / 8.0,
         }
 }

@@ -125,10 +125,27 @@ pub(super) fn adapters(s: &StageShape) -> f64 {
     s.shard_dense(params * 4.0, 3) + s.shard_dense(params * 4.0, 2) + s.shard_dense(params * 8.0, 1)
 }
 
+/// torchtitan with pipeline parallelism and FSDP: the stage's parameters
+/// stay gathered (BF16) from its first forward to its last backward
+/// (`apply_fsdp`: `reshard_after_forward=False` with PP, "to avoid
+/// per-microbatch all-gathers"; torchtitan@9dec370
+/// torchtitan/parallelisms/parallelize_llama.py L326-339), and their
+/// unsharded BF16 gradients accumulate over the micro-batches, reduced
+/// once after the last (the pipeline schedule turns gradient sync off for
+/// the others): 4 B per stage parameter.
+fn pipelined_fsdp_stage(s: &StageShape) -> Option<f64> {
+    let pipelined = s.plan.stack == Stack::Torchtitan && s.layout.pp > 1;
+    (pipelined && s.plan.zero >= 3 && s.g > 1.0).then_some(4.0 * s.layers * s.layer_params)
+}
+
 /// FSDP/ZeRO-3: one decoder layer gathered for compute and one prefetched,
 /// in the compute dtype (a frozen PEFT base in its own format), plus the
 /// layer's full gradient before its reduce-scatter (PyTorch FSDP, Zhao et al. 2023).
+/// torchtitan under pipeline parallelism keeps the whole stage gathered.
 pub(super) fn unsharded_unit(s: &StageShape) -> f64 {
+    if let Some(stage) = pipelined_fsdp_stage(s) {
+        return stage;
+    }
     if s.plan.zero < 3 || s.g <= 1.0 || s.fsdp2 {
         return 0.0;
     }

@@ -70,7 +70,7 @@ catalog! {
 
     // ---- how far a figure was checked (report.rs) -----------------------------
     MemoryCheckedSingleRank => "checked against {rows} PyTorch training steps counted under FakeTensor (HF Llama, one GPU; in-sample: the profile's coefficients were read off these rows): median error {median}%, from {under}% to {over}%",
-    MemoryCheckedSharded => "checked against {rows} torchtitan FSDP2 runs on real GPUs (Llama 3.1 8B, 8 x H100, two of them with torch.compile, which the planner does not model): median error {median}%, from {under}% to {over}%; FP8 FSDP is not in the memory oracle's table",
+    MemoryCheckedTorchtitan => "checked against {rows} published torchtitan runs of this layout ({kind}) on real GPUs (their max_reserved): median error {median}%, from {under}% to {over}%",
     MemoryDerived => "derived — not checked against a measurement: tensor/pipeline/context/expert parallelism, the Megatron profile, DDP and ZeRO-1 on several GPUs, QLoRA, FP8, offloading and MoE follow the published formulas (Korthikanti et al. 2022, Narayanan et al. 2021)",
     ThroughputChecked => "checked against published runs of this kind ({group}, n = {rows}): cross-validated median error {median}%, from {under}% to {over}%",
     ThroughputNearest => "derived — not checked against a measurement; the nearest checked kind ({group}, n = {rows}) has a cross-validated median error of {median}%, from {under}% to {over}%",
