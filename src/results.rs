@@ -21,7 +21,7 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
                 <span class="verdict-detail" id="peak">
                     {move || { let l = lang.get(); report.with(|r| format!("{} {} {} {} ({} {} {})",
                         gib(r.memory.peak_bytes_per_gpu, l), tr(l, Text::WordOf), gib(r.memory.budget_bytes, l), tr(l, Text::BudgetPerGPU),
-                        gib(r.memory.usable_bytes, l), tr(l, Text::UsableOn), r.gpu)) }}
+                        gib(r.memory.usable_bytes, l), tr(l, if r.memory.usable_is_estimate { Text::UsableEstimatedOn } else { Text::UsableOn }), r.gpu)) }}
                 </span>
             </div>
             <MemoryBar ctx=ctx />

@@ -554,6 +554,7 @@ pub fn single_rank_memory_rows() -> Vec<MemoryRow> {
                 dp: 1,
                 shard: 1,
                 stages: Stages::even(arch.layers, 1),
+                fp8_tn_only: true,
             };
             let m = breakdown(&arch, &arch.parameter_counts(), &plan, &one);
             let measured = r.num("peak_bytes")?;
@@ -659,6 +660,7 @@ fn oracle_rows_of(jsonl: &str) -> Vec<OracleRow> {
                 dp: r.world,
                 shard: plan.shard.unwrap_or(r.world),
                 stages: Stages::even(arch.layers, 1),
+                fp8_tn_only: true,
             };
             let m = breakdown(&arch, &arch.parameter_counts(), &plan, &layout);
             let predicted = m.allocated_peak_bytes as f64;

@@ -263,7 +263,7 @@ impl Degrees {
 
     /// The split Megatron runs: the explicit layout where the notes give
     /// one (DeepSeek-V3's `pipeline_model_parallel_layout`), else its own.
-    fn layout(&self, layers: u64) -> Layout {
+    fn layout(&self, layers: u64, gpu: &hardware::Gpu) -> Layout {
         let d = self;
         let stages = match (d.pp_first, d.pp_last) {
             (None, None) => Stages::megatron(layers, d.pp, d.vp),
@@ -278,6 +278,7 @@ impl Degrees {
             dp: d.dp,
             shard: d.dp,
             stages: stages.unwrap_or(Stages::even(layers, d.pp)),
+            fp8_tn_only: gpu.fp8_tn_only,
         }
     }
 }
@@ -357,7 +358,7 @@ fn case(r: &Row) -> Option<Case> {
     };
     Some(Case {
         id: r.get("id").to_string(),
-        layout: d.layout(arch.layers),
+        layout: d.layout(arch.layers, gpu),
         arch,
         plan,
         gpu,
@@ -455,6 +456,7 @@ fn hf_case(r: &Row) -> Option<Case> {
         dp: gpus,
         shard: gpus,
         stages: Stages::even(arch.layers, 1),
+        fp8_tn_only: true,
     };
     let gpu = hardware::gpu("A100-80GB")?;
     Some(Case {

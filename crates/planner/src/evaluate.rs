@@ -285,7 +285,7 @@ pub fn evaluate(plan: &Plan) -> Report {
     let adapters = r.arch.lora_params_per_layer(plan.lora_rank) * r.arch.layers as f64;
     let (time, checkpoint, cost) =
         cost::estimate(plan, &r.counts, adapters, &tp, &r.instance, r.layout.gpus);
-    let figures = Figures {
+    let mut figures = Figures {
         model_name: r.model_name.clone(),
         parameters: r.counts.total,
         parameters_active: r.counts.active,
@@ -324,6 +324,17 @@ pub fn evaluate(plan: &Plan) -> Report {
         layers_per_pipeline_rank: r.layout.stages.per_rank(r.layout.pp),
         nvlink: nvlink_domains(&r.layout, &fabric),
     };
+    if crate::resolve::engine_error(plan).is_some() {
+        // No engine trains this plan: its figures are formulas about a job
+        // that cannot start, with no ± from any check.
+        let unrun = || Accuracy {
+            level: "derived",
+            expected_error: None,
+            note: vec![Phrase::new(Text::NoEngineRunsThis)],
+        };
+        figures.memory.accuracy = unrun();
+        figures.throughput_accuracy = unrun();
+    }
     let warnings = warnings::check(&r, &figures, &errors, &mem);
     Report {
         figures,

@@ -20,6 +20,13 @@ pub struct Gpu {
     pub fp32_tflops: Option<f64>,
     pub fp8_tensor_cores: bool,
     pub fp4_tensor_cores: bool,
+    /// Whether its FP8 GEMMs take only the TN layout, so TransformerEngine
+    /// keeps a transposed copy of each per-tensor-scaled FP8 weight beside
+    /// the row-wise one: every GPU but sm_100/sm_103 (TE
+    /// `is_non_tn_fp8_gemm_supported`: `(10,0) <= cc < (12,0)` or `>= (13,0)`;
+    /// on B200/B300 "FP8 transpose is neither needed nor supported").
+    #[serde(skip)]
+    pub fp8_tn_only: bool,
     pub nvlink_gbs_per_gpu: Option<f64>,
     /// The link to host memory, GB/s per direction at line rate (PCIe Gen4
     /// or Gen5 x16, or GB200's NVLink-C2C): what activation offloading uses.
@@ -198,6 +205,7 @@ impl FromJson for Gpu {
             fp32_tflops: opt(j, "fp32_tflops")?,
             fp8_tensor_cores: opt(j, "fp8_tensor_cores")?.unwrap_or(false),
             fp4_tensor_cores: opt(j, "fp4_tensor_cores")?.unwrap_or(false),
+            fp8_tn_only: !req::<String>(j, "arch")?.contains("sm_10"),
             nvlink_gbs_per_gpu: opt(j, "nvlink_gbs_per_gpu")?,
             host_link_gbs: opt(j, "host_link_gbs")?,
             source: opt(j, "source")?.unwrap_or_default(),
@@ -302,6 +310,8 @@ pub fn custom(c: &CustomGpu) -> (Gpu, Instance) {
         fp32_tflops: Some(c.bf16_tflops / 16.0),
         fp8_tensor_cores: fp8,
         fp4_tensor_cores: false,
+        // Nothing says which GEMM layouts it takes: both copies, the larger memory.
+        fp8_tn_only: true,
         nvlink_gbs_per_gpu: (c.nvlink_gbs > 0.0).then_some(c.nvlink_gbs),
         host_link_gbs: None,
         source: "entered by the user".into(),

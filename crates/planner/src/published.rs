@@ -128,7 +128,7 @@ fn plan(r: &Row) -> Option<Plan> {
 }
 
 /// The run's GPUs and how they were split.
-fn layout(r: &Row, p: &Plan, layers: u64) -> Option<Layout> {
+fn layout(r: &Row, p: &Plan, layers: u64, gpu: &hardware::Gpu) -> Option<Layout> {
     let gpus = r.num("gpus")? as u64;
     let dp = gpus / (p.tp * p.pp * p.cp).max(1);
     // As resolve splits them: Megatron's way, torchtitan's as evenly as they go.
@@ -147,6 +147,7 @@ fn layout(r: &Row, p: &Plan, layers: u64) -> Option<Layout> {
         dp,
         shard: p.shard.unwrap_or(dp),
         stages,
+        fp8_tn_only: gpu.fp8_tn_only,
     })
 }
 
@@ -169,7 +170,7 @@ fn case(r: &Row) -> Option<Case> {
     let gpu = hardware::gpu(r.get("gpu"))?;
     let arch = architecture(r.get("model"))?;
     let plan = plan(r)?;
-    let layout = layout(r, &plan, arch.layers)?;
+    let layout = layout(r, &plan, arch.layers, gpu)?;
     Some(Case {
         id: r.get("id").to_string(),
         fabric: fabric(gpu, int(r, "gpus_per_node"))?,

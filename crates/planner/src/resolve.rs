@@ -5,7 +5,7 @@
 use crate::architecture::{self, Architecture, Moe, ParameterCounts};
 use crate::hardware::{self, Gpu, Instance};
 use crate::memory::{Layout, Stages};
-use crate::plan::{Plan, Precision, Stack};
+use crate::plan::{Plan, Precision, Stack, Training};
 pub use crate::text::Message;
 use crate::text::{Arg, Phrase, Text};
 use std::borrow::Cow;
@@ -109,7 +109,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
     let (arch, model_name) = resolve_model(plan, &mut errors);
     let counts = arch.parameter_counts();
     let (gpu, instance) = resolve_hardware(plan, &mut errors);
-    let layout = resolve_layout(plan, &arch, &instance, &mut errors);
+    let layout = resolve_layout(plan, &arch, (&gpu, &instance), &mut errors);
     check_precision(plan, &gpu, &mut errors);
     if plan.vp > 1 && layout.pp == 1 {
         errors.push(Message::new("vp_without_pp", "vp", Text::VpWithoutPp, []).fix("vp", "1"));
@@ -119,10 +119,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         let m = Message::new("qlora_sharded", "zero", Text::QloraSharded, []);
         errors.push(m.fix("zero", "0"));
     }
-    if plan.mtp > 0 && plan.stack != Stack::Megatron {
-        let m = Message::new("mtp_needs_megatron", "mtp", Text::MtpNeedsMegatron, []);
-        errors.push(m.fix("stack", "megatron"));
-    }
+    errors.extend(engine_error(plan));
     let resolved = Resolved {
         plan,
         arch,
@@ -239,6 +236,25 @@ fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
 
 /// The bundled train.py is data parallel only (`Plan::bundled_hf`): the
 /// first model-parallel degree above 1 is the error's field.
+/// A stack and training kind no engine runs together. Multi-token
+/// prediction is Megatron's (`--mtp-num-layers`); QLoRA's 4-bit NF4 base
+/// weights are bitsandbytes' through PEFT, which neither Megatron(-Bridge,
+/// LoRA and DoRA only) nor torchtitan loads (training_engines.md). The
+/// search keeps the stack and the training kind, so it proposes nothing for
+/// such a plan.
+pub fn engine_error(plan: &Plan) -> Option<Message> {
+    if plan.mtp > 0 && plan.stack != Stack::Megatron {
+        let m = Message::new("mtp_needs_megatron", "mtp", Text::MtpNeedsMegatron, []);
+        return Some(m.fix("stack", "megatron"));
+    }
+    if plan.train == Training::Qlora && plan.stack != Stack::Hf {
+        let args: [(&'static str, Arg); 1] = [("stack", Arg::from(plan.stack.key()))];
+        let m = Message::new("qlora_needs_hf", "train", Text::QloraNeedsHf, args);
+        return Some(m.fix("stack", "hf"));
+    }
+    None
+}
+
 fn check_bundled_parallelism(plan: &Plan, layout: &Layout, errors: &mut Vec<Message>) {
     if !plan.bundled_hf() {
         return;
@@ -282,7 +298,7 @@ fn check_custom_fp8(c: &hardware::CustomGpu, errors: &mut Vec<Message>) {
 fn resolve_layout(
     plan: &Plan,
     arch: &Architecture,
-    instance: &Instance,
+    (gpu, instance): (&Gpu, &Instance),
     errors: &mut Vec<Message>,
 ) -> Layout {
     // Without a network between them, nodes cannot train together: one node.
@@ -332,6 +348,7 @@ fn resolve_layout(
         dp,
         shard,
         stages,
+        fp8_tn_only: gpu.fp8_tn_only,
     }
 }
 

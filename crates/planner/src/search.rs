@@ -97,7 +97,8 @@ struct InstanceInfo {
     eff: Efficiency,
     price: Option<f64>,
     budget: u64,
-    /// Which of the distinct GPUs-per-node counts this instance type has.
+    /// Which of the distinct (GPUs per node, FP8 kept transposed) classes
+    /// this instance type is in: instance types of one class share peaks.
     per_node_class: usize,
 }
 
@@ -150,8 +151,8 @@ impl Space {
     }
 
     /// A block's layout and precision without its instance type: blocks
-    /// with the same key have the same memory peaks. Instance types with as
-    /// many GPUs per node share keys.
+    /// with the same key have the same memory peaks. Instance types of one
+    /// `per_node_class` share keys.
     fn layout_key(&self, o: [usize; 8]) -> usize {
         let dims = self.outer_dims();
         let rest = dims[1..]
@@ -277,8 +278,14 @@ impl Space {
         } else {
             MB.to_vec()
         };
+        // A stack no engine trains this way has no plan to search for.
+        let no_engine = crate::resolve::engine_error(plan).is_some();
         Space {
-            instances: candidate_instances(plan),
+            instances: if no_engine {
+                Vec::new()
+            } else {
+                candidate_instances(plan)
+            },
             nodes,
             precisions,
             tps,
@@ -323,9 +330,11 @@ fn candidate_instances(plan: &Plan) -> Vec<InstanceInfo> {
             Some(instance_info(plan, Cow::Borrowed(i), Cow::Borrowed(gpu)))
         })
         .collect();
-    let mut per_node: Vec<u64> = Vec::new();
+    // Peaks depend on the GPUs per node and on whether FP8 weights are kept
+    // transposed too (`Gpu::fp8_tn_only`), not on the GPU's speed.
+    let mut per_node: Vec<(u64, bool)> = Vec::new();
     for info in &mut infos {
-        let n = info.instance.gpu_count;
+        let n = (info.instance.gpu_count, info.gpu.fp8_tn_only);
         info.per_node_class = per_node.iter().position(|&m| m == n).unwrap_or_else(|| {
             per_node.push(n);
             per_node.len() - 1
@@ -507,6 +516,7 @@ impl Search {
             dp,
             shard,
             stages,
+            fp8_tn_only: gpu.fp8_tn_only,
         })
     }
 

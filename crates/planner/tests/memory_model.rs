@@ -10,6 +10,7 @@ use planner::resolve::resolve;
 fn layout(gpus: u64, tp: u64, pp: u64, dp: u64, layers: u64) -> Layout {
     Layout {
         stages: Stages::even(layers, pp),
+        fp8_tn_only: true,
         gpus,
         tp,
         pp,

@@ -14,7 +14,11 @@ use super::*;
 /// `vp` model chunks it runs `(p - r - 1) * 2 + (vp - 1) * p` chunk forwards
 /// first (at most `m * vp`), each chunk `1/vp` of the stage's layers. For
 /// the first rank that is `p + (p-1)/vp` stages' worth, Narayanan et al.
-/// 2021's `(1 + (p-1)/(p*vp))` factor.
+/// 2021's `(1 + (p-1)/(p*vp))` factor, when its chunks are equal. Where the
+/// embedding takes a layer slot (`account_for_embedding_in_pipeline_split`)
+/// the first rank's chunk 0 holds one layer fewer, and that chunk is the one
+/// with the most micro-batches in flight: the schedule is walked chunk by
+/// chunk (`in_flight_layers`).
 pub(super) fn in_flight_micro_batches(s: &StageShape) -> f64 {
     let p = s.layout.pp;
     let rank = match s.stage {
@@ -27,8 +31,39 @@ pub(super) fn in_flight_micro_batches(s: &StageShape) -> f64 {
     if vp == 1 {
         return (p - rank).min(m) as f64;
     }
+    let slots = s.layers as u64 + 1;
+    if rank == 0 && s.layout.stages.embedding_and_loss_slots && slots.is_multiple_of(vp) {
+        let per_chunk = (slots / vp) as f64;
+        let chunk = |c: u64| if c == 0 { per_chunk - 1.0 } else { per_chunk };
+        return in_flight_layers(p, vp, m, chunk) / s.layers.max(1.0);
+    }
     let warmup = ((p - rank - 1) * 2 + (vp - 1) * p).min(m * vp);
     ((warmup + 1).min(m * vp)) as f64 / vp as f64
+}
+
+/// The most layers' activations the first rank holds at once under the
+/// interleaved 1F1B schedule, chunk `c` holding `layers(c)` layers: its
+/// `k`-th forward runs chunk `(k / p) % vp`, its `k`-th backward chunk
+/// `vp - 1 - (k / p) % vp` (Megatron's `get_model_chunk_id`, micro-batches
+/// grouped `p` per chunk), one backward after each forward once the
+/// warm-up's `2(p - 1) + (vp - 1)p` forwards are done. The pattern repeats
+/// every `p * vp` forwards, so two periods past the warm-up hold the peak.
+fn in_flight_layers(p: u64, vp: u64, m: u64, layers: impl Fn(u64) -> f64) -> f64 {
+    let total = m * vp;
+    let warmup = (2 * (p - 1) + (vp - 1) * p).min(total);
+    let chunk = |k: u64| (k / p) % vp;
+    let (mut live, mut peak) = (0.0f64, 0.0f64);
+    for k in 0..warmup {
+        live += layers(chunk(k));
+        peak = peak.max(live);
+    }
+    let end = total.min(warmup + 2 * p * vp);
+    for (backward, forward) in (warmup..end).enumerate() {
+        live += layers(chunk(forward));
+        peak = peak.max(live);
+        live -= layers(vp - 1 - chunk(backward as u64));
+    }
+    peak
 }
 
 /// Everything one non-checkpointed layer keeps for backward, scores included
@@ -290,4 +325,35 @@ pub(super) fn autocast_casts(s: &StageShape) -> f64 {
     };
     let kept_layers = s.layers * (1.0 - s.recomputed());
     (kept_layers + if s.recomputed() > 0.0 { 1.0 } else { 0.0 }) * per_layer + head_copy
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_flight_layers;
+
+    /// Equal chunks: the warm-up's `2(p-1) + (vp-1)p` forwards plus one, as
+    /// Megatron's closed form (and Narayanan et al.'s factor) give:
+    /// p 16, vp 4: 79 chunk forwards of 2 layers.
+    #[test]
+    fn equal_chunks_hold_the_warm_up_plus_one() {
+        assert_eq!(in_flight_layers(16, 4, 384, |_| 2.0), 158.0);
+        assert_eq!(in_flight_layers(8, 2, 64, |_| 1.0), (2 * 7 + 8 + 1) as f64);
+    }
+
+    /// Llama 3.1 405B on PP 16 x VP 4 with the embedding's slot: chunk 0
+    /// holds 1 layer, chunks 1-3 two. Of the 79 forwards in flight, chunk 0
+    /// runs 16 + 15 (its group of 16, then 15 of the next), the others 16
+    /// each: 31 x 1 + 48 x 2 = 127 layers, where 79 x 7/4 = 138.25 counted
+    /// every chunk as the stage's average.
+    #[test]
+    fn the_embeddings_chunk_is_the_busiest() {
+        let chunk = |c: u64| if c == 0 { 1.0 } else { 2.0 };
+        assert_eq!(in_flight_layers(16, 4, 384, chunk), 127.0);
+    }
+
+    /// Fewer micro-batches than the warm-up: every chunk of every one.
+    #[test]
+    fn short_steps_hold_everything() {
+        assert_eq!(in_flight_layers(4, 2, 2, |_| 3.0), 12.0);
+    }
 }

@@ -175,6 +175,10 @@ pub struct Layout {
     pub shard: u64,
     /// Decoder layers per pipeline rank.
     pub stages: Stages,
+    /// The GPU keeps FP8 weights twice, row-wise and transposed
+    /// (`Gpu::fp8_tn_only`): Hopper, Ada and sm_120 yes, B200/B300 no.
+    #[serde(skip)]
+    pub fp8_tn_only: bool,
 }
 
 /// Decoder layers per pipeline rank, as Megatron-LM builds them
@@ -413,7 +417,7 @@ impl<'a> StageShape<'a> {
                 0.0
             };
         let peft = plan.train != Training::Full;
-        let sb = state_bytes(plan);
+        let sb = state_bytes(plan, layout);
         let widths = Widths::of(arch, plan, plan.seq as f64);
         StageShape {
             arch,

@@ -15,7 +15,7 @@ pub(super) struct StateBytes {
     pub(super) copies: f64,
 }
 
-pub(super) fn state_bytes(plan: &Plan) -> StateBytes {
+pub(super) fn state_bytes(plan: &Plan, layout: &Layout) -> StateBytes {
     let megatron = plan.stack == Stack::Megatron;
     let (weights, grads, master) = match plan.precision {
         Precision::Fp32 => (4.0, 4.0, 0.0),
@@ -47,8 +47,16 @@ pub(super) fn state_bytes(plan: &Plan) -> StateBytes {
     };
     // TransformerEngine keeps a quantised copy of each Linear weight for the
     // forward (row-wise) and one for the backward (column-wise / transpose),
-    // plus block scales: MXFP8 one E8M0 per 32, NVFP4 one E4M3 per 16.
+    // plus block scales: MXFP8 one E8M0 per 32, NVFP4 one E4M3 per 16. A
+    // per-tensor FP8 weight on B200/B300 is one copy: their FP8 GEMMs take
+    // any layout, so TE makes no transpose (`Float8Tensor.update_usage`).
+    // torchao (torchtitan) keeps none: its Float8 / MX Linear casts the
+    // high-precision weight in each forward and backward
+    // (`hp_tensor_to_float8_dynamic`), a per-layer transient; its B200 runs
+    // peak lower in float8 than in BF16 (titan_33 vs titan_36).
     let copies = match plan.precision {
+        _ if plan.stack == Stack::Torchtitan => 0.0,
+        Precision::Fp8 if !layout.fp8_tn_only => 1.0,
         Precision::Fp8 => 2.0,
         Precision::Mxfp8 => 2.0 * (1.0 + 1.0 / 32.0),
         Precision::Nvfp4 => 2.0 * (0.5 + 1.0 / 16.0),

@@ -66,6 +66,8 @@ catalog! {
     CustomFp8AboveBf16 => "FP8 at {fp8} TFLOP/s is over 2x BF16 ({bf16}): enter dense FP8 (2x BF16 on NVIDIA GPUs), or 0",
     NoNetwork => "a custom GPU with no network (gpu_net=0) cannot train across nodes: computed for 1 node; enter the network bandwidth or use 1 node",
     VpWithoutPp => "interleaving (vp > 1) needs pipeline parallelism (pp > 1)",
+    NoEngineRunsThis => "no training engine runs this combination (see the error): these figures describe no job that can start",
+    QloraNeedsHf => "QLoRA's 4-bit base weights load through bitsandbytes in Hugging Face PEFT, which {stack} does not run: set stack=hf, or train=lora on {stack}",
     MtpNeedsMegatron => "multi-token-prediction layers (mtp > 0) are trained by Megatron, not by the exported Hugging Face script: set stack=megatron or mtp=0",
 
     // ---- how far a figure was checked (report.rs) -----------------------------
@@ -254,6 +256,7 @@ catalog! {
     WordOf => "of",
     BudgetPerGPU => "budget per GPU",
     UsableOn => "usable on",
+    UsableEstimatedOn => "usable (an estimate: 98.5% of the listed memory, not measured) on",
     Parameters => "Parameters",
     WordActive => "active",
     TokensSPerGPU => "Tokens/s per GPU",

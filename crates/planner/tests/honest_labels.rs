@@ -1,0 +1,72 @@
+//! #36: the nine plans an audit found labelled beyond their evidence, each
+//! with the issue's own query (`P report '...'`), and what an honest answer
+//! is for it.
+
+use planner::{evaluate, search::search, Plan};
+
+fn report(q: &str) -> planner::Report {
+    let d = Plan::from_query(q);
+    assert!(d.notices.is_empty(), "{q}: {:?}", d.notices);
+    evaluate(&d.plan)
+}
+
+/// Case 8a: Megatron does not run QLoRA (its PEFT is LoRA/DoRA; the 4-bit
+/// NF4 base is bitsandbytes' in Hugging Face PEFT). The plan is an error
+/// with a fix, its figures carry no ±, and the search proposes nothing.
+#[test]
+fn megatron_qlora_is_an_error_with_a_fix() {
+    let q = "model=llama-3.1-70b&stack=megatron&train=qlora&instance=ml.p5.48xlarge&nodes=2&tp=8";
+    let r = report(q);
+    let e = r
+        .errors
+        .iter()
+        .find(|m| m.code == "qlora_needs_hf")
+        .expect("an error for Megatron + QLoRA");
+    assert_eq!(e.fix, Some(("stack", "hf".to_string())));
+    assert_eq!(r.throughput_accuracy.level, "derived");
+    assert_eq!(r.throughput_accuracy.expected_error, None);
+    assert_eq!(r.memory.accuracy.expected_error, None);
+    let s = search(&Plan::from_query(q).plan);
+    assert_eq!(s.candidates, 0);
+    assert!(s.fastest.is_none());
+    // The fix gives a plan without the error.
+    let fixed = report(&format!("{q}&stack=hf&tp=1&zero=0"));
+    assert!(fixed.errors.iter().all(|m| m.code != "qlora_needs_hf"));
+}
+
+/// Case 8b: B300's usable memory is the device's own figure: nvidia-smi
+/// reports 275,040 MiB (268.6 GiB) on the "NVIDIA B300 SXM6 AC" that
+/// p6-b300 carries; AWS's "2.1 TB per 8 GPUs" is the same 8 x 268 GiB.
+/// Less the 0.6 GiB H200's measured usable figure sits under its total:
+/// 268.0 GiB, measured, not 288 GB x 0.985 estimated.
+#[test]
+fn b300_usable_memory_is_the_devices() {
+    let r = report("model=llama-3.1-8b&instance=ml.p6-b300.48xlarge");
+    let gib = r.memory.usable_bytes as f64 / (1u64 << 30) as f64;
+    assert!((gib - 268.0).abs() < 0.05, "{gib}");
+    assert!(!r.memory.usable_is_estimate);
+    // GB200 has no measured figure: the report says it is an estimate.
+    let g = report("model=llama-3.1-8b&instance=ml.p6e-gb200.36xlarge");
+    assert!(g.memory.usable_is_estimate);
+}
+
+/// Case 6: Megatron-Bridge v0.3.0 has the 405B GB200 FP8 layout
+/// (`LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2`: 256 GPUs, TP 4, PP 16,
+/// VP 4, no recomputation, no offload), which NVIDIA published running at
+/// 813 tok/s/GPU. The planner now finds it inside the GPU: B200's FP8 GEMMs
+/// take any layout, so TransformerEngine keeps no transposed FP8 weight,
+/// and the first rank's lighter chunk (the embedding's slot) holds the
+/// most micro-batches.
+#[test]
+fn llama_405b_gb200_fp8_recipe_fits_the_gpu() {
+    let q = "model=custom&layers=126&hidden=16384&heads=128&kv_heads=8&head_dim=128&ffn=53248&vocab=128256&tied=0&mlp=swiglu&seq=8192&mb=1&ga=384&precision=fp8&ckpt=none&grad_bf16=1&fp8_params=1&loss=fused&stack=megatron&zero=1&tp=4&pp=16&vp=4&sp=1&instance=ml.p6e-gb200.36xlarge&nodes=64&tp_overlap=1&ultraserver=72";
+    let r = report(q);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert!(
+        r.memory.peak_bytes_per_gpu <= r.memory.usable_bytes,
+        "{} > {}",
+        r.memory.peak_bytes_per_gpu,
+        r.memory.usable_bytes
+    );
+    assert_eq!(r.verdict, "tight");
+}
