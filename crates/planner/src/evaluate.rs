@@ -263,15 +263,19 @@ fn nvlink_domains(layout: &Layout, fabric: &Fabric) -> NvlinkDomains {
 
 /// Evaluate a plan: parameters, memory, verdict, solvers, warnings.
 pub fn evaluate(plan: &Plan) -> Report {
-    let (r, errors) = resolve(plan);
+    let (r, mut errors) = resolve(plan);
     let fabric = Fabric::of(&r.gpu, &r.instance, plan.ultraserver);
     let mem = memory::breakdown(&r.arch, &r.counts, plan, &r.layout);
     let usable = r.gpu.usable_bytes();
     let budget = budget_bytes(usable, plan.headroom);
-    let fits = mem.peak_bytes <= budget;
+    let offload = memory::offload(&r.arch, &r.counts, plan, &r.layout);
+    let host = crate::host::offload_overflow(plan, &offload, &r.instance, r.layout.gpus);
+    let host_full = host.is_some();
+    errors.extend(host);
+    let fits = mem.peak_bytes <= budget && !host_full;
     let verdict = if fits {
         "fits"
-    } else if mem.peak_bytes <= usable {
+    } else if mem.peak_bytes <= usable && !host_full {
         "tight"
     } else {
         "does_not_fit"
@@ -324,9 +328,10 @@ pub fn evaluate(plan: &Plan) -> Report {
         layers_per_pipeline_rank: r.layout.stages.per_rank(r.layout.pp),
         nvlink: nvlink_domains(&r.layout, &fabric),
     };
-    if crate::resolve::engine_error(plan).is_some() {
-        // No engine trains this plan: its figures are formulas about a job
-        // that cannot start, with no ± from any check.
+    if crate::resolve::engine_error(plan).is_some() || host_full {
+        // No engine trains this plan, or its host cannot hold what it
+        // offloads: its figures are formulas about a job that cannot start
+        // (or finish a step), with no ± from any check.
         let unrun = || Accuracy {
             level: "derived",
             expected_error: None,
@@ -404,12 +409,18 @@ fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Ac
 
 /// The largest micro-batch (up to 4096) and the longest sequence (in steps
 /// of 128 up to 131072, at the plan's micro-batch) whose peak stays within
-/// the budget. `peak` is the plan's own peak. One working copy of the plan
-/// serves every probe of both searches (a clone per probe cost more than
-/// the probe).
+/// the budget, and whose offloaded activations the host holds. `peak` is the
+/// plan's own peak. One working copy of the plan serves every probe of both
+/// searches (a clone per probe cost more than the probe).
 fn largest_that_fit(r: &Resolved<'_>, budget: u64, peak: u64) -> (u64, u64) {
     let plan = std::cell::RefCell::new(r.plan.clone());
     let peak_of = |p: &Plan| memory::breakdown(&r.arch, &r.counts, p, &r.layout).peak_bytes;
+    let host_holds = |p: &Plan| {
+        !p.offload || {
+            let offload = memory::offload(&r.arch, &r.counts, p, &r.layout);
+            crate::host::offload_overflow(p, &offload, &r.instance, r.layout.gpus).is_none()
+        }
+    };
     let mb = {
         let at = Probes::new(|mb| {
             let mut p = plan.borrow_mut();
@@ -418,7 +429,12 @@ fn largest_that_fit(r: &Resolved<'_>, budget: u64, peak: u64) -> (u64, u64) {
         });
         let x = r.plan.micro_batch.clamp(1, 4096);
         at.know(x, peak);
-        largest_near(1, 4096, at.guess(x, budget, 4096), |m| at.get(m) <= budget)
+        largest_near(1, 4096, at.guess(x, budget, 4096), |m| {
+            at.get(m) <= budget && {
+                plan.borrow_mut().micro_batch = m;
+                host_holds(&plan.borrow())
+            }
+        })
     };
     plan.borrow_mut().micro_batch = r.plan.micro_batch;
     let cp = r.layout.cp.max(1);
@@ -436,7 +452,12 @@ fn largest_that_fit(r: &Resolved<'_>, budget: u64, peak: u64) -> (u64, u64) {
     } else {
         hi.clamp(1, 64)
     };
-    let seq = largest_near(1, hi, at.guess(x, budget, hi), |s| at.get(s) <= budget);
+    let seq = largest_near(1, hi, at.guess(x, budget, hi), |s| {
+        at.get(s) <= budget && {
+            plan.borrow_mut().seq = s * 128 * cp;
+            host_holds(&plan.borrow())
+        }
+    });
     (mb, seq * 128 * cp)
 }
 

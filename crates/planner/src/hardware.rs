@@ -82,7 +82,24 @@ pub struct Instance {
     /// was found (its own, or the nearest instance's).
     #[serde(skip)]
     pub nccl: Option<Nccl>,
+    /// The node's RAM, GiB (hardware.json `host_ram_gib`, AWS's instance
+    /// pages): what activation offloading can fill.
+    #[serde(skip)]
+    pub host_ram_gib: Option<f64>,
     pub source: String,
+}
+
+/// Of a node's RAM, the share pinned offload buffers can take: the rest is
+/// for the OS, the data loader workers and each rank's own process. An
+/// assumption, not a measurement: the error that quotes it says so.
+pub const OFFLOADABLE_HOST_SHARE: f64 = 0.8;
+
+impl Instance {
+    /// Bytes of host memory activation offloading can use on one node.
+    pub fn offloadable_host_bytes(&self) -> Option<f64> {
+        self.host_ram_gib
+            .map(|g| g * OFFLOADABLE_HOST_SHARE * (1u64 << 30) as f64)
+    }
 }
 
 /// An instance's network as NCCL's collectives used it in published
@@ -228,6 +245,7 @@ impl FromJson for Instance {
             sold_by_plan_only: false,
             network_gbps: j.get("network_gbps").cloned().unwrap_or(Json::Null),
             nccl: opt(j, "nccl")?,
+            host_ram_gib: opt(j, "host_ram_gib")?,
             source: opt(j, "source")?.unwrap_or_default(),
         })
     }
@@ -329,6 +347,7 @@ pub fn custom(c: &CustomGpu) -> (Gpu, Instance) {
         sold_by_plan_only: false,
         network_gbps: Json::Num(c.network_gbps),
         nccl: None,
+        host_ram_gib: None,
         source: "entered by the user".into(),
     };
     (gpu, instance)

@@ -13,6 +13,7 @@ pub mod evaluate;
 pub mod export;
 pub mod fabric;
 pub mod hardware;
+pub mod host;
 pub mod json;
 pub mod kernels;
 pub mod measured;

@@ -548,6 +548,18 @@ impl Search {
         self.pareto.iter().any(|f| f.hours <= hours && f.usd <= usd)
     }
 
+    /// Whether the working plan offloads more activations than the block's
+    /// instance can hold in host memory (`host::offload_overflow`).
+    fn host_overflows(&self, o: [usize; 8], layout: &Layout) -> bool {
+        let w = &self.work;
+        if !w.offload {
+            return false;
+        }
+        let offload = memory::offload(&self.arch, &self.counts, w, layout);
+        let instance = &self.space.instances[o[0]].instance;
+        crate::host::offload_overflow(w, &offload, instance, layout.gpus).is_some()
+    }
+
     /// Every checkpointing, loss and micro-batch on the block's layout.
     fn inner(&mut self, o: [usize; 8], layout: &Layout) {
         let s = &self.space;
@@ -584,6 +596,9 @@ impl Search {
                             self.pruned += rest;
                             break;
                         }
+                        continue;
+                    }
+                    if self.host_overflows(o, layout) {
                         continue;
                     }
                     let f = self.timed(o, [ci, li, mi], layout, peak, &mut forwards[mi]);

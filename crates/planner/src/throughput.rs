@@ -272,9 +272,9 @@ struct StepShape<'a> {
     quantize: (f64, f64),
     /// Micro-batches per step.
     m: f64,
-    /// Bytes activation offloading sends to the host per micro-batch, and
-    /// the host link's achievable bandwidth, bytes/s.
-    offloaded: f64,
+    /// What activation offloading sends to the host, and the host link's
+    /// achievable bandwidth, bytes/s.
+    offload: crate::memory::Offload,
     host_bw: f64,
 }
 
@@ -329,7 +329,7 @@ impl<'a> StepShape<'a> {
             lin_bytes,
             quantize: quantize_bytes(plan, gpu),
             m: plan.grad_accum.max(1) as f64,
-            offloaded: crate::memory::offloaded_bytes_per_micro_batch(arch, counts, plan, layout),
+            offload: crate::memory::offload(arch, counts, plan, layout),
             host_bw: gpu.host_link_gbs.unwrap_or(PCIE_GEN5_GBS) * 1e9 * HOST_LINK_EFFICIENCY,
         }
     }
@@ -1096,7 +1096,7 @@ fn step_time(s: &StepShape, fwd: LayerForward) -> StepTime {
         pipeline_bubble: pipeline_bubble(s, per_mb) + pipeline_p2p(s),
         data_parallel: data_parallel_exposed(s, dp_window(s, per_mb)),
         optimizer: optimizer_step(s),
-        offload: offload_exposed(s, m * (mb_gemm + mb_attn + mb_elem + mb_recompute)),
+        offload: m * offload_exposed(s, &fwd),
     }
 }
 
@@ -1108,17 +1108,29 @@ const PCIE_GEN5_GBS: f64 = 64.0;
 /// Gen5 x16 (64 GB/s). Taken for Gen4 and NVLink-C2C too (not measured).
 const HOST_LINK_EFFICIENCY: f64 = 55.63 / 64.0;
 
-/// Activation offloading (#23: it was free): each micro-batch's offloaded
-/// activations go to the host in the forward and come back for the
-/// backward, over the host link, on copy engines beside the compute. At
-/// best the step's compute hides them (SMP prefetches the next layers); the
-/// rest is exposed.
-fn offload_exposed(s: &StepShape, compute: f64) -> f64 {
-    if s.offloaded <= 0.0 {
+/// Activation offloading per micro-batch, layer by layer (#36: a whole
+/// step's compute hid every transfer, so offloading 80 layers cost nothing).
+/// Each offloaded layer's activations cross the host link on a copy engine
+/// beside the compute, and only the layers next to it can hide the copy:
+/// the forward's copy of layer `i` behind layer `i + 1`'s forward, the
+/// backward's reload of layer `i` behind the backward of the layer before
+/// it in backward order. TransformerEngine's double-buffered handler
+/// (Megatron's `--cpu-offloading`) waits for each copy at the end of the
+/// next layer; SMP prefetches `activation_loading_horizon` layers ahead (the
+/// HF stack's offload), which starts the copies earlier but cannot make a
+/// serial copy engine faster than the layers it runs beside. What a layer's
+/// compute does not cover is exposed.
+fn offload_exposed(s: &StepShape, fwd: &LayerForward) -> f64 {
+    let o = &s.offload;
+    if o.layers <= 0.0 || o.bytes_per_layer <= 0.0 {
         return 0.0;
     }
-    let transfer = 2.0 * s.offloaded * s.m / s.host_bw;
-    (transfer - compute).max(0.0)
+    let copy = o.bytes_per_layer / s.host_bw;
+    let forward = fwd.gemm + fwd.attention + fwd.elementwise;
+    let backward = 2.0 * (fwd.gemm + fwd.elementwise)
+        + (attention_train(s, fwd) - fwd.attention)
+        + recompute_per_layer(s, fwd);
+    o.layers * ((copy - forward).max(0.0) + (copy - backward).max(0.0))
 }
 
 /// Step time and rates for a resolved plan.

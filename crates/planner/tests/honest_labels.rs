@@ -70,3 +70,63 @@ fn llama_405b_gb200_fp8_recipe_fits_the_gpu() {
     );
     assert_eq!(r.verdict, "tight");
 }
+
+/// Case 1: offloading all 80 layers of the 70B GB200 plan keeps about
+/// 1.07 TiB of activations in a 4-GPU node's host (960 GiB of RAM, of which
+/// an assumed 80% can be pinned): an error with a fix (56 layers), "does not
+/// fit", and no ± on its figures. With the fix it fits.
+#[test]
+fn offload_beyond_the_hosts_memory_is_an_error_with_a_fix() {
+    let q = "model=llama-3.1-70b&impl=megatron&precision=fp8&instance=ml.p6e-gb200.36xlarge&nodes=16&ultraserver=72&zero=3&seq=8192&mb=2&ga=2&fp8_params=1&grad_bf16=1&loss=fused&offload=1&offload_layers=80";
+    let r = report(q);
+    let e = r
+        .errors
+        .iter()
+        .find(|m| m.code == "offload_exceeds_host")
+        .expect("the host cannot hold 79 offloaded layers");
+    let (key, value) = e.fix.clone().expect("a fix");
+    assert_eq!(key, "offload_layers");
+    assert!(!r.fits);
+    assert_eq!(r.verdict, "does_not_fit");
+    assert_eq!(r.throughput_accuracy.expected_error, None);
+    assert_eq!(r.memory.accuracy.expected_error, None);
+    // 79 layers (Megatron never offloads the last) need 1,067.7 GiB: a
+    // layer 13.5 GiB per node, so 768 GiB holds 56.
+    assert_eq!(value, "56");
+    let fixed = report(&format!("{q}&offload_layers={value}"));
+    assert!(fixed.errors.is_empty(), "{:?}", fixed.errors);
+    assert!(fixed.fits);
+    let one_more = report(&format!("{q}&offload_layers=57"));
+    assert!(one_more
+        .errors
+        .iter()
+        .any(|m| m.code == "offload_exceeds_host"));
+}
+
+/// Case 1: a layer's offloaded activations cross the host link beside the
+/// next layer's compute only, so over PCIe (about 56 GB/s) offloading costs
+/// time on every plan of a grid, where the old whole-step window hid most of
+/// it; over GB200's NVLink-C2C (about 390 GB/s) a 70B layer's copy fits
+/// behind its neighbour's compute.
+#[test]
+fn offload_costs_time_where_the_link_is_slower_than_a_layer() {
+    let mut costly = 0;
+    let mut pairs = 0;
+    for model in ["llama-3.1-8b", "llama-3.1-70b", "qwen2.5-32b"] {
+        for seq in [4096, 16384] {
+            for mb in [1, 4] {
+                let q = format!("model={model}&instance=ml.p5.48xlarge&nodes=4&zero=3&seq={seq}&mb={mb}&ckpt=none");
+                let off = report(&q);
+                let on = report(&format!("{q}&offload=1"));
+                pairs += 1;
+                assert!(on.throughput.step_seconds >= off.throughput.step_seconds);
+                if on.throughput.step.offload > 0.0 {
+                    costly += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(costly, pairs, "every PCIe offload pays");
+    let q = "model=llama-3.1-70b&impl=megatron&precision=fp8&instance=ml.p6e-gb200.36xlarge&nodes=16&ultraserver=72&zero=3&seq=8192&mb=2&ga=2&fp8_params=1&grad_bf16=1&loss=fused&offload=1&offload_layers=56";
+    assert_eq!(report(q).throughput.step.offload, 0.0);
+}

@@ -135,18 +135,49 @@ pub(super) struct SavedActivations {
     pub(super) scores: f64,
 }
 
-/// Bytes that activation offloading moves to host memory per micro-batch on
-/// the first (most loaded) stage: every layer's saved activations but the
-/// `activation_loading_horizon` kept on the GPU. They come back for the
-/// backward, so a step moves twice this per micro-batch. Zero without offload.
-pub fn offloaded_bytes_per_micro_batch(
+/// What activation offloading moves on the first (most loaded) stage: each
+/// offloaded layer's saved activations per micro-batch, to the host in the
+/// forward and back for the backward, for `layers` layers, with
+/// `in_flight` micro-batches' worth held on the host at once (the
+/// pipeline's warm-up keeps that many stages of activations alive).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Offload {
+    pub bytes_per_layer: f64,
+    pub layers: f64,
+    pub in_flight: f64,
+}
+
+impl Offload {
+    /// Bytes one micro-batch sends each way.
+    pub fn bytes_per_micro_batch(&self) -> f64 {
+        self.bytes_per_layer * self.layers
+    }
+
+    /// Bytes each GPU keeps in host memory at the peak.
+    pub fn host_bytes_per_gpu(&self) -> f64 {
+        self.bytes_per_micro_batch() * self.in_flight
+    }
+
+    /// The most layers whose activations `gpus` GPUs can keep in
+    /// `host_bytes` of one node's memory.
+    pub fn layers_within(&self, host_bytes: f64, gpus: u64) -> u64 {
+        let per_layer = self.bytes_per_layer * self.in_flight * gpus as f64;
+        if per_layer <= 0.0 {
+            return self.layers as u64;
+        }
+        ((host_bytes / per_layer).floor().max(0.0) as u64).min(self.layers as u64)
+    }
+}
+
+/// The plan's activation offloading (all zero without it).
+pub fn offload(
     arch: &Architecture,
     counts: &ParameterCounts,
     plan: &Plan,
     layout: &Layout,
-) -> f64 {
+) -> Offload {
     if !plan.offload {
-        return 0.0;
+        return Offload::default();
     }
     let stage = if layout.pp > 1 {
         Stage::First
@@ -154,8 +185,12 @@ pub fn offloaded_bytes_per_micro_batch(
         Stage::Only
     };
     let s = StageShape::new(arch, counts, plan, layout, stage);
-    let kept = kept_activations(&s);
-    kept.activations / in_flight_micro_batches(&s) / s.layers.max(1.0) * offloaded_layers(&s)
+    let in_flight = in_flight_micro_batches(&s);
+    Offload {
+        bytes_per_layer: kept_activations(&s).activations / in_flight / s.layers.max(1.0),
+        layers: offloaded_layers(&s),
+        in_flight,
+    }
 }
 
 /// SMP's `activation_loading_horizon` default: layers kept on the GPU.

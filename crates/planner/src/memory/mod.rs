@@ -28,8 +28,8 @@ mod profile;
 mod sharding;
 mod states;
 
-pub use activations::offloaded_bytes_per_micro_batch;
 use activations::*;
+pub use activations::{offload, Offload};
 use loss::*;
 use moments::*;
 pub use profile::compute_path;
