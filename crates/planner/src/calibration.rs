@@ -22,6 +22,7 @@ fn gpu_of(name: &str) -> Option<&'static hardware::Gpu> {
         "GB200" => "GB200 (B200 in NVL72)",
         "GB300" => "GB300 (B300 in NVL72)",
         "B200 (DGX)" => "B200",
+        "B300 (DGX)" => "B300",
         "H100 80GB (DGX)" => "H100-80GB-SXM",
         "H100 96GB HBM2e 500W" => "H100-96GB-HBM2e-500W",
         "A100 80GB" => "A100-80GB",

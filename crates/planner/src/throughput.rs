@@ -72,9 +72,9 @@ pub struct HostCosts {
 }
 
 pub const HOST: HostCosts = HostCosts {
-    moe_expert_launch: 0.000184,
-    moe_router_launch: 0.001482,
-    moe_alltoall_launch: 0.003044,
+    moe_expert_launch: 0.000158,
+    moe_router_launch: 0.001355,
+    moe_alltoall_launch: 0.003472,
 };
 
 /// The calibrated parameters: `plan calibrate --fit` refits them from a
@@ -111,8 +111,8 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         Generation::Hopper => Efficiency {
             gemm: 0.597,
             fp8_gemm: 0.483,
-            moe: 0.877,
-            moe_layer_overhead: 0.002138,
+            moe: 0.864,
+            moe_layer_overhead: 0.001901,
             ..hand_set
         },
         // Fitted on torchtitan's 4 rows of 500 W H100s; attention sits at
@@ -136,8 +136,8 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         Generation::Blackwell => Efficiency {
             gemm: 0.493,
             fp8_gemm: 0.454,
-            moe: 1.0,
-            moe_layer_overhead: 0.000226,
+            moe: 0.921,
+            moe_layer_overhead: 0.000154,
             kernel_overhead: 5e-6,
             ..hand_set
         },

@@ -130,3 +130,36 @@ fn offload_costs_time_where_the_link_is_slower_than_a_layer() {
     let q = "model=llama-3.1-70b&impl=megatron&precision=fp8&instance=ml.p6e-gb200.36xlarge&nodes=16&ultraserver=72&zero=3&seq=8192&mb=2&ga=2&fp8_params=1&grad_bf16=1&loss=fused&offload=1&offload_layers=56";
     assert_eq!(report(q).throughput.step.offload, 0.0);
 }
+
+/// Case 5: every MoE row of Megatron-Bridge's 26.02 table is in the fit
+/// (../shared/data/moe_models_2026.md: "any MoE row of releases up to 26.02
+/// are the ones to fit"), and the label of the run the audit quoted
+/// (Qwen3-235B-A22B on 256 B200, 3,805 tok/s/GPU published) quotes a ± that
+/// covers the planner's own miss on it.
+#[test]
+fn the_2602_moe_rows_are_fitted_and_their_groups_quote_their_scatter() {
+    let ids: Vec<String> = planner::calibration::cases()
+        .into_iter()
+        .map(|c| c.id)
+        .filter(|id| id.starts_with("mb2602_"))
+        .collect();
+    assert_eq!(ids.len(), 19, "the 26.02 table's MoE rows: {ids:?}");
+    let case = planner::calibration::cases()
+        .into_iter()
+        .find(|c| c.id == "mb2602_qwen3_235b_b200_fp8")
+        .expect("the row");
+    assert_eq!(case.measured_tokens_per_s_per_gpu, 3805.0);
+    let r = report(&case.link());
+    let predicted = r.throughput.tokens_per_second_per_gpu;
+    let miss = (predicted / 3805.0 - 1.0).abs();
+    let quoted = r
+        .throughput_accuracy
+        .expected_error
+        .unwrap_or(f64::INFINITY);
+    assert!(
+        quoted >= miss,
+        "{predicted:.0} tok/s is {:.1}% off; the label quotes ±{:.1}%",
+        miss * 100.0,
+        quoted * 100.0
+    );
+}

@@ -371,8 +371,8 @@ fn every_published_recipe_is_accepted() {
         );
     }
     assert_eq!(
-        moe_rows, 26,
-        "the 18 Megatron-Bridge MoE rows (25.09 to 26.02) and the PyTorch stacks' 8 are checked too"
+        moe_rows, 44,
+        "the 36 Megatron-Bridge MoE rows (25.09 to 26.02) and the PyTorch stacks' 8 are checked too"
     );
 }
 

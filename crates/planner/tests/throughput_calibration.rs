@@ -49,27 +49,50 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("dgxc_l31_405b_gb200_bf16_256", 2.0, 7.5),
     ("dgxc_nemotron15b_gb200_bf16_16", 2.5, 3.0),
     // MoE: the experts' speed, an MoE layer's fixed cost and the host's
-    // launch costs leave a scatter (MoeComputeRough says so on the page):
-    // GPT-OSS-120B on 8 B200s +81% and Qwen3-30B-A3B on 16 H100s
-    // (VP 24: one layer per virtual stage) +74% in-sample.
-    ("mb2511_gptoss120b_gb300_bf16", 16.0, 15.5),
-    ("mb2511_gptoss120b_gb200_bf16", 1.0, 2.5),
-    ("mb2511_gptoss120b_b200_bf16", 81.5, 82.0),
+    // launch costs leave a scatter (MoeComputeRough says so on the page,
+    // and each MoE group's ± quotes its own worst row), in-sample:
+    // GPT-OSS-120B on 64 B200s with EP 8 (25.11) +79% where the same model
+    // with EP 64 (26.02) is +1%; Qwen3-30B-A3B on 16 H100s (PP 2, one or two
+    // layers per virtual stage) +60% to +77%; Qwen3-235B-A22B in 26.02 +24%
+    // on B300 and -24% on B200 (NVIDIA's B300 run is 29% slower than its
+    // B200 run); GPT-OSS-120B on GB200 in BF16 +24% (26.02) where 25.11's
+    // is -4%.
+    ("mb2511_gptoss120b_gb300_bf16", 11.0, 15.5),
+    ("mb2511_gptoss120b_gb200_bf16", 4.0, 2.5),
+    ("mb2511_gptoss120b_b200_bf16", 79.5, 82.0),
     ("mb2511_gptoss120b_h100_bf16", 1.0, 21.0),
-    ("mb2511_qwen3_30b_gb300_fp8", 9.5, 8.0),
-    ("mb2511_qwen3_30b_gb200_fp8", 11.5, 14.5),
-    ("mb2511_qwen3_30b_b200_fp8", 1.0, 4.5),
-    ("mb2511_qwen3_30b_h100_fp8", 75.0, 86.5),
-    ("mb2511_qwen3_235b_gb300_bf16", 25.0, 34.0),
-    ("mb2511_qwen3_235b_gb200_bf16", 10.5, 25.5),
-    ("mb2511_qwen3_235b_b200_fp8", 1.0, 7.0),
-    ("mb2511_qwen3_235b_h100_fp8", 1.0, 15.5),
+    ("mb2511_qwen3_30b_gb300_fp8", 7.0, 4.0),
+    ("mb2511_qwen3_30b_gb200_fp8", 14.5, 20.0),
+    ("mb2511_qwen3_30b_b200_fp8", 1.0, 16.0),
+    ("mb2511_qwen3_30b_h100_fp8", 78.0, 92.5),
+    ("mb2511_qwen3_235b_gb300_bf16", 26.0, 28.5),
+    ("mb2511_qwen3_235b_gb200_bf16", 11.5, 16.5),
+    ("mb2511_qwen3_235b_b200_fp8", 1.0, 2.0),
+    ("mb2511_qwen3_235b_h100_fp8", 1.0, 31.0),
     ("mb2509_dsv3_h100_fp8", 3.5, 4.0),
-    ("mb2509_dsv3_b200_fp8", 2.0, 2.0),
-    ("mb2511_dsv3_b200_fp8_mtp", 5.0, 6.5),
-    ("mb2511_dsv3_gb200_bf16", 1.0, 8.0),
-    ("mb2511_dsv3_gb200_fp8", 4.5, 6.0),
-    ("mb2602_dsv3_b200_fp8", 2.0, 7.0),
+    ("mb2509_dsv3_b200_fp8", 2.0, 2.5),
+    ("mb2511_dsv3_b200_fp8_mtp", 5.5, 6.0),
+    ("mb2511_dsv3_gb200_bf16", 3.0, 4.5),
+    ("mb2511_dsv3_gb200_fp8", 4.0, 4.0),
+    ("mb2602_dsv3_b200_fp8", 2.0, 2.5),
+    ("mb2602_dsv3_gb300_fp8", 11.0, 12.0),
+    ("mb2602_dsv3_gb200_fp8", 4.5, 4.5),
+    ("mb2602_dsv3_b300_fp8", 9.5, 9.5),
+    ("mb2602_gptoss120b_gb300_bf16", 7.5, 12.5),
+    ("mb2602_gptoss120b_gb200_bf16", 24.5, 29.0),
+    ("mb2602_gptoss120b_b300_bf16", 1.0, 3.0),
+    ("mb2602_gptoss120b_b200_bf16", 2.0, 4.0),
+    ("mb2602_gptoss120b_h100_bf16", 21.5, 33.5),
+    ("mb2602_qwen3_30b_gb300_fp8", 2.5, 6.0),
+    ("mb2602_qwen3_30b_gb200_fp8", 4.5, 9.5),
+    ("mb2602_qwen3_30b_b300_fp8", 1.0, 4.0),
+    ("mb2602_qwen3_30b_b200_fp8", 4.5, 19.0),
+    ("mb2602_qwen3_30b_h100_fp8", 60.5, 140.0),
+    ("mb2602_qwen3_235b_gb300_fp8", 9.5, 13.5),
+    ("mb2602_qwen3_235b_gb200_fp8", 1.0, 7.5),
+    ("mb2602_qwen3_235b_b300_fp8", 24.5, 26.5),
+    ("mb2602_qwen3_235b_b200_fp8", 24.5, 24.5),
+    ("mb2602_qwen3_235b_h100_fp8", 3.0, 33.0),
     // The PyTorch stacks' published runs (data/published_runs.csv, #35).
     ("titan_2", 8.0, 6.5),
     ("titan_5", 14.5, 17.0), // 8B at 64K with CP 2 on the 500 W part: under-predicted by 16% where the 128K run with CP 4 (titan_6) is over-predicted by 10%: the published pair falls faster with sequence than attention's FLOPs do
@@ -93,20 +116,20 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("titan_28", 41.5, 41.5), // as titan_26, in float8
     ("titan_31", 6.0, 7.0),
     ("titan_32", 8.0, 9.0),
-    ("titan_37", 62.5, 63.0), // Llama 4 Scout on 256 GB200 with EP 16 (torchtitan, May 2025): 62% too fast; the planner's MoE costs are fitted on Megatron's runs only and torchtitan's MoE of that time is slower
-    ("titan_38", 91.0, 91.5), // as titan_37, in MXFP8
+    ("titan_37", 58.5, 59.0), // Llama 4 Scout on 256 GB200 with EP 16 (torchtitan, May 2025): 62% too fast; the planner's MoE costs are fitted on Megatron's runs only and torchtitan's MoE of that time is slower
+    ("titan_38", 87.5, 88.0), // as titan_37, in MXFP8
     ("titan_39", 14.0, 14.5), // NVFP4 on 4 GB200: 12% too fast even with the recipe's BF16 layers and TransformerEngine's measured quantization traffic
     ("titan_40", 2.0, 3.0),
     ("titan_41", 7.5, 8.5),
     ("titan_42", 21.0, 21.0), // as titan_39 (Qwen3 8B)
     ("titan_43", 2.0, 2.5),
     ("titan_44", 5.5, 6.5),
-    ("automodel_4", 24.0, 26.0), // NeMo AutoModel's MoE on H100 (DeepEP, balanced gate): the Megatron-fitted MoE costs are 13-37% too slow for it
-    ("automodel_5", 35.5, 37.5), // as automodel_4
+    ("automodel_4", 24.0, 24.5), // NeMo AutoModel's MoE on H100 (DeepEP, balanced gate): the Megatron-fitted MoE costs are 13-37% too slow for it
+    ("automodel_5", 35.5, 36.0), // as automodel_4
     ("automodel_6", 28.0, 28.5), // as automodel_4
-    ("automodel_7", 22.5, 20.5), // as automodel_4
+    ("automodel_7", 22.0, 18.5), // as automodel_4
     ("automodel_8", 13.5, 14.0), // as automodel_4
-    ("automodel_9", 22.5, 34.5), // as automodel_4
+    ("automodel_9", 22.5, 34.0), // as automodel_4
     ("automodel_10", 2.0, 2.5),
     ("olmo_1", 1.0, 2.5),
     ("olmo_2", 5.0, 5.5),
@@ -271,7 +294,6 @@ const UNPINNED: &[&str] = &[
     "Ampere.kernel_overhead x 0.95",
     "Ampere.kernel_overhead x 1.05",
     "Ampere.overlap x 0.95",
-    "Hopper.moe_layer_overhead x 1.05",
     "Hopper.kernel_overhead x 0.95",
     "Hopper.kernel_overhead x 1.05",
     "Hopper.overlap x 0.95",
@@ -281,7 +303,6 @@ const UNPINNED: &[&str] = &[
     "HopperPowerCapped.overlap x 1.05",
     "Blackwell.moe_layer_overhead x 0.95",
     "Blackwell.moe_layer_overhead x 1.05",
-    "Blackwell.moe_router_launch x 0.95",
     "Blackwell.moe_router_launch x 1.05",
     "Blackwell.kernel_overhead x 0.95",
     "Blackwell.kernel_overhead x 1.05",
@@ -1021,7 +1042,7 @@ fn moe_note_states_the_cross_validated_scatter() {
 }
 
 /// docs/accuracy.md states the MoE rows' cross-validated median per model
-/// family and over all 18: each is what the harness computes, to the
+/// family and over all 36: each is what the harness computes, to the
 /// tenth of a percent.
 #[test]
 fn moe_family_errors_in_the_docs_are_the_harness_figures() {
@@ -1130,11 +1151,15 @@ fn grouped_gemm_fall_is_the_measured_one() {
 
 /// Each MoE row's dispatcher and CUDA-graph scope come from its recipe
 /// (`recipe_moe_dispatcher`, `recipe_cuda_graph_scope`): by hand from the
-/// Megatron-Bridge presets, 8 rows run a fused dispatcher (HybridEP on the
-/// 4 GB200/GB300 Qwen3 rows, the 2 GB200 DeepSeek-V3 rows and its 26.02
-/// B200 row; DeepEP on its H100 row) and 8 capture the router in CUDA
-/// graphs (the 4 GB200/GB300 Qwen3 rows, Qwen3-30B-A3B on B200, GPT-OSS-120B
-/// on GB300, the 2 GB200 DeepSeek-V3 rows); no dense row sets either.
+/// Megatron-Bridge presets, 17 rows run a fused dispatcher (HybridEP on the
+/// 4 25.11 and 4 26.02 GB200/GB300 Qwen3 rows, 26.02's Qwen3-30B-A3B on
+/// B300, the 2 25.11 GB200 DeepSeek-V3 rows and its 4 26.02 rows; DeepEP on
+/// DeepSeek-V3's 25.09 H100 row and 26.02's Qwen3-30B-A3B on H100) and 17
+/// capture the router in CUDA graphs (the 4 25.11 GB200/GB300 Qwen3 rows,
+/// 25.11's Qwen3-30B-A3B on B200, GPT-OSS-120B on GB300, the 2 25.11 GB200
+/// DeepSeek-V3 rows; in 26.02 the 4 Qwen3-30B-A3B Blackwell rows, the 2
+/// GB200/GB300 Qwen3-235B-A22B rows, GPT-OSS-120B on GB300 and B300, and
+/// DeepSeek-V3 on GB200); no dense row sets either.
 #[test]
 fn moe_rows_carry_their_recipes_dispatcher_and_graphs() {
     let cases = planner::calibration::cases();
@@ -1147,8 +1172,8 @@ fn moe_rows_carry_their_recipes_dispatcher_and_graphs() {
     };
     let flex = ids(|c| c.plan.moe_flex);
     let graphs = ids(|c| c.plan.moe_graphs);
-    assert_eq!(flex.len(), 8, "{flex:?}");
-    assert_eq!(graphs.len(), 8, "{graphs:?}");
+    assert_eq!(flex.len(), 17, "{flex:?}");
+    assert_eq!(graphs.len(), 17, "{graphs:?}");
     for id in [
         "mb2509_dsv3_h100_fp8",
         "mb2602_dsv3_b200_fp8",

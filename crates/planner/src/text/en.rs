@@ -78,7 +78,7 @@ catalog! {
     ThroughputChecked => "checked against published runs of this kind ({group}, n = {rows}): cross-validated median error {median}%, from {under}% to {over}%",
     ThroughputNearest => "derived — not checked against a measurement; the nearest checked kind ({group}, n = {rows}) has a cross-validated median error of {median}%, from {under}% to {over}%",
     ThroughputUnchecked => "derived — not checked against any measurement",
-    MoeComputeRough => "mixture-of-experts speed is rough: fitted on 18 published Megatron-Bridge runs (GPT-OSS-120B, Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3; balanced routing), it comes out between -36% and +90% over the 26 published MoE runs of every stack when each model's runs are left out of the fit; measure a few steps before you trust the time and cost",
+    MoeComputeRough => "mixture-of-experts speed is rough: fitted on 36 published Megatron-Bridge runs (GPT-OSS-120B, Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3; balanced routing), it comes out between -35% and +139% over the 44 published MoE runs of every stack when each model's runs are left out of the fit; measure a few steps before you trust the time and cost",
     BlackwellBf16FromGb200 => "Blackwell's BF16 efficiency is fitted on GB200 runs only (NVIDIA DGX Cloud recipes; no published B200 or B300 BF16 run)",
 
     // ---- warnings (warnings.rs) ---------------------------------------------
