@@ -10,6 +10,7 @@ use crate::architecture::{Architecture, Mlp};
 use crate::calibration::{
     cases, cross_validated, hf_cases, predict_with, predictions, read_csv, Case,
 };
+pub use crate::envelope::{Envelope, Outside};
 use crate::json::{named, req, FromJson, Json};
 use crate::memory::{breakdown, Layout, Stages, CUDA_CONTEXT_BYTES};
 use crate::plan::{Attention, Checkpointing, Optimizer, Plan, Precision, Stack};
@@ -75,7 +76,7 @@ impl Group {
         }
     }
 
-    fn of_case(c: &Case) -> Group {
+    pub fn of_case(c: &Case) -> Group {
         Group {
             moe: c.arch.moe.is_some(),
             ..Group::with_stack(
@@ -116,16 +117,6 @@ impl Group {
     pub fn name(&self) -> String {
         self.phrase().english()
     }
-
-    /// How unlike `other` this group is (0 = the same).
-    fn distance(&self, other: &Group) -> u32 {
-        8 * (self.generation != other.generation) as u32
-            + 4 * (self.stack != other.stack) as u32
-            + 2 * (self.fp8 != other.fp8) as u32
-            + (self.layout != other.layout) as u32
-            + (self.nvl72 != other.nvl72) as u32
-            + 2 * (self.moe != other.moe) as u32
-    }
 }
 
 /// One published run against the model.
@@ -147,6 +138,9 @@ pub struct ThroughputRow {
 pub struct GroupStats {
     pub group: Group,
     pub rows: usize,
+    /// How many models the rows ran (cross-validation leaves each model's
+    /// rows out together: one model's rows are one draw).
+    pub models: usize,
     pub cv_median: f64,
     /// The largest cross-validated error, signed.
     pub cv_worst: f64,
@@ -157,6 +151,28 @@ pub struct GroupStats {
     pub in_sample_median: f64,
     /// What the rows ran: a plan outside it is extrapolated.
     pub envelope: Envelope,
+}
+
+/// Checks of this many rows or more quote an expected error (#36: a ±
+/// from 3 or 4 rows promised what a handful of runs cannot show).
+pub const ROWS_FOR_AN_ERROR: usize = 5;
+
+/// Models a throughput group's rows must span to quote a ±: cross-validation
+/// leaves a model's rows out together, so one model's rows are one draw,
+/// and a Llama 4 plan cannot borrow three DeepSeek-V3 runs.
+pub const MODELS_FOR_AN_ERROR: usize = 2;
+
+impl GroupStats {
+    /// Whether the group's rows are enough to quote an error for a plan.
+    pub fn quotes_an_error(&self) -> bool {
+        self.rows >= ROWS_FOR_AN_ERROR && self.models >= MODELS_FOR_AN_ERROR
+    }
+
+    /// The ± a label quotes: the worse of the worst under- and
+    /// over-prediction, cross-validated, at least 5%.
+    pub fn quoted_error(&self) -> f64 {
+        self.cv_under.abs().max(self.cv_over.abs()).max(5.0) / 100.0
+    }
 }
 
 /// Errors of a set of memory rows, percent.
@@ -172,169 +188,6 @@ pub struct MemoryStats {
     pub envelope: Envelope,
 }
 
-/// What a set of checks covered (#25): sequence, GPU-count and model-size
-/// ranges, and the precisions and training kinds they ran, with or without
-/// activation offloading. A figure is labelled by its checks only inside
-/// it; outside, it is "extrapolated" along the axes it leaves.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Envelope {
-    pub seq: (u64, u64),
-    /// Sequences per micro-batch (activations grow with it).
-    pub micro_batch: (u64, u64),
-    pub gpus: (u64, u64),
-    /// Total parameters of the model.
-    pub params: (u64, u64),
-    /// Precision URL keys (`bf16`, `fp8`, ...).
-    pub precisions: Vec<String>,
-    /// Training URL keys (`full`, `lora`, `qlora`).
-    pub training: Vec<String>,
-    /// Whether some check offloaded activations.
-    pub offload: bool,
-    /// ZeRO stages the checks ran, and whether some sharded over a hybrid
-    /// group smaller than the data-parallel ranks (HSDP).
-    pub zero: Vec<u8>,
-    pub hybrid: bool,
-}
-
-/// Where a plan leaves an envelope: its value and what was checked.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Outside {
-    Sequence { value: u64, lo: u64, hi: u64 },
-    MicroBatch { value: u64, lo: u64, hi: u64 },
-    Gpus { value: u64, lo: u64, hi: u64 },
-    ModelSize { value: u64, lo: u64, hi: u64 },
-    Precision { value: String, checked: String },
-    Training { value: String, checked: String },
-    Offload,
-    Zero { value: u8, checked: String },
-    Hybrid,
-}
-
-impl Envelope {
-    /// One check's point.
-    pub fn point(plan: &Plan, params: u64, gpus: u64) -> Envelope {
-        Envelope {
-            seq: (plan.seq, plan.seq),
-            micro_batch: (plan.micro_batch, plan.micro_batch),
-            gpus: (gpus, gpus),
-            params: (params, params),
-            precisions: vec![plan.precision.key().to_string()],
-            training: vec![plan.train.key().to_string()],
-            offload: plan.offload,
-            zero: vec![zero_stage(plan, gpus)],
-            hybrid: hybrid(plan, gpus),
-        }
-    }
-
-    /// The smallest envelope holding all of `points`.
-    pub fn cover<'a>(points: impl IntoIterator<Item = &'a Envelope>) -> Envelope {
-        let span = |a: (u64, u64), b: (u64, u64)| (a.0.min(b.0), a.1.max(b.1));
-        points
-            .into_iter()
-            .cloned()
-            .reduce(|e, p| Envelope {
-                seq: span(e.seq, p.seq),
-                micro_batch: span(e.micro_batch, p.micro_batch),
-                gpus: span(e.gpus, p.gpus),
-                params: span(e.params, p.params),
-                precisions: union(&e.precisions, &p.precisions),
-                training: union(&e.training, &p.training),
-                offload: e.offload || p.offload,
-                zero: union(&e.zero, &p.zero),
-                hybrid: e.hybrid || p.hybrid,
-            })
-            .unwrap_or_default()
-    }
-
-    /// The axes along which a plan leaves the envelope (none: inside).
-    pub fn outside(&self, plan: &Plan, params: u64, gpus: u64) -> Vec<Outside> {
-        let mut out = Vec::new();
-        type Axis = fn(u64, u64, u64) -> Outside;
-        let ranges: [(u64, (u64, u64), Axis); 3] = [
-            (plan.seq, self.seq, |value, lo, hi| Outside::Sequence {
-                value,
-                lo,
-                hi,
-            }),
-            (plan.micro_batch, self.micro_batch, |value, lo, hi| {
-                Outside::MicroBatch { value, lo, hi }
-            }),
-            (gpus, self.gpus, |value, lo, hi| Outside::Gpus {
-                value,
-                lo,
-                hi,
-            }),
-        ];
-        for (value, (lo, hi), axis) in ranges {
-            if value < lo || value > hi {
-                out.push(axis(value, lo, hi));
-            }
-        }
-        // Model size: a tenth of a range's ends either side is the same model class.
-        let (lo, hi) = self.params;
-        if (params as f64) < lo as f64 * 0.9 || params as f64 > hi as f64 * 1.1 {
-            out.push(Outside::ModelSize {
-                value: params,
-                lo,
-                hi,
-            });
-        }
-        let key = plan.precision.key();
-        if !self.precisions.iter().any(|p| p == key) {
-            let checked = self.precisions.join(", ");
-            out.push(Outside::Precision {
-                value: key.to_string(),
-                checked,
-            });
-        }
-        let train = plan.train.key();
-        if !self.training.iter().any(|t| t == train) {
-            let checked = self.training.join(", ");
-            out.push(Outside::Training {
-                value: train.to_string(),
-                checked,
-            });
-        }
-        if plan.offload && !self.offload {
-            out.push(Outside::Offload);
-        }
-        let zero = zero_stage(plan, gpus);
-        if !self.zero.is_empty() && !self.zero.contains(&zero) {
-            let checked: Vec<String> = self.zero.iter().map(|z| z.to_string()).collect();
-            out.push(Outside::Zero {
-                value: zero,
-                checked: checked.join(", "),
-            });
-        }
-        if hybrid(plan, gpus) && !self.hybrid {
-            out.push(Outside::Hybrid);
-        }
-        out
-    }
-}
-
-/// The ZeRO stage a plan runs: sharding matters only across GPUs, so one GPU runs none.
-fn zero_stage(plan: &Plan, gpus: u64) -> u8 {
-    if gpus > 1 {
-        plan.zero
-    } else {
-        0
-    }
-}
-
-/// Whether a plan shards over a hybrid group smaller than its GPUs (HSDP).
-fn hybrid(plan: &Plan, gpus: u64) -> bool {
-    plan.shard.is_some_and(|s| s > 0 && s < gpus)
-}
-
-/// The sorted values of both lists, each once.
-fn union<T: Ord + Clone>(a: &[T], b: &[T]) -> Vec<T> {
-    let mut v: Vec<T> = a.iter().chain(b).cloned().collect();
-    v.sort();
-    v.dedup();
-    v
-}
-
 /// Everything the labels and the docs quote.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Coverage {
@@ -343,6 +196,9 @@ pub struct Coverage {
     /// All throughput rows, cross-validated.
     pub throughput: GroupStats,
     pub groups: Vec<GroupStats>,
+    /// Every row of each stack, whatever its kind: what a plan of a kind no
+    /// row ran quotes for scale (its own stack's, not another's).
+    pub stacks: Vec<(Stack, GroupStats)>,
     /// HF Transformers on one GPU, FakeTensor-counted steps (in-sample).
     pub memory_single_rank: MemoryStats,
     /// torchtitan FSDP on 8 GPUs, measured `max_reserved`.
@@ -409,7 +265,7 @@ pub fn throughput_rows() -> Vec<ThroughputRow> {
 }
 
 fn case_point(c: &Case) -> Envelope {
-    Envelope::point(&c.plan, c.arch.parameter_counts().total, c.layout.gpus)
+    Envelope::point(&c.plan, &c.arch, c.layout.gpus)
 }
 
 fn median(mut e: Vec<f64>) -> f64 {
@@ -432,9 +288,13 @@ fn under_over(e: impl Iterator<Item = f64>) -> (f64, f64) {
 
 fn stats(group: Group, rows: &[&ThroughputRow]) -> GroupStats {
     let (cv_under, cv_over) = under_over(rows.iter().map(|r| r.cross_validated_percent));
+    let mut models: Vec<u64> = rows.iter().map(|r| r.point.params.0).collect();
+    models.sort_unstable();
+    models.dedup();
     GroupStats {
         group,
         rows: rows.len(),
+        models: models.len(),
         cv_under,
         cv_over,
         envelope: Envelope::cover(rows.iter().map(|r| &r.point)),
@@ -574,7 +434,7 @@ pub fn single_rank_memory_rows() -> Vec<MemoryRow> {
                 measured,
                 predicted,
                 error_percent: 100.0 * (predicted - measured) / measured,
-                point: Envelope::point(&plan, arch.parameter_counts().total, 1),
+                point: Envelope::point(&plan, &arch, 1),
             })
         })
         .collect()
@@ -678,7 +538,7 @@ fn oracle_rows_of(jsonl: &str) -> Vec<OracleRow> {
                     measured: r.peak_bytes,
                     predicted,
                     error_percent: 100.0 * (predicted - r.peak_bytes) / r.peak_bytes,
-                    point: Envelope::point(&plan, arch.parameter_counts().total, r.world),
+                    point: Envelope::point(&plan, &arch, r.world),
                 },
                 sharding,
                 checkpointing: plan.checkpointing.key(),
@@ -833,7 +693,7 @@ pub fn gpu_memory_rows() -> Vec<MemoryRow> {
             let field = row.get("peak_mem_gib");
             let measured: f64 = field.split_whitespace().next()?.parse().ok()?;
             let plan = Plan::from_query(&query).plan;
-            let (mem, parameters, gpus) = memory_of(&plan);
+            let (mem, arch, gpus) = memory_of(&plan);
             let bytes = match peak {
                 Peak::Allocated => mem.allocated_peak_bytes,
                 Peak::Reserved => mem.peak_bytes - CUDA_CONTEXT_BYTES,
@@ -844,7 +704,7 @@ pub fn gpu_memory_rows() -> Vec<MemoryRow> {
                 measured,
                 predicted,
                 error_percent: 100.0 * (predicted - measured) / measured,
-                point: Envelope::point(&plan, parameters, gpus),
+                point: Envelope::point(&plan, &arch, gpus),
             })
         })
         .collect()
@@ -877,7 +737,7 @@ pub fn torchtitan_memory_rows() -> Vec<(&'static str, MemoryRow)> {
         .filter_map(|r| {
             let c = crate::published::case_of(r.get("id"))?;
             let plan = Plan::from_query(&c.link()).plan;
-            let (mem, parameters, gpus) = memory_of(&plan);
+            let (mem, arch, gpus) = memory_of(&plan);
             let measured = r.num("peak_gib")?;
             let reserved = mem.peak_bytes - CUDA_CONTEXT_BYTES;
             let predicted = reserved as f64 / (1u64 << 30) as f64;
@@ -886,7 +746,7 @@ pub fn torchtitan_memory_rows() -> Vec<(&'static str, MemoryRow)> {
                 measured,
                 predicted,
                 error_percent: 100.0 * (predicted - measured) / measured,
-                point: Envelope::point(&plan, parameters, gpus),
+                point: Envelope::point(&plan, &arch, gpus),
             };
             Some((torchtitan_layout(&c.layout), row))
         })
@@ -895,10 +755,10 @@ pub fn torchtitan_memory_rows() -> Vec<(&'static str, MemoryRow)> {
 
 /// A plan's memory breakdown, parameters and GPUs, as the page's report has
 /// them (the harness stays below `evaluate`, which reads its labels).
-fn memory_of(plan: &Plan) -> (crate::memory::MemoryBreakdown, u64, u64) {
+fn memory_of(plan: &Plan) -> (crate::memory::MemoryBreakdown, Architecture, u64) {
     let (r, _) = crate::resolve::resolve(plan);
     let mem = crate::memory::breakdown(&r.arch, &r.counts, plan, &r.layout);
-    (mem, r.counts.total, r.layout.gpus)
+    (mem, r.arch, r.layout.gpus)
 }
 
 /// torchtitan's memory rows' errors per layout.
@@ -944,6 +804,7 @@ pub fn compute() -> Coverage {
         gpus,
         throughput: total,
         groups: group_stats(&rows),
+        stacks: stats_by(&rows, |g| g.stack),
         memory_single_rank: memory_stats(&single_rank_memory_rows()),
         memory_torchtitan: torchtitan_groups(&torchtitan_memory_rows()),
         memory_oracle: oracle_groups(&oracle_memory_rows()),
@@ -1021,6 +882,7 @@ impl FromJson for GroupStats {
         Ok(GroupStats {
             group: req(j, "group")?,
             rows: req(j, "rows")?,
+            models: req(j, "models")?,
             cv_median: req(j, "cv_median")?,
             cv_worst: req(j, "cv_worst")?,
             cv_under: req(j, "cv_under")?,
@@ -1044,28 +906,13 @@ impl FromJson for MemoryStats {
     }
 }
 
-impl FromJson for Envelope {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        Ok(Envelope {
-            seq: req(j, "seq")?,
-            micro_batch: req(j, "micro_batch")?,
-            gpus: req(j, "gpus")?,
-            params: req(j, "params")?,
-            precisions: req(j, "precisions")?,
-            training: req(j, "training")?,
-            offload: req(j, "offload")?,
-            zero: req(j, "zero")?,
-            hybrid: req(j, "hybrid")?,
-        })
-    }
-}
-
 impl FromJson for Coverage {
     fn from_json(j: &Json) -> Result<Self, String> {
         Ok(Coverage {
             gpus: req(j, "gpus")?,
             throughput: req(j, "throughput")?,
             groups: req(j, "groups")?,
+            stacks: req(j, "stacks")?,
             memory_single_rank: req(j, "memory_single_rank")?,
             memory_torchtitan: req(j, "memory_torchtitan")?,
             memory_oracle: req(j, "memory_oracle")?,
@@ -1097,6 +944,7 @@ impl Coverage {
                     moe: false,
                 },
                 rows: 0,
+                models: 0,
                 cv_median: 0.0,
                 cv_worst: 0.0,
                 cv_under: 0.0,
@@ -1105,6 +953,7 @@ impl Coverage {
                 envelope: Envelope::default(),
             },
             groups: Vec::new(),
+            stacks: Vec::new(),
             memory_single_rank: none.clone(),
             memory_torchtitan: Vec::new(),
             memory_oracle: Vec::new(),
@@ -1114,19 +963,23 @@ impl Coverage {
     }
 }
 
-/// The checked group a plan on `gpu` belongs to, or the nearest one and
-/// `false`. A GPU no row ran on (A10G, L40S, H200, RTX PRO 6000, a custom
-/// one) is never checked, whatever its generation.
-pub fn checked_group(group: &Group, gpu: &str) -> Option<(&'static GroupStats, bool)> {
+/// The checked group a plan on `gpu` belongs to. A GPU no row ran on (A10G,
+/// L40S, H200, RTX PRO 6000, a custom one) is never checked, whatever its
+/// generation.
+pub fn checked_group(group: &Group, gpu: &str) -> Option<&'static GroupStats> {
     let c = shipped();
     let known_gpu = c.gpus.iter().any(|g| g == gpu);
-    if let Some(g) = c.groups.iter().find(|g| g.group == *group && known_gpu) {
-        return Some((g, true));
-    }
-    c.groups
+    c.groups.iter().find(|g| g.group == *group && known_gpu)
+}
+
+/// Every row of a stack, for a plan of a kind none of them ran (#36: the
+/// Hugging Face plan quoted the nearest Megatron group's 1 row).
+pub fn stack_stats(stack: Stack) -> Option<&'static GroupStats> {
+    shipped()
+        .stacks
         .iter()
-        .min_by_key(|g| (g.group.distance(group), usize::MAX - g.rows))
-        .map(|g| (g, false))
+        .find(|(s, _)| *s == stack)
+        .map(|(_, g)| g)
 }
 
 // ---- the docs' tables --------------------------------------------------------------
@@ -1239,18 +1092,19 @@ pub fn markdown(c: &Coverage, rows: &[ThroughputRow]) -> String {
 /// The groups the page's labels use, each with its envelope and errors.
 fn label_groups(c: &Coverage) -> String {
     let mut s = String::new();
-    s += "\n#### Groups the page's labels use\n\nA plan of a group on one of its GPUs is \"calibrated\" inside the group's envelope (the sequences, micro-batches, GPU counts, model sizes (±10%) and precisions its rows ran; full training, no offloading) and \"extrapolated\", with the axes named, outside it. The ± the page quotes is the larger of the worst under- and over-prediction (at least 5%), and only for groups of three rows or more.\n\n| group | rows | envelope | cross-validated median | worst under | worst over | ± quoted |\n|---|---:|---|---:|---:|---:|---:|\n";
+    s += "\n#### Groups the page's labels use\n\nA plan of a group on one of its GPUs is \"calibrated\" inside the group's envelope (the sequences, micro-batches, GPU counts, model sizes (±10%) and precisions its rows ran, and every other setting a URL key sets: model shape and family, training kind, optimizer, checkpointing, offload, each parallel degree, overlap and MoE flags, attention kernel, loss, compile) and \"extrapolated\", with the axes named, outside it. A setting its rows never ran is named only when it moves the figure: if switching it to a value the rows did run leaves the figure within the group's worst cross-validated error (at least 5%), the label stays. The ± the page quotes is the larger of the worst under- and over-prediction (at least 5%), and only for groups of five rows or more of two models or more; a smaller group is \"calibrated\" without a ±, and a kind of plan no group ran names its own stack's error for scale.\n\n| group | rows (models) | envelope | cross-validated median | worst under | worst over | ± quoted |\n|---|---:|---|---:|---:|---:|---:|\n";
     for g in &c.groups {
         let e = &g.envelope;
-        let quoted = if g.rows >= 3 {
-            format!("±{:.0}%", g.cv_under.abs().max(g.cv_over).max(5.0))
+        let quoted = if g.quotes_an_error() {
+            format!("±{:.0}%", g.quoted_error() * 100.0)
         } else {
             "none".to_string()
         };
         s += &format!(
-            "| {} | {} | seq {}–{}, mb {}–{}, {}–{} GPUs, {:.1}–{:.1} B, {} | {:.1}% | {} | {} | {} |\n",
+            "| {} | {} ({}) | seq {}–{}, mb {}–{}, {}–{} GPUs, {:.1}–{:.1} B, {} | {:.1}% | {} | {} | {} |\n",
             g.group.name(),
             g.rows,
+            g.models,
             e.seq.0,
             e.seq.1,
             e.micro_batch.0,

@@ -14,12 +14,13 @@ use crate::text::{Arg, Join, Phrase, Text};
 use crate::throughput::{self, Fabric, Generation};
 use crate::warnings;
 
-/// Checks of this many rows or more quote an expected error.
-const ROWS_FOR_AN_ERROR: usize = 3;
+use crate::accuracy::ROWS_FOR_AN_ERROR;
+use crate::envelope::{Envelope, Outside};
 
 /// A figure checked by `stats` (the note `note_id` fills with `kind`): its
 /// level inside the checks' envelope, "extrapolated" along the axes the
-/// plan leaves it on, and an expected error only from three rows up.
+/// plan leaves it on, and an expected error only from `ROWS_FOR_AN_ERROR`
+/// rows up.
 fn checked_memory(
     r: &Resolved<'_>,
     level: &'static str,
@@ -28,13 +29,11 @@ fn checked_memory(
     kind: &'static str,
 ) -> Accuracy {
     let note = memory_note(note_id, stats, kind);
-    let outside = stats
-        .envelope
-        .outside(r.plan, r.counts.total, r.layout.gpus);
+    let expected = stats.under.abs().max(stats.over.abs()).max(2.0) / 100.0;
+    let outside = memory_outside(r, &stats.envelope, expected);
     if !outside.is_empty() {
         return extrapolated(&outside, note);
     }
-    let expected = stats.under.abs().max(stats.over.abs()).max(2.0) / 100.0;
     Accuracy {
         level,
         expected_error: (stats.rows >= ROWS_FOR_AN_ERROR).then_some(expected),
@@ -42,9 +41,65 @@ fn checked_memory(
     }
 }
 
+/// Where a plan leaves its memory checks' envelope, along the axes that
+/// move its peak by more than `tolerance`.
+fn memory_outside(r: &Resolved<'_>, env: &Envelope, tolerance: f64) -> Vec<Outside> {
+    let peak = |p: &Plan| {
+        let (v, errors) = resolve(p);
+        let m = memory::breakdown(&v.arch, &v.counts, p, &v.layout);
+        errors.is_empty().then_some(m.peak_bytes as f64)
+    };
+    let outside = env.outside(r.plan, &r.arch, r.layout.gpus);
+    material(r, env, outside, &peak, tolerance)
+}
+
+/// Where a plan leaves its speed checks' envelope, along the axes that
+/// move its tokens/s per GPU by more than `tolerance`.
+fn speed_outside(r: &Resolved<'_>, env: &Envelope, tolerance: f64) -> Vec<Outside> {
+    let speed = |p: &Plan| {
+        let (v, errors) = resolve(p);
+        let t = v.throughput(&v.efficiency());
+        errors.is_empty().then_some(t.tokens_per_second_per_gpu)
+    };
+    let outside = env.outside(r.plan, &r.arch, r.layout.gpus);
+    material(r, env, outside, &speed, tolerance)
+}
+
+/// The axes of `outside` that matter. The envelope's main axes (sequence,
+/// micro-batch, GPUs, size, precision, training, sharding) always do, and a
+/// plan outside one is named by those alone. Inside them, a setting the
+/// checks never ran stays only when no value they ran brings `figure`
+/// within `tolerance` of the plan's own (a setting the figure does not
+/// depend on, or barely, is inside what the checks vouch for along it).
+fn material(
+    r: &Resolved<'_>,
+    env: &Envelope,
+    outside: Vec<Outside>,
+    figure: &dyn Fn(&Plan) -> Option<f64>,
+    tolerance: f64,
+) -> Vec<Outside> {
+    let is_setting = |o: &Outside| matches!(o, Outside::Setting { .. });
+    if outside.iter().any(|o| !is_setting(o)) {
+        return outside.into_iter().filter(|o| !is_setting(o)).collect();
+    }
+    let Some(base) = (!outside.is_empty()).then(|| figure(r.plan)).flatten() else {
+        return outside;
+    };
+    let near = |p: &Plan| figure(p).is_some_and(|f| (f / base - 1.0).abs() <= tolerance);
+    outside
+        .into_iter()
+        .filter(|o| match o {
+            Outside::Setting { key, .. } => {
+                !env.inside_variants(r.plan, &r.arch, key).iter().any(near)
+            }
+            _ => true,
+        })
+        .collect()
+}
+
 /// A checked kind of plan outside what its checks ran: no error quoted, the
 /// axes named first, then what the checks showed inside.
-fn extrapolated(outside: &[crate::accuracy::Outside], inside: Phrase) -> Accuracy {
+fn extrapolated(outside: &[Outside], inside: Phrase) -> Accuracy {
     let axes = outside.iter().map(outside_axis).collect();
     Accuracy {
         level: "extrapolated",
@@ -57,8 +112,7 @@ fn extrapolated(outside: &[crate::accuracy::Outside], inside: Phrase) -> Accurac
 }
 
 /// One axis a plan leaves its checks' envelope on, as a phrase.
-fn outside_axis(o: &crate::accuracy::Outside) -> Phrase {
-    use crate::accuracy::Outside;
+fn outside_axis(o: &Outside) -> Phrase {
     let billions = |p: &u64| Arg::Number(*p as f64 / 1e9, 1);
     let range = |id, value: Arg, lo: Arg, hi: Arg| {
         Phrase::of(id, [("value", value), ("lo", lo), ("hi", hi)])
@@ -86,7 +140,11 @@ fn outside_axis(o: &crate::accuracy::Outside) -> Phrase {
         ),
         Outside::Precision { value, checked } => unchecked(Text::AxisPrecision, value, checked),
         Outside::Training { value, checked } => unchecked(Text::AxisTraining, value, checked),
-        Outside::Offload => Phrase::new(Text::AxisOffload),
+        Outside::Setting {
+            key,
+            value,
+            checked,
+        } => unchecked(Text::AxisSetting, value, checked).with("key", *key),
         Outside::Zero { value, checked } => unchecked(Text::AxisZero, value, checked),
         Outside::Hybrid => Phrase::new(Text::AxisHybrid),
     }
@@ -139,11 +197,8 @@ fn measured_on_gpu(r: &Resolved<'_>, stats: &crate::accuracy::MemoryStats) -> Op
     let l = &r.layout;
     let hf_dp =
         r.plan.stack == crate::plan::Stack::Hf && l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1;
-    let inside = stats.rows > 0
-        && stats
-            .envelope
-            .outside(r.plan, r.counts.total, l.gpus)
-            .is_empty();
+    let tolerance = stats.under.abs().max(stats.over.abs()).max(2.0) / 100.0;
+    let inside = stats.rows > 0 && memory_outside(r, &stats.envelope, tolerance).is_empty();
     if !hf_dp || !inside {
         return None;
     }
@@ -349,50 +404,16 @@ pub fn evaluate(plan: &Plan) -> Report {
 }
 
 /// How far the speed is checked: the cross-validated error of the group of
-/// published runs this plan belongs to, inside what those runs ran
-/// (sequence, GPUs, model size, precision, training, offloading), or
-/// "extrapolated" along the axes it leaves; outside every checked group,
-/// "derived" with the nearest group's error for scale (data/coverage.json).
+/// published runs this plan belongs to, inside what those runs ran, or
+/// "extrapolated" along the axes it leaves; a ± only from five rows of two
+/// models or more (#36). Outside every checked group, "derived", with its
+/// own stack's error over every kind for scale (data/coverage.json).
 fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Accuracy {
     use crate::accuracy::{checked_group, Group};
     let group = Group::of(r.plan, &r.arch, &r.layout, gen, fabric);
-    let Some((stats, exact)) = checked_group(&group, &r.gpu.id) else {
-        return Accuracy {
-            level: "derived",
-            expected_error: None,
-            note: vec![Phrase::new(Text::ThroughputUnchecked)],
-        };
-    };
-    let figures = error_figures(stats.cv_median, stats.cv_under, stats.cv_over);
-    let note = |id| {
-        Phrase::of(id, figures.clone())
-            .with("rows", stats.rows)
-            .with("group", stats.group.phrase())
-    };
-    let outside = stats
-        .envelope
-        .outside(r.plan, r.counts.total, r.layout.gpus);
-    let mut a = if !exact {
-        Accuracy {
-            level: "derived",
-            expected_error: None,
-            note: vec![note(Text::ThroughputNearest)],
-        }
-    } else if !outside.is_empty() {
-        extrapolated(&outside, note(Text::ThroughputChecked))
-    } else if stats.rows < ROWS_FOR_AN_ERROR {
-        Accuracy {
-            level: "calibrated",
-            expected_error: None,
-            note: vec![note(Text::ThroughputFewRows)],
-        }
-    } else {
-        let worst = stats.cv_under.abs().max(stats.cv_over.abs());
-        Accuracy {
-            level: "calibrated",
-            expected_error: Some(worst.max(5.0) / 100.0),
-            note: vec![note(Text::ThroughputChecked)],
-        }
+    let mut a = match checked_group(&group, &r.gpu.id) {
+        Some(stats) => checked_throughput(r, stats),
+        None => unchecked_throughput(r, &group),
     };
     let gb200 = r.gpu.id.starts_with("GB200");
     if gen == Generation::Blackwell && !r.plan.precision.is_low_precision() && !gb200 {
@@ -405,6 +426,59 @@ fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Ac
         a.note.push(Phrase::new(Text::MoeComputeRough));
     }
     a
+}
+
+/// A plan of a checked group: calibrated with the group's ± inside its
+/// envelope and with enough rows, without one on fewer, extrapolated
+/// outside.
+fn checked_throughput(r: &Resolved<'_>, stats: &crate::accuracy::GroupStats) -> Accuracy {
+    let figures = error_figures(stats.cv_median, stats.cv_under, stats.cv_over);
+    let note = |id| {
+        Phrase::of(id, figures.clone())
+            .with("rows", stats.rows)
+            .with("models", stats.models)
+            .with("group", stats.group.phrase())
+    };
+    let outside = speed_outside(r, &stats.envelope, stats.quoted_error());
+    if !outside.is_empty() {
+        extrapolated(&outside, note(Text::ThroughputChecked))
+    } else if !stats.quotes_an_error() {
+        Accuracy {
+            level: "calibrated",
+            expected_error: None,
+            note: vec![note(Text::ThroughputFewRows)],
+        }
+    } else {
+        Accuracy {
+            level: "calibrated",
+            expected_error: Some(stats.quoted_error()),
+            note: vec![note(Text::ThroughputChecked)],
+        }
+    }
+}
+
+/// A plan of a kind no published run checked: "derived", naming its own
+/// stack's cross-validated error over every kind of its runs for scale, or
+/// none where the stack has no published run.
+fn unchecked_throughput(r: &Resolved<'_>, group: &crate::accuracy::Group) -> Accuracy {
+    let note = match crate::accuracy::stack_stats(r.plan.stack) {
+        Some(s) => Phrase::of(
+            Text::ThroughputStackOnly,
+            error_figures(s.cv_median, s.cv_under, s.cv_over),
+        )
+        .with("rows", s.rows)
+        .with("group", group.phrase())
+        .with(
+            "stack",
+            Arg::from(crate::sequence_bands::stack_name(r.plan.stack)),
+        ),
+        None => Phrase::new(Text::ThroughputUnchecked),
+    };
+    Accuracy {
+        level: "derived",
+        expected_error: None,
+        note: vec![note],
+    }
 }
 
 /// The largest micro-batch (up to 4096) and the longest sequence (in steps

@@ -9,6 +9,7 @@ pub mod calibration;
 pub mod case;
 pub mod cost;
 pub mod decimal;
+pub mod envelope;
 pub mod evaluate;
 pub mod export;
 pub mod fabric;

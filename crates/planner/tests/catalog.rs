@@ -210,9 +210,9 @@ fn warnings_and_labels_format_numbers_as_the_language_does() {
     );
 }
 
-/// A speed note names its group of published runs; in Russian its layout
-/// is Russian too (the default plan, data parallel on B200, is compared
-/// with the nearest group, "Blackwell, Megatron, BF16, data parallel, NVL72").
+/// A speed note names its kind of plan; in Russian its layout is Russian
+/// too (the default plan, Hugging Face data parallel on B200, is a kind no
+/// published run checks: "Blackwell, HF Trainer, BF16, data parallel").
 #[test]
 fn group_names_follow_the_language() {
     use planner::text::render_all;
@@ -220,8 +220,11 @@ fn group_names_follow_the_language() {
     let note = &r.throughput_accuracy.note;
     let en = render_all(Lang::En, note);
     let ru = render_all(Lang::Ru, note);
-    assert!(en.contains("BF16, data parallel, NVL72"), "{en}");
-    assert!(ru.contains("BF16, параллелизм по данным, NVL72"), "{ru}");
+    assert!(en.contains("HF Trainer, BF16, data parallel)"), "{en}");
+    assert!(
+        ru.contains("HF Trainer, BF16, параллелизм по данным)"),
+        "{ru}"
+    );
     assert!(!ru.contains("data parallel"), "{ru}");
 }
 
@@ -260,6 +263,7 @@ fn counts_take_their_plural_forms() {
     let few = |n: u64| {
         let p = Phrase::new(Text::ThroughputFewRows)
             .with("rows", n)
+            .with("models", 1u64)
             .with("group", "Hopper")
             .with("under", planner::text::Arg::Signed(-3.0, 1))
             .with("over", planner::text::Arg::Signed(4.0, 1));
