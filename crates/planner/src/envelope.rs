@@ -503,33 +503,14 @@ impl Envelope {
         out
     }
 
-    /// The plans that put `key` back inside what the checks ran: the
-    /// nearest end of a range, each value of a choice (the combined
-    /// `precision_train` sets both keys; `family` and unset values have no
-    /// URL value to put back).
-    pub fn inside_variants(&self, plan: &Plan, arch: &Architecture, key: &str) -> Vec<Plan> {
-        let set = |value: &str| -> Option<Plan> {
-            let mut p = plan.clone();
-            match key {
-                "family" => return None,
-                "precision_train" => {
-                    let (precision, train) = value.split_once('/')?;
-                    p.set("precision", precision).ok()?;
-                    p.set("train", train).ok()?;
-                }
-                "pp_ends" => {
-                    let (first, last) = value.split_once('/')?;
-                    let layers = |v: &str| v.parse::<u64>().ok();
-                    (p.pp_first, p.pp_last) = (layers(first), layers(last));
-                }
-                _ => p.set(key, value).ok()?,
-            }
-            Some(p)
-        };
+    /// The values that put `key` back inside what the checks ran: the
+    /// nearest end of a range, each value of a choice (`family` and unset
+    /// values have no URL value to put back).
+    pub fn inside_values(&self, plan: &Plan, arch: &Architecture, key: &str) -> Vec<String> {
         let Some((s, checked)) = SETTINGS
             .iter()
             .zip(&self.settings)
-            .find(|(s, _)| s.key == key)
+            .find(|(s, _)| s.key == key && key != "family")
         else {
             return Vec::new();
         };
@@ -537,14 +518,32 @@ impl Envelope {
             Checked::Range(lo, hi) => {
                 let x = crate::decimal::parse_f64(&(s.get)(plan, arch)).unwrap_or(*lo);
                 let nearest = if x < *lo { *lo } else { *hi };
-                set(&crate::plan::fmt_num(nearest)).into_iter().collect()
+                vec![crate::plan::fmt_num(nearest)]
             }
-            Checked::Values(seen) => seen
-                .iter()
-                .filter(|v| !v.is_empty())
-                .filter_map(|v| set(v))
-                .collect(),
+            Checked::Values(seen) => seen.iter().filter(|v| !v.is_empty()).cloned().collect(),
         }
+    }
+
+    /// `plan` with setting `key` at `value` (the combined `precision_train`
+    /// and `pp_ends` set both of their keys), or `None` where the URL
+    /// refuses it.
+    pub fn put_back(plan: &Plan, key: &str, value: &str) -> Option<Plan> {
+        let mut p = plan.clone();
+        match key {
+            "family" => return None,
+            "precision_train" => {
+                let (precision, train) = value.split_once('/')?;
+                p.set("precision", precision).ok()?;
+                p.set("train", train).ok()?;
+            }
+            "pp_ends" => {
+                let (first, last) = value.split_once('/')?;
+                let layers = |v: &str| v.parse::<u64>().ok();
+                (p.pp_first, p.pp_last) = (layers(first), layers(last));
+            }
+            _ => p.set(key, value).ok()?,
+        }
+        Some(p)
     }
 
     /// Sequence, micro-batch, GPUs, model size, precision, training, ZeRO

@@ -473,6 +473,7 @@ catalog! {
     AxisPrecision => "precision {value} not checked (checked: {checked})",
     AxisTraining => "{value} training not checked (checked: {checked})",
     AxisSetting => "{key}={value} not checked (checked: {checked})",
+    AxisMoreSettings => "and {n} more settings",
     AxisZero => "ZeRO stage {value} not checked (checked: {checked})",
     AssumedMark => "assumed",
     MemoryMeasuredOnGpu => "measured on GPUs: {rows} fine-tuning runs of this kind from three sources (fms-acceleration's HF Trainer runs and torchtune on A100 80GB, Answer.AI's LoRA and QLoRA on two RTX 3090s), torch's peak allocated or reserved memory: median error {median}%, from {under}% to {over}%",
