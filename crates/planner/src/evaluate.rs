@@ -422,10 +422,15 @@ pub fn evaluate(plan: &Plan) -> Report {
         // No engine trains this plan, or its host cannot hold what it
         // offloads: its figures are formulas about a job that cannot start
         // (or finish a step), with no ± from any check.
+        let why = if host_full {
+            Text::HostCannotHoldOffload
+        } else {
+            Text::NoEngineRunsThis
+        };
         let unrun = || Accuracy {
             level: "derived",
             expected_error: None,
-            note: vec![Phrase::new(Text::NoEngineRunsThis)],
+            note: vec![Phrase::new(why)],
         };
         figures.memory.accuracy = unrun();
         figures.throughput_accuracy = unrun();

@@ -117,7 +117,10 @@ fn over_budget_fix(c: &Context, term: Term) -> (Option<(&'static str, String)>, 
 
 /// Over the budget: name the term that blows up, and the setting that fixes it.
 fn over_budget(c: &Context) -> Option<Message> {
-    if c.figures.fits {
+    // `fits` is also false when the host cannot hold what a plan offloads:
+    // that has its own error, and the GPU may well have room (#36).
+    let m = &c.figures.memory;
+    if c.figures.fits || m.peak_bytes_per_gpu <= m.budget_bytes {
         return None;
     }
     let (term, bytes) = c

@@ -90,6 +90,19 @@ fn offload_beyond_the_hosts_memory_is_an_error_with_a_fix() {
     assert_eq!(r.verdict, "does_not_fit");
     assert_eq!(r.throughput_accuracy.expected_error, None);
     assert_eq!(r.memory.accuracy.expected_error, None);
+    // The GPU has room (30.4 GiB of 153.6): no "over budget" warning, and
+    // the labels name the host, not an engine.
+    assert!(r.memory.peak_bytes_per_gpu < r.memory.budget_bytes);
+    assert!(
+        r.warnings.iter().all(|w| w.code != "over_budget"),
+        "{:?}",
+        r.warnings
+    );
+    assert!(r
+        .memory
+        .accuracy
+        .note_english()
+        .contains("host memory cannot hold"));
     // 79 layers (Megatron never offloads the last) need 1,067.7 GiB: a
     // layer 13.5 GiB per node, so 768 GiB holds 56.
     assert_eq!(value, "56");
