@@ -1,4 +1,4 @@
-//! The live summary: verdict, speed, time, cost and the top warning, pinned
+//! The live summary: verdict, speed, time, cost and the first error or top warning, pinned
 //! at the top of the screen while the user changes any input (phones and
 //! wide screens alike).
 
@@ -36,9 +36,15 @@ pub fn LiveSummary(ctx: Ctx) -> impl IntoView {
             </span>
             <button type="button" class="live-pin" id="pin" title=move || t(Text::PinHint)
                 on:click=move |_| crate::compare::pin(ctx)>{move || t(Text::PinPlan)}</button>
-            {move || report.with(|r| r.warnings.first().map(|w| render(lang.get(), &w.phrase))).map(|m| {
+            // An error outranks every warning: it is why a plan cannot run.
+            {move || report.with(|r| {
+                let error = r.errors.first().map(|e| (true, e));
+                error.or(r.warnings.first().map(|w| (false, w)))
+                    .map(|(is_error, m)| (is_error, render(lang.get(), &m.phrase)))
+            }).map(|(is_error, m)| {
                 let title = m.clone();
-                view! { <span class="live-warning" id="live-warning" title=title>{m}</span> }
+                let class = if is_error { "live-warning live-error" } else { "live-warning" };
+                view! { <span class=class id="live-warning" title=title>{m}</span> }
             })}
         </section>
     }

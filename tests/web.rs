@@ -202,3 +202,18 @@ fn crash_message_is_visible_text() {
     );
     crash.remove();
 }
+
+/// The live summary names why a plan cannot run before any warning (#36:
+/// an offload the host cannot hold showed an FP8 hint there instead).
+#[wasm_bindgen_test]
+async fn live_summary_shows_the_error_first() {
+    let host = mount("?model=llama-3.1-70b&impl=megatron&precision=fp8&instance=ml.p6e-gb200.36xlarge&nodes=16&ultraserver=72&zero=3&seq=8192&mb=2&ga=2&fp8_params=1&grad_bf16=1&loss=fused&offload=1&offload_layers=80&lang=en");
+    leptos::task::tick().await;
+    let live = text(&host, "#live-warning");
+    assert!(live.contains("host memory"), "{live}");
+    let class = find(&host, "#live-warning")
+        .get_attribute("class")
+        .unwrap_or_default();
+    assert!(class.contains("live-error"), "{class}");
+    host.remove();
+}
