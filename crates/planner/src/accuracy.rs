@@ -188,6 +188,14 @@ pub struct MemoryStats {
     pub envelope: Envelope,
 }
 
+impl MemoryStats {
+    /// The ± a memory label quotes, as a fraction: the worst error either
+    /// way, at least 2%.
+    pub fn quoted_error(&self) -> f64 {
+        self.under.abs().max(self.over.abs()).max(2.0) / 100.0
+    }
+}
+
 /// Everything the labels and the docs quote.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Coverage {

@@ -29,7 +29,7 @@ fn checked_memory(
     kind: &'static str,
 ) -> Accuracy {
     let note = memory_note(note_id, stats, kind);
-    let expected = stats.under.abs().max(stats.over.abs()).max(2.0) / 100.0;
+    let expected = stats.quoted_error();
     let outside = memory_outside(r, &stats.envelope, expected);
     if !outside.is_empty() {
         return extrapolated(&outside, note);
@@ -44,25 +44,29 @@ fn checked_memory(
 /// Where a plan leaves its memory checks' envelope, along the axes that
 /// move its peak by more than `tolerance`.
 fn memory_outside(r: &Resolved<'_>, env: &Envelope, tolerance: f64) -> Vec<Outside> {
-    let peak = |p: &Plan| {
-        let (v, errors) = resolve(p);
-        let m = memory::breakdown(&v.arch, &v.counts, p, &v.layout);
-        errors.is_empty().then_some(m.peak_bytes as f64)
-    };
     let outside = env.outside(r.plan, &r.arch, r.layout.gpus);
-    material(r, env, outside, &peak, tolerance)
+    material(r, env, outside, &peak_of, tolerance)
+}
+
+/// A plan's peak bytes per GPU, or `None` where it has an error.
+fn peak_of(p: &Plan) -> Option<f64> {
+    let (v, errors) = resolve(p);
+    let m = memory::breakdown(&v.arch, &v.counts, p, &v.layout);
+    errors.is_empty().then_some(m.peak_bytes as f64)
+}
+
+/// A plan's tokens/s per GPU, or `None` where it has an error.
+fn speed_of(p: &Plan) -> Option<f64> {
+    let (v, errors) = resolve(p);
+    let t = v.throughput(&v.efficiency());
+    errors.is_empty().then_some(t.tokens_per_second_per_gpu)
 }
 
 /// Where a plan leaves its speed checks' envelope, along the axes that
 /// move its tokens/s per GPU by more than `tolerance`.
 fn speed_outside(r: &Resolved<'_>, env: &Envelope, tolerance: f64) -> Vec<Outside> {
-    let speed = |p: &Plan| {
-        let (v, errors) = resolve(p);
-        let t = v.throughput(&v.efficiency());
-        errors.is_empty().then_some(t.tokens_per_second_per_gpu)
-    };
     let outside = env.outside(r.plan, &r.arch, r.layout.gpus);
-    material(r, env, outside, &speed, tolerance)
+    material(r, env, outside, &speed_of, tolerance)
 }
 
 /// The axes of `outside` that matter. The envelope's main axes (sequence,
@@ -87,37 +91,35 @@ fn material(
         return outside;
     };
     let shift = |p: &Plan| figure(p).map_or(f64::INFINITY, |f| (f / base - 1.0).abs());
-    // Per setting: the checked value that moves the figure least, and by how much.
-    let nearest: Vec<(Outside, Option<(String, f64)>)> = outside
+    // Per setting (only settings are left): the checked value that moves
+    // the figure least, and by how much.
+    let nearest: Vec<_> = outside
         .into_iter()
-        .map(|o| {
-            let key = match &o {
-                Outside::Setting { key, .. } => *key,
-                _ => "",
+        .filter_map(|o| {
+            let Outside::Setting { key, .. } = &o else {
+                return None;
             };
+            let key: &'static str = key;
             let best = env
                 .inside_values(r.plan, &r.arch, key)
                 .into_iter()
-                .filter_map(|v| Envelope::put_back(r.plan, key, &v).map(|p| (shift(&p), v)))
-                .min_by(|a, b| a.0.total_cmp(&b.0))
-                .map(|(d, v)| (v, d));
-            (o, best)
+                .filter_map(|v| Envelope::put_back(r.plan, key, &v).map(|p| (v, shift(&p))))
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            Some((o, key, best))
         })
         .collect();
     let passes = |b: &Option<(String, f64)>| b.as_ref().is_some_and(|(_, d)| *d <= tolerance);
     let together = nearest
         .iter()
-        .filter(|(_, b)| passes(b))
-        .try_fold(r.plan.clone(), |p, (o, b)| match (o, b) {
-            (Outside::Setting { key, .. }, Some((v, _))) => Envelope::put_back(&p, key, v),
-            _ => Some(p),
-        })
+        .filter(|(_, _, b)| passes(b))
+        .filter_map(|(_, key, b)| b.as_ref().map(|(v, _)| (key, v)))
+        .try_fold(r.plan.clone(), |p, (key, v)| Envelope::put_back(&p, key, v))
         .map_or(f64::INFINITY, |p| shift(&p));
     let jointly = together > tolerance;
     let mut kept: Vec<_> = nearest
         .into_iter()
-        .filter(|(_, b)| jointly || !passes(b))
-        .map(|(o, b)| (b.map_or(f64::INFINITY, |(_, d)| d), o))
+        .filter(|(_, _, b)| jointly || !passes(b))
+        .map(|(o, _, b)| (b.map_or(f64::INFINITY, |(_, d)| d), o))
         .collect();
     // The settings that move the figure most first: the label names a few.
     kept.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -232,8 +234,8 @@ fn measured_on_gpu(r: &Resolved<'_>, stats: &crate::accuracy::MemoryStats) -> Op
     let l = &r.layout;
     let hf_dp =
         r.plan.stack == crate::plan::Stack::Hf && l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1;
-    let tolerance = stats.under.abs().max(stats.over.abs()).max(2.0) / 100.0;
-    let inside = stats.rows > 0 && memory_outside(r, &stats.envelope, tolerance).is_empty();
+    let inside =
+        stats.rows > 0 && memory_outside(r, &stats.envelope, stats.quoted_error()).is_empty();
     if !hf_dp || !inside {
         return None;
     }
@@ -803,7 +805,7 @@ pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
 
 #[cfg(test)]
 mod tests {
-    use super::{largest_near, material};
+    use super::{largest_near, material, speed_of};
     use crate::{envelope::Envelope, plan::Plan, resolve::resolve};
 
     /// The 70B Hopper FP8 recipe (mb2511_l70b_h100_fp8) as the only checked
@@ -817,17 +819,11 @@ mod tests {
         let checked = Plan::from_query(recipe).plan;
         let (c, _) = resolve(&checked);
         let env = Envelope::point(&checked, &c.arch, c.layout.gpus);
-        let speed = |p: &Plan| {
-            let (v, errors) = resolve(p);
-            errors
-                .is_empty()
-                .then(|| v.throughput(&v.efficiency()).tokens_per_second_per_gpu)
-        };
         let named = |q: &str| -> Vec<&'static str> {
             let plan = Plan::from_query(&format!("{recipe}&{q}")).plan;
             let (r, _) = resolve(&plan);
             let outside = env.outside(r.plan, &r.arch, r.layout.gpus);
-            material(&r, &env, outside, &speed, 0.10)
+            material(&r, &env, outside, &speed_of, 0.10)
                 .into_iter()
                 .map(|o| match o {
                     crate::envelope::Outside::Setting { key, .. } => key,
@@ -840,8 +836,9 @@ mod tests {
         }
         let all = named("ga=16&tp_overlap=0&overlap=0");
         assert_eq!(all.len(), 3, "{all:?}");
-        let base = speed(&Plan::from_query(recipe).plan).unwrap();
-        let off = speed(&Plan::from_query(&format!("{recipe}&ga=16&tp_overlap=0&overlap=0")).plan);
+        let base = speed_of(&Plan::from_query(recipe).plan).unwrap();
+        let off =
+            speed_of(&Plan::from_query(&format!("{recipe}&ga=16&tp_overlap=0&overlap=0")).plan);
         assert!(base / off.unwrap() - 1.0 > 0.10);
     }
 
