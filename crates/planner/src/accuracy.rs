@@ -219,6 +219,8 @@ pub struct Coverage {
     pub memory_oracle_heldout: MemoryStats,
     /// Real fine-tuning runs on GPUs (`gpu_memory_rows`).
     pub memory_gpu: MemoryStats,
+    /// Megatron-LM's CI runs, their last rank (`megatron_memory_rows`).
+    pub memory_megatron: MemoryStats,
 }
 
 impl Coverage {
@@ -761,6 +763,59 @@ pub fn torchtitan_memory_rows() -> Vec<(&'static str, MemoryRow)> {
         .collect()
 }
 
+/// Megatron-LM's own CI runs (data/megatron_ci_memory.csv: the
+/// `mem-max-allocated-bytes` its last rank logs, from the golden values of
+/// `tests/functional_tests/test_cases/<test_case>/golden_values_dev_<platform>.json`
+/// at NVIDIA/Megatron-LM@d98e8a6, the largest over the logged iterations:
+/// steady from the second), each
+/// planned on the Megatron stack as its `model_config.yaml` ran it,
+/// against the planner's last pipeline stage (`torch.cuda.max_memory_allocated`).
+/// No memory parameter is fitted on them.
+pub fn megatron_memory_rows() -> Vec<MemoryRow> {
+    read_csv(MEGATRON_CI_MEMORY_CSV)
+        .iter()
+        .filter_map(|r| {
+            let plan = Plan::from_query(r.get("query")).plan;
+            let (res, _) = crate::resolve::resolve(&plan);
+            let mem =
+                crate::memory::last_stage_breakdown(&res.arch, &res.counts, &plan, &res.layout);
+            let measured = r.num("measured_max_allocated_bytes")? / (1u64 << 30) as f64;
+            let predicted = mem.allocated_peak_bytes as f64 / (1u64 << 30) as f64;
+            Some(MemoryRow {
+                label: r.get("id").to_string(),
+                measured,
+                predicted,
+                error_percent: 100.0 * (predicted - measured) / measured,
+                point: Envelope::point(&plan, &res.arch, res.layout.gpus),
+            })
+        })
+        .collect()
+}
+
+/// The Megatron-LM CI rows for docs/accuracy.md: the summary, then row by row.
+fn megatron_markdown(st: &MemoryStats) -> String {
+    let mut s = format!(
+        "\n#### Memory against Megatron-LM's own CI runs\n\nThe Megatron stack's plans against the `mem-max-allocated-bytes` that Megatron-LM's functional tests log on their last rank (data/megatron_ci_memory.csv, from the golden values at NVIDIA/Megatron-LM@d98e8a6), compared with the planner's last pipeline stage; no memory parameter is fitted on them. {} rows: median {:.1}%, from {} to {}.\n\n| run | measured GiB | predicted GiB | error |\n|---|---:|---:|---:|\n",
+        st.rows,
+        st.median,
+        pct(st.under),
+        pct(st.over)
+    );
+    for r in megatron_memory_rows() {
+        s += &format!(
+            "| {} | {:.2} | {:.2} | {} |\n",
+            r.label,
+            r.measured,
+            r.predicted,
+            pct(r.error_percent)
+        );
+    }
+    s
+}
+
+/// Megatron-LM's CI memory runs, compiled in.
+pub const MEGATRON_CI_MEMORY_CSV: &str = include_str!("../data/megatron_ci_memory.csv");
+
 /// A plan's memory breakdown, parameters and GPUs, as the page's report has
 /// them (the harness stays below `evaluate`, which reads its labels).
 fn memory_of(plan: &Plan) -> (crate::memory::MemoryBreakdown, Architecture, u64) {
@@ -823,6 +878,7 @@ pub fn compute() -> Coverage {
                 .collect::<Vec<_>>(),
         ),
         memory_gpu: memory_stats(&gpu_memory_rows()),
+        memory_megatron: memory_stats(&megatron_memory_rows()),
     }
 }
 
@@ -926,6 +982,7 @@ impl FromJson for Coverage {
             memory_oracle: req(j, "memory_oracle")?,
             memory_oracle_heldout: req(j, "memory_oracle_heldout")?,
             memory_gpu: req(j, "memory_gpu")?,
+            memory_megatron: req(j, "memory_megatron")?,
         })
     }
 }
@@ -966,7 +1023,8 @@ impl Coverage {
             memory_torchtitan: Vec::new(),
             memory_oracle: Vec::new(),
             memory_oracle_heldout: none.clone(),
-            memory_gpu: none,
+            memory_gpu: none.clone(),
+            memory_megatron: none,
         }
     }
 }
@@ -1173,6 +1231,7 @@ fn memory_markdown(c: &Coverage) -> String {
             pct(r.error_percent)
         );
     }
+    s += &megatron_markdown(&c.memory_megatron);
     s += "\nThe real-GPU rows, one by one (predicted vs measured, GiB; HF001-HF021 peak allocated, HF064-HF073 peak reserved):\n\n| row | measured | predicted | error |\n|---|---:|---:|---:|\n";
     for r in gpu_memory_rows() {
         s += &format!(

@@ -223,7 +223,15 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
             ),
             None => derived(),
         },
-        None => derived(),
+        // Megatron-LM's own CI runs: measured, on a few shapes.
+        Some(MemoryKind::Megatron) if c.memory_megatron.rows > 0 => checked_memory(
+            r,
+            "approximate",
+            &c.memory_megatron,
+            Text::MemoryCheckedMegatron,
+            "",
+        ),
+        _ => derived(),
     }
 }
 
@@ -294,6 +302,8 @@ enum MemoryKind {
     Oracle(&'static str, &'static str),
     /// The torchtitan stack, dense: its published runs of the plan's layout.
     Torchtitan(&'static str),
+    /// The Megatron stack, full training: Megatron-LM's CI runs.
+    Megatron,
 }
 
 /// The oracle runs the HF stack data parallel (FSDP2 or one GPU), dense
@@ -307,6 +317,9 @@ fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
         return Some(MemoryKind::Torchtitan(crate::accuracy::torchtitan_layout(
             layout,
         )));
+    }
+    if plan.stack == Stack::Megatron && plan.train == Training::Full {
+        return Some(MemoryKind::Megatron);
     }
     let hf_dense = plan.stack == Stack::Hf
         && !parallel

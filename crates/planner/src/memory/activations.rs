@@ -24,33 +24,49 @@ pub(super) fn in_flight_micro_batches(s: &StageShape) -> f64 {
     let rank = match s.stage {
         Stage::First => 0,
         Stage::Second => 1,
-        _ => return 1.0,
+        Stage::Last => p - 1,
+        Stage::Only => return 1.0,
     };
     let m = s.plan.grad_accum.max(1);
     let vp = s.plan.vp.max(1);
     if vp == 1 {
         return (p - rank).min(m) as f64;
     }
+    let warmup = (p - rank - 1) * 2 + (vp - 1) * p;
     let slots = s.layers as u64 + 1;
-    if rank == 0 && s.layout.stages.embedding_and_loss_slots && slots.is_multiple_of(vp) {
+    let ends = s.layout.stages.embedding_and_loss_slots && slots.is_multiple_of(vp);
+    // The embedding's slot is the first rank's chunk 0, the loss's the last
+    // rank's chunk vp - 1: that chunk holds one layer fewer.
+    let short = match rank {
+        0 => Some(0),
+        r if r + 1 == p => Some(vp - 1),
+        _ => None,
+    };
+    if let (true, Some(short)) = (ends, short) {
         let per_chunk = (slots / vp) as f64;
-        let chunk = |c: u64| if c == 0 { per_chunk - 1.0 } else { per_chunk };
-        return in_flight_layers(p, vp, m, chunk) / s.layers.max(1.0);
+        let chunk = |c: u64| {
+            if c == short {
+                per_chunk - 1.0
+            } else {
+                per_chunk
+            }
+        };
+        return in_flight_layers(p, vp, m, warmup, chunk) / s.layers.max(1.0);
     }
-    let warmup = ((p - rank - 1) * 2 + (vp - 1) * p).min(m * vp);
     ((warmup + 1).min(m * vp)) as f64 / vp as f64
 }
 
-/// The most layers' activations the first rank holds at once under the
-/// interleaved 1F1B schedule, chunk `c` holding `layers(c)` layers: its
-/// `k`-th forward runs chunk `(k / p) % vp`, its `k`-th backward chunk
-/// `vp - 1 - (k / p) % vp` (Megatron's `get_model_chunk_id`, micro-batches
-/// grouped `p` per chunk), one backward after each forward once the
-/// warm-up's `2(p - 1) + (vp - 1)p` forwards are done. The pattern repeats
-/// every `p * vp` forwards, so two periods past the warm-up hold the peak.
-fn in_flight_layers(p: u64, vp: u64, m: u64, layers: impl Fn(u64) -> f64) -> f64 {
+/// The most layers' activations a rank holds at once under the interleaved
+/// 1F1B schedule, chunk `c` holding `layers(c)` layers: its `k`-th forward
+/// runs chunk `(k / p) % vp`, its `k`-th backward chunk `vp - 1 - (k / p) %
+/// vp` (Megatron's `get_model_chunk_id`, micro-batches grouped `p` per
+/// chunk), one backward after each forward once the rank's `warmup`
+/// forwards are done (`2(p - 1 - r) + (vp - 1)p` on rank `r`). The pattern
+/// repeats every `p * vp` forwards, so two periods past the warm-up hold
+/// the peak.
+fn in_flight_layers(p: u64, vp: u64, m: u64, warmup: u64, layers: impl Fn(u64) -> f64) -> f64 {
     let total = m * vp;
-    let warmup = (2 * (p - 1) + (vp - 1) * p).min(total);
+    let warmup = warmup.min(total);
     let chunk = |k: u64| (k / p) % vp;
     let (mut live, mut peak) = (0.0f64, 0.0f64);
     for k in 0..warmup {
@@ -364,7 +380,10 @@ pub(super) fn autocast_casts(s: &StageShape) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::in_flight_layers;
+    /// The first rank's warm-up: `2(p - 1) + (vp - 1)p` chunk forwards.
+    fn in_flight_layers(p: u64, vp: u64, m: u64, layers: impl Fn(u64) -> f64) -> f64 {
+        super::in_flight_layers(p, vp, m, 2 * (p - 1) + (vp - 1) * p, layers)
+    }
 
     /// Equal chunks: the warm-up's `2(p-1) + (vp-1)p` forwards plus one, as
     /// Megatron's closed form (and Narayanan et al.'s factor) give:
@@ -390,5 +409,19 @@ mod tests {
     #[test]
     fn short_steps_hold_everything() {
         assert_eq!(in_flight_layers(4, 2, 2, |_| 3.0), 12.0);
+    }
+
+    /// The last of `p` ranks warms up with `(vp - 1)p` forwards: all of its
+    /// chunks but the last, then one of that. p 4, vp 8, 4 micro-batches
+    /// (Megatron-LM's `gpt3_7b_tp1_pp4_memory_speed`): 28 + 1 chunks of one
+    /// layer, where one micro-batch of the stage is 8 layers. With the loss
+    /// in chunk vp - 1's slot (p 16, vp 4, 2 layers a chunk): 48 x 2 after
+    /// the warm-up, then a forward of chunk 0 (2 layers) before the backward
+    /// of chunk 2 frees its 2.
+    #[test]
+    fn the_last_rank_holds_all_but_its_last_chunk() {
+        assert_eq!(super::in_flight_layers(4, 8, 4, 7 * 4, |_| 1.0), 29.0);
+        let chunk = |c: u64| if c == 3 { 1.0 } else { 2.0 };
+        assert_eq!(super::in_flight_layers(16, 4, 384, 3 * 16, chunk), 98.0);
     }
 }

@@ -314,6 +314,24 @@ pub fn breakdown(
     peak
 }
 
+/// The last pipeline rank's breakdown (the LM head, the loss and the
+/// micro-batches the schedule keeps in flight there), the whole model when
+/// `pp == 1`: what Megatron-LM's last rank logs as `mem-max-allocated-bytes`
+/// (its TensorBoard writer lives on rank `world_size - 1`).
+pub fn last_stage_breakdown(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    plan: &Plan,
+    layout: &Layout,
+) -> MemoryBreakdown {
+    let stage = if layout.pp <= 1 {
+        Stage::Only
+    } else {
+        Stage::Last
+    };
+    stage_breakdown(&StageShape::new(arch, counts, plan, layout, stage))
+}
+
 /// The HF stack sharded by FSDP2 (ZeRO-2/3, data parallel only, on more than
 /// one GPU): train.py's `fully_shard` on each decoder layer and on the root.
 pub(crate) fn runs_fsdp2(plan: &Plan, layout: &Layout) -> bool {

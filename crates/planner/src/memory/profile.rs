@@ -467,6 +467,11 @@ pub(super) fn megatron_layer(w: &Widths, fp32: bool) -> LayerActivations {
         tp_split: attn + kv_rep + mlp_total + 4.0 * w.qk_norm,
         mlp: mlp_total,
         replicated: norms + w.extra_norms * 4.0 * h,
-        scores: if w.eager { 5.0 * a * w.seq } else { 0.0 },
+        // Unfused attention (`--attention-backend unfused`), no dropout: the
+        // fused scale-mask-softmax keeps its bf16 output, which the product
+        // with v saves too (one copy); the raw scores are freed after it
+        // (megatron/core/transformer/dot_product_attention.py,
+        // fusions/fused_softmax.py). Korthikanti et al.'s 5as adds dropout's.
+        scores: if w.eager { 2.0 * a * w.seq } else { 0.0 },
     }
 }

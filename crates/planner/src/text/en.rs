@@ -75,7 +75,8 @@ catalog! {
     // ---- how far a figure was checked (report.rs) -----------------------------
     MemoryCheckedSingleRank => "checked against {rows} PyTorch training steps counted under FakeTensor (HF Llama, one GPU; in-sample: the profile's coefficients were read off these rows): median error {median}%, from {under}% to {over}%",
     MemoryCheckedTorchtitan => "checked against {rows} published torchtitan runs of this layout ({kind}) on real GPUs (their max_reserved): median error {median}%, from {under}% to {over}%",
-    MemoryDerived => "derived — not checked against a measurement: tensor/pipeline/context/expert parallelism, the Megatron profile, DDP and ZeRO-1 on several GPUs, QLoRA, FP8, offloading and MoE follow the published formulas (Korthikanti et al. 2022, Narayanan et al. 2021)",
+    MemoryCheckedMegatron => "checked against {rows} of Megatron-LM's own CI runs on real GPUs (the max allocated memory of their last pipeline stage): median error {median}%, from {under}% to {over}%",
+    MemoryDerived => "derived — not checked against a measurement: tensor/pipeline/context/expert parallelism, DDP and ZeRO-1 on several GPUs, QLoRA, FP8, offloading and MoE follow the published formulas (Korthikanti et al. 2022, Narayanan et al. 2021)",
     ThroughputChecked => "checked against published runs of this kind ({group}, n = {rows}): cross-validated median error {median}%, from {under}% to {over}%",
     ThroughputStackOnly => "derived — no published run of this kind ({group}) checks it; for scale, the {rows} published runs of the {stack} stack, of every kind, have a cross-validated median error of {median}%, from {under}% to {over}%",
     ThroughputUnchecked => "derived — not checked against any measurement",
