@@ -196,10 +196,14 @@ impl Checkpointing {
     }
 }
 
-/// Megatron's `--recompute-modules` beside `core_attn` (its default), under
-/// selective recomputation: what each one stops keeping for backward.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+/// Megatron's `--recompute-modules` under selective recomputation: what each
+/// one stops keeping for backward. Megatron recomputes exactly the modules
+/// listed; with no list, `["core_attn"]` (`TransformerConfig.__post_init__`:
+/// `checkpoint_core_attention` is `"core_attn" in recompute_modules`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct RecomputeModules {
+    /// The attention core: with unfused attention, its scores.
+    pub core_attn: bool,
     /// MLA's up projections: q, k and v are recomputed from the latents.
     pub mla_up_proj: bool,
     /// The routed experts' activation function: its output is recomputed.
@@ -210,12 +214,26 @@ pub struct RecomputeModules {
     pub mlp: bool,
 }
 
+/// Megatron's default list: the attention core alone.
+impl Default for RecomputeModules {
+    fn default() -> Self {
+        RecomputeModules {
+            core_attn: true,
+            mla_up_proj: false,
+            moe_act: false,
+            layernorm: false,
+            mlp: false,
+        }
+    }
+}
+
 impl RecomputeModules {
     const NAMES: [&'static str; 5] = ["core_attn", "mla_up_proj", "moe_act", "layernorm", "mlp"];
 
-    /// Megatron's comma-separated list (`core_attn` is always recomputed).
+    /// Megatron's comma-separated list.
     pub fn key(self) -> String {
         [
+            (self.core_attn, "core_attn"),
             (self.mla_up_proj, "mla_up_proj"),
             (self.moe_act, "moe_act"),
             (self.layernorm, "layernorm"),
@@ -228,11 +246,23 @@ impl RecomputeModules {
         .join(",")
     }
 
+    /// A list names every module recomputed; an empty one is Megatron's default.
     pub fn from_key(s: &str) -> Option<Self> {
-        let mut m = RecomputeModules::default();
-        for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let names: Vec<&str> = s
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .collect();
+        if names.is_empty() {
+            return Some(RecomputeModules::default());
+        }
+        let mut m = RecomputeModules {
+            core_attn: false,
+            ..RecomputeModules::default()
+        };
+        for name in names {
             match name {
-                "core_attn" => {}
+                "core_attn" => m.core_attn = true,
                 "mla_up_proj" => m.mla_up_proj = true,
                 "moe_act" => m.moe_act = true,
                 "layernorm" => m.layernorm = true,

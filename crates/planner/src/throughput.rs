@@ -660,7 +660,8 @@ fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
     match s.plan.checkpointing {
         Checkpointing::Op => fwd.elementwise + 0.5 * fwd.gemm,
         Checkpointing::Selective => {
-            let core = if s.plan.attention == Attention::Eager {
+            let core = if s.plan.attention == Attention::Eager && s.plan.recompute_modules.core_attn
+            {
                 fwd.attention
             } else {
                 0.0

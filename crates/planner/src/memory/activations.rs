@@ -240,15 +240,20 @@ pub(super) fn saved_activations(s: &StageShape) -> SavedActivations {
     }
 }
 
+/// Selective recomputation with the attention core among its modules.
+pub(crate) fn recomputes_core_attention(plan: &Plan) -> bool {
+    plan.checkpointing == Checkpointing::Selective && plan.recompute_modules.core_attn
+}
+
 /// What the layers keep for their backward before any offloading:
 /// `activations` includes `scores`.
 pub(super) fn kept_activations(s: &StageShape) -> SavedActivations {
     let in_flight = in_flight_micro_batches(s);
     let kept_layers = s.layers * (1.0 - s.recomputed());
     let ckpt_layers = s.layers * s.recomputed();
-    // Megatron's selective recomputation drops the attention core: the
-    // `5as/h` scores term of Korthikanti et al. 2022 (eq. 1 vs §5, 34sbh).
-    let selective = s.plan.checkpointing == Checkpointing::Selective;
+    // Megatron's selective recomputation of `core_attn` drops the scores
+    // term of Korthikanti et al. 2022 (eq. 1 vs §5, 34sbh).
+    let selective = recomputes_core_attention(s.plan);
     let kept_layer = if selective {
         full_layer_bytes(s) - s.tokens * scores_per_token(s)
     } else {
@@ -308,7 +313,7 @@ pub(super) fn recompute_working_set(s: &StageShape) -> f64 {
         (full_layer_bytes(s) - op_level_kept(s)).max(0.0)
     } else if s.recomputed() > 0.0 {
         full_layer_bytes(s) + lora_recompute_copies(s)
-    } else if s.plan.checkpointing == Checkpointing::Selective {
+    } else if recomputes_core_attention(s.plan) {
         s.tokens * scores_per_token(s)
     } else {
         0.0
