@@ -526,13 +526,18 @@ fn grouped_fill(s: &StepShape, tokens: f64) -> f64 {
 /// 1.24 G elements at 6 TB/s, 9.6 and 13.2 B per element.
 fn quantize_bytes(plan: &Plan, gpu: &Gpu) -> (f64, f64) {
     let low = plan.precision.is_low_precision() && gpu.fp8_tensor_cores;
+    let [fp8, mxfp8, nvfp4] = TORCHAO_QUANTIZE_BYTES;
     match (plan.stack, plan.precision) {
-        (Stack::Torchtitan, Precision::Fp8) if low => (6.0, 5.0),
-        (Stack::Torchtitan, Precision::Mxfp8) if low => (9.6, 9.6),
-        (Stack::Torchtitan, Precision::Nvfp4) if low => (13.2, 13.2),
+        (Stack::Torchtitan, Precision::Fp8) if low => (fp8, fp8 - 1.0),
+        (Stack::Torchtitan, Precision::Mxfp8) if low => (mxfp8, mxfp8),
+        (Stack::Torchtitan, Precision::Nvfp4) if low => (nvfp4, nvfp4),
         _ => (0.0, 0.0),
     }
 }
+
+/// HBM bytes per element torchao's float8, MXFP8 and NVFP4 move to quantize
+/// activations and gradients (`quantize_bytes`; float8's weights one less).
+pub const TORCHAO_QUANTIZE_BYTES: [f64; 3] = [6.0, 9.6, 13.2];
 
 /// The stack's flash-attention kernel's efficiency at the plan's shape: its
 /// head size, and the sequence each kernel call sees (a context-parallel
@@ -1036,8 +1041,12 @@ fn data_parallel_exposed(s: &StepShape, compute: f64) -> f64 {
     if !s.plan.overlap {
         return comm;
     }
-    (comm * (1.0 - s.eff.overlap)).max(comm - compute * 0.9)
+    (comm * (1.0 - s.eff.overlap)).max(comm - compute * DP_HIDDEN_AT_MOST)
 }
+
+/// The most of the compute's length that data-parallel traffic can hide
+/// behind (the first and last layers' collectives have nothing to overlap).
+pub const DP_HIDDEN_AT_MOST: f64 = 0.9;
 
 /// Optimizer step: read params, grads and states, write params and states
 /// (AdamW fp32: 28 B per parameter), at HBM bandwidth, on this GPU's shard.
