@@ -337,7 +337,10 @@ def ranks_to_run(row):
     shard to the same size, so the ranks of a data-parallel job should agree: the table
     keeps both where both ran, and the larger is the row's peak."""
     last = row["world"] - 1
-    both = row["id"] in grid.SMOKE or "16-layers" in row["id"]
+    # Whole models at real sizes take minutes a rank: rank 0 alone (the 16-layer rows and
+    # the smoke rows show the ranks agree).
+    real_size = "-layers,world=" in row["id"]
+    both = (row["id"] in grid.SMOKE and not real_size) or "16-layers" in row["id"]
     return [0, last] if both and last > 0 else [0]
 
 
@@ -446,6 +449,8 @@ def main():
                     help="the held-out plans (rows.heldout), written to data/oracle_heldout.jsonl")
     ap.add_argument("--check", help="compare the measured rows with this table's and fail on any difference")
     ap.add_argument("--explain", action="store_true", help="with --only: what is alive at the peak")
+    ap.add_argument("--missing", action="store_true",
+                    help="measure only the grid's rows the table lacks, and write the table with them")
     a = ap.parse_args()
     if a.explain:
         global EXPLAIN
@@ -456,6 +461,12 @@ def main():
         rows = [r for r in rows if r["id"] in grid.SMOKE]
     if a.only:
         rows = [r for r in rows if r["id"] == a.only]
+    kept = {}
+    table = REPRODUCTION if a.reproduce else HELDOUT if a.heldout else TABLE
+    if a.missing:
+        with open(table) as f:
+            kept = {r["id"]: r for r in map(json.loads, f) if "id" in r}
+        every, rows = rows, [r for r in rows if r["id"] not in kept]
     out = a.out or (None if (a.smoke or a.only or a.check) else
                     (REPRODUCTION if a.reproduce else HELDOUT if a.heldout else TABLE))
     measured, began = [], time.perf_counter()
@@ -470,6 +481,10 @@ def main():
         measured.append(m)
     print(f"oracle: {len(measured)} rows in {time.perf_counter() - began:.0f} s", flush=True)
 
+    if a.missing:
+        new = {m["id"]: m for m in measured}
+        rows, measured = every, [new.get(r["id"]) or dict(kept[r["id"]], seconds=0) for r in every]
+        out = table
     if out:
         with open(out, "w") as f:
             configs = {config_name(r["config"]): full_config(r["config"]) for r in rows}

@@ -66,6 +66,7 @@ SMOKE = {
     "qwen3-1.7b/zero2/base",
     "mistral-7b/lora/world=1,base",
     "gemma-2-2b/zero3/attn=eager",
+    "llama-3.1-70b/zero3/80-layers,world=16,seq=8192,ckpt=full",
 }
 
 
@@ -133,8 +134,60 @@ def whole_models():
         yield r
 
 
+# The presets' real shapes, whole depth (#39): what users plan, not a few layers of it.
+REAL_SHAPES = {
+    "llama-3.1-8b": dict(FAMILIES["llama-3.1-8b"], num_hidden_layers=32),
+    "qwen2.5-7b": dict(FAMILIES["qwen2.5-7b"], num_hidden_layers=28),
+    "mistral-7b": dict(FAMILIES["mistral-7b"], num_hidden_layers=32),
+    "qwen3-1.7b": dict(FAMILIES["qwen3-1.7b"], num_hidden_layers=28),
+    "gemma-2-2b": dict(FAMILIES["gemma-2-2b"], num_hidden_layers=26),
+    "llama-3.1-70b": dict(model_type="llama", vocab_size=128256, hidden_size=8192,
+                          intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64,
+                          num_key_value_heads=8, head_dim=128, tie_word_embeddings=False),
+    "llama-3.1-405b": dict(model_type="llama", vocab_size=128256, hidden_size=16384,
+                           intermediate_size=53248, num_hidden_layers=126,
+                           num_attention_heads=128, num_key_value_heads=8, head_dim=128,
+                           tie_word_embeddings=False),
+}
+
+
+def real_sizes():
+    """Whole models at the presets' real shapes, in the layouts the export runs: the page's
+    landing plan (Llama-3.1-8B, ZeRO-3 on 8 GPUs at 8K tokens), 70B on 16 and 64 ranks,
+    405B on 64, LoRA, one GPU, ZeRO-2, and sequences to 32K."""
+    plans = [
+        ("llama-3.1-8b", "zero3", 8, dict(zero=3, seq=8192)),
+        ("llama-3.1-8b", "zero3", 8, dict(zero=3, seq=8192, ckpt="full")),
+        ("llama-3.1-8b", "zero3", 8, dict(zero=3, seq=32768, ckpt="full")),
+        ("llama-3.1-8b", "zero2", 8, dict(zero=2, seq=4096, ckpt="full")),
+        ("llama-3.1-8b", "single", 1, dict(zero=0, seq=4096, ckpt="full")),
+        ("llama-3.1-8b", "lora", 1, dict(zero=0, train="lora", lora_rank=16, seq=4096)),
+        ("llama-3.1-8b", "lora", 8, dict(zero=3, train="lora", lora_rank=16, seq=8192)),
+        ("qwen2.5-7b", "zero3", 8, dict(zero=3, seq=8192, ckpt="full")),
+        ("mistral-7b", "zero2", 8, dict(zero=2, seq=4096)),
+        ("qwen3-1.7b", "single", 1, dict(zero=0, seq=8192)),
+        ("gemma-2-2b", "zero3", 8, dict(zero=3, seq=8192, ckpt="full")),
+        ("llama-3.1-70b", "zero3", 16, dict(zero=3, seq=8192, ckpt="full")),
+        ("llama-3.1-70b", "zero3", 64, dict(zero=3, seq=8192, ckpt="full")),
+        ("llama-3.1-70b", "lora", 8, dict(zero=3, train="lora", lora_rank=16, seq=4096,
+                                          ckpt="full")),
+        ("llama-3.1-405b", "zero3", 64, dict(zero=3, seq=8192, ckpt="full")),
+    ]
+    for p in plans:
+        yield whole_model(*p)
+
+
+def whole_model(family, sharding, world, keys, prefix=""):
+    """A row of a preset's whole model, named by its depth, world and settings."""
+    config = REAL_SHAPES[family]
+    shown = {k: v for k, v in keys.items() if k != "zero"}
+    name = f"{config['num_hidden_layers']}-layers,world={world}," + label(shown)
+    return dict(id=f"{prefix}{family}/{sharding}/{name}", group=sharding, config=config,
+                world=world, plan=plan(**keys))
+
+
 def rows():
-    return [r for r in [*one_at_a_time(), *combinations(), *whole_models()] if r]
+    return [r for r in [*one_at_a_time(), *combinations(), *whole_models(), *real_sizes()] if r]
 
 
 # Held out (#25): shapes and settings the planner's memory model was never changed on, measured
@@ -182,7 +235,21 @@ def heldout(n=45, seed=25):
             p["precision"] = "bf16"
         out.append(dict(id=f"heldout/{family}/{sharding}/h{i}", group=sharding,
                         config=HELDOUT_FAMILIES[family], world=world, plan=p))
-    return out
+    return out + list(real_size_heldout())
+
+
+def real_size_heldout():
+    """Whole models at real shapes the memory model was never changed on (#39): new
+    sequence lengths, world sizes and checkpointing for the presets' shapes."""
+    plans = [
+        ("qwen2.5-7b", "zero2", 16, dict(zero=2, seq=16384, ckpt="full")),
+        ("llama-3.1-8b", "zero3", 32, dict(zero=3, seq=16384, ckpt="selective")),
+        ("mistral-7b", "lora", 8, dict(zero=3, train="lora", lora_rank=32, seq=8192,
+                                       ckpt="full")),
+        ("llama-3.1-70b", "zero3", 32, dict(zero=3, seq=4096, ckpt="full", mb=2)),
+    ]
+    for p in plans:
+        yield whole_model(*p, prefix="heldout/")
 
 
 def reproductions():

@@ -727,8 +727,8 @@ fn accuracy_labels_follow_coverage() {
         "the HF rows ran on one or two GPUs, a p4de has eight"
     );
     // Memory: HF on one GPU against the FakeTensor-counted steps (<= 1.2 B,
-    // 1-4K tokens); FSDP2 and LoRA against the oracle (0.5-1.6 B, up to 64
-    // GPUs, 1-8K); the torchtitan stack against torchtitan's published
+    // 1-4K tokens); FSDP2 and LoRA against the oracle (0.5-405 B, up to 64
+    // GPUs, 1-32K); the torchtitan stack against torchtitan's published
     // runs (tests/torchtitan_memory.rs), which no longer vouch for the HF
     // stack's FP8 FSDP; ZeRO-1 (DDP, which the oracle cannot fake), QLoRA,
     // FP8 and offload are derived.
@@ -738,15 +738,20 @@ fn accuracy_labels_follow_coverage() {
     );
     assert_eq!(level("model=llama-3.2-1b&zero=3&seq=4096").1, "counted");
     assert_eq!(level("model=llama-3.2-1b&zero=2&seq=4096").1, "counted");
-    // The oracle's LoRA steps ran models cut to 2-4 layers: a whole 16-layer
-    // 1B model's peak is mostly the layers they ran a few of (#36).
+    // The oracle's LoRA steps ran models cut to 2-4 layers (#36) and, since
+    // #39, whole 8B and 70B models (32 and 80 layers): a whole 16-layer 1B
+    // model is counted; one of 200 layers is not.
     let lora = evaluate(&Plan::from_query("model=llama-3.2-1b&zero=3&train=lora&seq=4096").plan);
-    assert_eq!(lora.memory.accuracy.level, "extrapolated");
-    assert!(lora
+    assert_eq!(lora.memory.accuracy.level, "counted");
+    let deep = evaluate(
+        &Plan::from_query("model=llama-3.2-1b&layers=200&zero=3&train=lora&seq=4096").plan,
+    );
+    assert_eq!(deep.memory.accuracy.level, "extrapolated");
+    assert!(deep
         .memory
         .accuracy
         .note_english()
-        .contains("layers=16 not checked (checked: 2–4)"));
+        .contains("layers=200 not checked (checked: 2–80)"));
     assert_eq!(level("zero=3&precision=fp8").1, "derived");
     assert_eq!(
         level("zero=3&precision=fp8&stack=torchtitan&instance=ml.p5.48xlarge&mb=2&ckpt=op").1,
@@ -802,16 +807,17 @@ fn odd_plans_say_what_they_extrapolate() {
     assert_ne!(t.level, "calibrated", "{q}: {}", t.note_english());
     assert!(t.expected_error.is_none());
     // Memory.
-    let q = "model=gemma-3-27b&zero=3&seq=4096&instance=ml.p5.48xlarge";
+    // The oracle's whole models reach 405B (#39); beyond them, extrapolated.
+    let q = "params_b=800&zero=3&seq=4096&instance=ml.p5.48xlarge&nodes=8";
     extrapolated(
         &acc(q).1,
-        "27.0 B parameters outside the checked 0.5–1.6 B",
+        "798.0 B parameters outside the checked 0.5–405.9 B",
         q,
     );
     let q = "model=llama-3.1-70b&zero=3&seq=131072&ckpt=full&nodes=4";
     extrapolated(
         &acc(q).1,
-        "sequence 131072 outside the checked 1024–8192",
+        "sequence 131072 outside the checked 1024–32768",
         q,
     );
     let q = "model=llama-3.2-1b&zero=3&seq=4096&nodes=128";

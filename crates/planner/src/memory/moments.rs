@@ -44,6 +44,8 @@ pub(super) struct Terms {
     /// Gradients alive during the backward's early moments: Megatron keeps
     /// one gradient buffer (fp32 `main_grad`) allocated for the whole step.
     pub(super) grads_during_backward: f64,
+    /// Decoder layers on this stage.
+    pub(super) layers: f64,
 }
 
 impl Terms {
@@ -76,7 +78,90 @@ impl Terms {
             tied_grad: tied_embedding_gradient(s),
             foreach: foreach_temporaries(s, weights),
             grads_during_backward: persistent_gradient_buffer(s),
+            layers: s.layers,
         }
+    }
+
+    /// The last layer's recompute and backward, early in the backward.
+    fn layer_backward(&self) -> f64 {
+        let a = &self.saved;
+        self.states()
+            + self.unsharded
+            + self.fsdp.layer
+            + self.casts
+            + a.activations
+            + a.scores
+            + self.recompute
+            + self.eager_backward.max(self.mlp_backward)
+            + self.head_grad.max(self.grads_during_backward)
+    }
+
+    /// `late_scatter`'s terms, in the breakdown's order.
+    fn late_scatter_terms(&self) -> Vec<(Term, f64)> {
+        let t = self;
+        let one = t.layers.max(1.0);
+        vec![
+            (Term::Weights, t.weights),
+            (Term::Gradients, t.head_grad + t.late_gradients()),
+            (Term::MasterWeights, t.master),
+            (Term::OptimizerStates, t.optimizer),
+            (Term::WeightCopies, t.copies + t.casts),
+            (Term::Adapters, t.adapters),
+            (
+                Term::UnshardedUnit,
+                t.unsharded + t.fsdp.layer + t.fsdp.scatter,
+            ),
+            (Term::Activations, t.saved.activations / one + t.recompute),
+            (
+                Term::AttentionScores,
+                t.saved.scores / one + t.eager_backward,
+            ),
+            (
+                Term::Transient,
+                t.mlp_beyond_eager() - t.mlp_gone_at_scatter(),
+            ),
+        ]
+    }
+
+    /// FSDP2, the first decoder layer's backward (the last to run) while
+    /// the second's gradient is reduce-scattered: every other layer's
+    /// sharded gradient is reduced and kept, one layer's activations are
+    /// left. With a long model on few ranks the sharded gradients outgrow
+    /// the activations and this is the peak (oracle:
+    /// `llama-3.1-70b/zero3/80-layers,world=16,...`: 78 sharded gradients,
+    /// the fp32 reduce-scatter input, the layer's recompute).
+    pub(super) fn late_scatter(&self) -> f64 {
+        if self.fsdp.scatter == 0.0 || self.layers < 2.0 {
+            return 0.0;
+        }
+        self.states()
+            + self.unsharded
+            + self.fsdp.layer
+            + self.fsdp.scatter
+            + self.casts
+            + self.late_activations()
+            + self.recompute
+            + self.eager_backward.max(self.mlp_backward)
+            - self.mlp_gone_at_scatter()
+            + self.head_grad
+            + self.late_gradients()
+    }
+
+    /// The sharded gradients of all but the last two layers to run.
+    fn late_gradients(&self) -> f64 {
+        self.gradients * (self.layers - 2.0) / self.layers
+    }
+
+    /// One layer's saved activations and scores.
+    fn late_activations(&self) -> f64 {
+        (self.saved.activations + self.saved.scores) / self.layers
+    }
+
+    /// A layer's reduce-scatter: early in backward (all activations, few
+    /// gradients) or at its end (all gradients, one layer's activations),
+    /// whichever holds more.
+    fn scatter_is_late(&self, layer_backward: f64) -> bool {
+        self.late_scatter() > self.post_backward(layer_backward)
     }
 
     /// States alive at every moment (gradients come and go).
@@ -133,15 +218,7 @@ impl Terms {
     pub(super) fn totals(&self) -> [(Phase, f64); 7] {
         let (t, a) = (self, &self.saved);
         let states = t.states();
-        let layer_backward = states
-            + t.unsharded
-            + t.fsdp.layer
-            + t.casts
-            + a.activations
-            + a.scores
-            + t.recompute
-            + t.eager_backward.max(t.mlp_backward)
-            + t.head_grad.max(t.grads_during_backward);
+        let layer_backward = t.layer_backward();
         [
             (Phase::RootAllGather, states + t.fsdp.start),
             (Phase::LossForward, self.loss_forward()),
@@ -160,7 +237,7 @@ impl Terms {
             (Phase::LayerBackward, layer_backward),
             (
                 Phase::LayerReduceScatter,
-                self.post_backward(layer_backward),
+                self.post_backward(layer_backward).max(self.late_scatter()),
             ),
             (
                 Phase::EndOfBackward,
@@ -196,6 +273,9 @@ impl Terms {
     /// The terms alive at `phase`, in the breakdown's order.
     pub(super) fn at(&self, phase: Phase) -> Vec<(Term, f64)> {
         let (t, a) = (self, &self.saved);
+        if phase == Phase::LayerReduceScatter && t.scatter_is_late(t.layer_backward()) {
+            return t.late_scatter_terms();
+        }
         let (grads, copies, more): (f64, f64, &[(Term, f64)]) = match phase {
             Phase::RootAllGather => (0.0, t.copies, &[(Term::UnshardedUnit, t.fsdp.start)]),
             Phase::LossForward => (
