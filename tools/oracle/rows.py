@@ -141,6 +141,11 @@ REAL_SHAPES = {
     "mistral-7b": dict(FAMILIES["mistral-7b"], num_hidden_layers=32),
     "qwen3-1.7b": dict(FAMILIES["qwen3-1.7b"], num_hidden_layers=28),
     "gemma-2-2b": dict(FAMILIES["gemma-2-2b"], num_hidden_layers=26),
+    # Held out only: Gemma 3 (QK norm, 1024-token windows on 5 layers of 6, 262K vocabulary).
+    "gemma-3-27b": dict(model_type="gemma3_text", vocab_size=262208, hidden_size=5376,
+                        intermediate_size=21504, num_hidden_layers=62, num_attention_heads=32,
+                        num_key_value_heads=16, head_dim=128, tie_word_embeddings=True,
+                        sliding_window=1024, query_pre_attn_scalar=168),
     "llama-3.1-70b": dict(model_type="llama", vocab_size=128256, hidden_size=8192,
                           intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64,
                           num_key_value_heads=8, head_dim=128, tie_word_embeddings=False),
@@ -240,13 +245,15 @@ def heldout(n=45, seed=25):
 
 def real_size_heldout():
     """Whole models at real shapes the memory model was never changed on (#39): new
-    sequence lengths, world sizes and checkpointing for the presets' shapes."""
+    sequence lengths, world sizes and checkpointing for the presets' shapes, and a family
+    the table lacks (Gemma 3, which the ZeRO-3 group's envelope counts)."""
     plans = [
         ("qwen2.5-7b", "zero2", 16, dict(zero=2, seq=16384, ckpt="full")),
         ("llama-3.1-8b", "zero3", 32, dict(zero=3, seq=16384, ckpt="selective")),
         ("mistral-7b", "lora", 8, dict(zero=3, train="lora", lora_rank=32, seq=8192,
                                        ckpt="full")),
         ("llama-3.1-70b", "zero3", 32, dict(zero=3, seq=4096, ckpt="full", mb=2)),
+        ("gemma-3-27b", "zero3", 8, dict(zero=3, seq=4096)),
     ]
     for p in plans:
         yield whole_model(*p, prefix="heldout/")

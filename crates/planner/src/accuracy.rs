@@ -1262,7 +1262,7 @@ fn memory_markdown(c: &Coverage) -> String {
     }
     let h = &c.memory_oracle_heldout;
     s += &format!(
-        "\n#### Memory against the oracle's held-out plans\n\nOut of sample: plans the memory model was never changed on (OLMo 2, Qwen2.5-0.5B and Llama-3.2-3B widths, sequences of 1536-6144, micro-batches up to 3, up to 128 ranks; and four whole models at the presets' real shapes, below), measured after it was.\n\n| rows | median | worst under | worst over |\n|---:|---:|---:|---:|\n| {} | {:.2}% | {:+.2}% | {:+.2}% |\n",
+        "\n#### Memory against the oracle's held-out plans\n\nOut of sample: plans the memory model was never changed on (OLMo 2, Qwen2.5-0.5B and Llama-3.2-3B widths, sequences of 1536-6144, micro-batches up to 3, up to 128 ranks; and five whole models at the presets' real shapes, below), measured after it was.\n\n| rows | median | worst under | worst over |\n|---:|---:|---:|---:|\n| {} | {:.2}% | {:+.2}% | {:+.2}% |\n",
         h.rows, h.median, h.under, h.over
     );
     s + &real_size_markdown()

@@ -100,12 +100,12 @@ fn the_oracle_reproduces_the_cuda_measured_steps() {
 #[test]
 fn heldout_rows_give_the_out_of_sample_error() {
     let rows = planner::accuracy::oracle_heldout_rows();
-    // 45 seeded plans over three held-out families, and four whole models at
-    // the presets' real shapes (#39).
-    assert_eq!(rows.len(), 49, "every held-out row parses and is predicted");
+    // 45 seeded plans over three held-out families, and five whole models at
+    // the presets' real shapes (#39), Gemma-3-27B among them.
+    assert_eq!(rows.len(), 50, "every held-out row parses and is predicted");
     let c = planner::accuracy::compute();
     let h = &c.memory_oracle_heldout;
-    assert!(h.median <= 0.60, "median {:.2}%", h.median);
+    assert!(h.median <= 0.66, "median {:.2}%", h.median);
     assert!(
         h.under >= -8.74 && h.over <= 7.84,
         "{:+.2}% .. {:+.2}%",
