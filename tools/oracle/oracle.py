@@ -339,7 +339,7 @@ def ranks_to_run(row):
     last = row["world"] - 1
     # Whole models at real sizes take minutes a rank: rank 0 alone (the 16-layer rows and
     # the smoke rows show the ranks agree).
-    real_size = "-layers,world=" in row["id"]
+    real_size = grid.is_whole_model(row["id"])
     both = (row["id"] in grid.SMOKE and not real_size) or "16-layers" in row["id"]
     return [0, last] if both and last > 0 else [0]
 
@@ -452,6 +452,8 @@ def main():
     ap.add_argument("--missing", action="store_true",
                     help="measure only the grid's rows the table lacks, and write the table with them")
     a = ap.parse_args()
+    if a.missing and (a.smoke or a.only or a.check or a.out):
+        ap.error("--missing completes the whole table: no --smoke, --only, --check or --out")
     if a.explain:
         global EXPLAIN
         EXPLAIN = True

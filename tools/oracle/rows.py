@@ -182,6 +182,11 @@ def real_sizes():
         yield whole_model(*p)
 
 
+def is_whole_model(row_id):
+    """A row of `whole_model`: its name carries the depth and the world."""
+    return "-layers,world=" in row_id
+
+
 def whole_model(family, sharding, world, keys, prefix=""):
     """A row of a preset's whole model, named by its depth, world and settings."""
     config = REAL_SHAPES[family]

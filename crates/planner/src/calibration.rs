@@ -168,7 +168,8 @@ struct Recipe {
     /// `recipe_cuda_graph_scope` names the router and its preprocessing.
     moe_graphs: bool,
     bf16_moments: bool,
-    /// `selective:mla_up_proj,moe_act`'s modules (Megatron's `--recompute-modules`).
+    /// `selective:mla_up_proj,moe_act`'s modules (Megatron's `--recompute-modules`:
+    /// exactly those; `core_attn` only when named).
     modules: crate::plan::RecomputeModules,
 }
 
@@ -182,8 +183,8 @@ impl Recipe {
             ["full"] => Some(Checkpointing::Full),
             ["full", n] => crate::decimal::parse_f64(n)
                 .map(|n| Checkpointing::Fraction((n / stage_layers.max(1) as f64).min(1.0))),
-            // Megatron's selective: the attention core, and the modules a
-            // `selective:` list names (`Recipe::modules`).
+            // Megatron's selective: the modules a `selective:` list names
+            // (`Recipe::modules`; the attention core alone with no list).
             ["selective", ..] => Some(Checkpointing::Selective),
             _ => None,
         };

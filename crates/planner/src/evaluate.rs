@@ -189,8 +189,9 @@ fn outside_axis(o: &Outside) -> Phrase {
 
 /// How far the memory figure is checked: HF Transformers on one GPU against
 /// the CUDA steps counted under FakeTensor, FSDP2 (ZeRO-2/3) and LoRA plans
-/// against the memory oracle's table (tools/oracle), FP8 FSDP against
-/// torchtitan's measured runs, everything else derived (data/coverage.json,
+/// against the memory oracle's table (tools/oracle), the torchtitan stack
+/// against torchtitan's measured runs, Megatron full training against
+/// Megatron-LM's CI runs, everything else derived (data/coverage.json,
 /// computed by `plan calibrate`); each within its checks' envelope.
 fn accuracy(r: &Resolved<'_>) -> Accuracy {
     let c = crate::accuracy::shipped();

@@ -153,7 +153,8 @@ pub use crate::text::Lang;
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub enum Checkpointing {
     None,
-    /// Recompute the attention core only (Megatron "selective").
+    /// Megatron's "selective": recompute the modules `recompute_modules`
+    /// lists (the attention core when it lists none).
     Selective,
     /// Recompute every layer from its input.
     Full,
@@ -230,9 +231,9 @@ impl Default for RecomputeModules {
 impl RecomputeModules {
     const NAMES: [&'static str; 5] = ["core_attn", "mla_up_proj", "moe_act", "layernorm", "mlp"];
 
-    /// Megatron's comma-separated list.
+    /// Megatron's comma-separated list (`none` for an empty one).
     pub fn key(self) -> String {
-        [
+        let names = [
             (self.core_attn, "core_attn"),
             (self.mla_up_proj, "mla_up_proj"),
             (self.moe_act, "moe_act"),
@@ -242,11 +243,15 @@ impl RecomputeModules {
         .iter()
         .filter(|(on, _)| *on)
         .map(|(_, n)| *n)
-        .collect::<Vec<_>>()
-        .join(",")
+        .collect::<Vec<_>>();
+        if names.is_empty() {
+            return "none".into();
+        }
+        names.join(",")
     }
 
-    /// A list names every module recomputed; an empty one is Megatron's default.
+    /// A list names every module recomputed; an empty one is Megatron's
+    /// default, `none` recomputes nothing.
     pub fn from_key(s: &str) -> Option<Self> {
         let names: Vec<&str> = s
             .split(',')
@@ -262,6 +267,7 @@ impl RecomputeModules {
         };
         for name in names {
             match name {
+                "none" => {}
                 "core_attn" => m.core_attn = true,
                 "mla_up_proj" => m.mla_up_proj = true,
                 "moe_act" => m.moe_act = true,

@@ -657,15 +657,17 @@ fn attention_train(s: &StepShape, fwd: &LayerForward) -> f64 {
 }
 
 /// Recomputation: a second forward of what checkpointing dropped. Op-level
-/// SAC recomputes the elementwise ops and half the GEMMs; Megatron's
-/// selective recomputes the attention core (eager: the scores) and, with
-/// `mla_up_proj` among its modules, MLA's up-projection GEMMs (the other
-/// modules recompute elementwise work, not counted).
+/// SAC recomputes the elementwise ops and half the GEMMs; selective
+/// recomputes the attention core where it does (eager: the scores;
+/// `recomputes_core_attention`) and, with `mla_up_proj` among Megatron's
+/// modules, MLA's up-projection GEMMs (the other modules recompute
+/// elementwise work, not counted).
 fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
     match s.plan.checkpointing {
         Checkpointing::Op => fwd.elementwise + 0.5 * fwd.gemm,
         Checkpointing::Selective => {
-            let core = if s.plan.attention == Attention::Eager && s.plan.recompute_modules.core_attn
+            let core = if s.plan.attention == Attention::Eager
+                && crate::memory::recomputes_core_attention(s.plan)
             {
                 fwd.attention
             } else {

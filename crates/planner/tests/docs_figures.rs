@@ -22,6 +22,11 @@ fn says(claim: &str) {
     );
 }
 
+/// Counts as the docs spell them.
+const WORDS: [&str; 9] = [
+    "", "one", "two", "three", "four", "five", "six", "seven", "eight",
+];
+
 fn percent(x: f64) -> String {
     format!("{}%", (x * 100.0).round())
 }
@@ -65,7 +70,7 @@ fn the_single_gpu_exceptions_are_the_rows() {
     let hi = math.iter().cloned().fold(f64::MIN, f64::max);
     says(&format!(
         "{} SDPA *math* rows (modelled as eager attention, {lo:+.1}% to {hi:+.1}%)",
-        ["", "one", "two", "three", "four"][math.len()]
+        WORDS[math.len()]
     ));
     let under = rows.iter().map(|r| r.error_percent).fold(0.0, f64::min);
     says(&format!("(−{:.1}%, an under-prediction)", -under));
@@ -83,12 +88,9 @@ fn the_oracle_settings_are_the_tool_s() {
     let kib = tolerance.trim().strip_suffix(" << 10").expect("KiB");
     let smoke = rows.split("SMOKE = {").nth(1).expect("SMOKE");
     let n = smoke[..smoke.find('}').unwrap()].matches("\",").count();
-    let words = [
-        "", "one", "two", "three", "four", "five", "six", "seven", "eight",
-    ];
     says(&format!(
         "{} smoke rows and fails if any differs from the table by more than {kib} KiB",
-        words[n]
+        WORDS[n]
     ));
     let table = include_str!("../data/oracle_memory.jsonl");
     let header = table.lines().next().expect("a header");
@@ -106,9 +108,8 @@ fn the_oracle_settings_are_the_tool_s() {
 #[test]
 fn the_rows_a_plus_minus_needs_are_the_code_s() {
     use planner::accuracy::{MODELS_FOR_AN_ERROR, ROWS_FOR_AN_ERROR};
-    let words = ["", "one", "two", "three", "four", "five", "six"];
     says(&format!(
         "groups of {} rows or more of {} models or more",
-        words[ROWS_FOR_AN_ERROR], words[MODELS_FOR_AN_ERROR]
+        WORDS[ROWS_FOR_AN_ERROR], WORDS[MODELS_FOR_AN_ERROR]
     ));
 }

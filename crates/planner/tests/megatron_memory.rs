@@ -68,7 +68,7 @@ fn megatron_plans_quote_the_ci_runs_or_say_how_far_they_are() {
     assert!(inside.note_english().contains("Megatron-LM's own CI runs"));
     let quoted = inside
         .expected_error
-        .expect("7 rows of 2 models quote an error");
+        .expect("9 rows of 2 models quote an error");
     let worst = megatron_memory_rows()
         .iter()
         .map(|r| r.error_percent.abs())
@@ -107,4 +107,21 @@ fn a_module_list_without_core_attn_keeps_the_scores() {
         !d.plan.to_query().contains("recompute_modules"),
         "the default is not written"
     );
+}
+
+/// The list round-trips through the URL: `none` recomputes nothing, an
+/// explicit `core_attn` is the default (not written), and the Hugging Face
+/// stack's selective recomputes the attention core whatever the list (the
+/// bundle's train.py has no module list).
+#[test]
+fn recompute_lists_round_trip_and_stay_megatron_s() {
+    use planner::plan::RecomputeModules;
+    let none = RecomputeModules::from_key("none").expect("none");
+    assert!(!none.core_attn && none.key() == "none");
+    assert_eq!(RecomputeModules::from_key(&none.key()), Some(none));
+    let q = "model=llama-3.2-1b&attn=eager&ckpt=selective&seq=2048&recompute_modules=layernorm";
+    let hf = Plan::from_query(q).plan;
+    assert!(planner::memory::recomputes_core_attention(&hf));
+    let megatron = Plan::from_query(&format!("{q}&stack=megatron")).plan;
+    assert!(!planner::memory::recomputes_core_attention(&megatron));
 }

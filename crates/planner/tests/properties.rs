@@ -123,7 +123,13 @@ fn any_link() -> impl Strategy<Value = String> {
         key("bf16_moments", one_of(&["0", "1"])),
         key(
             "recompute_modules",
-            one_of(&["core_attn", "mla_up_proj", "moe_act,layernorm", "mlp"]),
+            one_of(&[
+                "core_attn",
+                "none",
+                "mla_up_proj",
+                "moe_act,layernorm",
+                "mlp",
+            ]),
         ),
         key("mtp", whole(0, 8)),
         key("attn", one_of(&["flash", "eager"])),

@@ -86,7 +86,11 @@ fn every_published_recipe_fits_its_gpu() {
     // CI runs measure it, tests/megatron_memory.rs).
     assert_eq!(checked, 62);
     assert_eq!(within_headroom, 56);
-    let docs = include_str!("../../../docs/accuracy.md");
+    // Whitespace-normalised: the docs wrap their sentences anywhere.
+    let docs = include_str!("../../../docs/accuracy.md")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     let claim = format!(
         "{checked} of the {} Megatron, NeMo and DGX Cloud rows are held to this",
         checked + UNCHECKED.len()
@@ -96,7 +100,7 @@ fn every_published_recipe_fits_its_gpu() {
         "docs/accuracy.md should say `{claim}`"
     );
     let headroom = format!(
-        "{within_headroom} also leave the default 10% headroom,\nand {} come out \"tight\"",
+        "{within_headroom} also leave the default 10% headroom, and {} come out \"tight\"",
         checked - within_headroom
     );
     assert!(

@@ -17,8 +17,11 @@ use super::*;
 /// 2021's `(1 + (p-1)/(p*vp))` factor, when its chunks are equal. Where the
 /// embedding takes a layer slot (`account_for_embedding_in_pipeline_split`)
 /// the first rank's chunk 0 holds one layer fewer, and that chunk is the one
-/// with the most micro-batches in flight: the schedule is walked chunk by
-/// chunk (`in_flight_layers`).
+/// with the most micro-batches in flight; the loss's slot shortens the last
+/// rank's chunk `vp - 1`: the schedule is walked chunk by chunk
+/// (`in_flight_layers`). The last rank, `(vp - 1) p` forwards before its
+/// first backward, holds all its chunks but the last (Megatron-LM's CI runs,
+/// tests/megatron_memory.rs).
 pub(super) fn in_flight_micro_batches(s: &StageShape) -> f64 {
     let p = s.layout.pp;
     let rank = match s.stage {
@@ -240,9 +243,12 @@ pub(super) fn saved_activations(s: &StageShape) -> SavedActivations {
     }
 }
 
-/// Selective recomputation with the attention core among its modules.
-pub(crate) fn recomputes_core_attention(plan: &Plan) -> bool {
-    plan.checkpointing == Checkpointing::Selective && plan.recompute_modules.core_attn
+/// Selective recomputation of the attention core: Megatron's when its
+/// module list names `core_attn` (or it has none); the Hugging Face and
+/// PyTorch stacks' selective always recomputes it (the bundle's train.py).
+pub fn recomputes_core_attention(plan: &Plan) -> bool {
+    plan.checkpointing == Checkpointing::Selective
+        && (plan.stack != Stack::Megatron || plan.recompute_modules.core_attn)
 }
 
 /// What the layers keep for their backward before any offloading:
@@ -355,7 +361,12 @@ pub(super) fn eager_backward_extra(s: &StageShape) -> f64 {
         Profile::HfBf16 | Profile::HfAutocast => 6.0,
     };
     let extra = s.tokens * scores_per_token(s) * (12.0 / saved_bytes - 1.0);
-    match s.plan.checkpointing {
+    // A selective list without `core_attn` saved the scores, as no recomputation does.
+    let checkpointing = match s.plan.checkpointing {
+        Checkpointing::Selective if !recomputes_core_attention(s.plan) => Checkpointing::None,
+        c => c,
+    };
+    match checkpointing {
         // the scores were saved: the gradient and softmax's backward come on
         // top, next to the layer's weight gradients (full training rows)
         Checkpointing::None if !s.peft => s.tokens * scores_per_token(s) * 8.0 / saved_bytes,

@@ -29,7 +29,7 @@ mod sharding;
 mod states;
 
 use activations::*;
-pub use activations::{offload, Offload};
+pub use activations::{offload, recomputes_core_attention, Offload};
 use loss::*;
 use moments::*;
 pub use profile::compute_path;
@@ -283,7 +283,8 @@ enum Stage {
     /// The second rank: a middle stage, `min(p-1, m)` micro-batches in
     /// flight (more loaded than the first when the embedding takes a slot).
     Second,
-    /// Last stage: head, final norm, loss, one micro-batch in flight.
+    /// Last stage: head, final norm, loss; one micro-batch in flight, or
+    /// `(vp - 1) p + 1` chunks under the interleaved schedule.
     Last,
 }
 

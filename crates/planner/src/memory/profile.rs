@@ -468,10 +468,10 @@ pub(super) fn megatron_layer(w: &Widths, fp32: bool) -> LayerActivations {
         mlp: mlp_total,
         replicated: norms + w.extra_norms * 4.0 * h,
         // Unfused attention (`--attention-backend unfused`), no dropout: the
-        // fused scale-mask-softmax keeps its bf16 output, which the product
-        // with v saves too (one copy); the raw scores are freed after it
-        // (megatron/core/transformer/dot_product_attention.py,
+        // fused scale-mask-softmax keeps its output (compute dtype), which
+        // the product with v saves too (one copy); the raw scores are freed
+        // after it (megatron/core/transformer/dot_product_attention.py,
         // fusions/fused_softmax.py). Korthikanti et al.'s 5as adds dropout's.
-        scores: if w.eager { 2.0 * a * w.seq } else { 0.0 },
+        scores: if w.eager { 2.0 * e * a * w.seq } else { 0.0 },
     }
 }
