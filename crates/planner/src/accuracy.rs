@@ -815,23 +815,30 @@ pub fn megatron_memory_rows() -> Vec<MemoryRow> {
 
 /// The Megatron-LM CI rows for docs/accuracy.md: the summary, then row by row.
 fn megatron_markdown(st: &MemoryStats) -> String {
-    let mut s = format!(
+    let s = format!(
         "\n#### Memory against Megatron-LM's own CI runs\n\nThe Megatron stack's plans against the `mem-max-allocated-bytes` that Megatron-LM's functional tests log on their last rank (data/megatron_ci_memory.csv, from the golden values at NVIDIA/Megatron-LM@d98e8a6), compared with the planner's last pipeline stage; no memory parameter is fitted on them. {} rows: median {:.1}%, from {} to {}.\n\n| run | measured GiB | predicted GiB | error |\n|---|---:|---:|---:|\n",
         st.rows,
         st.median,
         pct(st.under),
         pct(st.over)
     );
-    for r in megatron_memory_rows() {
-        s += &format!(
-            "| {} | {:.2} | {:.2} | {} |\n",
-            r.label,
-            r.measured,
-            r.predicted,
-            pct(r.error_percent)
-        );
-    }
-    s
+    s + &rows_table(&megatron_memory_rows(), 1.0, pct)
+}
+
+/// Measured and predicted, one row per line (`| label | measured |
+/// predicted | error |`), figures divided by `per_gib` to GiB.
+fn rows_table(rows: &[MemoryRow], per_gib: f64, error: fn(f64) -> String) -> String {
+    rows.iter()
+        .map(|r| {
+            format!(
+                "| {} | {:.2} | {:.2} | {} |\n",
+                r.label,
+                r.measured / per_gib,
+                r.predicted / per_gib,
+                error(r.error_percent)
+            )
+        })
+        .collect()
 }
 
 /// Megatron-LM's CI memory runs, compiled in.
@@ -1254,15 +1261,7 @@ fn memory_markdown(c: &Coverage) -> String {
     }
     s += &megatron_markdown(&c.memory_megatron);
     s += "\nThe real-GPU rows, one by one (predicted vs measured, GiB; HF001-HF021 peak allocated, HF064-HF073 peak reserved):\n\n| row | measured | predicted | error |\n|---|---:|---:|---:|\n";
-    for r in gpu_memory_rows() {
-        s += &format!(
-            "| {} | {:.2} | {:.2} | {} |\n",
-            r.label,
-            r.measured,
-            r.predicted,
-            pct(r.error_percent)
-        );
-    }
+    s += &rows_table(&gpu_memory_rows(), 1.0, pct);
     s += "\n#### Memory against the oracle (tools/oracle)\n\nIn-sample: the memory model was changed on these rows (the real-size rows below among them).\n\n| group | rows | median | worst under | worst over |\n|---|---:|---:|---:|---:|\n";
     for (group, st) in &c.memory_oracle {
         s += &format!(
@@ -1288,18 +1287,10 @@ fn real_size_markdown() -> String {
         .collect();
     let st = memory_stats(&rows);
     let h = memory_stats(&held);
-    let mut s = format!(
+    let s = format!(
         "\n#### Memory against the oracle at the presets' real sizes\n\nWhole models at the presets' real shapes (tools/oracle/rows.py's `real_sizes`), in the table, so the groups above and the labels' envelopes include them. In-sample: Llama-3.1-70B on 16 ranks changed the model (FSDP2's reduce-scatter at the end of backward, when every other layer's sharded gradient is kept, is a moment of its own); the rest were predicted before and after alike. {} rows: median {:.2}%, from {:+.2}% to {:+.2}%. Held out (`real_size_heldout`, never changed on): {} rows, median {:.2}%, from {:+.2}% to {:+.2}%.\n\n| row | measured GiB | predicted GiB | error |\n|---|---:|---:|---:|\n",
         st.rows, st.median, st.under, st.over, h.rows, h.median, h.under, h.over
     );
-    for r in rows.iter().chain(&held) {
-        s += &format!(
-            "| {} | {:.2} | {:.2} | {:+.2}% |\n",
-            r.label,
-            r.measured / (1u64 << 30) as f64,
-            r.predicted / (1u64 << 30) as f64,
-            r.error_percent
-        );
-    }
-    s
+    let all: Vec<MemoryRow> = rows.into_iter().chain(held).collect();
+    s + &rows_table(&all, (1u64 << 30) as f64, |e| format!("{e:+.2}%"))
 }

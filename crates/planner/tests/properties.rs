@@ -77,13 +77,24 @@ fn one_of(options: &'static [&'static str]) -> impl Strategy<Value = String> {
 /// Any link the URL parser accepts: every key of the schema, each absent or
 /// anywhere in its accepted range (extremes included).
 fn any_link() -> impl Strategy<Value = String> {
-    let models: Vec<String> = presets().iter().map(|p| p.id.clone()).collect();
-    let insts: Vec<String> = instances()
-        .iter()
-        .map(|i| i.instance_type.clone())
-        .chain(["custom".to_string()])
+    let keys: Vec<BoxedStrategy<String>> = model_keys()
+        .into_iter()
+        .chain(training_keys())
+        .chain(layout_and_hardware_keys())
         .collect();
-    let keys: Vec<BoxedStrategy<String>> = vec![
+    keys.prop_map(|pairs| {
+        pairs
+            .into_iter()
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+            .join("&")
+    })
+}
+
+/// The model: a preset and every shape key.
+fn model_keys() -> Vec<BoxedStrategy<String>> {
+    let models: Vec<String> = presets().iter().map(|p| p.id.clone()).collect();
+    vec![
         key("model", prop::sample::select(models)),
         key("layers", whole(1, 1024)),
         key("hidden", whole(64, 131_072)),
@@ -98,6 +109,12 @@ fn any_link() -> impl Strategy<Value = String> {
         key("active_experts", whole(1, 1024)),
         key("expert_ffn", whole(16, 1_048_576)),
         key("params_b", real(0.05, 2000.0)),
+    ]
+}
+
+/// What is trained and how: data, precision, memory savers, kernels.
+fn training_keys() -> Vec<BoxedStrategy<String>> {
+    vec![
         key("train", one_of(&["full", "lora", "qlora"])),
         key("lora_rank", whole(1, 4096)),
         key("seq", whole(128, 131_072)),
@@ -135,6 +152,17 @@ fn any_link() -> impl Strategy<Value = String> {
         key("attn", one_of(&["flash", "eager"])),
         key("loss", one_of(&["plain", "fused"])),
         key("impl", one_of(&["hf", "megatron"])),
+    ]
+}
+
+/// Parallelism, hardware, price, checkpoints and the page's settings.
+fn layout_and_hardware_keys() -> Vec<BoxedStrategy<String>> {
+    let insts: Vec<String> = instances()
+        .iter()
+        .map(|i| i.instance_type.clone())
+        .chain(["custom".to_string()])
+        .collect();
+    vec![
         key("zero", whole(0, 3)),
         key("shard", whole(1, 65_536)),
         key("tp", whole(1, 1024)),
@@ -169,14 +197,7 @@ fn any_link() -> impl Strategy<Value = String> {
         key("ws_gib", real(0.0, 64.0)),
         key("frag", real(0.0, 50.0)),
         key("lang", one_of(&["en", "ru"])),
-    ];
-    keys.prop_map(|pairs| {
-        pairs
-            .into_iter()
-            .filter(|p| !p.is_empty())
-            .collect::<Vec<_>>()
-            .join("&")
-    })
+    ]
 }
 
 fn with(plan: &Plan, edit: impl Fn(&mut Plan)) -> Plan {

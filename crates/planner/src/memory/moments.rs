@@ -96,31 +96,23 @@ impl Terms {
             + self.head_grad.max(self.grads_during_backward)
     }
 
-    /// `late_scatter`'s terms, in the breakdown's order.
-    fn late_scatter_terms(&self) -> Vec<(Term, f64)> {
-        let t = self;
-        let one = t.layers.max(1.0);
-        vec![
-            (Term::Weights, t.weights),
-            (Term::Gradients, t.head_grad + t.late_gradients()),
-            (Term::MasterWeights, t.master),
-            (Term::OptimizerStates, t.optimizer),
-            (Term::WeightCopies, t.copies + t.casts),
-            (Term::Adapters, t.adapters),
+    /// A layer's reduce-scatter, early or late in backward (`scatter_is_late`):
+    /// the gradients alive, and the activations and scores kept beside the
+    /// layer's recompute and eager attention's backward.
+    fn scatter_parts(&self) -> (f64, f64, f64) {
+        let (a, freed) = (&self.saved, self.freed_by_layer);
+        if self.scatter_is_late(self.layer_backward()) {
+            let one = self.layers.max(1.0);
+            let grads = self.head_grad + self.late_gradients();
+            (grads, a.activations / one, a.scores / one)
+        } else {
+            let grads = self.head_grad.max(self.grads_during_backward);
             (
-                Term::UnshardedUnit,
-                t.unsharded + t.fsdp.layer + t.fsdp.scatter,
-            ),
-            (Term::Activations, t.saved.activations / one + t.recompute),
-            (
-                Term::AttentionScores,
-                t.saved.scores / one + t.eager_backward,
-            ),
-            (
-                Term::Transient,
-                t.mlp_beyond_eager() - t.mlp_gone_at_scatter(),
-            ),
-        ]
+                grads,
+                a.activations - (freed.0 - freed.1),
+                a.scores - freed.1,
+            )
+        }
     }
 
     /// FSDP2, the first decoder layer's backward (the last to run) while
@@ -273,9 +265,11 @@ impl Terms {
     /// The terms alive at `phase`, in the breakdown's order.
     pub(super) fn at(&self, phase: Phase) -> Vec<(Term, f64)> {
         let (t, a) = (self, &self.saved);
-        if phase == Phase::LayerReduceScatter && t.scatter_is_late(t.layer_backward()) {
-            return t.late_scatter_terms();
-        }
+        let scatter = if phase == Phase::LayerReduceScatter {
+            t.scatter_parts()
+        } else {
+            (0.0, 0.0, 0.0)
+        };
         let (grads, copies, more): (f64, f64, &[(Term, f64)]) = match phase {
             Phase::RootAllGather => (0.0, t.copies, &[(Term::UnshardedUnit, t.fsdp.start)]),
             Phase::LossForward => (
@@ -309,21 +303,15 @@ impl Terms {
                 ],
             ),
             Phase::LayerReduceScatter => (
-                t.head_grad.max(t.grads_during_backward),
+                scatter.0,
                 t.copies + t.casts,
                 &[
                     (
                         Term::UnshardedUnit,
                         t.unsharded + t.fsdp.layer + t.fsdp.scatter,
                     ),
-                    (
-                        Term::Activations,
-                        a.activations + t.recompute - (t.freed_by_layer.0 - t.freed_by_layer.1),
-                    ),
-                    (
-                        Term::AttentionScores,
-                        a.scores + t.eager_backward - t.freed_by_layer.1,
-                    ),
+                    (Term::Activations, scatter.1 + t.recompute),
+                    (Term::AttentionScores, scatter.2 + t.eager_backward),
                     (
                         Term::Transient,
                         t.mlp_beyond_eager() - t.mlp_gone_at_scatter(),
