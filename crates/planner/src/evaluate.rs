@@ -90,7 +90,9 @@ fn material(
     let Some(base) = (!outside.is_empty()).then(|| figure(r.plan)).flatten() else {
         return outside;
     };
-    let shift = |p: &Plan| figure(p).map_or(f64::INFINITY, |f| (f / base - 1.0).abs());
+    // Measured from the checked value's figure, as the checks' errors are
+    // from what they measured.
+    let shift = |p: &Plan| figure(p).map_or(f64::INFINITY, |f| (base / f - 1.0).abs());
     // Per setting (only settings are left): the checked value that moves
     // the figure least, and by how much.
     let nearest: Vec<_> = outside

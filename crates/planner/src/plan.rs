@@ -724,6 +724,27 @@ impl Plan {
         self.stack == Stack::Hf && self.entry == "train.py"
     }
 
+    /// The share of a layer's GEMMs whose outputs op-level selective
+    /// checkpointing drops and the backward recomputes (forward again):
+    /// - the bundle's train.py keeps every `aten.mm` output (`op_level_policy`): none;
+    /// - torchtitan's policy keeps every other `mm`/`linear`
+    ///   (torchtitan/distributed/activation_checkpoint.py at b5bcd76,
+    ///   "Save all compute/comm ops, except every second mm/linear"): half;
+    /// - under NVFP4 its quantized layers' GEMM is torchao's Triton
+    ///   `nvfp4_mm_triton`, an op outside that save list, so those layers
+    ///   recompute all of theirs (the published runs: Qwen3 8B on 4 GB200s
+    ///   took 78.6 GiB in NVFP4 against 112.9 in BF16 and 112.6 in MXFP8,
+    ///   whose `_scaled_mm` the list keeps); the recipe's BF16 layers
+    ///   (`NVFP4_BF16_LAYER_SHARE`) still recompute half;
+    /// - Megatron (no op-level policy of its own): half, as torchtitan.
+    pub fn op_level_recomputed_gemm_share(&self) -> f64 {
+        match (self.stack, self.precision) {
+            (Stack::Hf, _) => 0.0,
+            (Stack::Torchtitan, Precision::Nvfp4) => 1.0 - 0.5 * NVFP4_BF16_LAYER_SHARE,
+            _ => 0.5,
+        }
+    }
+
     /// QLoRA on the Hugging Face stack: the exported train.py runs it
     /// unsharded (DDP; bitsandbytes' 4-bit weights under FSDP2 are not
     /// supported there), so ZeRO on several GPUs is an error and the

@@ -657,14 +657,15 @@ fn attention_train(s: &StepShape, fwd: &LayerForward) -> f64 {
 }
 
 /// Recomputation: a second forward of what checkpointing dropped. Op-level
-/// SAC recomputes the elementwise ops and half the GEMMs; selective
+/// SAC recomputes the elementwise ops and the GEMMs its policy drops
+/// (`Plan::op_level_recomputed_gemm_share`); selective
 /// recomputes the attention core where it does (eager: the scores;
 /// `recomputes_core_attention`) and, with `mla_up_proj` among Megatron's
 /// modules, MLA's up-projection GEMMs (the other modules recompute
 /// elementwise work, not counted).
 fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
     match s.plan.checkpointing {
-        Checkpointing::Op => fwd.elementwise + 0.5 * fwd.gemm,
+        Checkpointing::Op => fwd.elementwise + s.plan.op_level_recomputed_gemm_share() * fwd.gemm,
         Checkpointing::Selective => {
             let core = if s.plan.attention == Attention::Eager
                 && crate::memory::recomputes_core_attention(s.plan)
@@ -1232,7 +1233,7 @@ pub fn throughput_reusing(
 /// The share is of the decoder layers' FLOPs (the LM head is not recomputed).
 fn recompute_flops_share(plan: &Plan) -> f64 {
     match plan.checkpointing {
-        Checkpointing::Op => 0.5 / 3.0,
+        Checkpointing::Op => plan.op_level_recomputed_gemm_share() / 3.0,
         Checkpointing::Selective => 0.0,
         _ => plan.checkpointing.recomputed_fraction() / 3.0,
     }

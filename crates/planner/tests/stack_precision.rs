@@ -46,7 +46,7 @@ const PAIRS: &[(&str, &str, &str, f64)] = &[
     // torchtitan, 8 power-limited B200s: float8 10,417 and MXFP8 9,969
     // over BF16 8,307.5 (x1.25, x1.20).
     // The model is too optimistic on Blackwell's torchao speed-ups (by 3 to
-    // 25 %, NVFP4 the most): the bounds say how far, not how far we wish.
+    // 17 %, NVFP4 the most): the bounds say how far, not how far we wish.
     ("titan_36", "titan_33", "torchtitan float8, B200", 0.15),
     ("titan_34", "titan_33", "torchtitan MXFP8, B200", 0.15),
     // torchtitan on 4 GB200s, Llama 3 8B: MXFP8 28,084 and NVFP4 30,040
@@ -54,8 +54,11 @@ const PAIRS: &[(&str, &str, &str, f64)] = &[
     // 20,913 (x1.32, x1.28).
     ("titan_40", "titan_41", "torchtitan MXFP8, GB200", 0.10),
     ("titan_43", "titan_44", "torchtitan MXFP8, GB200", 0.10),
-    ("titan_39", "titan_41", "torchtitan NVFP4, GB200", 0.25),
-    ("titan_42", "titan_44", "torchtitan NVFP4, GB200", 0.30),
+    // NVFP4's quantized layers recompute all their GEMMs under torchtitan's
+    // op-level checkpointing (`Plan::op_level_recomputed_gemm_share`),
+    // which takes back part of the FP4 rate.
+    ("titan_39", "titan_41", "torchtitan NVFP4, GB200", 0.15),
+    ("titan_42", "titan_44", "torchtitan NVFP4, GB200", 0.20),
     // torchtitan 70B TP 8 x FSDP 32 on 256 H100s at 500 W: float8 809.8
     // over 597.3 (x1.36).
     ("titan_21", "titan_19", "torchtitan float8, H100, TP", 0.10),
@@ -104,27 +107,39 @@ fn peak_gib(c: &Case) -> f64 {
     r.memory.peak_bytes_per_gpu as f64 / GIB
 }
 
-/// torchao's MXFP8 and float8 save no activation memory on the torchtitan
-/// stack, as the published runs measured (torchtitan's `max_reserved`): on
-/// 4 GB200s Llama 3 8B took 174.5 GiB in BF16 and 179.9 in MXFP8; on 8
-/// H100s 77.0 in BF16 and 76.8 in float8 (both compiled). torchao keeps the
-/// BF16 Linear inputs (memory/profile.rs `linear_input_bytes`), where
-/// TransformerEngine keeps FP8 ones. NVFP4's saving (111.0 GiB, -63.5) is
-/// not reproduced: the model's peak for these runs is far above the
-/// published one (their op-level checkpointing and loss are torchtitan's
-/// own, docs/accuracy.md), so no saving is pinned here.
+/// Each low-precision stack's memory against BF16, as the published runs
+/// measured it (torchtitan's `max_reserved`):
+/// - torchao's MXFP8 and float8 save no activation memory: on 4 GB200s
+///   Llama 3 8B took 174.5 GiB in BF16 and 179.9 in MXFP8; on 8 H100s 77.0
+///   in BF16 and 76.8 in float8 (both compiled). torchao keeps the BF16
+///   Linear inputs (memory/profile.rs `linear_input_bytes`), where
+///   TransformerEngine keeps FP8 ones;
+/// - torchao's NVFP4 saves what op-level checkpointing no longer keeps:
+///   its quantized layers' GEMM outputs, which the policy's save list
+///   (`aten.mm`, `aten.linear`, `_scaled_mm`) does not name
+///   (`Plan::op_level_recomputed_gemm_share`). Qwen3 8B on 4 GB200s: 78.6
+///   GiB against 112.9 in BF16 (-34.3). Llama 3 8B's BF16 run filled 94.7 %
+///   of the device, where the caching allocator frees its cache and retries
+///   rather than reserve more, so its published saving (111.0 against
+///   174.5, -63.5) is a floor: the model's may not be smaller, and at most
+///   15 GiB larger.
 #[test]
 fn low_precision_memory_follows_the_stack() {
+    // (low, base, published change in GiB, how far the model's may be
+    // below it, how far above)
     let pairs = [
-        ("titan_40", "titan_41", 5.4),
-        ("tt_l31_8b_fsdp_compile_fp8_8", "titan_2", -0.2),
+        ("titan_40", "titan_41", 5.4, 6.0, 6.0),
+        ("tt_l31_8b_fsdp_compile_fp8_8", "titan_2", -0.2, 6.0, 6.0),
+        ("titan_42", "titan_44", -34.3, 6.0, 6.0),
+        ("titan_39", "titan_41", -63.5, 15.0, 0.0),
     ];
-    for (low, base, published) in pairs {
+    for (low, base, published, below, above) in pairs {
         let (l, b) = (peak_gib(&case(low)), peak_gib(&case(base)));
-        println!("{low}: {l:.1} GiB against {b:.1} (published change {published:+.1})");
+        let change = l - b;
+        println!("{low}: {l:.1} GiB against {b:.1} ({change:+.1}; published {published:+.1})");
         assert!(
-            (l - b - published).abs() < 6.0,
-            "{low}: {l:.1} vs {b:.1} GiB"
+            change >= published - below && change <= published + above,
+            "{low}: {l:.1} vs {b:.1} GiB, published change {published:+.1}"
         );
     }
     let te = |p: &str| {

@@ -131,16 +131,9 @@ pub(super) fn op_level_kept(s: &StageShape) -> f64 {
     } else {
         e * w.q + 4.0 * w.a
     };
-    let matmuls = w.q + 2.0 * w.kv + w.h + w.routed * w.mlp_outputs;
-    // torchtitan's policy saves every other matmul output ("Saves output of
-    // all compute ops, except every second mm": torchtitan@9dec370
-    // torchtitan/parallelisms/parallelize_llama.py L256-259), the bundle's
-    // train.py all of them.
-    let matmuls = if s.plan.stack == Stack::Torchtitan {
-        matmuls / 2.0
-    } else {
-        matmuls
-    };
+    // The matmul outputs the policy keeps (`Plan::op_level_recomputed_gemm_share`).
+    let matmuls = (w.q + 2.0 * w.kv + w.h + w.routed * w.mlp_outputs)
+        * (1.0 - s.plan.op_level_recomputed_gemm_share());
     // LoRA: each adapter's B matmul output is as wide as its base matrix's
     let adapters = if s.peft { matmuls } else { 0.0 };
     s.tokens * (e * (matmuls + adapters) + attention) / s.t
