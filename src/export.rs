@@ -191,12 +191,14 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
     }
 }
 
-/// The bundle as a ZIP: launch.py, the README and requirements from the
-/// planner, and train.py fetched from the site (it never weighs on the wasm).
+/// The bundle as a ZIP: launch.py, the README and the settings from the
+/// planner, and the plan's script (train.py, or a Megatron plan's
+/// Megatron-Bridge launcher) fetched from the site (it never weighs on the wasm).
 async fn bundle_zip(plan: &planner::Plan, launcher: Format) -> Result<Vec<u8>, String> {
-    let train_py = crate::browser::fetch_text("bundle/train.py").await?;
+    let name = planner::bundle::script_name(plan);
+    let script = crate::browser::fetch_text(&format!("bundle/{name}")).await?;
     Ok(planner::bundle::zip(&planner::bundle::files(
-        plan, launcher, &train_py,
+        plan, launcher, &script,
     )))
 }
 

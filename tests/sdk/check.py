@@ -82,6 +82,22 @@ def plans():
     return out
 
 
+# Megatron plans start the bundle's Megatron-Bridge launcher in the NeMo
+# Framework container the user pushed to ECR (NEMO_IMAGE_URI).
+MEGATRON = [
+    "model=llama-3.1-70b&stack=megatron&precision=fp8&instance=ml.p5.48xlarge&nodes=8&tp=4&pp=4&cp=2&zero=1",
+    "model=deepseek-v3&stack=megatron&precision=fp8&instance=ml.p6-b200.48xlarge&nodes=32&pp=16&ep=8"
+    "&pp_first=4&pp_last=1&ckpt=selective&recompute_modules=mla_up_proj&spot=1",
+]
+NEMO_IMAGE = "111111111111.dkr.ecr.us-east-1.amazonaws.com/nemo:test"
+
+
+def planned_steps(q):
+    r = subprocess.run([PLAN, "report", q], capture_output=True, text=True, check=True)
+    import json
+    return json.loads(r.stdout)["time"]["steps"]
+
+
 def export(q, fmt):
     r = subprocess.run([PLAN, "export", q, "--format", fmt], capture_output=True, text=True)
     if r.returncode != 0:
@@ -116,7 +132,7 @@ class Results:
 def syntax_mode():
     res = Results("sdk-syntax")
     tmp = tempfile.mkdtemp()
-    for i, q in enumerate(plans()):
+    for i, q in enumerate(plans() + MEGATRON):
         for fmt in FORMATS:
             def one(q=q, fmt=fmt, i=i):
                 code = export(q, fmt)
@@ -152,7 +168,7 @@ def run_snippet(code, workdir):
     with open(path, "w") as f:
         f.write(code)
     os.makedirs(os.path.join(workdir, "scripts", "src"), exist_ok=True)
-    for script in ("train.py", "src/train_fsdp.py"):
+    for script in ("train.py", "src/train_fsdp.py", "pretrain_megatron_bridge.py"):
         with open(os.path.join(workdir, "scripts", script), "w") as f:
             f.write("print('train')\n")
     cwd = os.getcwd()
@@ -233,6 +249,20 @@ def v2_mode():
                 if est.use_spot_instances:
                     assert est.max_wait >= est.max_run
             res.check(f"{fmt} {q}", one)
+    os.environ["NEMO_IMAGE_URI"] = NEMO_IMAGE
+    for q in MEGATRON:
+        p = query_of(q)
+        for fmt in ("pytorch", "huggingface"):
+            def nemo(q=q, fmt=fmt, p=p):
+                g = run_snippet(export(q, fmt), work)
+                est = g["estimator"]
+                assert est.training_image_uri() == NEMO_IMAGE, est.training_image_uri()
+                assert est.entry_point == "pretrain_megatron_bridge.py", est.entry_point
+                assert est.instance_type == p["instance"] and est.instance_count == int(p["nodes"])
+                assert est.distribution == {"torch_distributed": {"enabled": True}}, est.distribution
+                assert g["hyperparameters"]["max_steps"] == planned_steps(q)
+                assert est.use_spot_instances == (p.get("spot") == "1")
+            res.check(f"megatron {fmt} {q}", nemo)
     return res.close()
 
 
@@ -268,6 +298,17 @@ def v3_mode():
             assert bool(t.compute.enable_managed_spot_training) == (p.get("spot") == "1")
             assert t.hyperparameters["per_device_train_batch_size"] == int(p.get("mb", 1))
         res.check(f"modeltrainer {q}", one)
+    os.environ["NEMO_IMAGE_URI"] = NEMO_IMAGE
+    for q in MEGATRON:
+        p = query_of(q)
+        def nemo(q=q, p=p):
+            t = run_snippet(export(q, "modeltrainer"), work)["trainer"]
+            assert t.training_image == NEMO_IMAGE, t.training_image
+            assert t.source_code.entry_script == "pretrain_megatron_bridge.py"
+            assert t.compute.instance_type == p["instance"] and t.compute.instance_count == int(p["nodes"])
+            assert t.distributed.process_count_per_node == GPUS_PER_NODE.get(p["instance"], 8)
+            assert t.hyperparameters["max_steps"] == planned_steps(q)
+        res.check(f"megatron modeltrainer {q}", nemo)
     return res.close()
 
 

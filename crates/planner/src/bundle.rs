@@ -34,11 +34,28 @@ pub fn launchers() -> [Format; 3] {
     [Format::Pytorch, Format::Huggingface, Format::ModelTrainer]
 }
 
-/// The bundle's files, in a fixed order. `train_py` is the text of `bundle/train.py`.
-pub fn files(plan: &Plan, launcher: Format, train_py: &str) -> Vec<File> {
+/// The static script a plan's bundle carries, by its name under
+/// `crates/planner/bundle/` (and the site's `bundle/`): the Hugging Face
+/// stack's `train.py`, or a Megatron plan's Megatron-Bridge launcher.
+pub fn script_name(plan: &Plan) -> &'static str {
+    if megatron_bundle(plan) {
+        crate::megatron_bridge::SCRIPT
+    } else {
+        "train.py"
+    }
+}
+
+/// A Megatron plan launched by the bundle's own launcher (not the user's).
+fn megatron_bundle(plan: &Plan) -> bool {
+    plan.launch_entry() == crate::megatron_bridge::SCRIPT
+}
+
+/// The bundle's files, in a fixed order. `script` is the text of the
+/// static script `script_name(plan)` names.
+pub fn files(plan: &Plan, launcher: Format, script: &str) -> Vec<File> {
     let report = evaluate(plan);
     let entry = entry_path(plan);
-    vec![
+    let mut files = vec![
         File {
             path: "README.md".into(),
             text: readme(plan, &report, launcher, &entry),
@@ -49,13 +66,21 @@ pub fn files(plan: &Plan, launcher: Format, train_py: &str) -> Vec<File> {
         },
         File {
             path: format!("scripts/{entry}"),
-            text: train_py.to_string(),
+            text: script.to_string(),
         },
-        File {
+    ];
+    if megatron_bundle(plan) {
+        files.push(File {
+            path: format!("scripts/{}", crate::megatron_bridge::SETTINGS_FILE),
+            text: crate::megatron_bridge::settings_text(plan, &report),
+        });
+    } else {
+        files.push(File {
             path: "scripts/requirements.txt".into(),
             text: requirements(plan, launcher),
-        },
-    ]
+        });
+    }
+    files
 }
 
 /// The bundle as one ZIP archive (what the page downloads and `--out x.zip` writes).
@@ -70,7 +95,7 @@ pub fn zip(files: &[File]) -> Vec<u8> {
 /// Where the entry script goes under `scripts/`: the plan's `entry` when it is a
 /// plain relative path, else `train.py` (a bundle never writes outside itself).
 pub fn entry_path(plan: &Plan) -> String {
-    let e = plan.entry.trim();
+    let e = plan.launch_entry().trim();
     let plain = !e.is_empty()
         && e.ends_with(".py")
         && e.split('/').all(|part| {
@@ -145,6 +170,10 @@ fn readme(plan: &Plan, r: &Report, launcher: Format, entry: &str) -> String {
     } else if !r.fits {
         s.push_str("**The planner says this plan does not fit in GPU memory**: the job would run out of memory. Change the plan before launching it.\n\n");
     }
+    if megatron_bundle(plan) {
+        s.push_str(&megatron_readme(launcher, entry));
+        return s;
+    }
     let _ = writeln!(s, "{}", run_steps(launcher, entry));
     s.push_str(SUPPORT);
     s.push_str("\n## Hyperparameters\n\nEach one carries a planner setting into the script:\n\n");
@@ -185,8 +214,9 @@ complete checkpoint in `/opt/ml/checkpoints`; the trained model (or adapter) lan
 const SUPPORT: &str = "## What the script does and does not do\n\n\
 - Data parallel only: DDP, ZeRO-1 (DDP + ZeroRedundancyOptimizer), FSDP2 without resharding \
 after forward (ZeRO-2) or with it (ZeRO-3), and hybrid sharding (HSDP) over the plan's shard group. \
-Tensor, pipeline, context and expert parallelism need Megatron-Core or SMP v2: the script stops \
-with a message when the plan asks for them.\n\
+Tensor, pipeline, context and expert parallelism need Megatron-Core (a plan with `stack=megatron` \
+gets a Megatron-Bridge launcher instead of this script) or SMP v2: the script stops with a message \
+when the plan asks for them.\n\
 - Precision: fp32, BF16 (fp32 weights; FSDP gathers BF16 copies, otherwise autocast), pure BF16, \
 and FP8 / MXFP8 through torchao on GPUs that have them (embedding, norms and LM head stay in BF16). \
 Where FP8 is unavailable it stops and says why; `--fp8_fallback True` trains in BF16 instead. \
@@ -200,3 +230,44 @@ never the full logits).\n\
 ZeRO/FSDP sharding is not supported.\n\
 - Not yet: packing with document masks (documents are concatenated with an end-of-text token), \
 learning-rate schedules beyond a constant rate, evaluation.\n";
+
+/// How a Megatron plan's bundle runs, and what was proven where.
+fn megatron_readme(launcher: Format, entry: &str) -> String {
+    let (sdk_v2, sdk_v3) = sdk_packages();
+    let sdk = if launcher == Format::ModelTrainer {
+        sdk_v3
+    } else {
+        sdk_v2
+    };
+    let settings = crate::megatron_bridge::SETTINGS_FILE;
+    format!(
+        "## Run it\n\n\
+This plan trains with Megatron-Bridge in NVIDIA's NeMo Framework container: `scripts/{entry}` \
+builds Megatron-Bridge's `ConfigContainer` from `scripts/{settings}`, which holds every setting \
+the planner assumed (parallel layout with the pipeline's first and last stages, recomputation, \
+precision, optimizer and distributed optimizer, overlap, MoE dispatcher, micro and global batch, \
+sequence), under the names of the configuration classes that take them.\n\n\
+1. Push NVIDIA's NeMo Framework container to your ECR: pick a tag of `nvcr.io/nvidia/nemo` \
+whose release notes list Megatron-Bridge 0.3.1 or newer, then `docker pull nvcr.io/nvidia/nemo:<tag>`, \
+`docker tag` it as `<account>.dkr.ecr.<region>.amazonaws.com/nemo:<tag>`, log in with \
+`aws ecr get-login-password | docker login --username AWS --password-stdin <account>.dkr.ecr.<region>.amazonaws.com` \
+and `docker push`. Set `NEMO_IMAGE_URI` to that URI before running `launch.py`.\n\
+2. `pip install {sdk}`, with AWS credentials and a SageMaker execution role.\n\
+3. Tokenize the training data into Megatron's indexed format (Megatron-LM's \
+`tools/preprocess_data.py`, in the container) and upload the `.bin`/`.idx` pairs to \
+`s3_prefix + \"/data/train\"`. Every pair found there is used.\n\
+4. A trial first: `python launch.py --trial` trains {TRIAL_STEPS} iterations; Megatron-Bridge logs \
+its throughput per iteration.\n\
+5. Then the real run: `python launch.py`. Checkpoints go to `/opt/ml/checkpoints`, which \
+SageMaker syncs with `s3_prefix + \"/checkpoints\"`; a restarted job resumes from them.\n\n\
+## What was proven where\n\n\
+- In the planner's CI, on a CPU: `python scripts/{entry} --check` builds Megatron-Core's own \
+`TransformerConfig` (or `MLATransformerConfig`), `OptimizerConfig` and \
+`DistributedDataParallelConfig` from this file with the pinned megatron-core 0.16.1, whose \
+constructors validate the layout, recomputation and precision; the Megatron-Bridge groups' \
+names are checked against the pinned megatron-bridge 0.3.1's source (it does not import without \
+a GPU's TransformerEngine). Run `--check` yourself after editing the settings file.\n\
+- Needs GPUs: the training itself. Not yet: LoRA through Megatron-Bridge's PEFT, and the \
+`TRAIN_PLANNER_MEASURED` line the Hugging Face stack's script prints.\n"
+    )
+}

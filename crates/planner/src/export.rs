@@ -304,6 +304,14 @@ fn fsdp_value(p: &Plan) -> &'static str {
 pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, String)> {
     let p = plan;
     let r = report;
+    if nemo(p) {
+        // The Megatron-Bridge launcher reads every setting from its file;
+        // the launch passes the plan's link and the trial's length.
+        return vec![
+            ("plan", py_str(&p.to_query())),
+            ("max_steps", r.time.steps.to_string()),
+        ];
+    }
     let mut items: Vec<(&'static str, String)> = Vec::new();
     if let Some(id) = model_id(p, r) {
         items.push(("model_id", py_str(id)));
@@ -422,9 +430,18 @@ fn entry(p: &Plan) -> String {
     py_str(if p.entry.is_empty() {
         "train.py"
     } else {
-        &p.entry
+        p.launch_entry()
     })
 }
+
+/// A Megatron plan launched through the bundle's Megatron-Bridge launcher:
+/// it runs in the NeMo Framework container, from the user's ECR (#37).
+fn nemo(p: &Plan) -> bool {
+    p.launch_entry() == crate::megatron_bridge::SCRIPT
+}
+
+/// The NeMo container's URI, which the user pushes to ECR (bundle README).
+const NEMO_IMAGE: &str = "import os\n\n# The NeMo Framework container in your ECR (the bundle's README says how to push it).\nNEMO_IMAGE_URI = os.environ.get(\"NEMO_IMAGE_URI\") or sys.exit(\"set NEMO_IMAGE_URI to your ECR copy of the NeMo Framework container (README.md)\")\n";
 
 fn smp_parameters(c: &Ctx<'_>) -> Vec<(&'static str, String)> {
     let p = c.plan;
@@ -527,11 +544,22 @@ fn pytorch(c: &Ctx<'_>) -> String {
             ),
         )
     };
-    let _ = writeln!(s, "# Image: {note}");
-    if let Some(n) = c.smp_fallback_note() {
+    if nemo(c.plan) {
+        let _ = writeln!(
+            s,
+            "# Image: the NeMo Framework container (Megatron-Bridge), from your ECR"
+        );
+    } else {
+        let _ = writeln!(s, "# Image: {note}");
+    }
+    if let Some(n) = c.smp_fallback_note().filter(|_| !nemo(c.plan)) {
         let _ = writeln!(s, "# {n}");
     }
     s.push_str("import sys\n\nimport sagemaker\nfrom sagemaker.pytorch import PyTorch\n\n");
+    if nemo(c.plan) {
+        s.push_str(NEMO_IMAGE);
+        s.push('\n');
+    }
     s.push_str(&preamble(c, "sagemaker.Session()"));
     s.push('\n');
     s.push_str(&hyperparameters(c));
@@ -548,15 +576,15 @@ fn pytorch(c: &Ctx<'_>) -> String {
     } else {
         "{\"torch_distributed\": {\"enabled\": True}}".into()
     };
-    s.push_str(&estimator(
-        c,
-        "PyTorch",
-        &[
+    let versions = if nemo(c.plan) {
+        vec![("image_uri", "NEMO_IMAGE_URI".to_string())]
+    } else {
+        vec![
             ("framework_version", py_str(version)),
             ("py_version", py_str(py)),
-        ],
-        &distribution,
-    ));
+        ]
+    };
+    s.push_str(&estimator(c, "PyTorch", &versions, &distribution));
     s.push_str("if __name__ == \"__main__\":\n    estimator.fit({\"train\": s3_prefix + \"/data/train\"}, wait=False)\n");
     s
 }
@@ -644,8 +672,15 @@ fn modeltrainer(c: &Ctx<'_>) -> String {
     };
     let _ = writeln!(
         s,
-        "# Image: PyTorch {version}{}",
-        if c.smp {
+        "# Image: {}{}",
+        if nemo(p) {
+            "the NeMo Framework container (Megatron-Bridge), from your ECR".to_string()
+        } else {
+            format!("PyTorch {version}")
+        },
+        if nemo(p) {
+            ""
+        } else if c.smp {
             " with SMP v2"
         } else if c.blackwell {
             ": Blackwell needs CUDA >= 12.8"
@@ -671,7 +706,12 @@ fn modeltrainer(c: &Ctx<'_>) -> String {
     s.push('\n');
     s.push_str(&hyperparameters(c));
     s.push('\n');
-    s.push_str(&image_lookup(c, version, py));
+    if nemo(p) {
+        s.push_str(NEMO_IMAGE);
+        s.push_str("training_image = NEMO_IMAGE_URI\n\n");
+    } else {
+        s.push_str(&image_lookup(c, version, py));
+    }
     let distributed = if c.smp {
         let params = smp_parameters(c)
             .iter()
@@ -802,6 +842,9 @@ pub fn export(plan: &Plan, format: Format) -> Export {
     let c = ctx(plan);
     let code = match format {
         Format::Pytorch => pytorch(&c),
+        // The NeMo container is not a Hugging Face image: the PyTorch
+        // estimator runs it.
+        Format::Huggingface if nemo(plan) => pytorch(&c),
         Format::Huggingface => huggingface(&c),
         Format::ModelTrainer => modeltrainer(&c),
         Format::TrainingArgs => training_args(&c),

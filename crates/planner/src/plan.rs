@@ -52,6 +52,10 @@ keyed_enum!(
     }
 );
 
+/// The bundle's Megatron-Bridge launcher (crates/planner/bundle/), which a
+/// Megatron plan's launch code starts (`megatron_bridge` writes its settings).
+pub const MEGATRON_BRIDGE_SCRIPT: &str = "pretrain_megatron_bridge.py";
+
 /// Layers NVFP4 recipes keep in BF16 for numerical safety: about 15 % of
 /// them (NVIDIA's NVFP4 pretraining recipe, arXiv 2509.25149, keeps ~15 %
 /// of the linear layers in BF16; torchtitan's nvfp4.md the last 5 of 32
@@ -742,6 +746,17 @@ impl Plan {
             (Stack::Hf, _) => 0.0,
             (Stack::Torchtitan, Precision::Nvfp4) => 1.0 - 0.5 * NVFP4_BF16_LAYER_SHARE,
             _ => 0.5,
+        }
+    }
+
+    /// The script the launch code starts: the plan's `entry`, except that a
+    /// Megatron plan left at the default `train.py` starts the bundle's
+    /// Megatron-Bridge launcher (#37).
+    pub fn launch_entry(&self) -> &str {
+        if self.stack == Stack::Megatron && self.entry == "train.py" {
+            MEGATRON_BRIDGE_SCRIPT
+        } else {
+            &self.entry
         }
     }
 

@@ -50,6 +50,7 @@ const RULES: &[Rule] = &[
     checkpoint_overhead,
     crosses_nvlink_domain,
     stack_not_bundled,
+    megatron_launcher_unsupported,
     price_unknown,
     price_derived,
     price_dated,
@@ -352,16 +353,14 @@ fn crosses_nvlink_domain(c: &Context) -> Option<Message> {
     ))
 }
 
-/// The launch bundle's train.py trains with Hugging Face Transformers: a
-/// Megatron or torchtitan plan is launched through the user's own entry
-/// point of that stack, which the warning names (#35: the stack is an input
-/// of the model; #37 exports the engines themselves).
+/// The launch bundle carries train.py (Hugging Face Transformers) and a
+/// Megatron-Bridge launcher (#37): a torchtitan plan is launched through the
+/// user's own torchtitan entry point, which the warning names.
 fn stack_not_bundled(c: &Context) -> Option<Message> {
     let p = c.plan();
     let entry = match p.stack {
-        Stack::Hf => return None,
+        Stack::Hf | Stack::Megatron => return None,
         _ if p.entry != "train.py" => return None,
-        Stack::Megatron => "pretrain_gpt.py",
         Stack::Torchtitan => "torchtitan/train.py",
     };
     let args: [(&'static str, Arg); 1] = [("stack", Arg::from(p.stack.key()))];
@@ -369,6 +368,21 @@ fn stack_not_bundled(c: &Context) -> Option<Message> {
         c.warn("stack_not_bundled", "entry", Text::StackNotBundled, args)
             .fix("entry", entry),
     )
+}
+
+/// What the bundle's Megatron-Bridge launcher does not run (#37): adapters
+/// (Megatron-Bridge's PEFT is not wired) and optimizers Megatron-Core lacks.
+/// The launcher refuses them too (`unsupported` in its settings file).
+fn megatron_launcher_unsupported(c: &Context) -> Option<Message> {
+    let p = c.plan();
+    let what = crate::megatron_bridge::unsupported(p)?;
+    let args: [(&'static str, Arg); 1] = [("what", Arg::from(what))];
+    Some(c.warn(
+        "megatron_launcher_unsupported",
+        "entry",
+        Text::MegatronLauncherUnsupported,
+        args,
+    ))
 }
 
 /// No price known: say how the instance is sold, and ask for the price paid.

@@ -281,7 +281,12 @@ fn export(args: &[String]) -> ExitCode {
 /// `dir` ends in `.zip`, the ZIP archive the page downloads.
 fn write_bundle(plan: &planner::Plan, launcher: planner::export::Format, dir: &str) -> ExitCode {
     const TRAIN_PY: &str = include_str!("../../bundle/train.py");
-    let files = planner::bundle::files(plan, launcher, TRAIN_PY);
+    const MEGATRON_BRIDGE_PY: &str = include_str!("../../bundle/pretrain_megatron_bridge.py");
+    let script = match planner::bundle::script_name(plan) {
+        "train.py" => TRAIN_PY,
+        _ => MEGATRON_BRIDGE_PY,
+    };
+    let files = planner::bundle::files(plan, launcher, script);
     if dir.ends_with(".zip") {
         if let Err(err) = std::fs::write(dir, planner::bundle::zip(&files)) {
             eprintln!("error: {dir}: {err}");

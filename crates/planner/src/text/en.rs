@@ -112,6 +112,7 @@ catalog! {
     FixSaveAsync => "save asynchronously (async_save=1) or less often",
     CrossesNvlinkDomain => "{groups} leave the NVLink domain ({gpus} GPUs): their collectives run on the network, an order of magnitude slower; keep TP, CP and EP inside one domain",
     StackNotBundled => "the launch bundle's train.py trains with Hugging Face Transformers, not {stack}: launch this plan with your own {stack} entry point",
+    MegatronLauncherUnsupported => "the launch bundle's Megatron-Bridge launcher does not run {what} yet: it trains the full model with Adam (or SGD); launch this plan with your own Megatron entry point",
     PriceUnknown => "no SageMaker price is known for {instance}: enter the hourly price you pay (price=) to see the cost",
     PriceTrainingPlansOnly => "{instance} has no on-demand SageMaker price: it is sold through training plans and capacity blocks; enter the hourly price you pay (price=) to see the cost",
     PriceUltraServerOnly => "{instance} is sold only inside P6e-GB200 UltraServers (9 or 18 instances) through training plans, with no on-demand price; enter what you pay per instance-hour (price=) to see the cost",

@@ -1,0 +1,397 @@
+//! A Megatron plan's launcher settings for Megatron-Bridge (#37): every
+//! setting the planner assumed, grouped by the configuration class that
+//! takes it, written to `megatron_bridge_plan.json` beside the bundle's
+//! static `pretrain_megatron_bridge.py` (crates/planner/bundle/).
+//!
+//! The names are the pinned packages' own: Megatron-Core 0.16.1's
+//! `TransformerConfig` / `MLATransformerConfig`, `OptimizerConfig` and
+//! `DistributedDataParallelConfig`, and Megatron-Bridge 0.3.1's
+//! `GPTModelProvider`, `MixedPrecisionConfig`, `TrainingConfig`,
+//! `GPTDatasetConfig` and `CommOverlapConfig`. tests/megatron/check.py
+//! builds the Megatron-Core ones from every exported file on a CPU and reads
+//! the Megatron-Bridge ones' fields from the pinned wheel's source.
+
+use crate::architecture::{Architecture, Mlp, QkNorm};
+use crate::json_writer::Value;
+use crate::plan::{Attention, Checkpointing, Loss, Optimizer, Plan, Precision};
+use crate::report::Report;
+
+/// An object's members, in the order they are built (written sorted).
+type Members = Vec<(&'static str, Value)>;
+
+/// The launcher's file name under the bundle's `scripts/`.
+pub const SCRIPT: &str = crate::plan::MEGATRON_BRIDGE_SCRIPT;
+/// The settings file the launcher reads, beside it.
+pub const SETTINGS_FILE: &str = "megatron_bridge_plan.json";
+/// The learning rate the launcher trains with (constant; the planner does
+/// not model schedules), as the bundle's train.py.
+const LEARNING_RATE: f64 = 3e-4;
+
+/// Every group of the settings file, as JSON.
+pub fn settings(plan: &Plan, r: &Report) -> Value {
+    let arch = &r.architecture;
+    let errors: Vec<String> = r.errors.iter().map(|e| e.code.to_string()).collect();
+    let comm_overlap = if plan.tp_overlap {
+        Value::Obj(vec![("tp_comm_overlap", true.into())])
+    } else {
+        Value::Null
+    };
+    let train = vec![
+        ("micro_batch_size", plan.micro_batch.into()),
+        (
+            "global_batch_size",
+            (plan.micro_batch * plan.grad_accum * r.layout.dp).into(),
+        ),
+        ("train_iters", r.time.steps.into()),
+    ];
+    Value::Obj(vec![
+        ("plan", plan.to_query().into()),
+        ("unsupported", unsupported(plan).into()),
+        // A plan with errors was resolved to something else (pp=1 where
+        // PP did not divide the layers): the launcher refuses it.
+        ("errors", errors.into()),
+        ("mla", arch.mla.is_some().into()),
+        ("model", Value::Obj(model(plan, r))),
+        ("model_precision", Value::Obj(model_precision(plan, arch))),
+        ("provider", Value::Obj(provider(plan, arch))),
+        ("mixed_precision", Value::Obj(mixed_precision(plan, arch))),
+        ("optimizer", Value::Obj(optimizer(plan))),
+        ("ddp", Value::Obj(ddp(plan, r))),
+        ("train", Value::Obj(train)),
+        ("dataset", Value::Obj(vec![("seq_length", plan.seq.into())])),
+        ("comm_overlap", comm_overlap),
+        ("save_interval", plan.save_every.max(1).into()),
+    ])
+}
+
+/// What a Megatron plan asks for that the launcher does not run, in the
+/// plan's own words, or `None` when it runs all of it (the launcher starts
+/// only from the bundle's default entry).
+pub fn unsupported(plan: &Plan) -> Option<&'static str> {
+    if plan.launch_entry() != SCRIPT {
+        return None;
+    }
+    match (plan.train, plan.optimizer) {
+        (crate::plan::Training::Lora, _) => Some("train=lora"),
+        (crate::plan::Training::Qlora, _) => Some("train=qlora"),
+        (_, Optimizer::Adamw8bit) => Some("optimizer=adamw8bit"),
+        (_, Optimizer::Adafactor) => Some("optimizer=adafactor"),
+        _ => None,
+    }
+}
+
+/// The settings file's text.
+pub fn settings_text(plan: &Plan, r: &Report) -> String {
+    settings(plan, r).pretty() + "\n"
+}
+
+/// `TransformerConfig`: shape, parallel layout, recomputation, MoE, MLA,
+/// offloading and the fused loss.
+fn model(plan: &Plan, r: &Report) -> Members {
+    let mut m = shape(&r.architecture);
+    m.extend(layout(plan, r));
+    m.extend(recompute(plan, r));
+    m.extend(moe(plan, &r.architecture));
+    if plan.mtp > 0 {
+        m.push(("mtp_num_layers", Value::from(plan.mtp)));
+    }
+    if plan.offload {
+        m.push(("cpu_offloading", Value::from(true)));
+        let layers = plan
+            .offload_layers
+            .unwrap_or(r.architecture.layers / r.layout.pp.max(1));
+        m.push(("cpu_offloading_num_layers", Value::from(layers)));
+    }
+    m.push(("tp_comm_overlap", Value::from(plan.tp_overlap)));
+    m.push((
+        "cross_entropy_loss_fusion",
+        Value::from(plan.loss == Loss::Fused),
+    ));
+    if plan.attention == Attention::Eager {
+        m.push(("attention_backend", Value::from("unfused")));
+    }
+    m
+}
+
+fn shape(a: &Architecture) -> Members {
+    let sizes = [
+        ("num_layers", a.layers),
+        ("hidden_size", a.hidden),
+        ("num_attention_heads", a.heads),
+        ("num_query_groups", a.kv_heads),
+        ("kv_channels", a.head_dim),
+        ("ffn_hidden_size", a.ffn),
+    ];
+    let mut m: Members = sizes.map(|(k, v)| (k, Value::Int(v))).into();
+    let activation = if a.mlp == Mlp::Swiglu { "silu" } else { "gelu" };
+    m.push(("activation_func", activation.into()));
+    m.push(("normalization", "RMSNorm".into()));
+    let flags = [
+        ("gated_linear_unit", a.mlp.is_gated()),
+        ("add_bias_linear", a.mlp_bias || a.o_bias),
+        ("add_qkv_bias", a.qkv_bias),
+        ("qk_layernorm", a.qk_norm != QkNorm::None),
+    ];
+    m.extend(flags.map(|(k, v)| (k, Value::Bool(v))));
+    if let Some(mla) = &a.mla {
+        m.push(("multi_latent_attention", true.into()));
+        let ranks = [
+            ("q_lora_rank", mla.q_lora_rank),
+            ("kv_lora_rank", mla.kv_lora_rank),
+            ("qk_head_dim", mla.qk_nope_dim),
+            ("qk_pos_emb_head_dim", mla.qk_rope_dim),
+            ("v_head_dim", mla.v_head_dim),
+        ];
+        m.extend(ranks.map(|(k, v)| (k, Value::Int(v))));
+    }
+    m
+}
+
+/// The parallel degrees and the pipeline's first and last stages.
+fn layout(plan: &Plan, r: &Report) -> Members {
+    let l = &r.layout;
+    let mut m = Vec::new();
+    m.push(("tensor_model_parallel_size", Value::from(l.tp)));
+    m.push(("pipeline_model_parallel_size", Value::from(l.pp)));
+    let vp = (plan.vp > 1 && l.pp > 1).then_some(plan.vp);
+    m.push(("virtual_pipeline_model_parallel_size", Value::from(vp)));
+    m.push(("context_parallel_size", Value::from(l.cp)));
+    m.push(("expert_model_parallel_size", Value::from(l.ep)));
+    m.push(("sequence_parallel", Value::from(plan.sp && l.tp > 1)));
+    if l.pp > 1 {
+        m.extend(stage_ends(l));
+    }
+    m
+}
+
+/// The pipeline's first and last stages as the planner laid them out:
+/// with the embedding and the loss each counted as a layer's slot
+/// (Megatron's `account_for_*_in_pipeline_split`), or with their own layer
+/// counts where they differ from the middle stages'.
+fn stage_ends(l: &crate::memory::Layout) -> Members {
+    let s = &l.stages;
+    let mut m = Vec::new();
+    if s.embedding_and_loss_slots {
+        m.push(("account_for_embedding_in_pipeline_split", Value::from(true)));
+        m.push(("account_for_loss_in_pipeline_split", Value::from(true)));
+    } else if s.first != s.middle || s.last != s.middle {
+        m.push(("num_layers_in_first_pipeline_stage", Value::from(s.first)));
+        m.push(("num_layers_in_last_pipeline_stage", Value::from(s.last)));
+    }
+    m
+}
+
+/// `--recompute-granularity`, its method and layers, and the modules.
+fn recompute(plan: &Plan, r: &Report) -> Members {
+    let per_stage = r.architecture.layers.div_ceil(r.layout.pp.max(1));
+    let mut m = Vec::new();
+    let (granularity, method, layers): (Option<&str>, Option<&str>, Option<u64>) =
+        match plan.checkpointing {
+            Checkpointing::Full => (Some("full"), Some("uniform"), Some(1)),
+            Checkpointing::Fraction(f) => {
+                let n = ((f * per_stage as f64).round() as u64).clamp(1, per_stage);
+                (Some("full"), Some("block"), Some(n))
+            }
+            Checkpointing::Selective => (Some("selective"), None, None),
+            Checkpointing::None | Checkpointing::Op => (None, None, None),
+        };
+    m.push(("recompute_granularity", Value::from(granularity)));
+    m.push(("recompute_method", Value::from(method)));
+    m.push(("recompute_num_layers", Value::from(layers)));
+    if plan.checkpointing == Checkpointing::Selective {
+        let key = plan.recompute_modules.key();
+        let modules: Vec<&str> = if key == "none" {
+            Vec::new()
+        } else {
+            key.split(',').collect()
+        };
+        m.push(("recompute_modules", Value::from(modules)));
+    }
+    m
+}
+
+/// Experts, routing, the dispatcher and its CUDA graphs.
+fn moe(plan: &Plan, a: &Architecture) -> Members {
+    let mut m = Vec::new();
+    let Some(moe) = &a.moe else {
+        return m;
+    };
+    m.push(("num_moe_experts", Value::from(moe.experts)));
+    m.push(("moe_router_topk", Value::from(moe.active)));
+    m.push(("moe_ffn_hidden_size", Value::from(moe.expert_ffn)));
+    if moe.shared > 0 {
+        let shared = moe.shared as u64 * moe.expert_ffn;
+        m.push(("moe_shared_expert_intermediate_size", Value::from(shared)));
+    }
+    if moe.dense_layers > 0 {
+        // The first `dense_layers` layers dense (DeepSeek's first_k_dense_replace).
+        let freq: Vec<u64> = (0..a.layers)
+            .map(|i| u64::from(i >= moe.dense_layers))
+            .collect();
+        m.push(("moe_layer_freq", Value::from(freq)));
+    }
+    m.push(("moe_grouped_gemm", Value::from(true)));
+    let dispatcher = if plan.moe_flex { "flex" } else { "alltoall" };
+    m.push(("moe_token_dispatcher_type", Value::from(dispatcher)));
+    if plan.moe_flex {
+        m.push(("moe_flex_dispatcher_backend", Value::from("deepep")));
+    }
+    m.push((
+        "overlap_moe_expert_parallel_comm",
+        Value::from(plan.ep_overlap),
+    ));
+    if plan.moe_graphs {
+        m.push(("cuda_graph_impl", Value::from("transformer_engine")));
+        m.push((
+            "cuda_graph_scope",
+            Value::from(vec!["attn", "moe_router", "moe_preprocess"]),
+        ));
+    }
+    m
+}
+
+/// BF16 layers an NVFP4 plan keeps at the end (`plan::NVFP4_BF16_LAYER_SHARE`).
+fn nvfp4_bf16_layers(a: &Architecture) -> u64 {
+    (crate::plan::NVFP4_BF16_LAYER_SHARE * a.layers as f64).round() as u64
+}
+
+fn dtype(plan: &Plan) -> &'static str {
+    if plan.precision == Precision::Fp32 {
+        "torch.float32"
+    } else {
+        "torch.bfloat16"
+    }
+}
+
+/// `(fp8, fp8_recipe, fp4)`: TransformerEngine's FP8 with current
+/// (tensorwise) scaling, MXFP8 block scaling, or NVFP4.
+fn low_precision(
+    p: Precision,
+) -> (
+    Option<&'static str>,
+    Option<&'static str>,
+    Option<&'static str>,
+) {
+    match p {
+        Precision::Fp8 => (Some("hybrid"), Some("tensorwise"), None),
+        Precision::Mxfp8 => (Some("hybrid"), Some("mxfp8"), None),
+        Precision::Nvfp4 => (None, None, Some("e2m1")),
+        _ => (None, None, None),
+    }
+}
+
+/// Megatron-Bridge's `MixedPrecisionConfig`, which it applies to the model,
+/// the optimizer and the DDP config.
+fn mixed_precision(plan: &Plan, a: &Architecture) -> Members {
+    let (fp8, _, fp4) = low_precision(plan.precision);
+    let mut m = vec![
+        ("bf16", (plan.precision != Precision::Fp32).into()),
+        ("params_dtype", dtype(plan).into()),
+        ("pipeline_dtype", dtype(plan).into()),
+        ("autocast_enabled", false.into()),
+        ("grad_reduce_in_fp32", (!plan.grad_bf16).into()),
+        ("fp8", fp8.into()),
+        ("fp8_param_gather", plan.fp8_params.into()),
+        ("fp4", fp4.into()),
+    ];
+    m.extend(recipes(plan, a));
+    m
+}
+
+/// The same precision in `TransformerConfig`'s names, for `--check`.
+fn model_precision(plan: &Plan, a: &Architecture) -> Members {
+    let (fp8, _, fp4) = low_precision(plan.precision);
+    let mut m = vec![
+        ("bf16", (plan.precision != Precision::Fp32).into()),
+        ("params_dtype", dtype(plan).into()),
+        ("pipeline_dtype", dtype(plan).into()),
+        ("fp8", fp8.into()),
+        ("fp8_param", plan.fp8_params.into()),
+        ("fp4", fp4.into()),
+    ];
+    m.extend(recipes(plan, a));
+    m
+}
+
+/// The FP8 recipe, or NVFP4's with its BF16 layers at the end.
+fn recipes(plan: &Plan, a: &Architecture) -> Members {
+    let (_, recipe, fp4) = low_precision(plan.precision);
+    let mut m = Vec::new();
+    if let Some(recipe) = recipe {
+        m.push(("fp8_recipe", recipe.into()));
+    }
+    if fp4.is_some() {
+        m.push(("fp4_recipe", "nvfp4".into()));
+        m.push(("first_last_layers_bf16", true.into()));
+        m.push(("num_layers_at_end_in_bf16", nvfp4_bf16_layers(a).into()));
+    }
+    m
+}
+
+/// `GPTModelProvider` beyond `TransformerConfig`.
+fn provider(plan: &Plan, a: &Architecture) -> Members {
+    vec![
+        ("seq_length", plan.seq.into()),
+        ("vocab_size", a.vocab.into()),
+        ("share_embeddings_and_output_weights", a.tied.into()),
+        ("position_embedding_type", "rope".into()),
+    ]
+}
+
+/// `OptimizerConfig`: Adam with decoupled weight decay (Megatron's "adam"
+/// is AdamW), the distributed optimizer, bf16 moments.
+fn optimizer(plan: &Plan) -> Members {
+    let name = if plan.optimizer == Optimizer::Sgd {
+        "sgd"
+    } else {
+        "adam"
+    };
+    let mut m = vec![
+        ("optimizer", name.into()),
+        ("lr", LEARNING_RATE.into()),
+        ("min_lr", LEARNING_RATE.into()),
+        ("weight_decay", 0.1.into()),
+        ("clip_grad", 1.0.into()),
+        ("bf16", (plan.precision != Precision::Fp32).into()),
+        ("use_distributed_optimizer", (plan.zero >= 1).into()),
+    ];
+    if plan.bf16_moments {
+        m.push(("use_precision_aware_optimizer", true.into()));
+        m.push(("exp_avg_dtype", "torch.bfloat16".into()));
+        m.push(("exp_avg_sq_dtype", "torch.bfloat16".into()));
+    }
+    m
+}
+
+/// `DistributedDataParallelConfig`: the distributed optimizer (ZeRO 1),
+/// Megatron-FSDP (ZeRO 2 and 3), overlap, gradient dtype, FP8 gathers.
+fn ddp(plan: &Plan, r: &Report) -> Members {
+    let strategy = match plan.zero {
+        2 => "optim_grads",
+        3 => "optim_grads_params",
+        _ => "no_shard",
+    };
+    let mut m = vec![
+        ("use_distributed_optimizer", (plan.zero >= 1).into()),
+        ("use_megatron_fsdp", (plan.zero >= 2).into()),
+        ("data_parallel_sharding_strategy", strategy.into()),
+        ("overlap_grad_reduce", plan.overlap.into()),
+        (
+            "overlap_param_gather",
+            (plan.overlap && plan.zero >= 1).into(),
+        ),
+        ("grad_reduce_in_fp32", (!plan.grad_bf16).into()),
+        ("fp8_param_gather", plan.fp8_params.into()),
+        ("average_in_collective", true.into()),
+    ];
+    if let Some(shard) = plan
+        .shard
+        .filter(|s| *s > 0 && r.layout.dp.is_multiple_of(*s))
+    {
+        m.push((
+            "num_distributed_optimizer_instances",
+            (r.layout.dp / shard).into(),
+        ));
+    }
+    m
+}

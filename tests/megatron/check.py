@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""Checks Megatron plans' Megatron-Bridge launcher against the pinned packages.
+
+For each plan below, `plan export '<plan>' --format bundle` writes the bundle;
+then, on a CPU:
+
+  1. `scripts/pretrain_megatron_bridge.py --check` builds Megatron-Core's own
+     TransformerConfig (MLATransformerConfig for DeepSeek-V3),
+     OptimizerConfig and DistributedDataParallelConfig from the bundle's
+     settings with the pinned megatron-core; their constructors validate the
+     parallel layout, recomputation and precision;
+  2. what those objects hold equals the planner's plan (`plan report`):
+     every parallel degree, the pipeline's ends, recomputation, FP8, the
+     distributed optimizer, and the batch;
+  3. the Megatron-Bridge groups and every keyword the launcher passes to a
+     Megatron-Bridge class are fields of that class in the pinned
+     megatron-bridge's source (read with `ast`: it does not import without
+     TransformerEngine), and every name the launcher imports exists there;
+  4. a plan the launcher does not run (LoRA) is refused by the launcher and
+     warned about by the planner;
+  5. every Megatron plan the auto-plan offers for five queries (dense, MoE,
+     long sequences, FP8) passes 1: no offer exports a layout Megatron refuses.
+
+Prints one closing line: "megatron: N passed, M failed".
+"""
+import ast
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+
+PLAN = os.environ.get("PLAN_BIN", "target/debug/plan")
+LAUNCHER = "pretrain_megatron_bridge.py"
+SETTINGS = "megatron_bridge_plan.json"
+TIMEOUT = 300
+
+# (what it is, plan): the 405B recipe layout of NVIDIA's H100 table (TP 8,
+# PP 8 x VP 8 with the embedding and loss as pipeline slots, CP 2, FP8),
+# DeepSeek-V3 as its B200 recipe (EP 8, PP 16 with 4 and 1 layers at the
+# ends, MLA, MTP, DeepEP, bf16 moments), Qwen3-30B-A3B with VP 24 and EP 8,
+# a custom 40-layer shape with Megatron-FSDP and CP, and NVFP4 with block
+# recomputation of half the layers.
+PLANS = [
+    ("Llama 3.1 405B recipe layout",
+     "model=custom&layers=126&hidden=16384&heads=128&kv_heads=8&head_dim=128&ffn=53248&vocab=128256&mlp=swiglu"
+     "&seq=8192&mb=1&ga=64&precision=fp8&ckpt=none&grad_bf16=1&fp8_params=1&loss=fused&stack=megatron&zero=1"
+     "&tp=8&pp=8&vp=8&cp=2&sp=1&instance=ml.p5.48xlarge&nodes=128&tp_overlap=1"),
+    ("DeepSeek-V3 EP plan",
+     "model=deepseek-v3&seq=4096&mb=1&ga=256&precision=fp8&ckpt=selective&grad_bf16=1&fp8_params=1"
+     "&bf16_moments=1&recompute_modules=mla_up_proj&mtp=1&loss=fused&stack=megatron&zero=1&tp=1&pp=16&ep=8"
+     "&pp_first=4&pp_last=1&instance=ml.p6-b200.48xlarge&nodes=32&moe_flex=1"),
+    ("Qwen3-30B-A3B, VP 24, EP 8",
+     "model=qwen3-30b-a3b&seq=4096&mb=2&ga=32&precision=fp8&ckpt=none&grad_bf16=1&fp8_params=1&loss=fused"
+     "&stack=megatron&zero=1&pp=2&vp=24&ep=8&instance=ml.p5.48xlarge&nodes=2&ep_overlap=1"),
+    ("custom shape, Megatron-FSDP, CP 2",
+     "model=custom&layers=40&hidden=5120&heads=40&kv_heads=8&head_dim=128&ffn=13824&vocab=151936&mlp=swiglu"
+     "&seq=16384&stack=megatron&tp=2&pp=4&cp=2&sp=1&ckpt=full&zero=3&precision=bf16&instance=ml.p5.48xlarge&nodes=4"),
+    ("Llama 3.1 8B NVFP4, half the layers recomputed",
+     "model=llama-3.1-8b&stack=megatron&precision=nvfp4&instance=ml.p6-b200.48xlarge&ckpt=0.5&pp=2&zero=1"),
+]
+RESULTS = []
+
+
+def case(name):
+    def wrap(fn):
+        def run(*a):
+            try:
+                fn(*a)
+                RESULTS.append((name, None))
+                print(f"ok   {name}")
+            except Exception:  # noqa: BLE001 - every failure is reported
+                RESULTS.append((name, traceback.format_exc()))
+                print(f"FAIL {name}\n{traceback.format_exc()}", file=sys.stderr)
+                print(f"FAIL {name}")
+        return run
+    return wrap
+
+
+def export(plan, out):
+    subprocess.run([PLAN, "export", plan, "--format", "bundle", "--out", out],
+                   check=True, capture_output=True, timeout=TIMEOUT)
+    return os.path.join(out, "scripts")
+
+
+def report(plan):
+    return json.loads(subprocess.run([PLAN, "report", plan], check=True, capture_output=True,
+                                     text=True, timeout=TIMEOUT).stdout)
+
+
+def run_check(scripts):
+    p = subprocess.run([sys.executable, os.path.join(scripts, LAUNCHER), "--check"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    return p.returncode, p.stdout, p.stderr
+
+
+def planned_recompute(r, settings):
+    """What Megatron recomputes, from the plan's own link."""
+    ckpt = dict(kv.split("=", 1) for kv in r["query"].split("&"))["ckpt"]
+    per_stage = -(-r["architecture"]["layers"] // r["layout"]["pp"])
+    if ckpt == "full":
+        return ("full", "uniform", 1)
+    if ckpt in ("none", "op"):
+        return (None, None, None)
+    if ckpt == "selective":
+        return ("selective", None, None)
+    return ("full", "block", max(1, min(per_stage, round(float(ckpt) * per_stage))))
+
+
+def layout_matches(name, plan):
+    with tempfile.TemporaryDirectory() as tmp:
+        scripts = export(plan, tmp)
+        rc, out, err = run_check(scripts)
+        assert rc == 0, f"{name}: --check refused the plan:\n{err[-3000:]}"
+        built = json.loads(out.strip().splitlines()[-1])
+        with open(os.path.join(scripts, SETTINGS), encoding="utf-8") as f:
+            settings = json.load(f)
+    r = report(plan)
+    assert not r["errors"], r["errors"]
+    model = built.get("MLATransformerConfig") or built["TransformerConfig"]
+    lay = r["layout"]
+    for key, want in [("tensor_model_parallel_size", lay["tp"]), ("pipeline_model_parallel_size", lay["pp"]),
+                      ("context_parallel_size", lay["cp"]), ("expert_model_parallel_size", lay["ep"]),
+                      ("num_layers", r["architecture"]["layers"])]:
+        assert model[key] == want, f"{name}: {key} {model[key]} != planned {want}"
+    stages = lay["stages"]
+    if lay["pp"] > 1 and stages["embedding_and_loss_slots"]:
+        assert model["account_for_embedding_in_pipeline_split"] and model["account_for_loss_in_pipeline_split"]
+    elif lay["pp"] > 1 and (stages["first"] != stages["middle"] or stages["last"] != stages["middle"]):
+        assert (model["num_layers_in_first_pipeline_stage"], model["num_layers_in_last_pipeline_stage"]) == \
+            (stages["first"], stages["last"]), name
+    got = (model["recompute_granularity"], model["recompute_method"], model["recompute_num_layers"])
+    assert got == planned_recompute(r, settings), f"{name}: recompute {got}"
+    precision = dict(kv.split("=", 1) for kv in r["query"].split("&"))["precision"]
+    fp8 = settings["mixed_precision"]["fp8"], settings["mixed_precision"].get("fp8_recipe")
+    assert fp8 == {"fp8": ("hybrid", "tensorwise"), "mxfp8": ("hybrid", "mxfp8")}.get(precision, (None, None)), fp8
+    assert (settings["mixed_precision"]["fp4"] == "e2m1") == (precision == "nvfp4")
+    opt = built["OptimizerConfig"]
+    zero = int(dict(kv.split("=", 1) for kv in r["query"].split("&"))["zero"])
+    assert opt["use_distributed_optimizer"] == (zero >= 1)
+    assert built["DistributedDataParallelConfig"]["use_megatron_fsdp"] == (zero >= 2)
+    train = settings["train"]
+    assert train["global_batch_size"] == r["global_batch_sequences"], (train, r["global_batch_sequences"])
+    assert train["train_iters"] == r["time"]["steps"]
+
+
+# --- Megatron-Bridge's source, read with ast -------------------------------
+
+def bridge_root():
+    import importlib.util
+    spec = importlib.util.find_spec("megatron.bridge")
+    assert spec and spec.submodule_search_locations, "megatron-bridge is not installed"
+    return list(spec.submodule_search_locations)[0]
+
+
+def module_file(module):
+    root = bridge_root()
+    rel = module.split(".")[2:]
+    path = os.path.join(root, *rel)
+    return path + ".py" if os.path.exists(path + ".py") else os.path.join(path, "__init__.py")
+
+
+def classes_in(path):
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    imports = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                imports[a.asname or a.name] = (node.module, a.name)
+    return {n.name: n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}, imports
+
+
+def fields_of(module, name):
+    """A dataclass's fields: its own annotated names, its `__init__`'s
+    arguments, and its bases' (in megatron-bridge by ast, in megatron-core
+    by importing them)."""
+    if module.startswith("megatron.core"):
+        import importlib
+        return {f.name for f in dataclasses.fields(getattr(importlib.import_module(module), name))}
+    defs, imports = classes_in(module_file(module))
+    node = defs[name]
+    names = {s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+    for init in (s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"):
+        # A hand-written __init__ (GPTDatasetConfig's takes seq_length).
+        names |= {a.arg for a in init.args.args + init.args.kwonlyargs if a.arg != "self"}
+    for base in node.bases:
+        b = base.value if isinstance(base, ast.Subscript) else base
+        if not isinstance(b, ast.Name) or b.id in ("ABC", "Generic", "Container"):
+            continue
+        if b.id in defs:
+            names |= fields_of(module, b.id)
+        elif b.id in imports and imports[b.id][0].startswith("megatron"):
+            names |= fields_of(*imports[b.id])
+    return names
+
+
+BRIDGE = {
+    "GPTModelProvider": "megatron.bridge.models.gpt_provider",
+    "MLAModelProvider": "megatron.bridge.models.mla_provider",
+    "MixedPrecisionConfig": "megatron.bridge.training.mixed_precision",
+    "CommOverlapConfig": "megatron.bridge.training.comm_overlap",
+    "TokenizerConfig": "megatron.bridge.training.tokenizers.config",
+}
+for _n in ("ConfigContainer", "TrainingConfig", "OptimizerConfig", "DistributedDataParallelConfig",
+           "SchedulerConfig", "GPTDatasetConfig", "LoggerConfig", "CheckpointConfig", "RNGConfig"):
+    BRIDGE[_n] = "megatron.bridge.training.config"
+
+
+def launcher_source():
+    here = os.path.dirname(os.path.abspath(__file__))
+    return open(os.path.join(here, "..", "..", "crates", "planner", "bundle", LAUNCHER), encoding="utf-8").read()
+
+
+@case("the launcher's imports exist in the pinned megatron-bridge")
+def imports_exist():
+    tree = ast.parse(launcher_source())
+    seen = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("megatron.bridge"):
+            defs, imports = classes_in(module_file(node.module))
+            for a in node.names:
+                assert a.name in defs or a.name in imports, f"{node.module} has no {a.name}"
+                seen += 1
+    assert seen >= 10, seen
+
+
+@case("every keyword the launcher passes to a Megatron-Bridge class is one of its fields")
+def keywords_are_fields():
+    tree = ast.parse(launcher_source())
+    checked = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in BRIDGE:
+            fields = fields_of(BRIDGE[node.func.id], node.func.id)
+            for kw in node.keywords:
+                if kw.arg is not None:
+                    assert kw.arg in fields, f"{node.func.id} has no field {kw.arg}"
+                    checked += 1
+    assert checked >= 25, checked
+
+
+@case("the settings' Megatron-Bridge groups are fields of their classes")
+def groups_are_fields():
+    groups = {"provider": ("GPTModelProvider", "MLAModelProvider"), "mixed_precision": ("MixedPrecisionConfig",),
+              "train": ("TrainingConfig",), "dataset": ("GPTDatasetConfig",), "comm_overlap": ("CommOverlapConfig",)}
+    for _, plan in PLANS:
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(export(plan, tmp), SETTINGS), encoding="utf-8") as f:
+                settings = json.load(f)
+        for group, classes in groups.items():
+            for cls in classes:
+                fields = fields_of(BRIDGE[cls], cls)
+                missing = set(settings[group] or {}) - fields
+                assert not missing, f"{cls} has no {sorted(missing)}"
+
+
+@case("a plan the launcher does not run is refused, and the planner says so")
+def refuses_lora():
+    plan = "model=llama-3.1-8b&stack=megatron&train=lora&instance=ml.p5.48xlarge&tp=2"
+    r = report(plan)
+    assert any(w["code"] == "megatron_launcher_unsupported" for w in r["warnings"]), r["warnings"]
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, _, err = run_check(export(plan, tmp))
+    assert rc != 0 and "train=lora" in err, err[-500:]
+
+
+# The auto-plan's queries whose offers must all run: dense, MoE, long
+# sequences, FP8 (the page's and the CLI's `plan search`).
+SEARCHES = [
+    "model=llama-3.1-70b&impl=megatron",
+    "model=qwen3-30b-a3b&stack=megatron",
+    "model=llama-3.1-405b&stack=megatron&precision=fp8",
+    "model=deepseek-v3&stack=megatron",
+    "model=llama-3.1-8b&stack=megatron&seq=32768",
+]
+
+
+def launcher_module(path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("pretrain_megatron_bridge", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@case("every Megatron plan the auto-plan offers is accepted by Megatron-Core")
+def offers_run():
+    import contextlib
+    import io
+    offered = []
+    for q in SEARCHES:
+        r = json.loads(subprocess.run([PLAN, "search", q], check=True, capture_output=True, text=True,
+                                      timeout=TIMEOUT).stdout)
+        picks = r["pareto"] + [r[k] for k in ("fastest", "cheapest") if r.get(k)]
+        offered += [p["query"] for p in picks]
+    offered = list(dict.fromkeys(offered))
+    assert len(offered) >= 20, len(offered)
+    refused = []
+    with tempfile.TemporaryDirectory() as tmp:
+        module = None
+        for i, q in enumerate(offered):
+            scripts = export(q, os.path.join(tmp, str(i)))
+            module = module or launcher_module(os.path.join(scripts, LAUNCHER))
+            plan = module.load_plan(os.path.join(scripts, SETTINGS))
+            assert not plan["unsupported"], (q, plan["unsupported"])
+            try:
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    module.check(plan)
+            except (Exception, SystemExit) as e:  # noqa: BLE001 - a refusal is the finding
+                refused.append(f"{q}: {e}")
+    assert not refused, "\n".join(refused)
+    print(f"     {len(offered)} offered plans, all accepted")
+
+
+def main():
+    for name, plan in PLANS:
+        case(f"{name}: Megatron-Core accepts it, and it is the plan")(layout_matches)(name, plan)
+    imports_exist()
+    keywords_are_fields()
+    groups_are_fields()
+    refuses_lora()
+    offers_run()
+    failed = sum(1 for _, e in RESULTS if e)
+    print(f"megatron: {len(RESULTS) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
