@@ -345,6 +345,25 @@ await test("bundle: the page's .zip holds the files the CLI writes", async (page
   assert(zipped['launch.py'].includes('HuggingFace(') && zipped['scripts/train.py'].includes('TRAIN_PLANNER_MEASURED'), 'launcher and script');
 });
 
+await test("bundle: a Megatron plan's .zip carries the Megatron-Bridge launcher, as the CLI writes it", async (page) => {
+  const query = 'lang=en&model=llama-3.1-70b&stack=megatron&precision=fp8&instance=ml.p5.48xlarge&nodes=8&tp=4&pp=4&cp=2&zero=1';
+  await open(page, base + '?' + query);
+  assert((await page.textContent('#export-engine')).includes('Megatron-Bridge'), 'the page says what runs the plan');
+  assert((await page.textContent('#export-code')).includes('image_uri=NEMO_IMAGE_URI'), 'the NeMo container');
+  await page.locator('.export').screenshot({ path: `${shots}/export-megatron.png` });
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-bundle')]);
+  const zipped = unzipStored(readFileSync(await download.path()));
+  const dir = mkdtempSync(join(tmpdir(), 'bundle-'));
+  const listed = execFileSync(PLAN_BIN, ['export', query, '--format', 'bundle', '--out', dir])
+    .toString().trim().split('\n').map((p) => p.slice(dir.length + 1));
+  assert(JSON.stringify(Object.keys(zipped)) === JSON.stringify(listed), `same files: ${Object.keys(zipped)} vs ${listed}`);
+  for (const f of listed) assert(zipped[f] === readFileSync(join(dir, f), 'utf8'), `${f} is the same as the CLI's`);
+  const settings = JSON.parse(zipped['scripts/megatron_bridge_plan.json']);
+  assert(settings.model.tensor_model_parallel_size === 4 && settings.model.context_parallel_size === 2, 'the planned layout');
+  await open(page, base + '?lang=en&model=llama-3.1-8b');
+  assert((await page.textContent('#export-engine')).includes("train.py"), 'the Hugging Face stack runs train.py');
+});
+
 await test("measured: a CI run's line re-bases time and cost; bad lines get a message", async (page) => {
   const file = 'target/bundle-test/plan0.measured';
   assert(existsSync(file), `${file} is written by the bundle tests, which run first`);

@@ -140,6 +140,10 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
     view! {
         <section class="chart export" aria-labelledby="export-title">
             <h2 id="export-title">{move || t(Text::LaunchItOnSageMaker)}</h2>
+            <p class="engine-note" id="export-engine">{move || ctx.plan.with(|p| {
+                let entry = p.launch_entry().to_string();
+                planner::text::fill(lang.get(), p.engine().text(), &[("entry", &entry)])
+            })}</p>
             <div class="row3">
                 <NumberField ctx=ctx key="role" label=Text::ExecutionRoleARN step="text" get=|p| p.role.clone() />
                 <NumberField ctx=ctx key="s3" label=Text::S3Prefix step="text" get=|p| p.s3.clone() />

@@ -434,6 +434,7 @@ pub fn evaluate(plan: &Plan) -> Report {
         checkpoint,
         cost,
         layers_per_pipeline_rank: r.layout.stages.per_rank(r.layout.pp),
+        engine: plan.engine(),
         nvlink: nvlink_domains(&r.layout, &fabric),
     };
     if crate::resolve::engine_error(plan).is_some() || host_full {

@@ -52,6 +52,29 @@ keyed_enum!(
     }
 );
 
+/// What runs a plan's exported launch code (`Plan::engine`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Engine {
+    /// The bundle's `train.py`: Hugging Face Transformers, DDP or FSDP2.
+    TrainPy,
+    /// The bundle's Megatron-Bridge launcher, in the NeMo Framework container.
+    MegatronBridge,
+    /// The user's own entry script, which the bundle does not carry.
+    OwnEntry,
+}
+
+impl Engine {
+    /// The sentence the page shows above the launch code.
+    pub fn text(self) -> crate::text::Text {
+        match self {
+            Engine::TrainPy => crate::text::Text::RunsOnTrainPy,
+            Engine::MegatronBridge => crate::text::Text::RunsOnMegatronBridge,
+            Engine::OwnEntry => crate::text::Text::RunsOnOwnEntry,
+        }
+    }
+}
+
 /// The bundle's Megatron-Bridge launcher (crates/planner/bundle/), which a
 /// Megatron plan's launch code starts (`megatron_bridge` writes its settings).
 pub const MEGATRON_BRIDGE_SCRIPT: &str = "pretrain_megatron_bridge.py";
@@ -757,6 +780,17 @@ impl Plan {
             MEGATRON_BRIDGE_SCRIPT
         } else {
             &self.entry
+        }
+    }
+
+    /// The engine the plan's exported launch code starts (#37): the
+    /// bundle's train.py, its Megatron-Bridge launcher, or an entry point of
+    /// the user's own (a torchtitan plan, or any `entry=` but the default).
+    pub fn engine(&self) -> Engine {
+        match self.stack {
+            _ if self.launch_entry() == MEGATRON_BRIDGE_SCRIPT => Engine::MegatronBridge,
+            Stack::Hf if self.entry == "train.py" => Engine::TrainPy,
+            _ => Engine::OwnEntry,
         }
     }
 

@@ -128,6 +128,8 @@ pub struct Figures {
     pub cost: Cost,
     /// Decoder layers on each pipeline rank, first to last.
     pub layers_per_pipeline_rank: Vec<u64>,
+    /// What runs the exported launch code (#37).
+    pub engine: crate::plan::Engine,
     /// The NVLink domains the job spans and the groups that leave one.
     pub nvlink: NvlinkDomains,
 }

@@ -59,6 +59,8 @@ pub struct Candidate {
     /// Why it wins, against the user's plan (English in JSON).
     #[serde(serialize_with = "crate::text::english")]
     pub why: Phrase,
+    /// What runs its exported launch code.
+    pub engine: crate::plan::Engine,
 }
 
 /// What the search found.
@@ -775,6 +777,7 @@ impl Search {
             why: Phrase::new(Text::CandidateWhy)
                 .with("what", what)
                 .with("vs", vs),
+            engine: p.engine(),
         }
     }
 

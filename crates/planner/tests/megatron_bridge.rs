@@ -199,3 +199,36 @@ fn the_settings_text_is_serde_jsons() {
     assert_eq!(W::List(vec![]).pretty(), "[]");
     assert_eq!(W::Obj(vec![]).pretty(), "{}");
 }
+
+/// Every plan says what runs its export, in the report and in the
+/// auto-plan's offers (#37 item 3).
+#[test]
+fn every_plan_and_offer_names_its_engine() {
+    use planner::plan::Engine;
+    let engine = |q: &str| evaluate(&Plan::from_query(q).plan).engine;
+    assert_eq!(engine("model=llama-3.1-8b"), Engine::TrainPy);
+    assert_eq!(engine(L405B), Engine::MegatronBridge);
+    assert_eq!(
+        engine("model=llama-3.1-8b&stack=torchtitan"),
+        Engine::OwnEntry
+    );
+    assert_eq!(
+        engine("model=llama-3.1-8b&entry=src/train_fsdp.py"),
+        Engine::OwnEntry
+    );
+    assert_eq!(
+        engine("model=llama-3.1-8b&stack=megatron&entry=pretrain_gpt.py"),
+        Engine::OwnEntry
+    );
+    let json = serde_json::to_value(evaluate(&Plan::from_query(L405B).plan)).unwrap();
+    assert_eq!(json["engine"], "megatron-bridge");
+    for (q, want) in [
+        ("model=llama-3.1-70b&stack=megatron", Engine::MegatronBridge),
+        ("model=llama-3.1-8b", Engine::TrainPy),
+    ] {
+        let found = planner::search::search(&Plan::from_query(q).plan);
+        let offers: Vec<_> = found.pareto.iter().chain(found.fastest.iter()).collect();
+        assert!(!offers.is_empty(), "{q}");
+        assert!(offers.iter().all(|c| c.engine == want), "{q}");
+    }
+}
