@@ -97,9 +97,12 @@ def run_check(scripts):
 
 
 def planned_recompute(r, settings):
-    """What Megatron recomputes, from the plan's own link."""
-    ckpt = dict(kv.split("=", 1) for kv in r["query"].split("&"))["ckpt"]
-    per_stage = -(-r["architecture"]["layers"] // r["layout"]["pp"])
+    """What Megatron recomputes, from the plan's own link: block recomputation
+    counts the layers of a model chunk (transformer_block.py, len(self.layers))."""
+    keys = dict(kv.split("=", 1) for kv in r["query"].split("&"))
+    ckpt = keys["ckpt"]
+    vp = int(keys.get("vp", "1")) if r["layout"]["pp"] > 1 else 1
+    per_stage = -(-r["architecture"]["layers"] // (r["layout"]["pp"] * vp))
     if ckpt == "full":
         return ("full", "uniform", 1)
     if ckpt in ("none", "op"):
@@ -173,18 +176,16 @@ def classes_in(path):
 
 
 def fields_of(module, name):
-    """A dataclass's fields: its own annotated names, its `__init__`'s
-    arguments, and its bases' (in megatron-bridge by ast, in megatron-core
-    by importing them)."""
+    """A dataclass's fields, as the launcher's `strict` reads them: its own
+    annotated names and its bases' (in megatron-bridge by ast, in
+    megatron-core by importing them); not a hand-written `__init__`'s
+    arguments (GPTDatasetConfig's `seq_length`), which `strict` refuses."""
     if module.startswith("megatron.core"):
         import importlib
         return {f.name for f in dataclasses.fields(getattr(importlib.import_module(module), name))}
     defs, imports = classes_in(module_file(module))
     node = defs[name]
     names = {s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
-    for init in (s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"):
-        # A hand-written __init__ (GPTDatasetConfig's takes seq_length).
-        names |= {a.arg for a in init.args.args + init.args.kwonlyargs if a.arg != "self"}
     for base in node.bases:
         b = base.value if isinstance(base, ast.Subscript) else base
         if not isinstance(b, ast.Name) or b.id in ("ABC", "Generic", "Container"):

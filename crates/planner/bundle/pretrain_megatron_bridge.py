@@ -48,7 +48,8 @@ def load_plan(path=PLAN_FILE):
 
 def resolve(values):
     """JSON values as the configuration classes take them: "torch.bfloat16"
-    is a dtype, an activation's name is the function."""
+    is a dtype, an activation's name is the function, an attention backend's
+    name is Megatron-Core's enum member."""
     import torch
     import torch.nn.functional as F
 
@@ -58,6 +59,9 @@ def resolve(values):
             value = getattr(torch, value[len("torch."):])
         elif key in CALLABLES:
             value = getattr(F, value)
+        elif key == "attention_backend":
+            from megatron.core.transformer.enums import AttnBackend
+            value = AttnBackend[value]
         out[key] = value
     return out
 
@@ -107,6 +111,10 @@ def check(plan):
 
     model = core_model_config(plan)
     values = strict(OptimizerConfig, resolve(plan["optimizer"]))
+    if values.get("use_precision_aware_optimizer"):
+        # What Megatron-Core asserts beside TransformerEngine's FusedAdam.
+        assert values["optimizer"] == "adam" and values["use_distributed_optimizer"], \
+            "the precision-aware optimizer needs the distributed Adam"
     if values.get("use_precision_aware_optimizer") and not have_te():
         # Megatron-Core checks for TransformerEngine's FusedAdam here, which
         # only the container has: the names and the rest are checked.
@@ -151,7 +159,9 @@ def build(plan, args):
     if blend is None and not args.mock_data:
         raise SystemExit(f"no Megatron indexed dataset (<prefix>.bin + .idx) under {args.data_dir}: "
                          "preprocess the data with Megatron-LM's tools/preprocess_data.py, or pass --mock_data")
-    checkpoints = args.checkpoint_dir
+    checkpoints = args.checkpoint_dir if plan["save_interval"] else None
+    # Megatron-FSDP saves only in its own format (Megatron-Bridge asserts it).
+    ckpt_format = "fsdp_dtensor" if plan["ddp"]["use_megatron_fsdp"] else "torch_dist"
     return ConfigContainer(
         model=model,
         train=TrainingConfig(**strict(TrainingConfig, train)),
@@ -166,7 +176,7 @@ def build(plan, args):
         logger=LoggerConfig(log_interval=10, log_throughput=True),
         tokenizer=TokenizerConfig(tokenizer_type="NullTokenizer", vocab_size=plan["provider"]["vocab_size"]),
         checkpoint=CheckpointConfig(save_interval=plan["save_interval"], save=checkpoints, load=checkpoints,
-                                    ckpt_format="torch_dist"),
+                                    ckpt_format=ckpt_format),
         rng=RNGConfig(seed=1234),
         mixed_precision=MixedPrecisionConfig(**strict(MixedPrecisionConfig, resolve(plan["mixed_precision"]))),
         comm_overlap=CommOverlapConfig(**strict(CommOverlapConfig, plan["comm_overlap"]))

@@ -47,7 +47,7 @@ pub fn script_name(plan: &Plan) -> &'static str {
 
 /// A Megatron plan launched by the bundle's own launcher (not the user's).
 fn megatron_bundle(plan: &Plan) -> bool {
-    plan.launch_entry() == crate::megatron_bridge::SCRIPT
+    plan.engine() == crate::plan::Engine::MegatronBridge
 }
 
 /// The bundle's files, in a fixed order. `script` is the text of the
@@ -247,9 +247,11 @@ builds Megatron-Bridge's `ConfigContainer` from `scripts/{settings}`, which hold
 the planner assumed (parallel layout with the pipeline's first and last stages, recomputation, \
 precision, optimizer and distributed optimizer, overlap, MoE dispatcher, micro and global batch, \
 sequence), under the names of the configuration classes that take them.\n\n\
-1. Push NVIDIA's NeMo Framework container to your ECR: pick a tag of `nvcr.io/nvidia/nemo` \
-whose release notes list Megatron-Bridge 0.3.1 or newer, then `docker pull nvcr.io/nvidia/nemo:<tag>`, \
-`docker tag` it as `<account>.dkr.ecr.<region>.amazonaws.com/nemo:<tag>`, log in with \
+1. Build NVIDIA's NeMo Framework container for SageMaker and push it to your ECR: pick a tag \
+of `nvcr.io/nvidia/nemo` whose release notes list Megatron-Bridge 0.3.1 or newer; SageMaker's \
+script mode needs its training toolkit in the image, so build from a two-line Dockerfile, \
+`FROM nvcr.io/nvidia/nemo:<tag>` and `RUN pip install sagemaker-training`, tag the image as \
+`<account>.dkr.ecr.<region>.amazonaws.com/nemo-sagemaker:<tag>`, log in with \
 `aws ecr get-login-password | docker login --username AWS --password-stdin <account>.dkr.ecr.<region>.amazonaws.com` \
 and `docker push`. Set `NEMO_IMAGE_URI` to that URI before running `launch.py`.\n\
 2. `pip install {sdk}`, with AWS credentials and a SageMaker execution role.\n\
@@ -267,7 +269,9 @@ SageMaker syncs with `s3_prefix + \"/checkpoints\"`; a restarted job resumes fro
 constructors validate the layout, recomputation and precision; the Megatron-Bridge groups' \
 names are checked against the pinned megatron-bridge 0.3.1's source (it does not import without \
 a GPU's TransformerEngine). Run `--check` yourself after editing the settings file.\n\
-- Needs GPUs: the training itself. Not yet: LoRA through Megatron-Bridge's PEFT, and the \
-`TRAIN_PLANNER_MEASURED` line the Hugging Face stack's script prints.\n"
+- Needs GPUs: the training itself. Not yet (the planner warns and the launcher refuses): LoRA \
+through Megatron-Bridge's PEFT, activation offloading, op-level checkpointing, pure BF16, 8-bit \
+and Adafactor optimizers; nor the `TRAIN_PLANNER_MEASURED` line the Hugging Face stack's script \
+prints.\n"
     )
 }

@@ -437,7 +437,7 @@ fn entry(p: &Plan) -> String {
 /// A Megatron plan launched through the bundle's Megatron-Bridge launcher:
 /// it runs in the NeMo Framework container, from the user's ECR (#37).
 fn nemo(p: &Plan) -> bool {
-    p.launch_entry() == crate::megatron_bridge::SCRIPT
+    p.engine() == crate::plan::Engine::MegatronBridge
 }
 
 /// The NeMo container's URI, which the user pushes to ECR (bundle README).

@@ -31,8 +31,18 @@ const LEARNING_RATE: f64 = 3e-4;
 pub fn settings(plan: &Plan, r: &Report) -> Value {
     let arch = &r.architecture;
     let errors: Vec<String> = r.errors.iter().map(|e| e.code.to_string()).collect();
+    // Megatron-Bridge's CommOverlapConfig sets the data- and expert-parallel
+    // overlap flags itself when it is present: it is given the plan's.
     let comm_overlap = if plan.tp_overlap {
-        Value::Obj(vec![("tp_comm_overlap", true.into())])
+        Value::Obj(vec![
+            ("tp_comm_overlap", true.into()),
+            ("overlap_grad_reduce", plan.overlap.into()),
+            (
+                "overlap_param_gather",
+                (plan.overlap && plan.zero >= 1).into(),
+            ),
+            ("overlap_moe_expert_parallel_comm", plan.ep_overlap.into()),
+        ])
     } else {
         Value::Null
     };
@@ -58,9 +68,16 @@ pub fn settings(plan: &Plan, r: &Report) -> Value {
         ("optimizer", Value::Obj(optimizer(plan))),
         ("ddp", Value::Obj(ddp(plan, r))),
         ("train", Value::Obj(train)),
-        ("dataset", Value::Obj(vec![("seq_length", plan.seq.into())])),
+        (
+            "dataset",
+            Value::Obj(vec![("sequence_length", plan.seq.into())]),
+        ),
         ("comm_overlap", comm_overlap),
-        ("save_interval", plan.save_every.max(1).into()),
+        // None: no checkpoints, as the planner's save_every=0 models.
+        (
+            "save_interval",
+            (plan.save_every > 0).then_some(plan.save_every).into(),
+        ),
     ])
 }
 
@@ -68,16 +85,40 @@ pub fn settings(plan: &Plan, r: &Report) -> Value {
 /// plan's own words, or `None` when it runs all of it (the launcher starts
 /// only from the bundle's default entry).
 pub fn unsupported(plan: &Plan) -> Option<&'static str> {
-    if plan.launch_entry() != SCRIPT {
+    use crate::plan::Training;
+    if plan.engine() != crate::plan::Engine::MegatronBridge {
         return None;
     }
-    match (plan.train, plan.optimizer) {
-        (crate::plan::Training::Lora, _) => Some("train=lora"),
-        (crate::plan::Training::Qlora, _) => Some("train=qlora"),
-        (_, Optimizer::Adamw8bit) => Some("optimizer=adamw8bit"),
-        (_, Optimizer::Adafactor) => Some("optimizer=adafactor"),
-        _ => None,
-    }
+    let ends = [plan.pp_first, plan.pp_last];
+    let odd_ends = plan.vp > 1 && ends.iter().flatten().any(|n| n % plan.vp != 0);
+    // Each refusal Megatron-Core or Megatron-Bridge would make at launch, or
+    // a setting the launcher does not carry over as modelled.
+    [
+        (plan.train == Training::Lora, "train=lora"),
+        (plan.train == Training::Qlora, "train=qlora"),
+        (
+            plan.optimizer == Optimizer::Adamw8bit,
+            "optimizer=adamw8bit",
+        ),
+        (
+            plan.optimizer == Optimizer::Adafactor,
+            "optimizer=adafactor",
+        ),
+        (plan.precision == Precision::Bf16Pure, "precision=bf16-pure"),
+        (plan.checkpointing == Checkpointing::Op, "ckpt=op"),
+        (plan.offload, "offload=1"),
+        (
+            plan.bf16_moments && (plan.zero == 0 || plan.optimizer == Optimizer::Sgd),
+            "bf16_moments=1 without the distributed Adam",
+        ),
+        (
+            plan.fp8_params && plan.precision == Precision::Nvfp4,
+            "fp8_params=1 with precision=nvfp4",
+        ),
+        (odd_ends, "pp_first/pp_last that are not multiples of vp"),
+    ]
+    .into_iter()
+    .find_map(|(refused, what)| refused.then_some(what))
 }
 
 /// The settings file's text.
@@ -95,13 +136,9 @@ fn model(plan: &Plan, r: &Report) -> Members {
     if plan.mtp > 0 {
         m.push(("mtp_num_layers", Value::from(plan.mtp)));
     }
-    if plan.offload {
-        m.push(("cpu_offloading", Value::from(true)));
-        let layers = plan
-            .offload_layers
-            .unwrap_or(r.architecture.layers / r.layout.pp.max(1));
-        m.push(("cpu_offloading_num_layers", Value::from(layers)));
-    }
+    // The planner models no dropout (Megatron's default is 0.1 for both).
+    m.push(("hidden_dropout", Value::Num(0.0)));
+    m.push(("attention_dropout", Value::Num(0.0)));
     m.push(("tp_comm_overlap", Value::from(plan.tp_overlap)));
     m.push((
         "cross_entropy_loss_fusion",
@@ -183,13 +220,16 @@ fn stage_ends(l: &crate::memory::Layout) -> Members {
 
 /// `--recompute-granularity`, its method and layers, and the modules.
 fn recompute(plan: &Plan, r: &Report) -> Members {
-    let per_stage = r.architecture.layers.div_ceil(r.layout.pp.max(1));
+    // Megatron's block recomputation counts layers per model chunk: a
+    // stage's layers over its virtual stages.
+    let vp = if r.layout.pp > 1 { plan.vp.max(1) } else { 1 };
+    let per_chunk = r.architecture.layers.div_ceil(r.layout.pp.max(1) * vp);
     let mut m = Vec::new();
     let (granularity, method, layers): (Option<&str>, Option<&str>, Option<u64>) =
         match plan.checkpointing {
             Checkpointing::Full => (Some("full"), Some("uniform"), Some(1)),
             Checkpointing::Fraction(f) => {
-                let n = ((f * per_stage as f64).round() as u64).clamp(1, per_stage);
+                let n = ((f * per_chunk as f64).round() as u64).clamp(1, per_chunk);
                 (Some("full"), Some("block"), Some(n))
             }
             Checkpointing::Selective => (Some("selective"), None, None),
@@ -244,7 +284,7 @@ fn moe(plan: &Plan, a: &Architecture) -> Members {
         m.push(("cuda_graph_impl", Value::from("transformer_engine")));
         m.push((
             "cuda_graph_scope",
-            Value::from(vec!["attn", "moe_router", "moe_preprocess"]),
+            Value::from(vec!["moe_router", "moe_preprocess"]),
         ));
     }
     m
@@ -253,6 +293,11 @@ fn moe(plan: &Plan, a: &Architecture) -> Members {
 /// BF16 layers an NVFP4 plan keeps at the end (`plan::NVFP4_BF16_LAYER_SHARE`).
 fn nvfp4_bf16_layers(a: &Architecture) -> u64 {
     (crate::plan::NVFP4_BF16_LAYER_SHARE * a.layers as f64).round() as u64
+}
+
+/// FP8 parameter gathers, which Megatron runs only under an FP8 recipe.
+fn fp8_params(plan: &Plan) -> bool {
+    plan.fp8_params && matches!(plan.precision, Precision::Fp8 | Precision::Mxfp8)
 }
 
 fn dtype(plan: &Plan) -> &'static str {
@@ -291,9 +336,13 @@ fn mixed_precision(plan: &Plan, a: &Architecture) -> Members {
         ("autocast_enabled", false.into()),
         ("grad_reduce_in_fp32", (!plan.grad_bf16).into()),
         ("fp8", fp8.into()),
-        ("fp8_param_gather", plan.fp8_params.into()),
+        ("fp8_param_gather", fp8_params(plan).into()),
         ("fp4", fp4.into()),
     ];
+    if fp8_params(plan) && plan.precision == Precision::Mxfp8 {
+        // MXFP8 gathers reuse the gradient buffer (Megatron-Bridge asserts it).
+        m.push(("reuse_grad_buf_for_mxfp8_param_ag", true.into()));
+    }
     m.extend(recipes(plan, a));
     m
 }
@@ -306,7 +355,7 @@ fn model_precision(plan: &Plan, a: &Architecture) -> Members {
         ("params_dtype", dtype(plan).into()),
         ("pipeline_dtype", dtype(plan).into()),
         ("fp8", fp8.into()),
-        ("fp8_param", plan.fp8_params.into()),
+        ("fp8_param", fp8_params(plan).into()),
         ("fp4", fp4.into()),
     ];
     m.extend(recipes(plan, a));
@@ -323,6 +372,7 @@ fn recipes(plan: &Plan, a: &Architecture) -> Members {
     if fp4.is_some() {
         m.push(("fp4_recipe", "nvfp4".into()));
         m.push(("first_last_layers_bf16", true.into()));
+        m.push(("num_layers_at_start_in_bf16", 0u64.into()));
         m.push(("num_layers_at_end_in_bf16", nvfp4_bf16_layers(a).into()));
     }
     m
@@ -381,17 +431,13 @@ fn ddp(plan: &Plan, r: &Report) -> Members {
             (plan.overlap && plan.zero >= 1).into(),
         ),
         ("grad_reduce_in_fp32", (!plan.grad_bf16).into()),
-        ("fp8_param_gather", plan.fp8_params.into()),
+        ("fp8_param_gather", fp8_params(plan).into()),
         ("average_in_collective", true.into()),
     ];
-    if let Some(shard) = plan
-        .shard
-        .filter(|s| *s > 0 && r.layout.dp.is_multiple_of(*s))
-    {
-        m.push((
-            "num_distributed_optimizer_instances",
-            (r.layout.dp / shard).into(),
-        ));
+    // Hybrid sharding: the distributed optimizer in dp / shard instances.
+    let (dp, shard) = (r.layout.dp, r.layout.shard.max(1));
+    if shard < dp && dp.is_multiple_of(shard) {
+        m.push(("num_distributed_optimizer_instances", (dp / shard).into()));
     }
     m
 }

@@ -788,7 +788,9 @@ impl Plan {
     /// the user's own (a torchtitan plan, or any `entry=` but the default).
     pub fn engine(&self) -> Engine {
         match self.stack {
-            _ if self.launch_entry() == MEGATRON_BRIDGE_SCRIPT => Engine::MegatronBridge,
+            Stack::Megatron if self.launch_entry() == MEGATRON_BRIDGE_SCRIPT => {
+                Engine::MegatronBridge
+            }
             Stack::Hf if self.entry == "train.py" => Engine::TrainPy,
             _ => Engine::OwnEntry,
         }

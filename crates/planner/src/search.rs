@@ -271,6 +271,14 @@ impl Space {
         };
         let ckpts = if locks.checkpointing {
             vec![plan.checkpointing]
+        } else if plan.stack == crate::plan::Stack::Megatron {
+            // Op-level checkpointing is PyTorch's; Megatron's middle ground
+            // is selective recomputation, which its launcher runs (#37).
+            vec![
+                Checkpointing::None,
+                Checkpointing::Selective,
+                Checkpointing::Full,
+            ]
         } else {
             vec![Checkpointing::None, Checkpointing::Op, Checkpointing::Full]
         };

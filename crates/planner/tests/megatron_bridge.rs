@@ -232,3 +232,47 @@ fn every_plan_and_offer_names_its_engine() {
         assert!(offers.iter().all(|c| c.engine == want), "{q}");
     }
 }
+
+/// What Megatron would refuse or run differently is refused up front, and
+/// what it runs is set as modelled (the review of #37's first cut).
+#[test]
+fn megatron_runs_what_was_modelled_or_refuses() {
+    for (q, what) in [
+        ("ckpt=op", "ckpt=op"),
+        ("offload=1", "offload=1"),
+        ("precision=bf16-pure", "precision=bf16-pure"),
+        (
+            "bf16_moments=1&zero=0",
+            "bf16_moments=1 without the distributed Adam",
+        ),
+        (
+            "pp=4&vp=2&pp_first=7&pp_last=7",
+            "pp_first/pp_last that are not multiples of vp",
+        ),
+    ] {
+        let s = settings(&format!(
+            "model=llama-3.1-8b&stack=megatron&instance=ml.p5.48xlarge&nodes=2&{q}"
+        ));
+        assert_eq!(s["unsupported"], what, "{q}");
+    }
+    // Block recomputation counts a model chunk's layers: a quarter of 32
+    // layers on PP 4 x VP 2 is 1 of each 4-layer chunk.
+    let s =
+        settings("model=llama-3.1-8b&stack=megatron&pp=4&vp=2&ckpt=0.25&instance=ml.p5.48xlarge");
+    assert_eq!(s["model"]["recompute_num_layers"], 1);
+    // No dropout, as modelled; FP8 gathers only under an FP8 recipe.
+    assert_eq!(s["model"]["hidden_dropout"], 0.0);
+    assert_eq!(s["model"]["attention_dropout"], 0.0);
+    let bf16 = settings("model=llama-3.1-8b&stack=megatron&fp8_params=1&instance=ml.p5.48xlarge");
+    assert_eq!(bf16["mixed_precision"]["fp8_param_gather"], false);
+    let mx = settings("model=llama-3.1-8b&stack=megatron&precision=mxfp8&fp8_params=1&instance=ml.p6-b200.48xlarge");
+    assert_eq!(
+        mx["mixed_precision"]["reuse_grad_buf_for_mxfp8_param_ag"],
+        true
+    );
+    assert_eq!(mx["dataset"]["sequence_length"], 8192);
+    // The auto-plan offers Megatron's selective recomputation, not op-level.
+    let found =
+        planner::search::search(&Plan::from_query("model=llama-3.1-70b&stack=megatron").plan);
+    assert!(found.pareto.iter().all(|c| c.checkpointing != "op"));
+}
