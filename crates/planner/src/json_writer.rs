@@ -3,7 +3,10 @@
 //! added 11.9 KB gzip to the page's wasm (measured with `./dev size`), and
 //! `json.rs` reads JSON only. The output is serde_json's
 //! `to_string_pretty` of the same value, byte for byte (keys sorted, two
-//! spaces; tests/megatron_bridge.rs compares them on every exported plan).
+//! spaces; tests/megatron_bridge.rs compares them on exported plans and
+//! hostile strings), for numbers written without an exponent: `Display`
+//! writes 1e-5 as 0.00001 where serde_json writes 1e-5 (both read back the
+//! same; the settings hold no such number).
 
 use std::fmt::Write;
 
