@@ -349,6 +349,7 @@ await test("bundle: a Megatron plan's .zip carries the Megatron-Bridge launcher,
   const query = 'lang=en&model=llama-3.1-70b&stack=megatron&precision=fp8&instance=ml.p5.48xlarge&nodes=8&tp=4&pp=4&cp=2&zero=1';
   await open(page, base + '?' + query);
   assert((await page.textContent('#export-engine')).includes('Megatron-Bridge'), 'the page says what runs the plan');
+  assert((await page.inputValue('#entry')) === 'pretrain_megatron_bridge.py', 'the entry field names the launcher');
   assert((await page.textContent('#export-code')).includes('image_uri=NEMO_IMAGE_URI'), 'the NeMo container');
   await page.locator('.export').screenshot({ path: `${shots}/export-megatron.png` });
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-bundle')]);

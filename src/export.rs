@@ -148,7 +148,7 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
                 <NumberField ctx=ctx key="role" label=Text::ExecutionRoleARN step="text" get=|p| p.role.clone() />
                 <NumberField ctx=ctx key="s3" label=Text::S3Prefix step="text" get=|p| p.s3.clone() />
                 <NumberField ctx=ctx key="job" label=Text::BaseJobName step="text" get=|p| p.job.clone() />
-                <NumberField ctx=ctx key="entry" label=Text::EntryScript step="text" get=|p| p.entry.clone() />
+                <NumberField ctx=ctx key="entry" label=Text::EntryScript step="text" get=|p| p.launch_entry().to_string() />
                 <NumberField ctx=ctx key="hf_model" label=Text::HuggingFaceModelId step="text" get=|p| p.hf_model.clone() />
             </div>
             <div class="export-bar">
