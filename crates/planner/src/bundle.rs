@@ -185,13 +185,18 @@ fn readme(plan: &Plan, r: &Report, launcher: Format, entry: &str) -> String {
     s
 }
 
-fn run_steps(launcher: Format, entry: &str) -> String {
+/// The SageMaker SDK package a launcher format needs (v3 for ModelTrainer).
+fn sdk_package(launcher: Format) -> &'static str {
     let (sdk_v2, sdk_v3) = sdk_packages();
-    let sdk = if launcher == Format::ModelTrainer {
+    if launcher == Format::ModelTrainer {
         sdk_v3
     } else {
         sdk_v2
-    };
+    }
+}
+
+fn run_steps(launcher: Format, entry: &str) -> String {
+    let sdk = sdk_package(launcher);
     format!(
         "## Run it\n\n\
 1. `pip install {sdk}`, with AWS credentials and a SageMaker execution role.\n\
@@ -233,12 +238,7 @@ learning-rate schedules beyond a constant rate, evaluation.\n";
 
 /// How a Megatron plan's bundle runs, and what was proven where.
 fn megatron_readme(launcher: Format, entry: &str) -> String {
-    let (sdk_v2, sdk_v3) = sdk_packages();
-    let sdk = if launcher == Format::ModelTrainer {
-        sdk_v3
-    } else {
-        sdk_v2
-    };
+    let sdk = sdk_package(launcher);
     let settings = crate::megatron_bridge::SETTINGS_FILE;
     format!(
         "## Run it\n\n\

@@ -655,6 +655,19 @@ fn image_lookup(c: &Ctx<'_>, version: &str, py: &str) -> String {
     s
 }
 
+/// What the ModelTrainer's image is, for the launch code's header.
+fn trainer_image_note(c: &Ctx<'_>, version: &str) -> String {
+    if nemo(c.plan) {
+        "the NeMo Framework container (Megatron-Bridge), from your ECR".into()
+    } else if c.smp {
+        format!("PyTorch {version} with SMP v2")
+    } else if c.blackwell {
+        format!("PyTorch {version}: Blackwell needs CUDA >= 12.8")
+    } else {
+        format!("PyTorch {version}")
+    }
+}
+
 fn modeltrainer(c: &Ctx<'_>) -> String {
     let sdk = &sdk().v3;
     let p = c.plan;
@@ -670,24 +683,7 @@ fn modeltrainer(c: &Ctx<'_>) -> String {
     } else {
         (sdk.pytorch[0].version.as_str(), sdk.pytorch[0].py.as_str())
     };
-    let _ = writeln!(
-        s,
-        "# Image: {}{}",
-        if nemo(p) {
-            "the NeMo Framework container (Megatron-Bridge), from your ECR".to_string()
-        } else {
-            format!("PyTorch {version}")
-        },
-        if nemo(p) {
-            ""
-        } else if c.smp {
-            " with SMP v2"
-        } else if c.blackwell {
-            ": Blackwell needs CUDA >= 12.8"
-        } else {
-            ""
-        }
-    );
+    let _ = writeln!(s, "# Image: {}", trainer_image_note(c, version));
     if let Some(n) = c.smp_fallback_note() {
         let _ = writeln!(s, "# {n}");
     }

@@ -328,34 +328,33 @@ fn low_precision(
 /// Megatron-Bridge's `MixedPrecisionConfig`, which it applies to the model,
 /// the optimizer and the DDP config.
 fn mixed_precision(plan: &Plan, a: &Architecture) -> Members {
-    let (fp8, _, fp4) = low_precision(plan.precision);
-    let mut m = vec![
-        ("bf16", (plan.precision != Precision::Fp32).into()),
-        ("params_dtype", dtype(plan).into()),
-        ("pipeline_dtype", dtype(plan).into()),
-        ("autocast_enabled", false.into()),
-        ("grad_reduce_in_fp32", (!plan.grad_bf16).into()),
-        ("fp8", fp8.into()),
-        ("fp8_param_gather", fp8_params(plan).into()),
-        ("fp4", fp4.into()),
-    ];
+    let mut m = precision(plan, a);
+    m.push(("autocast_enabled", false.into()));
+    m.push(("grad_reduce_in_fp32", (!plan.grad_bf16).into()));
+    m.push(("fp8_param_gather", fp8_params(plan).into()));
     if fp8_params(plan) && plan.precision == Precision::Mxfp8 {
         // MXFP8 gathers reuse the gradient buffer (Megatron-Bridge asserts it).
         m.push(("reuse_grad_buf_for_mxfp8_param_ag", true.into()));
     }
-    m.extend(recipes(plan, a));
     m
 }
 
 /// The same precision in `TransformerConfig`'s names, for `--check`.
 fn model_precision(plan: &Plan, a: &Architecture) -> Members {
+    let mut m = precision(plan, a);
+    m.push(("fp8_param", fp8_params(plan).into()));
+    m
+}
+
+/// What both precision groups name alike: the dtypes, the FP8 or FP4
+/// format and its recipe.
+fn precision(plan: &Plan, a: &Architecture) -> Members {
     let (fp8, _, fp4) = low_precision(plan.precision);
     let mut m = vec![
         ("bf16", (plan.precision != Precision::Fp32).into()),
         ("params_dtype", dtype(plan).into()),
         ("pipeline_dtype", dtype(plan).into()),
         ("fp8", fp8.into()),
-        ("fp8_param", fp8_params(plan).into()),
         ("fp4", fp4.into()),
     ];
     m.extend(recipes(plan, a));
