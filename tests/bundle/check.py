@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Trains with the launch bundle's script, on CPU, for ten varied plans.
+"""Trains with the launch bundle's script, on CPU, for twelve varied plans.
 
 For each plan: `plan export '<plan>' --format bundle` writes the bundle; the
 hyperparameters are read out of its launch.py (what SageMaker would pass);
@@ -13,7 +13,10 @@ hyperparameters are read out of its launch.py (what SageMaker would pass);
   3. its TRAIN_PLANNER_MEASURED line, pasted back with `plan report --measured`,
      re-bases time and cost by the arithmetic the README states.
 
-Then: a resumed run continues from the checkpoint the first one wrote, FP8 on
+Then: FSDP 2 x TP 2 with sequence parallelism, and HSDP 2 x 2, each on four
+ranks, train as one process does (step-1 loss within 2e-4 in FP32, the loss
+falls over 5 steps, each rank holds its share of the parameters); a resumed
+run continues from the checkpoint the first one wrote, FP8 on
 a CPU stops with a message (and trains with --fp8_fallback True), and a
 malformed or foreign line gets a clear message.
 
@@ -23,6 +26,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,6 +54,9 @@ PLANS = [
     ("model=mistral-7b-v0.3&train=lora&ckpt=full&instance=ml.g6e.12xlarge&nodes=2", "modeltrainer"),
     ("model=mixtral-8x7b&nodes=4&ckpt=full&loss=fused&instance=ml.p5en.48xlarge", "pytorch"),
     ("model=qwen3-30b-a3b&train=lora&nodes=2&ckpt=full&offload=1&async_save=1", "huggingface"),
+    # Tensor parallelism under FSDP2 (#37): with sequence parallelism, and without on HSDP.
+    ("model=llama-3.1-70b&tp=4&sp=1&nodes=2&ckpt=full&seq=16384", "pytorch"),
+    ("model=qwen2.5-7b&tp=2&zero=3&shard=4&nodes=2&loss=fused", "modeltrainer"),
 ]
 MOE = ("mixtral", "qwen3-30b-a3b")
 RESULTS = []
@@ -111,10 +118,12 @@ def expected_setup(report):
     plan = plan_keys(report)
     layout = report["layout"]
     zero = int(plan["zero"]) if layout["gpus"] > 1 else 0
-    fsdp = zero >= 2
+    fsdp = zero >= 2 and layout["gpus"] > 1
     return {
         "world_size": layout["gpus"],
         "data_parallel": layout["dp"],
+        "tensor_parallel": layout["tp"],
+        "sequence_parallel": layout["tp"] > 1 and plan["sp"] == "1",
         "zero_stage": zero,
         "shard_group": layout["shard"] if fsdp else 1,
         "replicas": layout["dp"] // layout["shard"] if fsdp else layout["dp"],
@@ -152,6 +161,8 @@ def measured_line(out):
 def small_argv(hp, model_dir, data_dir, out_dir, steps):
     """The launcher's hyperparameters, scaled down for a CPU: short sequences, little accumulation."""
     hp = dict(hp)
+    if int(hp.get("tp", 1)) > 1:
+        hp["tp"] = 2
     hp.update(model_id=model_dir, max_seq_length=64, per_device_train_batch_size=2,
               gradient_accumulation_steps=min(int(hp["gradient_accumulation_steps"]), 2),
               max_steps=steps, save_steps=2, log_steps=1)
@@ -181,7 +192,8 @@ def check_plan(i, query, launcher, models, data_dir):
 
     one_truth()
     model = models["mixtral" if any(m in query for m in MOE) else "llama"]
-    world = 1 if report["layout"]["gpus"] == 1 else 2
+    # Scaled down: two ranks, or FSDP 2 x TP 2 for a tensor-parallel plan.
+    world = 1 if report["layout"]["gpus"] == 1 else (4 if report["layout"]["tp"] > 1 else 2)
     low_precision = hp["precision"] in ("fp8", "mxfp8", "nvfp4")
     out_dir = tempfile.mkdtemp(prefix=f"run{i}-", dir=WORK)
 
@@ -238,6 +250,58 @@ def resume(models, data_dir):
     assert "resumed from" in second.stdout and "step-00000004" in second.stdout, second.stdout[-800:]
     m = json.loads(measured_line(second.stdout).split(" ", 1)[1])
     assert m["first_step"] == 5 and m["steps"] == 2, m
+
+
+def losses(out):
+    """Each step's loss as train.py logs it (4 decimals: the mean over the data-parallel ranks)."""
+    return [float(m.group(1)) for m in re.finditer(r"^step \d+/\d+ loss (\S+)", out, re.M)]
+
+
+def setup_line(out):
+    lines = [l for l in out.splitlines() if l.startswith("TRAIN_PLANNER_SETUP ")]
+    assert len(lines) == 1, f"expected one setup line, got {len(lines)}"
+    return json.loads(lines[0].split(" ", 1)[1])
+
+
+def equals_one_process(models, data_dir, layout_args, data_parallel):
+    """4 ranks of the bundle's train.py against one process that reads the same tokens (the
+    data-parallel ranks' micro-batches together): FP32, so the step-1 losses agree to the
+    logged 4 decimals (tolerance 2e-4); the loss falls over 5 steps; the ranks hold a
+    quarter (FSDP 2 x TP 2) or half (HSDP 2 x 2) of the parameters."""
+    script = os.path.join(WORK, "plan10", "scripts", "train.py")
+    common = ["--model_id", models["llama"], "--data_dir", data_dir, "--max_seq_length", "64",
+              "--max_steps", "5", "--log_steps", "1", "--precision", "fp32", "--learning_rate", "1e-3",
+              "--model_dir", ""]
+    runs = {}
+    for name, world, extra in (("one", 1, ["--per_device_train_batch_size", str(2 * data_parallel)]),
+                               ("four", 4, ["--per_device_train_batch_size", "2", *layout_args])):
+        out_dir = tempfile.mkdtemp(prefix=f"equal-{name}-", dir=WORK)
+        r = run_script(script, common + extra + ["--output_dir", out_dir], world)
+        assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+        runs[name] = (losses(r.stdout), setup_line(r.stdout))
+    (one, single), (four, setup) = runs["one"], runs["four"]
+    assert len(one) == len(four) == 5, (one, four)
+    assert abs(one[0] - four[0]) <= 2e-4, f"step 1: one process {one[0]}, four ranks {four[0]}"
+    assert four[-1] < four[0] - 0.05, f"the loss does not fall: {four}"
+    assert setup["data_parallel"] == data_parallel, setup
+    share = single["local_parameters"] / setup["local_parameters"]
+    want = 4 if setup["tensor_parallel"] > 1 else setup["shard_group"]
+    assert want * 0.95 <= share <= want * 1.0001, f"each rank holds 1/{share:.2f} of the parameters, not 1/{want}"
+    return setup
+
+
+@case("FSDP 2 x TP 2 with sequence parallelism on 4 ranks trains as one process does")
+def fsdp_tp_equals_one_process(models, data_dir):
+    setup = equals_one_process(models, data_dir, ["--zero_stage", "3", "--tp", "2",
+                                                  "--sequence_parallel", "True"], data_parallel=2)
+    assert (setup["tensor_parallel"], setup["sequence_parallel"], setup["shard_group"]) == (2, True, 2), setup
+
+
+@case("HSDP 2 x 2 (two replicas of two shards) on 4 ranks trains as one process does")
+def hsdp_equals_one_process(models, data_dir):
+    setup = equals_one_process(models, data_dir, ["--zero_stage", "3", "--shard_degree", "2"],
+                               data_parallel=4)
+    assert (setup["replicas"], setup["shard_group"], setup["tensor_parallel"]) == (2, 2, 1), setup
 
 
 @case("train.py's attention runs causal and mask-free on a fused kernel, as modelled")
@@ -326,6 +390,8 @@ def main():
     for i, (query, launcher) in enumerate(PLANS):
         check_plan(i, query, launcher, models, data_dir)
     resume(models, data_dir)
+    fsdp_tp_equals_one_process(models, data_dir)
+    hsdp_equals_one_process(models, data_dir)
     attention_as_planned()
     zip_matches()
     bad_lines()

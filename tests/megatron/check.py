@@ -41,8 +41,9 @@ TIMEOUT = 300
 # PP 8 x VP 8 with the embedding and loss as pipeline slots, CP 2, FP8),
 # DeepSeek-V3 as its B200 recipe (EP 8, PP 16 with 4 and 1 layers at the
 # ends, MLA, MTP, DeepEP, bf16 moments), Qwen3-30B-A3B with VP 24 and EP 8,
-# a custom 40-layer shape with Megatron-FSDP and CP, and NVFP4 with block
-# recomputation of half the layers.
+# a custom 40-layer shape with Megatron-FSDP and CP, Qwen3-235B-A22B as its
+# H100 recipe (EP 32 over TP 2 x DP 16, so the experts' TP is 1), and NVFP4
+# with block recomputation of half the layers.
 PLANS = [
     ("Llama 3.1 405B recipe layout",
      "model=custom&layers=126&hidden=16384&heads=128&kv_heads=8&head_dim=128&ffn=53248&vocab=128256&mlp=swiglu"
@@ -58,6 +59,9 @@ PLANS = [
     ("custom shape, Megatron-FSDP, CP 2",
      "model=custom&layers=40&hidden=5120&heads=40&kv_heads=8&head_dim=128&ffn=13824&vocab=151936&mlp=swiglu"
      "&seq=16384&stack=megatron&tp=2&pp=4&cp=2&sp=1&ckpt=full&zero=3&precision=bf16&instance=ml.p5.48xlarge&nodes=4"),
+    ("Qwen3-235B-A22B recipe layout, EP 32 over TP 2 x DP 16 (ETP 1)",
+     "model=qwen3-235b-a22b&seq=4096&mb=1&ga=128&precision=fp8&grad_bf16=1&fp8_params=1&loss=fused"
+     "&stack=megatron&zero=1&tp=2&pp=8&vp=4&ep=32&sp=1&instance=ml.p5.48xlarge&nodes=32&ep_overlap=1"),
     ("Llama 3.1 8B NVFP4, half the layers recomputed",
      "model=llama-3.1-8b&stack=megatron&precision=nvfp4&instance=ml.p6-b200.48xlarge&ckpt=0.5&pp=2&zero=1"),
 ]
@@ -128,6 +132,11 @@ def layout_matches(name, plan):
                       ("context_parallel_size", lay["cp"]), ("expert_model_parallel_size", lay["ep"]),
                       ("num_layers", r["architecture"]["layers"])]:
         assert model[key] == want, f"{name}: {key} {model[key]} != planned {want}"
+    # The experts' TP: the dense TP where EP divides DP x CP, else 1 (EP takes TP's ranks).
+    # Unset, Megatron-Core takes the dense TP (ModelParallelConfig.__post_init__).
+    etp = lay["tp"] if (lay["dp"] * lay["cp"]) % lay["ep"] == 0 else 1
+    got = model.get("expert_tensor_parallel_size") or lay["tp"]
+    assert got == etp, f"{name}: ETP {got} != {etp}"
     stages = lay["stages"]
     if lay["pp"] > 1 and stages["embedding_and_loss_slots"]:
         assert model["account_for_embedding_in_pipeline_split"] and model["account_for_loss_in_pipeline_split"]

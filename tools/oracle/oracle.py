@@ -241,6 +241,8 @@ def train_args(train, row):
         "--zero_stage", str(p.get("zero", 0)),
         "--shard_degree", str(p.get("shard", 0)),
         "--planned_world_size", str(row["world"]),
+        "--tp", str(p.get("tp", 1)),
+        "--sequence_parallel", str(p.get("sp", 0) == 1),
     ]
     return train.parse_args(argv)
 
@@ -261,21 +263,26 @@ def build_model(train, args, config, torch):
 
 @contextlib.contextmanager
 def real_device_mesh():
-    """`init_device_mesh` reads its rank layout from a real tensor: build it outside fake mode."""
+    """`init_device_mesh` reads its rank layout from a real tensor: build it, and the
+    sub-meshes sliced from it, outside fake mode."""
     import torch.distributed.device_mesh as dm
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-    original = dm.init_device_mesh
+    original, getitem = dm.init_device_mesh, dm.DeviceMesh.__getitem__
 
     def init_device_mesh(*args, **kwargs):
         with unset_fake_temporarily():
             return original(*args, **kwargs)
 
-    dm.init_device_mesh = init_device_mesh
+    def submesh(self, names):  # train.py's mesh["tp"], mesh["replicate", "shard"]
+        with unset_fake_temporarily():
+            return getitem(self, names)
+
+    dm.init_device_mesh, dm.DeviceMesh.__getitem__ = init_device_mesh, submesh
     try:
         yield
     finally:
-        dm.init_device_mesh = original
+        dm.init_device_mesh, dm.DeviceMesh.__getitem__ = original, getitem
 
 
 def run_rank(train, row, rank, steps=2):
@@ -292,13 +299,19 @@ def run_rank(train, row, rank, steps=2):
         setup = train.resolve_setup(args, world)
         config = AutoConfig.for_model(**row["config"])
         counter = Allocations(explain=EXPLAIN)
-        with real_device_mesh(), cuda_attention_kernels(train), FakeTensorMode(allow_non_fake_inputs=False), \
+        # DTensor's sharding rules read the device mesh's (real, tiny) rank tensor:
+        # tensor-parallel rows let it in; the model and its data are built fake either way.
+        fake = FakeTensorMode(allow_non_fake_inputs=setup["tensor_parallel"] > 1)
+        with real_device_mesh(), cuda_attention_kernels(train), fake, \
                 counter.counting():
             torch.manual_seed(0)
+            mesh = train.device_mesh(setup, torch.device("cpu"))
             model = build_model(train, args, config, torch)
+            if setup["tensor_parallel"] > 1:
+                train.apply_tensor_parallel(args, model, mesh["tp"])
             train.apply_checkpointing(args, model, torch)
             model = train.with_loss(args, model, torch)
-            model = train.shard_model(args, setup, model, torch, torch.device("cpu"))
+            model = train.shard_model(args, setup, model, torch, torch.device("cpu"), mesh)
             optimizer = train.make_optimizer(args, model, torch, torch.device("cpu"), setup)
             autocast = (torch.autocast("cpu", dtype=torch.bfloat16)
                         if setup["compute"] == "autocast bf16" else contextlib.nullcontext())
@@ -313,7 +326,8 @@ def run_rank(train, row, rank, steps=2):
                         counter.reset_peak()
                     data = random_tokens(args, config.vocab_size)
                     train.train_step(args, model, optimizer, data, torch.device("cpu"), autocast,
-                                     contextlib.nullcontext(), mark=counter.mark)
+                                     contextlib.nullcontext(), mark=counter.mark,
+                                     loss_context=train.loss_context(setup))
             finally:
                 gc.enable()
             gc.collect()
@@ -476,7 +490,8 @@ def main():
         init_worker()
         results = map(measure, rows)
     else:
-        pool = multiprocessing.get_context("spawn").Pool(a.jobs, initializer=init_worker)
+        # A fresh process a row: DTensor caches sharding decisions by shape across models.
+        pool = multiprocessing.get_context("spawn").Pool(a.jobs, initializer=init_worker, maxtasksperchild=1)
         results = pool.imap(measure, rows)
     for i, (row, m) in enumerate(zip(rows, results), 1):
         report_row(i, len(rows), row, m)

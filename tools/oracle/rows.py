@@ -196,8 +196,24 @@ def whole_model(family, sharding, world, keys, prefix=""):
                 world=world, plan=plan(**keys))
 
 
+def tensor_parallel():
+    """train.py's tensor parallelism under FSDP2 (#37): Llama-style families, TP 2-8 inside a
+    node of 8, with and without sequence parallelism, one setting at a time, a tied embedding
+    (Llama-3.2-1B) and a whole 70B at 32K tokens on 16 and 64 ranks."""
+    base = dict(zero=3, tp=2, sp=1)
+    for family, world in [("llama-3.1-8b", 8), ("qwen2.5-7b", 8), ("mistral-7b", 16), ("llama-3.2-1b", 8)]:
+        for v in [dict(), dict(sp=0), dict(ckpt="full"), dict(loss="fused"), dict(tp=4)]:
+            yield row(family, "tp", world, {**base, **v}, label(v))
+    for v in [dict(zero=2), dict(ckpt="op"), dict(ckpt="selective"), dict(seq=8192), dict(mb=2),
+              dict(tp=8), dict(precision="fp32"), dict(sp=0, loss="fused", ckpt="full")]:
+        yield row("llama-3.1-8b", "tp", 8, {**base, **v}, label(v))
+    for world in (16, 64):
+        yield whole_model("llama-3.1-70b", "tp", world, dict(zero=3, tp=8, sp=1, seq=32768, ckpt="full"))
+
+
 def rows():
-    return [r for r in [*one_at_a_time(), *combinations(), *whole_models(), *real_sizes()] if r]
+    return [r for r in [*one_at_a_time(), *combinations(), *whole_models(), *real_sizes(),
+                        *tensor_parallel()] if r]
 
 
 # Held out (#25): shapes and settings the planner's memory model was never changed on, measured

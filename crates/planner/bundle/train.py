@@ -90,6 +90,8 @@ def parse_args(argv=None):
     p.add_argument("--planned_world_size", type=int, default=0)
     for name in ("tp", "pp", "cp", "ep"):
         p.add_argument(f"--{name}", type=int, default=1)
+    p.add_argument("--sequence_parallel", type=str2bool, default=False,
+                   help="with tp > 1: split the norms and the residual stream along the sequence")
     p.add_argument("--attn_implementation", choices=("sdpa", "eager"), default="sdpa")
     p.add_argument("--loss", choices=("plain", "fused"), default="plain")
     p.add_argument("--optim", choices=("adamw", "adamw-foreach", "adamw8bit", "adafactor", "sgd"),
@@ -114,33 +116,37 @@ def resolve_setup(args, world_size):
     """Every decision the script takes from the plan, as plain data (tested against the planner)."""
     if not args.model_id:
         raise PlanError("no model: give the plan a Hugging Face model (hf_model=...) or pass --model_id")
-    for name in ("tp", "pp", "cp", "ep"):
+    for name in ("pp", "cp", "ep"):
         if getattr(args, name) > 1:
             raise PlanError(
-                f"{name}={getattr(args, name)}: this script is data parallel only (DDP or FSDP2); "
-                "tensor, pipeline, context and expert parallelism need Megatron-Core or SMP v2"
+                f"{name}={getattr(args, name)}: this script runs data parallelism (DDP, FSDP2, HSDP) "
+                "and tensor parallelism; pipeline, context and expert parallelism need Megatron-Core"
             )
     if args.train_mode == "qlora" and args.zero_stage > 0 and world_size > 1:
         raise PlanError("QLoRA with ZeRO/FSDP sharding is not supported here: plan it with zero=0")
     if args.precision in LOW_PRECISION and args.train_mode != "full":
         raise PlanError(f"{args.precision} with {args.train_mode}: low-precision GEMMs train full models only")
-    fsdp = args.zero_stage >= 2 and world_size > 1
+    tp = check_tensor_parallel(args, world_size)
+    dp = world_size // tp
+    # Under TP, FSDP2 runs even over one data-parallel rank (its BF16 cast), as the planner models.
+    fsdp = args.zero_stage >= 2 and (dp > 1 or tp > 1)
     shard = 1
     if fsdp:
-        shard = args.shard_degree or world_size
+        shard = args.shard_degree or dp
         if args.planned_world_size and world_size != args.planned_world_size:
             # A trial on fewer GPUs keeps the plan's sharding group where it fits.
-            shard = math.gcd(shard, world_size)
-        if world_size % shard:
-            raise PlanError(f"shard_degree={shard} does not divide the world size {world_size}")
+            shard = math.gcd(shard, dp)
+        if dp % shard:
+            raise PlanError(f"shard_degree={shard} does not divide the {dp} data-parallel ranks")
     return {
         "world_size": world_size,
-        "data_parallel": world_size,
+        "data_parallel": dp,
+        "tensor_parallel": tp,
+        "sequence_parallel": tp > 1 and args.sequence_parallel,
         "zero_stage": args.zero_stage if world_size > 1 else 0,
-        "strategy": "fsdp2" if fsdp else ("ddp+zero1" if args.zero_stage == 1 and world_size > 1
-                                          else ("ddp" if world_size > 1 else "single")),
+        "strategy": strategy(args, fsdp, dp),
         "shard_group": shard,
-        "replicas": world_size // shard if fsdp else world_size,
+        "replicas": dp // shard if fsdp else dp,
         "reshard_after_forward": args.zero_stage == 3,
         "precision": args.precision,
         # Planner: FSDP full training gathers BF16 copies of fp32 shards (a mixed-precision
@@ -157,6 +163,32 @@ def resolve_setup(args, world_size):
         "grad_accum": args.gradient_accumulation_steps,
         "seq": args.max_seq_length,
     }
+
+
+def check_tensor_parallel(args, world_size):
+    """Tensor parallelism (with sequence parallelism) on the GPUs of a node, under FSDP2 across."""
+    tp = args.tp
+    if tp <= 1:
+        return 1
+    if args.zero_stage < 2:
+        raise PlanError(f"tp={tp} with zero={args.zero_stage}: tensor parallelism runs under FSDP2 "
+                        "here (zero=2 or 3); DDP does not take tensor-parallel weights")
+    if args.train_mode != "full":
+        raise PlanError(f"tp={tp} with {args.train_mode}: adapters train data parallel only (tp=1)")
+    if args.precision in LOW_PRECISION:
+        raise PlanError(f"tp={tp} with {args.precision}: tensor-parallel layers run BF16 GEMMs here; "
+                        "plan low precision with tp=1 or stack=megatron")
+    if world_size % tp:
+        raise PlanError(f"tp={tp} does not divide the world size {world_size}")
+    return tp
+
+
+def strategy(args, fsdp, dp):
+    if fsdp:
+        return "fsdp2"
+    if dp == 1:
+        return "single"
+    return "ddp+zero1" if args.zero_stage == 1 else "ddp"
 
 
 def compute_path(args, fsdp):
@@ -419,12 +451,111 @@ def recompute_attention_core(model, torch):
     return len(layers)
 
 
+# ---- tensor parallelism ----------------------------------------------------------------
+
+# The decoder-layer modules train.py splits: a Llama-style layer (Llama, Mistral, Qwen2).
+TP_LAYER = {"input_layernorm", "post_attention_layernorm", "self_attn", "mlp",
+            "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+            "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"}
+
+
+def device_mesh(setup, device):
+    """One mesh for the job: (replicate, shard) data parallel outside, tensor parallel inside
+    (consecutive ranks, the GPUs of one node), as torchtitan builds its `world_mesh`."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    if setup["strategy"] != "fsdp2":
+        return None
+    tp = setup["tensor_parallel"]
+    dims = [("replicate", setup["replicas"])] if setup["replicas"] > 1 else []
+    dims += [("shard", setup["shard_group"])] + ([("tp", tp)] if tp > 1 else [])
+    return init_device_mesh(device.type, tuple(k for _, k in dims), mesh_dim_names=tuple(n for n, _ in dims))
+
+
+def data_parallel_mesh(mesh):
+    names = mesh.mesh_dim_names
+    return mesh["replicate", "shard"] if "replicate" in names else mesh["shard"]
+
+
+def apply_tensor_parallel(args, model, tp_mesh):
+    """Megatron-style TP through PyTorch's DTensor API, as torchtitan applies it to Llama
+    (torchtitan/models/llama3/infra/parallelize.py): column-parallel q/k/v/gate/up, row-parallel
+    o/down, the embedding split over the vocabulary and the LM head's logits kept split for a
+    vocabulary-parallel loss (`loss_parallel`). With sequence parallelism the norms and the
+    residual stream are split along the sequence (all-gather in, reduce-scatter out); without,
+    they are whole on every rank (all-reduce out)."""
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
+                                                   SequenceParallel, parallelize_module)
+
+    base, inner, layers = decoder_layers(model)
+    for layer in layers:
+        names = {n for n, m in layer.named_modules() if n and any(True for _ in m.parameters(recurse=False))}
+        names |= {"self_attn", "mlp"}
+        unknown = sorted(names - TP_LAYER)
+        if unknown or not TP_LAYER <= {n for n, _ in layer.named_modules()}:
+            raise PlanError(f"tp={args.tp}: {type(layer).__name__} is not a Llama-style layer "
+                            f"(it has {', '.join(unknown) or 'other modules'}); plan it with tp=1")
+    sp = args.sequence_parallel
+    stream = Shard(1) if sp else Replicate()  # the residual stream between the layers
+    head_input = stream if args.loss == "plain" else Replicate()
+    parallelize_module(base, tp_mesh, {
+        "model.embed_tokens": RowwiseParallel(input_layouts=Replicate(), output_layouts=stream,
+                                              use_local_output=not sp),
+        "lm_head": ColwiseParallel(input_layouts=head_input, output_layouts=Shard(-1),
+                                   use_local_output=False),
+        **({"model.norm": SequenceParallel()} if sp else {}),
+    })
+    if not sp:  # whole norms, their weights on the TP mesh too (one mesh for FSDP2 and AdamW)
+        replicate_over(inner.norm, tp_mesh)
+        for layer in layers:
+            replicate_over(layer.input_layernorm, tp_mesh)
+            replicate_over(layer.post_attention_layernorm, tp_mesh)
+    plan = {
+        "self_attn.q_proj": ColwiseParallel(),
+        "self_attn.k_proj": ColwiseParallel(),
+        "self_attn.v_proj": ColwiseParallel(),
+        "self_attn.o_proj": RowwiseParallel(output_layouts=stream, use_local_output=not sp),
+        "mlp.gate_proj": ColwiseParallel(),
+        "mlp.up_proj": ColwiseParallel(),
+        "mlp.down_proj": RowwiseParallel(output_layouts=stream, use_local_output=not sp),
+    }
+    if sp:
+        plan.update({
+            "input_layernorm": SequenceParallel(),
+            "self_attn": PrepareModuleInput(input_kwarg_layouts={"hidden_states": Shard(1)},
+                                            desired_input_kwarg_layouts={"hidden_states": Replicate()},
+                                            use_local_output=True),
+            "post_attention_layernorm": SequenceParallel(),
+            "mlp": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),),
+                                      use_local_output=True),
+        })
+    for layer in layers:
+        parallelize_module(layer, tp_mesh, plan)
+    if base.config.tie_word_embeddings:
+        # Both split over the vocabulary (Shard(0)): one weight again, as the model ties them.
+        base.lm_head.weight = inner.embed_tokens.weight
+
+
+def replicate_over(module, tp_mesh):
+    """A module whose inputs are whole on every TP rank: its weights become replicated DTensors
+    on the TP mesh (every rank computes the same gradient); it takes and gives plain tensors."""
+    from torch.distributed.tensor import DTensor, Replicate, distribute_module
+
+    def to_dtensor(_, inputs, mesh):
+        return tuple(DTensor.from_local(x, mesh, [Replicate()], run_check=False)
+                     if hasattr(x, "dim") else x for x in inputs)
+
+    def to_local(_, output, mesh):
+        return output.to_local()
+
+    distribute_module(module, tp_mesh, input_fn=to_dtensor, output_fn=to_local)
+
+
 # ---- sharding ---------------------------------------------------------------------------
 
 
-def shard_model(args, setup, model, torch, device):
-    import torch.distributed as dist
-
+def shard_model(args, setup, model, torch, device, mesh):
     if setup["strategy"] == "single":
         return model.to(device) if args.train_mode != "qlora" else model
     if setup["strategy"] in ("ddp", "ddp+zero1"):
@@ -440,14 +571,8 @@ def shard_model(args, setup, model, torch, device):
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     except ImportError:  # PyTorch 2.5 (the SMP v2 image)
         from torch.distributed._composable.fsdp import MixedPrecisionPolicy, fully_shard
-    from torch.distributed.device_mesh import init_device_mesh
 
-    kind = device.type
-    if setup["replicas"] > 1:
-        mesh = init_device_mesh(kind, (setup["replicas"], setup["shard_group"]),
-                                mesh_dim_names=("replicate", "shard"))
-    else:
-        mesh = init_device_mesh(kind, (dist.get_world_size(),), mesh_dim_names=("shard",))
+    mesh = data_parallel_mesh(mesh)
     if setup["compute"].startswith("fsdp bf16"):
         mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     else:
@@ -458,6 +583,11 @@ def shard_model(args, setup, model, torch, device):
         fully_shard(layer, mesh=mesh, mp_policy=mp, reshard_after_forward=reshard)
     fully_shard(model, mesh=mesh, mp_policy=mp, reshard_after_forward=reshard)
     return model
+
+
+def local_parameters(model):
+    """Parameter elements this rank holds, after TP and FSDP sharding (rank 0's, as logged)."""
+    return sum((p.to_local() if hasattr(p, "to_local") else p).numel() for p in model.parameters())
 
 
 def make_optimizer(args, model, torch, device, setup):
@@ -556,9 +686,14 @@ def with_loss(args, model, torch):
                 logits = self.lm(input_ids=inputs).logits
                 return F.cross_entropy(logits.float().flatten(0, 1), labels)
             base, inner, _ = decoder_layers(self.lm)
-            hidden = inner(input_ids=inputs).last_hidden_state.flatten(0, 1)
+            hidden = inner(input_ids=inputs).last_hidden_state
+            if hasattr(hidden, "redistribute"):  # sequence-parallel: gathered for the chunks
+                from torch.distributed.tensor import Replicate
+
+                hidden = hidden.redistribute(placements=[Replicate()])
+            hidden = hidden.flatten(0, 1)
             head = base.get_output_embeddings()
-            total = hidden.new_zeros((), dtype=torch.float32)
+            total = 0.0
             for s in range(0, hidden.shape[0], 1024):
                 total = total + checkpoint(piece, head, hidden[s:s + 1024], labels[s:s + 1024],
                                            use_reentrant=False)
@@ -712,21 +847,26 @@ def train(args):
     rank, _, world, device = init_distributed(torch)
     torch.manual_seed(args.seed)
     setup = resolve_setup(args, world)
+    mesh = device_mesh(setup, device)
     gpu, capability = describe_device(torch, device)
     model = load_model(args, torch, device)
     setup["compute_applied"] = setup["compute"]
     if args.precision in LOW_PRECISION:
         setup["compute_applied"] = apply_low_precision(args, model, torch, capability)
+    if setup["tensor_parallel"] > 1:
+        apply_tensor_parallel(args, model, mesh["tp"])
     setup["recomputed_layers"] = apply_checkpointing(args, model, torch)
     setup["layers"] = len(decoder_layers(model)[2])
     model = with_loss(args, model, torch)
-    model = shard_model(args, setup, model, torch, device)
+    model = shard_model(args, setup, model, torch, device, mesh)
     optimizer = make_optimizer(args, model, torch, device, setup)
+    setup["local_parameters"] = local_parameters(model)
     log(rank, f"Train Planner: {gpu} x {world} (world size {world}), {setup['compute_applied']}, "
               f"{setup['strategy']} (shard group {setup['shard_group']}), torch {torch.__version__}")
     log(rank, SETUP_TAG + " " + json.dumps(setup, sort_keys=True))
     start = resume(args, model, optimizer, rank)
-    blocks = load_blocks(args, rank, world)
+    # The ranks of one tensor-parallel group (consecutive) read the same tokens.
+    blocks = load_blocks(args, rank // setup["tensor_parallel"], setup["data_parallel"])
     data = batches(blocks, args.per_device_train_batch_size, start * args.gradient_accumulation_steps, torch)
     autocast = (torch.autocast(device.type, dtype=torch.bfloat16)
                 if setup["compute"] == "autocast bf16" else contextlib.nullcontext())
@@ -736,7 +876,11 @@ def train(args):
     model.train()
     for step in range(start + 1, args.max_steps + 1):
         began = time.perf_counter()
-        loss_value = train_step(args, model, optimizer, data, device, autocast, offload).item()
+        loss = train_step(args, model, optimizer, data, device, autocast, offload,
+                          loss_context=loss_context(setup))
+        # The mean over the data-parallel ranks (a TP group's ranks hold the same loss).
+        dist.all_reduce(loss)
+        loss_value = loss.item() / world
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         times.append(time.perf_counter() - began)
@@ -751,21 +895,33 @@ def train(args):
     dist.destroy_process_group()
 
 
-def train_step(args, model, optimizer, data, device, autocast, offload, mark=lambda phase: None):
+def loss_context(setup):
+    """Tensor parallelism keeps the logits split over the vocabulary: the loss is computed
+    split, in forward and backward (`loss_parallel`); otherwise nothing."""
+    if setup["tensor_parallel"] > 1:
+        from torch.distributed.tensor.parallel import loss_parallel
+
+        return loss_parallel
+    return contextlib.nullcontext
+
+
+def train_step(args, model, optimizer, data, device, autocast, offload, mark=lambda phase: None,
+               loss_context=contextlib.nullcontext):
     """One optimizer step over the accumulated micro-batches; returns the loss as a tensor.
-    `mark` names each phase as it starts (the memory oracle, tools/oracle, counts by phase)."""
+    `mark` names each phase as it starts (the memory oracle, tools/oracle, counts by phase);
+    `loss_context` makes the context forward and backward run in (a fresh one each)."""
     total = 0.0
     ga = args.gradient_accumulation_steps
     for micro in range(ga):
         tokens = next(data).to(device)
         sync = micro == ga - 1 or not hasattr(model, "no_sync")
-        with (contextlib.nullcontext() if sync else model.no_sync()):
+        with (contextlib.nullcontext() if sync else model.no_sync()), loss_context():
             mark("forward")
             with autocast, offload:
                 loss = model(tokens) / ga
             mark("backward")
             loss.backward()
-        total = total + loss.detach()
+        total = total + (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach()
     mark("optimizer step")
     optimizer.step()
     mark("zero_grad")
@@ -782,7 +938,9 @@ def report_measured(args, setup, gpu, times, start, torch, device, rank, loss_va
     allocated, reserved = memory_gib(torch, device)
     mems = [None] * dist.get_world_size()
     dist.all_gather_object(mems, (allocated, reserved))
-    tokens = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.max_seq_length
+    # A tensor-parallel group of GPUs works on the same tokens.
+    tokens = (args.per_device_train_batch_size * args.gradient_accumulation_steps * args.max_seq_length
+              / setup["tensor_parallel"])
     line = {
         "v": LINE_VERSION,
         "plan": args.plan,

@@ -537,20 +537,23 @@ fn oracle_rows_of(jsonl: &str) -> Vec<OracleRow> {
             let config = configs.get(&r.config)?;
             let arch = crate::architecture::from_hf_config(&config.to_string()).ok()?;
             let plan = oracle_plan(&r);
+            // train.py's layout: tensor parallel inside, data parallel across (rows.py `tp`).
+            let tp = plan.tp.max(1);
             let layout = Layout {
                 gpus: r.world,
-                tp: 1,
+                tp,
                 pp: 1,
                 cp: 1,
                 ep: 1,
-                dp: r.world,
-                shard: plan.shard.unwrap_or(r.world),
+                dp: r.world / tp,
+                shard: plan.shard.unwrap_or(r.world / tp),
                 stages: Stages::even(arch.layers, 1),
                 fp8_tn_only: true,
             };
             let m = breakdown(&arch, &arch.parameter_counts(), &plan, &layout);
             let predicted = m.allocated_peak_bytes as f64;
             let sharding = match (plan.train, plan.zero, r.world) {
+                _ if tp > 1 => "tp",
                 (crate::plan::Training::Full, _, 1) => "single",
                 (crate::plan::Training::Full, 1, _) => "zero1",
                 (crate::plan::Training::Full, 2, _) => "zero2",
@@ -577,9 +580,13 @@ fn oracle_rows_of(jsonl: &str) -> Vec<OracleRow> {
 
 impl OracleRow {
     /// The group names this row counts in: its sharding, its checkpointing,
-    /// its model family, and `all`.
-    pub fn groups(&self) -> [String; 4] {
-        [
+    /// its model family, and `all`; a tensor-parallel row (#37) counts in
+    /// `sharding=tp` alone, so the data-parallel groups keep their bounds.
+    pub fn groups(&self) -> Vec<String> {
+        if self.sharding == "tp" {
+            return vec!["sharding=tp".to_string()];
+        }
+        vec![
             "all".to_string(),
             format!("sharding={}", self.sharding),
             format!("ckpt={}", self.checkpointing),

@@ -247,6 +247,22 @@ pub struct ParameterCounts {
 }
 
 impl Architecture {
+    /// A Llama-style decoder layer: the modules the bundle's train.py splits
+    /// for tensor parallelism (`TP_LAYER` there: q/k/v/o, gate/up/down and
+    /// two RMSNorms; Llama, Mistral, Qwen2), with a vocabulary its
+    /// embedding and LM head split evenly over `tp`.
+    pub fn llama_style_tp(&self, tp: u64) -> bool {
+        self.moe.is_none()
+            && self.mla.is_none()
+            && self.qk_norm == QkNorm::None
+            && self.norms_per_layer == 2
+            && self.mlp == Mlp::Swiglu
+            && !self.attn_sinks
+            && !self.o_bias
+            && !self.mlp_bias
+            && self.vocab.is_multiple_of(tp)
+    }
+
     /// A plain dense decoder: no biases, two pre-norms per layer, no QK-norm,
     /// `head_dim = hidden / heads` (Llama, GPT and the calibration shapes).
     #[allow(clippy::too_many_arguments)]

@@ -217,12 +217,21 @@ complete checkpoint in `/opt/ml/checkpoints`; the trained model (or adapter) lan
 }
 
 const SUPPORT: &str = "## What the script does and does not do\n\n\
-- Data parallel only: DDP, ZeRO-1 (DDP + ZeroRedundancyOptimizer), FSDP2 without resharding \
-after forward (ZeRO-2) or with it (ZeRO-3), and hybrid sharding (HSDP) over the plan's shard group. \
-Tensor, pipeline, context and expert parallelism need Megatron-Core (a plan with `stack=megatron` \
-gets a Megatron-Bridge launcher instead of this script) or SMP v2: the script stops with a message \
-when the plan asks for them.\n\
-- Precision: fp32, BF16 (fp32 weights; FSDP gathers BF16 copies, otherwise autocast), pure BF16, \
+- Data parallelism: DDP, ZeRO-1 (DDP + ZeroRedundancyOptimizer), FSDP2 without resharding \
+after forward (ZeRO-2) or with it (ZeRO-3), and hybrid sharding (HSDP) over the plan's shard group.\n\
+- Tensor parallelism (`tp`, inside a node) under FSDP2 across, through PyTorch's DTensor \
+(`parallelize_module`, as torchtitan applies it): column-parallel q/k/v/gate/up, row-parallel \
+o/down, the embedding and the LM head split over the vocabulary with a vocabulary-parallel loss, \
+and with `sequence_parallel` the norms and the residual stream split along the sequence. \
+Llama-style dense layers (Llama, Mistral, Qwen2), full training in fp32 or BF16, ZeRO-2/3.\n\
+- Pipeline, context and expert parallelism need Megatron-Core (a plan with `stack=megatron` \
+gets a Megatron-Bridge launcher instead of this script): the script stops with a message when \
+the plan asks for them.\n\
+- Proven where: the data-parallel layouts (DDP, ZeRO-1, FSDP2, HSDP 2 x 2) and FSDP 2 x TP 2 \
+with and without sequence parallelism train on CPU with gloo in this project's tests (PyTorch \
+2.8), on 4 ranks as one process does; their memory is counted by the project's memory oracle. \
+NCCL, the GPU kernels (flash attention, FP8) and the speed need a GPU: the trial run measures \
+them.\n- Precision: fp32, BF16 (fp32 weights; FSDP gathers BF16 copies, otherwise autocast), pure BF16, \
 and FP8 / MXFP8 through torchao on GPUs that have them (embedding, norms and LM head stay in BF16). \
 Where FP8 is unavailable it stops and says why; `--fp8_fallback True` trains in BF16 instead. \
 NVFP4 training is not wired yet.\n\

@@ -209,10 +209,19 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
             "",
         ),
         Some(MemoryKind::Oracle(group, kind)) => match c.oracle(group) {
-            Some(stats) => with_heldout(
-                checked_memory(r, "counted", stats, Text::MemoryCheckedOracle, kind),
-                &c.memory_oracle_heldout,
-            ),
+            Some(stats) => {
+                let mut a = checked_memory(r, "counted", stats, Text::MemoryCheckedOracle, kind);
+                if let Some(n) = a.note.last_mut() {
+                    *n = n.clone().with("gpus", stats.envelope.gpus.1);
+                }
+                // The held-out steps are data parallel: tensor parallelism has none.
+                if group == "sharding=tp" {
+                    a.note.push(Phrase::new(Text::MemoryOracleInSampleOnly));
+                    a
+                } else {
+                    with_heldout(a, &c.memory_oracle_heldout)
+                }
+            }
             None => derived(),
         },
         // torchtitan's published runs of the plan's layout: measured, loosely.
@@ -309,12 +318,14 @@ enum MemoryKind {
     Megatron,
 }
 
-/// The oracle runs the HF stack data parallel (FSDP2 or one GPU), dense
-/// models, AdamW, fp32 / BF16 / pure BF16, full training or LoRA, no offloading.
+/// The oracle runs the HF stack data parallel (FSDP2 or one GPU) and tensor
+/// parallel under FSDP2, dense models, AdamW, fp32 / BF16 / pure BF16, full
+/// training or LoRA, no offloading.
 fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
     use crate::plan::{Optimizer, Stack, Training};
     let (plan, layout) = (r.plan, &r.layout);
-    let parallel = layout.tp > 1 || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
+    let hf_tp = plan.stack == Stack::Hf && layout.tp > 1;
+    let parallel = (layout.tp > 1 && !hf_tp) || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
     let full_dense = plan.train == Training::Full && r.arch.moe.is_none() && !plan.offload;
     if plan.stack == Stack::Torchtitan && full_dense {
         return Some(MemoryKind::Torchtitan(crate::accuracy::torchtitan_layout(
@@ -335,6 +346,10 @@ fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
     let fsdp = memory::runs_fsdp2(plan, layout);
     match (plan.train, plan.precision) {
         (_, p) if p.is_low_precision() => None,
+        (Training::Full, _) if hf_tp && fsdp => {
+            Some(MemoryKind::Oracle("sharding=tp", "TP + FSDP2"))
+        }
+        _ if hf_tp => None,
         (Training::Full, _) if layout.dp == 1 => Some(MemoryKind::SingleRank),
         (Training::Full, _) if fsdp && plan.zero == 3 => {
             Some(MemoryKind::Oracle("sharding=zero3", "ZeRO-3 / FSDP2"))

@@ -8,7 +8,7 @@
 
 use crate::evaluate::evaluate;
 use crate::json::{req, FromJson, Json};
-use crate::plan::{Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Stack, Training};
+use crate::plan::{Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Training};
 use crate::report::Report;
 use crate::throughput::Generation;
 use serde::Serialize;
@@ -201,8 +201,9 @@ fn ctx(plan: &Plan) -> Ctx<'_> {
     let report = evaluate(plan);
     let gpu = crate::hardware::instance(&plan.instance).and_then(|i| crate::hardware::gpu(&i.gpu));
     let blackwell = report.throughput.generation == Generation::Blackwell;
-    let smp_wanted =
-        plan.shard.is_some() || plan.offload || (plan.tp > 1 && plan.stack == Stack::Hf);
+    // train.py runs tensor parallelism itself (DTensor, #37): SMP v2 only for
+    // hybrid sharding and activation offloading.
+    let smp_wanted = plan.shard.is_some() || plan.offload;
     // SMP v2 images run on ml.p4d, ml.p4de and ml.p5* (Ampere/Hopper).
     let smp_instance = ["ml.p4d.", "ml.p4de.", "ml.p5.", "ml.p5e.", "ml.p5en."]
         .iter()
@@ -339,6 +340,9 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
             items.push((k, v.to_string()));
         }
     }
+    if r.layout.tp > 1 {
+        items.push(("sequence_parallel", py_bool(p.sp)));
+    }
     items.push((
         "attn_implementation",
         py_str(match p.attention {
@@ -449,9 +453,6 @@ fn smp_parameters(c: &Ctx<'_>) -> Vec<(&'static str, String)> {
         "hybrid_shard_degree",
         p.shard.unwrap_or(c.report.layout.dp).to_string(),
     )];
-    if p.tp > 1 {
-        v.push(("tensor_parallel_degree", p.tp.to_string()));
-    }
     if p.offload {
         v.push(("sm_activation_offloading", "True".into()));
         v.push(("activation_loading_horizon", "2".into()));

@@ -194,6 +194,10 @@ fn layout(plan: &Plan, r: &Report) -> Members {
     m.push(("virtual_pipeline_model_parallel_size", Value::from(vp)));
     m.push(("context_parallel_size", Value::from(l.cp)));
     m.push(("expert_model_parallel_size", Value::from(l.ep)));
+    if l.expert_tensor_parallel() == Some(1) && l.tp > 1 {
+        // EP takes the TP ranks too: the experts unsplit (Megatron-Core's default is ETP = TP).
+        m.push(("expert_tensor_parallel_size", Value::from(1u64)));
+    }
     m.push(("sequence_parallel", Value::from(plan.sp && l.tp > 1)));
     if l.pp > 1 {
         m.extend(stage_ends(l));

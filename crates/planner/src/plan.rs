@@ -743,8 +743,9 @@ impl Plan {
     }
 
     /// The Hugging Face stack run by the launch bundle's own train.py (the
-    /// default entry point): data parallel only, DDP or FSDP2. It refuses
-    /// tensor, pipeline, context and expert parallelism, so a plan with any
+    /// default entry point): DDP, FSDP2 and HSDP, and DTensor tensor
+    /// parallelism under FSDP2 where `resolve::hf_tp_refusal` allows it. It
+    /// refuses pipeline, context and expert parallelism, so a plan with any
     /// of them is an error and the auto-plan leaves them out; a user's own
     /// entry script may run them (SMP v2, torchtitan), and is not judged.
     pub fn bundled_hf(&self) -> bool {

@@ -114,7 +114,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
     if plan.vp > 1 && layout.pp == 1 {
         errors.push(Message::new("vp_without_pp", "vp", Text::VpWithoutPp, []).fix("vp", "1"));
     }
-    check_bundled_parallelism(plan, &layout, &mut errors);
+    check_bundled_parallelism(plan, &arch, &layout, &mut errors);
     if plan.hf_qlora() && plan.zero > 0 && layout.gpus > 1 {
         let m = Message::new("qlora_sharded", "zero", Text::QloraSharded, []);
         errors.push(m.fix("zero", "0"));
@@ -234,8 +234,6 @@ fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
     (gpu, instance)
 }
 
-/// The bundled train.py is data parallel only (`Plan::bundled_hf`): the
-/// first model-parallel degree above 1 is the error's field.
 /// A stack and training kind no engine runs together. Multi-token
 /// prediction is Megatron's (`--mtp-num-layers`); QLoRA's 4-bit NF4 base
 /// weights are bitsandbytes' through PEFT, which neither Megatron(-Bridge,
@@ -255,19 +253,86 @@ pub fn engine_error(plan: &Plan) -> Option<Message> {
     None
 }
 
-fn check_bundled_parallelism(plan: &Plan, layout: &Layout, errors: &mut Vec<Message>) {
+/// The bundled train.py runs data parallelism (DDP, FSDP2, HSDP) and
+/// tensor parallelism; pipeline, context and expert parallelism are
+/// Megatron's here: the first such degree above 1 is the error's field.
+fn check_bundled_parallelism(
+    plan: &Plan,
+    arch: &Architecture,
+    layout: &Layout,
+    errors: &mut Vec<Message>,
+) {
     if !plan.bundled_hf() {
         return;
     }
-    let degrees = [
-        ("tp", layout.tp),
-        ("pp", layout.pp),
-        ("cp", layout.cp),
-        ("ep", layout.ep),
-    ];
+    let degrees = [("pp", layout.pp), ("cp", layout.cp), ("ep", layout.ep)];
     if let Some((key, _)) = degrees.iter().find(|(_, d)| *d > 1) {
-        let m = Message::new("hf_data_parallel_only", key, Text::HfDataParallelOnly, []);
+        let m = Message::new("hf_model_parallel", key, Text::HfModelParallel, []);
         errors.push(m.fix("stack", "megatron"));
+    }
+    if let Some(refusal) = hf_tp_refusal(arch, plan.train, plan.precision, plan.zero, layout.tp) {
+        errors.push(refusal.message(layout.tp));
+    }
+}
+
+/// What the bundled train.py's tensor parallelism (PyTorch DTensor, as
+/// torchtitan applies it; `apply_tensor_parallel` there) does not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HfTpRefusal {
+    /// Its TP plan names a Llama-style layer's modules (`TP_LAYER`).
+    Layer,
+    /// PEFT's adapters are not split: LoRA trains data parallel.
+    Adapters,
+    /// torchao's FP8/MX layers are not given tensor-parallel styles there.
+    LowPrecision,
+    /// DDP does not take DTensor weights: TP runs under FSDP2.
+    NoFsdp,
+}
+
+/// The one rule for a tensor-parallel plan on the bundled train.py, read by
+/// the resolver (an error) and by the search (which leaves such plans out).
+pub fn hf_tp_refusal(
+    arch: &Architecture,
+    train: Training,
+    precision: Precision,
+    zero: u8,
+    tp: u64,
+) -> Option<HfTpRefusal> {
+    if tp <= 1 {
+        None
+    } else if !arch.llama_style_tp(tp) {
+        Some(HfTpRefusal::Layer)
+    } else if train != Training::Full {
+        Some(HfTpRefusal::Adapters)
+    } else if precision.is_low_precision() {
+        Some(HfTpRefusal::LowPrecision)
+    } else if zero < 2 {
+        Some(HfTpRefusal::NoFsdp)
+    } else {
+        None
+    }
+}
+
+impl HfTpRefusal {
+    fn message(self, tp: u64) -> Message {
+        let args: [(&'static str, Arg); 1] = [("tp", Arg::from(&tp))];
+        let (code, key, text, fix) = match self {
+            HfTpRefusal::Layer => ("hf_tp_layer", "tp", Text::HfTpLayer, ("stack", "megatron")),
+            HfTpRefusal::Adapters => ("hf_tp_adapters", "train", Text::HfTpAdapters, ("tp", "1")),
+            HfTpRefusal::LowPrecision => (
+                "hf_tp_low_precision",
+                "precision",
+                Text::HfTpLowPrecision,
+                ("precision", "bf16"),
+            ),
+            HfTpRefusal::NoFsdp => (
+                "hf_tp_needs_fsdp",
+                "zero",
+                Text::HfTpNeedsFsdp,
+                ("zero", "3"),
+            ),
+        };
+        Message::new(code, key, text, args).fix(fix.0, fix.1)
     }
 }
 
@@ -326,8 +391,19 @@ fn resolve_layout(
         stages = Stages::even(arch.layers, 1);
     }
     let dp = gpus / (tp * pp * cp);
-    if ep > dp * tp {
-        let available = dp * tp;
+    let ranks = Layout {
+        gpus,
+        tp,
+        pp,
+        cp,
+        ep,
+        dp,
+        shard: dp,
+        stages,
+        fp8_tn_only: gpu.fp8_tn_only,
+    };
+    if ranks.expert_tensor_parallel().is_none() {
+        let available = dp * cp * tp;
         let args: [(&'static str, Arg); 2] =
             [("ep", Arg::from(&ep)), ("available", Arg::from(&available))];
         errors.push(Message::new(

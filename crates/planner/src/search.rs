@@ -27,6 +27,7 @@ use crate::hardware::{self, Gpu, Instance};
 use crate::memory::{self, Layout, Stages};
 use crate::plan::{Checkpointing, Loss, Plan, Precision};
 use crate::report::budget_bytes;
+use crate::resolve;
 use crate::text::{Arg, Join, Phrase, Text};
 use crate::throughput::{self, Efficiency, Fabric};
 use serde::Serialize;
@@ -243,8 +244,8 @@ impl Space {
         let (tps, pps, cps) = if locks.parallelism {
             (vec![plan.tp], vec![plan.pp], vec![plan.cp])
         } else if plan.bundled_hf() {
-            // The bundled train.py is data parallel only.
-            (vec![1], vec![1], vec![1])
+            // The bundled train.py runs TP (checked per block: `hf_tp_refusal`) and no PP or CP.
+            (TP.to_vec(), vec![1], vec![1])
         } else {
             let cps = if plan.seq >= 16_384 {
                 vec![1, 2, 4]
@@ -497,14 +498,15 @@ impl Search {
             && gpus.is_multiple_of(tp * pp * cp)
             && (!precision.is_low_precision() || gpu.fp8_tensor_cores)
             && (!matches!(precision, Precision::Mxfp8 | Precision::Nvfp4) || gpu.fp4_tensor_cores);
-        if !valid {
+        let bundled_hf_refuses = || {
+            let b = &self.base;
+            b.bundled_hf() && resolve::hf_tp_refusal(arch, b.train, precision, zero, tp).is_some()
+        };
+        if !valid || bundled_hf_refuses() {
             return None;
         }
         let dp = gpus / (tp * pp * cp);
-        // Megatron's expert parallelism comes out of DP x CP.
-        if !(dp * cp).is_multiple_of(ep) {
-            return None;
-        }
+
         // Hybrid sharding groups the data-parallel ranks of one node.
         let shard = if hybrid {
             (gpn / (tp * cp).min(gpn)).max(1)
@@ -517,7 +519,7 @@ impl Search {
         if repeats || !self.global_sequences.is_multiple_of(dp) {
             return None;
         }
-        Some(Layout {
+        let layout = Layout {
             gpus,
             tp,
             pp,
@@ -527,7 +529,9 @@ impl Search {
             shard,
             stages,
             fp8_tn_only: gpu.fp8_tn_only,
-        })
+        };
+        // Offers keep the experts' TP at the dense TP (Megatron-Core's default).
+        (layout.expert_tensor_parallel() == Some(tp)).then_some(layout)
     }
 
     /// Whether a plan already found is both faster and cheaper than this

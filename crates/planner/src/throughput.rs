@@ -889,7 +889,7 @@ fn stage_parameters(s: &StepShape) -> StageParameters {
     let dense = s.counts.total as f64 - experts;
     StageParameters {
         dense: dense / (s.t * s.p),
-        experts: experts / (s.t * s.p * s.ep),
+        experts: experts / (s.p * s.layout.expert_split()),
     }
 }
 
@@ -905,8 +905,8 @@ fn trainable_share(plan: &Plan) -> f64 {
 /// The data-parallel groups a stage's parameters reduce over: the dense
 /// ones over DP x CP ranks `tp` apart; the routed experts over the
 /// expert-data-parallel group, `ep` times smaller and `ep` times further
-/// apart (Megatron's `expert_data_parallel_group`, world / (ETP x EP x PP)
-/// with ETP = TP, as memory/mod.rs shards their states). With EP 8 over 64
+/// apart (Megatron's `expert_data_parallel_group`, world / (ETP x EP x PP),
+/// `Layout::expert_split`, as memory/mod.rs shards their states). With EP 8 over 64
 /// data-parallel ranks of 8-GPU nodes, every rank of that group sits in
 /// another node, so the experts' gradients cross the network whole.
 struct ReduceGroup {
@@ -922,11 +922,9 @@ struct ReduceGroup {
 
 fn reduce_groups(s: &StepShape) -> [ReduceGroup; 2] {
     let l = s.layout;
-    let (ranks, shard, ep) = (
-        l.dp * l.cp.max(1),
-        l.shard.max(1) * l.cp.max(1),
-        l.ep.max(1),
-    );
+    let (ranks, shard) = (l.dp * l.cp.max(1), l.shard.max(1) * l.cp.max(1));
+    // EP x ETP ranks hold one expert's pieces (ETP = TP, or 1 where EP takes TP's ranks).
+    let split = l.expert_split() as u64;
     let p = stage_parameters(s);
     [
         ReduceGroup {
@@ -937,9 +935,9 @@ fn reduce_groups(s: &StepShape) -> [ReduceGroup; 2] {
         },
         ReduceGroup {
             params: p.experts,
-            ranks: (ranks / ep).max(1),
-            shard: (shard / ep).max(1),
-            stride: l.tp * ep,
+            ranks: (ranks * l.tp / split).max(1),
+            shard: (shard * l.tp / split).max(1),
+            stride: split,
         },
     ]
 }

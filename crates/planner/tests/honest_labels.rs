@@ -271,3 +271,34 @@ fn groups_quote_only_their_own_rows() {
     );
     assert!(!note.contains("Megatron,"), "{note}");
 }
+
+/// The bundled train.py's tensor parallelism (#37) is counted by the memory
+/// oracle (tools/oracle/rows.py `tensor_parallel`: 30 steps of TP + FSDP2 on
+/// 8 to 64 ranks). Its label quotes that group's own error and says it is
+/// in-sample (the model gained DTensor's whole-vocabulary embedding gradient
+/// on those steps) with no held-out figure, which comes from data-parallel
+/// steps; beyond the ranks counted it is extrapolated along the GPUs.
+#[test]
+fn hf_tensor_parallel_memory_quotes_its_own_oracle_rows() {
+    let m = report("model=llama-3.1-70b&tp=4&sp=1&nodes=2&seq=16384&ckpt=full")
+        .memory
+        .accuracy
+        .clone();
+    let note = m.note_english();
+    assert_eq!(m.level, "counted", "{note}");
+    assert!(
+        note.contains("TP + FSDP2") && note.contains("no held-out step"),
+        "{note}"
+    );
+    assert!(!note.contains("held-out steps it never saw"), "{note}");
+    let far = report("model=llama-3.1-70b&tp=4&sp=1&nodes=32&seq=32768&ckpt=full")
+        .memory
+        .accuracy
+        .clone();
+    assert_eq!(far.level, "extrapolated", "{}", far.note_english());
+    assert!(
+        far.note_english().contains("256 GPUs"),
+        "{}",
+        far.note_english()
+    );
+}

@@ -453,3 +453,28 @@ fn extremes_get_words() {
     assert!(codes(big).contains(&"counts_saturated"));
     assert!(!codes("").contains(&"counts_saturated"));
 }
+
+proptest! {
+    // Each case runs a whole search (milliseconds to a tenth of a second).
+    #![proptest_config(ProptestConfig {
+        cases: 48,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(37),
+        failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel("proptest-regressions"))),
+        .. ProptestConfig::default()
+    })]
+
+    /// #37: the auto-plan offers no plan its export refuses. The planner's
+    /// errors hold every refusal of the exported engines (train.py's
+    /// `resolve_setup` and `apply_tensor_parallel`, the Megatron-Bridge
+    /// launcher's unsupported settings), so every offer of a search from
+    /// any plan evaluates without an error.
+    #[test]
+    fn the_auto_plan_offers_only_plans_their_export_runs(plan in any_plan()) {
+        let found = planner::search::search(&plan);
+        for c in found.pareto.iter().chain(found.fastest.iter()) {
+            let r = evaluate(&Plan::from_query(&c.query).plan);
+            let codes: Vec<&str> = r.errors.iter().map(|e| e.code).collect();
+            prop_assert!(codes.is_empty(), "{} offers {}: {:?}", plan.to_query(), c.query, codes);
+        }
+    }
+}

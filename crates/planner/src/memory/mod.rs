@@ -181,6 +181,31 @@ pub struct Layout {
     pub fp8_tn_only: bool,
 }
 
+impl Layout {
+    /// The experts' tensor-parallel degree. Megatron-Core lays a stage's
+    /// ranks out twice, `TP x CP x DP` for the dense layers and
+    /// `ETP x EP x EDP` for the experts (megatron/core/parallel_state.py);
+    /// ETP is the dense TP by default, so EP divides DP x CP. Where it does
+    /// not, EP takes TP's ranks too with ETP = 1 (Megatron-Bridge's
+    /// Qwen3-235B recipe: TP 2 and EP 32 over 16 DP ranks). `None` where
+    /// neither fits. torchtitan's EP borrows the same ranks.
+    pub fn expert_tensor_parallel(&self) -> Option<u64> {
+        let (ep, dense) = (self.ep.max(1), self.dp * self.cp);
+        if dense.is_multiple_of(ep) {
+            Some(self.tp)
+        } else if (dense * self.tp).is_multiple_of(ep) {
+            Some(1)
+        } else {
+            None
+        }
+    }
+
+    /// The ranks one expert's weights are split over: EP x ETP.
+    pub fn expert_split(&self) -> f64 {
+        (self.ep * self.expert_tensor_parallel().unwrap_or(self.tp)) as f64
+    }
+}
+
 /// Decoder layers per pipeline rank, as Megatron-LM builds them
 /// (`transformer_block.py::get_num_layers_to_build`; shared/data/
 /// gb200_nvl72_and_uneven_pp.md §3): the first and last rank may hold fewer.
@@ -333,10 +358,15 @@ pub fn last_stage_breakdown(
     stage_breakdown(&StageShape::new(arch, counts, plan, layout, stage))
 }
 
-/// The HF stack sharded by FSDP2 (ZeRO-2/3, data parallel only, on more than
-/// one GPU): train.py's `fully_shard` on each decoder layer and on the root.
+/// The HF stack sharded by FSDP2 (ZeRO-2/3 on more than one GPU):
+/// train.py's `fully_shard` on each decoder layer and on the root, over the
+/// data-parallel ranks; with tensor parallelism (train.py only) it shards
+/// the TP-split weights over the DP ranks, one mesh of `dp x tp`, even
+/// where `dp` is 1 (FSDP2 then casts the layer's weights to BF16).
 pub(crate) fn runs_fsdp2(plan: &Plan, layout: &Layout) -> bool {
-    plan.stack != Stack::Megatron && plan.zero >= 2 && layout.dp > 1 && layout.dp == layout.gpus
+    let data_parallel = layout.dp > 1 && layout.dp == layout.gpus;
+    let hf_tp = plan.stack == Stack::Hf && layout.tp > 1 && layout.dp * layout.tp == layout.gpus;
+    plan.stack != Stack::Megatron && plan.zero >= 2 && (data_parallel || hf_tp)
 }
 
 /// What every memory term of one pipeline stage reads: the plan, and the
@@ -380,9 +410,9 @@ struct StageShape<'a> {
     weight_bytes: f64,
     /// FSDP's mixed-precision policy: fp32 params sharded, bf16 gathered.
     mixed_policy: bool,
-    /// The HF stack sharded by FSDP2 (ZeRO-2/3, data parallel only, on more
-    /// than one GPU): train.py's `fully_shard` on each decoder layer and on
-    /// the root (embedding, norm, head).
+    /// The HF stack sharded by FSDP2 (ZeRO-2/3 on more than one GPU, `runs_fsdp2`):
+    /// train.py's `fully_shard` on each decoder layer and on the root
+    /// (embedding, norm, head).
     fsdp2: bool,
     /// Tokens per GPU per micro-batch (CP splits the sequence).
     tokens: f64,
@@ -415,7 +445,7 @@ impl<'a> StageShape<'a> {
         let layers = layers + mtp;
         let expert_params = arch.routed_params_per_layer(counts);
         let dense_layer = counts.per_layer as f64 - expert_params;
-        let layer_params = dense_layer / t + expert_params / (layout.ep as f64 * t);
+        let layer_params = dense_layer / t + expert_params / layout.expert_split();
         let emb = counts.embedding as f64 / t;
         let head = if arch.tied && stage == Stage::Only {
             0.0
@@ -453,7 +483,7 @@ impl<'a> StageShape<'a> {
             emb,
             has_head,
             params,
-            expert_share: layers * expert_params / (layout.ep as f64 * t) / params.max(1.0),
+            expert_share: layers * expert_params / layout.expert_split() / params.max(1.0),
             trainable: if peft { 0.0 } else { params },
             peft,
             weight_bytes: match plan.train {

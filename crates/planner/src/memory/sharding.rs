@@ -91,8 +91,27 @@ pub(super) fn fsdp2_units(s: &StageShape) -> Fsdp2Units {
         loss,
         layer: layer_backward + head_grad,
         scatter,
-        end: root_reduce_scatter(s, root_grads, cd, rd),
+        end: root_reduce_scatter(s, root_grads, cd, rd).max(tp_embedding_backward(s, cd, rd)),
     }
+}
+
+/// train.py's tensor parallelism (the HF stack): DTensor's backward of the
+/// vocabulary-split embedding makes the gradient of the whole vocabulary,
+/// then copies out this rank's rows, while the root's gathered weights, the
+/// LM head's gradient and the last layer's reduce-scatter input (its
+/// gradient and their reduce-dtype copy) are held (oracle rows `*/tp/*`:
+/// `aten.embedding_dense_backward` of `V x h`, then `aten.clone` of
+/// `V/t x h`). The root's sharded gradient, which the gradients term counts,
+/// does not exist yet.
+fn tp_embedding_backward(s: &StageShape, cd: f64, rd: f64) -> f64 {
+    if s.plan.stack != Stack::Hf || s.t <= 1.0 || s.peft {
+        return 0.0;
+    }
+    let whole = s.arch.vocab as f64 * s.arch.hidden as f64;
+    let rows = whole / s.t;
+    let root = root_params(s);
+    let head_grad = cd * rows;
+    cd * (root + whole + rows) + head_grad + (cd + rd) * s.layer_params - s.sb.grads * root / s.g
 }
 
 /// The root's reduce-scatter, the step's last: first its unsharded gradients
