@@ -294,6 +294,23 @@ def launcher_module(path):
     return module
 
 
+@case("GPT-OSS's sliding window and sinks reach Megatron-Core as Megatron-Bridge's own bridge sets them")
+def attention_window():
+    """gpt_oss_bridge.py (megatron-bridge 0.3.1): window_size (128, 0), window_attn_skip_freq 2
+    (one full-attention layer after each windowed one), softmax_type "learnable" (the sinks).
+    A Gemma plan, whose norms after attention and MLP the generic provider lacks, is refused."""
+    plan = "model=gpt-oss-120b&stack=megatron&ep=8&precision=bf16&instance=ml.p5.48xlarge&nodes=2"
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, out, err = run_check(export(plan, tmp))
+        assert rc == 0, err[-3000:]
+        built = json.loads(out.strip().splitlines()[-1])["TransformerConfig"]
+        got = (list(built["window_size"]), built["window_attn_skip_freq"], built["softmax_type"])
+        assert got == ([128, 0], 2, "learnable"), got
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, _, err = run_check(export("model=gemma-3-27b&stack=megatron", tmp))
+        assert rc != 0 and "Gemma" in err, (rc, err[-800:])
+
+
 @case("every Megatron plan the auto-plan offers is accepted by Megatron-Core")
 def offers_run():
     import contextlib
@@ -330,6 +347,7 @@ def main():
     keywords_are_fields()
     groups_are_fields()
     refuses_lora()
+    attention_window()
     offers_run()
     failed = sum(1 for _, e in RESULTS if e)
     print(f"megatron: {len(RESULTS) - failed} passed, {failed} failed")

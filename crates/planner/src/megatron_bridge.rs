@@ -56,7 +56,7 @@ pub fn settings(plan: &Plan, r: &Report) -> Value {
     ];
     Value::Obj(vec![
         ("plan", plan.to_query().into()),
-        ("unsupported", unsupported(plan).into()),
+        ("unsupported", unsupported(plan, &r.architecture).into()),
         // A plan with errors was resolved to something else (pp=1 where
         // PP did not divide the layers): the launcher refuses it.
         ("errors", errors.into()),
@@ -84,10 +84,13 @@ pub fn settings(plan: &Plan, r: &Report) -> Value {
 /// What a Megatron plan asks for that the launcher does not run, in the
 /// plan's own words, or `None` when it runs all of it (the launcher starts
 /// only from the bundle's default entry).
-pub fn unsupported(plan: &Plan) -> Option<&'static str> {
+pub fn unsupported(plan: &Plan, a: &Architecture) -> Option<&'static str> {
     use crate::plan::Training;
     if plan.engine() != crate::plan::Engine::MegatronBridge {
         return None;
+    }
+    if let Some(what) = unsupported_shape(a) {
+        return Some(what);
     }
     let ends = [plan.pp_first, plan.pp_last];
     let odd_ends = plan.vp > 1 && ends.iter().flatten().any(|n| n % plan.vp != 0);
@@ -119,6 +122,43 @@ pub fn unsupported(plan: &Plan) -> Option<&'static str> {
     ]
     .into_iter()
     .find_map(|(refused, what)| refused.then_some(what))
+}
+
+/// A model shape the launcher's generic GPT provider does not build:
+/// Megatron-Bridge gives Gemma its own layer spec for the norms after
+/// attention and MLP, Megatron-Core's QK-norm works per head (OLMo 2 norms
+/// the whole projections), and Llama 4's chunked local attention is not a
+/// sliding window.
+fn unsupported_shape(a: &Architecture) -> Option<&'static str> {
+    if a.norms_per_layer > 2 {
+        Some("norms after attention and MLP (Gemma)")
+    } else if a.qk_norm == QkNorm::Full {
+        Some("a QK norm over the whole projections (OLMo 2)")
+    } else if a.chunked {
+        Some("chunked local attention (Llama 4)")
+    } else {
+        None
+    }
+}
+
+/// Sliding-window attention and attention sinks as Megatron-Core takes
+/// them (gpt_oss_bridge.py in Megatron-Bridge: `window_size = (W, 0)`,
+/// `window_attn_skip_freq = N` for one full-attention layer after N - 1
+/// windowed ones, `softmax_type = "learnable"` for a learned sink per head).
+fn attention_window(a: &Architecture) -> Members {
+    let mut m = Vec::new();
+    if a.sliding_window > 0 && a.local_layers > 0 {
+        let window = vec![Value::Int(a.sliding_window), Value::Int(0)];
+        m.push(("window_size", Value::List(window)));
+        let global = a.layers.saturating_sub(a.local_layers);
+        if global > 0 {
+            m.push(("window_attn_skip_freq", Value::Int(a.layers / global)));
+        }
+    }
+    if a.attn_sinks {
+        m.push(("softmax_type", Value::from("learnable")));
+    }
+    m
 }
 
 /// The settings file's text.
@@ -170,6 +210,7 @@ fn shape(a: &Architecture) -> Members {
         ("qk_layernorm", a.qk_norm != QkNorm::None),
     ];
     m.extend(flags.map(|(k, v)| (k, Value::Bool(v))));
+    m.extend(attention_window(a));
     if let Some(mla) = &a.mla {
         m.push(("multi_latent_attention", true.into()));
         let ranks = [

@@ -371,11 +371,12 @@ fn stack_not_bundled(c: &Context) -> Option<Message> {
 }
 
 /// What the bundle's Megatron-Bridge launcher does not run (#37): adapters
-/// (Megatron-Bridge's PEFT is not wired) and optimizers Megatron-Core lacks.
+/// (Megatron-Bridge's PEFT is not wired), optimizers Megatron-Core lacks and
+/// layer shapes its generic GPT provider does not build.
 /// The launcher refuses them too (`unsupported` in its settings file).
 fn megatron_launcher_unsupported(c: &Context) -> Option<Message> {
     let p = c.plan();
-    let what = crate::megatron_bridge::unsupported(p)?;
+    let what = crate::megatron_bridge::unsupported(p, &c.r.arch)?;
     let args: [(&'static str, Arg); 1] = [("what", Arg::from(what))];
     Some(c.warn(
         "megatron_launcher_unsupported",

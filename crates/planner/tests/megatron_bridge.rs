@@ -137,6 +137,27 @@ fn what_the_launcher_does_not_run_is_said_and_refused() {
         .any(|w| w.code == "megatron_launcher_unsupported"));
     assert_eq!(settings(q)["unsupported"], "train=lora");
     assert!(LAUNCHER.contains("plan.get(\"unsupported\")"));
+    // Layer shapes the generic GPT provider does not build are refused too;
+    // GPT-OSS's window and sinks are carried over (gpt_oss_bridge.py's values).
+    let gemma = settings("model=gemma-3-27b&stack=megatron");
+    assert_eq!(
+        gemma["unsupported"],
+        "norms after attention and MLP (Gemma)"
+    );
+    let oss = settings("model=gpt-oss-120b&stack=megatron&ep=8&instance=ml.p5.48xlarge&nodes=2");
+    let m = &oss["model"];
+    assert_eq!(
+        (
+            &m["window_size"],
+            &m["window_attn_skip_freq"],
+            &m["softmax_type"]
+        ),
+        (
+            &serde_json::json!([128, 0]),
+            &serde_json::json!(2),
+            &serde_json::json!("learnable")
+        )
+    );
     // A plan with errors is refused, not launched as something else.
     let bad = settings("model=llama-3.1-8b&stack=megatron&pp=4&vp=3&instance=ml.p5.48xlarge");
     assert!(bad["errors"].as_array().is_some_and(|e| !e.is_empty()));
