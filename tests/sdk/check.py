@@ -159,7 +159,8 @@ def syntax_mode():
 def expected_smp(q):
     p = query_of(q)
     inst = p.get("instance", "")
-    wanted = "shard" in p or p.get("offload") == "1" or int(p.get("tp", "1")) > 1
+    # SMP v2 for hybrid sharding and activation offloading; train.py runs TP itself (#37).
+    wanted = "shard" in p or p.get("offload") == "1"
     return wanted and inst.startswith(SMP_FAMILIES)
 
 

@@ -151,8 +151,8 @@ fn attention_window(a: &Architecture) -> Members {
         let window = vec![Value::Int(a.sliding_window), Value::Int(0)];
         m.push(("window_size", Value::List(window)));
         let global = a.layers.saturating_sub(a.local_layers);
-        if global > 0 {
-            m.push(("window_attn_skip_freq", Value::Int(a.layers / global)));
+        if let Some(every) = a.layers.checked_div(global) {
+            m.push(("window_attn_skip_freq", Value::Int(every)));
         }
     }
     if a.attn_sinks {
