@@ -71,6 +71,13 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
             get=|p| p.train.key().to_string() />
         <Show when=move || plan_is(ctx, |p| p.train != planner::plan::Training::Full)>
             <NumberField ctx=ctx key="lora_rank" label=Text::LoRARank get=|p| p.lora_rank.to_string() />
+            <SelectField ctx=ctx key="lora_targets" label=Text::LoRATargets
+                options=vec![
+                    ("all-linear", Text::LoRATargetsAllLinear),
+                    ("attention", Text::LoRATargetsAttention),
+                    ("q,v", Text::LoRATargetsQV),
+                ]
+                get=|p| p.lora_targets.key().to_string() />
         </Show>
     }
 }

@@ -238,6 +238,7 @@ def train_args(train, row):
         "--max_steps", "2",
         "--train_mode", p.get("train", "full"),
         "--lora_r", str(p.get("lora_rank", 16)),
+        "--lora_targets", p.get("lora_targets", "all-linear"),
         "--zero_stage", str(p.get("zero", 0)),
         "--shard_degree", str(p.get("shard", 0)),
         "--planned_world_size", str(row["world"]),

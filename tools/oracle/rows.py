@@ -196,6 +196,18 @@ def whole_model(family, sharding, world, keys, prefix=""):
                 world=world, plan=plan(**keys))
 
 
+def lora_targets():
+    """LoRA on q and v (PEFT's default for these families) and on the attention projections,
+    beside the grid's all-linear rows (#38): one GPU and ZeRO-3 on 8, with and without
+    checkpointing, and in pure BF16."""
+    for family in FAMILIES:
+        for sharding, world, keys in [s for s in SHARDINGS if s[0] == "lora"]:
+            for targets in ("q,v", "attention"):
+                for v in [dict(), dict(ckpt="full"), dict(precision="bf16-pure")]:
+                    yield row(family, sharding, world, {**keys, "lora_targets": targets, **v},
+                              label({"lora_targets": targets, **v}))
+
+
 def tensor_parallel():
     """train.py's tensor parallelism under FSDP2 (#37): Llama-style families, TP 2-8 inside a
     node of 8, with and without sequence parallelism, one setting at a time, a tied embedding
@@ -213,7 +225,7 @@ def tensor_parallel():
 
 def rows():
     return [r for r in [*one_at_a_time(), *combinations(), *whole_models(), *real_sizes(),
-                        *tensor_parallel()] if r]
+                        *tensor_parallel(), *lora_targets()] if r]
 
 
 # Held out (#25): shapes and settings the planner's memory model was never changed on, measured

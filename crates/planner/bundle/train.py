@@ -41,6 +41,9 @@ LINE_VERSION = 1
 PRECISIONS = ("fp32", "bf16", "bf16-pure", "fp8", "mxfp8", "nvfp4")
 LOW_PRECISION = ("fp8", "mxfp8", "nvfp4")
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "w1", "w2", "w3")
+# The planner's lora_targets, as PEFT module names (q,v: PEFT's default for Llama-style models).
+LORA_TARGET_SETS = {"all-linear": LORA_TARGETS, "attention": ("q_proj", "k_proj", "v_proj", "o_proj"),
+                    "q,v": ("q_proj", "v_proj")}
 
 
 class PlanError(Exception):
@@ -98,6 +101,8 @@ def parse_args(argv=None):
                    default="adamw")
     p.add_argument("--train_mode", choices=("full", "lora", "qlora"), default="full")
     p.add_argument("--lora_r", type=int, default=16)
+    p.add_argument("--lora_targets", choices=tuple(LORA_TARGET_SETS), default="all-linear",
+                   help="the Linear layers the adapters train")
     p.add_argument("--save_steps", type=int, default=0, help="0 = only at the end")
     p.add_argument("--save", choices=("full", "weights", "adapter"), default="full")
     p.add_argument("--async_save", type=str2bool, default=False)
@@ -158,6 +163,7 @@ def resolve_setup(args, world_size):
         "loss": args.loss,
         "train_mode": args.train_mode,
         "lora_r": args.lora_r if args.train_mode != "full" else 0,
+        "lora_targets": args.lora_targets if args.train_mode != "full" else None,
         "optim": args.optim,
         "micro_batch": args.per_device_train_batch_size,
         "grad_accum": args.gradient_accumulation_steps,
@@ -320,7 +326,7 @@ def add_adapters(args, model):
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
     present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
-    targets = [t for t in LORA_TARGETS if t in present]
+    targets = [t for t in LORA_TARGET_SETS[args.lora_targets] if t in present]
     if args.train_mode == "qlora":
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
     lora = LoraConfig(r=args.lora_r, lora_alpha=2 * args.lora_r, lora_dropout=0.0,

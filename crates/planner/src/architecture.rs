@@ -246,6 +246,39 @@ pub struct ParameterCounts {
     pub norms_per_layer: u64,
 }
 
+/// The Linear layers LoRA adapts (PEFT's `target_modules`), by kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Adapted {
+    pub q: bool,
+    pub k: bool,
+    pub v: bool,
+    pub o: bool,
+    /// Every MLP matrix (gate, up, down; every expert's).
+    pub mlp: bool,
+}
+
+impl Adapted {
+    /// Whether the `i`-th of `attention_linears` (the last is o) is adapted:
+    /// q, k, v and o by name; MLA's query projections as q, its key-value
+    /// ones as k and v.
+    fn attention_linear(self, i: usize, last: usize, out: u64, a: &Architecture) -> bool {
+        if i == last {
+            return self.o;
+        }
+        match &a.mla {
+            None => [self.q, self.k, self.v][i.min(2)],
+            Some(m) => {
+                let query = out == m.q_lora_rank || out == a.heads * m.qk_head_dim();
+                if query {
+                    self.q
+                } else {
+                    self.k || self.v
+                }
+            }
+        }
+    }
+}
+
 impl Architecture {
     /// A Llama-style decoder layer: the modules the bundle's train.py splits
     /// for tensor parallelism (`TP_LAYER` there: q/k/v/o, gate/up/down and
@@ -486,9 +519,10 @@ impl Architecture {
         }
     }
 
-    /// LoRA adapter parameters of one layer at `rank`, targeting every Linear
-    /// (q, k, v, o and the MLP matrices of every expert): `r * (in + out)` each.
-    pub fn lora_params_per_layer(&self, rank: u64) -> f64 {
+    /// LoRA adapter parameters of one layer at `rank`: `r * (in + out)` for
+    /// each adapted Linear (`Adapted`: q, k, v, o, and the MLP matrices of
+    /// every expert).
+    pub fn lora_params_per_layer(&self, rank: u64, adapted: Adapted) -> f64 {
         let r = rank as f64;
         let h = self.hidden as f64;
         let f = self
@@ -500,12 +534,25 @@ impl Architecture {
                 .moe
                 .as_ref()
                 .map_or(1.0, |m| (m.experts + m.shared) as f64);
-        let attention: f64 = self
-            .attention_linears()
+        let linears = self.attention_linears();
+        let last = linears.len() - 1;
+        let attention: f64 = linears
             .iter()
-            .map(|(i, o, _)| r * (i + o) as f64)
+            .enumerate()
+            .filter(|(i, (_, out, _))| adapted.attention_linear(*i, last, *out, self))
+            .map(|(_, (i, o, _))| r * (i + o) as f64)
             .sum();
-        attention + r * (h + f) * mlp_mats
+        let mlp = if adapted.mlp {
+            r * (h + f) * mlp_mats
+        } else {
+            0.0
+        };
+        attention + mlp
+    }
+
+    /// LoRA adapter parameters of the whole model (every decoder layer).
+    pub fn lora_params(&self, rank: u64, adapted: Adapted) -> f64 {
+        self.lora_params_per_layer(rank, adapted) * self.layers as f64
     }
 
     /// Check the shape for values that make no sense; each message names its field.

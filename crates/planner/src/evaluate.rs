@@ -409,7 +409,7 @@ pub fn evaluate(plan: &Plan) -> Report {
         .saturating_mul(r.layout.dp);
     let gen = throughput::generation(&r.gpu);
     let tp = r.throughput(&r.efficiency());
-    let adapters = r.arch.lora_params_per_layer(plan.lora_rank) * r.arch.layers as f64;
+    let adapters = plan.lora_params(&r.arch);
     let (time, checkpoint, cost) =
         cost::estimate(plan, &r.counts, adapters, &tp, &r.instance, r.layout.gpus);
     let mut figures = Figures {
@@ -794,7 +794,7 @@ pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
             &Fabric::of(&r.gpu, &r.instance, p.ultraserver),
             &throughput::efficiency(throughput::generation(&r.gpu)),
         );
-        let adapters = r.arch.lora_params_per_layer(p.lora_rank) * r.arch.layers as f64;
+        let adapters = p.lora_params(&r.arch);
         let (time, _, cost) =
             cost::estimate(&p, &r.counts, adapters, &tp, &r.instance, r.layout.gpus);
         out.push(InstanceOption {

@@ -355,6 +355,7 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
     items.push(("train_mode", py_str(p.train.key())));
     if p.train != Training::Full {
         items.push(("lora_r", p.lora_rank.to_string()));
+        items.push(("lora_targets", py_str(p.lora_targets.key())));
     }
     items.push(("save_steps", p.save_every.max(1).to_string()));
     items.push(("save", py_str(p.save.key())));

@@ -93,6 +93,47 @@ impl Precision {
 }
 
 keyed_enum!(
+    /// The Linear layers LoRA adapts (PEFT's `target_modules`).
+    LoraTargets {
+        /// Every Linear of the decoder layers (PEFT's `all-linear`): q, k,
+        /// v, o and the MLP's matrices.
+        AllLinear => "all-linear",
+        /// The attention projections q, k, v and o.
+        Attention => "attention",
+        /// q and v: PEFT's default for Llama, Mistral, Mixtral, Qwen2/3 and
+        /// Gemma (peft/utils/constants.py,
+        /// `TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING`).
+        QV => "q,v",
+    }
+);
+
+impl LoraTargets {
+    /// The adapted layers, by kind.
+    pub fn adapted(self) -> crate::architecture::Adapted {
+        let (attention, mlp) = match self {
+            LoraTargets::AllLinear => (true, true),
+            LoraTargets::Attention => (true, false),
+            LoraTargets::QV => (false, false),
+        };
+        crate::architecture::Adapted {
+            q: true,
+            k: attention,
+            v: true,
+            o: attention,
+            mlp,
+        }
+    }
+}
+
+impl Plan {
+    /// The LoRA adapters' parameters on this model (`lora_rank` on the
+    /// `lora_targets` Linears of every layer).
+    pub fn lora_params(&self, arch: &crate::architecture::Architecture) -> f64 {
+        arch.lora_params(self.lora_rank, self.lora_targets.adapted())
+    }
+}
+
+keyed_enum!(
     /// Optimizer (SPEC §3.2).
     Optimizer {
         /// AdamW, fused kernel (HF Trainer's default `adamw_torch_fused`).
@@ -346,6 +387,8 @@ pub struct Plan {
     pub params_b: Option<f64>,
     pub train: Training,
     pub lora_rank: u64,
+    /// The Linear layers LoRA adapts.
+    pub lora_targets: LoraTargets,
     pub seq: u64,
     pub micro_batch: u64,
     pub grad_accum: u64,
@@ -527,6 +570,7 @@ impl Default for Plan {
             params_b: None,
             train: Training::Full,
             lora_rank: 16,
+            lora_targets: LoraTargets::AllLinear,
             seq: 8192,
             micro_batch: 1,
             grad_accum: 8,
@@ -667,6 +711,7 @@ pub const KEYS: &[&str] = &[
     "params_b",
     "train",
     "lora_rank",
+    "lora_targets",
     "seq",
     "mb",
     "ga",
@@ -928,6 +973,9 @@ impl Plan {
         match f.key {
             "train" => self.train = f.one_of(Training::from_key, Training::keys)?,
             "lora_rank" => self.lora_rank = f.int(1, 4096)?,
+            "lora_targets" => {
+                self.lora_targets = f.one_of(LoraTargets::from_key, LoraTargets::keys)?
+            }
             "seq" => self.seq = f.int(128, 131_072)?,
             "mb" => self.micro_batch = f.int(1, 4096)?,
             "ga" => self.grad_accum = f.int(1, 65_536)?,
@@ -1103,6 +1151,7 @@ impl Plan {
         out.push(("train", self.train.key().into()));
         if self.train != Training::Full {
             out.push(("lora_rank", self.lora_rank.to_string()));
+            out.push(("lora_targets", self.lora_targets.key().into()));
         }
         out.push(("seq", self.seq.to_string()));
         out.push(("mb", self.micro_batch.to_string()));

@@ -384,7 +384,7 @@ impl Search {
         let user = crate::evaluate(plan);
         let arch = user.architecture.clone();
         let counts = arch.parameter_counts();
-        let arch_adapters = arch.lora_params_per_layer(plan.lora_rank) * arch.layers as f64;
+        let arch_adapters = plan.lora_params(&arch);
         let global_sequences = user.global_batch_sequences.max(1);
         let mut work = plan.clone();
         work.shard = None;

@@ -893,12 +893,15 @@ fn stage_parameters(s: &StepShape) -> StageParameters {
     }
 }
 
-/// The share of the parameters that trains: LoRA adapters are a fraction
-/// of a percent; count 1%.
-fn trainable_share(plan: &Plan) -> f64 {
-    match plan.train {
+/// The share of the parameters that trains: under LoRA, the adapters on the
+/// targeted Linears (`Architecture::lora_params`) over the model's weights.
+fn trainable_share(s: &StepShape) -> f64 {
+    match s.plan.train {
         Training::Full => 1.0,
-        _ => 0.01,
+        _ => {
+            let adapters = s.plan.lora_params(s.arch);
+            adapters / s.counts.total as f64
+        }
     }
 }
 
@@ -988,7 +991,7 @@ fn group_traffic(s: &StepShape, g: &ReduceGroup) -> f64 {
     if n <= 1 || g.params <= 0.0 {
         return 0.0;
     }
-    let trainable = g.params * trainable_share(s.plan);
+    let trainable = g.params * trainable_share(s);
     let run =
         |c: Collective, n: u64, stride: u64, bytes: f64| s.fabric.seconds(c, n, stride, bytes);
     let param = parameter_bytes(s.plan);
@@ -1063,7 +1066,7 @@ fn optimizer_step(s: &StepShape) -> f64 {
     };
     let trainable = reduce_groups(s)
         .iter()
-        .map(|g| g.params * trainable_share(s.plan) / shard(g))
+        .map(|g| g.params * trainable_share(s) / shard(g))
         .sum::<f64>();
     let bytes_per_param = match s.plan.optimizer {
         Optimizer::Adamw | Optimizer::AdamwForeach => 28.0,

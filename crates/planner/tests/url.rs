@@ -53,7 +53,7 @@ fn truncated_and_oversized_input_never_panics() {
 
 #[test]
 fn round_trip_keeps_every_key() {
-    let q = "model=mixtral-8x7b&train=lora&lora_rank=64&seq=32768&mb=2&ga=16&tokens=5e9&precision=fp8&optimizer=adamw8bit&ckpt=0.25&offload=1&attn=flash&loss=fused&impl=megatron&zero=2&shard=4&tp=2&pp=2&vp=2&cp=2&ep=4&sp=1&instance=ml.p5en.48xlarge&nodes=4&spot=1&price=63.3&save_every=250&save=weights&async_save=1&save_bw=2.5&headroom=7&ws_gib=2&frag=8&role=arn:aws:iam::123456789012:role/SageMakerRole&s3=s3://my-bucket/runs/a&job=llama-ft&entry=src/train.py&hf_model=meta-llama/Llama-3.1-8B&lang=ru";
+    let q = "model=mixtral-8x7b&train=lora&lora_rank=64&lora_targets=attention&seq=32768&mb=2&ga=16&tokens=5e9&precision=fp8&optimizer=adamw8bit&ckpt=0.25&offload=1&attn=flash&loss=fused&impl=megatron&zero=2&shard=4&tp=2&pp=2&vp=2&cp=2&ep=4&sp=1&instance=ml.p5en.48xlarge&nodes=4&spot=1&price=63.3&save_every=250&save=weights&async_save=1&save_bw=2.5&headroom=7&ws_gib=2&frag=8&role=arn:aws:iam::123456789012:role/SageMakerRole&s3=s3://my-bucket/runs/a&job=llama-ft&entry=src/train.py&hf_model=meta-llama/Llama-3.1-8B&lang=ru";
     let d = Plan::from_query(q);
     assert!(d.notices.is_empty(), "{:?}", d.notices);
     let again = Plan::from_query(&d.plan.to_query());

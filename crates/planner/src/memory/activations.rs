@@ -135,7 +135,18 @@ pub(super) fn op_level_kept(s: &StageShape) -> f64 {
     let matmuls = (w.q + 2.0 * w.kv + w.h + w.routed * w.mlp_outputs)
         * (1.0 - s.plan.op_level_recomputed_gemm_share());
     // LoRA: each adapter's B matmul output is as wide as its base matrix's
-    let adapters = if s.peft { matmuls } else { 0.0 };
+    let adapters = if s.peft {
+        let a = s.plan.lora_targets.adapted();
+        let on = |adapted: bool, width: f64| if adapted { width } else { 0.0 };
+        let outputs = on(a.q, w.q)
+            + on(a.k, w.kv)
+            + on(a.v, w.kv)
+            + on(a.o, w.h)
+            + on(a.mlp, w.routed * w.mlp_outputs);
+        outputs * (1.0 - s.plan.op_level_recomputed_gemm_share())
+    } else {
+        0.0
+    };
     s.tokens * (e * (matmuls + adapters) + attention) / s.t
 }
 

@@ -201,7 +201,37 @@ pub(super) fn layer_activations(arch: &Architecture, plan: &Plan, w: &Widths) ->
     recompute_modules(&mut layer, arch, plan, w);
     layer.replicated += sliding_window_float_mask(arch, plan);
     layer.tp_split += lora_fp32_inputs(plan, w);
+    layer.tp_split -= lora_frozen_inputs(plan, w);
     layer
+}
+
+/// LoRA on fewer than every Linear (`lora_targets`): a frozen Linear with
+/// no adapter keeps no input for backward (its weight takes no gradient),
+/// while PEFT casts each adapted one's input to the adapter's FP32 and keeps
+/// a copy: under autocast the BF16 one autocast makes again, in pure BF16
+/// the FP32 one itself. The layer profiles count every Linear's input as
+/// all-linear LoRA keeps it; this is the part frozen Linears drop: q's, k's,
+/// v's, gate's and up's input (h each), o's (q) and down's (f), at `lin`
+/// bytes under autocast; in pure BF16 4 B for the attention's, the MLP's
+/// being `lora_fp32_inputs`, which frozen MLPs do not add. Saved tensors of
+/// a Llama of 2048 x 4 layers summed by PyTorch's `saved_tensors_hooks`, per
+/// token and layer: autocast all-linear 169.4 KB, attention 140.9 KB
+/// (-28.5 KB; here -24.6 KB), q,v 129.9 KB (-11.1 KB; here -8.2 KB); pure
+/// BF16 all-linear 205.3 KB, attention 156.0 KB (-49.3 KB; here -49.2 KB),
+/// q,v 137.4 KB (-18.6 KB; here -16.4 KB). The oracle's `lora_targets` rows.
+pub(super) fn lora_frozen_inputs(plan: &Plan, w: &Widths) -> f64 {
+    if plan.train == Training::Full || plan.stack == Stack::Megatron {
+        return 0.0;
+    }
+    let a = plan.lora_targets.adapted();
+    let frozen = |adapted: bool, width: f64| if adapted { 0.0 } else { width };
+    let attention = frozen(a.q, w.h) + frozen(a.k, w.h) + frozen(a.v, w.h) + frozen(a.o, w.q);
+    let mlp = frozen(a.mlp, w.routed * w.mlp_inputs);
+    if plan.precision == Precision::Bf16Pure {
+        4.0 * attention
+    } else {
+        w.lin * (attention + mlp)
+    }
 }
 
 pub(super) fn profile_layer(plan: &Plan, w: &Widths) -> LayerActivations {
@@ -304,7 +334,8 @@ pub(super) fn mla_latents(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
 /// input the base layer keeps already.
 pub(super) fn lora_fp32_inputs(plan: &Plan, w: &Widths) -> f64 {
     let pure = plan.precision == Precision::Bf16Pure;
-    if plan.train == Training::Full || !pure || plan.stack == Stack::Megatron {
+    let mlp_adapted = plan.lora_targets.adapted().mlp;
+    if plan.train == Training::Full || !pure || plan.stack == Stack::Megatron || !mlp_adapted {
         return 0.0;
     }
     4.0 * w.routed * w.mlp_inputs
@@ -314,7 +345,8 @@ pub(super) fn lora_fp32_inputs(plan: &Plan, w: &Widths) -> f64 {
 /// Linear's input to its fp32 adapters' dtype before autocast casts it back;
 /// the oracle finds ~4.5 B per input element alive while a checkpointed LoRA
 /// layer is recomputed (`*/lora/*` rows), not among a normal forward's saved
-/// tensors: 4 B per element of q, k, v, o and every MLP matrix's input.
+/// tensors: 4 B per element of each adapted Linear's input (q, k, v, o and
+/// every MLP matrix's, under `all-linear`).
 pub(super) fn lora_recompute_copies(s: &StageShape) -> f64 {
     let (attention, mlp) = lora_recompute_parts(s);
     attention + mlp
@@ -325,12 +357,13 @@ pub(super) fn lora_recompute_parts(s: &StageShape) -> (f64, f64) {
     if !s.peft || s.plan.stack == Stack::Megatron {
         return (0.0, 0.0);
     }
-    let w = &s.widths;
+    let (w, a) = (&s.widths, s.plan.lora_targets.adapted());
     let per_token = s.tokens * 4.0 / s.t;
-    (
-        per_token * (3.0 * w.h + w.q),
-        per_token * w.routed * w.mlp_inputs,
-    )
+    // q, k and v read the normed hidden state, o attention's output.
+    let inputs = [(a.q, w.h), (a.k, w.h), (a.v, w.h), (a.o, w.q)];
+    let attention: f64 = inputs.iter().filter(|(on, _)| *on).map(|(_, x)| x).sum();
+    let mlp = if a.mlp { w.routed * w.mlp_inputs } else { 0.0 };
+    (per_token * attention, per_token * mlp)
 }
 
 /// HF in fp32: RMSNorm saves its input (pow), the normalised value (weight

@@ -129,7 +129,11 @@ pub(super) fn adapters(s: &StageShape) -> f64 {
     if !s.peft {
         return 0.0;
     }
-    let params = s.arch.lora_params_per_layer(s.plan.lora_rank) * s.layers / s.t;
+    let params = s
+        .arch
+        .lora_params_per_layer(s.plan.lora_rank, s.plan.lora_targets.adapted())
+        * s.layers
+        / s.t;
     s.shard_dense(params * 4.0, 3) + s.shard_dense(params * 4.0, 2) + s.shard_dense(params * 8.0, 1)
 }
 
