@@ -289,6 +289,19 @@ await test('auto-plan: apply the top plan, it fits and the URL changes', async (
   await page.locator('.autoplan').screenshot({ path: `${shots}/autoplan.png` });
 });
 
+await test('LoRA targets: q and v only lower the peak and travel in the URL and the export', async (page) => {
+  await open(page, base + '?lang=en&model=llama-3.1-8b&train=lora&zero=0&seq=4096');
+  const before = gibOf(await page.textContent('#peak'));
+  await page.selectOption('#lora_targets', 'q,v');
+  await page.waitForFunction(() => location.href.includes('lora_targets=q%2Cv') || location.href.includes('lora_targets=q,v'));
+  const after = gibOf(await page.textContent('#peak'));
+  // Fewer adapted Linears keep fewer inputs: the oracle's q,v rows sit below all-linear ones.
+  assert(after < before, `q,v peak ${after} GiB below all-linear ${before} GiB`);
+  await page.click('#fmt-huggingface');
+  await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"lora_targets"'));
+  assert((await page.textContent('#export-code')).includes('"lora_targets": "q,v"'), 'the export sets the targets planned');
+});
+
 await test('export: copy the ModelTrainer code and read it from the clipboard', async (page) => {
   await open(page, base + '?lang=en&instance=ml.p5.48xlarge&nodes=2&role=arn:aws:iam::123456789012:role/SM&s3=s3://my-bucket/runs');
   await page.click('#fmt-modeltrainer');
