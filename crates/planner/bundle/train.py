@@ -40,10 +40,15 @@ SETUP_TAG = "TRAIN_PLANNER_SETUP"
 LINE_VERSION = 1
 PRECISIONS = ("fp32", "bf16", "bf16-pure", "fp8", "mxfp8", "nvfp4")
 LOW_PRECISION = ("fp8", "mxfp8", "nvfp4")
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "w1", "w2", "w3")
+# MLA (DeepSeek-V3, Kimi K2) projects queries through q_a/q_b (or q_proj) and keys and values
+# together through kv_a_proj_with_mqa/kv_b_proj: the planner counts them as q and as k and v.
+MLA_QUERY = ("q_a_proj", "q_b_proj")
+MLA_KEY_VALUE = ("kv_a_proj_with_mqa", "kv_b_proj")
+ATTENTION_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj") + MLA_QUERY + MLA_KEY_VALUE
+LORA_TARGETS = ATTENTION_TARGETS + ("gate_proj", "up_proj", "down_proj", "w1", "w2", "w3")
 # The planner's lora_targets, as PEFT module names (q,v: PEFT's default for Llama-style models).
-LORA_TARGET_SETS = {"all-linear": LORA_TARGETS, "attention": ("q_proj", "k_proj", "v_proj", "o_proj"),
-                    "q,v": ("q_proj", "v_proj")}
+LORA_TARGET_SETS = {"all-linear": LORA_TARGETS, "attention": ATTENTION_TARGETS,
+                    "q,v": ("q_proj", "v_proj") + MLA_QUERY + MLA_KEY_VALUE}
 
 
 class PlanError(Exception):
