@@ -350,6 +350,36 @@ def attention_as_planned():
         torch.nn.functional.scaled_dot_product_attention = original
 
 
+@case("LoRA targets adapt MLA's projections as the planner counts them (tiny DeepSeek-V3)")
+def lora_targets_on_mla():
+    import argparse
+
+    import torch
+    from transformers import AutoModelForCausalLM, DeepseekV3Config
+
+    train = load_script(os.path.join(WORK, "plan0", "scripts", "train.py"))
+    # Hidden 256; MLA q_lora_rank 64, kv_lora_rank 32, qk 32+16, v 32, 4 heads; layer 0 dense (512),
+    # layer 1 with 4 routed + 1 shared experts of 64.
+    config = DeepseekV3Config(
+        hidden_size=256, intermediate_size=512, moe_intermediate_size=64, num_hidden_layers=2,
+        first_k_dense_replace=1, num_attention_heads=4, num_key_value_heads=4, n_routed_experts=4,
+        num_experts_per_tok=2, n_shared_experts=1, n_group=1, topk_group=1, q_lora_rank=64,
+        kv_lora_rank=32, qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32, vocab_size=100)
+    # r * (in + out) at r = 4, derived by hand as the planner sums it (architecture.rs,
+    # lora_params_per_layer): q_a 256->64 (1,280), q_b 64->192 (1,024), kv_a 256->48 (1,216),
+    # kv_b 32->256 (1,152), o 128->256 (1,536); MLPs 3 x 4 x (256 + 512) = 9,216 on the dense
+    # layer and 5 x 3 x 4 x (256 + 64) = 19,200 on the MoE one.
+    want = {"q,v": 2 * (1280 + 1024 + 1216 + 1152), "attention": 2 * (1280 + 1024 + 1216 + 1152 + 1536)}
+    want["all-linear"] = want["attention"] + 9216 + 19200
+    for targets, count in want.items():
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(config)
+        args = argparse.Namespace(train_mode="lora", lora_r=4, lora_targets=targets)
+        peft_model = train.add_adapters(args, model)
+        got = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
+        assert got == count, (targets, got, count)
+
+
 @case("the ZIP the page builds opens with Python's zipfile and holds the CLI's files")
 def zip_matches():
     import zipfile
@@ -394,6 +424,7 @@ def main():
     fsdp_tp_equals_one_process(models, data_dir)
     hsdp_equals_one_process(models, data_dir)
     attention_as_planned()
+    lora_targets_on_mla()
     zip_matches()
     bad_lines()
     failed = sum(1 for _, e in RESULTS if e)

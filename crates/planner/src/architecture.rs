@@ -519,21 +519,12 @@ impl Architecture {
         }
     }
 
-    /// LoRA adapter parameters of one layer at `rank`: `r * (in + out)` for
-    /// each adapted Linear (`Adapted`: q, k, v, o, and the MLP matrices of
-    /// every expert).
+    /// LoRA adapter parameters of the mean layer at `rank`: `r * (in + out)`
+    /// for each adapted Linear (`Adapted`: q, k, v, o, and the MLP matrices
+    /// of every expert, or of the dense MLP on an MoE model's dense layers,
+    /// DeepSeek-V3's first three).
     pub fn lora_params_per_layer(&self, rank: u64, adapted: Adapted) -> f64 {
         let r = rank as f64;
-        let h = self.hidden as f64;
-        let f = self
-            .moe
-            .as_ref()
-            .map_or(self.ffn as f64, |m| m.expert_ffn as f64);
-        let mlp_mats = self.mlp.matrices() as f64
-            * self
-                .moe
-                .as_ref()
-                .map_or(1.0, |m| (m.experts + m.shared) as f64);
         let linears = self.attention_linears();
         let last = linears.len() - 1;
         let attention: f64 = linears
@@ -542,10 +533,18 @@ impl Architecture {
             .filter(|(i, (_, out, _))| adapted.attention_linear(*i, last, *out, self))
             .map(|(_, (i, o, _))| r * (i + o) as f64)
             .sum();
-        let mlp = if adapted.mlp {
-            r * (h + f) * mlp_mats
-        } else {
-            0.0
+        if !adapted.mlp {
+            return attention;
+        }
+        let (h, mats) = (self.hidden as f64, self.mlp.matrices() as f64);
+        let dense = r * (h + self.ffn as f64) * mats;
+        let mlp = match &self.moe {
+            None => dense,
+            Some(m) => {
+                let experts = r * (h + m.expert_ffn as f64) * mats * (m.experts + m.shared) as f64;
+                let share = self.moe_layer_share();
+                share * experts + (1.0 - share) * dense
+            }
         };
         attention + mlp
     }
