@@ -276,6 +276,8 @@ struct StepShape<'a> {
     /// achievable bandwidth, bytes/s.
     offload: crate::memory::Offload,
     host_bw: f64,
+    /// The share of the parameters that trains (`trainable_share`).
+    trainable: f64,
 }
 
 impl<'a> StepShape<'a> {
@@ -331,6 +333,7 @@ impl<'a> StepShape<'a> {
             m: plan.grad_accum.max(1) as f64,
             offload: crate::memory::offload(arch, counts, plan, layout),
             host_bw: gpu.host_link_gbs.unwrap_or(PCIE_GEN5_GBS) * 1e9 * HOST_LINK_EFFICIENCY,
+            trainable: trainable_share(arch, counts, plan),
         }
     }
 
@@ -895,13 +898,10 @@ fn stage_parameters(s: &StepShape) -> StageParameters {
 
 /// The share of the parameters that trains: under LoRA, the adapters on the
 /// targeted Linears (`Architecture::lora_params`) over the model's weights.
-fn trainable_share(s: &StepShape) -> f64 {
-    match s.plan.train {
+fn trainable_share(arch: &Architecture, counts: &ParameterCounts, plan: &Plan) -> f64 {
+    match plan.train {
         Training::Full => 1.0,
-        _ => {
-            let adapters = s.plan.lora_params(s.arch);
-            adapters / s.counts.total as f64
-        }
+        _ => plan.lora_params(arch) / counts.total as f64,
     }
 }
 
@@ -991,7 +991,7 @@ fn group_traffic(s: &StepShape, g: &ReduceGroup) -> f64 {
     if n <= 1 || g.params <= 0.0 {
         return 0.0;
     }
-    let trainable = g.params * trainable_share(s);
+    let trainable = g.params * s.trainable;
     let run =
         |c: Collective, n: u64, stride: u64, bytes: f64| s.fabric.seconds(c, n, stride, bytes);
     let param = parameter_bytes(s.plan);
@@ -1066,7 +1066,7 @@ fn optimizer_step(s: &StepShape) -> f64 {
     };
     let trainable = reduce_groups(s)
         .iter()
-        .map(|g| g.params * trainable_share(s) / shard(g))
+        .map(|g| g.params * s.trainable / shard(g))
         .sum::<f64>();
     let bytes_per_param = match s.plan.optimizer {
         Optimizer::Adamw | Optimizer::AdamwForeach => 28.0,

@@ -223,10 +223,7 @@ pub(super) fn lora_frozen_inputs(plan: &Plan, w: &Widths) -> f64 {
     if plan.train == Training::Full || plan.stack == Stack::Megatron {
         return 0.0;
     }
-    let a = plan.lora_targets.adapted();
-    let frozen = |adapted: bool, width: f64| if adapted { 0.0 } else { width };
-    let attention = frozen(a.q, w.h) + frozen(a.k, w.h) + frozen(a.v, w.h) + frozen(a.o, w.q);
-    let mlp = frozen(a.mlp, w.routed * w.mlp_inputs);
+    let (attention, mlp) = lora_linear_inputs(w, plan.lora_targets.adapted(), false);
     if plan.precision == Precision::Bf16Pure {
         4.0 * attention
     } else {
@@ -357,13 +354,20 @@ pub(super) fn lora_recompute_parts(s: &StageShape) -> (f64, f64) {
     if !s.peft || s.plan.stack == Stack::Megatron {
         return (0.0, 0.0);
     }
-    let (w, a) = (&s.widths, s.plan.lora_targets.adapted());
     let per_token = s.tokens * 4.0 / s.t;
-    // q, k and v read the normed hidden state, o attention's output.
-    let inputs = [(a.q, w.h), (a.k, w.h), (a.v, w.h), (a.o, w.q)];
-    let attention: f64 = inputs.iter().filter(|(on, _)| *on).map(|(_, x)| x).sum();
-    let mlp = if a.mlp { w.routed * w.mlp_inputs } else { 0.0 };
+    let (attention, mlp) = lora_linear_inputs(&s.widths, s.plan.lora_targets.adapted(), true);
     (per_token * attention, per_token * mlp)
+}
+
+/// The input widths per token of the Linears LoRA adapts (`adapted`) or
+/// leaves frozen (`!adapted`): attention's (q, k and v read the normed
+/// hidden state, o attention's output) and the MLP's.
+fn lora_linear_inputs(w: &Widths, a: crate::architecture::Adapted, adapted: bool) -> (f64, f64) {
+    let pick = |on: bool, width: f64| if on == adapted { width } else { 0.0 };
+    (
+        pick(a.q, w.h) + pick(a.k, w.h) + pick(a.v, w.h) + pick(a.o, w.q),
+        pick(a.mlp, w.routed * w.mlp_inputs),
+    )
 }
 
 /// HF in fp32: RMSNorm saves its input (pow), the normalised value (weight
