@@ -64,6 +64,13 @@ PLANS = [
      "&stack=megatron&zero=1&tp=2&pp=8&vp=4&ep=32&sp=1&instance=ml.p5.48xlarge&nodes=32&ep_overlap=1"),
     ("Llama 3.1 8B NVFP4, half the layers recomputed",
      "model=llama-3.1-8b&stack=megatron&precision=nvfp4&instance=ml.p6-b200.48xlarge&ckpt=0.5&pp=2&zero=1"),
+    ("DeepSeek-V3 recipe layout, PP 8 x VP 4 with 7 and 6 layers at the ends (a layout string)",
+     "model=deepseek-v3&seq=4096&mb=1&ga=128&precision=fp8&ckpt=selective&recompute_modules=mla_up_proj,mlp"
+     "&fp8_params=1&bf16_moments=1&mtp=1&loss=fused&stack=megatron&zero=1&tp=2&pp=8&vp=4&ep=64"
+     "&pp_first=7&pp_last=6&instance=ml.p5.48xlarge&nodes=128&moe_flex=1"),
+    ("Llama 3.1 70B, activations of 48 layers offloaded",
+     "model=llama-3.1-70b&stack=megatron&precision=fp8&instance=ml.p6e-gb200.36xlarge&nodes=16&ultraserver=72"
+     "&zero=3&seq=8192&mb=2&ga=2&fp8_params=1&grad_bf16=1&loss=fused&offload=1&offload_layers=48"),
 ]
 RESULTS = []
 
@@ -140,6 +147,14 @@ def layout_matches(name, plan):
     stages = lay["stages"]
     if lay["pp"] > 1 and stages["embedding_and_loss_slots"]:
         assert model["account_for_embedding_in_pipeline_split"] and model["account_for_loss_in_pipeline_split"]
+    elif lay["pp"] > 1 and "pipeline_model_parallel_layout" in settings["model"]:
+        # Megatron-Core's own reading of the layout string: decoder layers per rank.
+        from megatron.core.transformer.enums import LayerType
+        from megatron.core.transformer.pipeline_parallel_layer_layout import PipelineParallelLayerLayout
+        parsed = PipelineParallelLayerLayout(settings["model"]["pipeline_model_parallel_layout"], lay["pp"])
+        per_rank = [sum(chunk.count(LayerType.decoder) for chunk in rank) for rank in parsed.layout]
+        want = [stages["first"]] + [stages["middle"]] * (lay["pp"] - 2) + [stages["last"]]
+        assert per_rank == want, f"{name}: layout {per_rank} != {want}"
     elif lay["pp"] > 1 and (stages["first"] != stages["middle"] or stages["last"] != stages["middle"]):
         assert (model["num_layers_in_first_pipeline_stage"], model["num_layers_in_last_pipeline_stage"]) == \
             (stages["first"], stages["last"]), name
@@ -269,7 +284,7 @@ def groups_are_fields():
 def refuses_lora():
     plan = "model=llama-3.1-8b&stack=megatron&train=lora&instance=ml.p5.48xlarge&tp=2"
     r = report(plan)
-    assert any(w["code"] == "megatron_launcher_unsupported" for w in r["warnings"]), r["warnings"]
+    assert any(e["code"] == "megatron_launcher_refuses" for e in r["errors"]), r["errors"]
     with tempfile.TemporaryDirectory() as tmp:
         rc, _, err = run_check(export(plan, tmp))
     assert rc != 0 and "train=lora" in err, err[-500:]
@@ -311,6 +326,46 @@ def attention_window():
         assert rc != 0 and "Gemma" in err, (rc, err[-800:])
 
 
+@case("RoPE is the config.json's: base, Llama 3.1 bands, YaRN on MLA and on a GPT model")
+def rotary_embeddings():
+    """Megatron-Core's defaults (base 10,000, no scaling; MLA's mscale_all_dim 0.0) would build
+    another model. Values: each model's config.json (crates/planner/data/models.json names the copy)."""
+    import importlib.util
+    import re
+    llama = settings_of("model=llama-3.1-8b&stack=megatron&instance=ml.p5.48xlarge")
+    got = {k: llama["provider"][k] for k in ("position_embedding_type", "rotary_base", "rope_scaling",
+                                             "rope_scaling_factor")}
+    assert got == {"position_embedding_type": "rope", "rotary_base": 500000, "rope_scaling": True,
+                   "rope_scaling_factor": 8.0}, got
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, out, err = run_check(export(PLANS[1][1], tmp))
+        assert rc == 0, err[-3000:]
+        mla = json.loads(out.strip().splitlines()[-1])["MLATransformerConfig"]
+    got = {k: mla[k] for k in ("rope_type", "rotary_base", "rotary_scaling_factor", "original_max_position_embeddings",
+                               "beta_fast", "beta_slow", "mscale", "mscale_all_dim")}
+    assert got == {"rope_type": "yarn", "rotary_base": 10000.0, "rotary_scaling_factor": 40.0,
+                   "original_max_position_embeddings": 4096, "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0,
+                   "mscale_all_dim": 1.0}, got
+    # gpt-oss: YaRN on a GPT model, set by name on the provider; the names are those GPTModel reads.
+    oss = settings_of("model=gpt-oss-120b&stack=megatron&ep=8&instance=ml.p5.48xlarge&nodes=2")
+    gpt_model = os.path.join(os.path.dirname(importlib.util.find_spec("megatron.core").origin),
+                             "models", "gpt", "gpt_model.py")
+    read = set(re.findall(r'getattr\(\s*self\.config,\s*"(yarn_[a-z_]+)"', open(gpt_model, encoding="utf-8").read()))
+    assert read and set(oss["yarn"]) == read, (sorted(oss["yarn"]), sorted(read))
+    assert oss["provider"]["position_embedding_type"] == "yarn" and oss["provider"]["rotary_base"] == 150000
+    want = {"yarn_rotary_scaling_factor": 32.0, "yarn_original_max_position_embeddings": 4096, "yarn_beta_fast": 32.0,
+            "yarn_beta_slow": 1.0, "yarn_mscale": None, "yarn_mscale_all_dim": None,
+            "yarn_correction_range_round_to_int": False}
+    assert oss["yarn"] == want, oss["yarn"]
+    assert "for key, value in (plan.get(\"yarn\") or {}).items():" in launcher_source()
+
+
+def settings_of(plan):
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(export(plan, tmp), SETTINGS), encoding="utf-8") as f:
+            return json.load(f)
+
+
 @case("every Megatron plan the auto-plan offers is accepted by Megatron-Core")
 def offers_run():
     import contextlib
@@ -348,6 +403,7 @@ def main():
     groups_are_fields()
     refuses_lora()
     attention_window()
+    rotary_embeddings()
     offers_run()
     failed = sum(1 for _, e in RESULTS if e)
     print(f"megatron: {len(RESULTS) - failed} passed, {failed} failed")

@@ -152,6 +152,11 @@ def build(plan, args):
 
     provider = MLAModelProvider if plan["mla"] else GPTModelProvider
     model = provider(**strict(provider, resolve({**plan["model"], **plan["provider"]})))
+    # YaRN on a GPT model: Megatron-Core's GPTModel reads these from its
+    # config by name; the generic provider does not declare them
+    # (Megatron-Bridge's gpt_oss_bridge.py sets them the same way).
+    for key, value in (plan.get("yarn") or {}).items():
+        setattr(model, key, value)
     train = dict(plan["train"])
     if args.max_steps:
         train["train_iters"] = args.max_steps
@@ -196,10 +201,10 @@ def main(argv=None):
     ap.add_argument("--plan", default="", help="the plan's link (recorded, not read)")
     args, _ = ap.parse_known_args(argv)
     plan = load_plan(args.plan_file)
+    if plan.get("unsupported"):
+        raise SystemExit(f"this launcher does not run {plan['unsupported']} (the planner's error says so)")
     if plan.get("errors"):
         raise SystemExit(f"the planner found errors in this plan ({', '.join(plan['errors'])}): fix them first")
-    if plan.get("unsupported"):
-        raise SystemExit(f"this launcher does not run {plan['unsupported']} yet (the planner's warning says so)")
     if args.check:
         check(plan)
         return 0

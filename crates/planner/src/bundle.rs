@@ -254,8 +254,9 @@ fn megatron_readme(launcher: Format, entry: &str) -> String {
 This plan trains with Megatron-Bridge in NVIDIA's NeMo Framework container: `scripts/{entry}` \
 builds Megatron-Bridge's `ConfigContainer` from `scripts/{settings}`, which holds every setting \
 the planner assumed (parallel layout with the pipeline's first and last stages, recomputation, \
-precision, optimizer and distributed optimizer, overlap, MoE dispatcher, micro and global batch, \
-sequence), under the names of the configuration classes that take them.\n\n\
+activation offloading, precision, optimizer and distributed optimizer, overlap, MoE dispatcher, \
+micro and global batch, sequence) and the model's rotary embeddings as its config.json sets \
+them, under the names of the configuration classes that take them.\n\n\
 1. Build NVIDIA's NeMo Framework container for SageMaker and push it to your ECR: pick a tag \
 of `nvcr.io/nvidia/nemo` whose release notes list Megatron-Bridge 0.3.1 or newer; SageMaker's \
 script mode needs its training toolkit in the image, so build from a two-line Dockerfile, \
@@ -278,9 +279,11 @@ SageMaker syncs with `s3_prefix + \"/checkpoints\"`; a restarted job resumes fro
 constructors validate the layout, recomputation and precision; the Megatron-Bridge groups' \
 names are checked against the pinned megatron-bridge 0.3.1's source (it does not import without \
 a GPU's TransformerEngine). Run `--check` yourself after editing the settings file.\n\
-- Needs GPUs: the training itself. Not yet (the planner warns and the launcher refuses): LoRA \
-through Megatron-Bridge's PEFT, activation offloading, op-level checkpointing, pure BF16, 8-bit \
-and Adafactor optimizers; nor the `TRAIN_PLANNER_MEASURED` line the Hugging Face stack's script \
+- Needs GPUs: the training itself. Not run here (the planner says so as an error, and the \
+launcher refuses): LoRA through Megatron-Bridge's PEFT (which starts from a converted \
+checkpoint), activation offloading with pipeline stages or recomputation (Megatron-Core refuses \
+both), op-level checkpointing, pure BF16, 8-bit and Adafactor optimizers, Gemma's, OLMo 2's and \
+Llama 4's layer shapes; nor the `TRAIN_PLANNER_MEASURED` line the Hugging Face stack's script \
 prints.\n"
     )
 }

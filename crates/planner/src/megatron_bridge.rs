@@ -15,6 +15,7 @@ use crate::architecture::{Architecture, Mlp, QkNorm};
 use crate::json_writer::Value;
 use crate::plan::{Attention, Checkpointing, Loss, Optimizer, Plan, Precision};
 use crate::report::Report;
+use crate::rope::{Rope, RopeKind};
 
 /// An object's members, in the order they are built (written sorted).
 type Members = Vec<(&'static str, Value)>;
@@ -64,6 +65,7 @@ pub fn settings(plan: &Plan, r: &Report) -> Value {
         ("model", Value::Obj(model(plan, r))),
         ("model_precision", Value::Obj(model_precision(plan, arch))),
         ("provider", Value::Obj(provider(plan, arch))),
+        ("yarn", yarn(arch)),
         ("mixed_precision", Value::Obj(mixed_precision(plan, arch))),
         ("optimizer", Value::Obj(optimizer(plan))),
         ("ddp", Value::Obj(ddp(plan, r))),
@@ -83,62 +85,11 @@ pub fn settings(plan: &Plan, r: &Report) -> Value {
 
 /// What a Megatron plan asks for that the launcher does not run, in the
 /// plan's own words, or `None` when it runs all of it (the launcher starts
-/// only from the bundle's default entry).
+/// only from the bundle's default entry). The planner's error
+/// `megatron_launcher_refuses` holds the same rule (`launchers`).
 pub fn unsupported(plan: &Plan, a: &Architecture) -> Option<&'static str> {
-    use crate::plan::Training;
-    if plan.engine() != crate::plan::Engine::MegatronBridge {
-        return None;
-    }
-    if let Some(what) = unsupported_shape(a) {
-        return Some(what);
-    }
-    let ends = [plan.pp_first, plan.pp_last];
-    let odd_ends = plan.vp > 1 && ends.iter().flatten().any(|n| n % plan.vp != 0);
-    // Each refusal Megatron-Core or Megatron-Bridge would make at launch, or
-    // a setting the launcher does not carry over as modelled.
-    [
-        (plan.train == Training::Lora, "train=lora"),
-        (plan.train == Training::Qlora, "train=qlora"),
-        (
-            plan.optimizer == Optimizer::Adamw8bit,
-            "optimizer=adamw8bit",
-        ),
-        (
-            plan.optimizer == Optimizer::Adafactor,
-            "optimizer=adafactor",
-        ),
-        (plan.precision == Precision::Bf16Pure, "precision=bf16-pure"),
-        (plan.checkpointing == Checkpointing::Op, "ckpt=op"),
-        (plan.offload, "offload=1"),
-        (
-            plan.bf16_moments && (plan.zero == 0 || plan.optimizer == Optimizer::Sgd),
-            "bf16_moments=1 without the distributed Adam",
-        ),
-        (
-            plan.fp8_params && plan.precision == Precision::Nvfp4,
-            "fp8_params=1 with precision=nvfp4",
-        ),
-        (odd_ends, "pp_first/pp_last that are not multiples of vp"),
-    ]
-    .into_iter()
-    .find_map(|(refused, what)| refused.then_some(what))
-}
-
-/// A model shape the launcher's generic GPT provider does not build:
-/// Megatron-Bridge gives Gemma its own layer spec for the norms after
-/// attention and MLP, Megatron-Core's QK-norm works per head (OLMo 2 norms
-/// the whole projections), and Llama 4's chunked local attention is not a
-/// sliding window.
-fn unsupported_shape(a: &Architecture) -> Option<&'static str> {
-    if a.norms_per_layer > 2 {
-        Some("norms after attention and MLP (Gemma)")
-    } else if a.qk_norm == QkNorm::Full {
-        Some("a QK norm over the whole projections (OLMo 2)")
-    } else if a.chunked {
-        Some("chunked local attention (Llama 4)")
-    } else {
-        None
-    }
+    use crate::launchers::{megatron_refusal, Choice};
+    megatron_refusal(plan, a, Choice::of(plan)).map(|r| r.what)
 }
 
 /// Sliding-window attention and attention sinks as Megatron-Core takes
@@ -172,6 +123,7 @@ fn model(plan: &Plan, r: &Report) -> Members {
     let mut m = shape(&r.architecture);
     m.extend(layout(plan, r));
     m.extend(recompute(plan, r));
+    m.extend(offload(plan, r));
     m.extend(moe(plan, &r.architecture));
     if plan.mtp > 0 {
         m.push(("mtp_num_layers", Value::from(plan.mtp)));
@@ -221,8 +173,94 @@ fn shape(a: &Architecture) -> Members {
             ("v_head_dim", mla.v_head_dim),
         ];
         m.extend(ranks.map(|(k, v)| (k, Value::Int(v))));
+        m.extend(mla_rope(&a.rope));
     }
     m
+}
+
+/// MLA's rotary embeddings in `MLATransformerConfig` (whose defaults are
+/// DeepSeek-V3's but for `mscale_all_dim`, 0.0 there and 1.0 in its
+/// config.json): the base, and YaRN's factor, original context, betas and
+/// mscales where the config scales.
+fn mla_rope(rope: &Rope) -> Members {
+    let mut m = vec![("rotary_base", Value::Num(rope.theta))];
+    let Some(s) = rope.scaling.filter(|s| s.kind == RopeKind::Yarn) else {
+        m.push(("rope_type", "rope".into()));
+        return m;
+    };
+    m.push(("rope_type", "yarn".into()));
+    m.push(("rotary_scaling_factor", Value::Num(s.factor)));
+    if let Some(n) = s.original_context {
+        m.push(("original_max_position_embeddings", Value::Int(n)));
+    }
+    let floats = [
+        ("beta_fast", s.beta_fast),
+        ("beta_slow", s.beta_slow),
+        ("mscale", s.mscale),
+        ("mscale_all_dim", s.mscale_all_dim),
+    ];
+    m.extend(
+        floats
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, Value::Num(v?)))),
+    );
+    m
+}
+
+/// The GPT model's rotary embeddings in `GPTModelProvider`: the base (an
+/// integer there), Llama 3.1's scaling (`rope_scaling`, its factor), or
+/// YaRN's position embedding, whose settings `yarn` gives.
+fn gpt_rope(rope: &Rope) -> Members {
+    let base = if rope.theta.fract() == 0.0 {
+        Value::Int(rope.theta as u64)
+    } else {
+        Value::Num(rope.theta)
+    };
+    let kind = rope.scaling.map(|s| s.kind);
+    let position = if kind == Some(RopeKind::Yarn) {
+        "yarn"
+    } else {
+        "rope"
+    };
+    let mut m = vec![
+        ("position_embedding_type", position.into()),
+        ("rotary_base", base),
+    ];
+    if let Some(s) = rope.scaling.filter(|s| s.kind == RopeKind::Llama3) {
+        m.push(("rope_scaling", true.into()));
+        m.push(("rope_scaling_factor", Value::Num(s.factor)));
+    }
+    m
+}
+
+/// YaRN's settings on a GPT model, which Megatron-Core's `GPTModel` reads
+/// from its config by name (`getattr(self.config, "yarn_...")`) and
+/// Megatron-Bridge's generic provider does not declare: the launcher sets
+/// them on it, as gpt_oss_bridge.py does.
+fn yarn(a: &Architecture) -> Value {
+    let Some(s) = a
+        .rope
+        .scaling
+        .filter(|s| s.kind == RopeKind::Yarn && a.mla.is_none())
+    else {
+        return Value::Null;
+    };
+    let opt = |v: Option<f64>| v.map_or(Value::Null, Value::Num);
+    Value::Obj(vec![
+        ("yarn_rotary_scaling_factor", Value::Num(s.factor)),
+        (
+            "yarn_original_max_position_embeddings",
+            s.original_context.map_or(Value::Null, Value::Int),
+        ),
+        ("yarn_beta_fast", opt(s.beta_fast)),
+        ("yarn_beta_slow", opt(s.beta_slow)),
+        ("yarn_mscale", opt(s.mscale)),
+        ("yarn_mscale_all_dim", opt(s.mscale_all_dim)),
+        (
+            "yarn_correction_range_round_to_int",
+            s.truncate.unwrap_or(true).into(),
+        ),
+    ])
 }
 
 /// The parallel degrees and the pipeline's first and last stages.
@@ -241,7 +279,7 @@ fn layout(plan: &Plan, r: &Report) -> Members {
     }
     m.push(("sequence_parallel", Value::from(plan.sp && l.tp > 1)));
     if l.pp > 1 {
-        m.extend(stage_ends(l));
+        m.extend(stage_ends(l, vp.unwrap_or(1), plan.mtp));
     }
     m
 }
@@ -250,10 +288,16 @@ fn layout(plan: &Plan, r: &Report) -> Members {
 /// with the embedding and the loss each counted as a layer's slot
 /// (Megatron's `account_for_*_in_pipeline_split`), or with their own layer
 /// counts where they differ from the middle stages'.
-fn stage_ends(l: &crate::memory::Layout) -> Members {
+fn stage_ends(l: &crate::memory::Layout, vp: u64, mtp: u64) -> Members {
     let s = &l.stages;
     let mut m = Vec::new();
-    if s.embedding_and_loss_slots {
+    let odd_ends = vp > 1 && !(s.first.is_multiple_of(vp) && s.last.is_multiple_of(vp));
+    if odd_ends && !s.embedding_and_loss_slots {
+        // Megatron-Core wants the two counts multiples of VP: a layout
+        // string places any (as the DeepSeek-V3 recipes do).
+        let layout = pipeline_layout(s, l.pp, vp, mtp);
+        m.push(("pipeline_model_parallel_layout", Value::from(layout)));
+    } else if s.embedding_and_loss_slots {
         m.push(("account_for_embedding_in_pipeline_split", Value::from(true)));
         m.push(("account_for_loss_in_pipeline_split", Value::from(true)));
     } else if s.first != s.middle || s.last != s.middle {
@@ -261,6 +305,67 @@ fn stage_ends(l: &crate::memory::Layout) -> Members {
         m.push(("num_layers_in_last_pipeline_stage", Value::from(s.last)));
     }
     m
+}
+
+/// Megatron-Core's `pipeline_model_parallel_layout` for the planner's
+/// stages: virtual stage `i` runs on rank `i mod pp` (chunk `i / pp`), the
+/// embedding (`E`) opens the first, the MTP layers (`m`) and the loss (`L`)
+/// close the last; each rank's layers (`t`) split over its chunks as evenly
+/// as they go, the odd ones away from the embedding and the loss. E.g.
+/// DeepSeek-V3's 61 layers on PP 8 x VP 4 with 7 and 6 at the ends:
+/// `Et|tt|...|tt|tt|...|t|mL`, 7 on rank 0 and 6 on rank 7.
+pub fn pipeline_layout(s: &crate::memory::Stages, pp: u64, vp: u64, mtp: u64) -> String {
+    let chunks = |rank: u64| {
+        let n = match rank {
+            0 => s.first,
+            r if r + 1 == pp => s.last,
+            _ => s.middle,
+        };
+        let (base, extra) = (n / vp, n % vp);
+        // The first rank's odd layers go to its later chunks, the others' to their earlier ones.
+        let gets_extra = move |c: u64| {
+            if rank == 0 {
+                c >= vp - extra
+            } else {
+                c < extra
+            }
+        };
+        (0..vp).map(move |c| base + gets_extra(c) as u64)
+    };
+    let per_rank: Vec<Vec<u64>> = (0..pp).map(|r| chunks(r).collect()).collect();
+    let stages = pp * vp;
+    (0..stages)
+        .map(|i| {
+            let layers = per_rank[(i % pp) as usize][(i / pp) as usize];
+            let mut stage = if i == 0 {
+                "E".to_string()
+            } else {
+                String::new()
+            };
+            stage.push_str(&"t".repeat(layers as usize));
+            if i + 1 == stages {
+                stage.push_str(&"m".repeat(mtp as usize));
+                stage.push('L');
+            }
+            stage
+        })
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// Megatron-Core's activation offloading (`--cpu-offloading-num-layers`):
+/// the layers the memory model offloads, activations only.
+fn offload(plan: &Plan, r: &Report) -> Members {
+    if !plan.offload {
+        return Vec::new();
+    }
+    let layers = crate::memory::offloaded_layer_count(plan, r.architecture.layers as f64);
+    vec![
+        ("cpu_offloading", true.into()),
+        ("cpu_offloading_num_layers", (layers as u64).into()),
+        ("cpu_offloading_activations", true.into()),
+        ("cpu_offloading_weights", false.into()),
+    ]
 }
 
 /// `--recompute-granularity`, its method and layers, and the modules.
@@ -424,12 +529,17 @@ fn recipes(plan: &Plan, a: &Architecture) -> Members {
 
 /// `GPTModelProvider` beyond `TransformerConfig`.
 fn provider(plan: &Plan, a: &Architecture) -> Members {
-    vec![
+    let mut m = vec![
         ("seq_length", plan.seq.into()),
         ("vocab_size", a.vocab.into()),
         ("share_embeddings_and_output_weights", a.tied.into()),
-        ("position_embedding_type", "rope".into()),
-    ]
+    ];
+    if a.mla.is_none() {
+        m.extend(gpt_rope(&a.rope));
+    } else {
+        m.push(("position_embedding_type", "rope".into()));
+    }
+    m
 }
 
 /// `OptimizerConfig`: Adam with decoupled weight decay (Megatron's "adam"

@@ -120,6 +120,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         errors.push(m.fix("zero", "0"));
     }
     errors.extend(engine_error(plan));
+    errors.extend(megatron_launcher_error(plan, &arch));
     let resolved = Resolved {
         plan,
         arch,
@@ -251,6 +252,25 @@ pub fn engine_error(plan: &Plan) -> Option<Message> {
         return Some(m.fix("stack", "hf"));
     }
     None
+}
+
+/// What the bundle's Megatron-Bridge launcher does not run (#37), on the
+/// input that asks for it, with the change that makes it run: the export
+/// would refuse the plan at launch. A user's own entry point is not judged.
+fn megatron_launcher_error(plan: &Plan, arch: &Architecture) -> Option<Message> {
+    use crate::launchers::{megatron_refusal, Choice};
+    let r = megatron_refusal(plan, arch, Choice::of(plan))?;
+    let args: [(&'static str, Arg); 1] = [("what", Arg::from(r.what))];
+    let m = Message::new(
+        "megatron_launcher_refuses",
+        r.key,
+        Text::MegatronLauncherRefuses,
+        args,
+    );
+    Some(match r.fix {
+        Some((key, value)) => m.fix(key, value),
+        None => m,
+    })
 }
 
 /// The bundled train.py runs data parallelism (DDP, FSDP2, HSDP) and

@@ -272,6 +272,9 @@ impl Space {
         };
         let ckpts = if locks.checkpointing {
             vec![plan.checkpointing]
+        } else if plan.stack == crate::plan::Stack::Megatron && plan.offload {
+            // Megatron-Core offloads activations only without recomputation.
+            vec![Checkpointing::None]
         } else if plan.stack == crate::plan::Stack::Megatron {
             // Op-level checkpointing is PyTorch's; Megatron's middle ground
             // is selective recomputation, which its launcher runs (#37).
@@ -498,11 +501,11 @@ impl Search {
             && gpus.is_multiple_of(tp * pp * cp)
             && (!precision.is_low_precision() || gpu.fp8_tensor_cores)
             && (!matches!(precision, Precision::Mxfp8 | Precision::Nvfp4) || gpu.fp4_tensor_cores);
+        let b = &self.base;
         let bundled_hf_refuses = || {
-            let b = &self.base;
             b.bundled_hf() && resolve::hf_tp_refusal(arch, b.train, precision, zero, tp).is_some()
         };
-        if !valid || bundled_hf_refuses() {
+        if !valid || bundled_hf_refuses() || self.launcher_refuses(precision, zero, pp) {
             return None;
         }
         let dp = gpus / (tp * pp * cp);
@@ -560,6 +563,26 @@ impl Search {
         let hours = flops / (gpus as f64 * peak) / 3600.0;
         let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);
         self.pareto.iter().any(|f| f.hours <= hours && f.usd <= usd)
+    }
+
+    /// Whether the bundle's Megatron-Bridge launcher refuses the block's
+    /// precision, ZeRO stage and pipeline with the plan's other settings:
+    /// the candidates checkpoint only as it runs unless the plan locks its
+    /// own (`launchers`).
+    fn launcher_refuses(&self, precision: Precision, zero: u8, pp: u64) -> bool {
+        let b = &self.base;
+        let checkpointing = if b.locks.checkpointing {
+            b.checkpointing
+        } else {
+            Checkpointing::None
+        };
+        let choice = crate::launchers::Choice {
+            precision,
+            zero,
+            pp,
+            checkpointing,
+        };
+        crate::launchers::megatron_refusal(b, &self.arch, choice).is_some()
     }
 
     /// Whether the working plan offloads more activations than the block's

@@ -50,7 +50,6 @@ const RULES: &[Rule] = &[
     checkpoint_overhead,
     crosses_nvlink_domain,
     stack_not_bundled,
-    megatron_launcher_unsupported,
     price_unknown,
     price_derived,
     price_dated,
@@ -368,22 +367,6 @@ fn stack_not_bundled(c: &Context) -> Option<Message> {
         c.warn("stack_not_bundled", "entry", Text::StackNotBundled, args)
             .fix("entry", entry),
     )
-}
-
-/// What the bundle's Megatron-Bridge launcher does not run (#37): adapters
-/// (Megatron-Bridge's PEFT is not wired), optimizers Megatron-Core lacks and
-/// layer shapes its generic GPT provider does not build.
-/// The launcher refuses them too (`unsupported` in its settings file).
-fn megatron_launcher_unsupported(c: &Context) -> Option<Message> {
-    let p = c.plan();
-    let what = crate::megatron_bridge::unsupported(p, &c.r.arch)?;
-    let args: [(&'static str, Arg); 1] = [("what", Arg::from(what))];
-    Some(c.warn(
-        "megatron_launcher_unsupported",
-        "entry",
-        Text::MegatronLauncherUnsupported,
-        args,
-    ))
 }
 
 /// No price known: say how the instance is sold, and ask for the price paid.

@@ -130,12 +130,24 @@ fn recomputation_and_moe_are_exported_as_planned() {
 #[test]
 fn what_the_launcher_does_not_run_is_said_and_refused() {
     let q = "model=llama-3.1-8b&stack=megatron&train=lora&instance=ml.p5.48xlarge";
-    let r = evaluate(&Plan::from_query(q).plan);
-    assert!(r
-        .warnings
-        .iter()
-        .any(|w| w.code == "megatron_launcher_unsupported"));
+    let refusal = |q: &str| {
+        let r = evaluate(&Plan::from_query(q).plan);
+        let e = r
+            .errors
+            .iter()
+            .find(|e| e.code == "megatron_launcher_refuses");
+        e.map(|e| (e.key, e.fix.clone()))
+    };
+    let fix = |k: &'static str, v: &str| Some((k, v.to_string()));
+    // LoRA runs on train.py where its layout does; with PP it trains fully.
+    assert_eq!(refusal(q), Some((Some("train"), fix("stack", "hf"))));
+    assert_eq!(
+        refusal(&format!("{q}&pp=2")),
+        Some((Some("train"), fix("train", "full")))
+    );
     assert_eq!(settings(q)["unsupported"], "train=lora");
+    // A user's own Megatron script is not judged.
+    assert_eq!(refusal(&format!("{q}&entry=pretrain_gpt.py")), None);
     assert!(LAUNCHER.contains("plan.get(\"unsupported\")"));
     // Layer shapes the generic GPT provider does not build are refused too;
     // GPT-OSS's window and sinks are carried over (gpt_oss_bridge.py's values).
@@ -164,10 +176,8 @@ fn what_the_launcher_does_not_run_is_said_and_refused() {
     assert!(LAUNCHER.contains("plan.get(\"errors\")"));
     // A full Megatron plan is bundled: no "not bundled" warning any more.
     let full = evaluate(&Plan::from_query(L405B).plan);
-    assert!(full
-        .warnings
-        .iter()
-        .all(|w| w.code != "stack_not_bundled" && w.code != "megatron_launcher_unsupported"));
+    assert!(full.warnings.iter().all(|w| w.code != "stack_not_bundled"));
+    assert!(full.errors.is_empty(), "{:?}", full.errors);
 }
 
 /// The settings file is serde_json's pretty text of its own value, byte
@@ -258,24 +268,103 @@ fn every_plan_and_offer_names_its_engine() {
 /// what it runs is set as modelled (the review of #37's first cut).
 #[test]
 fn megatron_runs_what_was_modelled_or_refuses() {
-    for (q, what) in [
-        ("ckpt=op", "ckpt=op"),
-        ("offload=1", "offload=1"),
-        ("precision=bf16-pure", "precision=bf16-pure"),
+    for (q, what, fix) in [
+        ("ckpt=op", "ckpt=op", "ckpt=selective"),
+        (
+            "offload=1&ckpt=full",
+            "offload=1 with recomputation",
+            "ckpt=none",
+        ),
+        (
+            "offload=1&pp=2",
+            "offload=1 with pipeline parallelism",
+            "offload=0",
+        ),
+        (
+            "optimizer=adafactor",
+            "optimizer=adafactor",
+            "optimizer=adamw",
+        ),
+        (
+            "precision=bf16-pure",
+            "precision=bf16-pure",
+            "precision=bf16",
+        ),
         (
             "bf16_moments=1&zero=0",
             "bf16_moments=1 without the distributed Adam",
-        ),
-        (
-            "pp=4&vp=2&pp_first=7&pp_last=7",
-            "pp_first/pp_last that are not multiples of vp",
+            "bf16_moments=0",
         ),
     ] {
-        let s = settings(&format!(
-            "model=llama-3.1-8b&stack=megatron&instance=ml.p5.48xlarge&nodes=2&{q}"
-        ));
-        assert_eq!(s["unsupported"], what, "{q}");
+        let q = format!("model=llama-3.1-8b&stack=megatron&instance=ml.p5.48xlarge&nodes=2&{q}");
+        assert_eq!(settings(&q)["unsupported"], what, "{q}");
+        // The planner says so as an error on that input, whose fix runs.
+        let r = evaluate(&Plan::from_query(&q).plan);
+        let e = r
+            .errors
+            .iter()
+            .find(|e| e.code == "megatron_launcher_refuses");
+        let e = e.unwrap_or_else(|| panic!("{q}: {:?}", r.errors));
+        let (key, value) = e.fix.clone().expect("a fix");
+        assert_eq!(format!("{key}={value}"), fix, "{q}");
+        assert_eq!(e.key, Some(key), "{q}");
+        let fixed = evaluate(&Plan::from_query(&format!("{q}&{fix}")).plan);
+        assert!(fixed.errors.is_empty(), "{q}&{fix}: {:?}", fixed.errors);
     }
+    // The auto-plan offers none of them: what the plan leaves open it
+    // chooses as the launcher runs it (selective recomputation, BF16), and
+    // what it keeps (adapters, offload) leaves nothing to offer.
+    let offers = |q: &str| {
+        let found = planner::search::search(&Plan::from_query(q).plan);
+        let all: Vec<_> = found.pareto.into_iter().chain(found.fastest).collect();
+        all
+    };
+    let m = "model=llama-3.1-8b&stack=megatron";
+    for q in [
+        "ckpt=op",
+        "precision=bf16-pure",
+        "bf16_moments=1&zero=0",
+        "offload=1",
+    ] {
+        let found = offers(&format!("{m}&{q}"));
+        assert!(!found.is_empty(), "{q}");
+        for c in found {
+            let r = evaluate(&Plan::from_query(&c.query).plan);
+            assert!(r.errors.is_empty(), "{}: {:?}", c.query, r.errors);
+        }
+    }
+    assert!(offers(&format!("{m}&train=lora")).is_empty());
+    // Activation offloading runs as modelled: Llama-3.1-8B's 32 layers
+    // less SMP's horizon of 2 kept on the GPU, or the layers asked for (at
+    // most all but the last, which Megatron never offloads).
+    let layers = |q: &str| {
+        settings(&format!("{m}&offload=1&{q}"))["model"]["cpu_offloading_num_layers"].clone()
+    };
+    assert_eq!(layers(""), 30);
+    assert_eq!(layers("offload_layers=12"), 12);
+    assert_eq!(layers("offload_layers=40"), 31);
+    assert!(settings(m)["model"].get("cpu_offloading").is_none());
+    // Ends that are not multiples of VP go as a layout string, which
+    // Megatron-Core takes for any counts: DeepSeek-V3's published recipe
+    // (Megatron-Bridge 25.09, calibration.csv mb2509_dsv3_h100_fp8: PP 8 x
+    // VP 4, 7 layers and the embedding first, 6 layers, MTP and the loss
+    // last; NVIDIA wrote it `Et|(tt|)*30mL`).
+    let ds = settings("model=deepseek-v3&stack=megatron&tp=2&pp=8&vp=4&ep=64&pp_first=7&pp_last=6&mtp=1&instance=ml.p5.48xlarge&nodes=128");
+    let layout = ds["model"]["pipeline_model_parallel_layout"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let stages: Vec<&str> = layout.split('|').collect();
+    assert_eq!(stages.len(), 32);
+    let rank = |r: usize| -> usize { (0..4).map(|c| stages[c * 8 + r].matches('t').count()).sum() };
+    assert_eq!((rank(0), rank(7)), (7, 6));
+    assert_eq!((1..7).map(rank).collect::<Vec<_>>(), vec![8; 6]);
+    assert_eq!((stages[0], stages[31]), ("Et", "tmL"));
+    assert_eq!(layout.matches('t').count(), 61);
+    assert!(ds["model"]
+        .get("num_layers_in_first_pipeline_stage")
+        .is_none());
+    assert_eq!(ds["unsupported"], Value::Null);
     // Block recomputation counts a model chunk's layers: a quarter of 32
     // layers on PP 4 x VP 2 is 1 of each 4-layer chunk.
     let s =
@@ -296,4 +385,71 @@ fn megatron_runs_what_was_modelled_or_refuses() {
     let found =
         planner::search::search(&Plan::from_query("model=llama-3.1-70b&stack=megatron").plan);
     assert!(found.pareto.iter().all(|c| c.checkpointing != "op"));
+}
+
+/// RoPE as each model's config.json sets it (#37): the launcher builds it,
+/// where Megatron-Core's defaults (base 10,000, no scaling, MLA's
+/// `mscale_all_dim` 0.0) would build another model. Values: the config.json
+/// copies data/models.json names (Llama-3.1-8B: rope_theta 500000, llama3
+/// factor 8; Qwen3-8B: 1000000, none; DeepSeek-V3: 10000, yarn factor 40,
+/// mscale_all_dim 1.0; gpt-oss-120b: 150000, yarn factor 32, truncate false).
+#[test]
+fn rope_is_the_models_own() {
+    let p = |q: &str| {
+        settings(&format!(
+            "{q}&stack=megatron&instance=ml.p5.48xlarge&nodes=2"
+        ))
+    };
+    let llama = p("model=llama-3.1-8b");
+    assert_eq!(llama["provider"]["rotary_base"], 500_000);
+    assert_eq!(llama["provider"]["rope_scaling"], true);
+    assert_eq!(llama["provider"]["rope_scaling_factor"], 8.0);
+    assert_eq!(llama["yarn"], Value::Null);
+    let qwen = p("model=qwen3-8b");
+    assert_eq!(qwen["provider"]["rotary_base"], 1_000_000);
+    assert!(qwen["provider"].get("rope_scaling").is_none());
+    // A custom shape is the default preset's (Llama-3.1-8B) with overrides.
+    assert_eq!(
+        p("model=custom&layers=12")["provider"]["rotary_base"],
+        500_000
+    );
+    let ds = p("model=deepseek-v3&ep=8&pp=2");
+    let m = &ds["model"];
+    assert_eq!(
+        (
+            &m["rope_type"],
+            &m["rotary_base"],
+            &m["rotary_scaling_factor"]
+        ),
+        (
+            &Value::from("yarn"),
+            &Value::from(10_000.0),
+            &Value::from(40.0)
+        )
+    );
+    assert_eq!(m["mscale_all_dim"], 1.0);
+    assert!(ds["provider"].get("rotary_base").is_none());
+    let oss = p("model=gpt-oss-120b&ep=8");
+    assert_eq!(oss["provider"]["position_embedding_type"], "yarn");
+    assert_eq!(oss["provider"]["rotary_base"], 150_000);
+    assert_eq!(oss["yarn"]["yarn_rotary_scaling_factor"], 32.0);
+    assert_eq!(oss["yarn"]["yarn_correction_range_round_to_int"], false);
+    // Every preset names the config.json its RoPE was read from.
+    let models: Value =
+        serde_json::from_str(include_str!("../data/models.json")).expect("models.json");
+    for m in models.as_array().expect("a list") {
+        let rope = &m["rope"];
+        assert!(
+            rope["theta"].as_f64().is_some_and(|t| t >= 10_000.0),
+            "{}",
+            m["id"]
+        );
+        assert!(
+            rope["source"]
+                .as_str()
+                .is_some_and(|s| s.contains("config.json")),
+            "{}",
+            m["id"]
+        );
+    }
 }

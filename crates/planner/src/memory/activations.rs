@@ -223,12 +223,18 @@ pub(super) const OFFLOAD_HORIZON: f64 = 2.0;
 /// Megatron's `--cpu-offloading-num-layers` where given (at most all but the
 /// last, which Megatron never offloads), else all but SMP's horizon.
 pub(super) fn offloaded_layers(s: &StageShape) -> f64 {
-    if !s.plan.offload {
+    offloaded_layer_count(s.plan, s.layers)
+}
+
+/// [`offloaded_layers`] of a stage of `layers` layers (the Megatron-Bridge
+/// launcher's `cpu_offloading_num_layers`).
+pub fn offloaded_layer_count(plan: &Plan, layers: f64) -> f64 {
+    if !plan.offload {
         return 0.0;
     }
-    match (s.plan.stack, s.plan.offload_layers) {
-        (Stack::Megatron, Some(n)) => (n as f64).min(s.layers - 1.0).max(0.0),
-        _ => (s.layers - OFFLOAD_HORIZON).max(0.0),
+    match (plan.stack, plan.offload_layers) {
+        (Stack::Megatron, Some(n)) => (n as f64).min(layers - 1.0).max(0.0),
+        _ => (layers - OFFLOAD_HORIZON).max(0.0),
     }
 }
 

@@ -29,7 +29,7 @@ mod sharding;
 mod states;
 
 use activations::*;
-pub use activations::{offload, recomputes_core_attention, Offload};
+pub use activations::{offload, offloaded_layer_count, recomputes_core_attention, Offload};
 use loss::*;
 use moments::*;
 pub use profile::compute_path;

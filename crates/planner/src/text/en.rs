@@ -35,6 +35,7 @@ catalog! {
     ConfigNoModelType => "missing \"model_type\"; expected one of: {types}",
     ConfigUnsupportedModelType => "model_type \"{model_type}\" is not supported; supported: {types}",
     ConfigNotPositiveInteger => "\"{key}\" must be a positive integer, got {value}",
+    ConfigNotPositiveNumber => "\"{key}\" must be a positive number, got {value}",
     ConfigMissingKey => "missing \"{key}\"",
     ConfigHeadsDoNotDivideHidden => "no \"head_dim\" and num_attention_heads ({heads}) does not divide hidden_size ({hidden})",
     ConfigNoExpertCount => "missing the number of experts",
@@ -73,7 +74,7 @@ catalog! {
     NoEngineRunsThis => "no training engine runs this combination (see the error): these figures describe no job that can start",
     HostCannotHoldOffload => "the node's host memory cannot hold what this plan offloads (see the error): these figures describe no job that can finish a step",
     OffloadExceedsHost => "offloading {layers} layers' activations keeps {needed} GiB in each node's host memory, more than the {available} GiB offload buffers can pin there (an assumed {share}% of its {ram} GiB, the rest for the OS, data loaders and the ranks' processes): offload at most {most} layers",
-    QloraNeedsHf => "QLoRA's 4-bit base weights load through bitsandbytes in Hugging Face PEFT, which {stack} does not run: set stack=hf, or train=lora on {stack}",
+    QloraNeedsHf => "QLoRA's 4-bit base weights load through bitsandbytes in Hugging Face PEFT, which {stack} does not run: set stack=hf, or train=lora with your own {stack} script",
     MtpNeedsMegatron => "multi-token-prediction layers (mtp > 0) are trained by Megatron, not by the exported Hugging Face script: set stack=megatron or mtp=0",
 
     // ---- how far a figure was checked (report.rs) -----------------------------
@@ -119,7 +120,7 @@ catalog! {
     RunsOnTrainPy => "Runs on the bundle's train.py: Hugging Face Transformers with DDP or FSDP2, tested on CPU in CI.",
     RunsOnMegatronBridge => "Runs on Megatron-Bridge in NVIDIA's NeMo Framework container: the bundle's launcher with every planned setting, checked in CI against Megatron-Core's own configuration (training needs GPUs).",
     RunsOnOwnEntry => "Runs on your own entry script ({entry}): the bundle carries the launch code, not the script.",
-    MegatronLauncherUnsupported => "the launch bundle's Megatron-Bridge launcher does not run {what} yet: it trains the full model with Adam (or SGD); launch this plan with your own Megatron entry point",
+    MegatronLauncherRefuses => "the launch bundle's Megatron-Bridge launcher does not run {what}: it trains the full model with Adam or SGD, on layer shapes Megatron-Core's GPT model builds; change the setting, or set entry= to your own Megatron script",
     PriceUnknown => "no SageMaker price is known for {instance}: enter the hourly price you pay (price=) to see the cost",
     PriceTrainingPlansOnly => "{instance} has no on-demand SageMaker price: it is sold through training plans and capacity blocks; enter the hourly price you pay (price=) to see the cost",
     PriceUltraServerOnly => "{instance} is sold only inside P6e-GB200 UltraServers (9 or 18 instances) through training plans, with no on-demand price; enter what you pay per instance-hour (price=) to see the cost",
