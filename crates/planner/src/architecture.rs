@@ -976,88 +976,10 @@ impl HfConfig<'_> {
             moe,
             mla: self.mla()?,
             mtp_layers: self.int("num_nextn_predict_layers")?.unwrap_or(0),
-            // Not carried into a plan (a pasted config fills the shape's
-            // overrides only); a custom shape builds the default preset's.
-            rope: self.rope()?,
-        })
-    }
-
-    /// A positive number in `j` (this config or its `rope_scaling`), if
-    /// the key is there (and not null).
-    fn number_in(j: &Json, key: &str) -> Result<Option<f64>, ConfigError> {
-        match j.get(key) {
-            None | Some(Json::Null) => Ok(None),
-            Some(v) => v
-                .as_f64()
-                .filter(|x| *x > 0.0 && x.is_finite())
-                .map(Some)
-                .ok_or_else(|| {
-                    let args: [(&'static str, Arg); 2] = [
-                        ("key", Arg::from(&key)),
-                        ("value", Arg::Name(v.to_string())),
-                    ];
-                    ConfigError::new(Some(key), Text::ConfigNotPositiveNumber, args)
-                }),
-        }
-    }
-
-    /// `rope_theta` and `rope_scaling` (Transformers 5 nests both in
-    /// `rope_parameters`); without `rope_theta`, the family's Transformers
-    /// default (Gemma 3's 1,000,000 and gpt-oss's 150,000; else 10,000).
-    /// Scalings other than linear, Llama 3's and YaRN's are left out.
-    fn rope(&self) -> Result<Rope, ConfigError> {
-        use crate::rope::{RopeKind, RopeScaling};
-        let nested = self
-            .cfg
-            .get("rope_parameters")
-            .filter(|j| j.get("rope_theta").is_some());
-        let theta_in = nested.unwrap_or(self.cfg);
-        let default = match self.family {
-            f if f.starts_with("gemma3") => 1_000_000.0,
-            "gpt_oss" => 150_000.0,
-            _ => 10_000.0,
-        };
-        let theta = Self::number_in(theta_in, "rope_theta")?.unwrap_or(default);
-        let scaling = nested
-            .or_else(|| self.cfg.get("rope_scaling"))
-            .filter(|j| j.get("factor").is_some());
-        let Some(j) = scaling else {
-            return Ok(Rope {
-                theta,
-                scaling: None,
-            });
-        };
-        let name = j
-            .get("rope_type")
-            .or_else(|| j.get("type"))
-            .and_then(|v| v.as_str());
-        let kind = match name {
-            Some("linear") => RopeKind::Linear,
-            Some("llama3") => RopeKind::Llama3,
-            Some("yarn") => RopeKind::Yarn,
-            _ => {
-                return Ok(Rope {
-                    theta,
-                    scaling: None,
-                })
-            }
-        };
-        let n = |key| Self::number_in(j, key);
-        let scaling = RopeScaling {
-            kind,
-            factor: n("factor")?.unwrap_or(1.0),
-            original_context: n("original_max_position_embeddings")?.map(|x| x as u64),
-            low_freq_factor: n("low_freq_factor")?,
-            high_freq_factor: n("high_freq_factor")?,
-            beta_fast: n("beta_fast")?,
-            beta_slow: n("beta_slow")?,
-            mscale: n("mscale")?,
-            mscale_all_dim: n("mscale_all_dim")?,
-            truncate: j.get("truncate").and_then(|v| v.as_bool()),
-        };
-        Ok(Rope {
-            theta,
-            scaling: Some(scaling),
+            // Not read: a pasted config fills only the shape's overrides,
+            // and a custom shape builds the default preset's RoPE (the
+            // page's size, #37).
+            rope: Rope::default(),
         })
     }
 

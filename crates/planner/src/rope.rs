@@ -90,20 +90,23 @@ impl FromJson for RopeKind {
     }
 }
 
-/// As `data/models.json` writes it (what `Serialize` writes).
+/// As `data/models.json` writes it (what `Serialize` writes). The optional
+/// numbers are read without an error of their own (one reader for all, the
+/// page's size): tests/megatron_bridge.rs holds every preset's to its file.
 impl FromJson for RopeScaling {
     fn from_json(j: &Json) -> Result<Self, String> {
+        let number = |key| j.get(key).and_then(Json::as_f64);
         Ok(RopeScaling {
             kind: req(j, "kind")?,
             factor: req(j, "factor")?,
-            original_context: opt(j, "original_context")?,
-            low_freq_factor: opt(j, "low_freq_factor")?,
-            high_freq_factor: opt(j, "high_freq_factor")?,
-            beta_fast: opt(j, "beta_fast")?,
-            beta_slow: opt(j, "beta_slow")?,
-            mscale: opt(j, "mscale")?,
-            mscale_all_dim: opt(j, "mscale_all_dim")?,
-            truncate: opt(j, "truncate")?,
+            original_context: j.get("original_context").and_then(Json::as_u64),
+            low_freq_factor: number("low_freq_factor"),
+            high_freq_factor: number("high_freq_factor"),
+            beta_fast: number("beta_fast"),
+            beta_slow: number("beta_slow"),
+            mscale: number("mscale"),
+            mscale_all_dim: number("mscale_all_dim"),
+            truncate: j.get("truncate").and_then(Json::as_bool),
         })
     }
 }

@@ -35,7 +35,6 @@ catalog! {
     ConfigNoModelType => "missing \"model_type\"; expected one of: {types}",
     ConfigUnsupportedModelType => "model_type \"{model_type}\" is not supported; supported: {types}",
     ConfigNotPositiveInteger => "\"{key}\" must be a positive integer, got {value}",
-    ConfigNotPositiveNumber => "\"{key}\" must be a positive number, got {value}",
     ConfigMissingKey => "missing \"{key}\"",
     ConfigHeadsDoNotDivideHidden => "no \"head_dim\" and num_attention_heads ({heads}) does not divide hidden_size ({hidden})",
     ConfigNoExpertCount => "missing the number of experts",
