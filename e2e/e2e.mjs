@@ -302,6 +302,18 @@ await test('LoRA targets: q and v only lower the peak and travel in the URL and 
   assert((await page.textContent('#export-code')).includes('"lora_targets": "q,v"'), 'the export sets the targets planned');
 });
 
+await test('one edit runs one evaluation, the export panel included (#34)', async (page) => {
+  await open(page, base + '?lang=en&model=llama-3.1-8b&seq=4096');
+  await page.click('#fmt-huggingface');
+  await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"max_seq_length": 4096'));
+  const evaluations = () => page.evaluate(() => Number(document.body.dataset.evaluations));
+  const before = await evaluations();
+  await page.fill('#seq', '8192');
+  await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"max_seq_length": 8192'));
+  // The export shows the new plan and was written from the page's one evaluation of it.
+  assert((await evaluations()) === before + 1, `evaluations ${before} -> ${await evaluations()}`);
+});
+
 await test('export: copy the ModelTrainer code and read it from the clipboard', async (page) => {
   await open(page, base + '?lang=en&instance=ml.p5.48xlarge&nodes=2&role=arn:aws:iam::123456789012:role/SM&s3=s3://my-bucket/runs');
   await page.click('#fmt-modeltrainer');

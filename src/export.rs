@@ -5,7 +5,7 @@ use crate::ctx::Ctx;
 use crate::format::tr;
 use crate::inputs::NumberField;
 use leptos::prelude::*;
-use planner::export::{export, Format};
+use planner::export::{export_of, Format};
 use planner::text::Text;
 use wasm_bindgen::JsCast;
 
@@ -98,9 +98,12 @@ fn tokens(code: &str) -> Vec<(Tok, String)> {
 pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
     let format = RwSignal::new(Format::Pytorch);
+    // The page's one evaluation of the plan serves the export too (#34).
     let code = Memo::new(move |_| {
         let f = format.get();
-        ctx.plan.with(|p| export(p, f))
+        let code = ctx.plan.with(|p| ctx.report.with(|r| export_of(p, r, f)));
+        crate::ctx::show_evaluations();
+        code
     });
     let copied = RwSignal::new(0u8);
     let copy = move |_| {

@@ -384,8 +384,18 @@ fn nvlink_domains(layout: &Layout, fabric: &Fabric) -> NvlinkDomains {
     }
 }
 
+/// Evaluations run in this process: the page shows the count to its e2e
+/// tests, which hold one edit to one evaluation (#34).
+static EVALUATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many times [`evaluate`] has run in this process.
+pub fn evaluations() -> u64 {
+    EVALUATIONS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Evaluate a plan: parameters, memory, verdict, solvers, warnings.
 pub fn evaluate(plan: &Plan) -> Report {
+    EVALUATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (r, mut errors) = resolve(plan);
     let fabric = Fabric::of(&r.gpu, &r.instance, plan.ultraserver);
     let mem = memory::breakdown(&r.arch, &r.counts, plan, &r.layout);

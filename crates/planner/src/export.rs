@@ -182,7 +182,7 @@ pub struct Export {
 
 struct Ctx<'a> {
     plan: &'a Plan,
-    report: Report,
+    report: &'a Report,
     blackwell: bool,
     smp_wanted: bool,
     smp: bool,
@@ -197,8 +197,7 @@ impl Ctx<'_> {
     }
 }
 
-fn ctx(plan: &Plan) -> Ctx<'_> {
-    let report = evaluate(plan);
+fn ctx<'a>(plan: &'a Plan, report: &'a Report) -> Ctx<'a> {
     let gpu = crate::hardware::instance(&plan.instance).and_then(|i| crate::hardware::gpu(&i.gpu));
     let blackwell = report.throughput.generation == Generation::Blackwell;
     // train.py runs tensor parallelism itself (DTensor, #37): SMP v2 only for
@@ -227,7 +226,7 @@ fn max_run(c: &Ctx<'_>) -> u64 {
 }
 
 fn header(c: &Ctx<'_>, title: &str) -> String {
-    let r = &c.report;
+    let r = c.report;
     let p = c.plan;
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     let mut h = String::new();
@@ -381,7 +380,7 @@ fn model_id<'a>(p: &'a Plan, r: &Report) -> Option<&'a str> {
 /// runs a few dozen steps on the same instances before the real job.
 fn hyperparameters(c: &Ctx<'_>) -> String {
     let mut s = String::from("hyperparameters = {\n");
-    for (k, v) in hyperparameter_items(c.plan, &c.report) {
+    for (k, v) in hyperparameter_items(c.plan, c.report) {
         let _ = writeln!(s, "    {}: {v},", py_str(k));
     }
     s.push_str("}\n");
@@ -768,7 +767,7 @@ fn modeltrainer(c: &Ctx<'_>) -> String {
 
 fn training_args(c: &Ctx<'_>) -> String {
     let p = c.plan;
-    let r = &c.report;
+    let r = c.report;
     let mut s = header(c, "transformers.TrainingArguments for train.py");
     s.push_str("from transformers import TrainingArguments\n\n");
     s.push_str("args = TrainingArguments(\n");
@@ -837,7 +836,13 @@ fn training_args(c: &Ctx<'_>) -> String {
 
 /// The launch code of `plan` in `format`.
 pub fn export(plan: &Plan, format: Format) -> Export {
-    let c = ctx(plan);
+    export_of(plan, &evaluate(plan), format)
+}
+
+/// The launch code of `plan` in `format`, from its report (the page's:
+/// one evaluation per edit serves the results and the export, #34).
+pub fn export_of(plan: &Plan, report: &Report, format: Format) -> Export {
+    let c = ctx(plan, report);
     let code = match format {
         Format::Pytorch => pytorch(&c),
         // The NeMo container is not a Hugging Face image: the PyTorch
