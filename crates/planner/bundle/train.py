@@ -903,6 +903,10 @@ def train(args):
     dist.barrier()
     save_final(args, model, rank)
     report_measured(args, setup, gpu, times, start, torch, device, rank, loss_value)
+    # Every rank done with its collectives before the group goes: a rank that
+    # tore gloo down while another was still in one was seen to abort at exit
+    # ("terminate called without an active exception", once in CI).
+    dist.barrier()
     dist.destroy_process_group()
 
 
