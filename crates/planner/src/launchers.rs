@@ -62,7 +62,6 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
             fix: to_hf,
         });
     }
-    let distributed_adam = c.zero > 0 && plan.optimizer != Optimizer::Sgd;
     let lora_fix = to_hf.or(Some(("train", "full")));
     let adamw = Some(("optimizer", "adamw"));
     let rules = [
@@ -100,25 +99,31 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
         // offloading with pipeline stages or with recomputation.
         (
             plan.offload && c.pp > 1,
-            "offload=1 with pipeline parallelism",
+            "offload=1 + pp>1",
             "offload",
             Some(("offload", "0")),
         ),
         (
             plan.offload && c.checkpointing != Checkpointing::None,
-            "offload=1 with recomputation",
+            "offload=1 + recomputation (ckpt)",
             "ckpt",
             Some(("ckpt", "none")),
         ),
         (
-            plan.bf16_moments && !distributed_adam,
-            "bf16_moments=1 without the distributed Adam",
+            plan.bf16_moments && plan.optimizer == Optimizer::Sgd,
+            "bf16_moments=1 + optimizer=sgd",
+            "bf16_moments",
+            Some(("bf16_moments", "0")),
+        ),
+        (
+            plan.bf16_moments && c.zero == 0,
+            "bf16_moments=1 + zero=0",
             "bf16_moments",
             Some(("bf16_moments", "0")),
         ),
         (
             plan.fp8_params && c.precision == Precision::Nvfp4,
-            "fp8_params=1 with precision=nvfp4",
+            "fp8_params=1 + precision=nvfp4",
             "fp8_params",
             Some(("fp8_params", "0")),
         ),
@@ -136,11 +141,11 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
 /// sliding window.
 fn unsupported_shape(a: &Architecture) -> Option<&'static str> {
     if a.norms_per_layer > 2 {
-        Some("norms after attention and MLP (Gemma)")
+        Some("Gemma's norms_per_layer=4")
     } else if a.qk_norm == QkNorm::Full {
-        Some("a QK norm over the whole projections (OLMo 2)")
+        Some("OLMo 2's qk_norm=full")
     } else if a.chunked {
-        Some("chunked local attention (Llama 4)")
+        Some("Llama 4's attention_chunk_size")
     } else {
         unsupported_rope(a)
     }
@@ -152,9 +157,9 @@ fn unsupported_shape(a: &Architecture) -> Option<&'static str> {
 fn unsupported_rope(a: &Architecture) -> Option<&'static str> {
     let s = a.rope.scaling?;
     match s.kind {
-        RopeKind::Linear => Some("linear RoPE scaling"),
+        RopeKind::Linear => Some("rope_scaling=linear"),
         RopeKind::Llama3 if a.mla.is_some() || !s.is_megatron_llama3() => {
-            Some("Llama 3 RoPE scaling other than Llama 3.1's bands")
+            Some("rope_scaling=llama3 with bands other than Llama 3.1's")
         }
         RopeKind::Llama3 | RopeKind::Yarn => None,
     }

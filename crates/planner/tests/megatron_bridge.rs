@@ -152,10 +152,7 @@ fn what_the_launcher_does_not_run_is_said_and_refused() {
     // Layer shapes the generic GPT provider does not build are refused too;
     // GPT-OSS's window and sinks are carried over (gpt_oss_bridge.py's values).
     let gemma = settings("model=gemma-3-27b&stack=megatron");
-    assert_eq!(
-        gemma["unsupported"],
-        "norms after attention and MLP (Gemma)"
-    );
+    assert_eq!(gemma["unsupported"], "Gemma's norms_per_layer=4");
     let oss = settings("model=gpt-oss-120b&stack=megatron&ep=8&instance=ml.p5.48xlarge&nodes=2");
     let m = &oss["model"];
     assert_eq!(
@@ -272,14 +269,10 @@ fn megatron_runs_what_was_modelled_or_refuses() {
         ("ckpt=op", "ckpt=op", "ckpt=selective"),
         (
             "offload=1&ckpt=full",
-            "offload=1 with recomputation",
+            "offload=1 + recomputation (ckpt)",
             "ckpt=none",
         ),
-        (
-            "offload=1&pp=2",
-            "offload=1 with pipeline parallelism",
-            "offload=0",
-        ),
+        ("offload=1&pp=2", "offload=1 + pp>1", "offload=0"),
         (
             "optimizer=adafactor",
             "optimizer=adafactor",
@@ -292,7 +285,7 @@ fn megatron_runs_what_was_modelled_or_refuses() {
         ),
         (
             "bf16_moments=1&zero=0",
-            "bf16_moments=1 without the distributed Adam",
+            "bf16_moments=1 + zero=0",
             "bf16_moments=0",
         ),
     ] {

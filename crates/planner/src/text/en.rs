@@ -119,7 +119,7 @@ catalog! {
     RunsOnTrainPy => "Runs on the bundle's train.py: Hugging Face Transformers with DDP or FSDP2, tested on CPU in CI.",
     RunsOnMegatronBridge => "Runs on Megatron-Bridge in NVIDIA's NeMo Framework container: the bundle's launcher with every planned setting, checked in CI against Megatron-Core's own configuration (training needs GPUs).",
     RunsOnOwnEntry => "Runs on your own entry script ({entry}): the bundle carries the launch code, not the script.",
-    MegatronLauncherRefuses => "the launch bundle's Megatron-Bridge launcher does not run {what}: it trains the full model with Adam or SGD, on layer shapes Megatron-Core's GPT model builds; change the setting, or set entry= to your own Megatron script",
+    MegatronLauncherRefuses => "the launch bundle's Megatron-Bridge launcher does not run {what}: change the setting, or set entry= to your own Megatron script",
     PriceUnknown => "no SageMaker price is known for {instance}: enter the hourly price you pay (price=) to see the cost",
     PriceTrainingPlansOnly => "{instance} has no on-demand SageMaker price: it is sold through training plans and capacity blocks; enter the hourly price you pay (price=) to see the cost",
     PriceUltraServerOnly => "{instance} is sold only inside P6e-GB200 UltraServers (9 or 18 instances) through training plans, with no on-demand price; enter what you pay per instance-hour (price=) to see the cost",
