@@ -68,6 +68,8 @@ PLANS = [
      "model=deepseek-v3&seq=4096&mb=1&ga=128&precision=fp8&ckpt=selective&recompute_modules=mla_up_proj,mlp"
      "&fp8_params=1&bf16_moments=1&mtp=1&loss=fused&stack=megatron&zero=1&tp=2&pp=8&vp=4&ep=64"
      "&pp_first=7&pp_last=6&instance=ml.p5.48xlarge&nodes=128&moe_flex=1"),
+    ("Llama 3.1 8B, PP 4 x VP 2 with 6 and 8 layers at the ends, 9 on the middle ranks (a layout string)",
+     "model=llama-3.1-8b&stack=megatron&pp=4&vp=2&pp_first=6&pp_last=8&instance=ml.p5.48xlarge&zero=1"),
     ("Llama 3.1 70B, activations of 48 layers offloaded",
      "model=llama-3.1-70b&stack=megatron&precision=fp8&instance=ml.p6e-gb200.36xlarge&nodes=16&ultraserver=72"
      "&zero=3&seq=8192&mb=2&ga=2&fp8_params=1&grad_bf16=1&loss=fused&offload=1&offload_layers=48"),

@@ -1,11 +1,13 @@
-//! What the bundle's Megatron-Bridge launcher runs (#37): one rule, read by
-//! the resolver (an error with its fix), by the search (which offers no plan
-//! the launcher refuses) and by the launcher's settings file (its
+//! What the bundle's launchers run (#37): train.py's tensor parallelism and
+//! the Megatron-Bridge launcher, each one rule, read by the resolver (an
+//! error with its fix), by the search (which offers no plan its export
+//! refuses) and, for Megatron, by the launcher's settings file (its
 //! `unsupported` field, which the launcher itself refuses to start on).
 
 use crate::architecture::{Architecture, QkNorm};
 use crate::plan::{Checkpointing, Engine, Optimizer, Plan, Precision, Training};
 use crate::rope::RopeKind;
+use crate::text::{Arg, Message, Text};
 
 /// A setting the launcher does not run: what it is in the plan's words, the
 /// input it belongs to, and the change that makes the plan run, if one
@@ -51,10 +53,16 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
     if plan.engine() != Engine::MegatronBridge {
         return None;
     }
-    // Where train.py runs the plan's layout, the Hugging Face stack is the
-    // fix; with pipeline, context or expert parallelism it is not.
-    let data_parallel = c.pp <= 1 && plan.cp <= 1 && plan.ep <= 1;
-    let to_hf = data_parallel.then_some(("stack", "hf"));
+    // Where train.py runs the plan as it is, the Hugging Face stack is the
+    // fix; not with pipeline, context or expert parallelism, multi-token
+    // prediction, or a tensor-parallel layout train.py refuses (each of
+    // those errors would send the plan back to stack=megatron).
+    let hf_runs_it = c.pp <= 1
+        && plan.cp <= 1
+        && plan.ep <= 1
+        && plan.mtp == 0
+        && hf_tp_refusal(a, plan.train, c.precision, c.zero, plan.tp).is_none();
+    let to_hf = hf_runs_it.then_some(("stack", "hf"));
     if let Some(what) = unsupported_shape(a) {
         return Some(Refusal {
             what,
@@ -93,7 +101,8 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
             c.checkpointing == Checkpointing::Op,
             "ckpt=op",
             "ckpt",
-            Some(("ckpt", "selective")),
+            // Offloading runs without recomputation only (below).
+            Some(("ckpt", if plan.offload { "none" } else { "selective" })),
         ),
         // Megatron-Core's TransformerConfig refuses its activation
         // offloading with pipeline stages or with recomputation.
@@ -105,9 +114,16 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
         ),
         (
             plan.offload && c.checkpointing != Checkpointing::None,
-            "offload=1 + recomputation (ckpt)",
+            "offload=1 + ckpt",
             "ckpt",
             Some(("ckpt", "none")),
+        ),
+        // ... and without CUDA graphs (the MoE router's here).
+        (
+            plan.offload && plan.moe_graphs && a.moe.is_some(),
+            "offload=1 + moe_graphs=1",
+            "moe_graphs",
+            Some(("moe_graphs", "0")),
         ),
         (
             plan.bf16_moments && plan.optimizer == Optimizer::Sgd,
@@ -141,11 +157,11 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
 /// sliding window.
 fn unsupported_shape(a: &Architecture) -> Option<&'static str> {
     if a.norms_per_layer > 2 {
-        Some("Gemma's norms_per_layer=4")
+        Some("norms_per_layer=4 (Gemma)")
     } else if a.qk_norm == QkNorm::Full {
-        Some("OLMo 2's qk_norm=full")
+        Some("qk_norm=full (OLMo 2)")
     } else if a.chunked {
-        Some("Llama 4's attention_chunk_size")
+        Some("attention_chunk_size (Llama 4)")
     } else {
         unsupported_rope(a)
     }
@@ -159,8 +175,69 @@ fn unsupported_rope(a: &Architecture) -> Option<&'static str> {
     match s.kind {
         RopeKind::Linear => Some("rope_scaling=linear"),
         RopeKind::Llama3 if a.mla.is_some() || !s.is_megatron_llama3() => {
-            Some("rope_scaling=llama3 with bands other than Llama 3.1's")
+            Some("rope_scaling=llama3")
         }
         RopeKind::Llama3 | RopeKind::Yarn => None,
+    }
+}
+
+/// What the bundled train.py's tensor parallelism (PyTorch DTensor, as
+/// torchtitan applies it; `apply_tensor_parallel` there) does not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HfTpRefusal {
+    /// Its TP plan names a Llama-style layer's modules (`TP_LAYER`).
+    Layer,
+    /// PEFT's adapters are not split: LoRA trains data parallel.
+    Adapters,
+    /// torchao's FP8/MX layers are not given tensor-parallel styles there.
+    LowPrecision,
+    /// DDP does not take DTensor weights: TP runs under FSDP2.
+    NoFsdp,
+}
+
+/// The one rule for a tensor-parallel plan on the bundled train.py, read by
+/// the resolver (an error) and by the search (which leaves such plans out).
+pub fn hf_tp_refusal(
+    arch: &Architecture,
+    train: Training,
+    precision: Precision,
+    zero: u8,
+    tp: u64,
+) -> Option<HfTpRefusal> {
+    if tp <= 1 {
+        None
+    } else if !arch.llama_style_tp(tp) {
+        Some(HfTpRefusal::Layer)
+    } else if train != Training::Full {
+        Some(HfTpRefusal::Adapters)
+    } else if precision.is_low_precision() {
+        Some(HfTpRefusal::LowPrecision)
+    } else if zero < 2 {
+        Some(HfTpRefusal::NoFsdp)
+    } else {
+        None
+    }
+}
+
+impl HfTpRefusal {
+    pub fn message(self, tp: u64) -> Message {
+        let args: [(&'static str, Arg); 1] = [("tp", Arg::from(&tp))];
+        let (code, key, text, fix) = match self {
+            HfTpRefusal::Layer => ("hf_tp_layer", "tp", Text::HfTpLayer, ("stack", "megatron")),
+            HfTpRefusal::Adapters => ("hf_tp_adapters", "train", Text::HfTpAdapters, ("tp", "1")),
+            HfTpRefusal::LowPrecision => (
+                "hf_tp_low_precision",
+                "precision",
+                Text::HfTpLowPrecision,
+                ("precision", "bf16"),
+            ),
+            HfTpRefusal::NoFsdp => (
+                "hf_tp_needs_fsdp",
+                "zero",
+                Text::HfTpNeedsFsdp,
+                ("zero", "3"),
+            ),
+        };
+        Message::new(code, key, text, args).fix(fix.0, fix.1)
     }
 }

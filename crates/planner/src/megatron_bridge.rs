@@ -246,14 +246,16 @@ fn yarn(a: &Architecture) -> Value {
         return Value::Null;
     };
     let opt = |v: Option<f64>| v.map_or(Value::Null, Value::Num);
+    // Transformers' defaults where the config leaves them out: betas 32 and
+    // 1, the original context the model's own (`_compute_yarn_parameters`).
     Value::Obj(vec![
         ("yarn_rotary_scaling_factor", Value::Num(s.factor)),
         (
             "yarn_original_max_position_embeddings",
-            s.original_context.map_or(Value::Null, Value::Int),
+            Value::Int(s.original_context.unwrap_or(a.max_context)),
         ),
-        ("yarn_beta_fast", opt(s.beta_fast)),
-        ("yarn_beta_slow", opt(s.beta_slow)),
+        ("yarn_beta_fast", Value::Num(s.beta_fast.unwrap_or(32.0))),
+        ("yarn_beta_slow", Value::Num(s.beta_slow.unwrap_or(1.0))),
         ("yarn_mscale", opt(s.mscale)),
         ("yarn_mscale_all_dim", opt(s.mscale_all_dim)),
         (
@@ -291,10 +293,12 @@ fn layout(plan: &Plan, r: &Report) -> Members {
 fn stage_ends(l: &crate::memory::Layout, vp: u64, mtp: u64) -> Members {
     let s = &l.stages;
     let mut m = Vec::new();
-    let odd_ends = vp > 1 && !(s.first.is_multiple_of(vp) && s.last.is_multiple_of(vp));
-    if odd_ends && !s.embedding_and_loss_slots {
-        // Megatron-Core wants the two counts multiples of VP: a layout
-        // string places any (as the DeepSeek-V3 recipes do).
+    let per_rank = s.per_rank(l.pp);
+    let uneven_chunks = vp > 1 && per_rank.iter().any(|n| !n.is_multiple_of(vp));
+    if uneven_chunks && !s.embedding_and_loss_slots {
+        // Megatron-Core wants every rank's count a multiple of VP with the
+        // first/last counts: a layout string places any (as the DeepSeek-V3
+        // recipes do).
         let layout = pipeline_layout(s, l.pp, vp, mtp);
         m.push(("pipeline_model_parallel_layout", Value::from(layout)));
     } else if s.embedding_and_loss_slots {
@@ -313,14 +317,13 @@ fn stage_ends(l: &crate::memory::Layout, vp: u64, mtp: u64) -> Members {
 /// close the last; each rank's layers (`t`) split over its chunks as evenly
 /// as they go, the odd ones away from the embedding and the loss. E.g.
 /// DeepSeek-V3's 61 layers on PP 8 x VP 4 with 7 and 6 at the ends:
-/// `Et|tt|...|tt|tt|...|t|mL`, 7 on rank 0 and 6 on rank 7.
+/// `Et|tt|...|tt|tt|tt|t|tmL` (rank 0's chunks 1, 2, 2, 2 layers, rank 7's
+/// 2, 2, 1, 1); NVIDIA's recipe writes `Et|(tt|)*30mL`, the same counts
+/// per rank.
 pub fn pipeline_layout(s: &crate::memory::Stages, pp: u64, vp: u64, mtp: u64) -> String {
+    let layers = s.per_rank(pp);
     let chunks = |rank: u64| {
-        let n = match rank {
-            0 => s.first,
-            r if r + 1 == pp => s.last,
-            _ => s.middle,
-        };
+        let n = layers[rank as usize];
         let (base, extra) = (n / vp, n % vp);
         // The first rank's odd layers go to its later chunks, the others' to their earlier ones.
         let gets_extra = move |c: u64| {

@@ -789,7 +789,7 @@ impl Plan {
 
     /// The Hugging Face stack run by the launch bundle's own train.py (the
     /// default entry point): DDP, FSDP2 and HSDP, and DTensor tensor
-    /// parallelism under FSDP2 where `resolve::hf_tp_refusal` allows it. It
+    /// parallelism under FSDP2 where `launchers::hf_tp_refusal` allows it. It
     /// refuses pipeline, context and expert parallelism, so a plan with any
     /// of them is an error and the auto-plan leaves them out; a user's own
     /// entry script may run them (SMP v2, torchtitan), and is not judged.

@@ -4,6 +4,7 @@
 
 use crate::architecture::{self, Architecture, Moe, ParameterCounts};
 use crate::hardware::{self, Gpu, Instance};
+use crate::launchers::hf_tp_refusal;
 use crate::memory::{Layout, Stages};
 use crate::plan::{Plan, Precision, Stack, Training};
 pub use crate::text::Message;
@@ -60,7 +61,13 @@ pub fn resolve_architecture(plan: &Plan) -> (Architecture, Phrase) {
             None => {
                 let p =
                     architecture::preset(&Plan::default().model).expect("default preset exists");
-                (p.arch.clone(), Phrase::new(Text::CustomModel))
+                // A custom shape's RoPE is Transformers' Llama default, as
+                // a quick size's: not the default preset's own scaling.
+                let arch = Architecture {
+                    rope: crate::rope::Rope::default(),
+                    ..p.arch.clone()
+                };
+                (arch, Phrase::new(Text::CustomModel))
             }
         },
     };
@@ -292,67 +299,6 @@ fn check_bundled_parallelism(
     }
     if let Some(refusal) = hf_tp_refusal(arch, plan.train, plan.precision, plan.zero, layout.tp) {
         errors.push(refusal.message(layout.tp));
-    }
-}
-
-/// What the bundled train.py's tensor parallelism (PyTorch DTensor, as
-/// torchtitan applies it; `apply_tensor_parallel` there) does not run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HfTpRefusal {
-    /// Its TP plan names a Llama-style layer's modules (`TP_LAYER`).
-    Layer,
-    /// PEFT's adapters are not split: LoRA trains data parallel.
-    Adapters,
-    /// torchao's FP8/MX layers are not given tensor-parallel styles there.
-    LowPrecision,
-    /// DDP does not take DTensor weights: TP runs under FSDP2.
-    NoFsdp,
-}
-
-/// The one rule for a tensor-parallel plan on the bundled train.py, read by
-/// the resolver (an error) and by the search (which leaves such plans out).
-pub fn hf_tp_refusal(
-    arch: &Architecture,
-    train: Training,
-    precision: Precision,
-    zero: u8,
-    tp: u64,
-) -> Option<HfTpRefusal> {
-    if tp <= 1 {
-        None
-    } else if !arch.llama_style_tp(tp) {
-        Some(HfTpRefusal::Layer)
-    } else if train != Training::Full {
-        Some(HfTpRefusal::Adapters)
-    } else if precision.is_low_precision() {
-        Some(HfTpRefusal::LowPrecision)
-    } else if zero < 2 {
-        Some(HfTpRefusal::NoFsdp)
-    } else {
-        None
-    }
-}
-
-impl HfTpRefusal {
-    fn message(self, tp: u64) -> Message {
-        let args: [(&'static str, Arg); 1] = [("tp", Arg::from(&tp))];
-        let (code, key, text, fix) = match self {
-            HfTpRefusal::Layer => ("hf_tp_layer", "tp", Text::HfTpLayer, ("stack", "megatron")),
-            HfTpRefusal::Adapters => ("hf_tp_adapters", "train", Text::HfTpAdapters, ("tp", "1")),
-            HfTpRefusal::LowPrecision => (
-                "hf_tp_low_precision",
-                "precision",
-                Text::HfTpLowPrecision,
-                ("precision", "bf16"),
-            ),
-            HfTpRefusal::NoFsdp => (
-                "hf_tp_needs_fsdp",
-                "zero",
-                Text::HfTpNeedsFsdp,
-                ("zero", "3"),
-            ),
-        };
-        Message::new(code, key, text, args).fix(fix.0, fix.1)
     }
 }
 

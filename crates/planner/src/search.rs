@@ -24,10 +24,10 @@
 use crate::architecture::{Architecture, ParameterCounts};
 
 use crate::hardware::{self, Gpu, Instance};
+use crate::launchers;
 use crate::memory::{self, Layout, Stages};
 use crate::plan::{Checkpointing, Loss, Plan, Precision};
 use crate::report::budget_bytes;
-use crate::resolve;
 use crate::text::{Arg, Join, Phrase, Text};
 use crate::throughput::{self, Efficiency, Fabric};
 use serde::Serialize;
@@ -503,7 +503,7 @@ impl Search {
             && (!matches!(precision, Precision::Mxfp8 | Precision::Nvfp4) || gpu.fp4_tensor_cores);
         let b = &self.base;
         let bundled_hf_refuses = || {
-            b.bundled_hf() && resolve::hf_tp_refusal(arch, b.train, precision, zero, tp).is_some()
+            b.bundled_hf() && launchers::hf_tp_refusal(arch, b.train, precision, zero, tp).is_some()
         };
         if !valid || bundled_hf_refuses() || self.launcher_refuses(precision, zero, pp) {
             return None;
@@ -576,13 +576,13 @@ impl Search {
         } else {
             Checkpointing::None
         };
-        let choice = crate::launchers::Choice {
+        let choice = launchers::Choice {
             precision,
             zero,
             pp,
             checkpointing,
         };
-        crate::launchers::megatron_refusal(b, &self.arch, choice).is_some()
+        launchers::megatron_refusal(b, &self.arch, choice).is_some()
     }
 
     /// Whether the working plan offloads more activations than the block's

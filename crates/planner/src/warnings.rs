@@ -502,6 +502,10 @@ fn moe_launch_bound(c: &Context) -> Option<Message> {
     } else {
         "moe_flex"
     };
+    // Megatron-Core runs no CUDA graphs beside activation offloading.
+    if key == "moe_graphs" && plan.offload {
+        return None;
+    }
     let percent = Arg::Number(100.0 * share, 0);
     let args: [(&'static str, Arg); 1] = [("share", Arg::from(&percent))];
     Some(

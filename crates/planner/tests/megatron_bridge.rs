@@ -152,7 +152,7 @@ fn what_the_launcher_does_not_run_is_said_and_refused() {
     // Layer shapes the generic GPT provider does not build are refused too;
     // GPT-OSS's window and sinks are carried over (gpt_oss_bridge.py's values).
     let gemma = settings("model=gemma-3-27b&stack=megatron");
-    assert_eq!(gemma["unsupported"], "Gemma's norms_per_layer=4");
+    assert_eq!(gemma["unsupported"], "norms_per_layer=4 (Gemma)");
     let oss = settings("model=gpt-oss-120b&stack=megatron&ep=8&instance=ml.p5.48xlarge&nodes=2");
     let m = &oss["model"];
     assert_eq!(
@@ -267,11 +267,7 @@ fn every_plan_and_offer_names_its_engine() {
 fn megatron_runs_what_was_modelled_or_refuses() {
     for (q, what, fix) in [
         ("ckpt=op", "ckpt=op", "ckpt=selective"),
-        (
-            "offload=1&ckpt=full",
-            "offload=1 + recomputation (ckpt)",
-            "ckpt=none",
-        ),
+        ("offload=1&ckpt=full", "offload=1 + ckpt", "ckpt=none"),
         ("offload=1&pp=2", "offload=1 + pp>1", "offload=0"),
         (
             "optimizer=adafactor",
@@ -358,6 +354,18 @@ fn megatron_runs_what_was_modelled_or_refuses() {
         .get("num_layers_in_first_pipeline_stage")
         .is_none());
     assert_eq!(ds["unsupported"], Value::Null);
+    // Ends that are multiples of VP with middle ranks that are not (32
+    // layers, 6 and 8 at the ends, 9 on each middle rank): a layout string
+    // too, where the two counts would fail Megatron-Core's middle check.
+    let mid = settings(
+        "model=llama-3.1-8b&stack=megatron&pp=4&vp=2&pp_first=6&pp_last=8&instance=ml.p5.48xlarge",
+    );
+    let layout = mid["model"]["pipeline_model_parallel_layout"]
+        .as_str()
+        .unwrap();
+    let stages: Vec<&str> = layout.split('|').collect();
+    let rank = |r: usize| stages[r].matches('t').count() + stages[r + 4].matches('t').count();
+    assert_eq!((0..4).map(rank).collect::<Vec<_>>(), vec![6, 9, 9, 8]);
     // Block recomputation counts a model chunk's layers: a quarter of 32
     // layers on PP 4 x VP 2 is 1 of each 4-layer chunk.
     let s =
@@ -401,9 +409,14 @@ fn rope_is_the_models_own() {
     let qwen = p("model=qwen3-8b");
     assert_eq!(qwen["provider"]["rotary_base"], 1_000_000);
     assert!(qwen["provider"].get("rope_scaling").is_none());
-    // A custom shape is the default preset's (Llama-3.1-8B) with overrides.
+    // A custom shape's is Transformers' Llama default (base 10,000, no
+    // scaling), as a quick size's; a preset with overrides keeps its own.
+    let custom = p("model=custom&layers=12");
+    assert_eq!(custom["provider"]["rotary_base"], 10_000);
+    assert!(custom["provider"].get("rope_scaling").is_none());
+    assert_eq!(p("params_b=3")["provider"]["rotary_base"], 10_000);
     assert_eq!(
-        p("model=custom&layers=12")["provider"]["rotary_base"],
+        p("model=llama-3.1-8b&layers=12")["provider"]["rotary_base"],
         500_000
     );
     let ds = p("model=deepseek-v3&ep=8&pp=2");
@@ -443,5 +456,52 @@ fn rope_is_the_models_own() {
             rope,
             "{id}"
         );
+    }
+}
+
+/// Every fix of a refusal leads somewhere that runs: followed fix after
+/// fix, no plan comes back to one it left (a fix to stack=hf that train.py
+/// refuses with a fix to stack=megatron would), and each chain ends without
+/// errors, or, where no single setting makes a plan run (Gemma's layers
+/// with TP: neither the launcher nor train.py's TP builds them), at an
+/// error that offers no fix and says to use one's own entry script.
+#[test]
+fn refusal_fixes_end_in_a_plan_that_runs() {
+    let starts = [
+        (
+            "model=gemma-2-9b&stack=megatron&tp=2",
+            Some("megatron_launcher_refuses"),
+        ),
+        ("model=gemma-2-9b&stack=megatron", None),
+        ("model=llama-3.1-8b&stack=megatron&train=lora&mtp=1", None),
+        ("model=llama-3.1-8b&stack=megatron&train=lora&tp=2", None),
+        ("model=llama-3.1-8b&stack=megatron&train=lora&pp=2", None),
+        ("model=llama-3.1-8b&stack=megatron&offload=1&ckpt=op", None),
+        (
+            "model=qwen3-30b-a3b&stack=megatron&offload=1&moe_graphs=1&moe_flex=1&ep=8",
+            None,
+        ),
+        ("model=olmo-2-7b&stack=megatron", None),
+        (
+            "model=llama-3.1-8b&stack=megatron&precision=bf16-pure&optimizer=adafactor",
+            None,
+        ),
+    ];
+    for (start, unfixable) in starts {
+        let mut plan = Plan::from_query(&format!("{start}&instance=ml.p5.48xlarge")).plan;
+        let mut seen = vec![plan.to_query()];
+        let end = loop {
+            let r = evaluate(&plan);
+            let Some((key, value)) = r.errors.iter().find_map(|e| e.fix.clone()) else {
+                break r.errors;
+            };
+            plan.set(key, &value).expect("a fix is a valid setting");
+            let q = plan.to_query();
+            assert!(!seen.contains(&q), "{start}: the fixes come back to {q}");
+            seen.push(q);
+            assert!(seen.len() < 10, "{start}: no end to the fixes: {seen:?}");
+        };
+        let codes: Vec<&str> = end.iter().map(|e| e.code).collect();
+        assert_eq!(codes.first().copied(), unfixable, "{start}: {seen:?}");
     }
 }
