@@ -94,6 +94,30 @@ fn tokens(code: &str) -> Vec<(Tok, String)> {
     out
 }
 
+/// Copy `text` to the clipboard (or the page's fallback), and say for two
+/// seconds whether it worked (`copied`: 1 yes, 2 no, 0 nothing to say).
+fn copy_code(text: String, copied: RwSignal<u8>) {
+    let Some(w) = web_sys::window() else { return };
+    let promise = w.navigator().clipboard().write_text(&text);
+    leptos::task::spawn_local(async move {
+        let ok = wasm_bindgen_futures::JsFuture::from(promise).await.is_ok()
+            || crate::browser::copy_fallback(&text);
+        copied.set(if ok { 1 } else { 2 });
+        gloo::timers::future::TimeoutFuture::new(2000).await;
+        copied.set(0);
+    });
+}
+
+/// A format's button label.
+fn format_label(f: Format) -> &'static str {
+    match f {
+        Format::Pytorch => "PyTorch (SDK v2)",
+        Format::Huggingface => "HuggingFace (SDK v2)",
+        Format::ModelTrainer => "ModelTrainer (SDK v3)",
+        Format::TrainingArgs => "TrainingArguments",
+    }
+}
+
 #[component]
 pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
@@ -106,18 +130,7 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
         code
     });
     let copied = RwSignal::new(0u8);
-    let copy = move |_| {
-        let text = code.with_untracked(|e| e.code.clone());
-        let Some(w) = web_sys::window() else { return };
-        let promise = w.navigator().clipboard().write_text(&text);
-        leptos::task::spawn_local(async move {
-            let ok = wasm_bindgen_futures::JsFuture::from(promise).await.is_ok()
-                || crate::browser::copy_fallback(&text);
-            copied.set(if ok { 1 } else { 2 });
-            gloo::timers::future::TimeoutFuture::new(2000).await;
-            copied.set(0);
-        });
-    };
+    let copy = move |_| copy_code(code.with_untracked(|e| e.code.clone()), copied);
     let download = move |_| {
         let (text, name) = code.with_untracked(|e| (e.code.clone(), e.filename.clone()));
         download_file(&name, &text);
@@ -156,18 +169,10 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
             </div>
             <div class="export-bar">
                 <div class="formats" role="group" aria-label=move || t(Text::CodeFormat)>
-                    {Format::ALL.into_iter().map(|f| {
-                        let label = match f {
-                            Format::Pytorch => "PyTorch (SDK v2)",
-                            Format::Huggingface => "HuggingFace (SDK v2)",
-                            Format::ModelTrainer => "ModelTrainer (SDK v3)",
-                            Format::TrainingArgs => "TrainingArguments",
-                        };
-                        view! {
-                            <button type="button" id=format!("fmt-{}", f.key())
-                                aria-pressed=move || (format.get() == f).to_string()
-                                on:click=move |_| format.set(f)>{label}</button>
-                        }
+                    {Format::ALL.into_iter().map(|f| view! {
+                        <button type="button" id=format!("fmt-{}", f.key())
+                            aria-pressed=move || (format.get() == f).to_string()
+                            on:click=move |_| format.set(f)>{format_label(f)}</button>
                     }).collect_view()}
                 </div>
                 <div class="export-actions">

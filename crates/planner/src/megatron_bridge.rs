@@ -245,7 +245,6 @@ fn yarn(a: &Architecture) -> Value {
     else {
         return Value::Null;
     };
-    let opt = |v: Option<f64>| v.map_or(Value::Null, Value::Num);
     // Transformers' defaults where the config leaves them out: betas 32 and
     // 1, the original context the model's own (`_compute_yarn_parameters`).
     Value::Obj(vec![
@@ -256,8 +255,8 @@ fn yarn(a: &Architecture) -> Value {
         ),
         ("yarn_beta_fast", Value::Num(s.beta_fast.unwrap_or(32.0))),
         ("yarn_beta_slow", Value::Num(s.beta_slow.unwrap_or(1.0))),
-        ("yarn_mscale", opt(s.mscale)),
-        ("yarn_mscale_all_dim", opt(s.mscale_all_dim)),
+        ("yarn_mscale", s.mscale.into()),
+        ("yarn_mscale_all_dim", s.mscale_all_dim.into()),
         (
             "yarn_correction_range_round_to_int",
             s.truncate.unwrap_or(true).into(),

@@ -261,10 +261,10 @@ fn every_plan_and_offer_names_its_engine() {
     }
 }
 
-/// What Megatron would refuse or run differently is refused up front, and
-/// what it runs is set as modelled (the review of #37's first cut).
+/// What Megatron would refuse or run differently is refused up front, as
+/// an error on that input whose fix runs (the review of #37's first cut).
 #[test]
-fn megatron_runs_what_was_modelled_or_refuses() {
+fn megatron_refusals_are_errors_whose_fix_runs() {
     for (q, what, fix) in [
         ("ckpt=op", "ckpt=op", "ckpt=selective"),
         ("offload=1&ckpt=full", "offload=1 + ckpt", "ckpt=none"),
@@ -287,7 +287,6 @@ fn megatron_runs_what_was_modelled_or_refuses() {
     ] {
         let q = format!("model=llama-3.1-8b&stack=megatron&instance=ml.p5.48xlarge&nodes=2&{q}");
         assert_eq!(settings(&q)["unsupported"], what, "{q}");
-        // The planner says so as an error on that input, whose fix runs.
         let r = evaluate(&Plan::from_query(&q).plan);
         let e = r
             .errors
@@ -300,9 +299,13 @@ fn megatron_runs_what_was_modelled_or_refuses() {
         let fixed = evaluate(&Plan::from_query(&format!("{q}&{fix}")).plan);
         assert!(fixed.errors.is_empty(), "{q}&{fix}: {:?}", fixed.errors);
     }
-    // The auto-plan offers none of them: what the plan leaves open it
-    // chooses as the launcher runs it (selective recomputation, BF16), and
-    // what it keeps (adapters, offload) leaves nothing to offer.
+}
+
+/// The auto-plan offers none of them: what the plan leaves open it
+/// chooses as the launcher runs it (selective recomputation, BF16), and
+/// what it keeps (adapters) leaves nothing to offer.
+#[test]
+fn the_auto_plan_offers_only_what_the_launcher_runs() {
     let offers = |q: &str| {
         let found = planner::search::search(&Plan::from_query(q).plan);
         let all: Vec<_> = found.pareto.into_iter().chain(found.fastest).collect();
@@ -323,9 +326,18 @@ fn megatron_runs_what_was_modelled_or_refuses() {
         }
     }
     assert!(offers(&format!("{m}&train=lora")).is_empty());
-    // Activation offloading runs as modelled: Llama-3.1-8B's 32 layers
-    // less SMP's horizon of 2 kept on the GPU, or the layers asked for (at
-    // most all but the last, which Megatron never offloads).
+    // Megatron's selective recomputation, not op-level.
+    let found =
+        planner::search::search(&Plan::from_query("model=llama-3.1-70b&stack=megatron").plan);
+    assert!(found.pareto.iter().all(|c| c.checkpointing != "op"));
+}
+
+/// Activation offloading runs as modelled: Llama-3.1-8B's 32 layers less
+/// SMP's horizon of 2 kept on the GPU, or the layers asked for (at most all
+/// but the last, which Megatron never offloads).
+#[test]
+fn megatron_offloads_the_layers_modelled() {
+    let m = "model=llama-3.1-8b&stack=megatron";
     let layers = |q: &str| {
         settings(&format!("{m}&offload=1&{q}"))["model"]["cpu_offloading_num_layers"].clone()
     };
@@ -333,21 +345,34 @@ fn megatron_runs_what_was_modelled_or_refuses() {
     assert_eq!(layers("offload_layers=12"), 12);
     assert_eq!(layers("offload_layers=40"), 31);
     assert!(settings(m)["model"].get("cpu_offloading").is_none());
-    // Ends that are not multiples of VP go as a layout string, which
-    // Megatron-Core takes for any counts: DeepSeek-V3's published recipe
-    // (Megatron-Bridge 25.09, calibration.csv mb2509_dsv3_h100_fp8: PP 8 x
-    // VP 4, 7 layers and the embedding first, 6 layers, MTP and the loss
-    // last; NVIDIA wrote it `Et|(tt|)*30mL`).
+}
+
+/// Decoder layers per pipeline rank of a Megatron-Core layout string:
+/// virtual stage `i` runs on rank `i mod pp`.
+fn layers_per_rank(layout: &str, pp: usize) -> Vec<usize> {
+    let mut ranks = vec![0; pp];
+    for (i, stage) in layout.split('|').enumerate() {
+        ranks[i % pp] += stage.matches('t').count();
+    }
+    ranks
+}
+
+/// Ranks whose layers are not a multiple of VP go as a layout string,
+/// which Megatron-Core takes for any counts.
+#[test]
+fn uneven_virtual_stages_go_as_a_layout_string() {
+    // DeepSeek-V3's published recipe (Megatron-Bridge 25.09, calibration.csv
+    // mb2509_dsv3_h100_fp8: PP 8 x VP 4, 7 layers and the embedding first,
+    // 6 layers, MTP and the loss last; NVIDIA wrote it `Et|(tt|)*30mL`).
     let ds = settings("model=deepseek-v3&stack=megatron&tp=2&pp=8&vp=4&ep=64&pp_first=7&pp_last=6&mtp=1&instance=ml.p5.48xlarge&nodes=128");
     let layout = ds["model"]["pipeline_model_parallel_layout"]
         .as_str()
-        .unwrap()
-        .to_string();
+        .unwrap();
     let stages: Vec<&str> = layout.split('|').collect();
     assert_eq!(stages.len(), 32);
-    let rank = |r: usize| -> usize { (0..4).map(|c| stages[c * 8 + r].matches('t').count()).sum() };
-    assert_eq!((rank(0), rank(7)), (7, 6));
-    assert_eq!((1..7).map(rank).collect::<Vec<_>>(), vec![8; 6]);
+    let ranks = layers_per_rank(layout, 8);
+    assert_eq!((ranks[0], ranks[7]), (7, 6));
+    assert_eq!(ranks[1..7], [8; 6]);
     assert_eq!((stages[0], stages[31]), ("Et", "tmL"));
     assert_eq!(layout.matches('t').count(), 61);
     assert!(ds["model"]
@@ -363,9 +388,13 @@ fn megatron_runs_what_was_modelled_or_refuses() {
     let layout = mid["model"]["pipeline_model_parallel_layout"]
         .as_str()
         .unwrap();
-    let stages: Vec<&str> = layout.split('|').collect();
-    let rank = |r: usize| stages[r].matches('t').count() + stages[r + 4].matches('t').count();
-    assert_eq!((0..4).map(rank).collect::<Vec<_>>(), vec![6, 9, 9, 8]);
+    assert_eq!(layers_per_rank(layout, 4), vec![6, 9, 9, 8]);
+}
+
+/// What Megatron runs is set as modelled: recomputation, dropout, FP8
+/// parameter gathers.
+#[test]
+fn megatron_runs_what_was_modelled() {
     // Block recomputation counts a model chunk's layers: a quarter of 32
     // layers on PP 4 x VP 2 is 1 of each 4-layer chunk.
     let s =
@@ -382,10 +411,6 @@ fn megatron_runs_what_was_modelled_or_refuses() {
         true
     );
     assert_eq!(mx["dataset"]["sequence_length"], 8192);
-    // The auto-plan offers Megatron's selective recomputation, not op-level.
-    let found =
-        planner::search::search(&Plan::from_query("model=llama-3.1-70b&stack=megatron").plan);
-    assert!(found.pareto.iter().all(|c| c.checkpointing != "op"));
 }
 
 /// RoPE as each model's config.json sets it (#37): the launcher builds it,
