@@ -302,6 +302,22 @@ await test('LoRA targets: q and v only lower the peak and travel in the URL and 
   assert((await page.textContent('#export-code')).includes('"lora_targets": "q,v"'), 'the export sets the targets planned');
 });
 
+await test('DPO: the stage travels in the URL, the reference model shows, pairs are counted and exported (#38)', async (page) => {
+  await open(page, base + '?lang=en&model=llama-3.1-8b&instance=ml.p5.48xlarge&seq=2048&mb=2&ckpt=full');
+  const before = gibOf(await page.textContent('#peak'));
+  await page.selectOption('#stage', 'dpo');
+  await page.waitForFunction(() => location.href.includes('stage=dpo'));
+  const after = gibOf(await page.textContent('#peak'));
+  // Two rows a pair and a frozen BF16 copy sharded over 8 GPUs: the model's 23.6 -> 32.9 GiB.
+  assert(after > before + 5, `the DPO peak ${after} GiB is above the SFT one ${before} GiB`);
+  assert((await page.textContent('.results')).includes('DPO reference model'), 'the breakdown names the reference');
+  assert((await page.textContent('#tps')).includes('pairs/s'), 'the speed counts pairs');
+  assert(/× 2 ×/.test(await page.textContent('#global-batch')), 'the global batch counts both rows of a pair');
+  await page.click('#fmt-pytorch');
+  await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"stage"'));
+  assert((await page.textContent('#export-code')).includes('"stage": "dpo"'), 'the export runs DPO');
+});
+
 await test('one edit runs one evaluation, the export panel included (#34)', async (page) => {
   await open(page, base + '?lang=en&model=llama-3.1-8b&seq=4096');
   await page.click('#fmt-huggingface');

@@ -57,10 +57,16 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
         </div>
         <p class="derived" id="global-batch">{move || {
             let lang = ctx.lang.get();
-            ctx.report.with(|r| format!("{}: {} × {} = {} {}",
+            let (seq, stage) = ctx.plan.with(|p| (p.seq, p.stage));
+            let rows = match stage {
+                planner::plan::TrainingStage::Sft => String::new(),
+                planner::plan::TrainingStage::Dpo => format!(" {} × 2", tr(lang, Text::WordPairs)),
+            };
+            ctx.report.with(|r| format!("{}: {}{} × {} = {} {}",
                 tr(lang, Text::GlobalBatch),
                 num(r.global_batch_sequences as f64, 0, lang),
-                num(ctx.plan.with(|p| p.seq) as f64, 0, lang),
+                rows,
+                num(seq as f64, 0, lang),
                 num(r.global_batch_tokens as f64, 0, lang),
                 tr(lang, Text::WordTokens)))
         }}</p>
@@ -69,6 +75,9 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
         <SelectField ctx=ctx key="train" label=Text::Training
             options=vec![("full", Text::FullFineTuningPreTraining), ("lora", Text::LoRA), ("qlora", Text::QLoRA4BitBase)]
             get=|p| p.train.key().to_string() />
+        <SelectField ctx=ctx key="stage" label=Text::TrainingStage
+            options=vec![("sft", Text::StageSft), ("dpo", Text::StageDpo)]
+            get=|p| p.stage.key().to_string() />
         <Show when=move || plan_is(ctx, |p| p.train != planner::plan::Training::Full)>
             <NumberField ctx=ctx key="lora_rank" label=Text::LoRARank get=|p| p.lora_rank.to_string() />
             <SelectField ctx=ctx key="lora_targets" label=Text::LoRATargets

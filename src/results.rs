@@ -42,7 +42,7 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
                     format!("{} × {} GPU — {}: {}", n.domains, n.gpus_per_domain, tr(l, Text::CrossingDomains), crossing)
                 }) />
                 <Stat lang=lang id="tps-gpu" label=Text::TokensSPerGPU value=move |l| report.with(|r| sig(r.throughput.tokens_per_second_per_gpu, l)) />
-                <Stat lang=lang id="tps" label=Text::TokensSWholeJob value=move |l| report.with(|r| format!("{} ({} {})", tokens(r.throughput.tokens_per_second, l), sig(r.throughput.samples_per_second, l), tr(l, Text::SamplesS))) />
+                <Stat lang=lang id="tps" label=Text::TokensSWholeJob value=move |l| report.with(|r| format!("{} ({} {})", tokens(r.throughput.tokens_per_second, l), sig(r.throughput.samples_per_second, l), tr(l, samples_unit(ctx)))) />
                 <Stat lang=lang id="step" label=Text::StepTime value=move |l| report.with(|r| seconds(r.throughput.step_seconds, l)) />
                 <Stat lang=lang id="mfu" label=Text::MFUHFU value=move |l| report.with(|r| format!("{} / {}", percent(r.throughput.mfu, l), percent(r.throughput.hfu, l))) />
                 <Stat lang=lang id="time" label=Text::TimeToTrain value=move |l| report.with(|r| format!("{} ({} {}, {} {})", hours(r.time.total_hours, l), num(r.time.steps as f64, 0, l), tr(l, Text::WordSteps), sig(r.time.gpu_hours, l), tr(l, Text::GPUHours))) />
@@ -60,6 +60,14 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
                 {move || { let l = lang.get(); report.with(|r| accuracy_line(&r.throughput_accuracy, Text::SpeedAndCostAreExpected, Text::SpeedAndCostUnchecked, l)) }}</p>
             <Messages ctx=ctx />
         </section>
+    }
+}
+
+/// What one sample is: a sequence, or a DPO preference pair (two rows).
+fn samples_unit(ctx: Ctx) -> Text {
+    match ctx.plan.with(|p| p.stage) {
+        planner::plan::TrainingStage::Sft => Text::SamplesS,
+        planner::plan::TrainingStage::Dpo => Text::PairsS,
     }
 }
 

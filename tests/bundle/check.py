@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Trains with the launch bundle's script, on CPU, for twelve varied plans.
+"""Trains with the launch bundle's script, on CPU, for fourteen varied plans (two of them DPO).
 
 For each plan: `plan export '<plan>' --format bundle` writes the bundle; the
 hyperparameters are read out of its launch.py (what SageMaker would pass);
@@ -57,6 +57,10 @@ PLANS = [
     # Tensor parallelism under FSDP2 (#37): with sequence parallelism, and without on HSDP.
     ("model=llama-3.1-70b&tp=4&sp=1&nodes=2&ckpt=full&seq=16384", "pytorch"),
     ("model=qwen2.5-7b&tp=2&zero=3&shard=4&nodes=2&loss=fused", "modeltrainer"),
+    # DPO (#38): a frozen reference sharded beside the policy; LoRA's adapters switched off.
+    ("model=llama-3.1-8b&stage=dpo&seq=2048&mb=2&ckpt=full", "pytorch"),
+    ("model=qwen2.5-7b&stage=dpo&train=lora&lora_targets=q,v&zero=0&instance=ml.g6e.2xlarge&seq=1024",
+     "huggingface"),
 ]
 MOE = ("mixtral", "qwen3-30b-a3b")
 RESULTS = []
@@ -140,6 +144,9 @@ def expected_setup(report):
         "micro_batch": int(plan["mb"]),
         "grad_accum": int(plan["ga"]),
         "seq": int(plan["seq"]),
+        "stage": plan.get("stage", "sft"),
+        "reference": (None if plan.get("stage", "sft") == "sft"
+                      else "frozen copy" if plan["train"] == "full" else "adapters off"),
     }
 
 
@@ -171,7 +178,7 @@ def small_argv(hp, model_dir, data_dir, out_dir, steps):
                           "--model_dir", os.path.join(out_dir, "model")]
 
 
-def check_plan(i, query, launcher, models, data_dir):
+def check_plan(i, query, launcher, models, data_dir, pairs_dir):
     bundle = os.path.join(WORK, f"plan{i}")
     shutil.rmtree(bundle, ignore_errors=True)
     plan_cli("export", query, "--format", "bundle", "--launcher", launcher, "--out", bundle)
@@ -200,7 +207,8 @@ def check_plan(i, query, launcher, models, data_dir):
 
     @case(f"plan {i} trains ({world} process{'es' if world > 1 else ''})")
     def trains():
-        argv = small_argv(hp, model, data_dir, out_dir, steps=4)
+        data = pairs_dir if hp.get("stage") == "dpo" else data_dir
+        argv = small_argv(hp, model, data, out_dir, steps=4)
         if low_precision:
             r = run_script(script, argv, 1)
             assert r.returncode == 2, f"FP8 on a CPU should stop with exit 2, got {r.returncode}"
@@ -381,6 +389,34 @@ def lora_targets_on_mla():
 
 
 @case("the ZIP the page builds opens with Python's zipfile and holds the CLI's files")
+@case("DPO: step 1's loss is ln 2, it falls on repeated pairs, two FSDP2 ranks equal one process")
+def dpo_learns(models, fixtures):
+    """At step 1 the policy is the reference (a frozen copy, or under LoRA the base with its
+    zero-initialised adapters off), so every margin is 0 and the loss -log sigmoid(0) = ln 2
+    (Rafailov et al. 2023, eq. 7). Trained on the same two pairs it must fall; FP32 two-rank
+    FSDP2 logs the losses one process does."""
+    two = os.path.join(fixtures, "two-pairs")
+    os.makedirs(two, exist_ok=True)
+    with open(os.path.join(fixtures, "pairs", "train.jsonl")) as f, \
+            open(os.path.join(two, "train.jsonl"), "w") as g:
+        g.writelines(f.readlines()[:2])
+    script = os.path.join(WORK, f"plan{len(PLANS) - 2}", "scripts", "train.py")
+    common = ["--model_id", models["llama"], "--data_dir", two, "--max_seq_length", "32", "--max_steps", "5",
+              "--log_steps", "1", "--precision", "fp32", "--learning_rate", "1e-3", "--model_dir", "",
+              "--stage", "dpo"]
+    runs = {}
+    for name, world, extra in (("one", 1, ["--per_device_train_batch_size", "2"]),
+                               ("fsdp2", 2, ["--per_device_train_batch_size", "1", "--zero_stage", "3"]),
+                               ("lora", 1, ["--per_device_train_batch_size", "2", "--train_mode", "lora"])):
+        out_dir = tempfile.mkdtemp(prefix=f"dpo-{name}-", dir=WORK)
+        r = run_script(script, common + extra + ["--output_dir", out_dir], world)
+        assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+        runs[name] = losses(r.stdout)
+        assert len(runs[name]) == 5 and abs(runs[name][0] - 0.6931) <= 1e-4, (name, runs[name])
+        assert runs[name][-1] < runs[name][0] - 0.02, f"{name}: the DPO loss does not fall: {runs[name]}"
+    assert max(abs(a - b) for a, b in zip(runs["one"], runs["fsdp2"])) <= 2e-4, runs
+
+
 def zip_matches():
     import zipfile
 
@@ -418,13 +454,15 @@ def main():
     models = {}
     for family in ("llama", "mixtral"):
         models[family], data_dir = fixture.make(fixtures, family)
+    pairs_dir = fixture.make_pairs(fixtures)
     for i, (query, launcher) in enumerate(PLANS):
-        check_plan(i, query, launcher, models, data_dir)
+        check_plan(i, query, launcher, models, data_dir, pairs_dir)
     resume(models, data_dir)
     fsdp_tp_equals_one_process(models, data_dir)
     hsdp_equals_one_process(models, data_dir)
     attention_as_planned()
     lora_targets_on_mla()
+    dpo_learns(models, fixtures)
     zip_matches()
     bad_lines()
     failed = sum(1 for _, e in RESULTS if e)

@@ -1,7 +1,8 @@
 """A tiny model and data set for running the bundle's train.py on CPU, with no download.
 
 make(root, family) writes root/<family>/ (config, random weights, a word-level
-tokenizer) and root/data/train.jsonl, and returns both paths.
+tokenizer) and root/data/train.jsonl, and returns both paths; make_pairs(root)
+writes DPO preference pairs in root/pairs/.
 """
 import json
 import os
@@ -52,3 +53,15 @@ def make(root, family="llama"):
             words = [WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(40 + i % 9)]
             f.write(json.dumps({"text": " ".join(words)}) + "\n")
     return model_dir, data_dir
+
+
+def make_pairs(root, count=32):
+    """root/pairs/train.jsonl: DPO preference pairs (TRL's prompt, chosen, rejected)."""
+    pairs_dir = os.path.join(root, "pairs")
+    os.makedirs(pairs_dir, exist_ok=True)
+    with open(os.path.join(pairs_dir, "train.jsonl"), "w") as f:
+        for i in range(count):
+            prompt, chosen, rejected = (" ".join(WORDS[(i * k + j) % len(WORDS)] for j in range(n + i % 5))
+                                        for k, n in ((5, 6), (3, 8), (11, 5)))
+            f.write(json.dumps({"prompt": prompt, "chosen": chosen, "rejected": rejected}) + "\n")
+    return pairs_dir

@@ -58,6 +58,7 @@ def plans():
         "", "spot=1", "role=arn:aws:iam::123456789012:role/service-role/SM-Exec&s3=s3://my-bucket/runs/2026",
         "job=llama-ft-01&entry=src/train_fsdp.py&hf_model=meta-llama/Llama-3.1-8B", "ckpt=full&loss=fused",
         "train=lora&lora_rank=32&save=adapter", "train=qlora&optimizer=adamw8bit", "async_save=1&save_every=200&spot=1",
+        "stage=dpo&ckpt=full", "stage=dpo&train=lora&lora_targets=q,v",
         # hostile strings: rejected at the URL, so the code keeps safe defaults
         "role=x%22)%0Aimport%20os%23&job=a'b&s3=s3://b/%22%22%22&hf_model=%3Cscript%3E&entry=..%2Fx.py",
     ]

@@ -244,6 +244,7 @@ def train_args(train, row):
         "--planned_world_size", str(row["world"]),
         "--tp", str(p.get("tp", 1)),
         "--sequence_parallel", str(p.get("sp", 0) == 1),
+        "--stage", p.get("stage", "sft"),
     ]
     return train.parse_args(argv)
 
@@ -313,6 +314,10 @@ def run_rank(train, row, rank, steps=2):
             train.apply_checkpointing(args, model, torch)
             model = train.with_loss(args, model, torch)
             model = train.shard_model(args, setup, model, torch, torch.device("cpu"), mesh)
+            reference = None
+            if setup["reference"] == "frozen copy":
+                reference = train.frozen_reference(args, setup, build_reference(train, args, config),
+                                                   torch, torch.device("cpu"), mesh)
             optimizer = train.make_optimizer(args, model, torch, torch.device("cpu"), setup)
             autocast = (torch.autocast("cpu", dtype=torch.bfloat16)
                         if setup["compute"] == "autocast bf16" else contextlib.nullcontext())
@@ -328,23 +333,45 @@ def run_rank(train, row, rank, steps=2):
                     data = random_tokens(args, config.vocab_size)
                     train.train_step(args, model, optimizer, data, torch.device("cpu"), autocast,
                                      contextlib.nullcontext(), mark=counter.mark,
-                                     loss_context=train.loss_context(setup))
+                                     loss_context=train.loss_context(setup), reference=reference)
             finally:
                 gc.enable()
             gc.collect()
             result = {"peak_bytes": counter.peak, "phase": counter.peak_phase}
             if EXPLAIN:
                 explain(counter)
-            del model, optimizer
+            del model, optimizer, reference
         return result
     finally:
         dist.destroy_process_group()
 
 
 def random_tokens(args, vocab):
-    """train.py's data for one step: micro-batches of `max_seq_length + 1` token ids."""
-    shape = (args.per_device_train_batch_size, args.max_seq_length + 1)
-    return iter([torch.randint(0, vocab, shape) for _ in range(args.gradient_accumulation_steps)])
+    """train.py's data for one step: micro-batches of `max_seq_length + 1` token ids; for DPO
+    (ids, labels) of both rows of every pair (train.pair_batches), the first half of each
+    row a prompt (labels -100)."""
+    rows, seq = args.per_device_train_batch_size, args.max_seq_length
+    if args.stage != "dpo":
+        shape = (rows, seq + 1)
+        return iter([torch.randint(0, vocab, shape) for _ in range(args.gradient_accumulation_steps)])
+    out = []
+    for _ in range(args.gradient_accumulation_steps):
+        ids = torch.randint(0, vocab, (2 * rows, seq + 1))
+        labels = ids[:, 1:].clone()
+        labels[:, : seq // 2] = -100
+        out.append((ids, labels))
+    return iter(out)
+
+
+def build_reference(train, args, config):
+    """train.load_reference without the download: the full model in BF16 (FP32 in FP32)."""
+    from transformers import AutoModelForCausalLM
+
+    dtype = torch.float32 if args.precision == "fp32" else torch.bfloat16
+    lm = AutoModelForCausalLM.from_config(config, attn_implementation=args.attn_implementation,
+                                          **{train.dtype_key(): dtype})
+    lm.config.use_cache = False
+    return lm
 
 
 def ranks_to_run(row):

@@ -67,6 +67,8 @@ SMOKE = {
     "mistral-7b/lora/world=1,base",
     "gemma-2-2b/zero3/attn=eager",
     "llama-3.1-70b/zero3/80-layers,world=16,seq=8192,ckpt=full",
+    "llama-3.2-1b/zero3/stage=dpo",
+    "llama-3.2-1b/lora/world=1,stage=dpo",
 }
 
 
@@ -223,9 +225,27 @@ def tensor_parallel():
         yield whole_model("llama-3.1-70b", "tp", world, dict(zero=3, tp=8, sp=1, seq=32768, ckpt="full"))
 
 
+def dpo():
+    """DPO (#38): both rows of each pair in one batch, the reference's forward first, a frozen
+    BF16 copy (sharded by FSDP2 beside the policy) or, under LoRA, the base with its adapters
+    off; one GPU, ZeRO-3 and ZeRO-2 on 8 ranks and LoRA, with and without checkpointing and the
+    fused loss. Counted in their own group (`stage=dpo`)."""
+    shardings = [("single", 1, dict(zero=0)), ("zero3", 8, dict(zero=3)), ("zero2", 8, dict(zero=2)),
+                 ("lora", 1, dict(zero=0, train="lora", lora_rank=16)),
+                 ("lora", 8, dict(zero=3, train="lora", lora_rank=16))]
+    for family in ("llama-3.2-1b", "llama-3.1-8b", "qwen2.5-7b"):
+        more = [dict(mb=2, seq=1024), dict(precision="fp32")] if family == "llama-3.2-1b" else []
+        for sharding, world, keys in shardings:
+            for v in [dict(), dict(ckpt="full"), dict(loss="fused", ckpt="full"), *more]:
+                r = row(family, sharding, world, {**keys, "stage": "dpo", **v}, label({"stage": "dpo", **v}))
+                if r:
+                    r["group"] = "dpo"
+                    yield r
+
+
 def rows():
     return [r for r in [*one_at_a_time(), *combinations(), *whole_models(), *real_sizes(),
-                        *tensor_parallel(), *lora_targets()] if r]
+                        *tensor_parallel(), *lora_targets(), *dpo()] if r]
 
 
 # Held out (#25): shapes and settings the planner's memory model was never changed on, measured

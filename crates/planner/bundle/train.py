@@ -12,10 +12,14 @@ setting it carries:
   --shard_degree    FSDP2 sharding group; replicas beyond it (HSDP); 0 = every rank
   --loss            plain (full logits, upcast to fp32) | fused (chunked: never the full logits)
   --train_mode      full | lora | qlora, with --lora_r
+  --stage           sft (next-token loss) | dpo (preference pairs, TRL's sigmoid loss, --beta)
 
 Data: the `train` channel (SM_CHANNEL_TRAIN) holds JSON Lines files with a
 `text` field, or a dataset saved with `datasets.save_to_disk` that has an
 `input_ids` column. Texts are tokenized and packed into --max_seq_length blocks.
+For --stage dpo, each line has `prompt`, `chosen` and `rejected` (TRL's
+preference format): prompt + chosen and prompt + rejected each fill one row of
+--max_seq_length tokens (padded; a long pair keeps the end of its prompt).
 
 Checkpoints go to --output_dir (SageMaker syncs /opt/ml/checkpoints to S3); a
 restarted job (managed spot) resumes from the newest complete one.
@@ -108,6 +112,8 @@ def parse_args(argv=None):
     p.add_argument("--lora_r", type=int, default=16)
     p.add_argument("--lora_targets", choices=tuple(LORA_TARGET_SETS), default="all-linear",
                    help="the Linear layers the adapters train")
+    p.add_argument("--stage", choices=("sft", "dpo"), default="sft")
+    p.add_argument("--beta", type=float, default=0.1, help="DPO's beta (TRL's default)")
     p.add_argument("--save_steps", type=int, default=0, help="0 = only at the end")
     p.add_argument("--save", choices=("full", "weights", "adapter"), default="full")
     p.add_argument("--async_save", type=str2bool, default=False)
@@ -136,6 +142,8 @@ def resolve_setup(args, world_size):
         raise PlanError("QLoRA with ZeRO/FSDP sharding is not supported here: plan it with zero=0")
     if args.precision in LOW_PRECISION and args.train_mode != "full":
         raise PlanError(f"{args.precision} with {args.train_mode}: low-precision GEMMs train full models only")
+    if args.stage == "dpo" and args.tp > 1:
+        raise PlanError(f"tp={args.tp} with DPO: the reference model runs data parallel only (tp=1)")
     tp = check_tensor_parallel(args, world_size)
     dp = world_size // tp
     # Under TP, FSDP2 runs even over one data-parallel rank (its BF16 cast), as the planner models.
@@ -173,7 +181,17 @@ def resolve_setup(args, world_size):
         "micro_batch": args.per_device_train_batch_size,
         "grad_accum": args.gradient_accumulation_steps,
         "seq": args.max_seq_length,
+        "stage": args.stage,
+        # DPO's reference: a frozen BF16 copy (FP32 in an FP32 plan), sharded as the
+        # policy is; under LoRA the base with its adapters switched off.
+        "reference": reference_kind(args),
     }
+
+
+def reference_kind(args):
+    if args.stage != "dpo":
+        return None
+    return "frozen copy" if args.train_mode == "full" else "adapters off"
 
 
 def check_tensor_parallel(args, world_size):
@@ -666,6 +684,67 @@ def tokenize_jsonl(args, root):
     return ids
 
 
+def load_pairs(args, rank, world):
+    """DPO: rows of max_seq_length + 1 token ids and their labels, one pair per line."""
+    from transformers import AutoTokenizer
+
+    root = args.data_dir
+    if not root or not os.path.isdir(root):
+        raise PlanError(f"no training data: the train channel ({root or 'SM_CHANNEL_TRAIN'}) is empty")
+    files = sorted(glob.glob(os.path.join(root, "**", "*.jsonl"), recursive=True))
+    if not files:
+        raise PlanError(f"{root}: no .jsonl files of preference pairs (prompt, chosen, rejected)")
+    tok = AutoTokenizer.from_pretrained(args.model_id)
+    eos = tok.eos_token_id if tok.eos_token_id is not None else 0
+    pairs = []
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                    texts = [row[k] for k in ("prompt", "chosen", "rejected")]
+                    if not all(isinstance(t, str) for t in texts):
+                        raise TypeError
+                except (ValueError, KeyError, TypeError):
+                    raise PlanError(f"{path}:{number}: expected a JSON object with string "
+                                    "\"prompt\", \"chosen\" and \"rejected\" fields") from None
+                prompt, chosen, rejected = (tok(t, add_special_tokens=False)["input_ids"] for t in texts)
+                pairs.append((pair_row(prompt, chosen + [eos], args.max_seq_length, eos),
+                              pair_row(prompt, rejected + [eos], args.max_seq_length, eos)))
+    if len(pairs) < world:
+        raise PlanError(f"{len(pairs)} preference pairs: fewer than the {world} ranks")
+    return pairs[rank::world]
+
+
+def pair_row(prompt, completion, seq, pad):
+    """One row of seq + 1 ids and seq labels: the completion's tokens are scored (-100 elsewhere).
+    A row too long keeps its completion's start and its prompt's end (TRL's keep_end)."""
+    room = seq + 1
+    keep = min(len(completion), room - min(len(prompt), room // 2))
+    prompt = prompt[max(0, len(prompt) - (room - keep)):]
+    ids = prompt + completion[:keep]
+    if prompt:
+        labels = [-100] * (len(prompt) - 1) + completion[:keep]
+    else:  # the first token has nothing before it to be predicted from
+        labels = completion[1:keep]
+    labels = labels[:seq]
+    return ids + [pad] * (room - len(ids)), labels + [-100] * (seq - len(labels))
+
+
+def pair_batches(pairs, micro_batch, start, torch):
+    """DPO micro-batches forever: the chosen rows, then the rejected ones (TRL's
+    concatenated_forward), as (ids, labels)."""
+    i = start * micro_batch
+    while True:
+        chunk = [pairs[(i + j) % len(pairs)] for j in range(micro_batch)]
+        i += micro_batch
+        rows = [c[0] for c in chunk] + [c[1] for c in chunk]
+        yield (torch.tensor([r[0] for r in rows], dtype=torch.long),
+               torch.tensor([r[1] for r in rows], dtype=torch.long))
+
+
 def batches(blocks, micro_batch, start, torch):
     """Micro-batches forever, from micro-batch number `start` (so a resumed job continues)."""
     i = start * micro_batch
@@ -685,17 +764,24 @@ def with_loss(args, model, torch):
 
     class CausalLMLoss(torch.nn.Module):
         """Mean next-token cross-entropy: `plain` materialises fp32 logits (as HF's loss does),
-        `fused` computes the LM head and the loss in chunks of 1,024 tokens, recomputed in backward."""
+        `fused` computes the LM head and the loss in chunks of 1,024 tokens, recomputed in backward.
+        Given `labels` (DPO), each row's summed log-probability of its labelled tokens instead:
+        the same logits and the same cross-entropy, per token (-100 scores nothing)."""
 
         def __init__(self, lm):
             super().__init__()
             self.lm = lm
 
-        def forward(self, tokens):
-            inputs, labels = tokens[:, :-1], tokens[:, 1:].flatten()
+        def forward(self, tokens, labels=None):
+            rows = tokens.shape[0]
+            inputs = tokens[:, :-1]
+            per_row = labels is not None
+            labels = (labels if per_row else tokens[:, 1:]).flatten()
+            reduction = "none" if per_row else "mean"
             if args.loss == "plain":
                 logits = self.lm(input_ids=inputs).logits
-                return F.cross_entropy(logits.float().flatten(0, 1), labels)
+                loss = F.cross_entropy(logits.float().flatten(0, 1), labels, reduction=reduction)
+                return -loss.view(rows, -1).sum(-1) if per_row else loss
             base, inner, _ = decoder_layers(self.lm)
             hidden = inner(input_ids=inputs).last_hidden_state
             if hasattr(hidden, "redistribute"):  # sequence-parallel: gathered for the chunks
@@ -704,16 +790,82 @@ def with_loss(args, model, torch):
                 hidden = hidden.redistribute(placements=[Replicate()])
             hidden = hidden.flatten(0, 1)
             head = base.get_output_embeddings()
-            total = 0.0
+            total, parts = 0.0, []
             for s in range(0, hidden.shape[0], 1024):
-                total = total + checkpoint(piece, head, hidden[s:s + 1024], labels[s:s + 1024],
-                                           use_reentrant=False)
+                part = checkpoint(piece, head, hidden[s:s + 1024], labels[s:s + 1024], reduction,
+                                  use_reentrant=False)
+                if per_row:
+                    parts.append(part)
+                else:
+                    total = total + part
+            if per_row:
+                return -torch.cat(parts).view(rows, -1).sum(-1)
             return total / labels.numel()
 
-    def piece(head, h, y):
-        return F.cross_entropy(head(h).float(), y, reduction="sum")
+    def piece(head, h, y, reduction):
+        return F.cross_entropy(head(h).float(), y, reduction="none" if reduction == "none" else "sum")
 
     return CausalLMLoss(model)
+
+
+# ---- DPO --------------------------------------------------------------------------------
+
+
+def dpo_loss(policy, reference, beta):
+    """TRL's DPO sigmoid loss (DPOTrainer.dpo_loss, loss_type="sigmoid", no label smoothing):
+    -log sigmoid(beta ((pi_c - pi_r) - (ref_c - ref_r))), the mean over the pairs. The rows
+    are the chosen ones, then the rejected ones."""
+    import torch.nn.functional as F
+
+    pairs = policy.shape[0] // 2
+    margin = (policy[:pairs] - policy[pairs:]) - (reference[:pairs] - reference[pairs:])
+    return -F.logsigmoid(beta * margin).mean()
+
+
+def frozen_reference(args, setup, lm, torch, device, mesh):
+    """DPO's reference for full training: `lm`, the model loaded again in the compute dtype,
+    frozen, with the same loss module, sharded by FSDP2 where the policy is (resharded after
+    each layer's forward: no backward ever needs it), else on every rank."""
+    lm.requires_grad_(False)
+    lm.eval()
+    reference = with_loss(args, lm, torch)
+    if setup["strategy"] != "fsdp2":
+        return reference.to(device)
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:  # PyTorch 2.5 (the SMP v2 image)
+        from torch.distributed._composable.fsdp import fully_shard
+
+    mesh = data_parallel_mesh(mesh)
+    for layer in decoder_layers(reference)[2]:
+        fully_shard(layer, mesh=mesh, reshard_after_forward=True)
+    fully_shard(reference, mesh=mesh, reshard_after_forward=True)
+    return reference
+
+
+def load_reference(args, torch):
+    """The full model once more, in BF16 (FP32 in an FP32 plan), with no adapters."""
+    from transformers import AutoModelForCausalLM
+
+    dtype = torch.float32 if args.precision == "fp32" else torch.bfloat16
+    attention_as_planned(torch)
+    lm = AutoModelForCausalLM.from_pretrained(args.model_id, attn_implementation=args.attn_implementation,
+                                              **{dtype_key(): dtype})
+    lm.config.use_cache = False
+    return lm
+
+
+def reference_logps(model, reference, tokens, labels):
+    """The reference's per-row log-probabilities, without gradients: the frozen copy, or
+    under LoRA the policy itself with its adapters switched off (TRL's null_ref_context)."""
+    import torch
+
+    with torch.no_grad():
+        if reference is not None:
+            return reference(tokens, labels)
+        inner = model.module if hasattr(model, "module") else model
+        with inner.lm.disable_adapter():
+            return model(tokens, labels)
 
 
 # ---- checkpoints ------------------------------------------------------------------------
@@ -870,6 +1022,9 @@ def train(args):
     setup["layers"] = len(decoder_layers(model)[2])
     model = with_loss(args, model, torch)
     model = shard_model(args, setup, model, torch, device, mesh)
+    reference = None
+    if setup["reference"] == "frozen copy":
+        reference = frozen_reference(args, setup, load_reference(args, torch), torch, device, mesh)
     optimizer = make_optimizer(args, model, torch, device, setup)
     setup["local_parameters"] = local_parameters(model)
     log(rank, f"Train Planner: {gpu} x {world} (world size {world}), {setup['compute_applied']}, "
@@ -877,8 +1032,13 @@ def train(args):
     log(rank, SETUP_TAG + " " + json.dumps(setup, sort_keys=True))
     start = resume(args, model, optimizer, rank)
     # The ranks of one tensor-parallel group (consecutive) read the same tokens.
-    blocks = load_blocks(args, rank // setup["tensor_parallel"], setup["data_parallel"])
-    data = batches(blocks, args.per_device_train_batch_size, start * args.gradient_accumulation_steps, torch)
+    first = start * args.gradient_accumulation_steps
+    if args.stage == "dpo":
+        pairs = load_pairs(args, rank, setup["data_parallel"])
+        data = pair_batches(pairs, args.per_device_train_batch_size, first, torch)
+    else:
+        blocks = load_blocks(args, rank // setup["tensor_parallel"], setup["data_parallel"])
+        data = batches(blocks, args.per_device_train_batch_size, first, torch)
     autocast = (torch.autocast(device.type, dtype=torch.bfloat16)
                 if setup["compute"] == "autocast bf16" else contextlib.nullcontext())
     offload = (torch.autograd.graph.save_on_cpu(pin_memory=device.type == "cuda")
@@ -888,7 +1048,7 @@ def train(args):
     for step in range(start + 1, args.max_steps + 1):
         began = time.perf_counter()
         loss = train_step(args, model, optimizer, data, device, autocast, offload,
-                          loss_context=loss_context(setup))
+                          loss_context=loss_context(setup), reference=reference)
         # The mean over the data-parallel ranks (a TP group's ranks hold the same loss).
         dist.all_reduce(loss)
         loss_value = loss.item() / world
@@ -921,19 +1081,30 @@ def loss_context(setup):
 
 
 def train_step(args, model, optimizer, data, device, autocast, offload, mark=lambda phase: None,
-               loss_context=contextlib.nullcontext):
+               loss_context=contextlib.nullcontext, reference=None):
     """One optimizer step over the accumulated micro-batches; returns the loss as a tensor.
     `mark` names each phase as it starts (the memory oracle, tools/oracle, counts by phase);
-    `loss_context` makes the context forward and backward run in (a fresh one each)."""
+    `loss_context` makes the context forward and backward run in (a fresh one each).
+    DPO: each micro-batch is (ids, labels) of its pairs' rows; the reference's forward runs
+    first, so its transient buffers are gone before the policy's activations are kept."""
     total = 0.0
     ga = args.gradient_accumulation_steps
+    dpo = args.stage == "dpo"
     for micro in range(ga):
-        tokens = next(data).to(device)
+        batch = next(data)
+        tokens, labels = (t.to(device) for t in batch) if dpo else (batch.to(device), None)
         sync = micro == ga - 1 or not hasattr(model, "no_sync")
         with (contextlib.nullcontext() if sync else model.no_sync()), loss_context():
+            if dpo:
+                mark("reference")
+                with autocast:
+                    ref = reference_logps(model, reference, tokens, labels)
             mark("forward")
             with autocast, offload:
-                loss = model(tokens) / ga
+                if dpo:
+                    loss = dpo_loss(model(tokens, labels), ref, args.beta) / ga
+                else:
+                    loss = model(tokens) / ga
             mark("backward")
             loss.backward()
         total = total + (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach()
@@ -953,9 +1124,9 @@ def report_measured(args, setup, gpu, times, start, torch, device, rank, loss_va
     allocated, reserved = memory_gib(torch, device)
     mems = [None] * dist.get_world_size()
     dist.all_gather_object(mems, (allocated, reserved))
-    # A tensor-parallel group of GPUs works on the same tokens.
-    tokens = (args.per_device_train_batch_size * args.gradient_accumulation_steps * args.max_seq_length
-              / setup["tensor_parallel"])
+    # A tensor-parallel group of GPUs works on the same tokens; a DPO pair is two rows.
+    rows = args.per_device_train_batch_size * (2 if args.stage == "dpo" else 1)
+    tokens = rows * args.gradient_accumulation_steps * args.max_seq_length / setup["tensor_parallel"]
     line = {
         "v": LINE_VERSION,
         "plan": args.plan,

@@ -471,7 +471,8 @@ struct OracleRecord {
 #[derive(Clone, Debug)]
 pub struct OracleRow {
     pub row: MemoryRow,
-    /// How the job is split: `single`, `zero1`, `zero2`, `zero3`, `lora`.
+    /// How the job is split: `single`, `zero1`, `zero2`, `zero3`, `lora`;
+    /// `tp` for tensor parallelism, `dpo` for any DPO step.
     pub sharding: &'static str,
     pub checkpointing: String,
     pub family: String,
@@ -553,6 +554,7 @@ fn oracle_rows_of(jsonl: &str) -> Vec<OracleRow> {
             let m = breakdown(&arch, &arch.parameter_counts(), &plan, &layout);
             let predicted = m.allocated_peak_bytes as f64;
             let sharding = match (plan.train, plan.zero, r.world) {
+                _ if plan.stage == crate::plan::TrainingStage::Dpo => "dpo",
                 _ if tp > 1 => "tp",
                 (crate::plan::Training::Full, _, 1) => "single",
                 (crate::plan::Training::Full, 1, _) => "zero1",
@@ -585,6 +587,10 @@ impl OracleRow {
     pub fn groups(&self) -> Vec<String> {
         if self.sharding == "tp" {
             return vec!["sharding=tp".to_string()];
+        }
+        // DPO's steps (#38) count in their own group, beside the SFT groups' bounds.
+        if self.sharding == "dpo" {
+            return vec!["stage=dpo".to_string()];
         }
         vec![
             "all".to_string(),

@@ -174,7 +174,7 @@ fn readme(plan: &Plan, r: &Report, launcher: Format, entry: &str) -> String {
         s.push_str(&megatron_readme(launcher, entry));
         return s;
     }
-    let _ = writeln!(s, "{}", run_steps(launcher, entry));
+    let _ = writeln!(s, "{}", run_steps(launcher, entry, plan.stage));
     s.push_str(SUPPORT);
     s.push_str("\n## Hyperparameters\n\nEach one carries a planner setting into the script:\n\n");
     for (k, v) in hyperparameter_items(plan, r) {
@@ -195,14 +195,25 @@ fn sdk_package(launcher: Format) -> &'static str {
     }
 }
 
-fn run_steps(launcher: Format, entry: &str) -> String {
+fn run_steps(launcher: Format, entry: &str, stage: crate::plan::TrainingStage) -> String {
     let sdk = sdk_package(launcher);
+    let data = match stage {
+        crate::plan::TrainingStage::Sft => {
+            "JSON Lines \
+files with a `text` field, or a dataset saved with `datasets.save_to_disk` that has an \
+`input_ids` column. Texts are tokenized and packed into the planned sequence length."
+        }
+        crate::plan::TrainingStage::Dpo => {
+            "JSON Lines \
+files of preference pairs, each line with `prompt`, `chosen` and `rejected` (TRL's preference \
+format). Prompt + chosen and prompt + rejected each fill one row of the planned sequence length \
+(padded; a long pair keeps the end of its prompt), and only the completions are scored."
+        }
+    };
     format!(
         "## Run it\n\n\
 1. `pip install {sdk}`, with AWS credentials and a SageMaker execution role.\n\
-2. Upload the training data to `s3_prefix + \"/data/train\"` (see `launch.py`): JSON Lines \
-files with a `text` field, or a dataset saved with `datasets.save_to_disk` that has an \
-`input_ids` column. Texts are tokenized and packed into the planned sequence length.\n\
+2. Upload the training data to `s3_prefix + \"/data/train\"` (see `launch.py`): {data}\n\
 3. A trial first, on the same instances: `python launch.py --trial` runs {TRIAL_STEPS} steps.\n\
 4. The job's log ends with one line that starts with `{MEASURED_TAG}`. Paste it into the \
 planner's page (\"Measured run\"), or run `plan report '<plan>' --measured '<line>'`: it shows \
@@ -240,8 +251,12 @@ op-level (keeps matmul and attention outputs), or a fraction of the layers; acti
 to host memory.\n\
 - Loss: plain (full fp32 logits, as Hugging Face computes it) or fused (chunks of 1,024 tokens, \
 never the full logits).\n\
-- LoRA and QLoRA through PEFT (rank as planned, every attention and MLP projection); QLoRA with \
+- LoRA and QLoRA through PEFT (rank and target modules as planned); QLoRA with \
 ZeRO/FSDP sharding is not supported.\n\
+- DPO (`--stage dpo`): TRL's sigmoid loss (beta 0.1, `--beta`) over the chosen and rejected \
+rows of each pair in one batch; the reference model's log-probabilities come first, without \
+gradients, from a frozen BF16 copy sharded as the policy is, or under LoRA from the base with \
+its adapters off. Data parallel only (no `tp`).\n\
 - Not yet: packing with document masks (documents are concatenated with an end-of-text token), \
 learning-rate schedules beyond a constant rate, evaluation.\n";
 

@@ -5,7 +5,7 @@
 use crate::cost;
 use crate::hardware;
 use crate::memory::{self, Layout};
-use crate::plan::{Checkpointing, Plan, Precision};
+use crate::plan::{Checkpointing, Plan, Precision, TrainingStage};
 use crate::report::{
     budget_bytes, Accuracy, Figures, InstanceOption, MemoryReport, NvlinkDomains, Report,
 };
@@ -197,7 +197,9 @@ fn outside_axis(o: &Outside) -> Phrase {
 /// computed by `plan calibrate`); each within its checks' envelope.
 fn accuracy(r: &Resolved<'_>) -> Accuracy {
     let c = crate::accuracy::shipped();
-    if let Some(a) = measured_on_gpu(r, &c.memory_gpu) {
+    let dpo = r.plan.stage == TrainingStage::Dpo;
+    // The fine-tuning runs measured on GPUs are SFT steps.
+    if let Some(a) = measured_on_gpu(r, &c.memory_gpu).filter(|_| !dpo) {
         return a;
     }
     match checked_memory_kind(r) {
@@ -214,6 +216,12 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
                 if let Some(n) = a.note.last_mut() {
                     *n = n.clone().with("gpus", stats.envelope.gpus.1);
                 }
+                // The model was never changed on the DPO steps (#38): they
+                // are its out-of-sample check.
+                if group == "stage=dpo" {
+                    a.note.push(Phrase::new(Text::MemoryOracleDpoOutOfSample));
+                    return a;
+                }
                 // The held-out steps are data parallel: tensor parallelism has none.
                 if group == "sharding=tp" {
                     a.note.push(Phrase::new(Text::MemoryOracleInSampleOnly));
@@ -222,7 +230,7 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
                     with_heldout(a, &c.memory_oracle_heldout)
                 }
             }
-            None => derived(),
+            None => derived(dpo),
         },
         // torchtitan's published runs of the plan's layout: measured, loosely.
         Some(MemoryKind::Torchtitan(layout)) => match c.torchtitan(layout) {
@@ -233,7 +241,7 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
                 Text::MemoryCheckedTorchtitan,
                 layout,
             ),
-            None => derived(),
+            None => derived(dpo),
         },
         // Megatron-LM's own CI runs: measured, on a few shapes.
         Some(MemoryKind::Megatron) if c.memory_megatron.rows > 0 => checked_memory(
@@ -243,7 +251,7 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
             Text::MemoryCheckedMegatron,
             "",
         ),
-        _ => derived(),
+        _ => derived(dpo),
     }
 }
 
@@ -298,11 +306,15 @@ fn with_heldout(mut a: Accuracy, heldout: &crate::accuracy::MemoryStats) -> Accu
     a
 }
 
-fn derived() -> Accuracy {
+fn derived(dpo: bool) -> Accuracy {
     Accuracy {
         level: "derived",
         expected_error: None,
-        note: vec![Phrase::new(Text::MemoryDerived)],
+        note: vec![Phrase::new(if dpo {
+            Text::MemoryDerivedDpo
+        } else {
+            Text::MemoryDerived
+        })],
     }
 }
 
@@ -325,6 +337,9 @@ fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
     use crate::plan::{Optimizer, Stack, Training};
     let (plan, layout) = (r.plan, &r.layout);
     let hf_tp = plan.stack == Stack::Hf && layout.tp > 1;
+    if plan.stage == TrainingStage::Dpo {
+        return dpo_memory_kind(r);
+    }
     let parallel = (layout.tp > 1 && !hf_tp) || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
     let full_dense = plan.train == Training::Full && r.arch.moe.is_none() && !plan.offload;
     if plan.stack == Stack::Torchtitan && full_dense {
@@ -360,6 +375,25 @@ fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
         }
         _ => None,
     }
+}
+
+/// The oracle's DPO steps (`stage=dpo`, #38): train.py on the HF stack,
+/// dense, AdamW, BF16 / FP32, full training or LoRA, one GPU or FSDP2, no
+/// offloading. Anything else is derived.
+fn dpo_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
+    use crate::plan::{Optimizer, Stack};
+    let (plan, l) = (r.plan, &r.layout);
+    let data_parallel = l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1;
+    let one_or_fsdp2 = l.dp == 1 || memory::runs_fsdp2(plan, l);
+    let oracle_ran = plan.stack == Stack::Hf
+        && data_parallel
+        && one_or_fsdp2
+        && !plan.offload
+        && r.arch.moe.is_none()
+        && !plan.precision.is_low_precision()
+        && plan.train != crate::plan::Training::Qlora
+        && matches!(plan.optimizer, Optimizer::Adamw | Optimizer::AdamwForeach);
+    oracle_ran.then_some(MemoryKind::Oracle("stage=dpo", "DPO"))
 }
 
 /// Megatron's rank order (TP innermost, then CP, DP, PP): each group's size
@@ -452,7 +486,9 @@ pub fn evaluate(plan: &Plan) -> Report {
         max_micro_batch,
         max_sequence,
         global_batch_sequences,
-        global_batch_tokens: global_batch_sequences.saturating_mul(plan.seq),
+        global_batch_tokens: global_batch_sequences
+            .saturating_mul(plan.stage.rows_per_sample())
+            .saturating_mul(plan.seq),
         throughput_accuracy: throughput_accuracy(&r, gen, &fabric),
         throughput: tp,
         time,
@@ -502,6 +538,13 @@ fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Ac
     let gb200 = r.gpu.id.starts_with("GB200");
     if gen == Generation::Blackwell && !r.plan.precision.is_low_precision() && !gb200 {
         a.note.push(Phrase::new(Text::BlackwellBf16FromGb200));
+    }
+    if r.plan.stage == TrainingStage::Dpo {
+        // No published DPO run checks the step: its reference forward is
+        // derived; the SFT part's check, if any, stays as a note for scale.
+        a.level = "derived";
+        a.expected_error = None;
+        a.note.insert(0, Phrase::new(Text::SpeedDerivedDpo));
     }
     if r.arch.moe.is_some() {
         // The label follows the plan's group, as for dense plans (#26: the

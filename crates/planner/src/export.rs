@@ -8,7 +8,9 @@
 
 use crate::evaluate::evaluate;
 use crate::json::{req, FromJson, Json};
-use crate::plan::{Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Training};
+use crate::plan::{
+    Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Training, TrainingStage,
+};
 use crate::report::Report;
 use crate::throughput::Generation;
 use serde::Serialize;
@@ -352,6 +354,9 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
     items.push(("loss", py_str(p.loss.key())));
     items.push(("optim", py_str(p.optimizer.key())));
     items.push(("train_mode", py_str(p.train.key())));
+    if p.stage != TrainingStage::Sft {
+        items.push(("stage", py_str(p.stage.key())));
+    }
     if p.train != Training::Full {
         items.push(("lora_r", p.lora_rank.to_string()));
         items.push(("lora_targets", py_str(p.lora_targets.key())));

@@ -5,7 +5,7 @@
 //! `unsupported` field, which the launcher itself refuses to start on).
 
 use crate::architecture::{Architecture, QkNorm};
-use crate::plan::{Checkpointing, Engine, Optimizer, Plan, Precision, Training};
+use crate::plan::{Checkpointing, Engine, Optimizer, Plan, Precision, Training, TrainingStage};
 use crate::rope::RopeKind;
 use crate::text::{Arg, Message, Text};
 
@@ -61,7 +61,7 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
         && plan.cp <= 1
         && plan.ep <= 1
         && plan.mtp == 0
-        && hf_tp_refusal(a, plan.train, c.precision, c.zero, plan.tp).is_none();
+        && hf_tp_refusal(a, (plan.train, plan.stage), c.precision, c.zero, plan.tp).is_none();
     let to_hf = hf_runs_it.then_some(("stack", "hf"));
     if let Some(what) = unsupported_shape(a) {
         return Some(Refusal {
@@ -78,6 +78,13 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
             "train=lora",
             "train",
             lora_fix,
+        ),
+        // Its training step is the next-token loss; DPO runs in train.py.
+        (
+            plan.stage == TrainingStage::Dpo,
+            "stage=dpo",
+            "stage",
+            to_hf.or(Some(("stage", "sft"))),
         ),
         (
             plan.optimizer == Optimizer::Adamw8bit,
@@ -189,6 +196,8 @@ pub enum HfTpRefusal {
     Layer,
     /// PEFT's adapters are not split: LoRA trains data parallel.
     Adapters,
+    /// DPO runs its reference model unsplit: data parallel only.
+    Dpo,
     /// torchao's FP8/MX layers are not given tensor-parallel styles there.
     LowPrecision,
     /// DDP does not take DTensor weights: TP runs under FSDP2.
@@ -199,7 +208,7 @@ pub enum HfTpRefusal {
 /// the resolver (an error) and by the search (which leaves such plans out).
 pub fn hf_tp_refusal(
     arch: &Architecture,
-    train: Training,
+    (train, stage): (Training, TrainingStage),
     precision: Precision,
     zero: u8,
     tp: u64,
@@ -210,6 +219,8 @@ pub fn hf_tp_refusal(
         Some(HfTpRefusal::Layer)
     } else if train != Training::Full {
         Some(HfTpRefusal::Adapters)
+    } else if stage == TrainingStage::Dpo {
+        Some(HfTpRefusal::Dpo)
     } else if precision.is_low_precision() {
         Some(HfTpRefusal::LowPrecision)
     } else if zero < 2 {
@@ -225,6 +236,7 @@ impl HfTpRefusal {
         let (code, key, text, fix) = match self {
             HfTpRefusal::Layer => ("hf_tp_layer", "tp", Text::HfTpLayer, ("stack", "megatron")),
             HfTpRefusal::Adapters => ("hf_tp_adapters", "train", Text::HfTpAdapters, ("tp", "1")),
+            HfTpRefusal::Dpo => ("hf_tp_dpo", "stage", Text::HfTpDpo, ("tp", "1")),
             HfTpRefusal::LowPrecision => (
                 "hf_tp_low_precision",
                 "precision",

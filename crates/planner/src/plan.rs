@@ -126,6 +126,13 @@ impl LoraTargets {
 }
 
 impl Plan {
+    /// Sequences per GPU per micro-batch: `mb` samples, two rows each for a
+    /// DPO pair (the memory and the step run both at once).
+    pub fn rows_per_micro_batch(&self) -> u64 {
+        self.micro_batch
+            .saturating_mul(self.stage.rows_per_sample())
+    }
+
     /// The LoRA adapters' parameters on this model (`lora_rank` on the
     /// `lora_targets` Linears of every layer).
     pub fn lora_params(&self, arch: &crate::architecture::Architecture) -> f64 {
@@ -203,6 +210,31 @@ keyed_enum!(
         Qlora => "qlora",
     }
 );
+
+keyed_enum!(
+    /// The training stage: what one step computes.
+    TrainingStage {
+        /// Next-token loss over packed sequences (pre-training and
+        /// supervised fine-tuning).
+        Sft => "sft",
+        /// Direct preference optimisation (Rafailov et al. 2023, arXiv
+        /// 2305.18290) with TRL's sigmoid loss: each sample is a pair,
+        /// prompt + chosen and prompt + rejected, run as one batch of two
+        /// rows (TRL's `concatenated_forward`), with the reference model's
+        /// log-probabilities from a forward without gradients.
+        Dpo => "dpo",
+    }
+);
+
+impl TrainingStage {
+    /// Sequences one sample puts through the model: a DPO pair is two.
+    pub fn rows_per_sample(self) -> u64 {
+        match self {
+            TrainingStage::Sft => 1,
+            TrainingStage::Dpo => 2,
+        }
+    }
+}
 
 keyed_enum!(
     /// What a checkpoint save writes.
@@ -386,6 +418,8 @@ pub struct Plan {
     /// Quick size in billions: derive a plausible shape (overrides `model`).
     pub params_b: Option<f64>,
     pub train: Training,
+    /// The training stage (`stage=`): SFT unless the URL says otherwise.
+    pub stage: TrainingStage,
     pub lora_rank: u64,
     /// The Linear layers LoRA adapts.
     pub lora_targets: LoraTargets,
@@ -569,6 +603,7 @@ impl Default for Plan {
             arch: ArchOverrides::default(),
             params_b: None,
             train: Training::Full,
+            stage: TrainingStage::Sft,
             lora_rank: 16,
             lora_targets: LoraTargets::AllLinear,
             seq: 8192,
@@ -710,6 +745,7 @@ pub const KEYS: &[&str] = &[
     "expert_ffn",
     "params_b",
     "train",
+    "stage",
     "lora_rank",
     "lora_targets",
     "seq",
@@ -972,6 +1008,7 @@ impl Plan {
     fn set_training(&mut self, f: &Field) -> Taken {
         match f.key {
             "train" => self.train = f.one_of(Training::from_key, Training::keys)?,
+            "stage" => self.stage = f.one_of(TrainingStage::from_key, TrainingStage::keys)?,
             "lora_rank" => self.lora_rank = f.int(1, 4096)?,
             "lora_targets" => {
                 self.lora_targets = f.one_of(LoraTargets::from_key, LoraTargets::keys)?
@@ -1149,6 +1186,9 @@ impl Plan {
     /// What is trained and how.
     fn training_pairs(&self, out: &mut Pairs) {
         out.push(("train", self.train.key().into()));
+        if self.stage != TrainingStage::Sft {
+            out.push(("stage", self.stage.key().into()));
+        }
         if self.train != Training::Full {
             out.push(("lora_rank", self.lora_rank.to_string()));
             out.push(("lora_targets", self.lora_targets.key().into()));

@@ -297,7 +297,13 @@ fn check_bundled_parallelism(
         let m = Message::new("hf_model_parallel", key, Text::HfModelParallel, []);
         errors.push(m.fix("stack", "megatron"));
     }
-    if let Some(refusal) = hf_tp_refusal(arch, plan.train, plan.precision, plan.zero, layout.tp) {
+    if let Some(refusal) = hf_tp_refusal(
+        arch,
+        (plan.train, plan.stage),
+        plan.precision,
+        plan.zero,
+        layout.tp,
+    ) {
         errors.push(refusal.message(layout.tp));
     }
 }

@@ -503,7 +503,8 @@ impl Search {
             && (!matches!(precision, Precision::Mxfp8 | Precision::Nvfp4) || gpu.fp4_tensor_cores);
         let b = &self.base;
         let bundled_hf_refuses = || {
-            b.bundled_hf() && launchers::hf_tp_refusal(arch, b.train, precision, zero, tp).is_some()
+            b.bundled_hf()
+                && launchers::hf_tp_refusal(arch, (b.train, b.stage), precision, zero, tp).is_some()
         };
         if !valid || bundled_hf_refuses() || self.launcher_refuses(precision, zero, pp) {
             return None;

@@ -14,7 +14,9 @@ pub use crate::fabric::Fabric;
 use crate::hardware::Gpu;
 pub use crate::hardware::{generation, Generation};
 use crate::memory::Layout;
-use crate::plan::{Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Stack, Training};
+use crate::plan::{
+    Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Stack, Training, TrainingStage,
+};
 use serde::Serialize;
 
 /// Fitted efficiency parameters of one GPU generation.
@@ -160,6 +162,9 @@ pub struct StepTime {
     /// Activation offloading's transfers to and from host memory that the
     /// step's compute does not hide.
     pub offload: f64,
+    /// DPO: the reference model's forward over both rows of every pair,
+    /// without gradients.
+    pub reference: f64,
 }
 
 impl StepTime {
@@ -175,6 +180,7 @@ impl StepTime {
             + self.data_parallel
             + self.optimizer
             + self.offload
+            + self.reference
     }
 }
 
@@ -317,7 +323,7 @@ impl<'a> StepShape<'a> {
             h: arch.hidden as f64,
             q: arch.q_width() as f64,
             kv: arch.kv_width() as f64,
-            tokens: plan.micro_batch as f64 * plan.seq as f64 / c,
+            tokens: plan.rows_per_micro_batch() as f64 * plan.seq as f64 / c,
             // The last stage also runs the multi-token-prediction layers.
             layers: (layout.stages.last + plan.mtp) as f64,
             head: true,
@@ -1111,7 +1117,27 @@ fn step_time(s: &StepShape, fwd: LayerForward) -> StepTime {
         data_parallel: data_parallel_exposed(s, dp_window(s, per_mb)),
         optimizer: optimizer_step(s),
         offload: m * offload_exposed(s, &fwd),
+        reference: m * reference_forward(s, &fwd),
     }
+}
+
+/// DPO's reference log-probabilities: one forward of the frozen model over
+/// the micro-batch's rows, without gradients (TRL's
+/// `compute_ref_log_probs` under `torch.no_grad`; train.py runs it before
+/// the policy's forward): a third of the layers' GEMM and elementwise time
+/// of forward plus backward, the attention forward, the LM head's forward
+/// (a third of `lm_head`) and the tensor-parallel traffic of a forward
+/// (half of a step's without recomputation: Megatron's `f` and `g`
+/// collectives run once each way).
+/// FSDP2 gathers the reference's layers as it gathers the policy's, ahead
+/// of each layer, behind the forward's compute (not charged).
+fn reference_forward(s: &StepShape, fwd: &LayerForward) -> f64 {
+    if s.plan.stage != TrainingStage::Dpo {
+        return 0.0;
+    }
+    s.layers * (fwd.gemm + fwd.attention + fwd.elementwise)
+        + lm_head(s) / 3.0
+        + tensor_parallel(s, 3.0 * fwd.gemm) / 2.0
 }
 
 /// PCIe Gen5 x16, GB/s per direction: a custom GPU's host link.
@@ -1198,9 +1224,9 @@ pub fn throughput_reusing(
     let step_seconds = step.total().max(1e-9);
     // Counts multiply in f64 (exact below 2^53): the URL accepts batches whose
     // token count overflows u64; the integer field saturates.
-    let tokens =
-        plan.micro_batch as f64 * plan.seq as f64 * plan.grad_accum as f64 * layout.dp as f64;
-    let tokens_per_step = (plan.micro_batch)
+    let rows = plan.rows_per_micro_batch();
+    let tokens = rows as f64 * plan.seq as f64 * plan.grad_accum as f64 * layout.dp as f64;
+    let tokens_per_step = rows
         .saturating_mul(plan.seq)
         .saturating_mul(plan.grad_accum)
         .saturating_mul(layout.dp);
@@ -1219,7 +1245,9 @@ pub fn throughput_reusing(
         tokens_per_step,
         tokens_per_second_per_gpu,
         tokens_per_second,
-        samples_per_second: tokens_per_second / plan.seq as f64,
+        // Samples: sequences, or DPO's pairs of two.
+        samples_per_second: tokens_per_second
+            / (plan.seq as f64 * plan.stage.rows_per_sample() as f64),
         model_flops_per_token: model_flops,
         hardware_flops_per_token: hardware_flops,
         peak_flops,

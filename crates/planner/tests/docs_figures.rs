@@ -23,8 +23,8 @@ fn says(claim: &str) {
 }
 
 /// Counts as the docs spell them.
-const WORDS: [&str; 9] = [
-    "", "one", "two", "three", "four", "five", "six", "seven", "eight",
+const WORDS: [&str; 11] = [
+    "", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
 ];
 
 fn percent(x: f64) -> String {

@@ -300,6 +300,9 @@ fn every_key_has_a_place() {
         "mb",
         "precision",
         "train",
+        // DPO plans have their own memory check (the oracle's `stage=dpo`
+        // group) and a derived speed label (evaluate.rs).
+        "stage",
         "zero",
         "shard",
         "stack",

@@ -24,8 +24,10 @@ fn the_table_is_the_oracles_full_grid() {
     let rows = oracle_memory_rows();
     // tools/oracle/rows.py's grid: 461 plans over six families, 15 whole models
     // at the presets' real shapes (#39), 30 tensor-parallel plans (#37) and
-    // 72 LoRA plans on q,v and on the attention projections (#38).
-    assert_eq!(rows.len(), 578, "every oracle row parses and is predicted");
+    // 72 LoRA plans on q,v and on the attention projections (#38), and 53
+    // DPO plans (#38: one GPU, ZeRO-2/3 and LoRA; Llama and Qwen2 widths).
+    assert_eq!(rows.len(), 631, "every oracle row parses and is predicted");
+    assert_eq!(rows.iter().filter(|r| r.in_group("stage=dpo")).count(), 53);
     for family in ["llama", "qwen2", "qwen3", "mistral", "gemma2"] {
         assert!(rows.iter().any(|r| r.family == family), "{family}");
     }
@@ -165,4 +167,33 @@ fn the_plans_users_open_are_counted_at_their_size() {
             r.row.error_percent
         );
     }
+}
+
+/// DPO's oracle steps (#38): the memory model was not changed on them, so
+/// their error is out of sample, as the README and the page's label say.
+#[test]
+fn dpo_steps_are_within_the_bounds_the_readme_quotes() {
+    let rows = oracle_memory_rows();
+    let dpo: Vec<_> = rows.iter().filter(|r| r.in_group("stage=dpo")).collect();
+    let groups = oracle_groups(&rows);
+    let stats = &groups
+        .iter()
+        .find(|(g, _)| g == "stage=dpo")
+        .expect("a DPO group")
+        .1;
+    assert_eq!(stats.rows, dpo.len());
+    assert!(
+        stats.under > -2.0,
+        "DPO under-predicted by {}%",
+        stats.under
+    );
+    let claim = format!(
+        "DPO plans (`stage=dpo`) are held to {} DPO oracle steps (median error {:.2}%, worst {:+.2}%; out of sample",
+        stats.rows, stats.median, stats.worst
+    );
+    let readme = include_str!("../../../README.md")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(readme.contains(&claim), "README.md should say `{claim}`");
 }

@@ -53,7 +53,7 @@ fn truncated_and_oversized_input_never_panics() {
 
 #[test]
 fn round_trip_keeps_every_key() {
-    let q = "model=mixtral-8x7b&train=lora&lora_rank=64&lora_targets=attention&seq=32768&mb=2&ga=16&tokens=5e9&precision=fp8&optimizer=adamw8bit&ckpt=0.25&offload=1&attn=flash&loss=fused&impl=megatron&zero=2&shard=4&tp=2&pp=2&vp=2&cp=2&ep=4&sp=1&instance=ml.p5en.48xlarge&nodes=4&spot=1&price=63.3&save_every=250&save=weights&async_save=1&save_bw=2.5&headroom=7&ws_gib=2&frag=8&role=arn:aws:iam::123456789012:role/SageMakerRole&s3=s3://my-bucket/runs/a&job=llama-ft&entry=src/train.py&hf_model=meta-llama/Llama-3.1-8B&lang=ru";
+    let q = "model=mixtral-8x7b&train=lora&stage=dpo&lora_rank=64&lora_targets=attention&seq=32768&mb=2&ga=16&tokens=5e9&precision=fp8&optimizer=adamw8bit&ckpt=0.25&offload=1&attn=flash&loss=fused&impl=megatron&zero=2&shard=4&tp=2&pp=2&vp=2&cp=2&ep=4&sp=1&instance=ml.p5en.48xlarge&nodes=4&spot=1&price=63.3&save_every=250&save=weights&async_save=1&save_bw=2.5&headroom=7&ws_gib=2&frag=8&role=arn:aws:iam::123456789012:role/SageMakerRole&s3=s3://my-bucket/runs/a&job=llama-ft&entry=src/train.py&hf_model=meta-llama/Llama-3.1-8B&lang=ru";
     let d = Plan::from_query(q);
     assert!(d.notices.is_empty(), "{:?}", d.notices);
     let again = Plan::from_query(&d.plan.to_query());
@@ -183,4 +183,20 @@ fn a_pinned_plan_survives_the_link() {
     assert_eq!(bad.plan.pinned, None, "and the current plan stays");
     let emptied = Plan::from_query(&format!("{}&vs=", p.to_query())).plan;
     assert_eq!(emptied.pinned, None, "an empty vs unpins");
+}
+
+/// `stage=` (#38): an SFT plan's link does not write it (links from before
+/// keep their bytes); DPO's does; a wrong value keeps the other settings.
+#[test]
+fn the_training_stage_travels_only_when_it_is_not_sft() {
+    use planner::plan::TrainingStage;
+    let sft = Plan::from_query("model=llama-3.1-8b&seq=4096").plan;
+    assert!(!sft.to_query().contains("stage="));
+    let dpo = Plan::from_query("model=llama-3.1-8b&seq=4096&stage=dpo");
+    assert_eq!(dpo.plan.stage, TrainingStage::Dpo);
+    assert!(dpo.plan.to_query().contains("&stage=dpo&"));
+    let bad = Plan::from_query("model=llama-3.1-8b&seq=4096&stage=grpo");
+    assert_eq!(bad.plan.stage, TrainingStage::Sft);
+    assert_eq!(bad.plan.seq, 4096);
+    assert_eq!(bad.notices.len(), 1, "{:?}", bad.notices);
 }

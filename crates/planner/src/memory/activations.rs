@@ -318,7 +318,7 @@ pub(super) fn sliding_window_masks(s: &StageShape) -> f64 {
     if !sliding_window_masked(s.arch, s.plan) {
         return 0.0;
     }
-    2.0 * s.plan.micro_batch as f64 * (s.plan.seq as f64).powi(2)
+    2.0 * s.plan.rows_per_micro_batch() as f64 * (s.plan.seq as f64).powi(2)
 }
 
 /// During recompute, one layer's full working set is rebuilt (SPEC §3.3);

@@ -18,7 +18,9 @@
 //! dropout, SwiGLU, flash attention); it is derived, not measured here.
 
 use crate::architecture::{Architecture, ParameterCounts};
-use crate::plan::{Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Stack, Training};
+use crate::plan::{
+    Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Stack, Training, TrainingStage,
+};
 use serde::Serialize;
 
 mod activations;
@@ -53,6 +55,8 @@ pub enum Term {
     WeightCopies,
     /// LoRA adapter weights, grads and optimizer states.
     Adapters,
+    /// DPO's frozen reference model (none under LoRA: the base without its adapters).
+    Reference,
     /// FSDP/ZeRO-3's all-gathered unit(s) and their unsharded gradient.
     UnshardedUnit,
     /// Activations saved for backward by the decoder layers.
@@ -90,6 +94,7 @@ impl Term {
             Term::OptimizerStates => "optimizer_states",
             Term::WeightCopies => "weight_copies",
             Term::Adapters => "adapters",
+            Term::Reference => "reference",
             Term::UnshardedUnit => "unsharded_unit",
             Term::Activations => "activations",
             Term::AttentionScores => "attention_scores",
@@ -496,7 +501,7 @@ impl<'a> StageShape<'a> {
                 && !matches!(plan.precision, Precision::Fp32 | Precision::Bf16Pure)
                 && !peft,
             fsdp2: runs_fsdp2(plan, layout),
-            tokens: plan.micro_batch as f64 * plan.seq as f64 / layout.cp as f64,
+            tokens: plan.rows_per_micro_batch() as f64 * plan.seq as f64 / layout.cp as f64,
             sp_div: if plan.sp || layout.tp == 1 { t } else { 1.0 },
             layer: layer_activations(arch, plan, &widths),
             widths,

@@ -25,6 +25,7 @@ pub(super) struct Terms {
     pub(super) optimizer: f64,
     pub(super) copies: f64,
     pub(super) adapters: f64,
+    pub(super) reference: f64,
     pub(super) unsharded: f64,
     pub(super) fsdp: Fsdp2Units,
     /// One layer's saved activations and, of them, its scores (none when
@@ -58,6 +59,7 @@ impl Terms {
             optimizer: optimizer_states(s),
             copies: weight_copies(s),
             adapters: adapters(s),
+            reference: reference_weights(s),
             unsharded: unsharded_unit(s),
             fsdp: fsdp2_units(s),
             freed_by_layer: if s.recomputed() == 0.0 {
@@ -158,7 +160,7 @@ impl Terms {
 
     /// States alive at every moment (gradients come and go).
     pub(super) fn states(&self) -> f64 {
-        self.weights + self.master + self.optimizer + self.copies + self.adapters
+        self.weights + self.master + self.optimizer + self.copies + self.adapters + self.reference
     }
 
     /// FSDP2, the end of forward: the loss's forward buffers (logits, their
@@ -337,6 +339,9 @@ impl Terms {
             (Term::WeightCopies, copies),
             (Term::Adapters, t.adapters),
         ]);
+        if t.reference > 0.0 {
+            terms.push((Term::Reference, t.reference));
+        }
         terms.extend_from_slice(more);
         terms
     }

@@ -1,0 +1,127 @@
+//! DPO (#38), derived by hand from what a DPO step holds and runs (TRL's
+//! DPOTrainer: `concatenated_forward` puts the chosen and rejected rows of
+//! each pair in one batch; the reference's log-probabilities come from a
+//! forward without gradients of a frozen copy, or under LoRA of the base
+//! with its adapters off).
+
+use planner::evaluate::evaluate;
+use planner::export::hyperparameter_items;
+use planner::memory::Term;
+use planner::plan::Plan;
+
+fn report(q: &str) -> planner::report::Report {
+    let d = Plan::from_query(q);
+    assert!(d.notices.is_empty(), "{:?}", d.notices);
+    evaluate(&d.plan)
+}
+
+/// One term of the peak's breakdown, bytes (0 when absent).
+fn term(r: &planner::report::Report, t: Term) -> u64 {
+    r.figures
+        .memory
+        .terms
+        .iter()
+        .filter(|(x, _)| *x == t)
+        .map(|(_, b)| *b)
+        .sum()
+}
+
+const P5: &str = "model=llama-3.1-8b&instance=ml.p5.48xlarge&zero=3&seq=2048&ckpt=full";
+
+/// Llama-3.1-8B's 8,030,261,248 parameters in BF16 over FSDP2's 8 shards:
+/// 8,030,261,248 x 2 / 8 = 2,007,565,312 bytes.
+#[test]
+fn the_reference_is_a_bf16_copy_sharded_as_the_weights() {
+    let r = report(&format!("{P5}&stage=dpo&mb=1"));
+    assert_eq!(r.figures.parameters, 8_030_261_248);
+    assert_eq!(term(&r, Term::Reference), 2_007_565_312);
+    // On one GPU without sharding: the whole copy.
+    let one =
+        report("model=llama-3.1-8b&instance=ml.p5.48xlarge&gpu_count=1&zero=0&seq=2048&stage=dpo");
+    assert_eq!(term(&one, Term::Reference), 16_060_522_496);
+    // FP32 plans keep it in FP32.
+    let fp32 = report(&format!("{P5}&stage=dpo&precision=fp32"));
+    assert_eq!(term(&fp32, Term::Reference), 4_015_130_624);
+}
+
+#[test]
+fn lora_s_reference_is_the_base_without_its_adapters_no_copy() {
+    let r = report(&format!("{P5}&stage=dpo&train=lora"));
+    assert_eq!(term(&r, Term::Reference), 0);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+}
+
+/// A pair is two rows in one batch: DPO at micro-batch 1 keeps the
+/// activations and logits SFT keeps at micro-batch 2, and its step is that
+/// step plus the reference's forward.
+#[test]
+fn a_pair_is_two_rows_and_a_reference_forward() {
+    let dpo = report(&format!("{P5}&stage=dpo&mb=1"));
+    let sft = report(&format!("{P5}&mb=2"));
+    for t in [Term::Activations, Term::LogitsAndLoss] {
+        assert_eq!(term(&dpo, t), term(&sft, t), "{t:?}");
+    }
+    let (d, s) = (&dpo.figures.throughput.step, &sft.figures.throughput.step);
+    assert_eq!(s.reference, 0.0);
+    assert!((d.total() - d.reference - s.total()).abs() < 1e-9 * s.total());
+    // A forward is a third of a layer's GEMMs forward + backward; with full
+    // recomputation the step runs 4 forwards' worth, the reference one more.
+    let ratio = d.reference / (d.gemm + d.attention + d.elementwise);
+    assert!(
+        (0.28..0.38).contains(&ratio),
+        "reference / forward+backward = {ratio}"
+    );
+    // Tokens count both rows; samples are pairs.
+    assert_eq!(
+        dpo.figures.throughput.tokens_per_step,
+        sft.figures.throughput.tokens_per_step
+    );
+    let t = &dpo.figures.throughput;
+    assert!(
+        (t.samples_per_second * 2.0 * 2048.0 - t.tokens_per_second).abs()
+            < 1e-6 * t.tokens_per_second
+    );
+    assert_eq!(
+        dpo.figures.global_batch_tokens,
+        2 * dpo.figures.global_batch_sequences * 2048
+    );
+}
+
+#[test]
+fn the_export_runs_dpo_and_sft_exports_stay_as_they_were() {
+    let q = format!("{P5}&stage=dpo");
+    let plan = Plan::from_query(&q).plan;
+    let items = hyperparameter_items(&plan, &evaluate(&plan));
+    assert!(
+        items.contains(&("stage", "\"dpo\"".to_string())),
+        "{items:?}"
+    );
+    let sft = Plan::from_query(P5).plan;
+    assert!(!hyperparameter_items(&sft, &evaluate(&sft))
+        .iter()
+        .any(|(k, _)| *k == "stage"));
+}
+
+/// What no engine of the bundle runs is an error with its fix: the
+/// Megatron-Bridge launcher trains the next-token loss, and train.py's DPO
+/// is data parallel.
+#[test]
+fn dpo_where_no_engine_runs_it_is_an_error_with_a_fix() {
+    let megatron = report("model=llama-3.1-8b&stage=dpo&stack=megatron&tp=2");
+    let e = megatron
+        .errors
+        .iter()
+        .find(|e| e.code == "megatron_launcher_refuses")
+        .expect("refused");
+    assert_eq!(e.key, Some("stage"));
+    let tp = report("model=llama-3.1-8b&stage=dpo&tp=2&zero=3");
+    let e = tp
+        .errors
+        .iter()
+        .find(|e| e.code == "hf_tp_dpo")
+        .expect("refused");
+    assert_eq!(
+        e.fix.as_ref().map(|f| (f.0, f.1.as_str())),
+        Some(("tp", "1"))
+    );
+}
