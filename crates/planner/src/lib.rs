@@ -24,6 +24,7 @@ pub mod megatron_bridge;
 pub mod memory;
 pub mod model_tables;
 pub mod plan;
+pub mod post_training;
 pub mod published;
 pub mod report;
 pub mod resolve;
