@@ -43,7 +43,7 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
                 }) />
                 <Stat lang=lang id="tps-gpu" label=Text::TokensSPerGPU value=move |l| report.with(|r| sig(r.throughput.tokens_per_second_per_gpu, l)) />
                 <Stat lang=lang id="tps" label=Text::TokensSWholeJob value=move |l| report.with(|r| format!("{} ({} {})", tokens(r.throughput.tokens_per_second, l), sig(r.throughput.samples_per_second, l), tr(l, samples_unit(ctx)))) />
-                <Stat lang=lang id="step" label=Text::StepTime value=move |l| report.with(|r| seconds(r.throughput.step_seconds, l)) />
+                <Stat lang=lang id="step" label=Text::StepTime value=move |l| report.with(|r| step_split(&r.throughput, l)) />
                 <Stat lang=lang id="mfu" label=Text::MFUHFU value=move |l| report.with(|r| format!("{} / {}", percent(r.throughput.mfu, l), percent(r.throughput.hfu, l))) />
                 <Stat lang=lang id="time" label=Text::TimeToTrain value=move |l| report.with(|r| format!("{} ({} {}, {} {})", hours(r.time.total_hours, l), num(r.time.steps as f64, 0, l), tr(l, Text::WordSteps), sig(r.time.gpu_hours, l), tr(l, Text::GPUHours))) />
                 <Stat lang=lang id="cost" label=Text::CostOnDemandSpot value=move |l| report.with(|r| match (r.cost.total_usd, r.cost.spot_usd) {
@@ -61,6 +61,19 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
             <Messages ctx=ctx />
         </section>
     }
+}
+
+/// The step's time, and for DPO the part its reference model's forward takes.
+fn step_split(t: &planner::throughput::Throughput, l: Lang) -> String {
+    let step = seconds(t.step_seconds, l);
+    if t.step.reference <= 0.0 {
+        return step;
+    }
+    format!(
+        "{step} ({} {})",
+        tr(l, Text::OfWhichReferenceForward),
+        seconds(t.step.reference, l)
+    )
 }
 
 /// What one sample is: a sequence, or a DPO preference pair (two rows).

@@ -1,7 +1,7 @@
 //! The page (wasm32) embeds the data files without their provenance: the
 //! `source` and `notes` texts the model never reads at run time; and of the
-//! memory oracle's groups in coverage.json only the `sharding=` ones its
-//! labels read (the family and checkpointing groups are for the docs). Native builds
+//! memory oracle's groups in coverage.json only the `sharding=` and `stage=`
+//! ones its labels read (the family and checkpointing groups are for the docs). Native builds
 //! (the CLI, the tests) embed them whole, so every entry keeps its source where
 //! a test checks it. The files in data/ are never changed.
 
@@ -74,7 +74,10 @@ fn main() {
                 let mut v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
                 strip(&mut v);
                 if let Some(serde_json::Value::Array(groups)) = v.get_mut("memory_oracle") {
-                    groups.retain(|g| g[0].as_str().is_some_and(|n| n.starts_with("sharding=")));
+                    groups.retain(|g| {
+                        g[0].as_str()
+                            .is_some_and(|n| n.starts_with("sharding=") || n.starts_with("stage="))
+                    });
                 }
                 v.to_string()
             }

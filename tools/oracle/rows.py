@@ -241,6 +241,10 @@ def dpo():
                 if r:
                     r["group"] = "dpo"
                     yield r
+    # Whole models at the presets' real depth: full training under FSDP2 and LoRA on one GPU.
+    yield whole_model("llama-3.1-8b", "dpo", 8, dict(zero=3, stage="dpo", seq=4096, ckpt="full"))
+    yield whole_model("qwen2.5-7b", "dpo", 1, dict(zero=0, train="lora", lora_rank=16, stage="dpo",
+                                                    seq=2048, ckpt="full"))
 
 
 def rows():

@@ -285,6 +285,7 @@ catalog! {
     TokensSWholeJob => "Tokens/s, whole job",
     SamplesS => "samples/s",
     PairsS => "pairs/s",
+    OfWhichReferenceForward => "of which the reference forward",
     StepTime => "Step time",
     TimeToTrain => "Time to train",
     WordSteps => "steps",
