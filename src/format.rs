@@ -29,10 +29,11 @@ pub fn sig(x: f64, lang: Lang) -> String {
 /// The verdict's word and its CSS class: fits, tight (above the budget,
 /// inside the GPU's usable memory) or does not fit (Report::verdict).
 pub fn verdict(r: &planner::Report) -> (Text, &'static str) {
+    use planner::report::Verdict;
     match r.verdict {
-        "fits" => (Text::Fits, "fits"),
-        "tight" => (Text::Tight, "tight"),
-        _ => (Text::DoesNotFit, "nofit"),
+        Verdict::Fits => (Text::Fits, "fits"),
+        Verdict::Tight => (Text::Tight, "tight"),
+        Verdict::DoesNotFit => (Text::DoesNotFit, "nofit"),
     }
 }
 

@@ -36,9 +36,9 @@ fn headline(r: &Report, lang: Lang) -> String {
         gib(r.memory.budget_bytes, lang),
     );
     let verdict = match r.verdict {
-        "fits" => Text::MdFits,
-        "tight" => Text::MdTight,
-        _ => Text::MdDoesNotFit,
+        planner::report::Verdict::Fits => Text::MdFits,
+        planner::report::Verdict::Tight => Text::MdTight,
+        planner::report::Verdict::DoesNotFit => Text::MdDoesNotFit,
     };
     let model = render(lang, &r.model_name);
     let args: [(&str, &dyn Display); 6] = [

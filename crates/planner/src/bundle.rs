@@ -8,7 +8,7 @@
 use crate::evaluate::evaluate;
 use crate::export::{export, hyperparameter_items, sdk_packages, Format, TRIAL_STEPS};
 use crate::plan::{Optimizer, Plan, Precision, Training};
-use crate::report::Report;
+use crate::report::{Report, Verdict};
 use std::fmt::Write;
 
 /// Versions the bundle's script is tested with in CI (tests/bundle), the
@@ -150,7 +150,7 @@ fn readme(plan: &Plan, r: &Report, launcher: Format, entry: &str) -> String {
         "| memory per GPU | {:.1} GiB of a {:.1} GiB budget ({}) |",
         gib(r.memory.peak_bytes_per_gpu),
         gib(r.memory.budget_bytes),
-        r.verdict.replace('_', " ")
+        r.verdict.key().replace('_', " ")
     );
     let _ = writeln!(
         s,
@@ -165,7 +165,7 @@ fn readme(plan: &Plan, r: &Report, launcher: Format, entry: &str) -> String {
         r.time.total_hours, r.time.steps
     );
     let _ = writeln!(s, "| cost | {} |\n", crate::export::cost_words(r));
-    if r.verdict == "tight" {
+    if r.verdict == Verdict::Tight {
         s.push_str("**Tight**: the plan fits the GPU's usable memory but not the headroom you asked for; a longer sequence or a fragmenting allocator can run it out of memory.\n\n");
     } else if !r.fits {
         s.push_str("**The planner says this plan does not fit in GPU memory**: the job would run out of memory. Change the plan before launching it.\n\n");

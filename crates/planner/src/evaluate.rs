@@ -7,7 +7,8 @@ use crate::hardware;
 use crate::memory::{self, Layout};
 use crate::plan::{Checkpointing, Plan, Precision, TrainingStage};
 use crate::report::{
-    budget_bytes, Accuracy, Figures, InstanceOption, MemoryReport, NvlinkDomains, Report,
+    budget_bytes, Accuracy, Figures, InstanceOption, Level, MemoryReport, NvlinkDomains, Report,
+    Verdict,
 };
 use crate::resolve::{resolve, Resolved};
 use crate::text::{Arg, Join, Phrase, Text};
@@ -23,7 +24,7 @@ use crate::envelope::{Envelope, Outside};
 /// rows up.
 fn checked_memory(
     r: &Resolved<'_>,
-    level: &'static str,
+    level: Level,
     stats: &crate::accuracy::MemoryStats,
     note_id: Text,
     kind: &'static str,
@@ -141,7 +142,7 @@ fn extrapolated(outside: &[Outside], inside: Phrase) -> Accuracy {
         axes.push(Phrase::new(Text::AxisMoreSettings).with("n", outside.len() - NAMED_AXES));
     }
     Accuracy {
-        level: "extrapolated",
+        level: Level::Extrapolated,
         expected_error: None,
         note: vec![
             Phrase::new(Text::ExtrapolatedBeyond).with("axes", Arg::List(axes, Join::Semicolon)),
@@ -205,14 +206,15 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
     match checked_memory_kind(r) {
         Some(MemoryKind::SingleRank) => checked_memory(
             r,
-            "counted",
+            Level::Counted,
             &c.memory_single_rank,
             Text::MemoryCheckedSingleRank,
             "",
         ),
         Some(MemoryKind::Oracle(group, kind)) => match c.oracle(group) {
             Some(stats) => {
-                let mut a = checked_memory(r, "counted", stats, Text::MemoryCheckedOracle, kind);
+                let mut a =
+                    checked_memory(r, Level::Counted, stats, Text::MemoryCheckedOracle, kind);
                 if let Some(n) = a.note.last_mut() {
                     *n = n.clone().with("gpus", stats.envelope.gpus.1);
                 }
@@ -236,7 +238,7 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
         Some(MemoryKind::Torchtitan(layout)) => match c.torchtitan(layout) {
             Some(stats) => checked_memory(
                 r,
-                "approximate",
+                Level::Approximate,
                 stats,
                 Text::MemoryCheckedTorchtitan,
                 layout,
@@ -246,7 +248,7 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
         // Megatron-LM's own CI runs: measured, on a few shapes.
         Some(MemoryKind::Megatron) if c.memory_megatron.rows > 0 => checked_memory(
             r,
-            "approximate",
+            Level::Approximate,
             &c.memory_megatron,
             Text::MemoryCheckedMegatron,
             "",
@@ -269,7 +271,7 @@ fn measured_on_gpu(r: &Resolved<'_>, stats: &crate::accuracy::MemoryStats) -> Op
     }
     Some(checked_memory(
         r,
-        "measured",
+        Level::Measured,
         stats,
         Text::MemoryMeasuredOnGpu,
         "",
@@ -308,7 +310,7 @@ fn with_heldout(mut a: Accuracy, heldout: &crate::accuracy::MemoryStats) -> Accu
 
 fn derived(dpo: bool) -> Accuracy {
     Accuracy {
-        level: "derived",
+        level: Level::Derived,
         expected_error: None,
         note: vec![Phrase::new(if dpo {
             Text::MemoryDerivedDpo
@@ -441,11 +443,11 @@ pub fn evaluate(plan: &Plan) -> Report {
     errors.extend(host);
     let fits = mem.peak_bytes <= budget && !host_full;
     let verdict = if fits {
-        "fits"
+        Verdict::Fits
     } else if mem.peak_bytes <= usable && !host_full {
-        "tight"
+        Verdict::Tight
     } else {
-        "does_not_fit"
+        Verdict::DoesNotFit
     };
     let (max_micro_batch, max_sequence) = largest_that_fit(&r, budget, mem.peak_bytes);
     let global_batch_sequences = (plan.micro_batch)
@@ -508,7 +510,7 @@ pub fn evaluate(plan: &Plan) -> Report {
             Text::NoEngineRunsThis
         };
         let unrun = || Accuracy {
-            level: "derived",
+            level: Level::Derived,
             expected_error: None,
             note: vec![Phrase::new(why)],
         };
@@ -542,7 +544,7 @@ fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Ac
     if r.plan.stage == TrainingStage::Dpo {
         // No published DPO run checks the step: its reference forward is
         // derived; the SFT part's check, if any, stays as a note for scale.
-        a.level = "derived";
+        a.level = Level::Derived;
         a.expected_error = None;
         a.note.insert(0, Phrase::new(Text::SpeedDerivedDpo));
     }
@@ -571,13 +573,13 @@ fn checked_throughput(r: &Resolved<'_>, stats: &crate::accuracy::GroupStats) -> 
         extrapolated(&outside, note(Text::ThroughputChecked))
     } else if !stats.quotes_an_error() {
         Accuracy {
-            level: "calibrated",
+            level: Level::Calibrated,
             expected_error: None,
             note: vec![note(Text::ThroughputFewRows)],
         }
     } else {
         Accuracy {
-            level: "calibrated",
+            level: Level::Calibrated,
             expected_error: Some(stats.quoted_error()),
             note: vec![note(Text::ThroughputChecked)],
         }
@@ -602,7 +604,7 @@ fn unchecked_throughput(r: &Resolved<'_>, group: &crate::accuracy::Group) -> Acc
         None => Phrase::new(Text::ThroughputUnchecked),
     };
     Accuracy {
-        level: "derived",
+        level: Level::Derived,
         expected_error: None,
         note: vec![note],
     }

@@ -11,7 +11,7 @@ use crate::json::{req, FromJson, Json};
 use crate::plan::{
     Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Training, TrainingStage,
 };
-use crate::report::Report;
+use crate::report::{Report, Verdict};
 use crate::throughput::Generation;
 use serde::Serialize;
 use std::fmt::Write;
@@ -243,9 +243,9 @@ fn header(c: &Ctx<'_>, title: &str) -> String {
         r.layout.gpus,
         comment(&r.gpu),
         match r.verdict {
-            "fits" => "fits",
-            "tight" => "TIGHT (inside the GPU, not the headroom)",
-            _ => "DOES NOT FIT",
+            Verdict::Fits => "fits",
+            Verdict::Tight => "TIGHT (inside the GPU, not the headroom)",
+            Verdict::DoesNotFit => "DOES NOT FIT",
         },
         gib(r.memory.peak_bytes_per_gpu),
         gib(r.memory.budget_bytes)

@@ -34,15 +34,54 @@ pub struct MemoryReport {
     pub accuracy: Accuracy,
 }
 
+/// What a figure was checked against, from the most to the least.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// Against real GPU runs.
+    Measured,
+    /// PyTorch steps counted under FakeTensor (the memory oracle).
+    Counted,
+    /// Fitted on published runs and cross-validated.
+    Calibrated,
+    /// Checked, with a large error.
+    Approximate,
+    /// A checked kind of plan, outside what the checks ran.
+    Extrapolated,
+    /// Formulas only.
+    Derived,
+}
+
+impl Level {
+    /// Its name in reports and the page's CSS class.
+    pub fn key(self) -> &'static str {
+        match self {
+            Level::Measured => "measured",
+            Level::Counted => "counted",
+            Level::Calibrated => "calibrated",
+            Level::Approximate => "approximate",
+            Level::Extrapolated => "extrapolated",
+            Level::Derived => "derived",
+        }
+    }
+}
+
+impl std::fmt::Display for Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+/// Tests and fronts compare a level with its name.
+impl PartialEq<&str> for Level {
+    fn eq(&self, name: &&str) -> bool {
+        self.key() == *name
+    }
+}
+
 /// How much to trust a figure, by what it was checked against (#25).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Accuracy {
-    /// `measured` (against real GPU runs), `counted` (PyTorch steps counted
-    /// under FakeTensor), `calibrated` (fitted on published runs and
-    /// cross-validated), `approximate` (checked, with a large error),
-    /// `extrapolated` (a checked kind of plan, outside what the checks ran)
-    /// or `derived` (formulas only).
-    pub level: &'static str,
+    pub level: Level,
     /// Expected relative error as a fraction (e.g. 0.02), where the evidence
     /// supports one: at least three checks, and the plan inside them.
     pub expected_error: Option<f64>,
@@ -62,7 +101,7 @@ impl Accuracy {
 impl Serialize for Accuracy {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut st = s.serialize_struct("Accuracy", 4)?;
-        st.serialize_field("level", self.level)?;
+        st.serialize_field("level", self.level.key())?;
         st.serialize_field("expected_error", &self.expected_error)?;
         st.serialize_field("note", &self.note_english())?;
         st.serialize_field("note_phrases", &self.note)?;
@@ -96,6 +135,30 @@ impl std::ops::Deref for Report {
     }
 }
 
+/// Whether the plan's peak fits a GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Under the budget: usable memory less the headroom.
+    Fits,
+    /// Above the budget but inside the GPU's usable memory (published
+    /// recipes run there: #23).
+    Tight,
+    /// Beyond the GPU's usable memory.
+    DoesNotFit,
+}
+
+impl Verdict {
+    /// Its name in reports (`fits`, `tight`, `does_not_fit`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Verdict::Fits => "fits",
+            Verdict::Tight => "tight",
+            Verdict::DoesNotFit => "does_not_fit",
+        }
+    }
+}
+
 /// What evaluating a plan computes: memory, speed, time and cost. The
 /// warnings are drawn from these once they are complete.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -110,10 +173,7 @@ pub struct Figures {
     pub instance: String,
     pub memory: MemoryReport,
     pub fits: bool,
-    /// "fits" under the budget (usable memory less the headroom); "tight"
-    /// above the budget but inside the GPU's usable memory (published
-    /// recipes run there: #23); "does_not_fit" beyond it.
-    pub verdict: &'static str,
+    pub verdict: Verdict,
     /// Largest micro-batch that fits (0 if not even 1).
     pub max_micro_batch: u64,
     /// Longest sequence (multiple of 128, up to 131072) that fits at this micro-batch.

@@ -2,6 +2,7 @@
 //! with the issue's own query (`P report '...'`), and what an honest answer
 //! is for it.
 
+use planner::report::Verdict;
 use planner::{evaluate, search::search, Plan};
 
 fn report(q: &str) -> planner::Report {
@@ -68,7 +69,7 @@ fn llama_405b_gb200_fp8_recipe_fits_the_gpu() {
         r.memory.peak_bytes_per_gpu,
         r.memory.usable_bytes
     );
-    assert_eq!(r.verdict, "tight");
+    assert_eq!(r.verdict, Verdict::Tight);
 }
 
 /// Case 1: offloading all 80 layers of the 70B GB200 plan keeps about
@@ -87,7 +88,7 @@ fn offload_beyond_the_hosts_memory_is_an_error_with_a_fix() {
     let (key, value) = e.fix.clone().expect("a fix");
     assert_eq!(key, "offload_layers");
     assert!(!r.fits);
-    assert_eq!(r.verdict, "does_not_fit");
+    assert_eq!(r.verdict, Verdict::DoesNotFit);
     assert_eq!(r.throughput_accuracy.expected_error, None);
     assert_eq!(r.memory.accuracy.expected_error, None);
     // The GPU has room (30.4 GiB of 153.6): no "over budget" warning, and

@@ -136,7 +136,7 @@ fn presets_plan_on_the_page() {
         r.memory.usable_bytes as f64 / (1u64 << 30) as f64,
         r.throughput.tokens_per_second_per_gpu
     );
-    assert_ne!(r.verdict, "does_not_fit");
+    assert_ne!(r.verdict, planner::report::Verdict::DoesNotFit);
 }
 
 /// Chunked attention: a query sees the keys of its own chunk, `w / 2` on

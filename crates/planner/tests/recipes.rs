@@ -3,6 +3,7 @@
 //! from each recipe at its table's release, `recipe_source` saying where),
 //! must find that each fits its GPU.
 
+use planner::report::Verdict;
 use planner::{evaluate, Plan};
 
 /// Rows the test cannot hold the model to, each with why. The test fails
@@ -69,7 +70,14 @@ fn every_published_recipe_fits_its_gpu() {
                 c.link()
             ),
         }
-        assert_eq!(r.verdict, if r.fits { "fits" } else { "tight" });
+        assert_eq!(
+            r.verdict,
+            if r.fits {
+                Verdict::Fits
+            } else {
+                Verdict::Tight
+            }
+        );
         checked += 1;
         within_headroom += usize::from(r.fits);
     }
