@@ -312,6 +312,7 @@ await test('DPO: the stage travels in the URL, the reference model shows, pairs 
   assert(after > before + 5, `the DPO peak ${after} GiB is above the SFT one ${before} GiB`);
   assert((await page.textContent('.results')).includes('DPO reference model'), 'the breakdown names the reference');
   assert((await page.textContent('#tps')).includes('pairs/s'), 'the speed counts pairs');
+  assert((await page.textContent('#cost')).includes('per 1K pairs'), 'the cost is per thousand pairs');
   assert((await page.textContent('#step')).includes('reference forward'), 'the step shows its reference forward');
   // The page's label reads the oracle's DPO group (coverage.json, kept in the wasm by build.rs).
   const memoryLabel = await page.textContent('#accuracy');

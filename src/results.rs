@@ -47,7 +47,7 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
                 <Stat lang=lang id="mfu" label=Text::MFUHFU value=move |l| report.with(|r| format!("{} / {}", percent(r.throughput.mfu, l), percent(r.throughput.hfu, l))) />
                 <Stat lang=lang id="time" label=Text::TimeToTrain value=move |l| report.with(|r| format!("{} ({} {}, {} {})", hours(r.time.total_hours, l), num(r.time.steps as f64, 0, l), tr(l, Text::WordSteps), sig(r.time.gpu_hours, l), tr(l, Text::GPUHours))) />
                 <Stat lang=lang id="cost" label=Text::CostOnDemandSpot value=move |l| report.with(|r| match (r.cost.total_usd, r.cost.spot_usd) {
-                    (Some(a), Some(b)) => format!("{} / {} ({} {}; {})", usd(a, l), usd(b, l), usd(r.cost.usd_per_million_tokens.unwrap_or(0.0), l), tr(l, Text::Per1MTokens), price_basis(&r.cost, l)),
+                    (Some(a), Some(b)) => format!("{} / {} ({}; {})", usd(a, l), usd(b, l), unit_cost(ctx, r.cost.usd_per_million_tokens.unwrap_or(0.0), l), price_basis(&r.cost, l)),
                     _ => tr(l, Text::PriceUnknownEnterItUnder).to_string(),
                 }) />
                 <Stat lang=lang id="checkpoint" label=Text::Checkpoint value=move |l| report.with(|r| format!("{} {} {}, {} {}",
@@ -74,6 +74,25 @@ fn step_split(t: &planner::throughput::Throughput, l: Lang) -> String {
         tr(l, Text::OfWhichReferenceForward),
         seconds(t.step.reference, l)
     )
+}
+
+/// The cost of a unit of work: a million tokens, or for DPO a thousand
+/// preference pairs (two rows of the planned sequence each).
+fn unit_cost(ctx: Ctx, per_million_tokens: f64, l: Lang) -> String {
+    let (seq, stage) = ctx.plan.with(|p| (p.seq, p.stage));
+    match stage {
+        planner::plan::TrainingStage::Sft => {
+            format!(
+                "{} {}",
+                usd(per_million_tokens, l),
+                tr(l, Text::Per1MTokens)
+            )
+        }
+        planner::plan::TrainingStage::Dpo => {
+            let per_thousand_pairs = per_million_tokens * (2 * seq * 1000) as f64 / 1e6;
+            format!("{} {}", usd(per_thousand_pairs, l), tr(l, Text::Per1KPairs))
+        }
+    }
 }
 
 /// What one sample is: a sequence, or a DPO preference pair (two rows).

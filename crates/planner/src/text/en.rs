@@ -292,6 +292,7 @@ catalog! {
     GPUHours => "GPU-hours",
     CostOnDemandSpot => "Cost on-demand / spot",
     Per1MTokens => "per 1M tokens",
+    Per1KPairs => "per 1K pairs",
     PriceUnknownEnterItUnder => "price unknown: enter it under Hardware",
     PriceBasisListed => "listed price of {as_of}",
     PriceBasisDerived => "estimated price: 1.15 × EC2",
