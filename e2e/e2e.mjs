@@ -300,6 +300,11 @@ await test('LoRA targets: q and v only lower the peak and travel in the URL and 
   await page.click('#fmt-huggingface');
   await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"lora_targets"'));
   assert((await page.textContent('#export-code')).includes('"lora_targets": "q,v"'), 'the export sets the targets planned');
+  // PEFT's alpha: twice the rank unless entered, then the one entered.
+  assert((await page.textContent('#export-code')).includes('"lora_alpha": 32'), 'alpha defaults to twice the rank 16');
+  await page.fill('#lora_alpha', '8');
+  await page.waitForFunction(() => location.href.includes('lora_alpha=8'));
+  await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"lora_alpha": 8'));
 });
 
 await test('DPO: the stage travels in the URL, the reference model shows, pairs are counted and exported (#38)', async (page) => {

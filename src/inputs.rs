@@ -80,6 +80,7 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
             get=|p| p.stage.key().to_string() />
         <Show when=move || plan_is(ctx, |p| p.train != planner::plan::Training::Full)>
             <NumberField ctx=ctx key="lora_rank" label=Text::LoRARank get=|p| p.lora_rank.to_string() />
+            <NumberField ctx=ctx key="lora_alpha" label=Text::LoRAAlpha get=|p| p.lora_alpha.map(|n| n.to_string()).unwrap_or_default() />
             <SelectField ctx=ctx key="lora_targets" label=Text::LoRATargets
                 options=vec![
                     ("all-linear", Text::LoRATargetsAllLinear),

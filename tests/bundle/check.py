@@ -43,7 +43,8 @@ WORK = os.environ.get("BUNDLE_WORK", "target/bundle-test")
 # (plan, launcher): dense and MoE, full/LoRA/QLoRA, BF16/FP8, FSDP on 1-4 nodes, spot.
 PLANS = [
     ("model=llama-3.1-8b", "pytorch"),
-    ("model=llama-3.1-8b&train=lora&lora_rank=32&lora_targets=q,v&save=adapter&spot=1", "huggingface"),
+    ("model=llama-3.1-8b&train=lora&lora_rank=32&lora_alpha=16&lora_targets=q,v&save=adapter&spot=1",
+     "huggingface"),
     ("model=llama-3.1-8b&train=qlora&zero=0&instance=ml.g5.2xlarge&optimizer=adamw8bit&ckpt=full", "huggingface"),
     ("model=llama-3.1-70b&instance=ml.p5.48xlarge&nodes=4&shard=8&precision=fp8&ckpt=full&loss=fused&spot=1",
      "modeltrainer"),
@@ -139,6 +140,8 @@ def expected_setup(report):
         "loss": plan["loss"],
         "train_mode": plan["train"],
         "lora_r": int(plan.get("lora_rank", 0)) if plan["train"] != "full" else 0,
+        "lora_alpha": (int(plan.get("lora_alpha", 2 * int(plan.get("lora_rank", 0))))
+                       if plan["train"] != "full" else 0),
         "lora_targets": plan.get("lora_targets") if plan["train"] != "full" else None,
         "optim": plan["optimizer"],
         "micro_batch": int(plan["mb"]),

@@ -11,7 +11,7 @@ setting it carries:
                     resharding after forward), 3 FSDP2 full shard
   --shard_degree    FSDP2 sharding group; replicas beyond it (HSDP); 0 = every rank
   --loss            plain (full logits, upcast to fp32) | fused (chunked: never the full logits)
-  --train_mode      full | lora | qlora, with --lora_r
+  --train_mode      full | lora | qlora, with --lora_r and --lora_alpha
   --stage           sft (next-token loss) | dpo (preference pairs, TRL's sigmoid loss, --beta)
 
 Data: the `train` channel (SM_CHANNEL_TRAIN) holds JSON Lines files with a
@@ -110,6 +110,7 @@ def parse_args(argv=None):
                    default="adamw")
     p.add_argument("--train_mode", choices=("full", "lora", "qlora"), default="full")
     p.add_argument("--lora_r", type=int, default=16)
+    p.add_argument("--lora_alpha", type=int, default=0, help="PEFT's lora_alpha; 0 = twice the rank")
     p.add_argument("--lora_targets", choices=tuple(LORA_TARGET_SETS), default="all-linear",
                    help="the Linear layers the adapters train")
     p.add_argument("--stage", choices=("sft", "dpo"), default="sft")
@@ -176,6 +177,7 @@ def resolve_setup(args, world_size):
         "loss": args.loss,
         "train_mode": args.train_mode,
         "lora_r": args.lora_r if args.train_mode != "full" else 0,
+        "lora_alpha": (args.lora_alpha or 2 * args.lora_r) if args.train_mode != "full" else 0,
         "lora_targets": args.lora_targets if args.train_mode != "full" else None,
         "optim": args.optim,
         "micro_batch": args.per_device_train_batch_size,
@@ -352,7 +354,7 @@ def add_adapters(args, model):
     targets = [t for t in LORA_TARGET_SETS[args.lora_targets] if t in present]
     if args.train_mode == "qlora":
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
-    lora = LoraConfig(r=args.lora_r, lora_alpha=2 * args.lora_r, lora_dropout=0.0,
+    lora = LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha or 2 * args.lora_r, lora_dropout=0.0,
                       target_modules=targets, task_type="CAUSAL_LM")
     # PEFT keeps the adapters in fp32 (autocast_adapter_dtype): 16 B per adapter parameter.
     return get_peft_model(model, lora)

@@ -359,6 +359,7 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
     }
     if p.train != Training::Full {
         items.push(("lora_r", p.lora_rank.to_string()));
+        items.push(("lora_alpha", p.lora_alpha_or_default().to_string()));
         items.push(("lora_targets", py_str(p.lora_targets.key())));
     }
     items.push(("save_steps", p.save_every.max(1).to_string()));

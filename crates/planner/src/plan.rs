@@ -135,6 +135,12 @@ impl Plan {
 
     /// The LoRA adapters' parameters on this model (`lora_rank` on the
     /// `lora_targets` Linears of every layer).
+    /// The adapters' `lora_alpha`: the plan's, or twice the rank.
+    pub fn lora_alpha_or_default(&self) -> u64 {
+        self.lora_alpha
+            .unwrap_or_else(|| self.lora_rank.saturating_mul(2))
+    }
+
     pub fn lora_params(&self, arch: &crate::architecture::Architecture) -> f64 {
         arch.lora_params(self.lora_rank, self.lora_targets.adapted())
     }
@@ -421,6 +427,10 @@ pub struct Plan {
     /// The training stage (`stage=`): SFT unless the URL says otherwise.
     pub stage: TrainingStage,
     pub lora_rank: u64,
+    /// PEFT's `lora_alpha` (the adapters' scale is alpha / rank); None:
+    /// twice the rank, what train.py has set since LoRA was exported.
+    /// It moves no figure: the export carries it.
+    pub lora_alpha: Option<u64>,
     /// The Linear layers LoRA adapts.
     pub lora_targets: LoraTargets,
     pub seq: u64,
@@ -605,6 +615,7 @@ impl Default for Plan {
             train: Training::Full,
             stage: TrainingStage::Sft,
             lora_rank: 16,
+            lora_alpha: None,
             lora_targets: LoraTargets::AllLinear,
             seq: 8192,
             micro_batch: 1,
@@ -713,7 +724,8 @@ pub struct Decoded {
 }
 
 /// Keys whose empty value means "none" (the field was emptied).
-const OPTIONAL: [&str; 8] = [
+const OPTIONAL: [&str; 9] = [
+    "lora_alpha",
     "shard",
     "pp_first",
     "pp_last",
@@ -747,6 +759,7 @@ pub const KEYS: &[&str] = &[
     "train",
     "stage",
     "lora_rank",
+    "lora_alpha",
     "lora_targets",
     "seq",
     "mb",
@@ -960,6 +973,7 @@ impl Plan {
     /// An optional key set to nothing.
     fn clear(&mut self, key: &str) {
         match key {
+            "lora_alpha" => self.lora_alpha = None,
             "shard" => self.shard = None,
             "pp_first" => self.pp_first = None,
             "pp_last" => self.pp_last = None,
@@ -1010,6 +1024,7 @@ impl Plan {
             "train" => self.train = f.one_of(Training::from_key, Training::keys)?,
             "stage" => self.stage = f.one_of(TrainingStage::from_key, TrainingStage::keys)?,
             "lora_rank" => self.lora_rank = f.int(1, 4096)?,
+            "lora_alpha" => self.lora_alpha = Some(f.int(1, 65_536)?),
             "lora_targets" => {
                 self.lora_targets = f.one_of(LoraTargets::from_key, LoraTargets::keys)?
             }
@@ -1191,6 +1206,9 @@ impl Plan {
         }
         if self.train != Training::Full {
             out.push(("lora_rank", self.lora_rank.to_string()));
+            if let Some(alpha) = self.lora_alpha {
+                out.push(("lora_alpha", alpha.to_string()));
+            }
             out.push(("lora_targets", self.lora_targets.key().into()));
         }
         out.push(("seq", self.seq.to_string()));

@@ -11,6 +11,8 @@ use planner::{evaluate, Plan, Report};
 const NO_FIGURE: &[&str] = &[
     "v",
     "tokens",
+    // PEFT's scale: the export carries it, no figure reads it.
+    "lora_alpha",
     "spot",
     "price",
     "save_every",

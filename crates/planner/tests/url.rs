@@ -53,7 +53,7 @@ fn truncated_and_oversized_input_never_panics() {
 
 #[test]
 fn round_trip_keeps_every_key() {
-    let q = "model=mixtral-8x7b&train=lora&stage=dpo&lora_rank=64&lora_targets=attention&seq=32768&mb=2&ga=16&tokens=5e9&precision=fp8&optimizer=adamw8bit&ckpt=0.25&offload=1&attn=flash&loss=fused&impl=megatron&zero=2&shard=4&tp=2&pp=2&vp=2&cp=2&ep=4&sp=1&instance=ml.p5en.48xlarge&nodes=4&spot=1&price=63.3&save_every=250&save=weights&async_save=1&save_bw=2.5&headroom=7&ws_gib=2&frag=8&role=arn:aws:iam::123456789012:role/SageMakerRole&s3=s3://my-bucket/runs/a&job=llama-ft&entry=src/train.py&hf_model=meta-llama/Llama-3.1-8B&lang=ru";
+    let q = "model=mixtral-8x7b&train=lora&stage=dpo&lora_rank=64&lora_alpha=16&lora_targets=attention&seq=32768&mb=2&ga=16&tokens=5e9&precision=fp8&optimizer=adamw8bit&ckpt=0.25&offload=1&attn=flash&loss=fused&impl=megatron&zero=2&shard=4&tp=2&pp=2&vp=2&cp=2&ep=4&sp=1&instance=ml.p5en.48xlarge&nodes=4&spot=1&price=63.3&save_every=250&save=weights&async_save=1&save_bw=2.5&headroom=7&ws_gib=2&frag=8&role=arn:aws:iam::123456789012:role/SageMakerRole&s3=s3://my-bucket/runs/a&job=llama-ft&entry=src/train.py&hf_model=meta-llama/Llama-3.1-8B&lang=ru";
     let d = Plan::from_query(q);
     assert!(d.notices.is_empty(), "{:?}", d.notices);
     let again = Plan::from_query(&d.plan.to_query());
@@ -199,4 +199,32 @@ fn the_training_stage_travels_only_when_it_is_not_sft() {
     assert_eq!(bad.plan.stage, TrainingStage::Sft);
     assert_eq!(bad.plan.seq, 4096);
     assert_eq!(bad.notices.len(), 1, "{:?}", bad.notices);
+}
+
+/// `lora_alpha` (#38): PEFT's scale travels in the link and the export;
+/// left empty it is twice the rank, what train.py always set.
+#[test]
+fn lora_alpha_travels_and_defaults_to_twice_the_rank() {
+    use planner::evaluate::evaluate;
+    use planner::export::hyperparameter_items;
+    let alpha_of = |q: &str| {
+        let p = Plan::from_query(q).plan;
+        let items = hyperparameter_items(&p, &evaluate(&p));
+        items
+            .into_iter()
+            .find(|(k, _)| *k == "lora_alpha")
+            .map(|(_, v)| v)
+    };
+    assert_eq!(alpha_of("train=lora&lora_rank=32").as_deref(), Some("64"));
+    assert_eq!(
+        alpha_of("train=lora&lora_rank=32&lora_alpha=16").as_deref(),
+        Some("16")
+    );
+    assert_eq!(alpha_of("train=full&lora_alpha=16"), None);
+    let mut p = Plan::from_query("train=lora&lora_alpha=16").plan;
+    p.set("lora_alpha", "").unwrap();
+    assert_eq!(
+        p.lora_alpha, None,
+        "an emptied field goes back to twice the rank"
+    );
 }

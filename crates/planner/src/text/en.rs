@@ -186,6 +186,7 @@ catalog! {
     FullFineTuningPreTraining => "Full fine-tuning / pre-training",
     QLoRA4BitBase => "QLoRA (4-bit base)",
     LoRARank => "LoRA rank",
+    LoRAAlpha => "LoRA alpha (empty: twice the rank)",
     LoRATargets => "LoRA adapts",
     LoRATargetsAllLinear => "every Linear (all-linear)",
     LoRATargetsAttention => "attention: q, k, v, o",
