@@ -385,7 +385,7 @@ def lora_targets_on_mla():
     for targets, count in want.items():
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_config(config)
-        args = argparse.Namespace(train_mode="lora", lora_r=4, lora_targets=targets)
+        args = argparse.Namespace(train_mode="lora", lora_r=4, lora_alpha=0, lora_targets=targets)
         peft_model = train.add_adapters(args, model)
         got = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
         assert got == count, (targets, got, count)
