@@ -79,8 +79,7 @@ fn step_split(t: &planner::throughput::Throughput, l: Lang) -> String {
 /// The cost of a unit of work: a million tokens, or for DPO a thousand
 /// preference pairs (two rows of the planned sequence each).
 fn unit_cost(ctx: Ctx, per_million_tokens: f64, l: Lang) -> String {
-    let (seq, stage) = ctx.plan.with(|p| (p.seq, p.stage));
-    match stage {
+    match ctx.plan.with(|p| p.stage) {
         planner::plan::TrainingStage::Sft => {
             format!(
                 "{} {}",
@@ -89,8 +88,10 @@ fn unit_cost(ctx: Ctx, per_million_tokens: f64, l: Lang) -> String {
             )
         }
         planner::plan::TrainingStage::Dpo => {
-            let per_thousand_pairs = per_million_tokens * (2 * seq * 1000) as f64 / 1e6;
-            format!("{} {}", usd(per_thousand_pairs, l), tr(l, Text::Per1KPairs))
+            let per_thousand = ctx
+                .plan
+                .with(|p| planner::cost::usd_per_thousand_samples(p, per_million_tokens));
+            format!("{} {}", usd(per_thousand, l), tr(l, Text::Per1KPairs))
         }
     }
 }

@@ -643,11 +643,44 @@ def make_optimizer(args, model, torch, device, setup):
 # ---- data -------------------------------------------------------------------------------
 
 
-def load_blocks(args, rank, world):
-    """Token blocks of max_seq_length + 1 for this rank, packed across documents."""
+def data_root(args):
+    """The train channel's directory, or a clear stop."""
     root = args.data_dir
     if not root or not os.path.isdir(root):
         raise PlanError(f"no training data: the train channel ({root or 'SM_CHANNEL_TRAIN'}) is empty")
+    return root
+
+
+def tokenizer_and_eos(args):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(args.model_id)
+    return tok, tok.eos_token_id if tok.eos_token_id is not None else 0
+
+
+def json_lines(files, fields):
+    """Each non-empty line's string `fields`, with its file and line for messages; a line
+    that is not a JSON object with those string fields stops the job, naming where."""
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                    values = [row[k] for k in fields]
+                    if not all(isinstance(v, str) for v in values):
+                        raise TypeError
+                except (ValueError, KeyError, TypeError):
+                    names = ", ".join(f'\"{k}\"' for k in fields)
+                    raise PlanError(f"{path}:{number}: expected a JSON object with {names} "
+                                    "as strings") from None
+                yield values
+
+
+def load_blocks(args, rank, world):
+    """Token blocks of max_seq_length + 1 for this rank, packed across documents."""
+    root = data_root(args)
     if os.path.exists(os.path.join(root, "dataset_info.json")) or os.path.exists(os.path.join(root, "state.json")):
         from datasets import load_from_disk
 
@@ -663,58 +696,30 @@ def load_blocks(args, rank, world):
 
 
 def tokenize_jsonl(args, root):
-    from transformers import AutoTokenizer
-
     files = sorted(glob.glob(os.path.join(root, "**", "*.jsonl"), recursive=True)
                    + glob.glob(os.path.join(root, "**", "*.json"), recursive=True))
     if not files:
         raise PlanError(f"{root}: no .jsonl files and no saved dataset")
-    tok = AutoTokenizer.from_pretrained(args.model_id)
-    eos = tok.eos_token_id if tok.eos_token_id is not None else 0
+    tok, eos = tokenizer_and_eos(args)
     ids = []
-    for path in files:
-        with open(path, encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    text = json.loads(line)["text"]
-                except (ValueError, KeyError, TypeError):
-                    raise PlanError(f"{path}:{number}: expected a JSON object with a \"text\" field") from None
-                ids.extend(tok(text, add_special_tokens=False)["input_ids"])
-                ids.append(eos)
+    for (text,) in json_lines(files, ("text",)):
+        ids.extend(tok(text, add_special_tokens=False)["input_ids"])
+        ids.append(eos)
     return ids
 
 
 def load_pairs(args, rank, world):
     """DPO: rows of max_seq_length + 1 token ids and their labels, one pair per line."""
-    from transformers import AutoTokenizer
-
-    root = args.data_dir
-    if not root or not os.path.isdir(root):
-        raise PlanError(f"no training data: the train channel ({root or 'SM_CHANNEL_TRAIN'}) is empty")
+    root = data_root(args)
     files = sorted(glob.glob(os.path.join(root, "**", "*.jsonl"), recursive=True))
     if not files:
         raise PlanError(f"{root}: no .jsonl files of preference pairs (prompt, chosen, rejected)")
-    tok = AutoTokenizer.from_pretrained(args.model_id)
-    eos = tok.eos_token_id if tok.eos_token_id is not None else 0
+    tok, eos = tokenizer_and_eos(args)
     pairs = []
-    for path in files:
-        with open(path, encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    texts = [row[k] for k in ("prompt", "chosen", "rejected")]
-                    if not all(isinstance(t, str) for t in texts):
-                        raise TypeError
-                except (ValueError, KeyError, TypeError):
-                    raise PlanError(f"{path}:{number}: expected a JSON object with string "
-                                    "\"prompt\", \"chosen\" and \"rejected\" fields") from None
-                prompt, chosen, rejected = (tok(t, add_special_tokens=False)["input_ids"] for t in texts)
-                pairs.append((pair_row(prompt, chosen + [eos], args.max_seq_length, eos),
-                              pair_row(prompt, rejected + [eos], args.max_seq_length, eos)))
+    for texts in json_lines(files, ("prompt", "chosen", "rejected")):
+        prompt, chosen, rejected = (tok(t, add_special_tokens=False)["input_ids"] for t in texts)
+        pairs.append((pair_row(prompt, chosen + [eos], args.max_seq_length, eos),
+                      pair_row(prompt, rejected + [eos], args.max_seq_length, eos)))
     if len(pairs) < world:
         raise PlanError(f"{len(pairs)} preference pairs: fewer than the {world} ranks")
     return pairs[rank::world]

@@ -174,3 +174,9 @@ fn price(plan: &Plan, instance: &Instance, tp: &Throughput, total_hours: f64) ->
             .map(|t| t / (plan.tokens.max(tp.tokens_per_step as f64) / 1e6)),
     }
 }
+
+/// The cost of a thousand samples (sequences, or DPO pairs of two rows) at
+/// `usd_per_million_tokens`.
+pub fn usd_per_thousand_samples(plan: &Plan, usd_per_million_tokens: f64) -> f64 {
+    usd_per_million_tokens * plan.tokens_per_sample() as f64 * 1e3 / 1e6
+}

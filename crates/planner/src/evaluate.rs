@@ -488,9 +488,7 @@ pub fn evaluate(plan: &Plan) -> Report {
         max_micro_batch,
         max_sequence,
         global_batch_sequences,
-        global_batch_tokens: global_batch_sequences
-            .saturating_mul(plan.stage.rows_per_sample())
-            .saturating_mul(plan.seq),
+        global_batch_tokens: global_batch_sequences.saturating_mul(plan.tokens_per_sample()),
         throughput_accuracy: throughput_accuracy(&r, gen, &fabric),
         throughput: tp,
         time,

@@ -53,16 +53,7 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
     if plan.engine() != Engine::MegatronBridge {
         return None;
     }
-    // Where train.py runs the plan as it is, the Hugging Face stack is the
-    // fix; not with pipeline, context or expert parallelism, multi-token
-    // prediction, or a tensor-parallel layout train.py refuses (each of
-    // those errors would send the plan back to stack=megatron).
-    let hf_runs_it = c.pp <= 1
-        && plan.cp <= 1
-        && plan.ep <= 1
-        && plan.mtp == 0
-        && hf_tp_refusal(a, (plan.train, plan.stage), c.precision, c.zero, plan.tp).is_none();
-    let to_hf = hf_runs_it.then_some(("stack", "hf"));
+    let to_hf = to_hf(plan, a, c);
     if let Some(what) = unsupported_shape(a) {
         return Some(Refusal {
             what,
@@ -70,9 +61,44 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
             fix: to_hf,
         });
     }
+    setting_rules(plan, a, c, to_hf)
+        .into_iter()
+        .find(|r| r.0)
+        .map(|(_, what, key, fix)| Refusal { what, key, fix })
+}
+
+/// The Hugging Face stack as a fix, where train.py runs the plan as it is:
+/// not with pipeline, context or expert parallelism, multi-token
+/// prediction, or a tensor-parallel layout train.py refuses (each of those
+/// errors would send the plan back to stack=megatron).
+fn to_hf(plan: &Plan, a: &Architecture, c: Choice) -> Option<(&'static str, &'static str)> {
+    let hf_runs_it = c.pp <= 1
+        && plan.cp <= 1
+        && plan.ep <= 1
+        && plan.mtp == 0
+        && hf_tp_refusal(a, (plan.train, plan.stage), c.precision, c.zero, plan.tp).is_none();
+    hf_runs_it.then_some(("stack", "hf"))
+}
+
+/// A setting the launcher refuses: whether the plan asks for it, its name,
+/// the input that asks and the change that makes the plan run.
+type Rule = (
+    bool,
+    &'static str,
+    &'static str,
+    Option<(&'static str, &'static str)>,
+);
+
+/// The launcher's rules on settings, in the order they are reported.
+fn setting_rules(
+    plan: &Plan,
+    a: &Architecture,
+    c: Choice,
+    to_hf: Option<(&'static str, &'static str)>,
+) -> [Rule; 12] {
     let lora_fix = to_hf.or(Some(("train", "full")));
     let adamw = Some(("optimizer", "adamw"));
-    let rules = [
+    [
         (
             plan.train == Training::Lora,
             "train=lora",
@@ -150,11 +176,7 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
             "fp8_params",
             Some(("fp8_params", "0")),
         ),
-    ];
-    rules
-        .into_iter()
-        .find(|r| r.0)
-        .map(|(_, what, key, fix)| Refusal { what, key, fix })
+    ]
 }
 
 /// A model shape the launcher's generic GPT provider does not build:

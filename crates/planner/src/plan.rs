@@ -135,6 +135,12 @@ impl Plan {
 
     /// The LoRA adapters' parameters on this model (`lora_rank` on the
     /// `lora_targets` Linears of every layer).
+    /// Tokens one sample puts through the model: a sequence, or both rows
+    /// of a DPO pair.
+    pub fn tokens_per_sample(&self) -> u64 {
+        self.seq.saturating_mul(self.stage.rows_per_sample())
+    }
+
     /// The adapters' `lora_alpha`: the plan's, or twice the rank.
     pub fn lora_alpha_or_default(&self) -> u64 {
         self.lora_alpha

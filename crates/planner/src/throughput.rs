@@ -1246,8 +1246,7 @@ pub fn throughput_reusing(
         tokens_per_second_per_gpu,
         tokens_per_second,
         // Samples: sequences, or DPO's pairs of two.
-        samples_per_second: tokens_per_second
-            / (plan.seq as f64 * plan.stage.rows_per_sample() as f64),
+        samples_per_second: tokens_per_second / plan.tokens_per_sample() as f64,
         model_flops_per_token: model_flops,
         hardware_flops_per_token: hardware_flops,
         peak_flops,

@@ -26,6 +26,11 @@ fn term(r: &planner::report::Report, t: Term) -> u64 {
         .sum()
 }
 
+/// The report's error `code`, which it must have.
+fn error<'a>(r: &'a planner::report::Report, code: &str) -> &'a planner::text::Message {
+    r.errors.iter().find(|e| e.code == code).expect(code)
+}
+
 const P5: &str = "model=llama-3.1-8b&instance=ml.p5.48xlarge&zero=3&seq=2048&ckpt=full";
 
 /// Llama-3.1-8B's 8,030,261,248 parameters in BF16 over FSDP2's 8 shards:
@@ -108,18 +113,10 @@ fn the_export_runs_dpo_and_sft_exports_stay_as_they_were() {
 #[test]
 fn dpo_where_no_engine_runs_it_is_an_error_with_a_fix() {
     let megatron = report("model=llama-3.1-8b&stage=dpo&stack=megatron&tp=2");
-    let e = megatron
-        .errors
-        .iter()
-        .find(|e| e.code == "megatron_launcher_refuses")
-        .expect("refused");
+    let e = error(&megatron, "megatron_launcher_refuses");
     assert_eq!(e.key, Some("stage"));
     let tp = report("model=llama-3.1-8b&stage=dpo&tp=2&zero=3");
-    let e = tp
-        .errors
-        .iter()
-        .find(|e| e.code == "hf_tp_dpo")
-        .expect("refused");
+    let e = error(&tp, "hf_tp_dpo");
     assert_eq!(
         e.fix.as_ref().map(|f| (f.0, f.1.as_str())),
         Some(("tp", "1"))
