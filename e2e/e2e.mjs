@@ -315,7 +315,7 @@ await test('DPO: the stage travels in the URL, the reference model shows, pairs 
   const after = gibOf(await page.textContent('#peak'));
   // Two rows a pair and a frozen BF16 copy sharded over 8 GPUs: the model's 23.6 -> 32.9 GiB.
   assert(after > before + 5, `the DPO peak ${after} GiB is above the SFT one ${before} GiB`);
-  assert((await page.textContent('.results')).includes('DPO reference model'), 'the breakdown names the reference');
+  assert((await page.textContent('.results')).includes('reference model'), 'the breakdown names the reference');
   assert((await page.textContent('#tps')).includes('pairs/s'), 'the speed counts pairs');
   assert((await page.textContent('#cost')).includes('per 1K pairs'), 'the cost is per thousand pairs');
   assert((await page.textContent('#step')).includes('reference forward'), 'the step shows its reference forward');
@@ -327,6 +327,34 @@ await test('DPO: the stage travels in the URL, the reference model shows, pairs 
   await page.click('#fmt-pytorch');
   await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"stage"'));
   assert((await page.textContent('#export-code')).includes('"stage": "dpo"'), 'the export runs DPO');
+});
+
+await test('GRPO: rollout inputs travel, vLLM\'s share shows, the step splits and prompts are counted (#38)', async (page) => {
+  await open(page, base + '?lang=en&model=qwen2.5-7b&instance=ml.p5.48xlarge&seq=1280&mb=4&ga=8&zero=3&ckpt=full');
+  const before = gibOf(await page.textContent('#peak'));
+  await page.selectOption('#stage', 'grpo');
+  await page.waitForFunction(() => location.href.includes('stage=grpo'));
+  await page.fill('#completion', '1024');
+  await page.waitForFunction(() => location.href.includes('completion=1024'));
+  // vLLM keeps 0.3 of each GPU (0.3 x 79.1 GiB = 23.7 GiB) beside the update step.
+  const after = gibOf(await page.textContent('#peak'));
+  assert(after > before + 15, `the GRPO peak ${after} GiB holds vLLM's share beside the SFT ${before} GiB`);
+  assert((await page.textContent('.results')).includes('vLLM engine'), 'the breakdown names the engine');
+  const step = await page.textContent('#step');
+  assert(step.includes('generation') && step.includes('scoring') && step.includes('update'), `step: ${step}`);
+  assert((await page.textContent('#tps')).includes('prompts/s'), 'the speed counts prompts');
+  assert((await page.textContent('#cost')).includes('per 1K prompts'), 'the cost is per thousand prompts');
+  assert((await page.textContent('#rollout')).includes('vLLM × 2 GPU'), 'the engine spans two GPUs');
+  assert(/32 prompts × 8 ×/.test(await page.textContent('#global-batch')), 'the batch counts prompts of 8 rows');
+  assert((await page.textContent('#throughput-accuracy')).includes('no published GRPO run'), 'the speed label is derived');
+  // TRL needs whole groups: 4 x 1 x 8 = 32 rows make 4 groups of 8; generations=12 does not divide them.
+  await page.fill('#generations', '12');
+  await page.waitForFunction(() => document.body.textContent.includes('multiple of generations=12'));
+  await page.fill('#generations', '8');
+  await page.click('#fmt-pytorch');
+  await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"num_generations"'));
+  const code = await page.textContent('#export-code');
+  assert(code.includes('entry_point="grpo.py"') && code.includes('"vllm_tensor_parallel_size": 2'), 'the export runs grpo.py');
 });
 
 await test('one edit runs one evaluation, the export panel included (#34)', async (page) => {

@@ -117,6 +117,7 @@ pub fn term_label(key: &str, lang: Lang) -> &'static str {
         "weight_copies" => tr(lang, Text::WeightCopiesCastsFP8),
         "adapters" => tr(lang, Text::LoRAAdapters),
         "reference" => tr(lang, Text::ReferenceModel),
+        "generation" => tr(lang, Text::VllmEngineMemory),
         "unsharded_unit" => tr(lang, Text::FSDPUnshardedUnit),
         "activations" => tr(lang, Text::Activations),
         "attention_scores" => tr(lang, Text::AttentionScores),

@@ -57,14 +57,15 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
         </div>
         <p class="derived" id="global-batch">{move || {
             let lang = ctx.lang.get();
-            let (seq, stage) = ctx.plan.with(|p| (p.seq, p.stage));
-            let rows = match stage {
-                planner::plan::TrainingStage::Sft => String::new(),
-                planner::plan::TrainingStage::Dpo => format!(" {} × 2", tr(lang, Text::WordPairs)),
+            let (seq, stage, g) = ctx.plan.with(|p| (p.seq, p.stage, p.rollout.generations));
+            let (rows, per) = match stage {
+                planner::plan::TrainingStage::Sft => (String::new(), 1),
+                planner::plan::TrainingStage::Dpo => (format!(" {} × 2", tr(lang, Text::WordPairs)), 1),
+                planner::plan::TrainingStage::Grpo => (format!(" {} × {g}", tr(lang, Text::WordPrompts)), g.max(1)),
             };
             ctx.report.with(|r| format!("{}: {}{} × {} = {} {}",
                 tr(lang, Text::GlobalBatch),
-                num(r.global_batch_sequences as f64, 0, lang),
+                num((r.global_batch_sequences / per) as f64, 0, lang),
                 rows,
                 num(seq as f64, 0, lang),
                 num(r.global_batch_tokens as f64, 0, lang),
@@ -76,8 +77,18 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
             options=vec![("full", Text::FullFineTuningPreTraining), ("lora", Text::LoRA), ("qlora", Text::QLoRA4BitBase)]
             get=|p| p.train.key().to_string() />
         <SelectField ctx=ctx key="stage" label=Text::TrainingStage
-            options=vec![("sft", Text::StageSft), ("dpo", Text::StageDpo)]
+            options=vec![("sft", Text::StageSft), ("dpo", Text::StageDpo), ("grpo", Text::StageGrpo)]
             get=|p| p.stage.key().to_string() />
+        <Show when=move || plan_is(ctx, |p| p.stage == planner::plan::TrainingStage::Grpo)>
+            <div class="row2">
+                <NumberField ctx=ctx key="generations" label=Text::GrpoGenerations get=|p| p.rollout.generations.to_string() />
+                <NumberField ctx=ctx key="completion" label=Text::GrpoCompletion get=|p| p.rollout.completion.to_string() />
+            </div>
+            <div class="row2">
+                <NumberField ctx=ctx key="beta" label=Text::GrpoBeta step="any" get=|p| planner::plan::fmt_num(p.rollout.beta) />
+                <NumberField ctx=ctx key="gen_share" label=Text::GrpoGenShare step="any" get=|p| planner::plan::fmt_num(p.rollout.gen_share) />
+            </div>
+        </Show>
         <Show when=move || plan_is(ctx, |p| p.train != planner::plan::Training::Full)>
             <NumberField ctx=ctx key="lora_rank" label=Text::LoRARank get=|p| p.lora_rank.to_string() />
             <NumberField ctx=ctx key="lora_alpha" label=Text::LoRAAlpha get=|p| p.lora_alpha.map(|n| n.to_string()).unwrap_or_default() />

@@ -7,7 +7,7 @@ use crate::format::{
 use leptos::prelude::*;
 use planner::memory::Phase;
 use planner::plan::Lang;
-use planner::text::{render, render_all, Text};
+use planner::text::{render, render_all, Arg, Phrase, Text};
 
 #[component]
 pub fn Results(ctx: Ctx) -> impl IntoView {
@@ -44,6 +44,9 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
                 <Stat lang=lang id="tps-gpu" label=Text::TokensSPerGPU value=move |l| report.with(|r| sig(r.throughput.tokens_per_second_per_gpu, l)) />
                 <Stat lang=lang id="tps" label=Text::TokensSWholeJob value=move |l| report.with(|r| format!("{} ({} {})", tokens(r.throughput.tokens_per_second, l), sig(r.throughput.samples_per_second, l), tr(l, samples_unit(ctx)))) />
                 <Stat lang=lang id="step" label=Text::StepTime value=move |l| report.with(|r| step_split(&r.throughput, l)) />
+                <Show when=move || report.with(|r| r.rollout.is_some())>
+                    <Stat lang=lang id="rollout" label=Text::RolloutTokensS value=move |l| report.with(|r| r.rollout.as_ref().map(|g| format!("{} (vLLM × {} GPU, {}/{})", sig(g.rollout_tokens_per_second, l), g.vllm_tp, g.concurrent_rows, g.rows_per_engine)).unwrap_or_default()) />
+                </Show>
                 <Stat lang=lang id="mfu" label=Text::MFUHFU value=move |l| report.with(|r| format!("{} / {}", percent(r.throughput.mfu, l), percent(r.throughput.hfu, l))) />
                 <Stat lang=lang id="time" label=Text::TimeToTrain value=move |l| report.with(|r| format!("{} ({} {}, {} {})", hours(r.time.total_hours, l), num(r.time.steps as f64, 0, l), tr(l, Text::WordSteps), sig(r.time.gpu_hours, l), tr(l, Text::GPUHours))) />
                 <Stat lang=lang id="cost" label=Text::CostOnDemandSpot value=move |l| report.with(|r| match (r.cost.total_usd, r.cost.spot_usd) {
@@ -63,9 +66,22 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
     }
 }
 
-/// The step's time, and for DPO the part its reference model's forward takes.
+/// The step's time; for DPO the part its reference model's forward takes,
+/// for GRPO its generation, scoring and update.
 fn step_split(t: &planner::throughput::Throughput, l: Lang) -> String {
     let step = seconds(t.step_seconds, l);
+    if t.step.generation > 0.0 {
+        let (g, s) = (t.step.generation, t.step.reference);
+        let p = Phrase::of(
+            Text::OfWhichGenerationScoring,
+            [
+                ("gen", Arg::Name(seconds(g, l))),
+                ("score", Arg::Name(seconds(s, l))),
+                ("update", Arg::Name(seconds(t.step_seconds - g - s, l))),
+            ],
+        );
+        return format!("{step} ({})", render(l, &p));
+    }
     if t.step.reference <= 0.0 {
         return step;
     }
@@ -87,11 +103,16 @@ fn unit_cost(ctx: Ctx, per_million_tokens: f64, l: Lang) -> String {
                 tr(l, Text::Per1MTokens)
             )
         }
-        planner::plan::TrainingStage::Dpo => {
+        _ => {
             let per_thousand = ctx
                 .plan
                 .with(|p| planner::cost::usd_per_thousand_samples(p, per_million_tokens));
-            format!("{} {}", usd(per_thousand, l), tr(l, Text::Per1KPairs))
+            let unit = if ctx.plan.with(|p| p.stage) == planner::plan::TrainingStage::Dpo {
+                Text::Per1KPairs
+            } else {
+                Text::Per1KPrompts
+            };
+            format!("{} {}", usd(per_thousand, l), tr(l, unit))
         }
     }
 }
@@ -101,6 +122,7 @@ fn samples_unit(ctx: Ctx) -> Text {
     match ctx.plan.with(|p| p.stage) {
         planner::plan::TrainingStage::Sft => Text::SamplesS,
         planner::plan::TrainingStage::Dpo => Text::PairsS,
+        planner::plan::TrainingStage::Grpo => Text::PromptsS,
     }
 }
 

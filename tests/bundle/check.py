@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Trains with the launch bundle's script, on CPU, for fourteen varied plans (two of them DPO).
+"""Trains with the launch bundle's script, on CPU, for fourteen varied plans (two of them DPO),
+and with grpo.py for two GRPO plans.
 
 For each plan: `plan export '<plan>' --format bundle` writes the bundle; the
 hyperparameters are read out of its launch.py (what SageMaker would pass);
@@ -64,6 +65,13 @@ PLANS = [
      "huggingface"),
 ]
 MOE = ("mixtral", "qwen3-30b-a3b")
+# GRPO (#38): grpo.py, TRL's GRPOTrainer; FSDP2 with vLLM over two GPUs, and LoRA + a reference on DDP.
+GRPO_PLANS = [
+    ("model=qwen2.5-7b&stage=grpo&seq=1280&completion=1024&mb=4&ga=8&instance=ml.p5.48xlarge&zero=3&ckpt=full",
+     "pytorch"),
+    ("model=llama-3.1-8b&stage=grpo&train=lora&lora_targets=q,v&beta=0.04&generations=4&mb=4&ga=2&zero=0"
+     "&instance=ml.g6e.12xlarge&seq=1024&completion=512&gen_share=0.4", "huggingface"),
+]
 RESULTS = []
 
 
@@ -420,6 +428,105 @@ def dpo_learns(models, fixtures):
     assert max(abs(a - b) for a, b in zip(runs["one"], runs["fsdp2"])) <= 2e-4, runs
 
 
+GRPO_CONFIG = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import grpo
+args = grpo.parse_args(sys.argv[2:])
+c = grpo.grpo_config(args, True)
+if int(__import__("os").environ.get("RANK", "0")) == 0:
+    print("CONFIG " + json.dumps({k: getattr(c, k) for k in (
+        "fsdp_config", "gradient_checkpointing", "num_generations", "max_prompt_length",
+        "max_completion_length", "beta", "loss_type", "use_vllm", "vllm_mode",
+        "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "per_device_train_batch_size",
+        "gradient_accumulation_steps", "bf16")} | {"fsdp": [str(o.value) for o in c.fsdp]}, default=str))
+"""
+
+
+def grpo_checks(i, query, launcher, models, prompts_dir):
+    """A GRPO plan's bundle: grpo.py's GRPOConfig takes exactly what the planner modelled, on the
+    planned world size; scaled down, it trains a tiny model with Transformers generating (vLLM
+    needs a GPU, accelerate's FSDP too: the CPU run is DDP)."""
+    bundle = os.path.join(WORK, f"grpo{i}")
+    shutil.rmtree(bundle, ignore_errors=True)
+    plan_cli("export", query, "--format", "bundle", "--launcher", launcher, "--out", bundle)
+    report = json.loads(plan_cli("report", query).stdout)
+    plan = plan_keys(report)
+    hp = hyperparameters(os.path.join(bundle, "launch.py"))
+    script = os.path.join(bundle, "scripts", "grpo.py")
+
+    @case(f"grpo {i} one truth: {query}")
+    def one_truth():
+        files = sorted(os.path.relpath(os.path.join(d, f), bundle) for d, _, fs in os.walk(bundle) for f in fs)
+        assert files == ["README.md", "launch.py", "scripts/grpo.py", "scripts/requirements.txt"], files
+        need = open(os.path.join(bundle, "scripts", "requirements.txt")).read().split()
+        import importlib.metadata as md
+        assert f"trl=={md.version('trl')}" in need, need
+        assert any(r.startswith("vllm==") and r.split(";")[0].strip() in need for r in md.requires("trl")), need
+        world = report["layout"]["gpus"]
+        # The tiny model's config stands for the Hub's (FSDP2 wraps its decoder layer class).
+        argv = as_argv(dict(hp, model_id=models["llama"])) + ["--use_vllm", "True"]
+        r = run_script_code(GRPO_CONFIG, [os.path.dirname(script), *argv], world=min(world, 2))
+        assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
+        c = json.loads(next(l for l in r.stdout.splitlines() if l.startswith("CONFIG "))[7:])
+        seq, completion = int(plan["seq"]), int(plan["completion"])
+        want = {
+            "num_generations": int(plan["generations"]), "max_completion_length": completion,
+            "max_prompt_length": seq - completion, "beta": float(plan["beta"]), "loss_type": "dapo",
+            "use_vllm": True, "vllm_mode": "colocate",
+            "vllm_gpu_memory_utilization": float(plan["gen_share"]),
+            "vllm_tensor_parallel_size": report["rollout"]["vllm_tp"],
+            "per_device_train_batch_size": int(plan["mb"]), "gradient_accumulation_steps": int(plan["ga"]),
+            "bf16": True,
+        }
+        diff = {k: (c[k], v) for k, v in want.items() if c[k] != v}
+        assert not diff, f"GRPOConfig (got, planner) differ: {diff}"
+        fsdp = plan["zero"] == "3" and world > 1
+        assert ("full_shard" in c["fsdp"]) == fsdp, c["fsdp"]
+        full = plan["ckpt"] == "full"
+        if fsdp:
+            f = c["fsdp_config"]
+            assert f["version"] == 2 and f["reshard_after_forward"] is True, f
+            assert f["activation_checkpointing"] == full and not c["gradient_checkpointing"], c
+        else:
+            assert c["gradient_checkpointing"] == full, c
+
+    @case(f"grpo {i} trains (2 processes, DDP, Transformers generating)")
+    def trains():
+        out_dir = tempfile.mkdtemp(prefix=f"grpo{i}-", dir=WORK)
+        small = dict(hp, model_id=models["llama"], max_seq_length=24, max_completion_length=8,
+                     per_device_train_batch_size=4, gradient_accumulation_steps=1, num_generations=4,
+                     max_steps=3, zero_stage=0, learning_rate=1e-3, save_steps=0)
+        argv = as_argv(small) + ["--use_vllm", "False", "--data_dir", prompts_dir, "--output_dir", out_dir,
+                                 "--model_dir", os.path.join(out_dir, "model")]
+        r = run_script(script, argv, 2)
+        assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+        m = json.loads(measured_line(r.stdout).split(" ", 1)[1])
+        assert m["world_size"] == 2 and m["steps"] == 3 and m["loss"] is not None, m
+        saved = os.listdir(os.path.join(out_dir, "model"))
+        want = "adapter_model.safetensors" if plan["train"] != "full" else "model.safetensors"
+        assert want in saved, saved
+
+    one_truth()
+    trains()
+
+
+def run_script_code(code, argv, world):
+    path = os.path.join(WORK, "grpo_config.py")
+    with open(path, "w") as f:
+        f.write(code)
+    return run_script(path, argv, world)
+
+
+@case("grpo.py refuses what the planner did not model, with one line")
+def grpo_refuses():
+    script = os.path.join(WORK, "grpo0", "scripts", "grpo.py")
+    for extra, want in ((["--zero_stage", "2"], "zero=1/2"), (["--precision", "fp8"], "precision=fp8"),
+                        (["--train_mode", "qlora"], "QLoRA"), (["--loss", "fused"], "loss=fused")):
+        r = run_script(script, ["--model_id", "x", "--max_seq_length", "64", "--max_steps", "1", *extra], 1)
+        assert r.returncode == 2 and want in r.stderr and "Traceback" not in r.stderr, (extra, r.stderr[-600:])
+
+
 def zip_matches():
     import zipfile
 
@@ -466,6 +573,10 @@ def main():
     attention_as_planned()
     lora_targets_on_mla()
     dpo_learns(models, fixtures)
+    prompts_dir = fixture.make_prompts(fixtures)
+    for i, (query, launcher) in enumerate(GRPO_PLANS):
+        grpo_checks(i, query, launcher, models, prompts_dir)
+    grpo_refuses()
     zip_matches()
     bad_lines()
     failed = sum(1 for _, e in RESULTS if e)

@@ -2,7 +2,7 @@
 
 make(root, family) writes root/<family>/ (config, random weights, a word-level
 tokenizer) and root/data/train.jsonl, and returns both paths; make_pairs(root)
-writes DPO preference pairs in root/pairs/.
+writes DPO preference pairs in root/pairs/; make_prompts(root) GRPO prompts in root/prompts/.
 """
 import json
 import os
@@ -65,3 +65,14 @@ def make_pairs(root, count=32):
                                         for k, n in ((5, 6), (3, 8), (11, 5)))
             f.write(json.dumps({"prompt": prompt, "chosen": chosen, "rejected": rejected}) + "\n")
     return pairs_dir
+
+
+def make_prompts(root, count=16):
+    """root/prompts/train.jsonl: GRPO prompts, each with an `answer` the default reward looks for."""
+    prompts_dir = os.path.join(root, "prompts")
+    os.makedirs(prompts_dir, exist_ok=True)
+    with open(os.path.join(prompts_dir, "train.jsonl"), "w") as f:
+        for i in range(count):
+            prompt = " ".join(WORDS[(i * 3 + j) % len(WORDS)] for j in range(5 + i % 4))
+            f.write(json.dumps({"prompt": prompt, "answer": WORDS[i % len(WORDS)]}) + "\n")
+    return prompts_dir

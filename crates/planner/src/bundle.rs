@@ -18,6 +18,10 @@ pub const PEFT: &str = "peft==0.17.1";
 pub const BITSANDBYTES: &str = "bitsandbytes==0.50.2";
 /// torchao's release built against PyTorch 2.8 (its FP8 and MXFP8 training).
 pub const TORCHAO: &str = "torchao==0.13.0";
+/// GRPO plans' grpo.py: TRL's GRPOTrainer (tests/trl), and the vLLM its
+/// `vllm` extra pins (0.10.2, built against PyTorch 2.8).
+pub const TRL: &str = "trl==0.24.0";
+pub const VLLM: &str = "vllm==0.10.2";
 
 /// The line a finished run prints, which `measured::parse` reads back.
 pub const MEASURED_TAG: &str = "TRAIN_PLANNER_MEASURED";
@@ -40,6 +44,8 @@ pub fn launchers() -> [Format; 3] {
 pub fn script_name(plan: &Plan) -> &'static str {
     if megatron_bundle(plan) {
         crate::megatron_bridge::SCRIPT
+    } else if plan.engine() == crate::plan::Engine::Grpo {
+        crate::plan::GRPO_SCRIPT
     } else {
         "train.py"
     }
@@ -117,7 +123,7 @@ pub fn entry_path(plan: &Plan) -> String {
 /// adapters, bitsandbytes for 4-bit bases and 8-bit AdamW, torchao for FP8.
 pub fn requirements(plan: &Plan, launcher: Format) -> String {
     let mut lines =
-        vec!["# Installed by SageMaker before train.py starts; the versions CI trains with."];
+        vec!["# Installed by SageMaker before the script starts; the versions CI trains with."];
     if launcher != Format::Huggingface {
         lines.push(TRANSFORMERS);
     }
@@ -129,6 +135,9 @@ pub fn requirements(plan: &Plan, launcher: Format) -> String {
     }
     if matches!(plan.precision, Precision::Fp8 | Precision::Mxfp8) {
         lines.push(TORCHAO);
+    }
+    if plan.stage == crate::plan::TrainingStage::Grpo {
+        lines.extend([TRL, VLLM]);
     }
     lines.join("\n") + "\n"
 }
@@ -175,7 +184,11 @@ fn readme(plan: &Plan, r: &Report, launcher: Format, entry: &str) -> String {
         return s;
     }
     let _ = writeln!(s, "{}", run_steps(launcher, entry, plan.stage));
-    s.push_str(SUPPORT);
+    s.push_str(if plan.engine() == crate::plan::Engine::Grpo {
+        GRPO_SUPPORT
+    } else {
+        SUPPORT
+    });
     s.push_str("\n## Hyperparameters\n\nEach one carries a planner setting into the script:\n\n");
     for (k, v) in hyperparameter_items(plan, r) {
         if k != "plan" {
@@ -208,6 +221,13 @@ files with a `text` field, or a dataset saved with `datasets.save_to_disk` that 
 files of preference pairs, each line with `prompt`, `chosen` and `rejected` (TRL's preference \
 format). Prompt + chosen and prompt + rejected each fill one row of the planned sequence length \
 (padded; a long pair keeps the end of its prompt), and only the completions are scored."
+        }
+        crate::plan::TrainingStage::Grpo => {
+            "JSON Lines \
+files of prompts, each line with `prompt` (and any other field, which the reward function \
+receives by name). Each prompt is left-truncated to the planned prompt length (the sequence \
+length less the completion length); the reward is `rewards.py`'s `reward` if you add one to \
+`scripts/`, else the bundled format reward."
         }
     };
     format!(
@@ -259,6 +279,21 @@ gradients, from a frozen BF16 copy sharded as the policy is, or under LoRA from 
 its adapters off. Data parallel only (no `tp`).\n\
 - Not yet: packing with document masks (documents are concatenated with an end-of-text token), \
 learning-rate schedules beyond a constant rate, evaluation.\n";
+
+const GRPO_SUPPORT: &str = "## What the script does and does not do\n\n\
+- TRL 0.24.0's `GRPOTrainer`: each optimizer step generates `num_generations` completions per \
+prompt with a vLLM engine inside `vllm_gpu_memory_utilization` of every training GPU \
+(`vllm_mode=\"colocate\"`, over `vllm_tensor_parallel_size` GPUs), scores them (the old \
+policy's log-probabilities, and a frozen reference's when `beta > 0`), and trains with TRL's \
+`dapo` loss over the completions, as the planner modelled the step.\n\
+- Data parallelism: DDP, or FSDP2 full sharding through accelerate; BF16 mixed precision; \
+gradient checkpointing on or off; full training or LoRA through PEFT. Anything else the plan \
+asks for (ZeRO-1/2, hybrid sharding, tensor or pipeline parallelism, FP8/FP4, QLoRA, offloading, \
+a fused loss) stops the script with one line saying why.\n\
+- Proven where: one step on two CPU processes (DDP, Transformers generating, since vLLM and \
+accelerate's FSDP need GPUs) in this project's tests, and the `GRPOConfig` it builds on the \
+planned world size holds the planner's settings. vLLM, FSDP2 and the speed need a GPU: the \
+trial run measures them.\n";
 
 /// How a Megatron plan's bundle runs, and what was proven where.
 fn megatron_readme(launcher: Format, entry: &str) -> String {

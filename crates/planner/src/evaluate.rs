@@ -198,9 +198,9 @@ fn outside_axis(o: &Outside) -> Phrase {
 /// computed by `plan calibrate`); each within its checks' envelope.
 fn accuracy(r: &Resolved<'_>) -> Accuracy {
     let c = crate::accuracy::shipped();
-    let dpo = r.plan.stage == TrainingStage::Dpo;
+    let stage = r.plan.stage;
     // The fine-tuning runs measured on GPUs are SFT steps.
-    if let Some(a) = measured_on_gpu(r, &c.memory_gpu).filter(|_| !dpo) {
+    if let Some(a) = measured_on_gpu(r, &c.memory_gpu).filter(|_| stage == TrainingStage::Sft) {
         return a;
     }
     match checked_memory_kind(r) {
@@ -232,7 +232,7 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
                     with_heldout(a, &c.memory_oracle_heldout)
                 }
             }
-            None => derived(dpo),
+            None => derived(stage),
         },
         // torchtitan's published runs of the plan's layout: measured, loosely.
         Some(MemoryKind::Torchtitan(layout)) => match c.torchtitan(layout) {
@@ -243,7 +243,7 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
                 Text::MemoryCheckedTorchtitan,
                 layout,
             ),
-            None => derived(dpo),
+            None => derived(stage),
         },
         // Megatron-LM's own CI runs: measured, on a few shapes.
         Some(MemoryKind::Megatron) if c.memory_megatron.rows > 0 => checked_memory(
@@ -253,7 +253,7 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
             Text::MemoryCheckedMegatron,
             "",
         ),
-        _ => derived(dpo),
+        _ => derived(stage),
     }
 }
 
@@ -308,14 +308,14 @@ fn with_heldout(mut a: Accuracy, heldout: &crate::accuracy::MemoryStats) -> Accu
     a
 }
 
-fn derived(dpo: bool) -> Accuracy {
+fn derived(stage: TrainingStage) -> Accuracy {
     Accuracy {
         level: Level::Derived,
         expected_error: None,
-        note: vec![Phrase::new(if dpo {
-            Text::MemoryDerivedDpo
-        } else {
-            Text::MemoryDerived
+        note: vec![Phrase::new(match stage {
+            TrainingStage::Sft => Text::MemoryDerived,
+            TrainingStage::Dpo => Text::MemoryDerivedDpo,
+            TrainingStage::Grpo => Text::MemoryDerivedGrpo,
         })],
     }
 }
@@ -339,8 +339,11 @@ fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
     use crate::plan::{Optimizer, Stack, Training};
     let (plan, layout) = (r.plan, &r.layout);
     let hf_tp = plan.stack == Stack::Hf && layout.tp > 1;
-    if plan.stage == TrainingStage::Dpo {
-        return dpo_memory_kind(r);
+    match plan.stage {
+        TrainingStage::Dpo => return dpo_memory_kind(r),
+        // No oracle step counts TRL's GRPO update, and vLLM's share is a setting.
+        TrainingStage::Grpo => return None,
+        TrainingStage::Sft => {}
     }
     let parallel = (layout.tp > 1 && !hf_tp) || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
     let full_dense = plan.train == Training::Full && r.arch.moe.is_none() && !plan.offload;
@@ -434,7 +437,8 @@ pub fn evaluate(plan: &Plan) -> Report {
     EVALUATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (r, mut errors) = resolve(plan);
     let fabric = Fabric::of(&r.gpu, &r.instance, plan.ultraserver);
-    let mem = memory::breakdown(&r.arch, &r.counts, plan, &r.layout);
+    let pool = crate::rollout::pool_bytes(plan, &r.gpu);
+    let mem = memory::breakdown(&r.arch, &r.counts, plan, &r.layout).with_pool(pool);
     let usable = r.gpu.usable_bytes();
     let budget = budget_bytes(usable, plan.headroom);
     let offload = memory::offload(&r.arch, &r.counts, plan, &r.layout);
@@ -458,6 +462,7 @@ pub fn evaluate(plan: &Plan) -> Report {
     let adapters = plan.lora_params(&r.arch);
     let (time, checkpoint, cost) =
         cost::estimate(plan, &r.counts, adapters, &tp, &r.instance, r.layout.gpus);
+    let rollout = rollout_figures(&r, &fabric, &tp);
     let mut figures = Figures {
         model_name: r.model_name.clone(),
         parameters: r.counts.total,
@@ -488,7 +493,7 @@ pub fn evaluate(plan: &Plan) -> Report {
         max_micro_batch,
         max_sequence,
         global_batch_sequences,
-        global_batch_tokens: global_batch_sequences.saturating_mul(plan.tokens_per_sample()),
+        global_batch_tokens: tp.tokens_per_step,
         throughput_accuracy: throughput_accuracy(&r, gen, &fabric),
         throughput: tp,
         time,
@@ -497,6 +502,7 @@ pub fn evaluate(plan: &Plan) -> Report {
         layers_per_pipeline_rank: r.layout.stages.per_rank(r.layout.pp),
         engine: plan.engine(),
         nvlink: nvlink_domains(&r.layout, &fabric),
+        rollout,
     };
     if crate::resolve::engine_error(plan).is_some() || host_full {
         // No engine trains this plan, or its host cannot hold what it
@@ -523,6 +529,27 @@ pub fn evaluate(plan: &Plan) -> Report {
     }
 }
 
+/// A GRPO plan's vLLM engine, prompts and rollout tokens per second.
+fn rollout_figures(
+    r: &Resolved<'_>,
+    fabric: &Fabric,
+    tp: &throughput::Throughput,
+) -> Option<crate::report::RolloutFigures> {
+    let gpn = crate::rollout::engine_gpus(fabric, &r.layout);
+    let e = crate::rollout::VllmEngine::of(&r.arch, &r.counts, r.plan, &r.gpu, gpn)?;
+    let rollout = &r.plan.rollout;
+    let rows = tp.tokens_per_step / r.plan.seq.max(1);
+    Some(crate::report::RolloutFigures {
+        vllm_tp: e.tp,
+        rows_per_engine: e.rows as u64,
+        concurrent_rows: e.concurrent as u64,
+        prompts_per_step: rows / rollout.generations.max(1),
+        prompts_per_second: tp.samples_per_second,
+        rollout_tokens_per_second: tp.samples_per_second
+            * (rollout.generations * rollout.completion) as f64,
+    })
+}
+
 /// How far the speed is checked: the cross-validated error of the group of
 /// published runs this plan belongs to, inside what those runs ran, or
 /// "extrapolated" along the axes it leaves; a ± only from five rows of two
@@ -539,12 +566,18 @@ fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Ac
     if gen == Generation::Blackwell && !r.plan.precision.is_low_precision() && !gb200 {
         a.note.push(Phrase::new(Text::BlackwellBf16FromGb200));
     }
-    if r.plan.stage == TrainingStage::Dpo {
-        // No published DPO run checks the step: its reference forward is
-        // derived; the SFT part's check, if any, stays as a note for scale.
+    if r.plan.stage != TrainingStage::Sft {
+        // No published DPO or GRPO run checks the step: its reference forward
+        // and generation are derived; the SFT part's check, if any, stays as
+        // a note for scale.
         a.level = Level::Derived;
         a.expected_error = None;
-        a.note.insert(0, Phrase::new(Text::SpeedDerivedDpo));
+        let text = if r.plan.stage == TrainingStage::Dpo {
+            Text::SpeedDerivedDpo
+        } else {
+            Text::SpeedDerivedGrpo
+        };
+        a.note.insert(0, Phrase::new(text));
     }
     if r.arch.moe.is_some() {
         // The label follows the plan's group, as for dense plans (#26: the
@@ -615,7 +648,12 @@ fn unchecked_throughput(r: &Resolved<'_>, group: &crate::accuracy::Group) -> Acc
 /// searches (a clone per probe cost more than the probe).
 fn largest_that_fit(r: &Resolved<'_>, budget: u64, peak: u64) -> (u64, u64) {
     let plan = std::cell::RefCell::new(r.plan.clone());
-    let peak_of = |p: &Plan| memory::breakdown(&r.arch, &r.counts, p, &r.layout).peak_bytes;
+    let pool = crate::rollout::pool_bytes(r.plan, &r.gpu);
+    let peak_of = |p: &Plan| {
+        memory::breakdown(&r.arch, &r.counts, p, &r.layout)
+            .peak_bytes
+            .saturating_add(pool)
+    };
     let host_holds = |p: &Plan| {
         !p.offload || {
             let offload = memory::offload(&r.arch, &r.counts, p, &r.layout);
@@ -836,7 +874,8 @@ pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
         if !errors.is_empty() {
             continue;
         }
-        let mem = memory::breakdown(&r.arch, &r.counts, &p, &r.layout);
+        let pool = crate::rollout::pool_bytes(&p, &r.gpu);
+        let mem = memory::breakdown(&r.arch, &r.counts, &p, &r.layout).with_pool(pool);
         let usable = r.gpu.usable_bytes();
         let tp = throughput::throughput(
             &r.arch,

@@ -357,6 +357,18 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
     if p.stage != TrainingStage::Sft {
         items.push(("stage", py_str(p.stage.key())));
     }
+    if let Some(g) = &r.rollout {
+        // grpo.py's GRPOConfig, as the planner modelled the rollouts (#38).
+        let o = &p.rollout;
+        items.push(("num_generations", o.generations.to_string()));
+        items.push(("max_completion_length", o.completion.to_string()));
+        items.push(("beta", crate::plan::fmt_num(o.beta)));
+        items.push((
+            "vllm_gpu_memory_utilization",
+            crate::plan::fmt_num(o.gen_share),
+        ));
+        items.push(("vllm_tensor_parallel_size", g.vllm_tp.to_string()));
+    }
     if p.train != Training::Full {
         items.push(("lora_r", p.lora_rank.to_string()));
         items.push(("lora_alpha", p.lora_alpha_or_default().to_string()));

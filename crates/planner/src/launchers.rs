@@ -105,10 +105,15 @@ fn setting_rules(
             "train",
             lora_fix,
         ),
-        // Its training step is the next-token loss; DPO runs in train.py.
+        // Its training step is the next-token loss; DPO runs in train.py,
+        // GRPO in grpo.py.
         (
-            plan.stage == TrainingStage::Dpo,
-            "stage=dpo",
+            plan.stage != TrainingStage::Sft,
+            if plan.stage == TrainingStage::Dpo {
+                "stage=dpo"
+            } else {
+                "stage=grpo"
+            },
             "stage",
             to_hf.or(Some(("stage", "sft"))),
         ),
@@ -218,7 +223,8 @@ pub enum HfTpRefusal {
     Layer,
     /// PEFT's adapters are not split: LoRA trains data parallel.
     Adapters,
-    /// DPO runs its reference model unsplit: data parallel only.
+    /// DPO and GRPO run their reference model (and GRPO its vLLM engine)
+    /// unsplit: data parallel only.
     Dpo,
     /// torchao's FP8/MX layers are not given tensor-parallel styles there.
     LowPrecision,
@@ -241,7 +247,7 @@ pub fn hf_tp_refusal(
         Some(HfTpRefusal::Layer)
     } else if train != Training::Full {
         Some(HfTpRefusal::Adapters)
-    } else if stage == TrainingStage::Dpo {
+    } else if stage != TrainingStage::Sft {
         Some(HfTpRefusal::Dpo)
     } else if precision.is_low_precision() {
         Some(HfTpRefusal::LowPrecision)
@@ -274,4 +280,65 @@ impl HfTpRefusal {
         };
         Message::new(code, key, text, args).fix(fix.0, fix.1)
     }
+}
+
+/// The first setting of a GRPO plan that the bundle's grpo.py does not run
+/// as modelled, or `None` when it runs all of it (or the plan is not GRPO,
+/// or starts a Megatron launcher, which refuses GRPO itself). grpo.py is
+/// TRL's `GRPOTrainer` under the Transformers Trainer: DDP, or FSDP2 full
+/// sharding through accelerate (no DeepSpeed ZeRO-1/2, no hybrid groups),
+/// BF16 mixed precision (the vLLM engine generates in BF16), gradient
+/// checkpointing on or off, TRL's own loss over the completion's logits,
+/// LoRA through PEFT (vLLM takes the merged weights; a 4-bit base has none
+/// to merge into), no offloading and no `torch.compile`.
+pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
+    let on_megatron = plan.engine() == Engine::MegatronBridge;
+    if plan.stage != TrainingStage::Grpo || on_megatron {
+        return None;
+    }
+    let rules: [Rule; 9] = [
+        (
+            plan.stack == crate::plan::Stack::Torchtitan,
+            "stack=torchtitan",
+            "stack",
+            Some(("stack", "hf")),
+        ),
+        (c.zero == 1, "zero=1", "zero", Some(("zero", "3"))),
+        (c.zero == 2, "zero=2", "zero", Some(("zero", "3"))),
+        (
+            plan.shard.is_some() && c.zero >= 2,
+            "hybrid sharding",
+            "shard",
+            Some(("shard", "")),
+        ),
+        (
+            c.precision != Precision::Bf16,
+            "precisions other than BF16",
+            "precision",
+            Some(("precision", "bf16")),
+        ),
+        (
+            !matches!(c.checkpointing, Checkpointing::None | Checkpointing::Full),
+            "op-level, selective or partial checkpointing",
+            "ckpt",
+            Some(("ckpt", "full")),
+        ),
+        (plan.offload, "offload=1", "offload", Some(("offload", "0"))),
+        (
+            plan.loss == crate::plan::Loss::Fused,
+            "loss=fused",
+            "loss",
+            Some(("loss", "plain")),
+        ),
+        (
+            plan.train == Training::Qlora,
+            "train=qlora",
+            "train",
+            Some(("train", "lora")),
+        ),
+    ];
+    rules
+        .into_iter()
+        .find(|r| r.0)
+        .map(|(_, what, key, fix)| Refusal { what, key, fix })
 }

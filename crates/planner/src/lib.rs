@@ -28,6 +28,7 @@ pub mod post_training;
 pub mod published;
 pub mod report;
 pub mod resolve;
+pub mod rollout;
 pub mod rope;
 pub mod search;
 pub mod sequence_bands;

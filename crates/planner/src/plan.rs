@@ -60,6 +60,8 @@ pub enum Engine {
     TrainPy,
     /// The bundle's Megatron-Bridge launcher, in the NeMo Framework container.
     MegatronBridge,
+    /// The bundle's `grpo.py`: TRL's `GRPOTrainer` with vLLM colocated.
+    Grpo,
     /// The user's own entry script, which the bundle does not carry.
     OwnEntry,
 }
@@ -70,6 +72,7 @@ impl Engine {
         match self {
             Engine::TrainPy => crate::text::Text::RunsOnTrainPy,
             Engine::MegatronBridge => crate::text::Text::RunsOnMegatronBridge,
+            Engine::Grpo => crate::text::Text::RunsOnGrpo,
             Engine::OwnEntry => crate::text::Text::RunsOnOwnEntry,
         }
     }
@@ -78,6 +81,10 @@ impl Engine {
 /// The bundle's Megatron-Bridge launcher (crates/planner/bundle/), which a
 /// Megatron plan's launch code starts (`megatron_bridge` writes its settings).
 pub const MEGATRON_BRIDGE_SCRIPT: &str = "pretrain_megatron_bridge.py";
+
+/// The bundle's GRPO script (crates/planner/bundle/), which a GRPO plan on
+/// the Hugging Face stack starts: TRL's `GRPOTrainer` (#38).
+pub const GRPO_SCRIPT: &str = "grpo.py";
 
 /// Layers NVFP4 recipes keep in BF16 for numerical safety: about 15 % of
 /// them (NVIDIA's NVFP4 pretraining recipe, arXiv 2509.25149, keeps ~15 %
@@ -127,18 +134,59 @@ impl LoraTargets {
 
 impl Plan {
     /// Sequences per GPU per micro-batch: `mb` samples, two rows each for a
-    /// DPO pair (the memory and the step run both at once).
+    /// DPO pair (the memory and the step run both at once); GRPO's `mb`
+    /// counts rows (TRL's `per_device_train_batch_size` counts completions).
     pub fn rows_per_micro_batch(&self) -> u64 {
-        self.micro_batch
-            .saturating_mul(self.stage.rows_per_sample())
+        match self.stage {
+            TrainingStage::Dpo => self.micro_batch.saturating_mul(2),
+            TrainingStage::Sft | TrainingStage::Grpo => self.micro_batch,
+        }
     }
 
     /// The LoRA adapters' parameters on this model (`lora_rank` on the
     /// `lora_targets` Linears of every layer).
-    /// Tokens one sample puts through the model: a sequence, or both rows
-    /// of a DPO pair.
+    /// Tokens one sample puts through the model: a sequence, both rows of
+    /// a DPO pair, or a GRPO prompt's `generations` rows.
     pub fn tokens_per_sample(&self) -> u64 {
-        self.seq.saturating_mul(self.stage.rows_per_sample())
+        let rows = match self.stage {
+            TrainingStage::Sft => 1,
+            TrainingStage::Dpo => 2,
+            TrainingStage::Grpo => self.rollout.generations,
+        };
+        self.seq.saturating_mul(rows)
+    }
+
+    /// Whether a frozen reference model runs beside the policy: DPO's, and
+    /// GRPO's when its KL penalty is on (TRL loads none at `beta = 0`).
+    pub fn has_reference(&self) -> bool {
+        match self.stage {
+            TrainingStage::Sft => false,
+            TrainingStage::Dpo => true,
+            TrainingStage::Grpo => self.rollout.beta > 0.0,
+        }
+    }
+
+    /// Forwards without gradients per micro-batch before the update:
+    /// DPO's reference; GRPO's old policy (TRL computes it whenever vLLM
+    /// generates, for `vllm_importance_sampling_correction`, on by default)
+    /// and its reference when `beta > 0`.
+    pub fn scoring_forwards(&self) -> u64 {
+        match self.stage {
+            TrainingStage::Sft => 0,
+            TrainingStage::Dpo => 1,
+            TrainingStage::Grpo => 1 + u64::from(self.has_reference()),
+        }
+    }
+
+    /// Tokens per micro-batch whose logits the loss takes: every row's, or
+    /// GRPO's completions only (TRL's `logits_to_keep = C + 1`).
+    pub fn logit_tokens(&self) -> u64 {
+        match self.stage {
+            TrainingStage::Grpo => self
+                .micro_batch
+                .saturating_mul(self.rollout.completion.min(self.seq) + 1),
+            _ => self.rows_per_micro_batch().saturating_mul(self.seq),
+        }
     }
 
     /// The adapters' `lora_alpha`: the plan's, or twice the rank.
@@ -235,16 +283,48 @@ keyed_enum!(
         /// rows (TRL's `concatenated_forward`), with the reference model's
         /// log-probabilities from a forward without gradients.
         Dpo => "dpo",
+        /// Group relative policy optimisation (Shao et al. 2024, arXiv
+        /// 2402.03300) as TRL's `GRPOTrainer` runs it: each step generates
+        /// `generations` completions per prompt with vLLM colocated on the
+        /// training GPUs, scores them (the old policy's log-probabilities,
+        /// and the reference's when `beta > 0`), then trains on the rows
+        /// with the loss over the completion only. A sample is one row.
+        Grpo => "grpo",
     }
 );
 
-impl TrainingStage {
-    /// Sequences one sample puts through the model: a DPO pair is two.
-    pub fn rows_per_sample(self) -> u64 {
-        match self {
-            TrainingStage::Sft => 1,
-            TrainingStage::Dpo => 2,
+/// GRPO's rollouts, in TRL `GRPOConfig`'s terms (0.24.0 defaults); read
+/// only at `stage=grpo`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Rollout {
+    /// Completions per prompt (`num_generations`, 8).
+    pub generations: u64,
+    /// Completion tokens per row (`max_completion_length`, 256): the end of
+    /// the row of `seq` tokens, whose start is the prompt.
+    pub completion: u64,
+    /// The KL penalty's weight (`beta`, 0.0 since TRL 0.19): above 0 a
+    /// frozen reference model and its forward.
+    pub beta: f64,
+    /// vLLM's share of each GPU's memory, colocated with training
+    /// (`vllm_gpu_memory_utilization`, 0.3): its weights and KV cache.
+    pub gen_share: f64,
+}
+
+impl Default for Rollout {
+    fn default() -> Self {
+        Rollout {
+            generations: 8,
+            completion: 256,
+            beta: 0.0,
+            gen_share: 0.3,
         }
+    }
+}
+
+impl Rollout {
+    /// Prompt tokens per row: the row less its completion.
+    pub fn prompt(&self, seq: u64) -> u64 {
+        seq.saturating_sub(self.completion)
     }
 }
 
@@ -432,6 +512,8 @@ pub struct Plan {
     pub train: Training,
     /// The training stage (`stage=`): SFT unless the URL says otherwise.
     pub stage: TrainingStage,
+    /// GRPO's generation settings (`stage=grpo` only).
+    pub rollout: Rollout,
     pub lora_rank: u64,
     /// PEFT's `lora_alpha` (the adapters' scale is alpha / rank); None:
     /// twice the rank, what train.py has set since LoRA was exported.
@@ -620,6 +702,7 @@ impl Default for Plan {
             params_b: None,
             train: Training::Full,
             stage: TrainingStage::Sft,
+            rollout: Rollout::default(),
             lora_rank: 16,
             lora_alpha: None,
             lora_targets: LoraTargets::AllLinear,
@@ -742,6 +825,17 @@ const OPTIONAL: [&str; 9] = [
     "vs",
 ];
 
+/// The keys of a custom GPU (`instance=custom`).
+const CUSTOM_GPU_KEYS: [&str; 7] = [
+    "gpu_mem",
+    "gpu_bf16",
+    "gpu_fp8",
+    "gpu_bw",
+    "gpu_count",
+    "gpu_nvlink",
+    "gpu_net",
+];
+
 /// Longest value accepted for any key (a link is not a storage format).
 const MAX_VALUE_LEN: usize = 512;
 
@@ -764,6 +858,10 @@ pub const KEYS: &[&str] = &[
     "params_b",
     "train",
     "stage",
+    "generations",
+    "completion",
+    "beta",
+    "gen_share",
     "lora_rank",
     "lora_alpha",
     "lora_targets",
@@ -875,10 +973,13 @@ impl Plan {
 
     /// The script the launch code starts: the plan's `entry`, except that a
     /// Megatron plan left at the default `train.py` starts the bundle's
-    /// Megatron-Bridge launcher (#37).
+    /// Megatron-Bridge launcher (#37), and a GRPO plan the bundle's GRPO
+    /// script (#38).
     pub fn launch_entry(&self) -> &str {
         if self.stack == Stack::Megatron && self.entry == "train.py" {
             MEGATRON_BRIDGE_SCRIPT
+        } else if self.bundled_hf() && self.stage == TrainingStage::Grpo {
+            GRPO_SCRIPT
         } else {
             &self.entry
         }
@@ -892,6 +993,7 @@ impl Plan {
             Stack::Megatron if self.launch_entry() == MEGATRON_BRIDGE_SCRIPT => {
                 Engine::MegatronBridge
             }
+            Stack::Hf if self.launch_entry() == GRPO_SCRIPT => Engine::Grpo,
             Stack::Hf if self.entry == "train.py" => Engine::TrainPy,
             _ => Engine::OwnEntry,
         }
@@ -909,6 +1011,7 @@ impl Plan {
     pub fn from_query(input: &str) -> Decoded {
         let mut plan = Plan::default();
         let mut notices = Vec::new();
+        let mut custom_keys = Vec::new();
         let mut lang = None;
         let query = match input.find('?') {
             Some(i) => &input[i + 1..],
@@ -941,6 +1044,17 @@ impl Plan {
                     key: safe_key(key),
                     problem,
                 });
+            } else if CUSTOM_GPU_KEYS.contains(&key) {
+                custom_keys.push(safe_key(key));
+            }
+        }
+        // A custom GPU's figures describe `instance=custom` only: beside a
+        // known instance they would be read and silently ignored.
+        if plan.instance != "custom" {
+            for key in custom_keys {
+                let args: [(&str, &dyn Display); 2] = [("key", &key), ("instance", &plan.instance)];
+                let problem = problem(Text::CustomGpuKeyIgnored, &args);
+                notices.push(Notice { key, problem });
             }
         }
         Decoded {
@@ -1029,6 +1143,11 @@ impl Plan {
         match f.key {
             "train" => self.train = f.one_of(Training::from_key, Training::keys)?,
             "stage" => self.stage = f.one_of(TrainingStage::from_key, TrainingStage::keys)?,
+            // TRL requires two completions per prompt at least.
+            "generations" => self.rollout.generations = f.int(2, 1024)?,
+            "completion" => self.rollout.completion = f.int(1, 131_072)?,
+            "beta" => self.rollout.beta = f.num(0.0, 10.0)?,
+            "gen_share" => self.rollout.gen_share = f.num(0.05, 0.95)?,
             "lora_rank" => self.lora_rank = f.int(1, 4096)?,
             "lora_alpha" => self.lora_alpha = Some(f.int(1, 65_536)?),
             "lora_targets" => {
@@ -1209,6 +1328,13 @@ impl Plan {
         out.push(("train", self.train.key().into()));
         if self.stage != TrainingStage::Sft {
             out.push(("stage", self.stage.key().into()));
+        }
+        if self.stage == TrainingStage::Grpo {
+            let r = &self.rollout;
+            out.push(("generations", r.generations.to_string()));
+            out.push(("completion", r.completion.to_string()));
+            out.push(("beta", fmt_num(r.beta)));
+            out.push(("gen_share", fmt_num(r.gen_share)));
         }
         if self.train != Training::Full {
             out.push(("lora_rank", self.lora_rank.to_string()));

@@ -192,6 +192,24 @@ pub struct Figures {
     pub engine: crate::plan::Engine,
     /// The NVLink domains the job spans and the groups that leave one.
     pub nvlink: NvlinkDomains,
+    /// GRPO's generation (`stage=grpo`), else `None`.
+    pub rollout: Option<RolloutFigures>,
+}
+
+/// A GRPO plan's colocated vLLM engine and its rollouts (`rollout.rs`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RolloutFigures {
+    /// GPUs per vLLM engine (`vllm_tensor_parallel_size`).
+    pub vllm_tp: u64,
+    /// Rows each engine generates per step.
+    pub rows_per_engine: u64,
+    /// Rows its KV cache holds at once; fewer than `rows_per_engine` means waves.
+    pub concurrent_rows: u64,
+    /// Prompts per step (the step's rows over `generations`).
+    pub prompts_per_step: u64,
+    pub prompts_per_second: f64,
+    /// Completion tokens generated per second, all GPUs.
+    pub rollout_tokens_per_second: f64,
 }
 
 /// How a job sits on its NVLink domains (an 8-GPU instance, or a GB200

@@ -6,7 +6,7 @@ use crate::architecture::{self, Architecture, Moe, ParameterCounts};
 use crate::hardware::{self, Gpu, Instance};
 use crate::launchers::hf_tp_refusal;
 use crate::memory::{Layout, Stages};
-use crate::plan::{Plan, Precision, Stack, Training};
+use crate::plan::{Plan, Precision, Stack, Training, TrainingStage};
 pub use crate::text::Message;
 use crate::text::{Arg, Phrase, Text};
 use std::borrow::Cow;
@@ -128,6 +128,14 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
     }
     errors.extend(engine_error(plan));
     errors.extend(megatron_launcher_error(plan, &arch));
+    errors.extend(grpo_launcher_error(plan));
+    check_rollout(
+        plan,
+        (&arch, &counts),
+        (&gpu, &instance),
+        &layout,
+        &mut errors,
+    );
     let resolved = Resolved {
         plan,
         arch,
@@ -278,6 +286,94 @@ fn megatron_launcher_error(plan: &Plan, arch: &Architecture) -> Option<Message> 
         Some((key, value)) => m.fix(key, value),
         None => m,
     })
+}
+
+/// What the bundle's grpo.py does not run (`launchers::grpo_refusal`), on
+/// the input that asks for it, with the change that makes it run.
+fn grpo_launcher_error(plan: &Plan) -> Option<Message> {
+    use crate::launchers::{grpo_refusal, Choice};
+    let r = grpo_refusal(plan, Choice::of(plan))?;
+    let args: [(&'static str, Arg); 1] = [("what", Arg::from(r.what))];
+    let m = Message::new("grpo_launcher_refuses", r.key, Text::GrpoRefuses, args);
+    Some(match r.fix {
+        Some((key, value)) => m.fix(key, value),
+        None => m,
+    })
+}
+
+/// A GRPO plan's rollouts as TRL runs them: a completion shorter than the
+/// row, whole groups of `generations` rows in the step's global batch
+/// (`GRPOConfig.__post_init__` raises otherwise), and a vLLM engine whose
+/// share holds its weights and one row's KV cache.
+fn check_rollout(
+    plan: &Plan,
+    (arch, counts): (&Architecture, &crate::architecture::ParameterCounts),
+    (gpu, instance): (&Gpu, &Instance),
+    layout: &Layout,
+    errors: &mut Vec<Message>,
+) {
+    if plan.stage != TrainingStage::Grpo {
+        return;
+    }
+    let r = &plan.rollout;
+    if r.completion >= plan.seq {
+        let args: [(&'static str, Arg); 2] = [
+            ("completion", Arg::from(&r.completion)),
+            ("seq", Arg::from(&plan.seq)),
+        ];
+        let m = Message::new(
+            "grpo_completion_too_long",
+            "completion",
+            Text::GrpoCompletionTooLong,
+            args,
+        );
+        errors.push(m.fix("completion", (plan.seq / 2).max(1).to_string()));
+    }
+    let rows_per_ga = plan.micro_batch.saturating_mul(layout.dp);
+    let rows = rows_per_ga.saturating_mul(plan.grad_accum);
+    if !rows.is_multiple_of(r.generations) {
+        let args: [(&'static str, Arg); 3] = [
+            ("dp", Arg::from(&layout.dp)),
+            ("rows", Arg::from(&rows)),
+            ("generations", Arg::from(&r.generations)),
+        ];
+        let m = Message::new("grpo_groups_split", "ga", Text::GrpoGroupsSplit, args);
+        // The next accumulation that makes whole groups (ga x generations does).
+        let ga = (plan.grad_accum..=plan.grad_accum.saturating_mul(r.generations)).find(|ga| {
+            rows_per_ga
+                .saturating_mul(*ga)
+                .is_multiple_of(r.generations)
+        });
+        errors.push(match ga {
+            Some(ga) => m.fix("ga", ga.to_string()),
+            None => m,
+        });
+    }
+    let fabric = crate::fabric::Fabric::of(gpu, instance, plan.ultraserver);
+    let gpn = crate::rollout::engine_gpus(&fabric, layout);
+    let Some(engine) = crate::rollout::VllmEngine::of(arch, counts, plan, gpu, gpn) else {
+        return;
+    };
+    if !engine.runs() {
+        let args: [(&'static str, Arg); 3] = [
+            (
+                "share",
+                Arg::from(crate::plan::fmt_num(r.gen_share).as_str()),
+            ),
+            ("tp", Arg::from(&engine.tp)),
+            ("seq", Arg::from(&plan.seq)),
+        ];
+        let m = Message::new(
+            "grpo_engine_too_small",
+            "gen_share",
+            Text::GrpoEngineTooSmall,
+            args,
+        );
+        errors.push(match engine.share_for_all_rows(arch, plan, gpu) {
+            Some(share) => m.fix("gen_share", crate::plan::fmt_num(share)),
+            None => m,
+        });
+    }
 }
 
 /// The bundled train.py runs data parallelism (DDP, FSDP2, HSDP) and

@@ -100,6 +100,8 @@ struct InstanceInfo {
     eff: Efficiency,
     price: Option<f64>,
     budget: u64,
+    /// GRPO: the colocated vLLM engine's share of each GPU (`rollout`).
+    pool: u64,
     /// Which of the distinct (GPUs per node, FP8 kept transposed) classes
     /// this instance type is in: instance types of one class share peaks.
     per_node_class: usize,
@@ -286,7 +288,12 @@ impl Space {
         } else {
             vec![Checkpointing::None, Checkpointing::Op, Checkpointing::Full]
         };
-        let losses = vec![Loss::Plain, Loss::Fused];
+        // grpo.py computes TRL's own loss (`launchers::grpo_refusal`).
+        let losses = if plan.stage == crate::plan::TrainingStage::Grpo {
+            vec![Loss::Plain]
+        } else {
+            vec![Loss::Plain, Loss::Fused]
+        };
         let mbs = if locks.micro_batch {
             vec![plan.micro_batch]
         } else {
@@ -374,6 +381,7 @@ fn instance_info(
         eff: throughput::efficiency(throughput::generation(&gpu)),
         price,
         budget: budget_bytes(gpu.usable_bytes(), plan.headroom),
+        pool: crate::rollout::pool_bytes(plan, &gpu),
         per_node_class: 0,
         instance,
         gpu,
@@ -518,7 +526,10 @@ impl Search {
             dp
         };
         // ZeRO over one rank is DDP, and a hybrid group as large as the whole is full sharding: count each once.
+        // grpo.py shards over every rank (`launchers::grpo_refusal`: no hybrid groups).
+        let grpo_hybrid = hybrid && b.stage == crate::plan::TrainingStage::Grpo;
         let repeats = (zero > 0 && dp < 2)
+            || grpo_hybrid
             || (hybrid && (shard >= dp || !dp.is_multiple_of(shard) || shard < 2));
         if repeats || !self.global_sequences.is_multiple_of(dp) {
             return None;
@@ -584,6 +595,7 @@ impl Search {
             checkpointing,
         };
         launchers::megatron_refusal(b, &self.arch, choice).is_some()
+            || launchers::grpo_refusal(b, choice).is_some()
     }
 
     /// Whether the working plan offloads more activations than the block's
@@ -601,7 +613,7 @@ impl Search {
     /// Every checkpointing, loss and micro-batch on the block's layout.
     fn inner(&mut self, o: [usize; 8], layout: &Layout) {
         let s = &self.space;
-        let budget = s.instances[o[0]].budget;
+        let (budget, pool) = (s.instances[o[0]].budget, s.instances[o[0]].pool);
         let (ckpts, losses, mbs) = (s.ckpts.clone(), s.losses.clone(), s.mbs.clone());
         let key = s.layout_key(o);
         let mut peaks = self.peaks.take(key, s.inner_len());
@@ -623,10 +635,10 @@ impl Search {
                     w.grad_accum = self.global_sequences / (mb * dp);
                     self.evaluated += 1;
                     let (arch, counts) = (&self.arch, &self.counts);
-                    let peak = *peaks[(ci * losses.len() + li) * mbs.len() + mi]
-                        .get_or_insert_with(|| {
-                            memory::breakdown(arch, counts, w, layout).peak_bytes
-                        });
+                    let peak =
+                        *peaks[(ci * losses.len() + li) * mbs.len() + mi].get_or_insert_with(
+                            || memory::breakdown(arch, counts, w, layout).peak_bytes,
+                        ) + pool;
                     if peak > budget {
                         if self.use_bounds {
                             // Larger micro-batches need more memory: skip them.

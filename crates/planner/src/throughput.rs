@@ -14,9 +14,7 @@ pub use crate::fabric::Fabric;
 use crate::hardware::Gpu;
 pub use crate::hardware::{generation, Generation};
 use crate::memory::Layout;
-use crate::plan::{
-    Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Stack, Training, TrainingStage,
-};
+use crate::plan::{Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Stack, Training};
 use serde::Serialize;
 
 /// Fitted efficiency parameters of one GPU generation.
@@ -162,9 +160,13 @@ pub struct StepTime {
     /// Activation offloading's transfers to and from host memory that the
     /// step's compute does not hide.
     pub offload: f64,
-    /// DPO: the reference model's forward over both rows of every pair,
-    /// without gradients.
+    /// Forwards without gradients before the update: DPO's reference model
+    /// over both rows of every pair; GRPO's scoring (the old policy's
+    /// log-probabilities, and the reference's when `beta > 0`).
     pub reference: f64,
+    /// GRPO: the colocated vLLM engine generating the step's completions,
+    /// and the trained weights copied into it after the step.
+    pub generation: f64,
 }
 
 impl StepTime {
@@ -181,6 +183,7 @@ impl StepTime {
             + self.optimizer
             + self.offload
             + self.reference
+            + self.generation
     }
 }
 
@@ -251,6 +254,10 @@ struct StepShape<'a> {
     kv: f64,
     /// Tokens per GPU per micro-batch.
     tokens: f64,
+    /// Of those, the tokens the LM head and the loss run on (`Plan::logit_tokens`).
+    head_tokens: f64,
+    /// GRPO's colocated generation: seconds per step.
+    generation: f64,
     /// Decoder layers of the pipeline stage timed.
     layers: f64,
     /// Whether that stage computes the LM head and the loss (the last one).
@@ -324,6 +331,8 @@ impl<'a> StepShape<'a> {
             q: arch.q_width() as f64,
             kv: arch.kv_width() as f64,
             tokens: plan.rows_per_micro_batch() as f64 * plan.seq as f64 / c,
+            head_tokens: plan.logit_tokens() as f64 / c,
+            generation: rollout_seconds(arch, counts, plan, layout, gpu, (fabric, eff)),
             // The last stage also runs the multi-token-prediction layers.
             layers: (layout.stages.last + plan.mtp) as f64,
             head: true,
@@ -719,11 +728,11 @@ fn lm_head(s: &StepShape) -> f64 {
         return 0.0;
     }
     let mtp = s.plan.mtp as f64;
-    mtp * 3.0 * s.lin(s.tokens, s.h / s.t, 2.0 * s.h)
+    mtp * 3.0 * s.lin(s.head_tokens, s.h / s.t, 2.0 * s.h)
         + (1.0 + mtp)
             * 3.0
             * s.gemm(
-                s.tokens,
+                s.head_tokens,
                 s.arch.vocab as f64 / s.t,
                 s.h,
                 s.wide_peak,
@@ -738,7 +747,7 @@ fn loss_elementwise(s: &StepShape) -> f64 {
     if !s.head {
         return 0.0;
     }
-    let elements = s.tokens * s.arch.vocab as f64 / s.t * (1.0 + s.plan.mtp as f64);
+    let elements = s.head_tokens * s.arch.vocab as f64 / s.t * (1.0 + s.plan.mtp as f64);
     match s.plan.loss {
         Loss::Plain => elements * 4.0 * 6.0 / s.bw,
         Loss::Fused => elements * 2.0 * 3.0 / s.bw,
@@ -1117,27 +1126,61 @@ fn step_time(s: &StepShape, fwd: LayerForward) -> StepTime {
         data_parallel: data_parallel_exposed(s, dp_window(s, per_mb)),
         optimizer: optimizer_step(s),
         offload: m * offload_exposed(s, &fwd),
-        reference: m * reference_forward(s, &fwd),
+        reference: m * s.plan.scoring_forwards() as f64 * forward_without_gradients(s, &fwd),
+        generation: s.generation,
     }
 }
 
-/// DPO's reference log-probabilities: one forward of the frozen model over
-/// the micro-batch's rows, without gradients (TRL's
-/// `compute_ref_log_probs` under `torch.no_grad`; train.py runs it before
-/// the policy's forward): a third of the layers' GEMM and elementwise time
+/// One forward over the micro-batch's rows without gradients: DPO's
+/// reference log-probabilities (TRL's `compute_ref_log_probs` under
+/// `torch.no_grad`; train.py runs it before the policy's forward), GRPO's
+/// old and reference log-probabilities (`_generate_and_score_completions`,
+/// in chunks of `mb` rows): a third of the layers' GEMM and elementwise time
 /// of forward plus backward, the attention forward, the LM head's forward
 /// (a third of `lm_head`) and the tensor-parallel traffic of a forward
 /// (half of a step's without recomputation: Megatron's `f` and `g`
 /// collectives run once each way).
 /// FSDP2 gathers the reference's layers as it gathers the policy's, ahead
 /// of each layer, behind the forward's compute (not charged).
-fn reference_forward(s: &StepShape, fwd: &LayerForward) -> f64 {
-    if s.plan.stage != TrainingStage::Dpo {
-        return 0.0;
-    }
+fn forward_without_gradients(s: &StepShape, fwd: &LayerForward) -> f64 {
     s.layers * (fwd.gemm + fwd.attention + fwd.elementwise)
         + lm_head(s) / 3.0
         + tensor_parallel(s, 3.0 * fwd.gemm) / 2.0
+}
+
+/// GRPO's generation per step (`rollout`), and the copy of the trained
+/// weights into the engine after it: under FSDP2 `full_tensor()` gathers
+/// each parameter's shards (fp32 under the mixed-precision policy, BF16
+/// for a LoRA base, which TRL gathers whole to merge the adapters), then
+/// vLLM's `load_weights` writes its BF16 copy.
+fn rollout_seconds(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    plan: &Plan,
+    layout: &Layout,
+    gpu: &Gpu,
+    (fabric, eff): (&Fabric, &Efficiency),
+) -> f64 {
+    let gpn = crate::rollout::engine_gpus(fabric, layout);
+    let Some(e) = crate::rollout::VllmEngine::of(arch, counts, plan, gpu, gpn) else {
+        return 0.0;
+    };
+    let generate =
+        crate::rollout::generation_seconds(&e, arch, counts, plan, gpu, (eff.gemm, eff.memory));
+    let bandwidth = gpu.mem_bw_tbs * 1e12 * eff.memory;
+    let load = 2.0 * e.weight_bytes / bandwidth;
+    let gather = if crate::memory::runs_fsdp2(plan, layout) {
+        let bytes = if plan.train == Training::Full {
+            4.0
+        } else {
+            2.0
+        };
+        let n = layout.shard.max(1);
+        fabric.seconds(Collective::AllGather, n, 1, counts.total as f64 * bytes)
+    } else {
+        0.0
+    };
+    generate + load + gather
 }
 
 /// PCIe Gen5 x16, GB/s per direction: a custom GPU's host link.
@@ -1232,10 +1275,14 @@ pub fn throughput_reusing(
         .saturating_mul(layout.dp);
     let tokens_per_second = tokens / step_seconds;
     let tokens_per_second_per_gpu = tokens_per_second / layout.gpus.max(1) as f64;
-    let model_flops = model_flops_per_token(arch, counts, plan.seq);
-    // Recomputation repeats decoder layers, never the LM head.
+    // Recomputation repeats decoder layers, never the LM head; GRPO runs
+    // the head on the completion's positions only (`Plan::logit_tokens`).
     let head_flops = 6.0 * (arch.vocab * arch.hidden) as f64;
-    let hardware_flops = model_flops + (model_flops - head_flops) * recompute_flops_share(plan);
+    let head_share = shape.head_tokens / shape.tokens.max(1.0);
+    let model_flops =
+        model_flops_per_token(arch, counts, plan.seq) - head_flops * (1.0 - head_share.min(1.0));
+    let hardware_flops = model_flops
+        + (model_flops - head_flops * head_share).max(0.0) * recompute_flops_share(plan);
     // MFU's denominator: the GEMM dtype's peak, or the 16-bit one where a
     // custom GPU's FP8 is slower (no op then runs faster than it: MFU <= 1).
     let peak_flops = shape.gemm_peak.max(shape.wide_peak);

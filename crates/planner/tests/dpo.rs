@@ -41,8 +41,7 @@ fn the_reference_is_a_bf16_copy_sharded_as_the_weights() {
     assert_eq!(r.figures.parameters, 8_030_261_248);
     assert_eq!(term(&r, Term::Reference), 2_007_565_312);
     // On one GPU without sharding: the whole copy.
-    let one =
-        report("model=llama-3.1-8b&instance=ml.p5.48xlarge&gpu_count=1&zero=0&seq=2048&stage=dpo");
+    let one = report("model=llama-3.1-8b&instance=ml.p5.4xlarge&zero=0&seq=2048&stage=dpo");
     assert_eq!(term(&one, Term::Reference), 16_060_522_496);
     // FP32 plans keep it in FP32.
     let fp32 = report(&format!("{P5}&stage=dpo&precision=fp32"));

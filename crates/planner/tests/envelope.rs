@@ -303,8 +303,13 @@ fn every_key_has_a_place() {
         "precision",
         "train",
         // DPO plans have their own memory check (the oracle's `stage=dpo`
-        // group) and a derived speed label (evaluate.rs).
+        // group) and a derived speed label (evaluate.rs); GRPO plans, and
+        // so their rollout keys, are labelled derived in both.
         "stage",
+        "generations",
+        "completion",
+        "beta",
+        "gen_share",
         "zero",
         "shard",
         "stack",

@@ -69,12 +69,15 @@ fn memory_never_comes_out_below_a_run_with_shorter_rows() {
 }
 
 /// What SpeedDerivedDpo tells the user: the published TRL DPO runs on one
-/// H100 (Hugging Face's QLoRA posts, a TRL issue's 0.5B estimate) took
-/// several times longer than the planner gives for them even with every row
-/// padded to max_length. If the model comes to explain them, this fails and
-/// the label must change.
+/// H100 (Hugging Face's QLoRA posts, a TRL issue's 0.5B estimate) took 1-22%
+/// longer than the planner gives for them even with every row padded to
+/// max_length (its token count is an upper bound: the runs padded to each
+/// batch's longest). If the model comes to explain them, or drifts away,
+/// this fails and the label must change. (Until stop 46 these rows were
+/// timed on eight GPUs: their `gpu_count=1` was ignored beside a known
+/// instance, and the label said "several times longer".)
 #[test]
-fn published_trl_dpo_runs_took_several_times_longer_than_predicted() {
+fn published_trl_dpo_runs_took_up_to_a_fifth_longer_than_predicted() {
     let times: Vec<_> = rows()
         .into_iter()
         .filter(|r| r.quantity == "hours")
@@ -84,7 +87,7 @@ fn published_trl_dpo_runs_took_several_times_longer_than_predicted() {
     for r in &times {
         let ratio = r.measured / r.predicted.unwrap();
         assert!(
-            ratio > 3.0,
+            (1.0..1.23).contains(&ratio),
             "{}: published {} h, planner {:?} h",
             r.id,
             r.measured,

@@ -195,10 +195,31 @@ fn the_training_stage_travels_only_when_it_is_not_sft() {
     let dpo = Plan::from_query("model=llama-3.1-8b&seq=4096&stage=dpo");
     assert_eq!(dpo.plan.stage, TrainingStage::Dpo);
     assert!(dpo.plan.to_query().contains("&stage=dpo&"));
-    let bad = Plan::from_query("model=llama-3.1-8b&seq=4096&stage=grpo");
+    let bad = Plan::from_query("model=llama-3.1-8b&seq=4096&stage=ppo");
     assert_eq!(bad.plan.stage, TrainingStage::Sft);
     assert_eq!(bad.plan.seq, 4096);
     assert_eq!(bad.notices.len(), 1, "{:?}", bad.notices);
+    // GRPO's rollout keys travel with stage=grpo only, and round-trip.
+    assert!(!dpo.plan.to_query().contains("generations="));
+    let q = "model=llama-3.1-8b&seq=4096&stage=grpo&generations=16&completion=1536&beta=0.04&gen_share=0.45";
+    let grpo = Plan::from_query(q).plan;
+    let r = &grpo.rollout;
+    assert_eq!(
+        (r.generations, r.completion, r.beta, r.gen_share),
+        (16, 1536, 0.04, 0.45)
+    );
+    let written = grpo.to_query();
+    assert!(
+        written.contains("&stage=grpo&generations=16&completion=1536&beta=0.04&gen_share=0.45&")
+    );
+    assert_eq!(Plan::from_query(&written).plan, grpo);
+    // TRL needs two completions per prompt; a bad value keeps the rest.
+    let one = Plan::from_query("model=llama-3.1-8b&stage=grpo&generations=1&completion=300");
+    assert_eq!(
+        (one.plan.rollout.generations, one.plan.rollout.completion),
+        (8, 300)
+    );
+    assert_eq!(one.notices.len(), 1, "{:?}", one.notices);
 }
 
 /// `lora_alpha` (#38): PEFT's scale travels in the link and the export;
@@ -227,4 +248,20 @@ fn lora_alpha_travels_and_defaults_to_twice_the_rank() {
         p.lora_alpha, None,
         "an emptied field goes back to twice the rank"
     );
+}
+
+/// A custom GPU's keys beside a known instance were read and silently
+/// ignored (the published DPO rows' `gpu_count=1` on ml.p5.48xlarge ran on
+/// eight GPUs): now each says so, and the plan keeps the instance's GPUs.
+#[test]
+fn custom_gpu_keys_beside_a_known_instance_say_they_are_ignored() {
+    let d = Plan::from_query("model=llama-3.1-8b&instance=ml.p5.48xlarge&gpu_count=1&gpu_mem=40");
+    let keys: Vec<_> = d.notices.iter().map(|n| n.key.as_str()).collect();
+    assert_eq!(keys, ["gpu_count", "gpu_mem"]);
+    assert!(d.notices[0]
+        .message()
+        .contains("ignored with ml.p5.48xlarge"));
+    let custom = Plan::from_query("model=llama-3.1-8b&gpu_count=4&instance=custom&gpu_mem=80");
+    assert!(custom.notices.is_empty(), "{:?}", custom.notices);
+    assert_eq!(custom.plan.custom_gpu.per_node, 4);
 }

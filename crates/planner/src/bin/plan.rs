@@ -282,8 +282,10 @@ fn export(args: &[String]) -> ExitCode {
 fn write_bundle(plan: &planner::Plan, launcher: planner::export::Format, dir: &str) -> ExitCode {
     const TRAIN_PY: &str = include_str!("../../bundle/train.py");
     const MEGATRON_BRIDGE_PY: &str = include_str!("../../bundle/pretrain_megatron_bridge.py");
+    const GRPO_PY: &str = include_str!("../../bundle/grpo.py");
     let script = match planner::bundle::script_name(plan) {
         "train.py" => TRAIN_PY,
+        planner::plan::GRPO_SCRIPT => GRPO_PY,
         _ => MEGATRON_BRIDGE_PY,
     };
     let files = planner::bundle::files(plan, launcher, script);

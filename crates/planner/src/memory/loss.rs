@@ -30,22 +30,33 @@ pub(super) fn final_norm(s: &StageShape) -> f64 {
 /// newer releases compile it with the model, which would keep less, but its
 /// published 2024 peaks need the full 12 B (tests/torchtitan_memory.rs), so
 /// the planner does not count on it.
+///
+/// GRPO (TRL's `_get_per_token_logps_and_entropies`) takes the logits of the
+/// completion's `C + 1` positions only, and divides them by the temperature
+/// into a new fp32 tensor: 4 B more per logit beside the 12 B of the loss.
 pub(super) fn logits_and_loss(s: &StageShape) -> f64 {
     if !s.has_head {
         return 0.0;
     }
+    let temperature_copy = if s.plan.stage == TrainingStage::Grpo {
+        16.0 / 12.0
+    } else {
+        1.0
+    };
     let vocab = s.arch.vocab as f64 / s.t;
     // Each MTP layer computes its own logits and loss beside the model's.
     let heads = 1.0 + s.plan.mtp as f64;
+    let tokens = s.logit_tokens;
     heads
+        * temperature_copy
         * match (s.plan.loss, s.plan.stack) {
-            (Loss::Plain, Stack::Hf | Stack::Torchtitan) => s.tokens * vocab * 12.0,
-            (Loss::Plain, Stack::Megatron) => s.tokens * vocab * 10.0,
-            (Loss::Fused, Stack::Hf) => s.tokens.min(FUSED_LOSS_CHUNK) * vocab * 12.0,
+            (Loss::Plain, Stack::Hf | Stack::Torchtitan) => tokens * vocab * 12.0,
+            (Loss::Plain, Stack::Megatron) => tokens * vocab * 10.0,
+            (Loss::Fused, Stack::Hf) => tokens.min(FUSED_LOSS_CHUNK) * vocab * 12.0,
             // torchtitan's ChunkedLossWrapper: the head and the loss over 8
             // chunks of the tokens, one at a time (its `num_chunks`).
-            (Loss::Fused, Stack::Torchtitan) => s.tokens * vocab * 12.0 / 8.0,
-            (Loss::Fused, Stack::Megatron) => s.tokens * vocab * 12.0 / 8.0,
+            (Loss::Fused, Stack::Torchtitan) => tokens * vocab * 12.0 / 8.0,
+            (Loss::Fused, Stack::Megatron) => tokens * vocab * 12.0 / 8.0,
         }
 }
 
@@ -61,7 +72,7 @@ pub(super) const FUSED_LOSS_CHUNK: f64 = 1024.0;
 pub(super) fn head_gradient_in_loss(s: &StageShape) -> f64 {
     let chunked = s.plan.loss == Loss::Fused
         && s.plan.stack != Stack::Megatron
-        && s.tokens > FUSED_LOSS_CHUNK;
+        && s.logit_tokens > FUSED_LOSS_CHUNK;
     if !chunked || !s.has_head || s.peft {
         0.0
     } else if s.fsdp2 {
@@ -69,7 +80,7 @@ pub(super) fn head_gradient_in_loss(s: &StageShape) -> f64 {
         // sums each chunk's gradient into the running one out of place (old,
         // new and sum coexist, while the chunk's loss buffers are gone)
         let head = fsdp_compute_bytes(s) * s.emb;
-        if s.tokens > 2.0 * FUSED_LOSS_CHUNK {
+        if s.logit_tokens > 2.0 * FUSED_LOSS_CHUNK {
             head.max(3.0 * head - logits_and_loss(s))
         } else {
             head

@@ -55,8 +55,13 @@ pub enum Term {
     WeightCopies,
     /// LoRA adapter weights, grads and optimizer states.
     Adapters,
-    /// DPO's frozen reference model (none under LoRA: the base without its adapters).
+    /// The frozen reference model of DPO, and of GRPO with `beta > 0` (none
+    /// under LoRA: the base without its adapters).
     Reference,
+    /// GRPO: vLLM's engine colocated on the GPU, its `gen_share` of the
+    /// GPU's memory (a copy of the weights and the KV cache), held through
+    /// the step (TRL's sleep mode is off by default).
+    Generation,
     /// FSDP/ZeRO-3's all-gathered unit(s) and their unsharded gradient.
     UnshardedUnit,
     /// Activations saved for backward by the decoder layers.
@@ -95,6 +100,7 @@ impl Term {
             Term::WeightCopies => "weight_copies",
             Term::Adapters => "adapters",
             Term::Reference => "reference",
+            Term::Generation => "generation",
             Term::UnshardedUnit => "unsharded_unit",
             Term::Activations => "activations",
             Term::AttentionScores => "attention_scores",
@@ -155,6 +161,20 @@ pub struct MemoryBreakdown {
 }
 
 impl MemoryBreakdown {
+    /// The breakdown with GRPO's colocated vLLM engine beside the step:
+    /// `pool` bytes (`rollout::pool_bytes`) allocated through PyTorch's
+    /// allocator for the whole step (vLLM without sleep mode), none when 0.
+    pub fn with_pool(mut self, pool: u64) -> Self {
+        if pool > 0 {
+            let at = self.terms.iter().position(|t| t.0.is_overhead());
+            self.terms
+                .insert(at.unwrap_or(self.terms.len()), (Term::Generation, pool));
+            self.allocated_peak_bytes = self.allocated_peak_bytes.saturating_add(pool);
+            self.peak_bytes = self.peak_bytes.saturating_add(pool);
+        }
+        self
+    }
+
     pub fn get(&self, term: Term) -> u64 {
         self.terms
             .iter()
@@ -421,6 +441,8 @@ struct StageShape<'a> {
     fsdp2: bool,
     /// Tokens per GPU per micro-batch (CP splits the sequence).
     tokens: f64,
+    /// Of those, the tokens whose logits the loss takes (`Plan::logit_tokens`).
+    logit_tokens: f64,
     /// What divides the norm/residual activations: TP with sequence parallelism.
     sp_div: f64,
     /// The widths a decoder layer's tensors are made of.
@@ -502,6 +524,7 @@ impl<'a> StageShape<'a> {
                 && !peft,
             fsdp2: runs_fsdp2(plan, layout),
             tokens: plan.rows_per_micro_batch() as f64 * plan.seq as f64 / layout.cp as f64,
+            logit_tokens: plan.logit_tokens() as f64 / layout.cp as f64,
             sp_div: if plan.sp || layout.tp == 1 { t } else { 1.0 },
             layer: layer_activations(arch, plan, &widths),
             widths,

@@ -80,14 +80,15 @@ pub(super) fn weights(s: &StageShape) -> f64 {
     s.shard((s.params - fp8_only_params(s)) * s.weight_bytes, from)
 }
 
-/// DPO's reference model: a frozen copy of the full model in the compute
+/// The reference model of DPO (and of GRPO with `beta > 0`, which TRL
+/// prepares as DPO's): a frozen copy of the full model in the compute
 /// dtype (BF16; FP32 in an FP32 plan), sharded as the weights are (train.py
 /// shards it with FSDP2 where it shards the policy; TRL's
 /// `prepare_deepspeed` shards it under ZeRO-3 and replicates it below,
 /// `prepare_fsdp` shards it). Under LoRA the reference is the base with the
 /// adapters switched off (TRL's `null_ref_context`): no copy.
 pub(super) fn reference_weights(s: &StageShape) -> f64 {
-    if s.plan.stage != TrainingStage::Dpo || s.peft {
+    if !s.plan.has_reference() || s.peft {
         return 0.0;
     }
     let bytes = if s.plan.precision == Precision::Fp32 {

@@ -1,0 +1,189 @@
+//! GRPO (#38), derived by hand from what TRL 0.24.0's `GRPOTrainer` holds
+//! and runs (docs/research/post_training/trl_facts.md §6-9): the update
+//! takes the logits of the completion only (`logits_to_keep = C + 1`) and
+//! divides them by the temperature into a new fp32 tensor; a colocated vLLM
+//! engine keeps `gen_share` of every GPU; the reference exists only when
+//! `beta > 0`; every step decodes `completion` tokens, each step reading the
+//! engine's weights.
+
+use planner::evaluate::evaluate;
+use planner::memory::Term;
+use planner::plan::Plan;
+
+fn report(q: &str) -> planner::report::Report {
+    let d = Plan::from_query(q);
+    assert!(d.notices.is_empty(), "{:?}", d.notices);
+    evaluate(&d.plan)
+}
+
+fn term(r: &planner::report::Report, t: Term) -> u64 {
+    r.figures
+        .memory
+        .terms
+        .iter()
+        .filter(|(x, _)| *x == t)
+        .map(|(_, b)| *b)
+        .sum()
+}
+
+/// The logits-and-loss buffers at the start of backward.
+fn logits(q: &str) -> u64 {
+    let d = Plan::from_query(q);
+    let (r, _) = planner::resolve::resolve(&d.plan);
+    planner::memory::breakdown(&r.arch, &r.counts, &d.plan, &r.layout).logits_bytes
+}
+
+fn error<'a>(r: &'a planner::report::Report, code: &str) -> Option<&'a planner::text::Message> {
+    r.errors.iter().find(|e| e.code == code)
+}
+
+/// Llama-3.1-8B on one H100 (79.1 GiB usable, hardware.json), DDP.
+const ONE_H100: &str = "model=llama-3.1-8b&instance=ml.p5.4xlarge&zero=0&ckpt=full&stage=grpo";
+
+/// The loss's buffers: 4 micro-batch rows x (256 + 1) kept positions x
+/// 128,256 vocabulary x 16 B (the plain HF loss's 12 B per fp32 logit, and
+/// the 4 B temperature-divided copy) = 2,109,554,688 B, whatever the row's
+/// length; SFT over the same rows keeps 4 x 2,048 x 128,256 x 12 B.
+#[test]
+fn only_the_completion_s_logits_are_kept() {
+    let q = format!("{ONE_H100}&seq=2048&completion=256&mb=4&ga=2");
+    assert!(report(&q).errors.is_empty(), "{:?}", report(&q).errors);
+    assert_eq!(logits(&q), 4 * 257 * 128_256 * 16);
+    let sft = "model=llama-3.1-8b&instance=ml.p5.4xlarge&zero=0&ckpt=full&seq=2048&mb=4&ga=2";
+    assert_eq!(logits(sft), 4 * 2048 * 128_256 * 12);
+}
+
+/// vLLM's share: 0.3 x 79.1 GiB = 0.3 x 84,932,978,278 B, in the peak.
+#[test]
+fn the_vllm_share_is_held_beside_the_step() {
+    let r = report(&format!("{ONE_H100}&seq=2048&completion=256&mb=4&ga=2"));
+    let usable = (79.1 * (1u64 << 30) as f64) as u64;
+    assert_eq!(term(&r, Term::Generation), (0.3 * usable as f64) as u64);
+    let half = report(&format!(
+        "{ONE_H100}&seq=2048&completion=256&mb=4&ga=2&gen_share=0.5"
+    ));
+    let grown = half.figures.memory.peak_bytes_per_gpu - r.figures.memory.peak_bytes_per_gpu;
+    assert_eq!(
+        grown,
+        (0.5 * usable as f64) as u64 - (0.3 * usable as f64) as u64
+    );
+}
+
+/// TRL loads no reference at beta = 0 (its default since 0.19); above it, a
+/// BF16 copy: 8,030,261,248 x 2 / 8 over FSDP2's 8 shards, none under LoRA.
+#[test]
+fn a_reference_only_with_a_kl_penalty() {
+    let p5 =
+        "model=llama-3.1-8b&instance=ml.p5.48xlarge&zero=3&ckpt=full&stage=grpo&seq=2048&mb=4&ga=2";
+    assert_eq!(term(&report(p5), Term::Reference), 0);
+    let kl = report(&format!("{p5}&beta=0.04"));
+    assert_eq!(term(&kl, Term::Reference), 2_007_565_312);
+    assert_eq!(
+        term(
+            &report(&format!("{p5}&beta=0.04&train=lora")),
+            Term::Reference
+        ),
+        0
+    );
+    // Scoring is one forward without gradients (the old policy), two with the reference.
+    let (a, b) = (
+        report(p5).figures.throughput.step.reference,
+        kl.figures.throughput.step.reference,
+    );
+    assert!((b / a - 2.0).abs() < 1e-9, "{a} {b}");
+}
+
+/// Decoding is bound by memory bandwidth: each of the 1,024 steps reads the
+/// engine's 16,060,522,496 B of BF16 weights (and a little KV cache), so
+/// one row takes at least 1,024 x 16.06 GB / 3.35 TB/s = 4.91 s, and with
+/// the KV cache of its mean context (1,536 tokens x 131,072 B) and the
+/// achievable share of the bandwidth not twice that.
+#[test]
+fn decoding_reads_the_weights_every_token() {
+    let r = report(&format!(
+        "{ONE_H100}&seq=2048&completion=1024&mb=1&ga=2&generations=2&gen_share=0.5"
+    ));
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let g = r
+        .figures
+        .rollout
+        .as_ref()
+        .expect("a GRPO plan has rollout figures");
+    assert_eq!((g.vllm_tp, g.rows_per_engine, g.concurrent_rows), (1, 2, 2));
+    let floor = 1024.0 * (16_060_522_496.0 + 2.0 * 1536.0 * 131_072.0) / 3.35e12;
+    let t = r.figures.throughput.step.generation;
+    assert!(t > floor && t < 1.5 * floor, "{t} against {floor}");
+}
+
+/// Qwen2.5-7B's 15.23 GB of BF16 weights are more than half of 0.3 x 79.1
+/// GiB (12.74 GB): the engine spans two GPUs (TRL's
+/// `vllm_tensor_parallel_size`), each generating for both ranks.
+#[test]
+fn the_engine_splits_until_the_kv_cache_has_room() {
+    let r = report("model=qwen2.5-7b&stage=grpo&seq=1280&completion=1024&mb=4&ga=8&instance=ml.p5.48xlarge&zero=3&ckpt=full");
+    let g = r.figures.rollout.as_ref().unwrap();
+    assert_eq!((g.vllm_tp, g.rows_per_engine), (2, 64));
+    // 8 GPUs x 4 x 8 rows = 256 rows, 32 prompts of 8; prompts/s are samples/s.
+    assert_eq!(g.prompts_per_step, 32);
+    let t = &r.figures.throughput;
+    assert!((g.prompts_per_second - 32.0 / t.step_seconds).abs() < 1e-9);
+    assert!((g.rollout_tokens_per_second - 32.0 * 8.0 * 1024.0 / t.step_seconds).abs() < 1e-6);
+}
+
+#[test]
+fn rollouts_that_trl_would_refuse_are_errors_with_their_fix() {
+    // 3 rows on one GPU do not make groups of 8: ga=8 does.
+    let r = report(&format!("{ONE_H100}&seq=2048&mb=3&ga=1"));
+    assert_eq!(
+        error(&r, "grpo_groups_split").unwrap().fix,
+        Some(("ga", "8".into()))
+    );
+    // The completion is the row's end: it must leave a prompt.
+    let r = report(&format!("{ONE_H100}&seq=1024&completion=1024&mb=8&ga=1"));
+    assert_eq!(
+        error(&r, "grpo_completion_too_long").unwrap().fix,
+        Some(("completion", "512".into()))
+    );
+    // Llama-3.1-70B's 141 GB of BF16 weights cannot fit any vLLM share of one 48 GB L40S.
+    let r = report("model=llama-3.1-70b&stage=grpo&instance=ml.g6e.2xlarge&zero=0&mb=8&ga=1");
+    assert_eq!(error(&r, "grpo_engine_too_small").unwrap().fix, None);
+    // grpo.py runs DDP or FSDP2 in BF16 with TRL's loss; Megatron's launcher no GRPO.
+    for (q, code, fix) in [
+        ("zero=2", "grpo_launcher_refuses", ("zero", "3")),
+        (
+            "precision=fp8",
+            "grpo_launcher_refuses",
+            ("precision", "bf16"),
+        ),
+        ("loss=fused", "grpo_launcher_refuses", ("loss", "plain")),
+        ("train=qlora", "grpo_launcher_refuses", ("train", "lora")),
+        (
+            "stack=megatron",
+            "megatron_launcher_refuses",
+            ("stack", "hf"),
+        ),
+    ] {
+        let r = report(&format!(
+            "model=llama-3.1-8b&instance=ml.p5.48xlarge&stage=grpo&mb=8&ga=1&{q}"
+        ));
+        let e = error(&r, code).unwrap_or_else(|| panic!("{q}: {:?}", r.errors));
+        assert_eq!(e.fix, Some((fix.0, fix.1.into())), "{q}");
+    }
+}
+
+/// The auto-plan offers only what grpo.py runs, and every plan it offers
+/// is one the resolver accepts.
+#[test]
+fn the_search_offers_only_runnable_grpo_plans() {
+    let d = Plan::from_query(
+        "model=llama-3.1-8b&stage=grpo&seq=2048&completion=512&mb=4&ga=2&instance=ml.p5.48xlarge",
+    );
+    let result = planner::search::search(&d.plan);
+    assert!(!result.pareto.is_empty());
+    for c in &result.pareto {
+        let r = report(&c.query);
+        assert!(r.errors.is_empty(), "{}: {:?}", c.query, r.errors);
+        assert!(c.zero == 0 || c.zero == 3, "{}", c.query);
+        assert!(c.query.contains("loss=plain"), "{}", c.query);
+    }
+}
