@@ -344,7 +344,7 @@ await test('GRPO: rollout inputs travel, vLLM\'s share shows, the step splits an
   assert(step.includes('generation') && step.includes('scoring') && step.includes('update'), `step: ${step}`);
   assert((await page.textContent('#tps')).includes('prompts/s'), 'the speed counts prompts');
   assert((await page.textContent('#cost')).includes('per 1K prompts'), 'the cost is per thousand prompts');
-  assert((await page.textContent('#rollout')).includes('vLLM × 2 GPU'), 'the engine spans two GPUs');
+  assert((await page.textContent('#rollout')).includes('vLLM over 2 GPU(s), 64 of 64 rows'), 'the engine spans two GPUs');
   assert(/32 prompts × 8 ×/.test(await page.textContent('#global-batch')), 'the batch counts prompts of 8 rows');
   assert((await page.textContent('#throughput-accuracy')).includes('no published GRPO run'), 'the speed label is derived');
   // TRL needs whole groups: 4 x 1 x 8 = 32 rows make 4 groups of 8; generations=12 does not divide them.

@@ -45,7 +45,7 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
                 <Stat lang=lang id="tps" label=Text::TokensSWholeJob value=move |l| report.with(|r| format!("{} ({} {})", tokens(r.throughput.tokens_per_second, l), sig(r.throughput.samples_per_second, l), tr(l, samples_unit(ctx)))) />
                 <Stat lang=lang id="step" label=Text::StepTime value=move |l| report.with(|r| step_split(&r.throughput, l)) />
                 <Show when=move || report.with(|r| r.rollout.is_some())>
-                    <Stat lang=lang id="rollout" label=Text::RolloutTokensS value=move |l| report.with(|r| r.rollout.as_ref().map(|g| format!("{} (vLLM × {} GPU, {}/{})", sig(g.rollout_tokens_per_second, l), g.vllm_tp, g.concurrent_rows, g.rows_per_engine)).unwrap_or_default()) />
+                    <Stat lang=lang id="rollout" label=Text::RolloutTokensS value=move |l| report.with(|r| r.rollout.as_ref().map(|g| rollout_line(g, l)).unwrap_or_default()) />
                 </Show>
                 <Stat lang=lang id="mfu" label=Text::MFUHFU value=move |l| report.with(|r| format!("{} / {}", percent(r.throughput.mfu, l), percent(r.throughput.hfu, l))) />
                 <Stat lang=lang id="time" label=Text::TimeToTrain value=move |l| report.with(|r| format!("{} ({} {}, {} {})", hours(r.time.total_hours, l), num(r.time.steps as f64, 0, l), tr(l, Text::WordSteps), sig(r.time.gpu_hours, l), tr(l, Text::GPUHours))) />
@@ -89,6 +89,23 @@ fn step_split(t: &planner::throughput::Throughput, l: Lang) -> String {
         "{step} ({} {})",
         tr(l, Text::OfWhichReferenceForward),
         seconds(t.step.reference, l)
+    )
+}
+
+/// GRPO's rollout tokens per second and the vLLM engine that makes them.
+fn rollout_line(g: &planner::report::RolloutFigures, l: Lang) -> String {
+    let engine = Phrase::of(
+        Text::RolloutEngine,
+        [
+            ("tp", Arg::from(&g.vllm_tp)),
+            ("concurrent", Arg::from(&g.concurrent_rows)),
+            ("rows", Arg::from(&g.rows_per_engine)),
+        ],
+    );
+    format!(
+        "{} ({})",
+        sig(g.rollout_tokens_per_second, l),
+        render(l, &engine)
     )
 }
 

@@ -59,6 +59,8 @@ def plans():
         "job=llama-ft-01&entry=src/train_fsdp.py&hf_model=meta-llama/Llama-3.1-8B", "ckpt=full&loss=fused",
         "train=lora&lora_rank=32&save=adapter", "train=qlora&optimizer=adamw8bit", "async_save=1&save_every=200&spot=1",
         "stage=dpo&ckpt=full", "stage=dpo&train=lora&lora_targets=q,v",
+        "stage=grpo&ckpt=full&seq=2048&completion=1024&mb=8&ga=1",
+        "stage=grpo&train=lora&beta=0.04&generations=4&gen_share=0.4&mb=4&ga=2",
         # hostile strings: rejected at the URL, so the code keeps safe defaults
         "role=x%22)%0Aimport%20os%23&job=a'b&s3=s3://b/%22%22%22&hf_model=%3Cscript%3E&entry=..%2Fx.py",
     ]
@@ -162,7 +164,8 @@ def expected_smp(q):
     inst = p.get("instance", "")
     # SMP v2 for hybrid sharding and activation offloading; train.py runs TP itself (#37).
     wanted = "shard" in p or p.get("offload") == "1"
-    return wanted and inst.startswith(SMP_FAMILIES)
+    # GRPO plans start grpo.py, which shards through accelerate (never SMP).
+    return wanted and inst.startswith(SMP_FAMILIES) and p.get("stage") != "grpo"
 
 
 def run_snippet(code, workdir):
@@ -170,7 +173,7 @@ def run_snippet(code, workdir):
     with open(path, "w") as f:
         f.write(code)
     os.makedirs(os.path.join(workdir, "scripts", "src"), exist_ok=True)
-    for script in ("train.py", "src/train_fsdp.py", "pretrain_megatron_bridge.py"):
+    for script in ("train.py", "grpo.py", "src/train_fsdp.py", "pretrain_megatron_bridge.py"):
         with open(os.path.join(workdir, "scripts", script), "w") as f:
             f.write("print('train')\n")
     cwd = os.getcwd()
@@ -244,6 +247,11 @@ def v2_mode():
                 if p["instance"].startswith(BLACKWELL):
                     assert ":2.8.0-" in uri, f"Blackwell needs CUDA >= 12.8 (PyTorch >= 2.7.1): {uri}"
                 hp = g["hyperparameters"]
+                grpo = p.get("stage") == "grpo" and "entry" not in p
+                assert (est.entry_point == "grpo.py") == grpo, est.entry_point
+                if grpo:
+                    assert hp["num_generations"] == int(p.get("generations", 8)), hp
+                    assert hp["vllm_gpu_memory_utilization"] == float(p.get("gen_share", 0.3)), hp
                 assert hp["per_device_train_batch_size"] == int(p.get("mb", 1))
                 assert hp["gradient_accumulation_steps"] == int(p.get("ga", 8))
                 assert est.max_run >= 3600

@@ -204,7 +204,9 @@ fn ctx<'a>(plan: &'a Plan, report: &'a Report) -> Ctx<'a> {
     let blackwell = report.throughput.generation == Generation::Blackwell;
     // train.py runs tensor parallelism itself (DTensor, #37): SMP v2 only for
     // hybrid sharding and activation offloading.
-    let smp_wanted = plan.shard.is_some() || plan.offload;
+    // grpo.py shards through accelerate and refuses hybrid groups and offloading.
+    let grpo = plan.engine() == crate::plan::Engine::Grpo;
+    let smp_wanted = (plan.shard.is_some() || plan.offload) && !grpo;
     // SMP v2 images run on ml.p4d, ml.p4de and ml.p5* (Ampere/Hopper).
     let smp_instance = ["ml.p4d.", "ml.p4de.", "ml.p5.", "ml.p5e.", "ml.p5en."]
         .iter()

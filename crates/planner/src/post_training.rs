@@ -1,5 +1,6 @@
-//! Published DPO runs (#38): data/post_training_runs.csv, each row a source's
-//! figure (ms-swift's example scripts, Hugging Face blog posts, a TRL issue),
+//! Published DPO and GRPO runs (#38): data/post_training_runs.csv, each row a
+//! source's figure (ms-swift's example scripts, Hugging Face blog posts, a TRL
+//! issue, NeMo RL's GRPO performance table),
 //! its quote, and the plan its stated settings make. Nothing is fitted to
 //! them; `compare` says what a row can check:
 //! - `error`: the run's rows were as long as the plan's (packed to
@@ -111,13 +112,14 @@ pub fn rows() -> Vec<PostTrainingRow> {
 
 /// The planner's figure for `quantity`: peak memory per GPU in GiB (what a
 /// reserved-memory reading shows: the overheads included), hours to train,
-/// or 1 / 0 for whether the plan fits.
+/// seconds per optimizer step, or 1 / 0 for whether the plan fits.
 fn predict(query: &str, quantity: &str) -> Option<f64> {
     let report = evaluate(&Plan::from_query(query).plan);
     let f = &report.figures;
     match quantity {
         "peak_memory" => Some(f.memory.peak_bytes_per_gpu as f64 / (1u64 << 30) as f64),
         "hours" => Some(f.time.total_hours),
+        "seconds_per_step" => Some(f.throughput.step_seconds),
         "fits" => Some(if f.fits { 1.0 } else { 0.0 }),
         _ => None,
     }
@@ -132,7 +134,11 @@ pub fn markdown(rows: &[PostTrainingRow]) -> String {
          fitted to these rows: every error is out of sample. `bound`: the run padded its rows \
          only to its batch's longest (or offloaded what the planner keeps), so the planner at \
          max_length must not come out below it; `error`: rows as long as planned; `fits`: the \
-         source names a GPU class; `none`: a time on a GPU the source does not name.\n\n\
+         source names a GPU class; `none`: a time on a GPU the source does not name. The GRPO rows \
+         are NeMo RL's steps (another engine: Megatron-Core training, vLLM colocated, sequence \
+         packing), planned with grpo.py's FSDP2 step at their published mean lengths: their \
+         generation waits for each batch's longest row, so they check the physics of the \
+         planner's step, not TRL's.\n\n\
          | id | model | figure | published | planner | error | check | why |\n\
          |---|---|---|---:|---:|---:|---|---|\n",
     );

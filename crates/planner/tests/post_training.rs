@@ -24,7 +24,12 @@ fn the_docs_table_is_the_rows_table() {
 #[test]
 fn ten_or_more_published_dpo_figures_are_compared() {
     let all = rows();
-    let compared = all.iter().filter(|r| r.compare != Compare::None).count();
+    let dpo = |r: &&planner::post_training::PostTrainingRow| r.id.starts_with("dpo");
+    let compared = all
+        .iter()
+        .filter(dpo)
+        .filter(|r| r.compare != Compare::None)
+        .count();
     assert!(compared >= 10, "{compared} of {} rows compared", all.len());
     let readme = include_str!("../../../README.md")
         .split_whitespace()
@@ -93,5 +98,24 @@ fn published_trl_dpo_runs_took_up_to_a_fifth_longer_than_predicted() {
             r.measured,
             r.predicted
         );
+    }
+}
+
+/// What SpeedDerivedGrpo tells the user: NeMo RL's published GRPO steps
+/// (Llama-3.1-8B on 16 H100 and 8 GB200, Qwen3-32B and Qwen3-30B-A3B on 32
+/// H100), planned at their published mean lengths, take 31-62% longer than
+/// the planner's step: generation waits for each batch's longest row, and
+/// NeMo RL's refit and logprob passes are its own. If the model comes to
+/// explain them, or drifts, this fails and the label must change.
+#[test]
+fn published_grpo_steps_are_longer_than_planned() {
+    let steps: Vec<_> = rows()
+        .into_iter()
+        .filter(|r| r.id.starts_with("grpo") && r.quantity == "seconds_per_step")
+        .collect();
+    assert_eq!(steps.len(), 4);
+    for r in &steps {
+        let e = r.error_percent().expect("a GRPO step is compared");
+        assert!((-63.0..=-30.0).contains(&e), "{}: {e:+.1}%", r.id);
     }
 }

@@ -89,7 +89,7 @@ catalog! {
     ThroughputStackOnly => "derived — no published run of this kind ({group}) checks it; for scale, the {rows} published runs of the {stack} stack, of every kind, have a cross-validated median error of {median}%, from {under}% to {over}%",
     ThroughputUnchecked => "derived — not checked against any measurement",
     SpeedDerivedDpo => "derived — no published DPO run checks it: the step is the SFT step over both rows of every pair plus the reference model's forward, without gradients; three published TRL DPO runs on one H100 took 1–22% longer than this model gives them with every row padded to max_length (docs/post_training.md)",
-    SpeedDerivedGrpo => "derived — no published GRPO run of TRL checks it: generation is vLLM's decoding bound by memory bandwidth (every step reads the weights and the KV cache), scoring is the old policy's forward (and the reference's when beta > 0), the update is the SFT step with the loss over the completion; docs/post_training.md sets it against published GRPO runs of other engines",
+    SpeedDerivedGrpo => "derived — no published GRPO run of TRL checks it: generation is vLLM's decoding bound by memory bandwidth (every token reads the weights and the KV cache), scoring is the old policy's forward (and the reference's when beta > 0), the update is the SFT step with the loss over the completion; on four published NeMo RL GRPO steps, planned at their mean lengths, it comes out 31–62% shorter (docs/post_training.md): expect longer steps",
     MoeComputeRough => "mixture-of-experts speed is rough: fitted on 36 published Megatron-Bridge runs (GPT-OSS-120B, Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3; balanced routing), it comes out between -35% and +139% over the 44 published MoE runs of every stack when each model's runs are left out of the fit; measure a few steps before you trust the time and cost",
     BlackwellBf16FromGb200 => "Blackwell's dense BF16 efficiency is fitted on GB200 runs only (NVIDIA DGX Cloud recipes): the B200 and B300 BF16 runs published at known clocks are of one MoE model (GPT-OSS-120B, Megatron-Bridge)",
 
@@ -301,7 +301,8 @@ catalog! {
     SamplesS => "samples/s",
     PairsS => "pairs/s",
     PromptsS => "prompts/s",
-    RolloutTokensS => "rollout tokens/s",
+    RolloutTokensS => "Rollout tokens/s",
+    RolloutEngine => "vLLM over {tp} GPU(s), {concurrent} of {rows} rows at once",
     OfWhichReferenceForward => "of which the reference forward",
     OfWhichGenerationScoring => "generation {gen}, scoring {score}, update {update}",
     StepTime => "Step time",
