@@ -244,7 +244,8 @@ def train_args(train, row):
         "--planned_world_size", str(row["world"]),
         "--tp", str(p.get("tp", 1)),
         "--sequence_parallel", str(p.get("sp", 0) == 1),
-        "--stage", p.get("stage", "sft"),
+        # GRPO's update runs train.py's model, sharding and optimizer with TRL's loss (grpo_step).
+        "--stage", "sft" if p.get("stage") == "grpo" else p.get("stage", "sft"),
     ]
     return train.parse_args(argv)
 
@@ -312,7 +313,9 @@ def run_rank(train, row, rank, steps=2):
             if setup["tensor_parallel"] > 1:
                 train.apply_tensor_parallel(args, model, mesh["tp"])
             train.apply_checkpointing(args, model, torch)
-            model = train.with_loss(args, model, torch)
+            grpo = row["plan"].get("stage") == "grpo"
+            if not grpo:
+                model = train.with_loss(args, model, torch)
             model = train.shard_model(args, setup, model, torch, torch.device("cpu"), mesh)
             reference = None
             if setup["reference"] == "frozen copy":
@@ -330,6 +333,10 @@ def run_rank(train, row, rank, steps=2):
                     if step == steps - 1:
                         counter.phase = "between steps"
                         counter.reset_peak()
+                    if grpo:
+                        grpo_step(row["plan"], args, model, optimizer, autocast, counter.mark,
+                                  config.vocab_size)
+                        continue
                     data = random_tokens(args, config.vocab_size)
                     train.train_step(args, model, optimizer, data, torch.device("cpu"), autocast,
                                      contextlib.nullcontext(), mark=counter.mark,
@@ -361,6 +368,49 @@ def random_tokens(args, vocab):
         labels[:, : seq // 2] = -100
         out.append((ids, labels))
     return iter(out)
+
+
+def grpo_step(plan, args, model, optimizer, autocast, mark, vocab):
+    """One GRPO update as TRL 0.24.0's GRPOTrainer computes it (`_compute_loss` and
+    `_get_per_token_logps_and_entropies`, with TRL's own selective_log_softmax and
+    entropy_from_logits), on train.py's model, sharding and optimizer: per micro-batch of
+    `mb` rows of `seq` tokens, the logits of the completion's C + 1 last positions,
+    upcast to fp32 as accelerate's mixed-precision forward returns them, divided by the
+    temperature, their log-probabilities and entropies; the clipped token-level loss with
+    group advantages (the old log-probabilities are these, detached: num_iterations = 1),
+    normalised by the completion tokens (loss_type "dapo"). The scoring forwards before it
+    run without gradients and keep only (rows, C) log-probabilities: not counted."""
+    rows, seq, c = args.per_device_train_batch_size, args.max_seq_length, plan["completion"]
+    ga = args.gradient_accumulation_steps
+    for micro in range(ga):
+        ids = torch.randint(0, vocab, (rows, seq))
+        advantages = torch.randn(rows)
+        mark("forward")
+        with autocast:
+            logps = per_token_logps(model, ids, c)
+            ratio = torch.exp(logps - logps.detach())
+            clipped = torch.clamp(ratio, 0.8, 1.2)
+            per_token = -torch.min(ratio * advantages[:, None], clipped * advantages[:, None])
+            loss = per_token.sum() / (rows * c) / ga
+        mark("backward")
+        loss.backward()
+    mark("optimizer step")
+    optimizer.step()
+    mark("zero_grad")
+    optimizer.zero_grad(set_to_none=True)
+
+
+def per_token_logps(model, ids, c):
+    """TRL's `_get_per_token_logps_and_entropies`: its logits die when it returns, before
+    the backward."""
+    from trl.trainer.utils import entropy_from_logits, selective_log_softmax
+
+    logits = model(input_ids=ids, logits_to_keep=c + 1).logits.float()
+    logits = logits[:, :-1, :] / 1.0  # TRL divides by the temperature (1.0)
+    logps = selective_log_softmax(logits, ids[:, -c:])
+    with torch.no_grad():
+        entropy_from_logits(logits)
+    return logps
 
 
 def build_reference(train, args, config):

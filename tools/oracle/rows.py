@@ -69,6 +69,7 @@ SMOKE = {
     "llama-3.1-70b/zero3/80-layers,world=16,seq=8192,ckpt=full",
     "llama-3.2-1b/zero3/stage=dpo",
     "llama-3.2-1b/lora/world=1,stage=dpo",
+    "llama-3.2-1b/zero3/stage=grpo,completion=256",
 }
 
 
@@ -247,9 +248,26 @@ def dpo():
                                                     seq=2048, ckpt="full"))
 
 
+def grpo():
+    """GRPO's update (#38): TRL's loss over the logits of the completion's C + 1 positions,
+    upcast to fp32 and divided by the temperature, on train.py's model and sharding; one GPU,
+    ZeRO-3 on 8 ranks and LoRA, completions of 256 and 1,024 tokens of 2,048-token rows, with
+    and without checkpointing. Counted in their own group (`stage=grpo`); vLLM's share is a
+    setting beside it, not counted."""
+    shardings = [("single", 1, dict(zero=0)), ("zero3", 8, dict(zero=3)),
+                 ("lora", 1, dict(zero=0, train="lora", lora_rank=16))]
+    for family in ("llama-3.2-1b", "qwen2.5-7b"):
+        for sharding, world, keys in shardings:
+            for v in [dict(completion=256), dict(completion=1024, ckpt="full"), dict(completion=1024, mb=2)]:
+                r = row(family, sharding, world, {**keys, "stage": "grpo", **v}, label({"stage": "grpo", **v}))
+                if r:
+                    r["group"] = "grpo"
+                    yield r
+
+
 def rows():
     return [r for r in [*one_at_a_time(), *combinations(), *whole_models(), *real_sizes(),
-                        *tensor_parallel(), *lora_targets(), *dpo()] if r]
+                        *tensor_parallel(), *lora_targets(), *dpo(), *grpo()] if r]
 
 
 # Held out (#25): shapes and settings the planner's memory model was never changed on, measured

@@ -555,6 +555,7 @@ fn oracle_rows_of(jsonl: &str) -> Vec<OracleRow> {
             let predicted = m.allocated_peak_bytes as f64;
             let sharding = match (plan.train, plan.zero, r.world) {
                 _ if plan.stage == crate::plan::TrainingStage::Dpo => "dpo",
+                _ if plan.stage == crate::plan::TrainingStage::Grpo => "grpo",
                 _ if tp > 1 => "tp",
                 (crate::plan::Training::Full, _, 1) => "single",
                 (crate::plan::Training::Full, 1, _) => "zero1",
@@ -588,9 +589,9 @@ impl OracleRow {
         if self.sharding == "tp" {
             return vec!["sharding=tp".to_string()];
         }
-        // DPO's steps (#38) count in their own group, beside the SFT groups' bounds.
-        if self.sharding == "dpo" {
-            return vec!["stage=dpo".to_string()];
+        // DPO's and GRPO's steps (#38) count in their own groups, beside the SFT groups' bounds.
+        if self.sharding == "dpo" || self.sharding == "grpo" {
+            return vec![format!("stage={}", self.sharding)];
         }
         vec![
             "all".to_string(),

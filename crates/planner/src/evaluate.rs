@@ -224,6 +224,10 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
                     a.note.push(Phrase::new(Text::MemoryOracleDpoOutOfSample));
                     return a;
                 }
+                if group == "stage=grpo" {
+                    a.note.push(Phrase::new(Text::MemoryOracleGrpoShare));
+                    return a;
+                }
                 // The held-out steps are data parallel: tensor parallelism has none.
                 if group == "sharding=tp" {
                     a.note.push(Phrase::new(Text::MemoryOracleInSampleOnly));
@@ -341,8 +345,7 @@ fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
     let hf_tp = plan.stack == Stack::Hf && layout.tp > 1;
     match plan.stage {
         TrainingStage::Dpo => return dpo_memory_kind(r),
-        // No oracle step counts TRL's GRPO update, and vLLM's share is a setting.
-        TrainingStage::Grpo => return None,
+        TrainingStage::Grpo => return grpo_memory_kind(r),
         TrainingStage::Sft => {}
     }
     let parallel = (layout.tp > 1 && !hf_tp) || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
@@ -380,6 +383,16 @@ fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
         }
         _ => None,
     }
+}
+
+/// The oracle's GRPO updates (`stage=grpo`, #38): TRL's loss on train.py's
+/// model, one GPU or FSDP2, full or LoRA, BF16; what grpo.py refuses is an
+/// error already. vLLM's share beside it is the setting, not counted.
+fn grpo_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
+    let (plan, l) = (r.plan, &r.layout);
+    let one_or_fsdp2 = l.dp == 1 || memory::runs_fsdp2(plan, l);
+    let oracle_ran = one_or_fsdp2 && r.arch.moe.is_none() && !plan.offload;
+    oracle_ran.then_some(MemoryKind::Oracle("stage=grpo", "GRPO update"))
 }
 
 /// The oracle's DPO steps (`stage=dpo`, #38): train.py on the HF stack,

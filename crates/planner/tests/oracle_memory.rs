@@ -26,9 +26,11 @@ fn the_table_is_the_oracles_full_grid() {
     // at the presets' real shapes (#39), 30 tensor-parallel plans (#37) and
     // 72 LoRA plans on q,v and on the attention projections (#38), and 53
     // DPO plans (#38: one GPU, ZeRO-2/3 and LoRA; Llama and Qwen2 widths;
-    // two whole 7-8B models).
-    assert_eq!(rows.len(), 633, "every oracle row parses and is predicted");
+    // two whole 7-8B models), and 18 GRPO updates (#38: one GPU, ZeRO-3 and
+    // LoRA, completions of 256 and 1,024 tokens).
+    assert_eq!(rows.len(), 651, "every oracle row parses and is predicted");
     assert_eq!(rows.iter().filter(|r| r.in_group("stage=dpo")).count(), 55);
+    assert_eq!(rows.iter().filter(|r| r.in_group("stage=grpo")).count(), 18);
     for family in ["llama", "qwen2", "qwen3", "mistral", "gemma2"] {
         assert!(rows.iter().any(|r| r.family == family), "{family}");
     }
@@ -59,8 +61,15 @@ fn planner_memory_is_within_the_oracles_bounds_in_every_group() {
         // DTensor's whole-vocabulary embedding gradient that the layers'
         // sharded gradients, not yet made there, overstate; it over-predicts
         // (median +3.6%, to +10.6% on the tied Llama-3.2-1B), under by 1.9% at most.
+        // GRPO's update (#38, 18 rows, out of sample): TRL's loss runs after
+        // FSDP2's root forward, which reshards the embedding and head the
+        // model keeps gathered for train.py's in-forward loss: the loss
+        // moment is over-stated under ZeRO-3 (to +28.7% at two rows of 1,024
+        // completion tokens); Llama-3.2-1B's tied layer moment is 5.6% under.
         let (median, under, over) = if name == "sharding=tp" {
             (4.0, -3.0, 11.0)
+        } else if name == "stage=grpo" {
+            (2.0, -6.0, 29.0)
         } else {
             (2.0, -8.0, 9.1)
         };
