@@ -346,7 +346,7 @@ await test('GRPO: rollout inputs travel, vLLM\'s share shows, the step splits an
   assert((await page.textContent('#cost')).includes('per 1K prompts'), 'the cost is per thousand prompts');
   assert((await page.textContent('#rollout')).includes('vLLM over 2 GPU(s), 64 of 64 rows'), 'the engine spans two GPUs');
   assert(/32 prompts × 8 ×/.test(await page.textContent('#global-batch')), 'the batch counts prompts of 8 rows');
-  assert((await page.textContent('#throughput-accuracy')).includes('no published GRPO run'), 'the speed label is derived');
+  assert((await page.textContent('#throughput-accuracy')).includes('no published TRL GRPO run'), 'the speed label is derived');
   // TRL needs whole groups: 4 x 1 x 8 = 32 rows make 4 groups of 8; generations=12 does not divide them.
   await page.fill('#generations', '12');
   await page.waitForFunction(() => document.body.textContent.includes('multiple of generations=12'));

@@ -21,8 +21,8 @@ with a `prompt` (and any other field, which the reward receives by name). A
 prompt keeps its last --max_seq_length - --max_completion_length tokens.
 Rewards: `reward(completions, **fields)` from a `rewards.py` next to this
 script if there is one; otherwise `answer_reward` below (1 where the line's
-`answer` appears in the completion, else 0; without an `answer`, 1 for a
-completion that ends before the length limit).
+`answer` appears in the completion, else 0; without an `answer`, 1 for any
+non-empty completion).
 
 Every run ends by printing one line that starts with TRAIN_PLANNER_MEASURED
 (paste it into the planner to compare measured with predicted).
@@ -130,12 +130,15 @@ def refusals(args):
         (args.max_completion_length >= args.max_seq_length,
          "the completion must be shorter than max_seq_length (the prompt comes first)"),
         (args.save == "full" and args.async_save, "async_save is not run here"),
+        # TRL 0.24 wraps the reference in FSDP1 with FSDP2's policy, which fails (trl#3581).
+        (args.beta > 0 and args.train_mode == "full" and args.zero_stage == 3 and world > 1,
+         "a reference model (beta > 0) under FSDP2: use beta=0, LoRA or zero=0"),
     ]
     return [why for bad, why in rules if bad]
 
 
 def answer_reward(completions, answer=None, **_):
-    """1 where the line's `answer` is in the completion; without one, 1 for a finished completion."""
+    """1 where the line's `answer` is in the completion; without one, 1 for a non-empty one."""
     out = []
     for i, c in enumerate(completions):
         text = c if isinstance(c, str) else " ".join(m.get("content", "") for m in c)
@@ -200,6 +203,8 @@ def grpo_config(args, use_cpu):
             "reshard_after_forward": True,
             "transformer_layer_cls_to_wrap": [decoder_layer_class(args.model_id)],
             "activation_checkpointing": full_ckpt,
+            # Whole tensors on save: save_model writes the model (every rank takes part).
+            "state_dict_type": "FULL_STATE_DICT",
         }
     if args.use_vllm:
         kwargs.update(vllm_mode="colocate",
@@ -288,8 +293,8 @@ def train(args):
         callbacks=[callback],
     )
     trainer.train()
-    if args.model_dir and trainer.is_world_process_zero():
-        trainer.save_model(args.model_dir)
+    if args.model_dir:
+        trainer.save_model(args.model_dir)  # a collective under FSDP2; rank 0 writes
     report_measured(args, trainer, times.times, torch)
 
 

@@ -827,6 +827,8 @@ fn largest_near(lo: u64, hi: u64, guess: u64, fits: impl Fn(u64) -> bool) -> u64
 /// Peak memory per GPU at each sequence length, for each checkpointing mode (chart data).
 pub fn memory_vs_sequence(plan: &Plan, seqs: &[u64]) -> Vec<(Checkpointing, Vec<u64>)> {
     let (r, _) = resolve(plan);
+    // GRPO's vLLM share sits beside every sequence length, as in the peak.
+    let pool = crate::rollout::pool_bytes(plan, &r.gpu);
     [
         Checkpointing::None,
         Checkpointing::Selective,
@@ -841,7 +843,9 @@ pub fn memory_vs_sequence(plan: &Plan, seqs: &[u64]) -> Vec<(Checkpointing, Vec<
             .iter()
             .map(|&s| {
                 p.seq = s;
-                memory::breakdown(&r.arch, &r.counts, &p, &r.layout).peak_bytes
+                memory::breakdown(&r.arch, &r.counts, &p, &r.layout)
+                    .peak_bytes
+                    .saturating_add(pool)
             })
             .collect();
         (ck, row)

@@ -296,7 +296,8 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
     if plan.stage != TrainingStage::Grpo || on_megatron {
         return None;
     }
-    let rules: [Rule; 9] = [
+    let full_reference = plan.rollout.beta > 0.0 && plan.train == Training::Full;
+    let rules: [Rule; 11] = [
         (
             plan.stack == crate::plan::Stack::Torchtitan,
             "stack=torchtitan",
@@ -335,6 +336,20 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
             "train=qlora",
             "train",
             Some(("train", "lora")),
+        ),
+        // TRL 0.24 wraps the reference in FSDP1 with FSDP2's mixed-precision
+        // policy, which fails (huggingface/trl#3581): beta = 0 loads none.
+        (
+            full_reference && c.zero == 3,
+            "a reference model (beta > 0) under FSDP2",
+            "beta",
+            Some(("beta", "0")),
+        ),
+        (
+            plan.async_save && plan.save == crate::plan::SaveKind::Full,
+            "async_save=1",
+            "async_save",
+            Some(("async_save", "0")),
         ),
     ];
     rules

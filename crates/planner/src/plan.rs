@@ -288,7 +288,8 @@ keyed_enum!(
         /// `generations` completions per prompt with vLLM colocated on the
         /// training GPUs, scores them (the old policy's log-probabilities,
         /// and the reference's when `beta > 0`), then trains on the rows
-        /// with the loss over the completion only. A sample is one row.
+        /// with the loss over the completion only. `mb` counts rows; a
+        /// sample (samples/s, the cost per 1K) is a prompt and its rows.
         Grpo => "grpo",
     }
 );

@@ -22,6 +22,24 @@ use crate::architecture::{Architecture, ParameterCounts};
 use crate::hardware::Gpu;
 use crate::plan::{Plan, TrainingStage};
 
+/// vLLM's tensor-parallel size: the smallest power of two that divides the
+/// GPUs of the fast link (TRL needs the world to divide into engines) and
+/// the attention heads (vLLM splits them evenly), and that
+/// leaves half the share to the KV cache, or the largest such size when
+/// none does (the engine may then hold too little cache: `runs`).
+fn engine_tp(arch: &Architecture, weights: f64, pool: f64, gpus_per_node: u64) -> u64 {
+    let sizes: Vec<u64> = (0..7)
+        .map(|i| 1u64 << i)
+        .filter(|t| gpus_per_node.max(1).is_multiple_of(*t) && arch.heads.is_multiple_of(*t))
+        .collect();
+    sizes
+        .iter()
+        .copied()
+        .find(|t| weights / *t as f64 <= pool / 2.0)
+        .or(sizes.last().copied())
+        .unwrap_or(1)
+}
+
 /// The GPUs an engine may span: those that share the fast link (vLLM's
 /// tensor parallelism runs inside it), at most the plan's.
 pub fn engine_gpus(fabric: &crate::fabric::Fabric, layout: &crate::memory::Layout) -> u64 {
@@ -46,23 +64,27 @@ fn engine_buffers(arch: &Architecture, rows: f64) -> f64 {
     4096.0 * arch.hidden as f64 * 16.0 + rows * arch.vocab as f64 * 4.0
 }
 
-/// Bytes of BF16 KV cache per token: keys and values of every layer
-/// (`2 x layers x kv_heads x head_dim x 2 B`), or MLA's compressed latent
-/// and RoPE key (`layers x (kv_lora_rank + qk_rope_dim) x 2 B`, vLLM's
-/// MLA cache).
-pub fn kv_bytes_per_token(arch: &Architecture) -> f64 {
+/// Bytes of BF16 KV cache per token on each of an engine's `tp` GPUs: the
+/// keys and values of every layer, their KV heads split over the GPUs and
+/// copied where there are fewer heads than GPUs (`2 x layers x
+/// ceil(kv_heads / tp) x head_dim x 2 B`); or MLA's compressed latent and
+/// RoPE key, which vLLM keeps whole on every GPU (`layers x (kv_lora_rank +
+/// qk_rope_dim) x 2 B`).
+pub fn kv_bytes_per_token(arch: &Architecture, tp: u64) -> f64 {
     let l = arch.layers as f64;
     match &arch.mla {
         Some(m) => l * (m.kv_lora_rank + m.qk_rope_dim) as f64 * 2.0,
-        None => l * 2.0 * arch.kv_width() as f64 * 2.0,
+        None => {
+            let heads = arch.kv_heads.max(1).div_ceil(tp.max(1));
+            l * 2.0 * (heads * arch.kv_width() / arch.kv_heads.max(1)) as f64 * 2.0
+        }
     }
 }
 
 /// One colocated vLLM engine of a GRPO plan.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct VllmEngine {
-    /// GPUs per engine (`vllm_tensor_parallel_size`): the smallest power of
-    /// two that leaves half of the share to the KV cache.
+    /// GPUs per engine (`vllm_tensor_parallel_size`, `engine_tp`).
     pub tp: u64,
     /// Its share of each GPU's memory, bytes.
     pub pool_bytes: f64,
@@ -89,14 +111,10 @@ impl VllmEngine {
         }
         let pool = pool_bytes(plan, gpu) as f64;
         let weights = counts.total as f64 * 2.0;
-        let mut tp = 1;
-        while weights / tp as f64 > pool / 2.0 && tp < gpus_per_node.max(1) {
-            tp *= 2;
-        }
-        let tp = tp.min(gpus_per_node.max(1));
+        let tp = engine_tp(arch, weights, pool, gpus_per_node);
         let rows = (plan.micro_batch * plan.grad_accum * tp) as f64;
         let per_gpu = weights / tp as f64;
-        let row_kv = plan.seq as f64 * kv_bytes_per_token(arch) / tp as f64;
+        let row_kv = plan.seq as f64 * kv_bytes_per_token(arch, tp);
         let room = pool - per_gpu - engine_buffers(arch, rows) / tp as f64;
         Some(VllmEngine {
             tp,
@@ -119,7 +137,7 @@ impl VllmEngine {
         let tp = self.tp as f64;
         let need = self.weight_bytes
             + engine_buffers(arch, self.rows) / tp
-            + self.rows * plan.seq as f64 * kv_bytes_per_token(arch) / tp;
+            + self.rows * plan.seq as f64 * kv_bytes_per_token(arch, self.tp);
         let share = (need / gpu.usable_bytes() as f64 * 20.0).ceil() / 20.0;
         (share <= 0.95).then_some(share.max(0.05))
     }
@@ -153,7 +171,7 @@ pub fn generation_seconds(
     // Causal attention over the prompt: 2 matmuls of p^2/2 keys x width.
     let prefill = n * (p * flops_per_token + 2.0 * p * p * attention_width) / peak;
     let mean_context = p + c / 2.0;
-    let kv = n * mean_context * kv_bytes_per_token(arch) / tp;
+    let kv = n * mean_context * kv_bytes_per_token(arch, e.tp);
     let read = (e.weight_bytes + kv) / bandwidth;
     let compute = n * (flops_per_token + 4.0 * mean_context * attention_width) / peak;
     waves * (prefill + c * read.max(compute))

@@ -534,6 +534,13 @@ impl Search {
         if repeats || !self.global_sequences.is_multiple_of(dp) {
             return None;
         }
+        // GRPO: a vLLM engine whose share cannot hold its weights and a row's
+        // KV cache does not start (the resolver's `grpo_engine_too_small`).
+        let gpn = s.instances[o[0]].fabric.gpus_per_domain.min(gpus).max(1);
+        let engine = crate::rollout::VllmEngine::of(arch, &self.counts, b, gpu, gpn);
+        if engine.is_some_and(|e| !e.runs()) {
+            return None;
+        }
         let layout = Layout {
             gpus,
             tp,

@@ -70,14 +70,15 @@ fn the_vllm_share_is_held_beside_the_step() {
 }
 
 /// TRL loads no reference at beta = 0 (its default since 0.19); above it, a
-/// BF16 copy: 8,030,261,248 x 2 / 8 over FSDP2's 8 shards, none under LoRA.
+/// whole BF16 copy, 8,030,261,248 x 2 B, beside DDP's replicas (under FSDP2
+/// TRL 0.24 cannot wrap it: an error), none under LoRA.
 #[test]
 fn a_reference_only_with_a_kl_penalty() {
     let p5 =
-        "model=llama-3.1-8b&instance=ml.p5.48xlarge&zero=3&ckpt=full&stage=grpo&seq=2048&mb=4&ga=2";
+        "model=llama-3.1-8b&instance=ml.p5.48xlarge&zero=0&ckpt=full&stage=grpo&seq=2048&mb=4&ga=2";
     assert_eq!(term(&report(p5), Term::Reference), 0);
     let kl = report(&format!("{p5}&beta=0.04"));
-    assert_eq!(term(&kl, Term::Reference), 2_007_565_312);
+    assert_eq!(term(&kl, Term::Reference), 16_060_522_496);
     assert_eq!(
         term(
             &report(&format!("{p5}&beta=0.04&train=lora")),
@@ -162,6 +163,8 @@ fn rollouts_that_trl_would_refuse_are_errors_with_their_fix() {
             "megatron_launcher_refuses",
             ("stack", "hf"),
         ),
+        ("zero=3&beta=0.04", "grpo_launcher_refuses", ("beta", "0")),
+        ("async_save=1", "grpo_launcher_refuses", ("async_save", "0")),
     ] {
         let r = report(&format!(
             "model=llama-3.1-8b&instance=ml.p5.48xlarge&stage=grpo&mb=8&ga=1&{q}"
@@ -186,4 +189,29 @@ fn the_search_offers_only_runnable_grpo_plans() {
         assert!(c.zero == 0 || c.zero == 3, "{}", c.query);
         assert!(c.query.contains("loss=plain"), "{}", c.query);
     }
+}
+
+/// vLLM splits the attention heads evenly over its tensor-parallel GPUs:
+/// Qwen2.5-7B's 28 heads take 1, 2 or 4, never 8. At a 0.05 share of an
+/// H100 (4.25 GB) its 15.23 GB of weights would want 8; the engine stops at
+/// 4 (3.81 GB a GPU), and the little KV cache left runs its 128 rows in waves.
+#[test]
+fn the_engine_splits_the_heads_evenly() {
+    let q = "model=qwen2.5-7b&stage=grpo&seq=1280&completion=1024&mb=4&ga=8&instance=ml.p5.48xlarge&zero=3&gen_share=0.05";
+    let r = report(q);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let g = r.figures.rollout.as_ref().unwrap();
+    assert_eq!((g.vllm_tp, g.rows_per_engine), (4, 128));
+    assert!(g.concurrent_rows >= 1 && g.concurrent_rows < 128, "{g:?}");
+}
+
+/// vLLM keeps MLA's compressed cache whole on every GPU of an engine, and
+/// copies KV heads where there are fewer than GPUs: Llama-3.1-8B's 8 KV heads
+/// of 128 over 2 GPUs are 32 x 2 x 4 x 128 x 2 B = 65,536 B a token each, and
+/// over 16 GPUs still one head a GPU (16,384 B).
+#[test]
+fn the_kv_cache_splits_by_heads() {
+    let arch = &planner::architecture::preset("llama-3.1-8b").unwrap().arch;
+    assert_eq!(planner::rollout::kv_bytes_per_token(arch, 2), 65_536.0);
+    assert_eq!(planner::rollout::kv_bytes_per_token(arch, 16), 16_384.0);
 }
