@@ -58,14 +58,15 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
         <p class="derived" id="global-batch">{move || {
             let lang = ctx.lang.get();
             let (seq, stage, g) = ctx.plan.with(|p| (p.seq, p.stage, p.rollout.generations));
-            let (rows, per) = match stage {
-                planner::plan::TrainingStage::Sft => (String::new(), 1),
-                planner::plan::TrainingStage::Dpo => (format!(" {} × 2", tr(lang, Text::WordPairs)), 1),
-                planner::plan::TrainingStage::Grpo => (format!(" {} × {g}", tr(lang, Text::WordPrompts)), g.max(1)),
+            let rows = match stage {
+                planner::plan::TrainingStage::Sft => String::new(),
+                planner::plan::TrainingStage::Dpo => format!(" {} × 2", tr(lang, Text::WordPairs)),
+                planner::plan::TrainingStage::Grpo => format!(" {} × {g}", tr(lang, Text::WordPrompts)),
             };
+            // GRPO counts prompts (the report's), each of `generations` rows.
             ctx.report.with(|r| format!("{}: {}{} × {} = {} {}",
                 tr(lang, Text::GlobalBatch),
-                num((r.global_batch_sequences / per) as f64, 0, lang),
+                num(r.rollout.as_ref().map_or(r.global_batch_sequences, |g| g.prompts_per_step) as f64, 0, lang),
                 rows,
                 num(seq as f64, 0, lang),
                 num(r.global_batch_tokens as f64, 0, lang),

@@ -109,29 +109,25 @@ fn rollout_line(g: &planner::report::RolloutFigures, l: Lang) -> String {
     )
 }
 
-/// The cost of a unit of work: a million tokens, or for DPO a thousand
-/// preference pairs (two rows of the planned sequence each).
+/// The cost of a unit of work: a million tokens, or a thousand DPO
+/// preference pairs or GRPO prompts (`cost::usd_per_thousand_samples`).
 fn unit_cost(ctx: Ctx, per_million_tokens: f64, l: Lang) -> String {
-    match ctx.plan.with(|p| p.stage) {
-        planner::plan::TrainingStage::Sft => {
-            format!(
+    use planner::plan::TrainingStage;
+    let unit = match ctx.plan.with(|p| p.stage) {
+        TrainingStage::Sft => {
+            return format!(
                 "{} {}",
                 usd(per_million_tokens, l),
                 tr(l, Text::Per1MTokens)
             )
         }
-        _ => {
-            let per_thousand = ctx
-                .plan
-                .with(|p| planner::cost::usd_per_thousand_samples(p, per_million_tokens));
-            let unit = if ctx.plan.with(|p| p.stage) == planner::plan::TrainingStage::Dpo {
-                Text::Per1KPairs
-            } else {
-                Text::Per1KPrompts
-            };
-            format!("{} {}", usd(per_thousand, l), tr(l, unit))
-        }
-    }
+        TrainingStage::Dpo => Text::Per1KPairs,
+        TrainingStage::Grpo => Text::Per1KPrompts,
+    };
+    let per_thousand = ctx
+        .plan
+        .with(|p| planner::cost::usd_per_thousand_samples(p, per_million_tokens));
+    format!("{} {}", usd(per_thousand, l), tr(l, unit))
 }
 
 /// What one sample is: a sequence, or a DPO preference pair (two rows).

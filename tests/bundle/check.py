@@ -457,6 +457,9 @@ def grpo_checks(i, query, launcher, models, prompts_dir):
 
     @case(f"grpo {i} one truth: {query}")
     def one_truth():
+        # The adapters' targets are named as train.py names them (the planner's one list).
+        train_py = load_script(os.path.join(HERE, "..", "..", "crates", "planner", "bundle", "train.py"))
+        assert load_script(script).LORA_TARGET_SETS == train_py.LORA_TARGET_SETS
         files = sorted(os.path.relpath(os.path.join(d, f), bundle) for d, _, fs in os.walk(bundle) for f in fs)
         assert files == ["README.md", "launch.py", "scripts/grpo.py", "scripts/requirements.txt"], files
         need = open(os.path.join(bundle, "scripts", "requirements.txt")).read().split()

@@ -39,12 +39,14 @@ import time
 
 MEASURED_TAG = "TRAIN_PLANNER_MEASURED"
 LINE_VERSION = 1
-ATTENTION_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
-LORA_TARGET_SETS = {
-    "all-linear": ATTENTION_TARGETS + ("gate_proj", "up_proj", "down_proj"),
-    "attention": ATTENTION_TARGETS,
-    "q,v": ("q_proj", "v_proj"),
-}
+# The planner's lora_targets as PEFT module names, as train.py names them (tests/bundle
+# checks the two scripts agree): MLA's query and key/value projections count as q and k, v.
+MLA_QUERY = ("q_a_proj", "q_b_proj")
+MLA_KEY_VALUE = ("kv_a_proj_with_mqa", "kv_b_proj")
+ATTENTION_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj") + MLA_QUERY + MLA_KEY_VALUE
+LORA_TARGETS = ATTENTION_TARGETS + ("gate_proj", "up_proj", "down_proj", "w1", "w2", "w3")
+LORA_TARGET_SETS = {"all-linear": LORA_TARGETS, "attention": ATTENTION_TARGETS,
+                    "q,v": ("q_proj", "v_proj") + MLA_QUERY + MLA_KEY_VALUE}
 # TRL's PyTorch Trainer names for the planner's optimizers.
 OPTIMIZERS = {"adamw": "adamw_torch_fused", "adamw-foreach": "adamw_torch",
               "adamw8bit": "adamw_bnb_8bit", "adafactor": "adafactor", "sgd": "sgd"}

@@ -475,7 +475,7 @@ pub fn evaluate(plan: &Plan) -> Report {
     let adapters = plan.lora_params(&r.arch);
     let (time, checkpoint, cost) =
         cost::estimate(plan, &r.counts, adapters, &tp, &r.instance, r.layout.gpus);
-    let rollout = rollout_figures(&r, &fabric, &tp);
+    let rollout = rollout_figures(&r, &fabric, &tp, global_batch_sequences);
     let mut figures = Figures {
         model_name: r.model_name.clone(),
         parameters: r.counts.total,
@@ -543,15 +543,16 @@ pub fn evaluate(plan: &Plan) -> Report {
 }
 
 /// A GRPO plan's vLLM engine, prompts and rollout tokens per second.
+/// `rows` is the step's global batch of rows (`mb x ga x dp`).
 fn rollout_figures(
     r: &Resolved<'_>,
     fabric: &Fabric,
     tp: &throughput::Throughput,
+    rows: u64,
 ) -> Option<crate::report::RolloutFigures> {
     let gpn = crate::rollout::engine_gpus(fabric, &r.layout);
     let e = crate::rollout::VllmEngine::of(&r.arch, &r.counts, r.plan, &r.gpu, gpn)?;
     let rollout = &r.plan.rollout;
-    let rows = tp.tokens_per_step / r.plan.seq.max(1);
     Some(crate::report::RolloutFigures {
         vllm_tp: e.tp,
         rows_per_engine: e.rows as u64,

@@ -534,13 +534,6 @@ impl Search {
         if repeats || !self.global_sequences.is_multiple_of(dp) {
             return None;
         }
-        // GRPO: a vLLM engine whose share cannot hold its weights and a row's
-        // KV cache does not start (the resolver's `grpo_engine_too_small`).
-        let gpn = s.instances[o[0]].fabric.gpus_per_domain.min(gpus).max(1);
-        let engine = crate::rollout::VllmEngine::of(arch, &self.counts, b, gpu, gpn);
-        if engine.is_some_and(|e| !e.runs()) {
-            return None;
-        }
         let layout = Layout {
             gpus,
             tp,
@@ -552,6 +545,13 @@ impl Search {
             stages,
             fp8_tn_only: gpu.fp8_tn_only,
         };
+        // GRPO: a vLLM engine whose share cannot hold its weights and a row's
+        // KV cache does not start (the resolver's `grpo_engine_too_small`).
+        let gpn = crate::rollout::engine_gpus(&s.instances[o[0]].fabric, &layout);
+        let engine = crate::rollout::VllmEngine::of(arch, &self.counts, b, gpu, gpn);
+        if engine.is_some_and(|e| !e.runs()) {
+            return None;
+        }
         // Offers keep the experts' TP at the dense TP (Megatron-Core's default).
         (layout.expert_tensor_parallel() == Some(tp)).then_some(layout)
     }

@@ -4,31 +4,17 @@
 //! forward without gradients of a frozen copy, or under LoRA of the base
 //! with its adapters off).
 
+mod common;
+
+use common::{report, term};
 use planner::evaluate::evaluate;
 use planner::export::hyperparameter_items;
 use planner::memory::Term;
 use planner::plan::Plan;
 
-fn report(q: &str) -> planner::report::Report {
-    let d = Plan::from_query(q);
-    assert!(d.notices.is_empty(), "{:?}", d.notices);
-    evaluate(&d.plan)
-}
-
-/// One term of the peak's breakdown, bytes (0 when absent).
-fn term(r: &planner::report::Report, t: Term) -> u64 {
-    r.figures
-        .memory
-        .terms
-        .iter()
-        .filter(|(x, _)| *x == t)
-        .map(|(_, b)| *b)
-        .sum()
-}
-
 /// The report's error `code`, which it must have.
 fn error<'a>(r: &'a planner::report::Report, code: &str) -> &'a planner::text::Message {
-    r.errors.iter().find(|e| e.code == code).expect(code)
+    common::error(r, code).expect(code)
 }
 
 const P5: &str = "model=llama-3.1-8b&instance=ml.p5.48xlarge&zero=3&seq=2048&ckpt=full";

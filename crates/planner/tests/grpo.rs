@@ -6,35 +6,17 @@
 //! `beta > 0`; every step decodes `completion` tokens, each step reading the
 //! engine's weights.
 
-use planner::evaluate::evaluate;
+mod common;
+
+use common::{error, report, term};
 use planner::memory::Term;
 use planner::plan::Plan;
-
-fn report(q: &str) -> planner::report::Report {
-    let d = Plan::from_query(q);
-    assert!(d.notices.is_empty(), "{:?}", d.notices);
-    evaluate(&d.plan)
-}
-
-fn term(r: &planner::report::Report, t: Term) -> u64 {
-    r.figures
-        .memory
-        .terms
-        .iter()
-        .filter(|(x, _)| *x == t)
-        .map(|(_, b)| *b)
-        .sum()
-}
 
 /// The logits-and-loss buffers at the start of backward.
 fn logits(q: &str) -> u64 {
     let d = Plan::from_query(q);
     let (r, _) = planner::resolve::resolve(&d.plan);
     planner::memory::breakdown(&r.arch, &r.counts, &d.plan, &r.layout).logits_bytes
-}
-
-fn error<'a>(r: &'a planner::report::Report, code: &str) -> Option<&'a planner::text::Message> {
-    r.errors.iter().find(|e| e.code == code)
 }
 
 /// Llama-3.1-8B on one H100 (79.1 GiB usable, hardware.json), DDP.
