@@ -355,6 +355,16 @@ await test('GRPO: rollout inputs travel, vLLM\'s share shows, the step splits an
   await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"num_generations"'));
   const code = await page.textContent('#export-code');
   assert(code.includes('entry_point="grpo.py"') && code.includes('"vllm_tensor_parallel_size": 2'), 'the export runs grpo.py');
+  // vLLM as a server on 4 of the 8 GPUs: its share leaves the training GPUs, grpo.py starts it.
+  await page.fill('#gen_gpus', '4');
+  await page.waitForFunction(() => location.href.includes('gen_gpus=4'));
+  await page.waitForFunction(() => document.querySelector('#rollout').textContent.includes('vLLM server on 4 GPU(s)'));
+  const served = gibOf(await page.textContent('#peak'));
+  assert(served < after - 10, `the training GPUs' peak ${served} GiB holds no vLLM share (colocated ${after} GiB)`);
+  await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"vllm_server_gpus": 4'));
+  assert((await page.textContent('#export-code')).includes('distribution=None'), 'grpo.py starts the server and torchrun');
+  await page.fill('#gen_gpus', '8');
+  await page.waitForFunction(() => document.body.textContent.includes('fewer than its 8 GPUs'));
 });
 
 await test('one edit runs one evaluation, the export panel included (#34)', async (page) => {

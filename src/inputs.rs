@@ -87,8 +87,12 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
             </div>
             <div class="row2">
                 <NumberField ctx=ctx key="beta" label=Text::GrpoBeta step="any" get=|p| planner::plan::fmt_num(p.rollout.beta) />
-                <NumberField ctx=ctx key="gen_share" label=Text::GrpoGenShare step="any" get=|p| planner::plan::fmt_num(p.rollout.gen_share) />
+                <NumberField ctx=ctx key="gen_gpus" label=Text::GrpoGenGpusField get=|p| p.rollout.gen_gpus.to_string() />
             </div>
+            // A server holds its own 90%: the share is the colocated engine's.
+            <Show when=move || plan_is(ctx, |p| p.rollout.gen_gpus == 0)>
+                <NumberField ctx=ctx key="gen_share" label=Text::GrpoGenShare step="any" get=|p| planner::plan::fmt_num(p.rollout.gen_share) />
+            </Show>
         </Show>
         <Show when=move || plan_is(ctx, |p| p.train != planner::plan::Training::Full)>
             <NumberField ctx=ctx key="lora_rank" label=Text::LoRARank get=|p| p.lora_rank.to_string() />

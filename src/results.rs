@@ -28,7 +28,7 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
             <dl class="stats">
                 <Stat lang=lang id="model-name" label=Text::Model value=move |l| report.with(|r| render(l, &r.model_name)) />
                 <Stat lang=lang id="params" label=Text::Parameters value=move |l| report.with(|r| if r.parameters == r.parameters_active { params(r.parameters, l) } else { format!("{} ({} {})", params(r.parameters, l), params(r.parameters_active, l), tr(l, Text::WordActive)) }) />
-                <Stat lang=lang id="gpus" label=Text::Gpus value=move |_l| report.with(|r| format!("{} × {} (DP {}, TP {}, PP {}, CP {})", r.layout.gpus, r.gpu, r.layout.dp, r.layout.tp, r.layout.pp, r.layout.cp)) />
+                <Stat lang=lang id="gpus" label=Text::Gpus value=move |l| report.with(|r| gpus_line(r, l)) />
                 <Show when=move || report.with(|r| r.layout.pp > 1)>
                     <Stat lang=lang id="pp-layers" label=Text::LayersPerPipelineRank value=move |l| report.with(|r| {
                         let s = &r.layout.stages;
@@ -92,14 +92,33 @@ fn step_split(t: &planner::throughput::Throughput, l: Lang) -> String {
     )
 }
 
+/// The training GPUs and their layout, and a GRPO plan's vLLM server GPUs.
+fn gpus_line(r: &planner::report::Report, l: Lang) -> String {
+    let line = format!(
+        "{} × {} (DP {}, TP {}, PP {}, CP {})",
+        r.layout.gpus, r.gpu, r.layout.dp, r.layout.tp, r.layout.pp, r.layout.cp
+    );
+    match r.rollout.as_ref().map_or(0, |g| g.server_gpus) {
+        0 => line,
+        k => format!("{line} + {k} {}", tr(l, Text::ForTheVllmServer)),
+    }
+}
+
 /// GRPO's rollout tokens per second and the vLLM engine that makes them.
 fn rollout_line(g: &planner::report::RolloutFigures, l: Lang) -> String {
+    let text = if g.server_gpus > 0 {
+        Text::RolloutServer
+    } else {
+        Text::RolloutEngine
+    };
     let engine = Phrase::of(
-        Text::RolloutEngine,
+        text,
         [
             ("tp", Arg::from(&g.vllm_tp)),
             ("concurrent", Arg::from(&g.concurrent_rows)),
             ("rows", Arg::from(&g.rows_per_engine)),
+            ("gpus", Arg::from(&g.server_gpus)),
+            ("engines", Arg::from(&g.engines)),
         ],
     );
     format!(

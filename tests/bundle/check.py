@@ -18,8 +18,9 @@ Then: FSDP 2 x TP 2 with sequence parallelism, and HSDP 2 x 2, each on four
 ranks, train as one process does (step-1 loss within 2e-4 in FP32, the loss
 falls over 5 steps, each rank holds its share of the parameters); a resumed
 run continues from the checkpoint the first one wrote, FP8 on
-a CPU stops with a message (and trains with --fp8_fallback True), and a
-malformed or foreign line gets a clear message.
+a CPU stops with a message (and trains with --fp8_fallback True), train.py's
+DPO equals TRL's DPOTrainer on the same pairs (ids, log-probabilities, loss,
+gradients), and a malformed or foreign line gets a clear message.
 
 Prints one closing line: "bundle: N passed, M failed".
 """
@@ -71,6 +72,9 @@ GRPO_PLANS = [
      "pytorch"),
     ("model=llama-3.1-8b&stage=grpo&train=lora&lora_targets=q,v&beta=0.04&generations=4&mb=4&ga=2&zero=0"
      "&instance=ml.g6e.12xlarge&seq=1024&completion=512&gen_share=0.4", "huggingface"),
+    # vLLM as a server on 2 of the node's 8 GPUs, training on the other 6.
+    ("model=qwen2.5-1.5b&stage=grpo&seq=1024&completion=512&mb=4&ga=4&zero=3&ckpt=full"
+     "&instance=ml.p5.48xlarge&gen_gpus=2", "modeltrainer"),
 ]
 RESULTS = []
 
@@ -399,7 +403,6 @@ def lora_targets_on_mla():
         assert got == count, (targets, got, count)
 
 
-@case("the ZIP the page builds opens with Python's zipfile and holds the CLI's files")
 @case("DPO: step 1's loss is ln 2, it falls on repeated pairs, two FSDP2 ranks equal one process")
 def dpo_learns(models, fixtures):
     """At step 1 the policy is the reference (a frozen copy, or under LoRA the base with its
@@ -428,6 +431,75 @@ def dpo_learns(models, fixtures):
     assert max(abs(a - b) for a, b in zip(runs["one"], runs["fsdp2"])) <= 2e-4, runs
 
 
+@case("DPO: train.py's pairs, log-probabilities, loss and gradients equal TRL 0.24's DPOTrainer's")
+def dpo_matches_trl(models, fixtures):
+    """train.py runs DPO in its own loop because TRL 0.24's DPOTrainer wraps a frozen reference
+    in FSDP1 under FSDP2 and fails (huggingface/trl#3581), so this pins the loop to TRL: the same
+    tiny FP32 model, a reference moved away from it, the same three pairs. TRL tokenizes them
+    (tokenize_row), collates and scores them (concatenated_forward, compute_ref_log_probs,
+    get_batch_loss_metrics); train.py's load_pairs, with_loss and dpo_loss must give the same
+    ids, per-row log-probabilities, loss and policy gradients."""
+    import copy
+
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import DPOConfig, DPOTrainer
+
+    train = load_script(os.path.join(WORK, "plan0", "scripts", "train.py"))
+    with open(os.path.join(fixtures, "pairs", "train.jsonl")) as f:
+        lines = [json.loads(line) for line in f][:3]
+    tok = AutoTokenizer.from_pretrained(models["llama"])
+    policy = AutoModelForCausalLM.from_pretrained(models["llama"], torch_dtype=torch.float32)
+    reference = copy.deepcopy(policy)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for p in reference.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    beta = 0.3
+    config = DPOConfig(output_dir=tempfile.mkdtemp(prefix="dpo-trl-", dir=WORK), beta=beta, report_to=[],
+                       per_device_train_batch_size=len(lines), use_cpu=True, bf16=False, max_length=None,
+                       max_prompt_length=None, max_completion_length=None)
+    trainer = DPOTrainer(model=policy, ref_model=reference, args=config, train_dataset=Dataset.from_list(lines),
+                         processing_class=tok)
+    rows = [trainer.train_dataset[i] for i in range(len(lines))]
+    longest = max(len(r["prompt_input_ids"]) + len(r[k]) for r in rows for k in ("chosen_input_ids",
+                                                                                  "rejected_input_ids"))
+    seq = longest - 1  # no row is cut: pair_row keeps seq + 1 ids
+    pairs_dir = tempfile.mkdtemp(prefix="dpo-pairs-", dir=WORK)
+    with open(os.path.join(pairs_dir, "train.jsonl"), "w") as f:
+        f.writelines(json.dumps(line) + "\n" for line in lines)
+    args = train.parse_args(["--model_id", models["llama"], "--data_dir", pairs_dir, "--stage", "dpo",
+                             "--max_seq_length", str(seq), "--precision", "fp32", "--max_steps", "1"])
+    pairs = train.load_pairs(args, 0, 1)
+    for r, (chosen, rejected) in zip(rows, pairs):
+        prompt = r["prompt_input_ids"]
+        assert chosen == train.pair_row(prompt, r["chosen_input_ids"], seq, tok.eos_token_id), (r, chosen)
+        assert rejected == train.pair_row(prompt, r["rejected_input_ids"], seq, tok.eos_token_id), (r, rejected)
+    tokens, labels = next(train.pair_batches(pairs, len(pairs), 0, torch))
+
+    batch = trainer.data_collator(rows)
+    out = trainer.concatenated_forward(policy, batch)
+    trl_policy = torch.cat([out["chosen_logps"], out["rejected_logps"]])
+    trl_reference = torch.cat(trainer.compute_ref_log_probs(batch))
+    trl_loss, _ = trainer.get_batch_loss_metrics(policy, batch, "train")
+    trl_grads = torch.autograd.grad(trl_loss, list(policy.parameters()))
+
+    ours = train.with_loss(args, policy, torch)
+    our_policy = ours(tokens, labels)
+    with torch.no_grad():
+        our_reference = train.with_loss(args, reference, torch)(tokens, labels)
+    our_loss = train.dpo_loss(our_policy, our_reference, beta)
+    our_grads = torch.autograd.grad(our_loss, list(policy.parameters()))
+
+    torch.testing.assert_close(our_policy, trl_policy, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(our_reference, trl_reference, rtol=1e-5, atol=1e-4)
+    assert abs(trl_loss.item() - 0.6931) > 0.01, f"the reference moved too little to test: {trl_loss.item()}"
+    torch.testing.assert_close(our_loss, trl_loss, rtol=1e-5, atol=1e-6)
+    for name, (a, b) in zip([n for n, _ in policy.named_parameters()], zip(our_grads, trl_grads)):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6, msg=lambda m, name=name: f"{name}: {m}")
+
+
 GRPO_CONFIG = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
@@ -438,7 +510,8 @@ if int(__import__("os").environ.get("RANK", "0")) == 0:
     print("CONFIG " + json.dumps({k: getattr(c, k) for k in (
         "fsdp_config", "gradient_checkpointing", "num_generations", "max_prompt_length",
         "max_completion_length", "beta", "loss_type", "use_vllm", "vllm_mode",
-        "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "per_device_train_batch_size",
+        "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "vllm_server_host",
+        "vllm_server_port", "per_device_train_batch_size",
         "gradient_accumulation_steps", "bf16")} | {"fsdp": [str(o.value) for o in c.fsdp]}, default=str))
 """
 
@@ -476,12 +549,15 @@ def grpo_checks(i, query, launcher, models, prompts_dir):
         want = {
             "num_generations": int(plan["generations"]), "max_completion_length": completion,
             "max_prompt_length": seq - completion, "beta": float(plan["beta"]), "loss_type": "dapo",
-            "use_vllm": True, "vllm_mode": "colocate",
-            "vllm_gpu_memory_utilization": float(plan["gen_share"]),
-            "vllm_tensor_parallel_size": report["rollout"]["vllm_tp"],
-            "per_device_train_batch_size": int(plan["mb"]), "gradient_accumulation_steps": int(plan["ga"]),
-            "bf16": True,
+            "use_vllm": True, "per_device_train_batch_size": int(plan["mb"]),
+            "gradient_accumulation_steps": int(plan["ga"]), "bf16": True,
         }
+        if report["rollout"]["server_gpus"]:
+            # The server's size and share are its command line's (server_launch).
+            want.update(vllm_mode="server", vllm_server_host="127.0.0.1", vllm_server_port=8000)
+        else:
+            want.update(vllm_mode="colocate", vllm_gpu_memory_utilization=float(plan["gen_share"]),
+                        vllm_tensor_parallel_size=report["rollout"]["vllm_tp"])
         diff = {k: (c[k], v) for k, v in want.items() if c[k] != v}
         assert not diff, f"GRPOConfig (got, planner) differ: {diff}"
         fsdp = plan["zero"] == "3" and world > 1
@@ -510,8 +586,42 @@ def grpo_checks(i, query, launcher, models, prompts_dir):
         want = "adapter_model.safetensors" if plan["train"] != "full" else "model.safetensors"
         assert want in saved, saved
 
+    @case(f"grpo {i} starts vLLM's server and torchrun on the planned GPUs")
+    def server_launch():
+        """grpo.py, run once on the instance as SageMaker runs it (no distribution), starts
+        `trl vllm-serve` on the server's GPUs with the planned engines, share and length (TRL's
+        own parser reads its arguments) and torchrun on the other GPUs with the same settings."""
+        from transformers import HfArgumentParser
+        from trl.scripts.vllm_serve import ScriptArguments
+
+        rollout = report["rollout"]
+        k, gpn = rollout["server_gpus"], report["layout"]["gpus"] + rollout["server_gpus"]
+        argv = as_argv(hp)
+        r = run_script(script, argv, 1, {"GRPO_DRY_RUN": "1", "SM_NUM_GPUS": str(gpn), "SM_HOSTS": '["algo-1"]'})
+        assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
+        got = json.loads(next(l for l in r.stdout.splitlines() if l.startswith("GRPO_LAUNCH "))[12:])
+        assert got["server"][:2] == ["trl", "vllm-serve"], got
+        (served,) = HfArgumentParser(ScriptArguments).parse_args_into_dataclasses(got["server"][2:])
+        want = {"model": hp["model_id"], "tensor_parallel_size": rollout["vllm_tp"],
+                "data_parallel_size": rollout["engines"], "gpu_memory_utilization": 0.9,
+                "max_model_len": int(plan["seq"]), "port": 8000}
+        diff = {f: (getattr(served, f), v) for f, v in want.items() if getattr(served, f) != v}
+        assert not diff, f"vllm-serve (got, planner) differ: {diff}"
+        assert got["server_gpus"] == ",".join(map(str, range(k))), got
+        assert got["train_gpus"] == ",".join(map(str, range(k, gpn))), got
+        train = got["train"]
+        assert train[train.index("--nproc_per_node") + 1] == str(report["layout"]["gpus"]), train
+        assert train[-len(argv):] == argv and train[-len(argv) - 1] == os.path.abspath(script), train
+        launch = open(os.path.join(bundle, "launch.py")).read()
+        assert re.search(r"^    distribut(ed|ion)=None,$", launch, re.M), "SageMaker must run grpo.py once per instance"
+        several = run_script(script, argv, 1, {"GRPO_DRY_RUN": "1", "SM_NUM_GPUS": str(gpn),
+                                               "SM_HOSTS": '["algo-1", "algo-2"]'})
+        assert several.returncode == 2 and "one instance" in several.stderr, several.stderr[-600:]
+
     one_truth()
     trains()
+    if report["rollout"]["server_gpus"]:
+        server_launch()
 
 
 def run_script_code(code, argv, world):
@@ -530,6 +640,7 @@ def grpo_refuses():
         assert r.returncode == 2 and want in r.stderr and "Traceback" not in r.stderr, (extra, r.stderr[-600:])
 
 
+@case("the ZIP the page builds opens with Python's zipfile and holds the CLI's files")
 def zip_matches():
     import zipfile
 
@@ -576,6 +687,7 @@ def main():
     attention_as_planned()
     lora_targets_on_mla()
     dpo_learns(models, fixtures)
+    dpo_matches_trl(models, fixtures)
     prompts_dir = fixture.make_prompts(fixtures)
     for i, (query, launcher) in enumerate(GRPO_PLANS):
         grpo_checks(i, query, launcher, models, prompts_dir)

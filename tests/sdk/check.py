@@ -87,6 +87,14 @@ def plans():
 
 # Megatron plans start the bundle's Megatron-Bridge launcher in the NeMo
 # Framework container the user pushed to ECR (NEMO_IMAGE_URI).
+# GRPO with vLLM as a server beside training on one instance: grpo.py starts the server and
+# torchrun itself, so SageMaker runs it once per instance (no distribution).
+GRPO_SERVER = [
+    "model=qwen2.5-7b&stage=grpo&seq=1280&completion=1024&mb=4&ga=4&zero=3&ckpt=full"
+    "&instance=ml.p5.48xlarge&gen_gpus=4",
+    "model=llama-3.2-1b&stage=grpo&train=lora&mb=8&ga=1&zero=0&instance=ml.g6e.12xlarge&gen_gpus=2",
+]
+
 MEGATRON = [
     "model=llama-3.1-70b&stack=megatron&precision=fp8&instance=ml.p5.48xlarge&nodes=8&tp=4&pp=4&cp=2&zero=1",
     "model=deepseek-v3&stack=megatron&precision=fp8&instance=ml.p6-b200.48xlarge&nodes=32&pp=16&ep=8"
@@ -273,6 +281,15 @@ def v2_mode():
                 assert g["hyperparameters"]["max_steps"] == planned_steps(q)
                 assert est.use_spot_instances == (p.get("spot") == "1")
             res.check(f"megatron {fmt} {q}", nemo)
+    for q in GRPO_SERVER:
+        p = query_of(q)
+        for fmt in ("pytorch", "huggingface"):
+            def server(q=q, fmt=fmt, p=p):
+                g = run_snippet(export(q, fmt), work)
+                est = g["estimator"]
+                assert est.entry_point == "grpo.py" and not est.distribution, est.distribution  # None is kept as {}
+                assert g["hyperparameters"]["vllm_server_gpus"] == int(p["gen_gpus"]), g["hyperparameters"]
+            res.check(f"grpo server {fmt} {q}", server)
     return res.close()
 
 
@@ -319,6 +336,14 @@ def v3_mode():
             assert t.distributed.process_count_per_node == GPUS_PER_NODE.get(p["instance"], 8)
             assert t.hyperparameters["max_steps"] == planned_steps(q)
         res.check(f"megatron modeltrainer {q}", nemo)
+    for q in GRPO_SERVER:
+        p = query_of(q)
+        def server(q=q, p=p):
+            t = run_snippet(export(q, "modeltrainer"), work)["trainer"]
+            assert t.source_code.entry_script == "grpo.py" and t.distributed is None, t.distributed
+            assert t.compute.instance_count == 1
+            assert t.hyperparameters["vllm_server_gpus"] == int(p["gen_gpus"]), t.hyperparameters
+        res.check(f"grpo server modeltrainer {q}", server)
     return res.close()
 
 

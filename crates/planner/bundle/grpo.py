@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Train Planner's GRPO script for SageMaker (TRL's GRPOTrainer, vLLM colocated).
+"""Train Planner's GRPO script for SageMaker (TRL's GRPOTrainer, vLLM colocated or as a server).
 
 It runs exactly the GRPO step the planner modelled (#38): every optimizer step
 generates --num_generations completions of up to --max_completion_length tokens
 per prompt with a vLLM engine inside --vllm_gpu_memory_utilization of each
 training GPU (TRL's vllm_mode="colocate", over --vllm_tensor_parallel_size
-GPUs), scores them (the old policy's log-probabilities, and a frozen
+GPUs) or, with --vllm_server_gpus N, on a `trl vllm-serve` server on the
+instance's first N GPUs (vllm_mode="server": this script, run once on the
+instance, starts the server there and torchrun on the other GPUs), scores them (the old policy's log-probabilities, and a frozen
 reference's when --beta > 0), then trains on the rows with TRL's "dapo" loss
 over the completions. SageMaker passes the launcher's hyperparameters as
 `--name value` arguments, the same names as train.py's; a setting the planner
@@ -34,10 +36,14 @@ import importlib.util
 import json
 import math
 import os
+import subprocess
 import sys
 import time
+import urllib.request
 
 MEASURED_TAG = "TRAIN_PLANNER_MEASURED"
+SERVER_PORT = 8000
+SERVER_START_SECONDS = 1800  # loading a large model into vLLM takes minutes
 LINE_VERSION = 1
 # The planner's lora_targets as PEFT module names, as train.py names them (tests/bundle
 # checks the two scripts agree): MLA's query and key/value projections count as q and k, v.
@@ -99,6 +105,8 @@ def parse_args(argv=None):
                    help="False: Transformers generates (CPU tests; not what the planner times)")
     p.add_argument("--vllm_gpu_memory_utilization", type=float, default=0.3)
     p.add_argument("--vllm_tensor_parallel_size", type=int, default=1)
+    p.add_argument("--vllm_server_gpus", type=int, default=0,
+                   help="GPUs for a `trl vllm-serve` server (0: vLLM colocated with training)")
     p.add_argument("--save_steps", type=int, default=0, help="0 = only at the end")
     p.add_argument("--save", choices=("full", "weights", "adapter"), default="full")
     p.add_argument("--async_save", type=str2bool, default=False)
@@ -208,7 +216,10 @@ def grpo_config(args, use_cpu):
             # Whole tensors on save: save_model writes the model (every rank takes part).
             "state_dict_type": "FULL_STATE_DICT",
         }
-    if args.use_vllm:
+    if args.use_vllm and args.vllm_server_gpus:
+        kwargs.update(vllm_mode="server", vllm_server_host="127.0.0.1", vllm_server_port=SERVER_PORT,
+                      vllm_server_timeout=SERVER_START_SECONDS)
+    elif args.use_vllm:
         kwargs.update(vllm_mode="colocate",
                       vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
                       vllm_tensor_parallel_size=args.vllm_tensor_parallel_size)
@@ -327,9 +338,77 @@ def report_measured(args, trainer, times, torch):
         print(MEASURED_TAG + " " + json.dumps(line, sort_keys=True), flush=True)
 
 
+def server_commands(args, argv, gpus):
+    """The vLLM server on the first --vllm_server_gpus GPUs and torchrun on the others, each as
+    (command, environment): the server is --data_parallel_size engines of
+    --vllm_tensor_parallel_size GPUs at --vllm_gpu_memory_utilization, as planned."""
+    k, tp = args.vllm_server_gpus, args.vllm_tensor_parallel_size
+    hosts = json.loads(os.environ.get("SM_HOSTS", "[]"))
+    if len(hosts) > 1:
+        raise PlanError("a vLLM server runs beside training on one instance: use one instance, "
+                        "or vLLM colocated (--vllm_server_gpus 0)")
+    if not 0 < k < gpus or k % tp:
+        raise PlanError(f"--vllm_server_gpus {k}: fewer than the instance's {gpus} GPUs, "
+                        f"in whole engines of {tp}")
+
+    def devices(ids):
+        return dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(str(i) for i in ids))
+
+    server = ["trl", "vllm-serve", "--model", args.model_id, "--tensor_parallel_size", str(tp),
+              "--data_parallel_size", str(k // tp),
+              "--gpu_memory_utilization", str(args.vllm_gpu_memory_utilization),
+              "--max_model_len", str(args.max_seq_length), "--port", str(SERVER_PORT)]
+    trainer = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               "--nproc_per_node", str(gpus - k), os.path.abspath(__file__), *argv]
+    return (server, devices(range(k))), (trainer, devices(range(k, gpus)))
+
+
+def wait_for_server(server):
+    """Until the server answers /health/, or stops (an error), or SERVER_START_SECONDS pass."""
+    deadline = time.monotonic() + SERVER_START_SECONDS
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise PlanError(f"the vLLM server stopped with exit code {server.returncode} before it served")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{SERVER_PORT}/health/", timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(5)
+    raise PlanError(f"the vLLM server did not answer within {SERVER_START_SECONDS} s")
+
+
+def launch_with_server(args, argv):
+    """Run once per instance: start the server, train under torchrun, stop the server.
+    GRPO_DRY_RUN=1 prints the two commands and their GPUs instead (tests)."""
+    import torch
+
+    gpus = int(os.environ.get("SM_NUM_GPUS") or torch.cuda.device_count())
+    (server_cmd, server_env), (train_cmd, train_env) = server_commands(args, argv, gpus)
+    if os.environ.get("GRPO_DRY_RUN"):
+        print("GRPO_LAUNCH " + json.dumps({
+            "server": server_cmd, "server_gpus": server_env["CUDA_VISIBLE_DEVICES"],
+            "train": train_cmd, "train_gpus": train_env["CUDA_VISIBLE_DEVICES"]}), flush=True)
+        return 0
+    server = subprocess.Popen(server_cmd, env=server_env)
+    try:
+        wait_for_server(server)
+        return subprocess.call(train_cmd, env=train_env)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     try:
+        if args.vllm_server_gpus and args.use_vllm and "LOCAL_RANK" not in os.environ:
+            sys.exit(launch_with_server(args, argv))
         train(args)
     except PlanError as e:
         print(f"grpo.py: {e}", file=sys.stderr, flush=True)

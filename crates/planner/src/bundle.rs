@@ -276,7 +276,10 @@ ZeRO/FSDP sharding is not supported.\n\
 - DPO (`--stage dpo`): TRL's sigmoid loss (beta 0.1, `--beta`) over the chosen and rejected \
 rows of each pair in one batch; the reference model's log-probabilities come first, without \
 gradients, from a frozen BF16 copy sharded as the policy is, or under LoRA from the base with \
-its adapters off. Data parallel only (no `tp`).\n\
+its adapters off. Data parallel only (no `tp`). It runs in this script's loop, not TRL's \
+`DPOTrainer`, because TRL 0.24 wraps a frozen reference in FSDP1 under FSDP2 and fails \
+(huggingface/trl#3581); a test holds its pairs, log-probabilities, loss and gradients equal to \
+`DPOTrainer`'s.\n\
 - Not yet: packing with document masks (documents are concatenated with an end-of-text token), \
 learning-rate schedules beyond a constant rate, evaluation.\n";
 
@@ -286,13 +289,19 @@ prompt with a vLLM engine inside `vllm_gpu_memory_utilization` of every training
 (`vllm_mode=\"colocate\"`, over `vllm_tensor_parallel_size` GPUs), scores them (the old \
 policy's log-probabilities, and a frozen reference's when `beta > 0`), and trains with TRL's \
 `dapo` loss over the completions, as the planner modelled the step.\n\
+- With `vllm_server_gpus` (the plan's `gen_gpus`), vLLM runs as a server instead \
+(`vllm_mode=\"server\"`): SageMaker runs `grpo.py` once on the instance, which starts \
+`trl vllm-serve` on the first `vllm_server_gpus` GPUs (`--data_parallel_size` engines of \
+`vllm_tensor_parallel_size`, at `--gpu_memory_utilization 0.9`), waits for it to answer, \
+trains under torchrun on the other GPUs and stops the server at the end. One instance only.\n\
 - Data parallelism: DDP, or FSDP2 full sharding through accelerate; BF16 mixed precision; \
 gradient checkpointing on or off; full training or LoRA through PEFT. Anything else the plan \
 asks for (ZeRO-1/2, hybrid sharding, tensor or pipeline parallelism, FP8/FP4, QLoRA, offloading, \
 a fused loss) stops the script with one line saying why.\n\
 - Proven where: one step on two CPU processes (DDP, Transformers generating, since vLLM and \
 accelerate's FSDP need GPUs) in this project's tests, and the `GRPOConfig` it builds on the \
-planned world size holds the planner's settings. vLLM, FSDP2 and the speed need a GPU: the \
+planned world size holds the planner's settings; the server's and torchrun's command lines are \
+checked against the plan and TRL's own argument parser. vLLM, FSDP2 and the speed need a GPU: the \
 trial run measures them.\n";
 
 /// How a Megatron plan's bundle runs, and what was proven where.

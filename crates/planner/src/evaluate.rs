@@ -225,7 +225,12 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
                     return a;
                 }
                 if group == "stage=grpo" {
-                    a.note.push(Phrase::new(Text::MemoryOracleGrpoShare));
+                    let text = if r.plan.rollout.gen_gpus > 0 {
+                        Text::MemoryOracleGrpoServer
+                    } else {
+                        Text::MemoryOracleGrpoShare
+                    };
+                    a.note.push(Phrase::new(text));
                     return a;
                 }
                 // The held-out steps are data parallel: tensor parallelism has none.
@@ -473,8 +478,16 @@ pub fn evaluate(plan: &Plan) -> Report {
     let gen = throughput::generation(&r.gpu);
     let tp = r.throughput(&r.efficiency());
     let adapters = plan.lora_params(&r.arch);
-    let (time, checkpoint, cost) =
-        cost::estimate(plan, &r.counts, adapters, &tp, &r.instance, r.layout.gpus);
+    // GPU-hours count a GRPO plan's vLLM server GPUs too.
+    let server = crate::rollout::server_gpus(plan, r.instance.gpu_count, plan.nodes).unwrap_or(0);
+    let (time, checkpoint, cost) = cost::estimate(
+        plan,
+        &r.counts,
+        adapters,
+        &tp,
+        &r.instance,
+        r.layout.gpus + server,
+    );
     let rollout = rollout_figures(&r, &fabric, &tp, global_batch_sequences);
     let mut figures = Figures {
         model_name: r.model_name.clone(),
@@ -550,11 +563,13 @@ fn rollout_figures(
     tp: &throughput::Throughput,
     rows: u64,
 ) -> Option<crate::report::RolloutFigures> {
-    let gpn = crate::rollout::engine_gpus(fabric, &r.layout);
-    let e = crate::rollout::VllmEngine::of(&r.arch, &r.counts, r.plan, &r.gpu, gpn)?;
+    let e =
+        crate::rollout::VllmEngine::of(&r.arch, &r.counts, r.plan, &r.gpu, (fabric, &r.layout))?;
     let rollout = &r.plan.rollout;
     Some(crate::report::RolloutFigures {
         vllm_tp: e.tp,
+        server_gpus: e.server_gpus,
+        engines: e.engines,
         rows_per_engine: e.rows as u64,
         concurrent_rows: e.concurrent as u64,
         prompts_per_step: rows / rollout.generations.max(1),

@@ -189,6 +189,9 @@ struct Ctx<'a> {
     smp_wanted: bool,
     smp: bool,
     gpus_per_node: u64,
+    /// GPUs of GRPO's vLLM server: grpo.py then starts it and torchrun
+    /// itself, one process per instance (no SageMaker distribution).
+    server_gpus: u64,
 }
 
 impl Ctx<'_> {
@@ -212,7 +215,8 @@ fn ctx<'a>(plan: &'a Plan, report: &'a Report) -> Ctx<'a> {
         .iter()
         .any(|p| plan.instance.starts_with(p));
     let smp = smp_wanted && !blackwell && smp_instance && gpu.is_some();
-    let gpus_per_node = report.layout.gpus / plan.nodes.max(1);
+    let server = report.rollout.as_ref().map_or(0, |g| g.server_gpus);
+    let gpus_per_node = (report.layout.gpus + server) / plan.nodes.max(1);
     Ctx {
         plan,
         report,
@@ -220,6 +224,7 @@ fn ctx<'a>(plan: &'a Plan, report: &'a Report) -> Ctx<'a> {
         smp_wanted,
         smp,
         gpus_per_node,
+        server_gpus: server,
     }
 }
 
@@ -238,12 +243,16 @@ fn header(c: &Ctx<'_>, title: &str) -> String {
     let _ = writeln!(h, "# Plan: ?{}", comment(&p.to_query()));
     let _ = writeln!(
         h,
-        "# {} on {} x {} ({} x {}): {} - {:.1} GiB of a {:.1} GiB budget per GPU",
+        "# {} on {} x {} ({} x {}{}): {} - {:.1} GiB of a {:.1} GiB budget per GPU",
         comment(&r.model_name.english()),
         p.nodes,
         comment(&r.instance),
-        r.layout.gpus,
+        r.layout.gpus + c.server_gpus,
         comment(&r.gpu),
+        match c.server_gpus {
+            0 => String::new(),
+            k => format!(", vLLM's server on {k} of them"),
+        },
         match r.verdict {
             Verdict::Fits => "fits",
             Verdict::Tight => "TIGHT (inside the GPU, not the headroom)",
@@ -365,11 +374,17 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
         items.push(("num_generations", o.generations.to_string()));
         items.push(("max_completion_length", o.completion.to_string()));
         items.push(("beta", crate::plan::fmt_num(o.beta)));
-        items.push((
-            "vllm_gpu_memory_utilization",
-            crate::plan::fmt_num(o.gen_share),
-        ));
+        let share = if g.server_gpus > 0 {
+            crate::rollout::SERVER_SHARE
+        } else {
+            o.gen_share
+        };
+        items.push(("vllm_gpu_memory_utilization", crate::plan::fmt_num(share)));
         items.push(("vllm_tensor_parallel_size", g.vllm_tp.to_string()));
+        if g.server_gpus > 0 {
+            // grpo.py starts `trl vllm-serve` on these GPUs and torchrun on the rest.
+            items.push(("vllm_server_gpus", g.server_gpus.to_string()));
+        }
     }
     if p.train != Training::Full {
         items.push(("lora_r", p.lora_rank.to_string()));
@@ -505,6 +520,16 @@ fn spot_lines(c: &Ctx<'_>, out: &mut String) {
 }
 
 /// The SDK v2 estimator call shared by the PyTorch and HuggingFace exports.
+/// The SDK's distribution argument: `value`, or None for a GRPO plan with
+/// a vLLM server, whose grpo.py starts the server and torchrun itself.
+fn launch_argument(c: &Ctx<'_>, key: &str, value: &str) -> String {
+    if c.server_gpus > 0 {
+        format!("    # grpo.py starts vLLM's server and torchrun itself: one process per instance.\n    {key}=None,\n")
+    } else {
+        format!("    {key}={value},\n")
+    }
+}
+
 fn estimator(c: &Ctx<'_>, class: &str, versions: &[(&str, String)], distribution: &str) -> String {
     let p = c.plan;
     let mut s = format!("estimator = {class}(\n");
@@ -516,7 +541,7 @@ fn estimator(c: &Ctx<'_>, class: &str, versions: &[(&str, String)], distribution
     for (k, v) in versions {
         let _ = writeln!(s, "    {k}={v},");
     }
-    let _ = writeln!(s, "    distribution={distribution},");
+    s.push_str(&launch_argument(c, "distribution", distribution));
     let _ = writeln!(s, "    hyperparameters=hyperparameters,");
     let _ = writeln!(
         s,
@@ -757,7 +782,7 @@ fn modeltrainer(c: &Ctx<'_>) -> String {
         p.nodes,
         py_bool(p.spot)
     );
-    let _ = writeln!(s, "    distributed={distributed},");
+    s.push_str(&launch_argument(c, "distributed", &distributed));
     let _ = writeln!(s, "    hyperparameters=hyperparameters,");
     let _ = writeln!(s, "    role=role,");
     let _ = writeln!(

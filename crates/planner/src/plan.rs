@@ -309,6 +309,10 @@ pub struct Rollout {
     /// vLLM's share of each GPU's memory, colocated with training
     /// (`vllm_gpu_memory_utilization`, 0.3): its weights and KV cache.
     pub gen_share: f64,
+    /// GPUs given to a vLLM server instead (`vllm_mode="server"`, TRL's
+    /// `trl vllm-serve`), the first of the first node; 0 keeps vLLM
+    /// colocated. Training runs on the other GPUs.
+    pub gen_gpus: u64,
 }
 
 impl Default for Rollout {
@@ -318,6 +322,7 @@ impl Default for Rollout {
             completion: 256,
             beta: 0.0,
             gen_share: 0.3,
+            gen_gpus: 0,
         }
     }
 }
@@ -863,6 +868,7 @@ pub const KEYS: &[&str] = &[
     "completion",
     "beta",
     "gen_share",
+    "gen_gpus",
     "lora_rank",
     "lora_alpha",
     "lora_targets",
@@ -1149,6 +1155,7 @@ impl Plan {
             "completion" => self.rollout.completion = f.int(1, 131_072)?,
             "beta" => self.rollout.beta = f.num(0.0, 10.0)?,
             "gen_share" => self.rollout.gen_share = f.num(0.05, 0.95)?,
+            "gen_gpus" => self.rollout.gen_gpus = f.int(0, 72)?,
             "lora_rank" => self.lora_rank = f.int(1, 4096)?,
             "lora_alpha" => self.lora_alpha = Some(f.int(1, 65_536)?),
             "lora_targets" => {
@@ -1336,6 +1343,9 @@ impl Plan {
             out.push(("completion", r.completion.to_string()));
             out.push(("beta", fmt_num(r.beta)));
             out.push(("gen_share", fmt_num(r.gen_share)));
+            if r.gen_gpus > 0 {
+                out.push(("gen_gpus", r.gen_gpus.to_string()));
+            }
         }
         if self.train != Training::Full {
             out.push(("lora_rank", self.lora_rank.to_string()));

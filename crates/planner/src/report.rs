@@ -201,6 +201,10 @@ pub struct Figures {
 pub struct RolloutFigures {
     /// GPUs per vLLM engine (`vllm_tensor_parallel_size`).
     pub vllm_tp: u64,
+    /// GPUs of the vLLM server (`gen_gpus`); 0 when vLLM is colocated.
+    pub server_gpus: u64,
+    /// Engines generating at once (a server's `--data-parallel-size`).
+    pub engines: u64,
     /// Rows each engine generates per step.
     pub rows_per_engine: u64,
     /// Rows its KV cache holds at once; fewer than `rows_per_engine` means waves.

@@ -350,8 +350,8 @@ fn check_rollout(
         });
     }
     let fabric = crate::fabric::Fabric::of(gpu, instance, plan.ultraserver);
-    let gpn = crate::rollout::engine_gpus(&fabric, layout);
-    let Some(engine) = crate::rollout::VllmEngine::of(arch, counts, plan, gpu, gpn) else {
+    let Some(engine) = crate::rollout::VllmEngine::of(arch, counts, plan, gpu, (&fabric, layout))
+    else {
         return;
     };
     if !engine.runs() {
@@ -363,6 +363,11 @@ fn check_rollout(
             ("tp", Arg::from(&engine.tp)),
             ("seq", Arg::from(&plan.seq)),
         ];
+        if engine.server_gpus > 0 {
+            let fix = larger_server(plan, (arch, counts), (gpu, &fabric), layout);
+            errors.push(server_too_small(plan, &engine, fix));
+            return;
+        }
         let m = Message::new(
             "grpo_engine_too_small",
             "gen_share",
@@ -374,6 +379,46 @@ fn check_rollout(
             None => m,
         });
     }
+}
+
+/// A vLLM server too small for one row of the plan, with its fix.
+fn server_too_small(plan: &Plan, engine: &crate::rollout::VllmEngine, fix: Option<u64>) -> Message {
+    let args: [(&'static str, Arg); 3] = [
+        ("gpus", Arg::from(&engine.server_gpus)),
+        ("tp", Arg::from(&engine.tp)),
+        ("seq", Arg::from(&plan.seq)),
+    ];
+    let m = Message::new(
+        "grpo_server_too_small",
+        "gen_gpus",
+        Text::GrpoServerTooSmall,
+        args,
+    );
+    match fix {
+        Some(k) => m.fix("gen_gpus", k.to_string()),
+        None => m,
+    }
+}
+
+/// The fewest server GPUs above the plan's whose engine holds a row, while
+/// training keeps one GPU of the node at least.
+fn larger_server(
+    plan: &Plan,
+    (arch, counts): (&Architecture, &crate::architecture::ParameterCounts),
+    (gpu, fabric): (&Gpu, &crate::fabric::Fabric),
+    layout: &Layout,
+) -> Option<u64> {
+    let all = layout.gpus + plan.rollout.gen_gpus;
+    (plan.rollout.gen_gpus + 1..all).find(|&k| {
+        let mut p = plan.clone();
+        p.rollout.gen_gpus = k;
+        let l = Layout {
+            gpus: all - k,
+            ..*layout
+        };
+        crate::rollout::VllmEngine::of(arch, counts, &p, gpu, (fabric, &l))
+            .is_some_and(|e| e.runs())
+    })
 }
 
 /// The bundled train.py runs data parallelism (DDP, FSDP2, HSDP) and
@@ -440,7 +485,7 @@ fn resolve_layout(
     } else {
         1
     };
-    let gpus = instance.gpu_count * nodes;
+    let gpus = instance.gpu_count * nodes - resolve_server(plan, instance, nodes, errors);
     let mut tp = resolve_tp(plan, arch, instance, errors);
     let (mut pp, mut stages) = resolve_pp(plan, arch, errors);
     let mut cp = resolve_cp(plan, errors);
@@ -494,6 +539,21 @@ fn resolve_layout(
         stages,
         fp8_tn_only: gpu.fp8_tn_only,
     }
+}
+
+/// GRPO's vLLM server GPUs (`gen_gpus`), which training leaves; 0 with
+/// an error and its fix where the count cannot run.
+fn resolve_server(plan: &Plan, instance: &Instance, nodes: u64, errors: &mut Vec<Message>) -> u64 {
+    let gpn = instance.gpu_count;
+    crate::rollout::server_gpus(plan, gpn, nodes).unwrap_or_else(|fix| {
+        let args: [(&'static str, Arg); 2] = [
+            ("gen_gpus", Arg::from(&plan.rollout.gen_gpus)),
+            ("gpn", Arg::from(&gpn)),
+        ];
+        let m = Message::new("grpo_gen_gpus", "gen_gpus", Text::GrpoGenGpus, args);
+        errors.push(m.fix("gen_gpus", fix.to_string()));
+        0
+    })
 }
 
 /// Tensor parallelism splits heads and kv heads, and should stay in one node.

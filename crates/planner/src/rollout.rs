@@ -12,6 +12,14 @@
 //! - after every optimizer step the trained weights are copied into it
 //!   (`_move_model_to_vllm`), gathered parameter by parameter under FSDP2.
 //!
+//! With `gen_gpus` > 0 vLLM runs as a server instead (`vllm_mode="server"`,
+//! `trl vllm-serve` on the first `gen_gpus` GPUs of a single node, at its
+//! default `--gpu-memory-utilization 0.9`, split into `--data-parallel-size`
+//! engines of `--tensor-parallel-size` GPUs): the main process gathers every
+//! rank's prompts and the server generates them all; after each step rank 0
+//! sends each trained tensor to it (`VLLMClient.update_named_param`: an
+//! HTTP request, then an NCCL broadcast to the server's GPUs).
+//!
 //! Decoding is bound by memory bandwidth: each of the `completion` steps
 //! reads the engine's weights once and the running rows' KV cache (Pope et
 //! al. 2022, "Efficiently Scaling Transformer Inference", §2), or by its
@@ -19,7 +27,9 @@
 //! cache holds wait for a later wave.
 
 use crate::architecture::{Architecture, ParameterCounts};
+use crate::fabric::Fabric;
 use crate::hardware::Gpu;
+use crate::memory::Layout;
 use crate::plan::{Plan, TrainingStage};
 
 /// vLLM's tensor-parallel size: the smallest power of two that divides the
@@ -40,16 +50,43 @@ fn engine_tp(arch: &Architecture, weights: f64, pool: f64, gpus_per_node: u64) -
         .unwrap_or(1)
 }
 
-/// The GPUs an engine may span: those that share the fast link (vLLM's
-/// tensor parallelism runs inside it), at most the plan's.
-pub fn engine_gpus(fabric: &crate::fabric::Fabric, layout: &crate::memory::Layout) -> u64 {
+/// The GPUs a colocated engine may span: those that share the fast link
+/// (vLLM's tensor parallelism runs inside it), at most the plan's.
+fn engine_gpus(fabric: &Fabric, layout: &Layout) -> u64 {
     fabric.gpus_per_domain.min(layout.gpus).max(1)
 }
 
-/// vLLM's share of each GPU's memory on a GRPO plan (`gen_share` of what
-/// CUDA reports, which `gpu_memory_utilization` takes a fraction of), or 0.
+/// `trl vllm-serve`'s `--gpu-memory-utilization` default (TRL 0.24.0
+/// `trl/scripts/vllm_serve.py`), which grpo.py keeps.
+pub const SERVER_SHARE: f64 = 0.9;
+
+/// Seconds per tensor sent to a vLLM server besides its bytes: one HTTP
+/// request on a kept-alive connection and an NCCL barrier
+/// (`update_named_param`). An allowance, not measured.
+const SERVER_REQUEST_SECONDS: f64 = 1e-3;
+
+/// The GPUs of a GRPO plan's vLLM server, or 0 when vLLM is colocated (or
+/// the plan is not GRPO). `Err` carries the nearest count that runs: a
+/// server runs beside training on one node, on fewer than its GPUs
+/// (grpo.py starts both there; several nodes keep vLLM colocated).
+pub fn server_gpus(plan: &Plan, gpus_per_node: u64, nodes: u64) -> Result<u64, u64> {
+    let k = plan.rollout.gen_gpus;
+    if plan.stage != TrainingStage::Grpo || k == 0 {
+        return Ok(0);
+    }
+    let gpn = gpus_per_node.max(1);
+    match nodes {
+        _ if nodes > 1 || gpn < 2 => Err(0),
+        _ if k < gpn => Ok(k),
+        _ => Err(gpn / 2),
+    }
+}
+
+/// vLLM's share of each training GPU's memory on a GRPO plan (`gen_share`
+/// of what CUDA reports, which `gpu_memory_utilization` takes a fraction
+/// of), or 0 (another stage, or vLLM on its own GPUs).
 pub fn pool_bytes(plan: &Plan, gpu: &Gpu) -> u64 {
-    if plan.stage == TrainingStage::Grpo {
+    if plan.stage == TrainingStage::Grpo && plan.rollout.gen_gpus == 0 {
         (plan.rollout.gen_share * gpu.usable_bytes() as f64) as u64
     } else {
         0
@@ -81,43 +118,61 @@ pub fn kv_bytes_per_token(arch: &Architecture, tp: u64) -> f64 {
     }
 }
 
-/// One colocated vLLM engine of a GRPO plan.
+/// One vLLM engine of a GRPO plan: colocated with training, or one of a
+/// server's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct VllmEngine {
     /// GPUs per engine (`vllm_tensor_parallel_size`, `engine_tp`).
     pub tp: u64,
+    /// Engines generating at once: one per `tp` training GPUs colocated, the
+    /// server's `--data-parallel-size` otherwise.
+    pub engines: u64,
+    /// GPUs of the vLLM server (0: colocated).
+    pub server_gpus: u64,
     /// Its share of each GPU's memory, bytes.
     pub pool_bytes: f64,
     /// BF16 weights per GPU of the engine.
     pub weight_bytes: f64,
-    /// Rows it generates per step (`mb x ga x tp`).
+    /// Rows it generates per step (`mb x ga` of each training rank it serves).
     pub rows: f64,
     /// Rows its KV cache holds at once at full length (at most `rows`).
     pub concurrent: f64,
 }
 
 impl VllmEngine {
-    /// The engine of a GRPO plan on `gpu` with `gpus_per_node` GPUs a node,
-    /// or `None` for another stage.
+    /// The engine of a GRPO plan on `gpu` whose training runs on `layout`,
+    /// or `None` for another stage. `layout.gpus` are the training GPUs.
     pub fn of(
         arch: &Architecture,
         counts: &ParameterCounts,
         plan: &Plan,
         gpu: &Gpu,
-        gpus_per_node: u64,
+        (fabric, layout): (&Fabric, &Layout),
     ) -> Option<VllmEngine> {
         if plan.stage != TrainingStage::Grpo {
             return None;
         }
-        let pool = pool_bytes(plan, gpu) as f64;
+        let server = plan.rollout.gen_gpus;
         let weights = counts.total as f64 * 2.0;
-        let tp = engine_tp(arch, weights, pool, gpus_per_node);
-        let rows = (plan.micro_batch * plan.grad_accum * tp) as f64;
+        let (pool, tp, engines, ranks);
+        if server == 0 {
+            pool = pool_bytes(plan, gpu) as f64;
+            tp = engine_tp(arch, weights, pool, engine_gpus(fabric, layout));
+            (engines, ranks) = ((layout.gpus / tp).max(1), tp);
+        } else {
+            pool = SERVER_SHARE * gpu.usable_bytes() as f64;
+            tp = engine_tp(arch, weights, pool, server);
+            engines = (server / tp).max(1);
+            ranks = layout.gpus.div_ceil(engines);
+        }
+        let rows = (plan.micro_batch * plan.grad_accum * ranks) as f64;
         let per_gpu = weights / tp as f64;
         let row_kv = plan.seq as f64 * kv_bytes_per_token(arch, tp);
         let room = pool - per_gpu - engine_buffers(arch, rows) / tp as f64;
         Some(VllmEngine {
             tp,
+            engines,
+            server_gpus: server,
             pool_bytes: pool,
             weight_bytes: per_gpu,
             rows,
@@ -175,4 +230,35 @@ pub fn generation_seconds(
     let read = (e.weight_bytes + kv) / bandwidth;
     let compute = n * (flops_per_token + 4.0 * mean_context * attention_width) / peak;
     waves * (prefill + c * read.max(compute))
+}
+
+/// Seconds a server takes to receive the trained weights after a step:
+/// rank 0 sends every tensor of the model (`state_dict`, `bytes` in all)
+/// to the server's GPUs over the node's NVLink, one request per tensor.
+pub fn server_sync_seconds(
+    e: &VllmEngine,
+    arch: &Architecture,
+    fabric: &Fabric,
+    bytes: f64,
+) -> f64 {
+    if e.server_gpus == 0 {
+        return 0.0;
+    }
+    let bandwidth = fabric
+        .intra
+        .bus_bandwidth(crate::fabric::Collective::AllGather);
+    bytes / bandwidth + state_dict_tensors(arch) as f64 * SERVER_REQUEST_SECONDS
+}
+
+/// Tensors in a decoder's `state_dict`: per layer the attention's four
+/// projections (and q, k and v biases), two norms and either the MLP's
+/// three matrices or a router and three per expert (a shared expert's
+/// three too); the embedding, the final norm and an untied head.
+pub fn state_dict_tensors(arch: &Architecture) -> u64 {
+    let mlp = match &arch.moe {
+        Some(m) => 1 + 3 * u64::from(m.experts + m.shared),
+        None => 3,
+    };
+    let biases = if arch.qkv_bias { 3 } else { 0 };
+    arch.layers * (4 + biases + 2 + mlp) + 2 + u64::from(!arch.tied)
 }

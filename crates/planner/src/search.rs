@@ -86,7 +86,7 @@ pub struct SearchResult {
 struct Found {
     hours: f64,
     usd: f64, // f64::INFINITY when the price is unknown
-    idx: [usize; 11],
+    idx: [usize; 12],
     peak: u64,
     tps: f64,
     mfu: f64,
@@ -119,14 +119,36 @@ struct Space {
     eps: Vec<u64>,
     /// ZeRO stage, and whether sharding is hybrid (one node's data-parallel ranks).
     zeros: Vec<(u8, bool)>,
+    /// Where GRPO's vLLM runs (one `Colocated` for other stages).
+    servers: Vec<Server>,
     ckpts: Vec<Checkpointing>,
     losses: Vec<Loss>,
     mbs: Vec<u64>,
 }
 
+/// Where GRPO's vLLM engine runs: on the training GPUs, or as a server
+/// on GPUs of its own (`gen_gpus`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Server {
+    Colocated,
+    /// This many GPUs of a single node.
+    Gpus(u64),
+}
+
+impl Server {
+    /// Its `gen_gpus` on `nodes` nodes of `gpn` GPUs, or `None` where it
+    /// cannot run (`rollout::server_gpus`).
+    fn gpus(self, gpn: u64, nodes: u64) -> Option<u64> {
+        match self {
+            Server::Colocated => Some(0),
+            Server::Gpus(k) => (nodes == 1 && k < gpn).then_some(k),
+        }
+    }
+}
+
 impl Space {
-    /// The outer dimensions' sizes: instance, nodes, precision, tp, pp, cp, ep, zero.
-    fn outer_dims(&self) -> [usize; 8] {
+    /// The outer dimensions' sizes: instance, nodes, precision, tp, pp, cp, ep, zero, server.
+    fn outer_dims(&self) -> [usize; 9] {
         [
             self.instances.len(),
             self.nodes.len(),
@@ -136,6 +158,7 @@ impl Space {
             self.cps.len(),
             self.eps.len(),
             self.zeros.len(),
+            self.servers.len(),
         ]
     }
     fn outer_len(&self) -> usize {
@@ -144,11 +167,11 @@ impl Space {
     fn inner_len(&self) -> usize {
         self.ckpts.len() * self.losses.len() * self.mbs.len()
     }
-    /// Decode an outer block number into indices (instance, nodes, precision, tp, pp, cp, ep, zero).
-    fn outer(&self, mut n: usize) -> [usize; 8] {
+    /// Decode an outer block number into indices (instance, nodes, precision, tp, pp, cp, ep, zero, server).
+    fn outer(&self, mut n: usize) -> [usize; 9] {
         let dims = self.outer_dims();
-        let mut idx = [0; 8];
-        for i in (0..8).rev() {
+        let mut idx = [0; 9];
+        for i in (0..9).rev() {
             idx[i] = n % dims[i];
             n /= dims[i];
         }
@@ -158,7 +181,7 @@ impl Space {
     /// A block's layout and precision without its instance type: blocks
     /// with the same key have the same memory peaks. Instance types of one
     /// `per_node_class` share keys.
-    fn layout_key(&self, o: [usize; 8]) -> usize {
+    fn layout_key(&self, o: [usize; 9]) -> usize {
         let dims = self.outer_dims();
         let rest = dims[1..]
             .iter()
@@ -288,6 +311,22 @@ impl Space {
         } else {
             vec![Checkpointing::None, Checkpointing::Op, Checkpointing::Full]
         };
+        // GRPO's vLLM colocated, or a server on 1, 2 or 4 of one node's
+        // GPUs; kept where the user set it.
+        let grpo = plan.stage == crate::plan::TrainingStage::Grpo;
+        let servers = if !grpo || locks.parallelism {
+            vec![match plan.rollout.gen_gpus {
+                0 => Server::Colocated,
+                k => Server::Gpus(k),
+            }]
+        } else {
+            vec![
+                Server::Colocated,
+                Server::Gpus(1),
+                Server::Gpus(2),
+                Server::Gpus(4),
+            ]
+        };
         // grpo.py computes TRL's own loss (`launchers::grpo_refusal`).
         let losses = if plan.stage == crate::plan::TrainingStage::Grpo {
             vec![Loss::Plain]
@@ -314,6 +353,7 @@ impl Space {
             cps,
             eps,
             zeros,
+            servers,
             ckpts,
             losses,
             mbs,
@@ -457,7 +497,7 @@ impl Search {
 
     /// One outer block: a layout on an instance type at a precision, tried
     /// with every checkpointing, loss and micro-batch.
-    fn block(&mut self, o: [usize; 8]) {
+    fn block(&mut self, o: [usize; 9]) {
         let inner = self.space.inner_len() as u64;
         let info = &self.space.instances[o[0]];
         let (nodes, precision) = (self.space.nodes[o[1]], self.space.precisions[o[2]]);
@@ -480,11 +520,14 @@ impl Search {
             (layout.tp, layout.pp, layout.cp, layout.tp > 1, 1, layout.ep);
         w.zero = zero;
         w.shard = hybrid.then_some(layout.shard);
+        w.rollout.gen_gpus = self.space.servers[o[8]]
+            .gpus(instance.gpu_count, nodes)
+            .unwrap_or(0);
         self.inner(o, &layout);
     }
 
     /// The block's layout, or None where it cannot run (or repeats another).
-    fn layout(&self, o: [usize; 8]) -> Option<Layout> {
+    fn layout(&self, o: [usize; 9]) -> Option<Layout> {
         let s = &self.space;
         let (instance, gpu) = (&s.instances[o[0]].instance, &s.instances[o[0]].gpu);
         let (nodes, precision, tp, pp, cp, ep, (zero, hybrid)) = (
@@ -497,7 +540,8 @@ impl Search {
             s.zeros[o[7]],
         );
         let gpn = instance.gpu_count;
-        let gpus = gpn * nodes;
+        let server = s.servers[o[8]].gpus(gpn, nodes)?;
+        let gpus = gpn * nodes - server;
         let arch = &self.arch;
         // Uneven splits too: Megatron counts the embedding and loss as slots.
         let stages = Stages::megatron(arch.layers, pp, 1)?;
@@ -547,10 +591,15 @@ impl Search {
         };
         // GRPO: a vLLM engine whose share cannot hold its weights and a row's
         // KV cache does not start (the resolver's `grpo_engine_too_small`).
-        let gpn = crate::rollout::engine_gpus(&s.instances[o[0]].fabric, &layout);
-        let engine = crate::rollout::VllmEngine::of(arch, &self.counts, b, gpu, gpn);
-        if engine.is_some_and(|e| !e.runs()) {
-            return None;
+        if b.stage == crate::plan::TrainingStage::Grpo {
+            let fabric = &s.instances[o[0]].fabric;
+            let mut p = b.clone();
+            p.rollout.gen_gpus = server;
+            let engine =
+                crate::rollout::VllmEngine::of(arch, &self.counts, &p, gpu, (fabric, &layout));
+            if engine.is_some_and(|e| !e.runs()) {
+                return None;
+            }
         }
         // Offers keep the experts' TP at the dense TP (Megatron-Core's default).
         (layout.expert_tensor_parallel() == Some(tp)).then_some(layout)
@@ -607,7 +656,7 @@ impl Search {
 
     /// Whether the working plan offloads more activations than the block's
     /// instance can hold in host memory (`host::offload_overflow`).
-    fn host_overflows(&self, o: [usize; 8], layout: &Layout) -> bool {
+    fn host_overflows(&self, o: [usize; 9], layout: &Layout) -> bool {
         let w = &self.work;
         if !w.offload {
             return false;
@@ -618,9 +667,11 @@ impl Search {
     }
 
     /// Every checkpointing, loss and micro-batch on the block's layout.
-    fn inner(&mut self, o: [usize; 8], layout: &Layout) {
+    fn inner(&mut self, o: [usize; 9], layout: &Layout) {
         let s = &self.space;
-        let (budget, pool) = (s.instances[o[0]].budget, s.instances[o[0]].pool);
+        let colocated = s.servers[o[8]] == Server::Colocated;
+        let budget = s.instances[o[0]].budget;
+        let pool = if colocated { s.instances[o[0]].pool } else { 0 };
         let (ckpts, losses, mbs) = (s.ckpts.clone(), s.losses.clone(), s.mbs.clone());
         let key = s.layout_key(o);
         let mut peaks = self.peaks.take(key, s.inner_len());
@@ -678,7 +729,7 @@ impl Search {
     /// micro-batch index; `forward` its micro-batch's layer forward.
     fn timed(
         &self,
-        o: [usize; 8],
+        o: [usize; 9],
         at: [usize; 3],
         layout: &Layout,
         peak: u64,
@@ -696,7 +747,7 @@ impl Search {
             hours,
             usd: i.price.map_or(f64::INFINITY, |p| p * nodes * hours),
             idx: [
-                o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], at[0], at[1], at[2],
+                o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], at[0], at[1], at[2],
             ],
             peak,
             tps: tp.tokens_per_second,
@@ -736,9 +787,10 @@ impl Search {
         p.zero = zero;
         let gpn = s.instances[i[0]].instance.gpu_count;
         p.shard = hybrid.then(|| (gpn / (p.tp * p.cp).min(gpn)).max(1));
-        p.checkpointing = s.ckpts[i[8]];
-        p.loss = s.losses[i[9]];
-        p.micro_batch = s.mbs[i[10]];
+        p.rollout.gen_gpus = s.servers[i[8]].gpus(gpn, p.nodes).unwrap_or(0);
+        p.checkpointing = s.ckpts[i[9]];
+        p.loss = s.losses[i[10]];
+        p.micro_batch = s.mbs[i[11]];
         p.grad_accum = f.ga;
         if p.instance != self.base.instance {
             p.price = None;
@@ -805,7 +857,10 @@ impl Search {
                 String::new()
             },
             p.micro_batch,
-        );
+        ) + &match p.rollout.gen_gpus {
+            0 => String::new(),
+            k => format!(", vLLM server {k} GPU"),
+        };
         let speed = self.user_hours / f.hours.max(1e-12);
         let vs = self.why(speed, f);
         Candidate {

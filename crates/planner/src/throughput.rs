@@ -1151,8 +1151,9 @@ fn forward_without_gradients(s: &StepShape, fwd: &LayerForward) -> f64 {
 /// GRPO's generation per step (`rollout`), and the copy of the trained
 /// weights into the engine after it: under FSDP2 `full_tensor()` gathers
 /// each parameter's shards (fp32 under the mixed-precision policy, BF16
-/// for a LoRA base, which TRL gathers whole to merge the adapters), then
-/// vLLM's `load_weights` writes its BF16 copy.
+/// for a LoRA base, which TRL gathers whole to merge the adapters), a
+/// vLLM server receives each tensor from rank 0 (`server_sync_seconds`),
+/// then vLLM's `load_weights` writes its BF16 copy.
 fn rollout_seconds(
     arch: &Architecture,
     counts: &ParameterCounts,
@@ -1161,8 +1162,7 @@ fn rollout_seconds(
     gpu: &Gpu,
     (fabric, eff): (&Fabric, &Efficiency),
 ) -> f64 {
-    let gpn = crate::rollout::engine_gpus(fabric, layout);
-    let Some(e) = crate::rollout::VllmEngine::of(arch, counts, plan, gpu, gpn) else {
+    let Some(e) = crate::rollout::VllmEngine::of(arch, counts, plan, gpu, (fabric, layout)) else {
         return 0.0;
     };
     let generate =
@@ -1180,7 +1180,15 @@ fn rollout_seconds(
     } else {
         0.0
     };
-    generate + load + gather
+    // Sent as trained: fp32 master weights, or a LoRA base merged in BF16.
+    let sent = counts.total as f64
+        * if plan.train == Training::Full {
+            4.0
+        } else {
+            2.0
+        };
+    let send = crate::rollout::server_sync_seconds(&e, arch, fabric, sent);
+    generate + load + gather + send
 }
 
 /// PCIe Gen5 x16, GB/s per direction: a custom GPU's host link.

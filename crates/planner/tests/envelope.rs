@@ -310,6 +310,7 @@ fn every_key_has_a_place() {
         "completion",
         "beta",
         "gen_share",
+        "gen_gpus",
         "zero",
         "shard",
         "stack",

@@ -197,3 +197,80 @@ fn the_kv_cache_splits_by_heads() {
     assert_eq!(planner::rollout::kv_bytes_per_token(arch, 2), 65_536.0);
     assert_eq!(planner::rollout::kv_bytes_per_token(arch, 16), 16_384.0);
 }
+
+/// Qwen2.5-7B with vLLM as a server on 4 of a p5's 8 GPUs (TRL's
+/// `vllm_mode="server"`): training runs on the other 4 with no vLLM share
+/// in their memory; the server's 15.23 GB of weights fit half of 0.9 x 79.1
+/// GiB (38.2 GB) on one GPU, so it runs 4 engines of one GPU, each taking
+/// one training rank's 4 x 8 rows; 4 ranks x 32 rows make 16 prompts of 8;
+/// GPU-hours count all 8 GPUs.
+#[test]
+fn a_vllm_server_takes_gpus_of_its_own() {
+    let q = "model=qwen2.5-7b&stage=grpo&seq=1280&completion=1024&mb=4&ga=8&instance=ml.p5.48xlarge&zero=3&ckpt=full&gen_gpus=4";
+    let r = report(q);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.figures.layout.gpus, 4);
+    assert_eq!(term(&r, Term::Generation), 0);
+    let g = r.figures.rollout.as_ref().unwrap();
+    let shape = (g.server_gpus, g.vllm_tp, g.engines, g.rows_per_engine);
+    assert_eq!(shape, (4, 1, 4, 32));
+    assert_eq!(g.prompts_per_step, 16);
+    let t = &r.figures.time;
+    assert!((t.gpu_hours - 8.0 * t.total_hours).abs() <= 1e-9 * t.gpu_hours);
+}
+
+/// After each step rank 0 sends every tensor to the server
+/// (`update_named_param`): Qwen2.5-7B's 7,615,616,512 fp32 master weights
+/// over NVLink 4's 370 GB/s, and 28 x (4 projections + 3 biases + 2 norms +
+/// 3 MLP matrices) + embedding, final norm and head = 339 requests at 1 ms.
+#[test]
+fn the_server_receives_every_tensor_after_a_step() {
+    let q = "model=qwen2.5-7b&stage=grpo&seq=1280&completion=1024&mb=4&ga=8&instance=ml.p5.48xlarge&zero=3&gen_gpus=4";
+    let d = Plan::from_query(q);
+    let (r, _) = planner::resolve::resolve(&d.plan);
+    let fabric = planner::fabric::Fabric::of(&r.gpu, &r.instance, 0);
+    let e =
+        planner::rollout::VllmEngine::of(&r.arch, &r.counts, &d.plan, &r.gpu, (&fabric, &r.layout))
+            .unwrap();
+    assert_eq!(planner::rollout::state_dict_tensors(&r.arch), 339);
+    let bytes = 7_615_616_512.0 * 4.0;
+    let s = planner::rollout::server_sync_seconds(&e, &r.arch, &fabric, bytes);
+    let want = bytes / 370e9 + 0.339;
+    assert!((s - want).abs() < 1e-9, "{s} against {want}");
+}
+
+/// A server runs beside training on one node: not on all its GPUs (fix:
+/// half), not across nodes (fix: colocated); a server too small for one
+/// row of Llama-3.1-70B (141 GB of weights on one GPU) is fixed by the
+/// fewest GPUs that hold it: 2 (70.5 GB each of 0.9 x 79.1 GiB).
+#[test]
+fn a_server_that_cannot_run_is_an_error_with_its_fix() {
+    let base = "model=qwen2.5-7b&stage=grpo&instance=ml.p5.48xlarge&mb=8&ga=1";
+    let whole = report(&format!("{base}&gen_gpus=8"));
+    let fix = error(&whole, "grpo_gen_gpus").unwrap().fix.clone();
+    assert_eq!(fix, Some(("gen_gpus", "4".into())));
+    let two = report(&format!("{base}&gen_gpus=2&nodes=2"));
+    let fix = error(&two, "grpo_gen_gpus").unwrap().fix.clone();
+    assert_eq!(fix, Some(("gen_gpus", "0".into())));
+    let big = report("model=llama-3.1-70b&stage=grpo&train=lora&zero=0&instance=ml.p5.48xlarge&gen_gpus=1&mb=1&ga=8");
+    let fix = error(&big, "grpo_server_too_small").unwrap().fix.clone();
+    assert_eq!(fix, Some(("gen_gpus", "2".into())));
+}
+
+/// The auto-plan weighs a vLLM server against colocating it: where a 0.05
+/// share of each GPU cannot hold Llama-3.1-70B's engine, only plans with a
+/// server fit, and it offers them.
+#[test]
+fn the_search_offers_a_server_where_colocating_cannot_run() {
+    let d = Plan::from_query(
+        "model=llama-3.1-70b&stage=grpo&train=lora&seq=2048&completion=1024&mb=2&ga=4&instance=ml.p5.48xlarge&gen_share=0.05&lock=instance,nodes",
+    );
+    let result = planner::search::search(&d.plan);
+    assert!(!result.pareto.is_empty());
+    for c in &result.pareto {
+        let r = report(&c.query);
+        assert!(r.errors.is_empty(), "{}: {:?}", c.query, r.errors);
+        let g = r.figures.rollout.as_ref().unwrap();
+        assert!(g.server_gpus > 0, "{}", c.query);
+    }
+}
