@@ -104,6 +104,9 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
                     ("q,v", Text::LoRATargetsQV),
                 ]
                 get=|p| p.lora_targets.key().to_string() />
+            <SelectField ctx=ctx key="lora_dtype" label=Text::LoRADtype
+                options=vec![("fp32", Text::LoRADtypeFp32), ("bf16", Text::LoRADtypeBf16)]
+                get=|p| p.lora_dtype.key().to_string() />
         </Show>
     }
 }

@@ -54,7 +54,7 @@ PLANS = [
     ("model=llama-3.2-1b&precision=bf16-pure&zero=2&optimizer=adamw-foreach&attn=eager&ckpt=op&seq=2048",
      "modeltrainer"),
     ("model=gemma-2-9b&zero=1&ckpt=0.5&async_save=1&instance=ml.p4de.24xlarge", "pytorch"),
-    ("model=mistral-7b-v0.3&train=lora&ckpt=full&instance=ml.g6e.12xlarge&nodes=2", "modeltrainer"),
+    ("model=mistral-7b-v0.3&train=lora&ckpt=full&instance=ml.g6e.12xlarge&nodes=2&lora_dtype=bf16", "modeltrainer"),
     ("model=mixtral-8x7b&nodes=4&ckpt=full&loss=fused&instance=ml.p5en.48xlarge", "pytorch"),
     ("model=qwen3-30b-a3b&train=lora&nodes=2&ckpt=full&offload=1&async_save=1", "huggingface"),
     # Tensor parallelism under FSDP2 (#37): with sequence parallelism, and without on HSDP.
@@ -155,6 +155,8 @@ def expected_setup(report):
         "lora_alpha": (int(plan.get("lora_alpha", 2 * int(plan.get("lora_rank", 0))))
                        if plan["train"] != "full" else 0),
         "lora_targets": plan.get("lora_targets") if plan["train"] != "full" else None,
+        "lora_dtype": (plan.get("lora_dtype", "fp32") if plan["precision"] != "fp32" else "fp32")
+        if plan["train"] != "full" else None,
         "optim": plan["optimizer"],
         "micro_batch": int(plan["mb"]),
         "grad_accum": int(plan["ga"]),
@@ -373,6 +375,23 @@ def attention_as_planned():
         torch.nn.functional.scaled_dot_product_attention = original
 
 
+@case("lora_dtype: adapters on a BF16 base train in FP32 (PEFT's default) or in BF16, as planned")
+def lora_dtype_as_planned(models):
+    """The planner counts 16 B per adapter parameter in FP32 and 8 B in BF16 (states.rs)."""
+    import argparse
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    train = load_script(os.path.join(HERE, "..", "..", "crates", "planner", "bundle", "train.py"))
+    for dtype, want in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        model = AutoModelForCausalLM.from_pretrained(models["llama"], dtype=torch.bfloat16)
+        args = argparse.Namespace(train_mode="lora", lora_r=4, lora_alpha=0, lora_targets="q,v",
+                                  lora_dtype=dtype)
+        trained = {p.dtype for p in train.add_adapters(args, model).parameters() if p.requires_grad}
+        assert trained == {want}, (dtype, trained)
+
+
 @case("LoRA targets adapt MLA's projections as the planner counts them (tiny DeepSeek-V3)")
 def lora_targets_on_mla():
     import argparse
@@ -397,7 +416,8 @@ def lora_targets_on_mla():
     for targets, count in want.items():
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_config(config)
-        args = argparse.Namespace(train_mode="lora", lora_r=4, lora_alpha=0, lora_targets=targets)
+        args = argparse.Namespace(train_mode="lora", lora_r=4, lora_alpha=0, lora_targets=targets,
+                                  lora_dtype="fp32")
         peft_model = train.add_adapters(args, model)
         got = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
         assert got == count, (targets, got, count)
@@ -686,6 +706,7 @@ def main():
     hsdp_equals_one_process(models, data_dir)
     attention_as_planned()
     lora_targets_on_mla()
+    lora_dtype_as_planned(models)
     dpo_learns(models, fixtures)
     dpo_matches_trl(models, fixtures)
     prompts_dir = fixture.make_prompts(fixtures)

@@ -239,6 +239,7 @@ def train_args(train, row):
         "--train_mode", p.get("train", "full"),
         "--lora_r", str(p.get("lora_rank", 16)),
         "--lora_targets", p.get("lora_targets", "all-linear"),
+        "--lora_dtype", p.get("lora_dtype", "fp32"),
         "--zero_stage", str(p.get("zero", 0)),
         "--shard_degree", str(p.get("shard", 0)),
         "--planned_world_size", str(row["world"]),

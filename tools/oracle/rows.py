@@ -209,6 +209,10 @@ def lora_targets():
                 for v in [dict(), dict(ckpt="full"), dict(precision="bf16-pure")]:
                     yield row(family, sharding, world, {**keys, "lora_targets": targets, **v},
                               label({"lora_targets": targets, **v}))
+            # Adapters in the base's BF16 (PEFT's autocast_adapter_dtype=False).
+            for v in [dict(), dict(ckpt="full"), dict(precision="bf16-pure"), dict(lora_targets="q,v")]:
+                yield row(family, sharding, world, {**keys, "lora_dtype": "bf16", **v},
+                          label({"lora_dtype": "bf16", **v}))
 
 
 def tensor_parallel():

@@ -97,6 +97,7 @@ def parse_args(argv=None):
     p.add_argument("--lora_r", type=int, default=16)
     p.add_argument("--lora_alpha", type=int, default=0, help="0 = twice the rank")
     p.add_argument("--lora_targets", choices=tuple(LORA_TARGET_SETS), default="all-linear")
+    p.add_argument("--lora_dtype", choices=("fp32", "bf16"), default="fp32")
     p.add_argument("--stage", choices=("grpo",), default="grpo")
     p.add_argument("--num_generations", type=int, default=8)
     p.add_argument("--max_completion_length", type=int, default=256)
@@ -137,6 +138,8 @@ def refusals(args):
         (args.activation_offloading, "activation offloading is not run here"),
         (args.loss != "plain", "loss=fused: TRL computes its own loss over the completion"),
         (args.train_mode == "qlora", "QLoRA: vLLM takes merged weights, a 4-bit base has none"),
+        (args.train_mode != "full" and args.lora_dtype != "fp32",
+         "lora_dtype=bf16: TRL's GRPOTrainer keeps PEFT's FP32 adapters"),
         (args.max_completion_length >= args.max_seq_length,
          "the completion must be shorter than max_seq_length (the prompt comes first)"),
         (args.save == "full" and args.async_save, "async_save is not run here"),

@@ -113,6 +113,8 @@ def parse_args(argv=None):
     p.add_argument("--lora_alpha", type=int, default=0, help="PEFT's lora_alpha; 0 = twice the rank")
     p.add_argument("--lora_targets", choices=tuple(LORA_TARGET_SETS), default="all-linear",
                    help="the Linear layers the adapters train")
+    p.add_argument("--lora_dtype", choices=("fp32", "bf16"), default="fp32",
+                   help="the adapters' dtype: fp32 (PEFT's autocast_adapter_dtype) or the base's")
     p.add_argument("--stage", choices=("sft", "dpo"), default="sft")
     p.add_argument("--beta", type=float, default=0.1, help="DPO's beta (TRL's default)")
     p.add_argument("--save_steps", type=int, default=0, help="0 = only at the end")
@@ -179,6 +181,8 @@ def resolve_setup(args, world_size):
         "lora_r": args.lora_r if args.train_mode != "full" else 0,
         "lora_alpha": (args.lora_alpha or 2 * args.lora_r) if args.train_mode != "full" else 0,
         "lora_targets": args.lora_targets if args.train_mode != "full" else None,
+        # In an FP32 plan the base's dtype is FP32 too.
+        "lora_dtype": (args.lora_dtype if args.precision != "fp32" else "fp32") if args.train_mode != "full" else None,
         "optim": args.optim,
         "micro_batch": args.per_device_train_batch_size,
         "grad_accum": args.gradient_accumulation_steps,
@@ -356,8 +360,9 @@ def add_adapters(args, model):
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
     lora = LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha or 2 * args.lora_r, lora_dropout=0.0,
                       target_modules=targets, task_type="CAUSAL_LM")
-    # PEFT keeps the adapters in fp32 (autocast_adapter_dtype): 16 B per adapter parameter.
-    return get_peft_model(model, lora)
+    # PEFT keeps the adapters in fp32 (autocast_adapter_dtype): 16 B per adapter parameter;
+    # --lora_dtype bf16 keeps them in the base's dtype.
+    return get_peft_model(model, lora, autocast_adapter_dtype=args.lora_dtype == "fp32")
 
 
 def decoder_layers(model):

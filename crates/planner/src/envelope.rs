@@ -265,6 +265,17 @@ const SETTINGS: &[Setting] = &[
             })
         },
     },
+    Setting {
+        key: "lora_dtype",
+        kind: Kind::Values,
+        get: |p, _| {
+            Cow::Borrowed(if p.train == Training::Full {
+                "none"
+            } else {
+                p.lora_dtype.key()
+            })
+        },
+    },
     // Precision and training kind together: every full fine-tuning run of a
     // check may be pure BF16 while its LoRA runs are mixed.
     Setting {

@@ -390,6 +390,9 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
         items.push(("lora_r", p.lora_rank.to_string()));
         items.push(("lora_alpha", p.lora_alpha_or_default().to_string()));
         items.push(("lora_targets", py_str(p.lora_targets.key())));
+        if p.lora_dtype == crate::plan::LoraDtype::Bf16 {
+            items.push(("lora_dtype", py_str("bf16")));
+        }
     }
     items.push(("save_steps", p.save_every.max(1).to_string()));
     items.push(("save", py_str(p.save.key())));

@@ -297,7 +297,7 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
         return None;
     }
     let full_reference = plan.rollout.beta > 0.0 && plan.train == Training::Full;
-    let rules: [Rule; 11] = [
+    let rules: [Rule; 12] = [
         (
             plan.stack == crate::plan::Stack::Torchtitan,
             "stack=torchtitan",
@@ -350,6 +350,13 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
             "async_save=1",
             "async_save",
             Some(("async_save", "0")),
+        ),
+        // TRL's GRPOTrainer casts the adapters to FP32 (PEFT's default).
+        (
+            plan.train != Training::Full && plan.lora_dtype == crate::plan::LoraDtype::Bf16,
+            "BF16 adapters",
+            "lora_dtype",
+            Some(("lora_dtype", "fp32")),
         ),
     ];
     rules

@@ -114,6 +114,17 @@ keyed_enum!(
     }
 );
 
+keyed_enum!(
+    /// The LoRA adapters' dtype.
+    LoraDtype {
+        /// FP32: PEFT casts adapters to it by default
+        /// (`get_peft_model(..., autocast_adapter_dtype=True)`).
+        Fp32 => "fp32",
+        /// The base's BF16 (`autocast_adapter_dtype=False`).
+        Bf16 => "bf16",
+    }
+);
+
 impl LoraTargets {
     /// The adapted layers, by kind.
     pub fn adapted(self) -> crate::architecture::Adapted {
@@ -140,6 +151,17 @@ impl Plan {
         match self.stage {
             TrainingStage::Dpo => self.micro_batch.saturating_mul(2),
             TrainingStage::Sft | TrainingStage::Grpo => self.micro_batch,
+        }
+    }
+
+    /// Bytes of one adapter parameter: FP32 unless the plan keeps the
+    /// adapters in a BF16 base's dtype.
+    pub fn adapter_bytes(&self) -> f64 {
+        let bf16 = self.lora_dtype == LoraDtype::Bf16 && self.precision != Precision::Fp32;
+        if bf16 {
+            2.0
+        } else {
+            4.0
         }
     }
 
@@ -527,6 +549,8 @@ pub struct Plan {
     pub lora_alpha: Option<u64>,
     /// The Linear layers LoRA adapts.
     pub lora_targets: LoraTargets,
+    /// The adapters' dtype (written in the link only when BF16).
+    pub lora_dtype: LoraDtype,
     pub seq: u64,
     pub micro_batch: u64,
     pub grad_accum: u64,
@@ -712,6 +736,7 @@ impl Default for Plan {
             lora_rank: 16,
             lora_alpha: None,
             lora_targets: LoraTargets::AllLinear,
+            lora_dtype: LoraDtype::Fp32,
             seq: 8192,
             micro_batch: 1,
             grad_accum: 8,
@@ -872,6 +897,7 @@ pub const KEYS: &[&str] = &[
     "lora_rank",
     "lora_alpha",
     "lora_targets",
+    "lora_dtype",
     "seq",
     "mb",
     "ga",
@@ -1161,6 +1187,7 @@ impl Plan {
             "lora_targets" => {
                 self.lora_targets = f.one_of(LoraTargets::from_key, LoraTargets::keys)?
             }
+            "lora_dtype" => self.lora_dtype = f.one_of(LoraDtype::from_key, LoraDtype::keys)?,
             "seq" => self.seq = f.int(128, 131_072)?,
             "mb" => self.micro_batch = f.int(1, 4096)?,
             "ga" => self.grad_accum = f.int(1, 65_536)?,
@@ -1353,6 +1380,9 @@ impl Plan {
                 out.push(("lora_alpha", alpha.to_string()));
             }
             out.push(("lora_targets", self.lora_targets.key().into()));
+            if self.lora_dtype == LoraDtype::Bf16 {
+                out.push(("lora_dtype", "bf16".into()));
+            }
         }
         out.push(("seq", self.seq.to_string()));
         out.push(("mb", self.micro_batch.to_string()));

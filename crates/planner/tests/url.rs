@@ -265,3 +265,47 @@ fn custom_gpu_keys_beside_a_known_instance_say_they_are_ignored() {
     assert!(custom.notices.is_empty(), "{:?}", custom.notices);
     assert_eq!(custom.plan.custom_gpu.per_node, 4);
 }
+
+/// `lora_dtype` (#38): the adapters in FP32 (PEFT's default) or in the BF16
+/// base's dtype travel in the link (written only when BF16) and the export.
+/// Llama-3.1-8B's 6,815,744 q,v adapter parameters (PEFT's count,
+/// parameters.rs) on one GPU hold weights, grads and AdamW's two moments at
+/// 16 B each in FP32, 54,525,952 B less in BF16 (8 B each); an FP32 plan
+/// keeps FP32 adapters; GRPO's trainer refuses BF16 ones.
+#[test]
+fn lora_dtype_travels_and_halves_the_adapters() {
+    use planner::evaluate::evaluate;
+    use planner::export::hyperparameter_items;
+    let q = "model=llama-3.1-8b&train=lora&lora_targets=q,v&zero=0&instance=ml.p5.4xlarge";
+    let adapters = |q: &str| {
+        let r = evaluate(&Plan::from_query(q).plan);
+        r.figures
+            .memory
+            .terms
+            .iter()
+            .filter(|(t, _)| *t == planner::memory::Term::Adapters)
+            .map(|(_, b)| *b)
+            .sum::<u64>()
+    };
+    assert_eq!(adapters(q), 6_815_744 * 16);
+    let bf16 = format!("{q}&lora_dtype=bf16");
+    assert_eq!(adapters(&bf16), 6_815_744 * 8);
+    assert_eq!(adapters(&format!("{bf16}&precision=fp32")), 6_815_744 * 16);
+    let p = Plan::from_query(&bf16).plan;
+    assert!(p.to_query().contains("lora_dtype=bf16"));
+    assert!(!Plan::from_query(q).plan.to_query().contains("lora_dtype"));
+    let items = hyperparameter_items(&p, &evaluate(&p));
+    assert!(
+        items
+            .iter()
+            .any(|(k, v)| *k == "lora_dtype" && v == "\"bf16\""),
+        "{items:?}"
+    );
+    let grpo = evaluate(&Plan::from_query(&format!("{bf16}&stage=grpo&mb=8&ga=1")).plan);
+    let e = grpo
+        .errors
+        .iter()
+        .find(|e| e.code == "grpo_launcher_refuses")
+        .expect("refused");
+    assert_eq!(e.fix, Some(("lora_dtype", "fp32".into())));
+}

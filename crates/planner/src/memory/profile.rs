@@ -224,7 +224,7 @@ pub(super) fn lora_frozen_inputs(plan: &Plan, w: &Widths) -> f64 {
         return 0.0;
     }
     let (attention, mlp) = lora_linear_inputs(w, plan.lora_targets.adapted(), false);
-    if plan.precision == Precision::Bf16Pure {
+    if plan.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0 {
         4.0 * attention
     } else {
         w.lin * (attention + mlp)
@@ -330,7 +330,8 @@ pub(super) fn mla_latents(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
 /// `*/lora/*precision=bf16-pure`). Under autocast the GEMM runs on the BF16
 /// input the base layer keeps already.
 pub(super) fn lora_fp32_inputs(plan: &Plan, w: &Widths) -> f64 {
-    let pure = plan.precision == Precision::Bf16Pure;
+    // BF16 adapters take the BF16 input as it is.
+    let pure = plan.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0;
     let mlp_adapted = plan.lora_targets.adapted().mlp;
     if plan.train == Training::Full || !pure || plan.stack == Stack::Megatron || !mlp_adapted {
         return 0.0;
@@ -351,7 +352,8 @@ pub(super) fn lora_recompute_copies(s: &StageShape) -> f64 {
 
 /// `lora_recompute_copies`, attention's part and the MLP's.
 pub(super) fn lora_recompute_parts(s: &StageShape) -> (f64, f64) {
-    if !s.peft || s.plan.stack == Stack::Megatron {
+    // BF16 adapters cast nothing.
+    if !s.peft || s.plan.stack == Stack::Megatron || s.plan.adapter_bytes() < 4.0 {
         return (0.0, 0.0);
     }
     let per_token = s.tokens * 4.0 / s.t;

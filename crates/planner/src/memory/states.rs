@@ -138,8 +138,9 @@ pub(super) fn weight_copies(s: &StageShape) -> f64 {
     s.shard(linear_stage_params(s) * s.sb.copies, 3)
 }
 
-/// LoRA adapters: fp32 weights, grads and AdamW moments, 16 B per adapter
-/// parameter `r(in + out)` of each target matrix (Hu et al. 2021), sharded
+/// LoRA adapters: weights, grads and AdamW's two moments in the adapters'
+/// dtype (`zeros_like`), 16 B per adapter parameter in FP32 and 8 B in
+/// BF16, of `r(in + out)` per target matrix (Hu et al. 2021), sharded
 /// as ZeRO shards any trainable parameter (SPEC §3.2): the moments from
 /// ZeRO-1, the grads from ZeRO-2, the weights from ZeRO-3. FSDP2's
 /// `fully_shard` on each decoder layer shards the adapters inside it like
@@ -154,7 +155,8 @@ pub(super) fn adapters(s: &StageShape) -> f64 {
         .lora_params_per_layer(s.plan.lora_rank, s.plan.lora_targets.adapted())
         * s.layers
         / s.t;
-    s.shard_dense(params * 4.0, 3) + s.shard_dense(params * 4.0, 2) + s.shard_dense(params * 8.0, 1)
+    let b = s.plan.adapter_bytes();
+    s.shard_dense(params * b, 3) + s.shard_dense(params * b, 2) + s.shard_dense(params * 2.0 * b, 1)
 }
 
 /// torchtitan with pipeline parallelism and FSDP: the stage's parameters
