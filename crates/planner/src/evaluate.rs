@@ -450,6 +450,24 @@ pub fn evaluations() -> u64 {
     EVALUATIONS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Fits inside the budget, only inside the GPU, or not at all (a host
+/// that cannot hold the offloaded activations never fits).
+fn verdict_of(peak: u64, budget: u64, usable: u64, host_full: bool) -> Verdict {
+    if peak <= budget && !host_full {
+        Verdict::Fits
+    } else if peak <= usable && !host_full {
+        Verdict::Tight
+    } else {
+        Verdict::DoesNotFit
+    }
+}
+
+/// The GPUs the job pays for: training's, and a GRPO plan's vLLM server's.
+fn paid_gpus(r: &Resolved<'_>) -> u64 {
+    let p = r.plan;
+    r.layout.gpus + crate::rollout::server_gpus(p, r.instance.gpu_count, p.nodes).unwrap_or(0)
+}
+
 /// Evaluate a plan: parameters, memory, verdict, solvers, warnings.
 pub fn evaluate(plan: &Plan) -> Report {
     EVALUATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -463,14 +481,7 @@ pub fn evaluate(plan: &Plan) -> Report {
     let host = crate::host::offload_overflow(plan, &offload, &r.instance, r.layout.gpus);
     let host_full = host.is_some();
     errors.extend(host);
-    let fits = mem.peak_bytes <= budget && !host_full;
-    let verdict = if fits {
-        Verdict::Fits
-    } else if mem.peak_bytes <= usable && !host_full {
-        Verdict::Tight
-    } else {
-        Verdict::DoesNotFit
-    };
+    let verdict = verdict_of(mem.peak_bytes, budget, usable, host_full);
     let (max_micro_batch, max_sequence) = largest_that_fit(&r, budget, mem.peak_bytes);
     let global_batch_sequences = (plan.micro_batch)
         .saturating_mul(plan.grad_accum)
@@ -478,16 +489,8 @@ pub fn evaluate(plan: &Plan) -> Report {
     let gen = throughput::generation(&r.gpu);
     let tp = r.throughput(&r.efficiency());
     let adapters = plan.lora_params(&r.arch);
-    // GPU-hours count a GRPO plan's vLLM server GPUs too.
-    let server = crate::rollout::server_gpus(plan, r.instance.gpu_count, plan.nodes).unwrap_or(0);
-    let (time, checkpoint, cost) = cost::estimate(
-        plan,
-        &r.counts,
-        adapters,
-        &tp,
-        &r.instance,
-        r.layout.gpus + server,
-    );
+    let (time, checkpoint, cost) =
+        cost::estimate(plan, &r.counts, adapters, &tp, &r.instance, paid_gpus(&r));
     let rollout = rollout_figures(&r, &fabric, &tp, global_batch_sequences);
     let mut figures = Figures {
         model_name: r.model_name.clone(),
@@ -514,7 +517,7 @@ pub fn evaluate(plan: &Plan) -> Report {
             compute: memory::compute_path(plan),
             accuracy: accuracy(&r),
         },
-        fits,
+        fits: verdict == Verdict::Fits,
         verdict,
         max_micro_batch,
         max_sequence,

@@ -410,13 +410,11 @@ fn larger_server(
 ) -> Option<u64> {
     let all = layout.gpus + plan.rollout.gen_gpus;
     (plan.rollout.gen_gpus + 1..all).find(|&k| {
-        let mut p = plan.clone();
-        p.rollout.gen_gpus = k;
         let l = Layout {
             gpus: all - k,
             ..*layout
         };
-        crate::rollout::VllmEngine::of(arch, counts, &p, gpu, (fabric, &l))
+        crate::rollout::VllmEngine::placed(arch, counts, plan, gpu, (fabric, &l), k)
             .is_some_and(|e| e.runs())
     })
 }

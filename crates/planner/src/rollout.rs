@@ -147,16 +147,29 @@ impl VllmEngine {
         counts: &ParameterCounts,
         plan: &Plan,
         gpu: &Gpu,
+        placement: (&Fabric, &Layout),
+    ) -> Option<VllmEngine> {
+        Self::placed(arch, counts, plan, gpu, placement, plan.rollout.gen_gpus)
+    }
+
+    /// The engine with `server` GPUs of a vLLM server (0: colocated), as if
+    /// the plan's `gen_gpus` were that: the search and the resolver's fix
+    /// try counts without copying the plan.
+    pub fn placed(
+        arch: &Architecture,
+        counts: &ParameterCounts,
+        plan: &Plan,
+        gpu: &Gpu,
         (fabric, layout): (&Fabric, &Layout),
+        server: u64,
     ) -> Option<VllmEngine> {
         if plan.stage != TrainingStage::Grpo {
             return None;
         }
-        let server = plan.rollout.gen_gpus;
         let weights = counts.total as f64 * 2.0;
         let (pool, tp, engines, ranks);
         if server == 0 {
-            pool = pool_bytes(plan, gpu) as f64;
+            pool = plan.rollout.gen_share * gpu.usable_bytes() as f64;
             tp = engine_tp(arch, weights, pool, engine_gpus(fabric, layout));
             (engines, ranks) = ((layout.gpus / tp).max(1), tp);
         } else {

@@ -311,22 +311,7 @@ impl Space {
         } else {
             vec![Checkpointing::None, Checkpointing::Op, Checkpointing::Full]
         };
-        // GRPO's vLLM colocated, or a server on 1, 2 or 4 of one node's
-        // GPUs; kept where the user set it.
-        let grpo = plan.stage == crate::plan::TrainingStage::Grpo;
-        let servers = if !grpo || locks.parallelism {
-            vec![match plan.rollout.gen_gpus {
-                0 => Server::Colocated,
-                k => Server::Gpus(k),
-            }]
-        } else {
-            vec![
-                Server::Colocated,
-                Server::Gpus(1),
-                Server::Gpus(2),
-                Server::Gpus(4),
-            ]
-        };
+        let servers = servers_around(plan);
         // grpo.py computes TRL's own loss (`launchers::grpo_refusal`).
         let losses = if plan.stage == crate::plan::TrainingStage::Grpo {
             vec![Loss::Plain]
@@ -359,6 +344,24 @@ impl Space {
             mbs,
         }
     }
+}
+
+/// GRPO's vLLM colocated, or a server on 1, 2 or 4 of one node's GPUs;
+/// kept where the user set it (and for other stages, colocated).
+fn servers_around(plan: &Plan) -> Vec<Server> {
+    let grpo = plan.stage == crate::plan::TrainingStage::Grpo;
+    if !grpo || plan.locks.parallelism {
+        return vec![match plan.rollout.gen_gpus {
+            0 => Server::Colocated,
+            k => Server::Gpus(k),
+        }];
+    }
+    vec![
+        Server::Colocated,
+        Server::Gpus(1),
+        Server::Gpus(2),
+        Server::Gpus(4),
+    ]
 }
 
 /// The instance types tried: the plan's own when locked, the user's custom
@@ -591,15 +594,12 @@ impl Search {
         };
         // GRPO: a vLLM engine whose share cannot hold its weights and a row's
         // KV cache does not start (the resolver's `grpo_engine_too_small`).
-        if b.stage == crate::plan::TrainingStage::Grpo {
-            let fabric = &s.instances[o[0]].fabric;
-            let mut p = b.clone();
-            p.rollout.gen_gpus = server;
-            let engine =
-                crate::rollout::VllmEngine::of(arch, &self.counts, &p, gpu, (fabric, &layout));
-            if engine.is_some_and(|e| !e.runs()) {
-                return None;
-            }
+        let fabric = &s.instances[o[0]].fabric;
+        let placement = (fabric, &layout);
+        let engine =
+            crate::rollout::VllmEngine::placed(arch, &self.counts, b, gpu, placement, server);
+        if engine.is_some_and(|e| !e.runs()) {
+            return None;
         }
         // Offers keep the experts' TP at the dense TP (Megatron-Core's default).
         (layout.expert_tensor_parallel() == Some(tp)).then_some(layout)
