@@ -103,20 +103,20 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         },
         // Ada has no calibration row: Hopper's fitted values, stated as uncertain.
         Generation::Ada => efficiency(Generation::Hopper),
-        // Fitted on 16 dense H100 rows: NeMo 24.07, DGX Cloud recipes,
-        // Megatron-Bridge 25.11; the experts' speed (0.77 of dense GEMMs on
-        // many tokens, beyond the measured fall with few) and an MoE layer's
-        // fixed cost (2.1 ms per micro-batch, beside the host's launch
-        // costs, `HOST`) on its 4 MoE rows (Megatron-Bridge 25.09 and 25.11).
+        // Fitted on the dense H100 rows (NeMo 24.07, DGX Cloud recipes,
+        // Megatron-Bridge, OLMo-core, NeMo AutoModel); the experts' speed
+        // (0.83 of dense GEMMs on many tokens, beyond the measured fall with
+        // few) and an MoE layer's fixed cost (1.8 ms per micro-batch, beside
+        // the host's launch costs, `HOST`) on its Megatron MoE rows.
         Generation::Hopper => Efficiency {
-            gemm: 0.597,
-            fp8_gemm: 0.483,
-            moe: 0.864,
-            moe_layer_overhead: 0.001901,
+            gemm: 0.609,
+            fp8_gemm: 0.482,
+            moe: 0.830,
+            moe_layer_overhead: 0.001826,
             ..hand_set
         },
-        // Fitted on torchtitan's 4 rows of 500 W H100s; attention sits at
-        // its lower bound (0.25).
+        // Fitted on torchtitan's rows of 500 W H100s; attention sustains
+        // 0.64 of its kernel's benchmarked speed at full clocks.
         Generation::HopperPowerCapped => Efficiency {
             gemm: 0.478,
             fp8_gemm: 0.452,
@@ -824,7 +824,43 @@ fn context_parallel(s: &StepShape, attention_train: f64) -> f64 {
     let steps = 3.0 * (s.c - 1.0);
     let bytes = steps * s.tokens * s.kv / s.t * 2.0 * 2.0;
     let comm = bytes / link.bus_bandwidth(Collective::AllGather) + steps * link.hop_latency[0];
-    s.layers * (comm - attention_train).max(0.0)
+    s.layers * ((comm - attention_train).max(0.0) + ring_merges(s))
+}
+
+/// PyTorch's ring attention (`torch.distributed.tensor.experimental`'s
+/// `_templated_ring_attention`, what torchtitan and accelerate run) keeps
+/// each ring step's partial result in FP32 and merges it with eager,
+/// unfused ops on the compute stream, so none of it hides behind the ring:
+/// - forward (`_SDPAMerger`, `convert_to_f32` on by default): the first
+///   step's output cast to FP32 (6 B per output element) and the last cast
+///   back (6 B); each later step casts its block (6 B) and merges it with
+///   three elementwise ops (12 + 8 + 12 B), 38 B per element when the step
+///   computes every query, 27 B when the load balancer gives it half the
+///   queries (19 B on the half, 8 B for `_partial_update`'s `torch.cat`),
+///   so 32.5 B on average; and each send concatenates K and V (4 B per
+///   element);
+/// - backward (`_templated_ring_attention_backward`): dQ accumulated in
+///   FP32 (10 B per element per step, 13 B under a partial update; zeroed
+///   and cast back, 10 B), dK and dV likewise (11.5 B) and concatenated in
+///   FP32 for each send (8 B), plus K and V's sends (4 B).
+///
+/// Megatron's TransformerEngine corrects the output inside its own kernels:
+/// not charged. Seconds per layer and micro-batch; the forward's merges run
+/// again where the attention is recomputed.
+fn ring_merges(s: &StepShape) -> f64 {
+    if s.plan.stack == Stack::Megatron {
+        return 0.0;
+    }
+    let c = s.c;
+    let out = s.tokens * s.q / s.t;
+    let kv = 2.0 * s.tokens * s.kv / s.t;
+    let forward = out * (12.0 + 32.5 * (c - 1.0)) + kv * 4.0 * (c - 1.0);
+    let backward = out * (10.0 + 11.5 * c) + kv * (10.0 + 23.5 * c);
+    let again = match s.plan.checkpointing {
+        Checkpointing::Full | Checkpointing::Fraction(_) => s.recomputed(),
+        _ => 0.0,
+    };
+    (forward * (1.0 + again) + backward) / s.bw
 }
 
 /// Expert parallelism: each token's hidden state goes to its `k` experts

@@ -74,7 +74,7 @@ fn memory_never_comes_out_below_a_run_with_shorter_rows() {
 }
 
 /// What SpeedDerivedDpo tells the user: the published TRL DPO runs on one
-/// H100 (Hugging Face's QLoRA posts, a TRL issue's 0.5B estimate) took 1-22%
+/// H100 (Hugging Face's QLoRA posts, a TRL issue's 0.5B estimate) took 3-24%
 /// longer than the planner gives for them even with every row padded to
 /// max_length (its token count is an upper bound: the runs padded to each
 /// batch's longest). If the model comes to explain them, or drifts away,
@@ -92,7 +92,7 @@ fn published_trl_dpo_runs_took_up_to_a_fifth_longer_than_predicted() {
     for r in &times {
         let ratio = r.measured / r.predicted.unwrap();
         assert!(
-            (1.0..1.23).contains(&ratio),
+            (1.0..1.25).contains(&ratio),
             "{}: published {} h, planner {:?} h",
             r.id,
             r.measured,
@@ -103,8 +103,8 @@ fn published_trl_dpo_runs_took_up_to_a_fifth_longer_than_predicted() {
 
 /// What SpeedDerivedGrpo tells the user: NeMo RL's published GRPO steps
 /// (Llama-3.1-8B on 16 H100 and 8 GB200, Qwen3-32B and Qwen3-30B-A3B on 32
-/// H100), planned at their published mean lengths, take 31-62% longer than
-/// the planner's step: generation waits for each batch's longest row, and
+/// H100), planned at their published mean lengths, take 1.5-2.6 times the
+/// planner's step (the planner is 32-62% short): generation waits for each batch's longest row, and
 /// NeMo RL's refit and logprob passes are its own. If the model comes to
 /// explain them, or drifts, this fails and the label must change.
 #[test]
