@@ -12,7 +12,8 @@ use crate::calibration::{
 };
 pub use crate::envelope::{Envelope, Outside};
 use crate::json::{named, req, FromJson, Json};
-use crate::memory::{breakdown, Layout, Stages, CUDA_CONTEXT_BYTES};
+use crate::layout::{Layout, Stages};
+use crate::memory::{breakdown, CUDA_CONTEXT_BYTES};
 use crate::plan::{Attention, Checkpointing, Optimizer, Plan, Precision, Stack};
 use crate::text::{Arg, Phrase, Text};
 use crate::throughput::{generation, Fabric, Generation};

@@ -3,7 +3,7 @@
 
 use crate::architecture::{Architecture, Mlp};
 use crate::hardware;
-use crate::memory::{Layout, Stages};
+use crate::layout::{Layout, Stages};
 use crate::plan::{Checkpointing, Plan, Precision, Stack};
 use crate::throughput::{
     efficiency, generation, throughput, Efficiency, Fabric, Generation, HostCosts, HOST,

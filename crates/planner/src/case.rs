@@ -5,7 +5,7 @@
 use crate::architecture::Architecture;
 use crate::fabric::Fabric;
 use crate::hardware;
-use crate::memory::Layout;
+use crate::layout::Layout;
 use crate::plan::{Plan, Stack};
 
 /// A calibration row turned into a plan on its own hardware.

@@ -4,7 +4,8 @@
 
 use crate::cost;
 use crate::hardware;
-use crate::memory::{self, Layout};
+use crate::layout::Layout;
+use crate::memory;
 use crate::plan::{Checkpointing, Plan, Precision, TrainingStage};
 use crate::report::{
     budget_bytes, Accuracy, Figures, InstanceOption, Level, MemoryReport, NvlinkDomains, Report,

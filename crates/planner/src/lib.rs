@@ -19,6 +19,7 @@ pub mod json;
 pub mod json_writer;
 pub mod kernels;
 pub mod launchers;
+pub mod layout;
 pub mod measured;
 pub mod megatron_bridge;
 pub mod memory;

@@ -289,7 +289,7 @@ fn layout(plan: &Plan, r: &Report) -> Members {
 /// with the embedding and the loss each counted as a layer's slot
 /// (Megatron's `account_for_*_in_pipeline_split`), or with their own layer
 /// counts where they differ from the middle stages'.
-fn stage_ends(l: &crate::memory::Layout, vp: u64, mtp: u64) -> Members {
+fn stage_ends(l: &crate::layout::Layout, vp: u64, mtp: u64) -> Members {
     let s = &l.stages;
     let mut m = Vec::new();
     let per_rank = s.per_rank(l.pp);
@@ -319,7 +319,7 @@ fn stage_ends(l: &crate::memory::Layout, vp: u64, mtp: u64) -> Members {
 /// `Et|tt|...|tt|tt|tt|t|tmL` (rank 0's chunks 1, 2, 2, 2 layers, rank 7's
 /// 2, 2, 1, 1); NVIDIA's recipe writes `Et|(tt|)*30mL`, the same counts
 /// per rank.
-pub fn pipeline_layout(s: &crate::memory::Stages, pp: u64, vp: u64, mtp: u64) -> String {
+pub fn pipeline_layout(s: &crate::layout::Stages, pp: u64, vp: u64, mtp: u64) -> String {
     let layers = s.per_rank(pp);
     let chunks = |rank: u64| {
         let n = layers[rank as usize];

@@ -10,7 +10,7 @@ use crate::architecture::{preset, Architecture, Mlp};
 use crate::case::Case;
 use crate::fabric::{Fabric, Network};
 use crate::hardware;
-use crate::memory::{Layout, Stages};
+use crate::layout::{Layout, Stages};
 use crate::plan::{Attention, Checkpointing, Plan, Precision, Stack};
 use crate::table::{read_csv, Row};
 

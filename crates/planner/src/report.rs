@@ -4,7 +4,8 @@
 
 use crate::architecture::Architecture;
 use crate::cost::{Checkpointing as CheckpointCost, Cost, Time};
-use crate::memory::{self, Layout, Phase};
+use crate::layout::Layout;
+use crate::memory::{self, Phase};
 pub use crate::resolve::Message;
 use crate::text::{render_all, Lang, Phrase};
 use crate::throughput::Throughput;

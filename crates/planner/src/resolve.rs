@@ -5,7 +5,7 @@
 use crate::architecture::{self, Architecture, Moe, ParameterCounts};
 use crate::hardware::{self, Gpu, Instance};
 use crate::launchers::hf_tp_refusal;
-use crate::memory::{Layout, Stages};
+use crate::layout::{Layout, Stages};
 use crate::plan::{Plan, Precision, Stack, Training, TrainingStage};
 pub use crate::text::Message;
 use crate::text::{Arg, Phrase, Text};

@@ -29,7 +29,7 @@
 use crate::architecture::{Architecture, ParameterCounts};
 use crate::fabric::Fabric;
 use crate::hardware::Gpu;
-use crate::memory::Layout;
+use crate::layout::Layout;
 use crate::plan::{Plan, TrainingStage};
 
 /// vLLM's tensor-parallel size: the smallest power of two that divides the

@@ -25,7 +25,8 @@ use crate::architecture::{Architecture, ParameterCounts};
 
 use crate::hardware::{self, Gpu, Instance};
 use crate::launchers;
-use crate::memory::{self, Layout, Stages};
+use crate::layout::{Layout, Stages};
+use crate::memory;
 use crate::plan::{Checkpointing, Loss, Plan, Precision};
 use crate::report::budget_bytes;
 use crate::text::{Arg, Join, Phrase, Text};

@@ -13,7 +13,7 @@ use crate::fabric::Collective;
 pub use crate::fabric::Fabric;
 use crate::hardware::Gpu;
 pub use crate::hardware::{generation, Generation};
-use crate::memory::Layout;
+use crate::layout::Layout;
 use crate::plan::{Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Stack, Training};
 use serde::Serialize;
 

@@ -5,6 +5,44 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+/// The first segment of every path that follows `prefix` in `code`:
+/// `crate::a::f` names `a`, and a group `crate::{a, b::{c, d}}` names `a`
+/// and `b`.
+fn paths_after(code: &str, prefix: &str) -> BTreeSet<String> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut named = BTreeSet::new();
+    for (i, _) in code.match_indices(prefix) {
+        let rest = &code[i + prefix.len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // Top-level items of the group: split at commas outside braces.
+            let (mut depth, mut start) = (0, 0);
+            for (j, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        named.insert(ident(group[start..j].trim_start()));
+                        break;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        named.insert(ident(group[start..j].trim_start()));
+                        start = j + 1;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            named.insert(ident(rest));
+        }
+    }
+    named.retain(|n| !n.is_empty());
+    named
+}
+
 /// Each module of `dir` (a file, or a folder's `mod.rs`) and the modules
 /// it names as `crate::name`.
 fn imports(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
@@ -36,16 +74,8 @@ fn imports(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
             .map(|f| std::fs::read_to_string(f).expect("source"))
             .collect();
         let code = text.split("#[cfg(test)]").next().unwrap_or("");
-        let named = code
-            .match_indices("crate::")
-            .map(|(i, _)| {
-                code[i + 7..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect::<String>()
-            })
-            .filter(|m| !m.is_empty() && *m != name)
-            .collect();
+        let mut named = paths_after(code, "crate::");
+        named.remove(&name);
         graph.insert(name, named);
     }
     graph
@@ -140,4 +170,97 @@ fn no_core_function_takes_a_language() {
         }
     }
     assert!(offenders.is_empty(), "{offenders:#?}");
+}
+
+/// The check reads grouped imports and nested groups.
+#[test]
+fn grouped_imports_are_read() {
+    let code = "use crate::{a::X, b::{c, d}, e};\nfn f() { crate::g::h(); }";
+    let got: Vec<String> = paths_after(code, "crate::").into_iter().collect();
+    assert_eq!(got, ["a", "b", "e", "g"]);
+}
+
+/// Layers in the order they build on each other, lowest first: no module
+/// of an earlier layer reaches (through any chain of imports) one of a
+/// later layer. The text catalog and the plan sit below the models; the
+/// layout below memory and throughput (#34: `Layout` lived in memory, so
+/// throughput imported memory for it); evaluation above every model; the
+/// search, export and bundle on top.
+const LAYER_ORDER: &[&str] = &[
+    "text",
+    "plan",
+    "layout",
+    "memory",
+    "throughput",
+    "evaluate",
+    "search",
+    "export",
+    "bundle",
+];
+
+fn reaches(graph: &BTreeMap<String, BTreeSet<String>>, from: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![from.to_string()];
+    while let Some(n) = todo.pop() {
+        for next in graph.get(&n).into_iter().flatten() {
+            if seen.insert(next.clone()) {
+                todo.push(next.clone());
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn the_core_keeps_its_layer_order() {
+    let graph = imports(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    for (i, low) in LAYER_ORDER.iter().enumerate() {
+        assert!(graph.contains_key(*low), "no module {low}");
+        let below = reaches(&graph, low);
+        for high in &LAYER_ORDER[i + 1..] {
+            assert!(
+                !below.contains(*high),
+                "{low} reaches {high}, a later layer"
+            );
+        }
+    }
+    assert!(
+        graph["layout"].is_empty(),
+        "layout builds on nothing: {:?}",
+        graph["layout"]
+    );
+}
+
+/// Inside memory/ every file imports only its siblings, through
+/// `super::sibling` paths, never `super::*` or an item of mod.rs (#34: six
+/// files read mod.rs back through `use super::*`); the siblings form no
+/// circle, and mod.rs builds on them from the top.
+#[test]
+fn memory_files_import_only_downwards() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/memory");
+    let mut graph = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).expect("memory/") {
+        let path = entry.expect("entry").path();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        if name == "mod" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("source");
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        let mut named = paths_after(code, "super::");
+        for n in &named {
+            assert!(
+                dir.join(format!("{n}.rs")).exists(),
+                "memory/{name}.rs imports `super::{n}`, not a sibling file"
+            );
+        }
+        assert!(
+            !code.contains("super::*"),
+            "memory/{name}.rs imports super::*"
+        );
+        named.remove(&name);
+        graph.insert(name, named);
+    }
+    assert!(graph.len() >= 8, "{:?}", graph.keys());
+    assert_eq!(circle(&graph), None);
 }

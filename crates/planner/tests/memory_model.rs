@@ -2,7 +2,8 @@
 
 use planner::architecture::{preset, Architecture, Mlp};
 use planner::evaluate;
-use planner::memory::{breakdown, Layout, Stages, Term};
+use planner::layout::{Layout, Stages};
+use planner::memory::{breakdown, Term};
 use planner::plan::{Checkpointing, Plan, Precision, Stack};
 use planner::resolve::resolve;
 

@@ -3,7 +3,8 @@
 use planner::architecture::presets;
 use planner::evaluate;
 use planner::hardware::instances;
-use planner::memory::{breakdown, Layout};
+use planner::layout::Layout;
+use planner::memory::breakdown;
 use planner::plan::{Checkpointing, Plan};
 use planner::resolve::resolve;
 use proptest::prelude::*;

@@ -1,7 +1,13 @@
 //! Saved activations (SPEC §3.3): micro-batches in flight, checkpointing,
 //! offloading, attention scores and the working sets of recomputation.
 
-use super::*;
+use super::profile::{
+    compute_bytes, lora_linear_inputs, residual_bytes, sliding_window_masked, Profile,
+};
+use super::shape::{Stage, StageShape};
+use crate::architecture::{Architecture, ParameterCounts};
+use crate::layout::Layout;
+use crate::plan::{Checkpointing, Plan, Stack};
 
 // ---- activations (SPEC §3.3) ------------------------------------------------
 
@@ -288,28 +294,6 @@ pub(super) fn kept_activations(s: &StageShape) -> SavedActivations {
     }
 }
 
-/// SDPA turns a boolean mask into an additive one in the compute dtype and
-/// keeps it for backward: `2 x s` bytes per token on each sliding-window
-/// layer, averaged over the layers (oracle rows `gemma-2-2b/*` at 8K tokens).
-pub(super) fn sliding_window_float_mask(arch: &Architecture, plan: &Plan) -> f64 {
-    if !sliding_window_masked(arch, plan) {
-        return 0.0;
-    }
-    let share = arch.local_layers.min(arch.layers) as f64 / arch.layers.max(1) as f64;
-    2.0 * plan.seq as f64 * share
-}
-
-/// Transformers builds masks for SDPA only when some layer's sliding window
-/// is shorter than the sequence (otherwise SDPA runs causal, mask-free).
-pub(super) fn sliding_window_masked(arch: &Architecture, plan: &Plan) -> bool {
-    let w = arch.sliding_window;
-    plan.stack != Stack::Megatron
-        && plan.attention != Attention::Eager
-        && w > 0
-        && w < plan.seq
-        && arch.local_layers > 0
-}
-
 /// Transformers materialises boolean masks (`b x s x s`) when a sliding
 /// window is shorter than the sequence (Gemma 2/3, Mistral v0.1): the
 /// sliding one and the causal one it is built from, held until backward
@@ -402,6 +386,28 @@ pub(super) fn autocast_casts(s: &StageShape) -> f64 {
     };
     let kept_layers = s.layers * (1.0 - s.recomputed());
     (kept_layers + if s.recomputed() > 0.0 { 1.0 } else { 0.0 }) * per_layer + head_copy
+}
+
+/// Recomputing a LoRA layer under autocast: PEFT casts each adapted
+/// Linear's input to its fp32 adapters' dtype before autocast casts it back;
+/// the oracle finds ~4.5 B per input element alive while a checkpointed LoRA
+/// layer is recomputed (`*/lora/*` rows), not among a normal forward's saved
+/// tensors: 4 B per element of each adapted Linear's input (q, k, v, o and
+/// every MLP matrix's, under `all-linear`).
+pub(super) fn lora_recompute_copies(s: &StageShape) -> f64 {
+    let (attention, mlp) = lora_recompute_parts(s);
+    attention + mlp
+}
+
+/// `lora_recompute_copies`, attention's part and the MLP's.
+pub(super) fn lora_recompute_parts(s: &StageShape) -> (f64, f64) {
+    // BF16 adapters cast nothing.
+    if !s.peft || s.plan.stack == Stack::Megatron || s.plan.adapter_bytes() < 4.0 {
+        return (0.0, 0.0);
+    }
+    let per_token = s.tokens * 4.0 / s.t;
+    let (attention, mlp) = lora_linear_inputs(&s.widths, s.plan.lora_targets.adapted(), true);
+    (per_token * attention, per_token * mlp)
 }
 
 #[cfg(test)]

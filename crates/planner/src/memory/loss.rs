@@ -1,7 +1,11 @@
 //! The LM head and the loss: the final norm, logits and their gradients,
 //! and the short-lived buffers of the backward's first moments.
 
-use super::*;
+use super::profile::Profile;
+use super::shape::{Stage, StageShape};
+use super::sharding::fsdp_compute_bytes;
+use super::states::gradients;
+use crate::plan::{Loss, Optimizer, Stack, TrainingStage};
 
 /// The final norm's saved tensors, in the profile's dtypes (memory_examples.csv).
 pub(super) fn final_norm(s: &StageShape) -> f64 {

@@ -1,7 +1,23 @@
 //! The step's moments: every term of one stage, the overheads on top
 //! (SPEC §3.4), and the totals at each moment whose largest is the peak.
 
-use super::*;
+use super::activations::{
+    autocast_casts, eager_backward_extra, full_layer_bytes, in_flight_micro_batches,
+    mlp_backward_transient, recompute_working_set, saved_activations, scores_per_token,
+    SavedActivations,
+};
+use super::loss::{
+    final_norm, foreach_temporaries, head_gradient, head_gradient_in_loss, logits_and_loss,
+    persistent_gradient_buffer, tied_embedding_gradient, LOSS_FORWARD_SHARE,
+};
+use super::parts::{Phase, Term};
+use super::shape::StageShape;
+use super::sharding::{fsdp2_units, Fsdp2Units};
+use super::states::{
+    adapters, gradients, master_weights, optimizer_states, reference_weights, unsharded_unit,
+    weight_copies, weights,
+};
+use crate::plan::Plan;
 
 // ---- overheads (SPEC §3.4) ----------------------------------------------------
 

@@ -2,7 +2,8 @@
 //! activation profiles of HF Transformers (fp32, bf16, autocast) and
 //! Megatron-Core with TransformerEngine, with MLA, MoE and LoRA's extras.
 
-use super::*;
+use crate::architecture::Architecture;
+use crate::plan::{Attention, Checkpointing, Plan, Precision, Stack, Training};
 
 /// Which tensors the forward pass keeps, by implementation and precision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -339,32 +340,14 @@ pub(super) fn lora_fp32_inputs(plan: &Plan, w: &Widths) -> f64 {
     4.0 * w.routed * w.mlp_inputs
 }
 
-/// Recomputing a LoRA layer under autocast: PEFT casts each adapted
-/// Linear's input to its fp32 adapters' dtype before autocast casts it back;
-/// the oracle finds ~4.5 B per input element alive while a checkpointed LoRA
-/// layer is recomputed (`*/lora/*` rows), not among a normal forward's saved
-/// tensors: 4 B per element of each adapted Linear's input (q, k, v, o and
-/// every MLP matrix's, under `all-linear`).
-pub(super) fn lora_recompute_copies(s: &StageShape) -> f64 {
-    let (attention, mlp) = lora_recompute_parts(s);
-    attention + mlp
-}
-
-/// `lora_recompute_copies`, attention's part and the MLP's.
-pub(super) fn lora_recompute_parts(s: &StageShape) -> (f64, f64) {
-    // BF16 adapters cast nothing.
-    if !s.peft || s.plan.stack == Stack::Megatron || s.plan.adapter_bytes() < 4.0 {
-        return (0.0, 0.0);
-    }
-    let per_token = s.tokens * 4.0 / s.t;
-    let (attention, mlp) = lora_linear_inputs(&s.widths, s.plan.lora_targets.adapted(), true);
-    (per_token * attention, per_token * mlp)
-}
-
 /// The input widths per token of the Linears LoRA adapts (`adapted`) or
 /// leaves frozen (`!adapted`): attention's (q, k and v read the normed
 /// hidden state, o attention's output) and the MLP's.
-fn lora_linear_inputs(w: &Widths, a: crate::architecture::Adapted, adapted: bool) -> (f64, f64) {
+pub(super) fn lora_linear_inputs(
+    w: &Widths,
+    a: crate::architecture::Adapted,
+    adapted: bool,
+) -> (f64, f64) {
     let pick = |on: bool, width: f64| if on == adapted { width } else { 0.0 };
     (
         pick(a.q, w.h) + pick(a.k, w.h) + pick(a.v, w.h) + pick(a.o, w.q),
@@ -513,4 +496,26 @@ pub(super) fn megatron_layer(w: &Widths, fp32: bool) -> LayerActivations {
         // fusions/fused_softmax.py). Korthikanti et al.'s 5as adds dropout's.
         scores: if w.eager { 2.0 * e * a * w.seq } else { 0.0 },
     }
+}
+
+/// SDPA turns a boolean mask into an additive one in the compute dtype and
+/// keeps it for backward: `2 x s` bytes per token on each sliding-window
+/// layer, averaged over the layers (oracle rows `gemma-2-2b/*` at 8K tokens).
+pub(super) fn sliding_window_float_mask(arch: &Architecture, plan: &Plan) -> f64 {
+    if !sliding_window_masked(arch, plan) {
+        return 0.0;
+    }
+    let share = arch.local_layers.min(arch.layers) as f64 / arch.layers.max(1) as f64;
+    2.0 * plan.seq as f64 * share
+}
+
+/// Transformers builds masks for SDPA only when some layer's sliding window
+/// is shorter than the sequence (otherwise SDPA runs causal, mask-free).
+pub(super) fn sliding_window_masked(arch: &Architecture, plan: &Plan) -> bool {
+    let w = arch.sliding_window;
+    plan.stack != Stack::Megatron
+        && plan.attention != Attention::Eager
+        && w > 0
+        && w < plan.seq
+        && arch.local_layers > 0
 }

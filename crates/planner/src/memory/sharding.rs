@@ -1,7 +1,8 @@
 //! FSDP2's units, as the memory oracle counts them (tools/oracle): the
 //! parameters a unit gathers to compute and the gradients it reduce-scatters.
 
-use super::*;
+use super::shape::StageShape;
+use crate::plan::Stack;
 
 // ---- FSDP2 units (what the oracle counts: tools/oracle) -----------------------
 

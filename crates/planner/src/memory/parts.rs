@@ -1,0 +1,151 @@
+//! What a memory breakdown is made of: the named terms, the step's moments,
+//! and the breakdown itself. Every file of the memory model builds on these.
+
+use serde::Serialize;
+
+/// A named part of the per-GPU memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Term {
+    /// Model weights held by this GPU (after TP/PP/EP split and ZeRO-3 sharding).
+    Weights,
+    /// Gradients (fp32 for HF mixed precision and Megatron's main grads).
+    Gradients,
+    /// fp32 master copy of bf16 weights (Megatron / DeepSpeed mixed precision).
+    MasterWeights,
+    /// Optimizer states (AdamW moments etc.).
+    OptimizerStates,
+    /// Low-precision weight copies: autocast's bf16 casts held by the graph, FP8/FP4 copies.
+    WeightCopies,
+    /// LoRA adapter weights, grads and optimizer states.
+    Adapters,
+    /// The frozen reference model of DPO, and of GRPO with `beta > 0` (none
+    /// under LoRA: the base without its adapters).
+    Reference,
+    /// GRPO: vLLM's engine colocated on the GPU, its `gen_share` of the
+    /// GPU's memory (a copy of the weights and the KV cache), held through
+    /// the step (TRL's sleep mode is off by default).
+    Generation,
+    /// FSDP/ZeRO-3's all-gathered unit(s) and their unsharded gradient.
+    UnshardedUnit,
+    /// Activations saved for backward by the decoder layers.
+    Activations,
+    /// Attention scores and probabilities of eager attention (`s^2`).
+    AttentionScores,
+    /// Logits and cross-entropy buffers (`s*b*V`).
+    LogitsAndLoss,
+    /// Short-lived buffers at the peak: the tied embedding's gradient, optimizer temporaries.
+    Transient,
+    /// CUDA context (cuda runtime, kernels, cuBLAS handles).
+    CudaContext,
+    /// cuBLAS/cuDNN/NCCL workspaces.
+    Workspaces,
+    /// Caching-allocator fragmentation.
+    Fragmentation,
+}
+
+impl Term {
+    /// Terms the fits verdict assumes rather than counts: the CUDA context,
+    /// library workspaces and allocator fragmentation (SPEC §3.4; the user
+    /// can change the last two).
+    pub fn is_assumed(self) -> bool {
+        matches!(
+            self,
+            Term::CudaContext | Term::Workspaces | Term::Fragmentation
+        )
+    }
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Term::Weights => "weights",
+            Term::Gradients => "gradients",
+            Term::MasterWeights => "master_weights",
+            Term::OptimizerStates => "optimizer_states",
+            Term::WeightCopies => "weight_copies",
+            Term::Adapters => "adapters",
+            Term::Reference => "reference",
+            Term::Generation => "generation",
+            Term::UnshardedUnit => "unsharded_unit",
+            Term::Activations => "activations",
+            Term::AttentionScores => "attention_scores",
+            Term::LogitsAndLoss => "logits_and_loss",
+            Term::Transient => "transient",
+            Term::CudaContext => "cuda_context",
+            Term::Workspaces => "workspaces",
+            Term::Fragmentation => "fragmentation",
+        }
+    }
+    /// Overheads are outside `torch.cuda.max_memory_allocated()`.
+    pub fn is_overhead(self) -> bool {
+        matches!(
+            self,
+            Term::CudaContext | Term::Workspaces | Term::Fragmentation
+        )
+    }
+}
+
+/// The moment of the step at which memory peaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// FSDP2 gathers the root (embedding, LM head) and the first layer:
+    /// all-gather buffers and the gathered parameters coexist.
+    RootAllGather,
+    /// The end of forward: the loss is computed (FSDP2 ZeRO-2 still holds
+    /// the last all-gather's buffer).
+    LossForward,
+    LossBackward,
+    /// Recomputing and back-propagating the last checkpointed layer.
+    LayerBackward,
+    /// FSDP2's reduce-scatter of a layer's gradient, after its backward.
+    LayerReduceScatter,
+    EndOfBackward,
+    OptimizerStep,
+}
+
+/// Per-GPU memory at the peak, term by term.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MemoryBreakdown {
+    pub terms: Vec<(Term, u64)>,
+    pub phase: Phase,
+    /// What `torch.cuda.max_memory_allocated()` would report.
+    pub allocated_peak_bytes: u64,
+    /// Everything, overheads included.
+    pub peak_bytes: u64,
+    /// Activations + scores + logits at the peak (for charts and warnings).
+    pub activation_bytes: u64,
+    /// Activations saved by the decoder layers and the final norm, whatever
+    /// the peak's moment (no scores, logits or recompute).
+    pub saved_activation_bytes: u64,
+    /// The logits-and-loss buffers at the start of backward.
+    pub logits_bytes: u64,
+    /// Weights, gradients, master weights, optimizer states, persistent weight
+    /// copies, adapters and FSDP's unsharded unit, whatever the peak's moment.
+    pub model_state_bytes: u64,
+}
+
+impl MemoryBreakdown {
+    /// The breakdown with GRPO's colocated vLLM engine beside the step:
+    /// `pool` bytes (`rollout::pool_bytes`) allocated through PyTorch's
+    /// allocator for the whole step (vLLM without sleep mode), none when 0.
+    pub fn with_pool(mut self, pool: u64) -> Self {
+        if pool > 0 {
+            let at = self.terms.iter().position(|t| t.0.is_overhead());
+            self.terms
+                .insert(at.unwrap_or(self.terms.len()), (Term::Generation, pool));
+            self.allocated_peak_bytes = self.allocated_peak_bytes.saturating_add(pool);
+            self.peak_bytes = self.peak_bytes.saturating_add(pool);
+        }
+        self
+    }
+
+    pub fn get(&self, term: Term) -> u64 {
+        self.terms
+            .iter()
+            .filter(|(t, _)| *t == term)
+            .fold(0u64, |sum, (_, b)| sum.saturating_add(*b))
+    }
+}
+
+/// CUDA context of a PyTorch process on a recent driver (~0.5–0.9 GiB; we take 0.75).
+pub const CUDA_CONTEXT_BYTES: u64 = 768 << 20;
