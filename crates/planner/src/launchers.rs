@@ -261,24 +261,16 @@ pub fn hf_tp_refusal(
 impl HfTpRefusal {
     pub fn message(self, tp: u64) -> Message {
         let args: [(&'static str, Arg); 1] = [("tp", Arg::from(&tp))];
-        let (code, key, text, fix) = match self {
-            HfTpRefusal::Layer => ("hf_tp_layer", "tp", Text::HfTpLayer, ("stack", "megatron")),
-            HfTpRefusal::Adapters => ("hf_tp_adapters", "train", Text::HfTpAdapters, ("tp", "1")),
-            HfTpRefusal::Dpo => ("hf_tp_dpo", "stage", Text::HfTpDpo, ("tp", "1")),
-            HfTpRefusal::LowPrecision => (
-                "hf_tp_low_precision",
-                "precision",
-                Text::HfTpLowPrecision,
-                ("precision", "bf16"),
-            ),
-            HfTpRefusal::NoFsdp => (
-                "hf_tp_needs_fsdp",
-                "zero",
-                Text::HfTpNeedsFsdp,
-                ("zero", "3"),
-            ),
+        let (key, text, fix) = match self {
+            HfTpRefusal::Layer => ("tp", Text::HfTpLayer, ("stack", "megatron")),
+            HfTpRefusal::Adapters => ("train", Text::HfTpAdapters, ("tp", "1")),
+            HfTpRefusal::Dpo => ("stage", Text::HfTpDpo, ("tp", "1")),
+            HfTpRefusal::LowPrecision => {
+                ("precision", Text::HfTpLowPrecision, ("precision", "bf16"))
+            }
+            HfTpRefusal::NoFsdp => ("zero", Text::HfTpNeedsFsdp, ("zero", "3")),
         };
-        Message::new(code, key, text, args).fix(fix.0, fix.1)
+        Message::new(key, text, args).fix(fix.0, fix.1)
     }
 }
 

@@ -51,7 +51,7 @@ pub fn resolve_architecture(plan: &Plan) -> (Architecture, Phrase) {
     let (mut arch, name) = match plan.params_b {
         Some(b) => (
             Architecture::from_billions(b),
-            Phrase::new(Text::DerivedShape).with("billions", b.to_string()),
+            Phrase::new(Text::DerivedShape).with("billions", Arg::Real(b)),
         ),
         None => match architecture::preset(&plan.model) {
             Some(p) => (
@@ -119,11 +119,11 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
     let layout = resolve_layout(plan, &arch, (&gpu, &instance), &mut errors);
     check_precision(plan, &gpu, &mut errors);
     if plan.vp > 1 && layout.pp == 1 {
-        errors.push(Message::new("vp_without_pp", "vp", Text::VpWithoutPp, []).fix("vp", "1"));
+        errors.push(Message::new("vp", Text::VpWithoutPp, []).fix("vp", "1"));
     }
     check_bundled_parallelism(plan, &arch, &layout, &mut errors);
     if plan.hf_qlora() && plan.zero > 0 && layout.gpus > 1 {
-        let m = Message::new("qlora_sharded", "zero", Text::QloraSharded, []);
+        let m = Message::new("zero", Text::QloraSharded, []);
         errors.push(m.fix("zero", "0"));
     }
     errors.extend(engine_error(plan));
@@ -163,16 +163,10 @@ fn resolve_model(plan: &Plan, errors: &mut Vec<Message>) -> (Architecture, Phras
             ("heads", Arg::from(&arch.heads)),
             ("hidden", Arg::from(&arch.hidden)),
         ];
-        errors.push(Message::new(
-            "heads_do_not_divide_hidden",
-            "heads",
-            Text::HeadsDoNotDivideHidden,
-            args,
-        ));
+        errors.push(Message::new("heads", Text::HeadsDoNotDivideHidden, args));
     }
     for (key, phrase) in arch.validate() {
         errors.push(Message {
-            code: "invalid_architecture",
             key: Some(key),
             phrase,
             fix: None,
@@ -237,14 +231,9 @@ fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
     };
     if plan.nodes > 1 && !instance.multi_node_efa_training {
         let args: [(&'static str, Arg); 1] = [("instance", Arg::from(&instance.instance_type))];
-        errors.push(Message::new(
-            "no_multi_node",
-            "nodes",
-            Text::NoMultiNode,
-            args,
-        ));
+        errors.push(Message::new("nodes", Text::NoMultiNode, args));
     } else if plan.nodes > 1 && instance.network_gbps() <= 0.0 {
-        let m = Message::new("no_network", "gpu_net", Text::NoNetwork, []);
+        let m = Message::new("gpu_net", Text::NoNetwork, []);
         errors.push(m.fix("nodes", "1"));
     }
     (gpu, instance)
@@ -258,12 +247,12 @@ fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
 /// such a plan.
 pub fn engine_error(plan: &Plan) -> Option<Message> {
     if plan.mtp > 0 && plan.stack != Stack::Megatron {
-        let m = Message::new("mtp_needs_megatron", "mtp", Text::MtpNeedsMegatron, []);
+        let m = Message::new("mtp", Text::MtpNeedsMegatron, []);
         return Some(m.fix("stack", "megatron"));
     }
     if plan.train == Training::Qlora && plan.stack != Stack::Hf {
         let args: [(&'static str, Arg); 1] = [("stack", Arg::from(plan.stack.key()))];
-        let m = Message::new("qlora_needs_hf", "train", Text::QloraNeedsHf, args);
+        let m = Message::new("train", Text::QloraNeedsHf, args);
         return Some(m.fix("stack", "hf"));
     }
     None
@@ -276,12 +265,7 @@ fn megatron_launcher_error(plan: &Plan, arch: &Architecture) -> Option<Message> 
     use crate::launchers::{megatron_refusal, Choice};
     let r = megatron_refusal(plan, arch, Choice::of(plan))?;
     let args: [(&'static str, Arg); 1] = [("what", Arg::from(r.what))];
-    let m = Message::new(
-        "megatron_launcher_refuses",
-        r.key,
-        Text::MegatronLauncherRefuses,
-        args,
-    );
+    let m = Message::new(r.key, Text::MegatronLauncherRefuses, args);
     Some(match r.fix {
         Some((key, value)) => m.fix(key, value),
         None => m,
@@ -294,7 +278,7 @@ fn grpo_launcher_error(plan: &Plan) -> Option<Message> {
     use crate::launchers::{grpo_refusal, Choice};
     let r = grpo_refusal(plan, Choice::of(plan))?;
     let args: [(&'static str, Arg); 1] = [("what", Arg::from(r.what))];
-    let m = Message::new("grpo_launcher_refuses", r.key, Text::GrpoRefuses, args);
+    let m = Message::new(r.key, Text::GrpoRefuses, args);
     Some(match r.fix {
         Some((key, value)) => m.fix(key, value),
         None => m,
@@ -321,12 +305,7 @@ fn check_rollout(
             ("completion", Arg::from(&r.completion)),
             ("seq", Arg::from(&plan.seq)),
         ];
-        let m = Message::new(
-            "grpo_completion_too_long",
-            "completion",
-            Text::GrpoCompletionTooLong,
-            args,
-        );
+        let m = Message::new("completion", Text::GrpoCompletionTooLong, args);
         errors.push(m.fix("completion", (plan.seq / 2).max(1).to_string()));
     }
     let rows_per_ga = plan.micro_batch.saturating_mul(layout.dp);
@@ -337,7 +316,7 @@ fn check_rollout(
             ("rows", Arg::from(&rows)),
             ("generations", Arg::from(&r.generations)),
         ];
-        let m = Message::new("grpo_groups_split", "ga", Text::GrpoGroupsSplit, args);
+        let m = Message::new("ga", Text::GrpoGroupsSplit, args);
         // The next accumulation that makes whole groups (ga x generations does).
         let ga = (plan.grad_accum..=plan.grad_accum.saturating_mul(r.generations)).find(|ga| {
             rows_per_ga
@@ -368,12 +347,7 @@ fn check_rollout(
             errors.push(server_too_small(plan, &engine, fix));
             return;
         }
-        let m = Message::new(
-            "grpo_engine_too_small",
-            "gen_share",
-            Text::GrpoEngineTooSmall,
-            args,
-        );
+        let m = Message::new("gen_share", Text::GrpoEngineTooSmall, args);
         errors.push(match engine.share_for_all_rows(arch, plan, gpu) {
             Some(share) => m.fix("gen_share", crate::plan::fmt_num(share)),
             None => m,
@@ -388,12 +362,7 @@ fn server_too_small(plan: &Plan, engine: &crate::rollout::VllmEngine, fix: Optio
         ("tp", Arg::from(&engine.tp)),
         ("seq", Arg::from(&plan.seq)),
     ];
-    let m = Message::new(
-        "grpo_server_too_small",
-        "gen_gpus",
-        Text::GrpoServerTooSmall,
-        args,
-    );
+    let m = Message::new("gen_gpus", Text::GrpoServerTooSmall, args);
     match fix {
         Some(k) => m.fix("gen_gpus", k.to_string()),
         None => m,
@@ -433,7 +402,7 @@ fn check_bundled_parallelism(
     }
     let degrees = [("pp", layout.pp), ("cp", layout.cp), ("ep", layout.ep)];
     if let Some((key, _)) = degrees.iter().find(|(_, d)| *d > 1) {
-        let m = Message::new("hf_model_parallel", key, Text::HfModelParallel, []);
+        let m = Message::new(key, Text::HfModelParallel, []);
         errors.push(m.fix("stack", "megatron"));
     }
     if let Some(refusal) = hf_tp_refusal(
@@ -459,12 +428,7 @@ fn check_custom_fp8(c: &hardware::CustomGpu, errors: &mut Vec<Message>) {
             ("bf16", Arg::Number(c.bf16_tflops, 0)),
         ];
         let fix = format!("{}", 2.0 * c.bf16_tflops);
-        let m = Message::new(
-            "custom_fp8_above_twice_bf16",
-            "gpu_fp8",
-            Text::CustomFp8AboveBf16,
-            args,
-        );
+        let m = Message::new("gpu_fp8", Text::CustomFp8AboveBf16, args);
         errors.push(m.fix("gpu_fp8", fix));
     }
 }
@@ -492,12 +456,7 @@ fn resolve_layout(
         let product = tp * pp * cp;
         let args: [(&'static str, Arg); 2] =
             [("product", Arg::from(&product)), ("gpus", Arg::from(&gpus))];
-        errors.push(Message::new(
-            "parallel_degrees_exceed_gpus",
-            "tp",
-            Text::ParallelDegreesExceedGpus,
-            args,
-        ));
+        errors.push(Message::new("tp", Text::ParallelDegreesExceedGpus, args));
         (tp, pp, cp) = (1, 1, 1);
         stages = Stages::even(arch.layers, 1);
     }
@@ -517,12 +476,7 @@ fn resolve_layout(
         let available = dp * cp * tp;
         let args: [(&'static str, Arg); 2] =
             [("ep", Arg::from(&ep)), ("available", Arg::from(&available))];
-        errors.push(Message::new(
-            "ep_exceeds_gpus",
-            "ep",
-            Text::EpExceedsGpus,
-            args,
-        ));
+        errors.push(Message::new("ep", Text::EpExceedsGpus, args));
         ep = 1;
     }
     let shard = resolve_shard(plan, dp, errors);
@@ -548,7 +502,7 @@ fn resolve_server(plan: &Plan, instance: &Instance, nodes: u64, errors: &mut Vec
             ("gen_gpus", Arg::from(&plan.rollout.gen_gpus)),
             ("gpn", Arg::from(&gpn)),
         ];
-        let m = Message::new("grpo_gen_gpus", "gen_gpus", Text::GrpoGenGpus, args);
+        let m = Message::new("gen_gpus", Text::GrpoGenGpus, args);
         errors.push(m.fix("gen_gpus", fix.to_string()));
         0
     })
@@ -568,12 +522,7 @@ fn resolve_tp(
             ("heads", Arg::from(&arch.heads)),
             ("kv_heads", Arg::from(&arch.kv_heads)),
         ];
-        errors.push(Message::new(
-            "tp_does_not_divide_heads",
-            "tp",
-            Text::TpDoesNotDivideHeads,
-            args,
-        ));
+        errors.push(Message::new("tp", Text::TpDoesNotDivideHeads, args));
         tp = 1;
     }
     // TP's all-reduces want NVLink: one instance, or a GB200 UltraServer's domain.
@@ -584,12 +533,7 @@ fn resolve_tp(
     };
     if tp > domain {
         let args: [(&'static str, Arg); 2] = [("tp", Arg::from(&tp)), ("gpus", Arg::from(&domain))];
-        errors.push(Message::new(
-            "tp_exceeds_node",
-            "tp",
-            Text::TpExceedsNode,
-            args,
-        ));
+        errors.push(Message::new("tp", Text::TpExceedsNode, args));
     }
     tp
 }
@@ -621,16 +565,12 @@ fn resolve_pp(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) -> (u
         ("slots", Arg::Count(layers + 2)),
         ("nearest", Arg::from(&nearest)),
     ];
-    let (code, key, id) = if explicit {
-        ("pp_split_invalid", "pp_first", Text::PpSplitInvalid)
+    let (key, id) = if explicit {
+        ("pp_first", Text::PpSplitInvalid)
     } else {
-        (
-            "pp_does_not_divide_layers",
-            "pp",
-            Text::PpDoesNotDivideLayers,
-        )
+        ("pp", Text::PpDoesNotDivideLayers)
     };
-    errors.push(Message::new(code, key, id, args));
+    errors.push(Message::new(key, id, args));
     (1, Stages::even(layers, 1))
 }
 
@@ -655,12 +595,7 @@ fn resolve_cp(plan: &Plan, errors: &mut Vec<Message>) -> u64 {
     if !plan.seq.is_multiple_of(cp) {
         let args: [(&'static str, Arg); 2] =
             [("cp", Arg::from(&cp)), ("seq", Arg::from(&plan.seq))];
-        errors.push(Message::new(
-            "cp_does_not_divide_seq",
-            "cp",
-            Text::CpDoesNotDivideSeq,
-            args,
-        ));
+        errors.push(Message::new("cp", Text::CpDoesNotDivideSeq, args));
         return 1;
     }
     cp
@@ -673,16 +608,11 @@ fn resolve_ep(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) -> u6
         Some(m) if !(m.experts as u64).is_multiple_of(ep) => {
             let args: [(&'static str, Arg); 2] =
                 [("ep", Arg::from(&ep)), ("experts", Arg::from(&m.experts))];
-            errors.push(Message::new(
-                "ep_does_not_divide_experts",
-                "ep",
-                Text::EpDoesNotDivideExperts,
-                args,
-            ));
+            errors.push(Message::new("ep", Text::EpDoesNotDivideExperts, args));
             1
         }
         None if ep > 1 => {
-            errors.push(Message::new("ep_without_moe", "ep", Text::EpWithoutMoe, []));
+            errors.push(Message::new("ep", Text::EpWithoutMoe, []));
             1
         }
         _ => ep,
@@ -694,12 +624,7 @@ fn resolve_shard(plan: &Plan, dp: u64, errors: &mut Vec<Message>) -> u64 {
     match plan.shard {
         Some(s) if s > dp || !dp.is_multiple_of(s) => {
             let args: [(&'static str, Arg); 2] = [("shard", Arg::from(&s)), ("dp", Arg::from(&dp))];
-            errors.push(Message::new(
-                "shard_does_not_divide_dp",
-                "shard",
-                Text::ShardDoesNotDivideDp,
-                args,
-            ));
+            errors.push(Message::new("shard", Text::ShardDoesNotDivideDp, args));
             dp
         }
         Some(s) => s,
@@ -715,27 +640,15 @@ fn check_precision(plan: &Plan, gpu: &Gpu, errors: &mut Vec<Message>) {
         ("precision", Arg::from(&precision)),
     ];
     if plan.precision.is_low_precision() && !gpu.fp8_tensor_cores {
-        errors.push(
-            Message::new("fp8_unsupported", "precision", Text::Fp8Unsupported, args)
-                .fix("precision", "bf16"),
-        );
+        errors.push(Message::new("precision", Text::Fp8Unsupported, args).fix("precision", "bf16"));
     } else if matches!(plan.precision, Precision::Mxfp8 | Precision::Nvfp4) && !gpu.fp4_tensor_cores
     {
-        errors.push(
-            Message::new("blackwell_only", "precision", Text::BlackwellOnly, args)
-                .fix("precision", "fp8"),
-        );
+        errors.push(Message::new("precision", Text::BlackwellOnly, args).fix("precision", "fp8"));
     }
     if plan.precision.is_low_precision() && plan.hf_adapters() {
         let args: [(&'static str, Arg); 1] = [("precision", Arg::from(&precision))];
         errors.push(
-            Message::new(
-                "low_precision_adapters",
-                "precision",
-                Text::LowPrecisionAdapters,
-                args,
-            )
-            .fix("precision", "bf16"),
+            Message::new("precision", Text::LowPrecisionAdapters, args).fix("precision", "bf16"),
         );
     }
 }

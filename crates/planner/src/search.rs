@@ -840,28 +840,7 @@ impl Search {
         let p = self.plan_of(f);
         let info = &self.space.instances[f.idx[0]];
         let short = info.instance.instance_type.trim_start_matches("ml.");
-        let what = format!(
-            "{} × {short}, {}{}, ZeRO-{}{}{}, mb {}",
-            p.nodes,
-            p.precision.key().to_ascii_uppercase(),
-            match p.checkpointing {
-                Checkpointing::None => String::new(),
-                c => format!(" + ckpt {}", c.key()),
-            },
-            p.zero,
-            p.shard
-                .map(|g| format!(" (hybrid {g})"))
-                .unwrap_or_default(),
-            if p.tp * p.pp * p.cp * p.ep > 1 {
-                format!(", TP{} PP{} CP{} EP{}", p.tp, p.pp, p.cp, p.ep)
-            } else {
-                String::new()
-            },
-            p.micro_batch,
-        ) + &match p.rollout.gen_gpus {
-            0 => String::new(),
-            k => format!(", vLLM server {k} GPU"),
-        };
+        let what = plan_summary(&p, short);
         let speed = self.user_hours / f.hours.max(1e-12);
         let vs = self.why(speed, f);
         Candidate {
@@ -933,4 +912,64 @@ impl Search {
 /// Search the whole space around `plan` (native callers, tests, the CLI).
 pub fn search(plan: &Plan) -> SearchResult {
     Search::new(plan).finish()
+}
+
+/// A candidate in a few words (`2 × p5.48xlarge, BF16 + ckpt full, ZeRO-3,
+/// mb 2`), as a phrase of the catalog: each optional part is its own text,
+/// or nothing.
+fn plan_summary(p: &Plan, instance: &str) -> Phrase {
+    let part = |on: bool, phrase: Phrase| -> Arg {
+        if on {
+            Arg::from(phrase)
+        } else {
+            Arg::List(vec![], Join::Nothing)
+        }
+    };
+    let ckpt = Phrase::new(Text::CandidateCkpt).with("mode", p.checkpointing.key());
+    let hybrid = Phrase::new(Text::CandidateHybrid).with("group", p.shard.unwrap_or(0));
+    let parallel = Phrase::new(Text::CandidateParallel)
+        .with("tp", p.tp)
+        .with("pp", p.pp)
+        .with("cp", p.cp)
+        .with("ep", p.ep);
+    let server = Phrase::new(Text::CandidateServer).with("gpus", p.rollout.gen_gpus);
+    Phrase::new(Text::CandidatePlan)
+        .with("nodes", p.nodes)
+        .with("instance", instance)
+        .with("precision", p.precision.key().to_ascii_uppercase())
+        .with("ckpt", part(p.checkpointing != Checkpointing::None, ckpt))
+        .with("zero", Arg::Count(u64::from(p.zero)))
+        .with("hybrid", part(p.shard.is_some(), hybrid))
+        .with("parallel", part(p.tp * p.pp * p.cp * p.ep > 1, parallel))
+        .with("mb", p.micro_batch)
+        .with("server", part(p.rollout.gen_gpus > 0, server))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::{render, Lang};
+
+    /// A candidate's summary is a phrase, not English text (#34): the same
+    /// plan reads in both catalogs, every optional part present or absent.
+    #[test]
+    fn plan_summaries_render_in_each_language() {
+        let q = "nodes=2&zero=3&shard=8&ckpt=full&tp=2&stage=grpo&gen_gpus=1";
+        let full = plan_summary(&Plan::from_query(q).plan, "p5.48xlarge");
+        assert_eq!(
+            render(Lang::En, &full),
+            "2 × p5.48xlarge, BF16 + ckpt full, ZeRO-3 (hybrid 8), TP2 PP1 CP1 EP1, mb 1, vLLM server 1 GPU"
+        );
+        let ru = render(Lang::Ru, &full);
+        let server = Phrase::new(Text::CandidateServer).with("gpus", 1u64);
+        let hybrid = Phrase::new(Text::CandidateHybrid).with("group", 8u64);
+        assert!(ru != render(Lang::En, &full), "{ru}");
+        assert!(ru.contains(&render(Lang::Ru, &server)), "{ru}");
+        assert!(ru.contains(&render(Lang::Ru, &hybrid)), "{ru}");
+        let bare = plan_summary(&Plan::from_query("ckpt=none").plan, "p5.48xlarge");
+        assert_eq!(
+            render(Lang::En, &bare),
+            "1 × p5.48xlarge, BF16, ZeRO-3, mb 1"
+        );
+    }
 }

@@ -24,12 +24,11 @@ impl Context<'_> {
 
     fn warn(
         &self,
-        code: &'static str,
         key: &'static str,
         id: Text,
         args: impl IntoIterator<Item = (&'static str, Arg)>,
     ) -> Message {
-        Message::new(code, key, id, args)
+        Message::new(key, id, args)
     }
 }
 
@@ -142,7 +141,7 @@ fn over_budget(c: &Context) -> Option<Message> {
         ("term_gib", Arg::from(&term_gib)),
         ("fix", Arg::Text(fix_text)),
     ];
-    let mut m = c.warn("over_budget", key, Text::OverBudget, args);
+    let mut m = c.warn(key, Text::OverBudget, args);
     m.fix = fix;
     Some(m)
 }
@@ -165,7 +164,7 @@ fn memory_underused(c: &Context) -> Option<Message> {
         ("max_mb", Arg::from(&f.max_micro_batch)),
     ];
     Some(
-        c.warn("memory_underused", "mb", Text::MemoryUnderused, args)
+        c.warn("mb", Text::MemoryUnderused, args)
             .fix("mb", mb.to_string()),
     )
 }
@@ -173,7 +172,7 @@ fn memory_underused(c: &Context) -> Option<Message> {
 /// FP8 below ~7B parameters gains little.
 fn fp8_small_model(c: &Context) -> Option<Message> {
     (c.plan().precision.is_low_precision() && c.figures.parameters < 7_000_000_000).then(|| {
-        c.warn("fp8_small_model", "precision", Text::Fp8SmallModel, [])
+        c.warn("precision", Text::Fp8SmallModel, [])
             .fix("precision", "bf16")
     })
 }
@@ -183,20 +182,15 @@ fn fp8_keep_bf16(c: &Context) -> Option<Message> {
     c.plan()
         .precision
         .is_low_precision()
-        .then(|| c.warn("fp8_keep_bf16", "precision", Text::Fp8KeepBf16, []))
+        .then(|| c.warn("precision", Text::Fp8KeepBf16, []))
 }
 
 /// Selective recomputation saves nothing with flash attention.
 fn selective_noop_with_flash(c: &Context) -> Option<Message> {
     let plan = c.plan();
     (plan.checkpointing == Checkpointing::Selective && plan.attention.is_fused()).then(|| {
-        c.warn(
-            "selective_noop_with_flash",
-            "ckpt",
-            Text::SelectiveNoopWithFlash,
-            [],
-        )
-        .fix("ckpt", "none")
+        c.warn("ckpt", Text::SelectiveNoopWithFlash, [])
+            .fix("ckpt", "none")
     })
 }
 
@@ -208,9 +202,8 @@ fn long_sequence_without_checkpointing(c: &Context) -> Option<Message> {
     }
     let gib = Arg::Bytes(c.mem.saved_activation_bytes);
     let args: [(&'static str, Arg); 2] = [("seq", Arg::from(&plan.seq)), ("gib", Arg::from(&gib))];
-    let code = "long_sequence_without_checkpointing";
     Some(
-        c.warn(code, "ckpt", Text::LongSequenceWithoutCheckpointing, args)
+        c.warn("ckpt", Text::LongSequenceWithoutCheckpointing, args)
             .fix("ckpt", "full"),
     )
 }
@@ -223,9 +216,8 @@ fn eager_attention_long_sequence(c: &Context) -> Option<Message> {
     }
     let gib = Arg::Bytes(c.mem.get(Term::AttentionScores));
     let args: [(&'static str, Arg); 1] = [("gib", Arg::from(&gib))];
-    let code = "eager_attention_long_sequence";
     Some(
-        c.warn(code, "attn", Text::EagerAttentionLongSequence, args)
+        c.warn("attn", Text::EagerAttentionLongSequence, args)
             .fix("attn", "flash"),
     )
 }
@@ -247,12 +239,7 @@ fn dims_not_multiple_of_64(c: &Context) -> Option<Message> {
     }
     let dims = misaligned.join(", ");
     let args: [(&'static str, Arg); 1] = [("dims", Arg::from(&dims))];
-    Some(c.warn(
-        "dims_not_multiple_of_64",
-        "hidden",
-        Text::DimsNotMultipleOf64,
-        args,
-    ))
+    Some(c.warn("hidden", Text::DimsNotMultipleOf64, args))
 }
 
 /// A sequence longer than the model was trained on.
@@ -266,13 +253,8 @@ fn sequence_beyond_context(c: &Context) -> Option<Message> {
         ("context", Arg::from(&arch.max_context)),
     ];
     Some(
-        c.warn(
-            "sequence_beyond_context",
-            "seq",
-            Text::SequenceBeyondContext,
-            args,
-        )
-        .fix("seq", arch.max_context.to_string()),
+        c.warn("seq", Text::SequenceBeyondContext, args)
+            .fix("seq", arch.max_context.to_string()),
     )
 }
 
@@ -290,9 +272,8 @@ fn micro_batch_one_low_utilisation(c: &Context) -> Option<Message> {
     let mfu = Arg::Number(f.throughput.mfu * 100.0, 0);
     let args: [(&'static str, Arg); 2] =
         [("billions", Arg::from(&billions)), ("mfu", Arg::from(&mfu))];
-    let code = "micro_batch_one_low_utilisation";
     Some(
-        c.warn(code, "mb", Text::MicroBatchOneLowUtilisation, args)
+        c.warn("mb", Text::MicroBatchOneLowUtilisation, args)
             .fix("mb", "2"),
     )
 }
@@ -321,17 +302,14 @@ fn checkpoint_overhead(c: &Context) -> Option<Message> {
         ("percent", Arg::from(&percent)),
         ("fix", Arg::Text(fix_text)),
     ];
-    Some(
-        c.warn("checkpoint_overhead", key, Text::CheckpointOverhead, args)
-            .fix(key, value),
-    )
+    Some(c.warn(key, Text::CheckpointOverhead, args).fix(key, value))
 }
 
 /// TP, CP or EP traffic leaving the NVLink domain runs on the network, an
 /// order of magnitude slower (900 GB/s NVLink vs 50 GB/s EFA per GPU on p6e).
 fn crosses_nvlink_domain(c: &Context) -> Option<Message> {
     let nv = &c.figures.nvlink;
-    let tp_error = c.errors.iter().any(|e| e.code == "tp_exceeds_node");
+    let tp_error = c.errors.iter().any(|e| e.id() == Text::TpExceedsNode);
     let groups: Vec<&str> = nv
         .crossing
         .iter()
@@ -344,12 +322,7 @@ fn crosses_nvlink_domain(c: &Context) -> Option<Message> {
         ("groups", Arg::from(&names)),
         ("gpus", Arg::from(&nv.gpus_per_domain)),
     ];
-    Some(c.warn(
-        "crosses_nvlink_domain",
-        key,
-        Text::CrossesNvlinkDomain,
-        args,
-    ))
+    Some(c.warn(key, Text::CrossesNvlinkDomain, args))
 }
 
 /// The launch bundle carries train.py (Hugging Face Transformers) and a
@@ -364,7 +337,7 @@ fn stack_not_bundled(c: &Context) -> Option<Message> {
     };
     let args: [(&'static str, Arg); 1] = [("stack", Arg::from(p.stack.key()))];
     Some(
-        c.warn("stack_not_bundled", "entry", Text::StackNotBundled, args)
+        c.warn("entry", Text::StackNotBundled, args)
             .fix("entry", entry),
     )
 }
@@ -383,7 +356,7 @@ fn price_unknown(c: &Context) -> Option<Message> {
         Text::PriceUnknown
     };
     let args: [(&'static str, Arg); 1] = [("instance", Arg::from(&c.figures.instance))];
-    Some(c.warn("price_unknown", "price", id, args))
+    Some(c.warn("price", id, args))
 }
 
 /// A derived price is an estimate: 1.15 x the EC2 on-demand price.
@@ -400,7 +373,7 @@ fn price_derived(c: &Context) -> Option<Message> {
         ("usd", Arg::from(&usd)),
         ("ec2", Arg::from(&ec2)),
     ];
-    Some(c.warn("price_derived", "price", Text::PriceDerived, args))
+    Some(c.warn("price", Text::PriceDerived, args))
 }
 
 /// A listed price read before AWS's June 2025 P-family price cut may be stale
@@ -416,13 +389,13 @@ fn price_dated(c: &Context) -> Option<Message> {
         ("instance", Arg::from(&c.figures.instance)),
         ("as_of", Arg::from(&as_of)),
     ];
-    Some(c.warn("price_dated", "price", Text::PriceDated, args))
+    Some(c.warn("price", Text::PriceDated, args))
 }
 
 /// FP32 training.
 fn fp32_slow(c: &Context) -> Option<Message> {
     (c.plan().precision == Precision::Fp32).then(|| {
-        c.warn("fp32_slow", "precision", Text::Fp32Slow, [])
+        c.warn("precision", Text::Fp32Slow, [])
             .fix("precision", "bf16")
     })
 }
@@ -437,12 +410,7 @@ fn job_shorter_than_a_step(c: &Context) -> Option<Message> {
     let tokens = crate::plan::fmt_num(c.plan().tokens);
     let args: [(&'static str, Arg); 2] =
         [("tokens", Arg::from(&tokens)), ("step", Arg::from(&step))];
-    Some(c.warn(
-        "job_shorter_than_a_step",
-        "tokens",
-        Text::JobShorterThanAStep,
-        args,
-    ))
+    Some(c.warn("tokens", Text::JobShorterThanAStep, args))
 }
 
 /// Share of a step above which the GPUs mostly wait on the network.
@@ -464,7 +432,7 @@ fn network_bound(c: &Context) -> Option<Message> {
     }
     let percent = Arg::Number(100.0 * share, 0);
     let args: [(&'static str, Arg); 1] = [("share", Arg::from(&percent))];
-    Some(c.warn("network_bound", "nodes", Text::NetworkBound, args))
+    Some(c.warn("nodes", Text::NetworkBound, args))
 }
 
 /// Share of a step an MoE plan's avoidable host launch costs must reach
@@ -508,10 +476,7 @@ fn moe_launch_bound(c: &Context) -> Option<Message> {
     }
     let percent = Arg::Number(100.0 * share, 0);
     let args: [(&'static str, Arg); 1] = [("share", Arg::from(&percent))];
-    Some(
-        c.warn("moe_launch_bound", key, Text::MoeLaunchBound, args)
-            .fix(key, "1"),
-    )
+    Some(c.warn(key, Text::MoeLaunchBound, args).fix(key, "1"))
 }
 
 /// A count past what its integer holds is a floor, not a figure (#25:
@@ -519,7 +484,7 @@ fn moe_launch_bound(c: &Context) -> Option<Message> {
 fn counts_saturated(c: &Context) -> Option<Message> {
     let saturated = c.figures.throughput.tokens_per_step == u64::MAX
         || c.figures.memory.peak_bytes_per_gpu == u64::MAX;
-    saturated.then(|| c.warn("counts_saturated", "mb", Text::CountsSaturated, []))
+    saturated.then(|| c.warn("mb", Text::CountsSaturated, []))
 }
 
 #[cfg(test)]

@@ -179,7 +179,7 @@ fn warnings_and_labels_format_numbers_as_the_language_does() {
     let over = |lang| {
         r.warnings
             .iter()
-            .find(|w| w.code == "over_budget")
+            .find(|w| w.code() == "over_budget")
             .map(|w| render(lang, &w.phrase))
             .expect("70B at 32K on one p5 is over budget")
     };
@@ -275,4 +275,20 @@ fn counts_take_their_plural_forms() {
     assert!(en2.contains("on 2 published runs of"), "{en2}");
     assert!(ru1.contains("по 1 опубликованному запуску"), "{ru1}");
     assert!(ru2.contains("по 2 опубликованным запускам"), "{ru2}");
+}
+
+/// A derived shape's size reads with the language's decimal mark (#34: the
+/// core wrote `1.5` into the Russian page).
+#[test]
+fn derived_shape_size_uses_the_decimal_mark() {
+    let plan = planner::Plan::from_query("params_b=1.5").plan;
+    let (_, name) = planner::resolve::resolve_architecture(&plan);
+    assert_eq!(
+        planner::text::render(Lang::En, &name),
+        "~1.5B (derived shape)"
+    );
+    assert_eq!(
+        planner::text::render(Lang::Ru, &name),
+        "~1,5B (форма по размеру)"
+    );
 }

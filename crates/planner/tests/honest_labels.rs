@@ -21,7 +21,7 @@ fn megatron_qlora_is_an_error_with_a_fix() {
     let e = r
         .errors
         .iter()
-        .find(|m| m.code == "qlora_needs_hf")
+        .find(|m| m.code() == "qlora_needs_hf")
         .expect("an error for Megatron + QLoRA");
     assert_eq!(e.fix, Some(("stack", "hf".to_string())));
     assert_eq!(r.throughput_accuracy.level, "derived");
@@ -32,7 +32,7 @@ fn megatron_qlora_is_an_error_with_a_fix() {
     assert!(s.fastest.is_none());
     // The fix gives a plan without the error.
     let fixed = report(&format!("{q}&stack=hf&tp=1&zero=0"));
-    assert!(fixed.errors.iter().all(|m| m.code != "qlora_needs_hf"));
+    assert!(fixed.errors.iter().all(|m| m.code() != "qlora_needs_hf"));
 }
 
 /// Case 8b: B300's usable memory is the device's own figure: nvidia-smi
@@ -83,7 +83,7 @@ fn offload_beyond_the_hosts_memory_is_an_error_with_a_fix() {
     let e = r
         .errors
         .iter()
-        .find(|m| m.code == "offload_exceeds_host")
+        .find(|m| m.code() == "offload_exceeds_host")
         .expect("the host cannot hold 79 offloaded layers");
     let (key, value) = e.fix.clone().expect("a fix");
     assert_eq!(key, "offload_layers");
@@ -95,7 +95,7 @@ fn offload_beyond_the_hosts_memory_is_an_error_with_a_fix() {
     // the labels name the host, not an engine.
     assert!(r.memory.peak_bytes_per_gpu < r.memory.budget_bytes);
     assert!(
-        r.warnings.iter().all(|w| w.code != "over_budget"),
+        r.warnings.iter().all(|w| w.code() != "over_budget"),
         "{:?}",
         r.warnings
     );
@@ -114,7 +114,7 @@ fn offload_beyond_the_hosts_memory_is_an_error_with_a_fix() {
     assert!(one_more
         .errors
         .iter()
-        .any(|m| m.code == "offload_exceeds_host"));
+        .any(|m| m.code() == "offload_exceeds_host"));
 }
 
 /// Case 1: a layer's offloaded activations cross the host link beside the

@@ -135,7 +135,7 @@ fn what_the_launcher_does_not_run_is_said_and_refused() {
         let e = r
             .errors
             .iter()
-            .find(|e| e.code == "megatron_launcher_refuses");
+            .find(|e| e.code() == "megatron_launcher_refuses");
         e.map(|e| (e.key, e.fix.clone()))
     };
     let fix = |k: &'static str, v: &str| Some((k, v.to_string()));
@@ -173,7 +173,10 @@ fn what_the_launcher_does_not_run_is_said_and_refused() {
     assert!(LAUNCHER.contains("plan.get(\"errors\")"));
     // A full Megatron plan is bundled: no "not bundled" warning any more.
     let full = evaluate(&Plan::from_query(L405B).plan);
-    assert!(full.warnings.iter().all(|w| w.code != "stack_not_bundled"));
+    assert!(full
+        .warnings
+        .iter()
+        .all(|w| w.code() != "stack_not_bundled"));
     assert!(full.errors.is_empty(), "{:?}", full.errors);
 }
 
@@ -291,7 +294,7 @@ fn megatron_refusals_are_errors_whose_fix_runs() {
         let e = r
             .errors
             .iter()
-            .find(|e| e.code == "megatron_launcher_refuses");
+            .find(|e| e.code() == "megatron_launcher_refuses");
         let e = e.unwrap_or_else(|| panic!("{q}: {:?}", r.errors));
         let (key, value) = e.fix.clone().expect("a fix");
         assert_eq!(format!("{key}={value}"), fix, "{q}");
@@ -526,7 +529,11 @@ fn refusal_fixes_end_in_a_plan_that_runs() {
             seen.push(q);
             assert!(seen.len() < 10, "{start}: no end to the fixes: {seen:?}");
         };
-        let codes: Vec<&str> = end.iter().map(|e| e.code).collect();
-        assert_eq!(codes.first().copied(), unfixable, "{start}: {seen:?}");
+        let codes: Vec<String> = end.iter().map(|e| e.code().into_owned()).collect();
+        assert_eq!(
+            codes.first().map(String::as_str),
+            unfixable,
+            "{start}: {seen:?}"
+        );
     }
 }

@@ -256,7 +256,7 @@ fn fp8_on_ampere_is_an_error_naming_precision() {
     assert!(r
         .errors
         .iter()
-        .any(|e| e.code == "fp8_unsupported" && e.key == Some("precision")));
+        .any(|e| e.code() == "fp8_unsupported" && e.key == Some("precision")));
 }
 
 #[test]
@@ -342,7 +342,7 @@ fn llama_405b_pipelines_split_as_megatron_does() {
     let e = bad
         .errors
         .iter()
-        .find(|e| e.code == "pp_does_not_divide_layers")
+        .find(|e| e.code() == "pp_does_not_divide_layers")
         .expect("error");
     assert!(e.english().contains("pp=4, pp=6"), "{}", e.english());
 }

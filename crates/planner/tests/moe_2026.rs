@@ -223,7 +223,7 @@ fn launch_bound_moe_plans_offer_the_fused_dispatcher() {
         evaluate(&Plan::from_query(q).plan)
             .warnings
             .into_iter()
-            .find(|w| w.code == "moe_launch_bound")
+            .find(|w| w.code() == "moe_launch_bound")
     };
     let w = launch_bound(base).expect("the all-to-all dispatcher warns");
     assert_eq!(w.fix, Some(("moe_flex", "1".to_string())));

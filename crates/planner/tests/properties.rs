@@ -262,7 +262,7 @@ proptest! {
         prop_assert!(m.budget_bytes <= m.usable_bytes);
         // A plan fits when its peak is within the budget and its host holds
         // what it offloads (an `offload_exceeds_host` error when not).
-        let host_full = r.errors.iter().any(|e| e.code == "offload_exceeds_host");
+        let host_full = r.errors.iter().any(|e| e.code() == "offload_exceeds_host");
         prop_assert_eq!(r.fits, m.peak_bytes_per_gpu <= m.budget_bytes && !host_full);
         prop_assert!(r.parameters_active <= r.parameters);
         // The JSON report always serialises.
@@ -424,7 +424,7 @@ fn accepted_extremes_give_finite_numbers_or_an_error() {
     let e = no_net
         .errors
         .iter()
-        .find(|e| e.code == "no_network")
+        .find(|e| e.code() == "no_network")
         .expect("a clear error");
     assert_eq!(e.key, Some("gpu_net"));
     assert_eq!(no_net.layout.gpus, 8, "computed for one node");
@@ -435,11 +435,11 @@ fn accepted_extremes_give_finite_numbers_or_an_error() {
 /// over the step's tokens), a network too slow to matter, a saturated count.
 #[test]
 fn extremes_get_words() {
-    let codes = |q: &str| -> Vec<&'static str> {
+    let codes = |q: &str| -> Vec<String> {
         evaluate(&Plan::from_query(q).plan)
             .warnings
             .iter()
-            .map(|w| w.code)
+            .map(|w| w.code().into_owned())
             .collect()
     };
     // Default plan: 8 x 1 x 8 x 8192 = 524,288 tokens per step.
@@ -447,19 +447,21 @@ fn extremes_get_words() {
     assert!(short
         .warnings
         .iter()
-        .any(|w| w.code == "job_shorter_than_a_step"));
+        .any(|w| w.code() == "job_shorter_than_a_step"));
     assert_eq!(short.time.steps, 1);
     let per_m = short.cost.usd_per_million_tokens.unwrap();
     let whole = short.cost.total_usd.unwrap() / (short.throughput.tokens_per_step as f64 / 1e6);
     assert!((per_m - whole).abs() <= 1e-9 * whole, "{per_m} vs {whole}");
-    assert!(!codes("").contains(&"job_shorter_than_a_step"));
+    assert!(!codes("").contains(&"job_shorter_than_a_step".to_string()));
     // 1e-7 GB/s between two custom nodes: 5.4e11 hours, and a warning.
-    assert!(codes("instance=custom&gpu_net=0.0000001&nodes=2").contains(&"network_bound"));
-    assert!(!codes("nodes=2").contains(&"network_bound"));
+    assert!(
+        codes("instance=custom&gpu_net=0.0000001&nodes=2").contains(&"network_bound".to_string())
+    );
+    assert!(!codes("nodes=2").contains(&"network_bound".to_string()));
     // 4096 x 131072 x 65536 x 4096 tokens per step overflow u64.
     let big = "instance=custom&gpu_count=1024&nodes=4096&mb=4096&seq=131072&ga=65536";
-    assert!(codes(big).contains(&"counts_saturated"));
-    assert!(!codes("").contains(&"counts_saturated"));
+    assert!(codes(big).contains(&"counts_saturated".to_string()));
+    assert!(!codes("").contains(&"counts_saturated".to_string()));
 }
 
 proptest! {
@@ -481,7 +483,7 @@ proptest! {
         let found = planner::search::search(&plan);
         for c in found.pareto.iter().chain(found.fastest.iter()) {
             let r = evaluate(&Plan::from_query(&c.query).plan);
-            let codes: Vec<&str> = r.errors.iter().map(|e| e.code).collect();
+            let codes: Vec<String> = r.errors.iter().map(|e| e.code().into_owned()).collect();
             prop_assert!(codes.is_empty(), "{} offers {}: {:?}", plan.to_query(), c.query, codes);
         }
     }

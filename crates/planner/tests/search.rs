@@ -200,7 +200,7 @@ fn error_of(q: &str, code: &str) -> Option<Flagged> {
     planner::evaluate(&Plan::from_query(q).plan)
         .errors
         .into_iter()
-        .find(|e| e.code == code)
+        .find(|e| e.code() == code)
         .map(|e| (e.key, e.fix))
 }
 

@@ -514,7 +514,7 @@ fn prices_come_with_their_basis() {
     let w = b200
         .warnings
         .iter()
-        .find(|w| w.code == "price_derived")
+        .find(|w| w.code() == "price_derived")
         .expect("marked as an estimate");
     assert!(
         w.english().contains("estimate") && w.english().contains("113.93"),
@@ -526,7 +526,7 @@ fn prices_come_with_their_basis() {
     let w = gb200
         .warnings
         .iter()
-        .find(|w| w.code == "price_unknown")
+        .find(|w| w.code() == "price_unknown")
         .expect("asks for a price");
     assert!(
         w.english().contains("UltraServer") && w.english().contains("price="),
@@ -878,7 +878,7 @@ fn gb200_ultraserver_keeps_fsdp_on_nvlink() {
     let w = cp
         .warnings
         .iter()
-        .find(|w| w.code == "crosses_nvlink_domain")
+        .find(|w| w.code() == "crosses_nvlink_domain")
         .expect("warned");
     assert_eq!(w.key, Some("cp"));
 }

@@ -305,7 +305,7 @@ fn lora_dtype_travels_and_halves_the_adapters() {
     let e = grpo
         .errors
         .iter()
-        .find(|e| e.code == "grpo_launcher_refuses")
+        .find(|e| e.code() == "grpo_launcher_refuses")
         .expect("refused");
     assert_eq!(e.fix, Some(("lora_dtype", "fp32".into())));
 }

@@ -6,6 +6,7 @@
 use super::{num, plural, signed, t, Lang, Text};
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Serialize, Serializer};
+use std::borrow::Cow;
 use std::fmt::Write;
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -248,11 +249,42 @@ impl Phrase {
     }
 }
 
+impl Text {
+    /// The stable code of a message with this text (reports' `code`): the
+    /// id in snake_case, digits kept with the letters before them
+    /// (`Fp8SmallModel`: `fp8_small_model`), except for the codes older than
+    /// their texts, which scripts already match on.
+    pub fn code(self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
+            Text::NotPositiveWhole
+            | Text::KvHeadsDoNotDivideHeads
+            | Text::ActiveExpertsOutOfRange
+            | Text::ExpertFfnNotPositive => "invalid_architecture",
+            Text::GrpoRefuses => "grpo_launcher_refuses",
+            Text::CustomFp8AboveBf16 => "custom_fp8_above_twice_bf16",
+            Text::PriceUltraServerOnly | Text::PriceTrainingPlansOnly => "price_unknown",
+            Text::DimsNotMultipleOf64 => "dims_not_multiple_of_64",
+            _ => return Cow::Owned(snake_case(self.name())),
+        })
+    }
+}
+
+/// `CamelCase` as `snake_case`: an underscore before each capital but the first.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 8);
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
 /// A problem or advice with a stable code, tied to the input key it concerns:
 /// the one message type of reports, link notices and imports (#24).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Message {
-    pub code: &'static str,
     /// The plan key (URL key) the message is about, where there is one.
     pub key: Option<&'static str>,
     /// What it says, rendered by the front.
@@ -264,13 +296,11 @@ pub struct Message {
 impl Message {
     /// The catalog's `id` with `args`, about the URL key `key`.
     pub fn new(
-        code: &'static str,
         key: &'static str,
         id: Text,
         args: impl IntoIterator<Item = (&'static str, Arg)>,
     ) -> Message {
         Message {
-            code,
             key: Some(key),
             phrase: Phrase::of(id, args),
             fix: None,
@@ -281,6 +311,16 @@ impl Message {
     pub fn fix(mut self, key: &'static str, value: impl Into<String>) -> Message {
         self.fix = Some((key, value.into()));
         self
+    }
+
+    /// What the message is about, typed: its text's id.
+    pub fn id(&self) -> Text {
+        self.phrase.id
+    }
+
+    /// The stable code scripts match on (the JSON's `code`).
+    pub fn code(&self) -> Cow<'static, str> {
+        self.phrase.id.code()
     }
 
     /// What it says in English (the JSON's `message`, logs, tests).
@@ -294,7 +334,7 @@ impl Message {
 impl Serialize for Message {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut st = s.serialize_struct("Message", 6)?;
-        st.serialize_field("code", self.code)?;
+        st.serialize_field("code", &self.code())?;
         st.serialize_field("key", &self.key)?;
         st.serialize_field("message", &self.phrase.english())?;
         st.serialize_field("id", self.phrase.id.name())?;
@@ -320,4 +360,24 @@ pub fn english<S: Serializer>(p: &Phrase, s: S) -> Result<S::Ok, S::Error> {
 /// texts, where the JSON has always had a list of strings.
 pub fn english_each<S: Serializer>(ps: &[Phrase], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(ps.iter().map(Phrase::english))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The codes reports have always carried (tests/data/golden_reports.jsonl
+    /// holds them): derived from the text id, digits kept with their letters,
+    /// and the older family codes kept.
+    #[test]
+    fn codes_follow_their_texts() {
+        assert_eq!(Text::Fp8SmallModel.code(), "fp8_small_model");
+        assert_eq!(Text::JobShorterThanAStep.code(), "job_shorter_than_a_step");
+        assert_eq!(Text::TpExceedsNode.code(), "tp_exceeds_node");
+        assert_eq!(Text::DimsNotMultipleOf64.code(), "dims_not_multiple_of_64");
+        assert_eq!(Text::KvHeadsDoNotDivideHeads.code(), "invalid_architecture");
+        assert_eq!(Text::PriceTrainingPlansOnly.code(), "price_unknown");
+        let m = Message::new("tp", Text::HfTpLayer, []);
+        assert_eq!((m.id(), m.code()), (Text::HfTpLayer, "hf_tp_layer".into()));
+    }
 }

@@ -24,5 +24,5 @@ pub fn term(r: &Report, t: Term) -> u64 {
 
 /// The report's error `code`, if it has one.
 pub fn error<'a>(r: &'a Report, code: &str) -> Option<&'a planner::text::Message> {
-    r.errors.iter().find(|e| e.code == code)
+    r.errors.iter().find(|e| e.code() == code)
 }
