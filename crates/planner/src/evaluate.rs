@@ -6,7 +6,7 @@ use crate::cost;
 use crate::hardware;
 use crate::layout::Layout;
 use crate::memory;
-use crate::plan::{Checkpointing, Plan, Precision, TrainingStage};
+use crate::plan::{Checkpointing, Plan, TrainingStage};
 use crate::report::{
     budget_bytes, Accuracy, Figures, InstanceOption, Level, MemoryReport, NvlinkDomains, Report,
     Verdict,
@@ -896,15 +896,7 @@ pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
         if !inst.multi_node_efa_training {
             p.nodes = 1;
         }
-        if p.precision.is_low_precision() && !gpu.fp8_tensor_cores
-            || matches!(p.precision, Precision::Mxfp8 | Precision::Nvfp4) && !gpu.fp4_tensor_cores
-        {
-            p.precision = if gpu.fp8_tensor_cores {
-                Precision::Fp8
-            } else {
-                Precision::Bf16
-            };
-        }
+        p.precision = crate::rules::nearest_supported(p.precision, gpu);
         // Tensor parallelism cannot leave the node.
         p.tp = p.tp.min(inst.gpu_count);
         let (r, errors) = resolve(&p);

@@ -31,6 +31,7 @@ pub mod report;
 pub mod resolve;
 pub mod rollout;
 pub mod rope;
+pub mod rules;
 pub mod search;
 pub mod sequence_bands;
 pub mod table;

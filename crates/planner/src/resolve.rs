@@ -6,7 +6,8 @@ use crate::architecture::{self, Architecture, Moe, ParameterCounts};
 use crate::hardware::{self, Gpu, Instance};
 use crate::launchers::hf_tp_refusal;
 use crate::layout::{Layout, Stages};
-use crate::plan::{Plan, Precision, Stack, Training, TrainingStage};
+use crate::plan::{Plan, Stack, Training, TrainingStage};
+use crate::rules::{self, Unsupported};
 pub use crate::text::Message;
 use crate::text::{Arg, Phrase, Text};
 use std::borrow::Cow;
@@ -452,7 +453,7 @@ fn resolve_layout(
     let (mut pp, mut stages) = resolve_pp(plan, arch, errors);
     let mut cp = resolve_cp(plan, errors);
     let mut ep = resolve_ep(plan, arch, errors);
-    if tp * pp * cp > gpus || !gpus.is_multiple_of(tp * pp * cp) {
+    if !rules::degrees_tile(gpus, tp, pp, cp) {
         let product = tp * pp * cp;
         let args: [(&'static str, Arg); 2] =
             [("product", Arg::from(&product)), ("gpus", Arg::from(&gpus))];
@@ -516,7 +517,7 @@ fn resolve_tp(
     errors: &mut Vec<Message>,
 ) -> u64 {
     let mut tp = plan.tp.max(1);
-    if arch.heads > 0 && (!arch.heads.is_multiple_of(tp) || !arch.kv_heads.is_multiple_of(tp)) {
+    if !rules::tp_splits_heads(arch, tp) {
         let args: [(&'static str, Arg); 3] = [
             ("tp", Arg::from(&tp)),
             ("heads", Arg::from(&arch.heads)),
@@ -525,12 +526,7 @@ fn resolve_tp(
         errors.push(Message::new("tp", Text::TpDoesNotDivideHeads, args));
         tp = 1;
     }
-    // TP's all-reduces want NVLink: one instance, or a GB200 UltraServer's domain.
-    let domain = if crate::hardware::is_ultraserver(&instance.instance_type) {
-        plan.ultraserver.max(instance.gpu_count)
-    } else {
-        instance.gpu_count
-    };
+    let domain = rules::nvlink_domain(instance, plan.ultraserver);
     if tp > domain {
         let args: [(&'static str, Arg); 2] = [("tp", Arg::from(&tp)), ("gpus", Arg::from(&domain))];
         errors.push(Message::new("tp", Text::TpExceedsNode, args));
@@ -592,7 +588,7 @@ fn nearest_pipeline_degrees(layers: u64, pp: u64, vp: u64) -> String {
 /// Context parallelism splits the sequence evenly.
 fn resolve_cp(plan: &Plan, errors: &mut Vec<Message>) -> u64 {
     let cp = plan.cp.max(1);
-    if !plan.seq.is_multiple_of(cp) {
+    if !rules::cp_splits_sequence(plan.seq, cp) {
         let args: [(&'static str, Arg); 2] =
             [("cp", Arg::from(&cp)), ("seq", Arg::from(&plan.seq))];
         errors.push(Message::new("cp", Text::CpDoesNotDivideSeq, args));
@@ -605,7 +601,7 @@ fn resolve_cp(plan: &Plan, errors: &mut Vec<Message>) -> u64 {
 fn resolve_ep(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) -> u64 {
     let ep = plan.ep.max(1);
     match &arch.moe {
-        Some(m) if !(m.experts as u64).is_multiple_of(ep) => {
+        Some(m) if !rules::ep_splits_experts(arch, ep) => {
             let args: [(&'static str, Arg); 2] =
                 [("ep", Arg::from(&ep)), ("experts", Arg::from(&m.experts))];
             errors.push(Message::new("ep", Text::EpDoesNotDivideExperts, args));
@@ -639,11 +635,12 @@ fn check_precision(plan: &Plan, gpu: &Gpu, errors: &mut Vec<Message>) {
         ("gpu", Arg::from(&gpu.id)),
         ("precision", Arg::from(&precision)),
     ];
-    if plan.precision.is_low_precision() && !gpu.fp8_tensor_cores {
-        errors.push(Message::new("precision", Text::Fp8Unsupported, args).fix("precision", "bf16"));
-    } else if matches!(plan.precision, Precision::Mxfp8 | Precision::Nvfp4) && !gpu.fp4_tensor_cores
-    {
-        errors.push(Message::new("precision", Text::BlackwellOnly, args).fix("precision", "fp8"));
+    match rules::precision_unsupported(plan.precision, gpu) {
+        Some(Unsupported::NoFp8) => errors
+            .push(Message::new("precision", Text::Fp8Unsupported, args).fix("precision", "bf16")),
+        Some(Unsupported::NoBlockScaling) => errors
+            .push(Message::new("precision", Text::BlackwellOnly, args).fix("precision", "fp8")),
+        None => {}
     }
     if plan.precision.is_low_precision() && plan.hf_adapters() {
         let args: [(&'static str, Arg); 1] = [("precision", Arg::from(&precision))];

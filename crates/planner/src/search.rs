@@ -29,6 +29,7 @@ use crate::layout::{Layout, Stages};
 use crate::memory;
 use crate::plan::{Checkpointing, Loss, Plan, Precision};
 use crate::report::budget_bytes;
+use crate::rules;
 use crate::text::{Arg, Join, Phrase, Text};
 use crate::throughput::{self, Efficiency, Fabric};
 use serde::Serialize;
@@ -283,9 +284,9 @@ impl Space {
         let eps = match &arch.moe {
             _ if locks.parallelism => vec![plan.ep.max(1)],
             _ if plan.bundled_hf() => vec![1],
-            Some(m) => EP
+            Some(_) => EP
                 .into_iter()
-                .filter(|e| (m.experts as u64).is_multiple_of(*e))
+                .filter(|e| rules::ep_splits_experts(arch, *e))
                 .collect(),
             None => vec![1],
         };
@@ -550,13 +551,12 @@ impl Search {
         // Uneven splits too: Megatron counts the embedding and loss as slots.
         let stages = Stages::megatron(arch.layers, pp, 1)?;
         let valid = (nodes == 1 || instance.multi_node_efa_training)
-            && tp <= gpn
-            && arch.heads.is_multiple_of(tp)
-            && arch.kv_heads.is_multiple_of(tp)
-            && self.base.seq.is_multiple_of(cp)
-            && gpus.is_multiple_of(tp * pp * cp)
-            && (!precision.is_low_precision() || gpu.fp8_tensor_cores)
-            && (!matches!(precision, Precision::Mxfp8 | Precision::Nvfp4) || gpu.fp4_tensor_cores);
+            && tp <= rules::nvlink_domain(instance, self.base.ultraserver)
+            && rules::tp_splits_heads(arch, tp)
+            && rules::cp_splits_sequence(self.base.seq, cp)
+            && rules::ep_splits_experts(arch, ep)
+            && rules::degrees_tile(gpus, tp, pp, cp)
+            && rules::precision_unsupported(precision, gpu).is_none();
         let b = &self.base;
         let bundled_hf_refuses = || {
             b.bundled_hf()
