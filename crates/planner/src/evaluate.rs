@@ -473,7 +473,7 @@ fn paid_gpus(r: &Resolved<'_>) -> u64 {
 pub fn evaluate(plan: &Plan) -> Report {
     EVALUATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (r, mut errors) = resolve(plan);
-    let fabric = Fabric::of(&r.gpu, &r.instance, plan.ultraserver);
+    let fabric = &r.fabric;
     let pool = crate::rollout::pool_bytes(plan, &r.gpu);
     let mem = memory::breakdown(&r.arch, &r.counts, plan, &r.layout).with_pool(pool);
     let usable = r.gpu.usable_bytes();
@@ -492,7 +492,7 @@ pub fn evaluate(plan: &Plan) -> Report {
     let adapters = plan.lora_params(&r.arch);
     let (time, checkpoint, cost) =
         cost::estimate(plan, &r.counts, adapters, &tp, &r.instance, paid_gpus(&r));
-    let rollout = rollout_figures(&r, &fabric, &tp, global_batch_sequences);
+    let rollout = rollout_figures(&r, fabric, &tp, global_batch_sequences);
     let mut figures = Figures {
         model_name: r.model_name.clone(),
         parameters: r.counts.total,
@@ -524,14 +524,14 @@ pub fn evaluate(plan: &Plan) -> Report {
         max_sequence,
         global_batch_sequences,
         global_batch_tokens: tp.tokens_per_step,
-        throughput_accuracy: throughput_accuracy(&r, gen, &fabric),
+        throughput_accuracy: throughput_accuracy(&r, gen, fabric),
         throughput: tp,
         time,
         checkpoint,
         cost,
         layers_per_pipeline_rank: r.layout.stages.per_rank(r.layout.pp),
         engine: plan.engine(),
-        nvlink: nvlink_domains(&r.layout, &fabric),
+        nvlink: nvlink_domains(&r.layout, fabric),
         rollout,
     };
     if crate::resolve::engine_error(plan).is_some() || host_full {
@@ -912,7 +912,7 @@ pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
             &p,
             &r.layout,
             &r.gpu,
-            &Fabric::of(&r.gpu, &r.instance, p.ultraserver),
+            &r.fabric,
             &throughput::efficiency(throughput::generation(&r.gpu)),
         );
         let adapters = p.lora_params(&r.arch);

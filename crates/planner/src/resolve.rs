@@ -3,6 +3,7 @@
 //! stop the evaluation: each step falls back to the nearest valid value.
 
 use crate::architecture::{self, Architecture, Moe, ParameterCounts};
+use crate::fabric::Fabric;
 use crate::hardware::{self, Gpu, Instance};
 use crate::launchers::hf_tp_refusal;
 use crate::layout::{Layout, Stages};
@@ -21,6 +22,8 @@ pub struct Resolved<'a> {
     pub gpu: Cow<'static, Gpu>,
     pub instance: Cow<'static, Instance>,
     pub layout: Layout,
+    /// The links the layout's collectives cross, built once.
+    pub fabric: Fabric,
 }
 
 impl Resolved<'_> {
@@ -28,15 +31,13 @@ impl Resolved<'_> {
     /// generation's calibrated efficiency in the report; a warning times
     /// the same plan at other host costs).
     pub fn throughput(&self, eff: &crate::throughput::Efficiency) -> crate::throughput::Throughput {
-        use crate::throughput::{throughput, Fabric};
-        let fabric = Fabric::of(&self.gpu, &self.instance, self.plan.ultraserver);
-        throughput(
+        crate::throughput::throughput(
             &self.arch,
             &self.counts,
             self.plan,
             &self.layout,
             &self.gpu,
-            &fabric,
+            &self.fabric,
             eff,
         )
     }
@@ -118,6 +119,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
     let counts = arch.parameter_counts();
     let (gpu, instance) = resolve_hardware(plan, &mut errors);
     let layout = resolve_layout(plan, &arch, (&gpu, &instance), &mut errors);
+    let fabric = Fabric::of(&gpu, &instance, plan.ultraserver);
     check_precision(plan, &gpu, &mut errors);
     if plan.vp > 1 && layout.pp == 1 {
         errors.push(Message::new("vp", Text::VpWithoutPp, []).fix("vp", "1"));
@@ -133,8 +135,8 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
     check_rollout(
         plan,
         (&arch, &counts),
-        (&gpu, &instance),
-        &layout,
+        &gpu,
+        (&fabric, &layout),
         &mut errors,
     );
     let resolved = Resolved {
@@ -145,6 +147,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         gpu,
         instance,
         layout,
+        fabric,
     };
     (resolved, errors)
 }
@@ -293,8 +296,8 @@ fn grpo_launcher_error(plan: &Plan) -> Option<Message> {
 fn check_rollout(
     plan: &Plan,
     (arch, counts): (&Architecture, &crate::architecture::ParameterCounts),
-    (gpu, instance): (&Gpu, &Instance),
-    layout: &Layout,
+    gpu: &Gpu,
+    (fabric, layout): (&Fabric, &Layout),
     errors: &mut Vec<Message>,
 ) {
     if plan.stage != TrainingStage::Grpo {
@@ -329,8 +332,7 @@ fn check_rollout(
             None => m,
         });
     }
-    let fabric = crate::fabric::Fabric::of(gpu, instance, plan.ultraserver);
-    let Some(engine) = crate::rollout::VllmEngine::of(arch, counts, plan, gpu, (&fabric, layout))
+    let Some(engine) = crate::rollout::VllmEngine::of(arch, counts, plan, gpu, (fabric, layout))
     else {
         return;
     };
@@ -344,7 +346,7 @@ fn check_rollout(
             ("seq", Arg::from(&plan.seq)),
         ];
         if engine.server_gpus > 0 {
-            let fix = larger_server(plan, (arch, counts), (gpu, &fabric), layout);
+            let fix = larger_server(plan, (arch, counts), (gpu, fabric), layout);
             errors.push(server_too_small(plan, &engine, fix));
             return;
         }
