@@ -16,7 +16,7 @@ use crate::text::{Arg, Join, Phrase, Text};
 use crate::throughput::{self, Fabric, Generation};
 use crate::warnings;
 
-use crate::accuracy::ROWS_FOR_AN_ERROR;
+use crate::coverage::ROWS_FOR_AN_ERROR;
 use crate::envelope::{Envelope, Outside};
 
 /// A figure checked by `stats` (the note `note_id` fills with `kind`): its
@@ -26,7 +26,7 @@ use crate::envelope::{Envelope, Outside};
 fn checked_memory(
     r: &Resolved<'_>,
     level: Level,
-    stats: &crate::accuracy::MemoryStats,
+    stats: &crate::coverage::MemoryStats,
     note_id: Text,
     kind: &'static str,
 ) -> Accuracy {
@@ -198,7 +198,7 @@ fn outside_axis(o: &Outside) -> Phrase {
 /// Megatron-LM's CI runs, everything else derived (data/coverage.json,
 /// computed by `plan calibrate`); each within its checks' envelope.
 fn accuracy(r: &Resolved<'_>) -> Accuracy {
-    let c = crate::accuracy::shipped();
+    let c = crate::coverage::shipped();
     let stage = r.plan.stage;
     // The fine-tuning runs measured on GPUs are SFT steps.
     if let Some(a) = measured_on_gpu(r, &c.memory_gpu).filter(|_| stage == TrainingStage::Sft) {
@@ -267,10 +267,10 @@ fn accuracy(r: &Resolved<'_>) -> Accuracy {
     }
 }
 
-/// Real fine-tuning runs on GPUs (accuracy::gpu_memory_rows) vouch for an HF
+/// Real fine-tuning runs on GPUs (memory_checks::gpu_memory_rows) vouch for an HF
 /// data-parallel plan inside what they ran: "measured" on GPU, with their
 /// worst error either way. Outside, the other checks speak.
-fn measured_on_gpu(r: &Resolved<'_>, stats: &crate::accuracy::MemoryStats) -> Option<Accuracy> {
+fn measured_on_gpu(r: &Resolved<'_>, stats: &crate::coverage::MemoryStats) -> Option<Accuracy> {
     let l = &r.layout;
     let hf_dp =
         r.plan.stack == crate::plan::Stack::Hf && l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1;
@@ -300,7 +300,7 @@ fn error_figures(median: f64, under: f64, over: f64) -> [(&'static str, Arg); 3]
 
 /// A memory check's note: its rows, median and worst under- and
 /// over-prediction, and `kind`.
-fn memory_note(id: Text, stats: &crate::accuracy::MemoryStats, kind: &'static str) -> Phrase {
+fn memory_note(id: Text, stats: &crate::coverage::MemoryStats, kind: &'static str) -> Phrase {
     let figures = error_figures(stats.median, stats.under, stats.over);
     Phrase::of(id, figures)
         .with("rows", stats.rows)
@@ -310,7 +310,7 @@ fn memory_note(id: Text, stats: &crate::accuracy::MemoryStats, kind: &'static st
 /// The oracle's table is in-sample (the memory model was changed on its
 /// rows); its held-out plans are not: their error is the one to expect, and
 /// the note gives both.
-fn with_heldout(mut a: Accuracy, heldout: &crate::accuracy::MemoryStats) -> Accuracy {
+fn with_heldout(mut a: Accuracy, heldout: &crate::coverage::MemoryStats) -> Accuracy {
     a.note
         .push(memory_note(Text::MemoryOracleHeldOut, heldout, ""));
     let worst = heldout.under.abs().max(heldout.over.abs()) / 100.0;
@@ -357,9 +357,9 @@ fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
     let parallel = (layout.tp > 1 && !hf_tp) || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
     let full_dense = plan.train == Training::Full && r.arch.moe.is_none() && !plan.offload;
     if plan.stack == Stack::Torchtitan && full_dense {
-        return Some(MemoryKind::Torchtitan(crate::accuracy::torchtitan_layout(
-            layout,
-        )));
+        return Some(MemoryKind::Torchtitan(
+            crate::memory_checks::torchtitan_layout(layout),
+        ));
     }
     if plan.stack == Stack::Megatron && plan.train == Training::Full {
         return Some(MemoryKind::Megatron);
@@ -589,7 +589,7 @@ fn rollout_figures(
 /// models or more (#36). Outside every checked group, "derived", with its
 /// own stack's error over every kind for scale (data/coverage.json).
 fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Accuracy {
-    use crate::accuracy::{checked_group, Group};
+    use crate::coverage::{checked_group, Group};
     let group = Group::of(r.plan, &r.arch, &r.layout, gen, fabric);
     let mut a = match checked_group(&group, &r.gpu.id) {
         Some(stats) => checked_throughput(r, stats),
@@ -624,7 +624,7 @@ fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Ac
 /// A plan of a checked group: calibrated with the group's ± inside its
 /// envelope and with enough rows, without one on fewer, extrapolated
 /// outside.
-fn checked_throughput(r: &Resolved<'_>, stats: &crate::accuracy::GroupStats) -> Accuracy {
+fn checked_throughput(r: &Resolved<'_>, stats: &crate::coverage::GroupStats) -> Accuracy {
     let figures = error_figures(stats.cv_median, stats.cv_under, stats.cv_over);
     let note = |id| {
         Phrase::of(id, figures.clone())
@@ -653,8 +653,8 @@ fn checked_throughput(r: &Resolved<'_>, stats: &crate::accuracy::GroupStats) -> 
 /// A plan of a kind no published run checked: "derived", naming its own
 /// stack's cross-validated error over every kind of its runs for scale, or
 /// none where the stack has no published run.
-fn unchecked_throughput(r: &Resolved<'_>, group: &crate::accuracy::Group) -> Accuracy {
-    let note = match crate::accuracy::stack_stats(r.plan.stack) {
+fn unchecked_throughput(r: &Resolved<'_>, group: &crate::coverage::Group) -> Accuracy {
+    let note = match crate::coverage::stack_stats(r.plan.stack) {
         Some(s) => Phrase::of(
             Text::ThroughputStackOnly,
             error_figures(s.cv_median, s.cv_under, s.cv_over),

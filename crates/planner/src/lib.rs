@@ -3,11 +3,13 @@
 //! the page (wasm32), the `plan` CLI and the tests.
 
 pub mod accuracy;
+pub mod accuracy_docs;
 pub mod architecture;
 pub mod bundle;
 pub mod calibration;
 pub mod case;
 pub mod cost;
+pub mod coverage;
 pub mod decimal;
 pub mod envelope;
 pub mod evaluate;
@@ -23,6 +25,7 @@ pub mod layout;
 pub mod measured;
 pub mod megatron_bridge;
 pub mod memory;
+pub mod memory_checks;
 pub mod model_tables;
 pub mod plan;
 pub mod post_training;

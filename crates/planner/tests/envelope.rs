@@ -266,7 +266,7 @@ fn perturb(base: &str, runs: &[Plan], memory: bool) -> Vec<String> {
 /// by key against its group's runs.
 #[test]
 fn every_key_moves_the_speed_label_when_it_leaves_the_checks() {
-    use planner::accuracy::{shipped, Group};
+    use planner::coverage::{shipped, Group};
     let cases = planner::calibration::cases();
     let mut bases = 0;
     let mut failures = Vec::new();
@@ -345,7 +345,7 @@ fn every_key_has_a_place() {
 /// by key against those runs.
 #[test]
 fn every_key_moves_the_memory_label_when_it_leaves_the_checks() {
-    use planner::accuracy::{torchtitan_layout, torchtitan_memory_rows};
+    use planner::memory_checks::{torchtitan_layout, torchtitan_memory_rows};
     let runs: Vec<Plan> = torchtitan_memory_rows()
         .iter()
         .filter(|(layout, _)| *layout == "data parallel")

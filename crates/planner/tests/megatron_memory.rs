@@ -7,7 +7,8 @@
 //! chunks, not one micro-batch; unfused attention without dropout keeps one
 //! bf16 copy of the probabilities, not Korthikanti et al.'s five bytes).
 
-use planner::accuracy::{megatron_memory_rows, shipped};
+use planner::coverage::shipped;
+use planner::memory_checks::megatron_memory_rows;
 use planner::{evaluate, Plan};
 
 const GIB: f64 = (1u64 << 30) as f64;

@@ -8,7 +8,8 @@
 //! read off these rows, so the claim is that they stay exact, not that they
 //! predict new models.
 
-use planner::accuracy::{compute, single_rank_memory_rows, MemoryRow};
+use planner::accuracy::compute;
+use planner::memory_checks::{single_rank_memory_rows, MemoryRow};
 
 /// Rows allowed more than 0.5%, and why.
 fn tolerance(r: &MemoryRow) -> (f64, &'static str) {
@@ -79,7 +80,7 @@ fn hf_profile_matches_measured_peaks() {
 /// with.
 #[test]
 fn real_gpu_runs_check_hf_plans_of_their_kind() {
-    let rows = planner::accuracy::gpu_memory_rows();
+    let rows = planner::memory_checks::gpu_memory_rows();
     assert_eq!(rows.len(), 20, "every listed row parses");
     let c = planner::accuracy::compute();
     let g = &c.memory_gpu;

@@ -92,7 +92,7 @@ fn runs_compared_and_left_out() {
 fn cross_validated_errors_meet_the_stack_and_band_targets() {
     use planner::sequence_bands::{errors, Band};
     let rows = planner::accuracy::throughput_rows();
-    let errs = planner::accuracy::row_errors(&rows);
+    let errs = planner::accuracy_docs::row_errors(&rows);
     for stack in [Stack::Megatron, Stack::Torchtitan, Stack::Hf] {
         let e = errors(&errs, |r| r.stack == stack);
         assert!(e.rows > 0, "{stack:?} has no rows");

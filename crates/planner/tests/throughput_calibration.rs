@@ -566,12 +566,14 @@ fn checkpoint_size_and_async_share() {
 /// the README's figures are all the current computation's.
 #[test]
 fn coverage_docs_and_readme_are_current() {
-    use planner::accuracy::{compute, markdown, shipped, throughput_rows};
+    use planner::accuracy::{compute, throughput_rows};
+    use planner::accuracy_docs::markdown;
+    use planner::coverage::shipped;
     let c = compute();
     let json = serde_json::to_string_pretty(&c).expect("serialises");
     assert_eq!(
         json.trim(),
-        planner::accuracy::COVERAGE_JSON.trim(),
+        planner::coverage::COVERAGE_JSON.trim(),
         "data/coverage.json is stale: `cargo run -p planner --bin plan -- calibrate --coverage > /tmp/c.json && mv /tmp/c.json crates/planner/data/coverage.json`"
     );
     assert_eq!(shipped().groups.len(), c.groups.len());
@@ -585,7 +587,7 @@ fn coverage_docs_and_readme_are_current() {
     let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("README.md");
     let t = &c.throughput;
     for claim in [
-        planner::accuracy::readme_groups(&throughput_rows()),
+        planner::accuracy_docs::readme_groups(&throughput_rows()),
         format!("{} published runs", t.rows),
         format!("cross-validated median error {:.1}%", t.cv_median),
         format!("in-sample {:.1}%", t.in_sample_median),
@@ -601,7 +603,7 @@ fn coverage_docs_and_readme_are_current() {
 
 /// The README's figures for the memory oracle's whole table (in-sample) and
 /// its held-out plans.
-fn oracle_claim(c: &planner::accuracy::Coverage) -> String {
+fn oracle_claim(c: &planner::coverage::Coverage) -> String {
     let all = c.oracle("all").expect("the oracle's table has rows");
     let h = &c.memory_oracle_heldout;
     format!(
@@ -1155,10 +1157,10 @@ fn moe_family_errors_in_the_docs_are_the_harness_figures() {
 /// what it reads serialises back to the very file.
 #[test]
 fn shipped_coverage_reads_back_to_its_file() {
-    let c = planner::accuracy::shipped();
+    let c = planner::coverage::shipped();
     assert!(c.throughput.rows > 0 && !c.groups.is_empty() && !c.memory_oracle.is_empty());
     let text = serde_json::to_string_pretty(c).unwrap();
-    assert_eq!(text.trim(), planner::accuracy::COVERAGE_JSON.trim());
+    assert_eq!(text.trim(), planner::coverage::COVERAGE_JSON.trim());
 }
 
 /// `GROUPED_GEMM_HALF_TOKENS` is what SimuMax's B200 grouped-GEMM

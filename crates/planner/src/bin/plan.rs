@@ -109,7 +109,8 @@ fn main() -> ExitCode {
 /// start, `--markdown` prints docs/accuracy.md's generated part, `--coverage`
 /// the JSON of data/coverage.json; without a flag, every row.
 fn calibrate(flags: &[String]) {
-    use planner::accuracy::{compute, markdown, throughput_rows};
+    use planner::accuracy::{compute, throughput_rows};
+    use planner::accuracy_docs::markdown;
     let has = |f: &str| flags.iter().any(|x| x == f);
     if has("--fit") {
         for (g, e, loss) in planner::calibration::fit() {
@@ -138,7 +139,7 @@ fn calibrate(flags: &[String]) {
     } else if has("--markdown") {
         let rows = throughput_rows();
         out!("{}", markdown(&compute(), &rows));
-        outln!("\nREADME: {}", planner::accuracy::readme_groups(&rows));
+        outln!("\nREADME: {}", planner::accuracy_docs::readme_groups(&rows));
     } else {
         outln!(
             "{:<34} {:<44} {:>9} {:>10} {:>8}",
