@@ -4,7 +4,7 @@
 use crate::ctx::Ctx;
 use crate::format::{gib, hours, num, tr, usd, GIB};
 use leptos::prelude::*;
-use planner::evaluate::{compare_instances, memory_vs_sequence};
+use planner::compare::{compare_instances, memory_vs_sequence};
 use planner::plan::Checkpointing;
 use planner::plan::Lang;
 use planner::report::InstanceOption;

@@ -1,0 +1,122 @@
+//! The page's charts of the same job: memory against sequence length for
+//! each checkpointing mode, and the job on every training instance type.
+
+use crate::cost;
+use crate::hardware;
+use crate::memory;
+use crate::plan::{Checkpointing, Plan};
+use crate::report::{budget_bytes, InstanceOption};
+use crate::resolve::resolve;
+use crate::throughput;
+
+/// Peak memory per GPU at each sequence length, for each checkpointing mode (chart data).
+pub fn memory_vs_sequence(plan: &Plan, seqs: &[u64]) -> Vec<(Checkpointing, Vec<u64>)> {
+    let (r, _) = resolve(plan);
+    // GRPO's vLLM share sits beside every sequence length, as in the peak.
+    let pool = crate::rollout::pool_bytes(plan, &r.gpu);
+    [
+        Checkpointing::None,
+        Checkpointing::Selective,
+        Checkpointing::Op,
+        Checkpointing::Full,
+    ]
+    .into_iter()
+    .map(|ck| {
+        let mut p = plan.clone();
+        p.checkpointing = ck;
+        let row = seqs
+            .iter()
+            .map(|&s| {
+                p.seq = s;
+                memory::breakdown(&r.arch, &r.counts, &p, &r.layout)
+                    .peak_bytes
+                    .saturating_add(pool)
+            })
+            .collect();
+        (ck, row)
+    })
+    .collect()
+}
+
+/// This job on every multi-GPU training instance type, at the same number
+/// of GPUs where the instance size allows it (at least one instance).
+pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
+    let (r0, _) = resolve(plan);
+    let total_gpus = r0.layout.gpus;
+    let mut out = Vec::new();
+    for inst in hardware::instances() {
+        if inst.gpu_count < 4 && inst.instance_type != plan.instance {
+            continue;
+        }
+        let Some(gpu) = hardware::gpu(&inst.gpu) else {
+            continue;
+        };
+        let mut p = plan.clone();
+        if inst.instance_type != plan.instance {
+            // The user's price override is for their own instance type.
+            p.price = None;
+        }
+        p.instance = inst.instance_type.clone();
+        p.nodes = total_gpus.div_ceil(inst.gpu_count).max(1);
+        if !inst.multi_node_efa_training {
+            p.nodes = 1;
+        }
+        p.precision = crate::rules::nearest_supported(p.precision, gpu);
+        // Tensor parallelism cannot leave the node.
+        p.tp = p.tp.min(inst.gpu_count);
+        let (r, errors) = resolve(&p);
+        if !errors.is_empty() {
+            continue;
+        }
+        let pool = crate::rollout::pool_bytes(&p, &r.gpu);
+        let mem = memory::breakdown(&r.arch, &r.counts, &p, &r.layout).with_pool(pool);
+        let usable = r.gpu.usable_bytes();
+        let tp = throughput::throughput(
+            &r.arch,
+            &r.counts,
+            &p,
+            &r.layout,
+            &r.gpu,
+            &r.fabric,
+            &throughput::efficiency(throughput::generation(&r.gpu)),
+        );
+        let adapters = p.lora_params(&r.arch);
+        let (time, _, cost) =
+            cost::estimate(&p, &r.counts, adapters, &tp, &r.instance, r.layout.gpus);
+        out.push(InstanceOption {
+            instance: inst.instance_type.clone(),
+            gpu: inst.gpu.clone(),
+            nodes: p.nodes,
+            gpus: r.layout.gpus,
+            precision: p.precision.key(),
+            fits: mem.peak_bytes <= budget_bytes(usable, p.headroom),
+            peak_bytes_per_gpu: mem.peak_bytes,
+            usable_bytes: usable,
+            budget_bytes: budget_bytes(usable, p.headroom),
+            tokens_per_second: tp.tokens_per_second,
+            hours: time.total_hours,
+            usd: cost.total_usd,
+            spot_usd: cost.spot_usd,
+            price_source: cost.price_source,
+            fastest: false,
+            cheapest: false,
+        });
+    }
+    // Fitting options first, fastest first; then mark the fastest and the cheapest.
+    out.sort_by(|a, b| b.fits.cmp(&a.fits).then(a.hours.total_cmp(&b.hours)));
+    if let Some(first) = out.first_mut().filter(|o| o.fits) {
+        first.fastest = true;
+    }
+    if let Some(c) = out
+        .iter_mut()
+        .filter(|o| o.fits && o.usd.is_some())
+        .min_by(|a, b| {
+            a.usd
+                .unwrap_or(f64::MAX)
+                .total_cmp(&b.usd.unwrap_or(f64::MAX))
+        })
+    {
+        c.cheapest = true;
+    }
+    out
+}
