@@ -953,7 +953,7 @@ fn tensor_parallel_collectives_by_hand() {
 /// fms-acceleration benchmarks): median error within 10% (issue #10), every
 /// row within 25%; none of these rows is used by a fit.
 /// PyTorch's ring attention merges in FP32 with eager ops (#35,
-/// `ring_merges` in throughput.rs), derived by hand for Llama 3.1 8B at
+/// `ring_merges` in throughput/communication.rs), derived by hand for Llama 3.1 8B at
 /// 131,072 tokens, CP 4, one micro-batch, full recomputation: each rank holds
 /// 32,768 tokens, so 134,217,728 output elements (32 query heads x 128) and
 /// 67,108,864 K and V elements (8 KV heads x 128, twice). Per layer:

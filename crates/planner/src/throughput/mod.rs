@@ -1,0 +1,349 @@
+//! FLOPs, a per-operation roofline for one training step, communication,
+//! pipeline bubble and optimizer step; MFU and HFU (SPEC §4).
+//!
+//! Every GEMM costs `max(flops / (peak * e), bytes / bandwidth) + t0`: an
+//! ideal time at an achievable fraction `e` of the dtype's dense peak, plus a
+//! fixed per-kernel cost `t0` (launch, tail, wave quantisation) that makes
+//! small GEMMs slow. Elementwise work runs at a fraction of HBM bandwidth.
+//! The efficiency parameters are fitted per GPU generation against
+//! data/calibration.csv (`plan calibrate`, docs/accuracy.md).
+
+mod communication;
+mod compute;
+mod fitted;
+mod shape;
+
+use crate::architecture::{Architecture, ParameterCounts};
+use crate::fabric::Collective;
+pub use crate::fabric::Fabric;
+use crate::hardware::Gpu;
+pub use crate::hardware::{generation, Generation};
+use crate::layout::Layout;
+use crate::plan::{Checkpointing, Optimizer, Plan, Stack};
+pub use communication::DP_HIDDEN_AT_MOST;
+use communication::{
+    activation_bytes, context_parallel, data_parallel_exposed, dp_window, expert_parallel_exposed,
+    reduce_groups, tensor_parallel, ReduceGroup,
+};
+use compute::{attention_train, lm_head, loss_elementwise, recompute_per_layer};
+pub use compute::{LayerForward, GROUPED_GEMM_HALF_TOKENS};
+pub use fitted::{efficiency, Efficiency, HostCosts, HOST};
+use serde::Serialize;
+use shape::StepShape;
+pub use shape::TORCHAO_QUANTIZE_BYTES;
+
+/// Where the step's time goes, seconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StepTime {
+    pub gemm: f64,
+    pub attention: f64,
+    pub elementwise: f64,
+    pub recompute: f64,
+    pub tensor_parallel: f64,
+    pub context_parallel: f64,
+    pub expert_parallel: f64,
+    pub pipeline_bubble: f64,
+    pub data_parallel: f64,
+    pub optimizer: f64,
+    /// Activation offloading's transfers to and from host memory that the
+    /// step's compute does not hide.
+    pub offload: f64,
+    /// Forwards without gradients before the update: DPO's reference model
+    /// over both rows of every pair; GRPO's scoring (the old policy's
+    /// log-probabilities, and the reference's when `beta > 0`).
+    pub reference: f64,
+    /// GRPO: the colocated vLLM engine generating the step's completions,
+    /// and the trained weights copied into it after the step.
+    pub generation: f64,
+}
+
+impl StepTime {
+    pub fn total(&self) -> f64 {
+        self.gemm
+            + self.attention
+            + self.elementwise
+            + self.recompute
+            + self.tensor_parallel
+            + self.context_parallel
+            + self.expert_parallel
+            + self.pipeline_bubble
+            + self.data_parallel
+            + self.optimizer
+            + self.offload
+            + self.reference
+            + self.generation
+    }
+}
+
+/// Throughput of a plan.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Throughput {
+    pub step_seconds: f64,
+    pub step: StepTime,
+    pub tokens_per_step: u64,
+    pub tokens_per_second_per_gpu: f64,
+    pub tokens_per_second: f64,
+    pub samples_per_second: f64,
+    /// Training FLOPs per token of the model (6N + causal attention).
+    pub model_flops_per_token: f64,
+    /// Plus recomputation.
+    pub hardware_flops_per_token: f64,
+    /// Dense peak of the GEMM dtype, FLOP/s per GPU.
+    pub peak_flops: f64,
+    pub mfu: f64,
+    pub hfu: f64,
+    pub generation: Generation,
+}
+
+/// Parameters in matmuls that one token passes through (LM head included,
+/// embedding lookup excluded), and the attention FLOPs factor.
+pub fn model_flops_per_token(arch: &Architecture, counts: &ParameterCounts, seq: u64) -> f64 {
+    let norms = counts.norms_per_layer as f64;
+    let matmul = arch.layers as f64 * (counts.active_per_layer as f64 - norms)
+        + (arch.vocab * arch.hidden) as f64;
+    // 12 * L * s * a * d, halved for causal masking (flash skips masked
+    // blocks); sliding-window layers see only their window.
+    let attention =
+        12.0 * arch.layers as f64 * arch.mean_keys_per_query(seq) * arch.attention_width() as f64;
+    6.0 * matmul + attention
+}
+
+// ---- the step --------------------------------------------------------------------
+
+/// The 1F1B bubble `(p-1)/(m*vp)` of the step's compute (Narayanan et al. 2021).
+fn pipeline_bubble(s: &StepShape, per_micro_batch: f64) -> f64 {
+    if s.layout.pp <= 1 {
+        return 0.0;
+    }
+    let vp = s.plan.vp.max(1) as f64;
+    (s.p - 1.0) / (s.m * vp) * s.m * per_micro_batch
+}
+
+/// Pipeline point-to-point sends of the activations, forward and backward,
+/// once per model chunk (`vp` of them under interleaving), at the link's
+/// all-gather speed plus its per-hop latency, mostly overlapped.
+fn pipeline_p2p(s: &StepShape) -> f64 {
+    if s.layout.pp <= 1 {
+        return 0.0;
+    }
+    let l = s.layout;
+    let link = s.fabric.link(2, l.tp * l.cp * l.dp);
+    let send =
+        activation_bytes(s) / s.t / link.bus_bandwidth(Collective::AllGather) + link.hop_latency[0];
+    let chunks = s.plan.vp.max(1) as f64;
+    s.m * 2.0 * chunks * send * (1.0 - overlap(s))
+}
+
+/// The hidden share of overlappable traffic: the calibrated one, or none
+/// when the user says the run does not overlap (`overlap=0`).
+fn overlap(s: &StepShape) -> f64 {
+    if s.plan.overlap {
+        s.eff.overlap
+    } else {
+        0.0
+    }
+}
+
+/// Optimizer step: read params, grads and states, write params and states
+/// (AdamW fp32: 28 B per parameter), at HBM bandwidth, on this GPU's shard.
+fn optimizer_step(s: &StepShape) -> f64 {
+    // The distributed optimizer's shard spans the reduce group's ZeRO shard
+    // (memory/states.rs).
+    let shard = |g: &ReduceGroup| {
+        if s.plan.zero >= 1 {
+            g.shard as f64
+        } else {
+            1.0
+        }
+    };
+    let trainable = reduce_groups(s)
+        .iter()
+        .map(|g| g.params * s.trainable / shard(g))
+        .sum::<f64>();
+    let bytes_per_param = match s.plan.optimizer {
+        Optimizer::Adamw | Optimizer::AdamwForeach => 28.0,
+        Optimizer::Adamw8bit => 16.0,
+        Optimizer::Adafactor => 14.0,
+        Optimizer::Sgd => 20.0,
+    };
+    // Moments read and written in bf16 (Megatron's precision-aware optimizer).
+    let moments_saved = if s.plan.bf16_moments && s.plan.stack == Stack::Megatron {
+        8.0
+    } else {
+        0.0
+    };
+    let bytes_per_param = bytes_per_param - moments_saved;
+    trainable * bytes_per_param / s.bw + 50.0 * s.eff.kernel_overhead
+}
+
+/// Where one step's time goes: compute and communication per micro-batch,
+/// times the micro-batches, plus bubble, exposed data-parallel traffic and
+/// the optimizer.
+fn step_time(s: &StepShape, fwd: LayerForward) -> StepTime {
+    // Forward + backward: 2x forward for GEMMs and elementwise work.
+    let attn_train = attention_train(s, &fwd);
+    let mb_gemm = s.layers * (3.0 * fwd.gemm) + lm_head(s);
+    let mb_attn = s.layers * attn_train;
+    let mb_elem = s.layers * (3.0 * fwd.elementwise) + loss_elementwise(s);
+    let mb_recompute = s.layers * recompute_per_layer(s, &fwd);
+    let tp_comm = tensor_parallel(s, 3.0 * fwd.gemm);
+    let cp_comm = context_parallel(s, attn_train);
+    let ep_comm = expert_parallel_exposed(s, mb_gemm + mb_attn + mb_elem);
+    let per_mb = mb_gemm + mb_attn + mb_elem + mb_recompute + tp_comm + cp_comm + ep_comm;
+    let m = s.m;
+    StepTime {
+        gemm: m * mb_gemm,
+        attention: m * mb_attn,
+        elementwise: m * mb_elem,
+        recompute: m * mb_recompute,
+        tensor_parallel: m * tp_comm,
+        context_parallel: m * cp_comm,
+        expert_parallel: m * ep_comm,
+        pipeline_bubble: pipeline_bubble(s, per_mb) + pipeline_p2p(s),
+        data_parallel: data_parallel_exposed(s, dp_window(s, per_mb)),
+        optimizer: optimizer_step(s),
+        offload: m * offload_exposed(s, &fwd),
+        reference: m * s.plan.scoring_forwards() as f64 * forward_without_gradients(s, &fwd),
+        generation: s.generation,
+    }
+}
+
+/// One forward over the micro-batch's rows without gradients: DPO's
+/// reference log-probabilities (TRL's `compute_ref_log_probs` under
+/// `torch.no_grad`; train.py runs it before the policy's forward), GRPO's
+/// old and reference log-probabilities (`_generate_and_score_completions`,
+/// in chunks of `mb` rows): a third of the layers' GEMM and elementwise time
+/// of forward plus backward, the attention forward, the LM head's forward
+/// (a third of `lm_head`) and the tensor-parallel traffic of a forward
+/// (half of a step's without recomputation: Megatron's `f` and `g`
+/// collectives run once each way).
+/// FSDP2 gathers the reference's layers as it gathers the policy's, ahead
+/// of each layer, behind the forward's compute (not charged).
+fn forward_without_gradients(s: &StepShape, fwd: &LayerForward) -> f64 {
+    s.layers * (fwd.gemm + fwd.attention + fwd.elementwise)
+        + lm_head(s) / 3.0
+        + tensor_parallel(s, 3.0 * fwd.gemm) / 2.0
+}
+
+/// Activation offloading per micro-batch, layer by layer (#36: a whole
+/// step's compute hid every transfer, so offloading 80 layers cost nothing).
+/// Each offloaded layer's activations cross the host link on a copy engine
+/// beside the compute, and only the layers next to it can hide the copy:
+/// the forward's copy of layer `i` behind layer `i + 1`'s forward, the
+/// backward's reload of layer `i` behind the backward of the layer before
+/// it in backward order. TransformerEngine's double-buffered handler
+/// (Megatron's `--cpu-offloading`) waits for each copy at the end of the
+/// next layer; SMP prefetches `activation_loading_horizon` layers ahead (the
+/// HF stack's offload), which starts the copies earlier but cannot make a
+/// serial copy engine faster than the layers it runs beside. What a layer's
+/// compute does not cover is exposed.
+fn offload_exposed(s: &StepShape, fwd: &LayerForward) -> f64 {
+    let o = &s.offload;
+    if o.layers <= 0.0 || o.bytes_per_layer <= 0.0 {
+        return 0.0;
+    }
+    let copy = o.bytes_per_layer / s.host_bw;
+    let forward = fwd.gemm + fwd.attention + fwd.elementwise;
+    let backward = 2.0 * (fwd.gemm + fwd.elementwise)
+        + (attention_train(s, fwd) - fwd.attention)
+        + recompute_per_layer(s, fwd);
+    o.layers * ((copy - forward).max(0.0) + (copy - backward).max(0.0))
+}
+
+/// Step time and rates for a resolved plan.
+pub fn throughput(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    plan: &Plan,
+    layout: &Layout,
+    gpu: &Gpu,
+    fabric: &Fabric,
+    eff: &Efficiency,
+) -> Throughput {
+    throughput_reusing(arch, counts, plan, layout, gpu, fabric, eff, &mut None)
+}
+
+/// `throughput`, with the layer's forward taken from `forward` when it holds
+/// one, else computed and left there. Pass the same `forward` only for plans
+/// that differ in checkpointing and loss alone (debug builds check it).
+#[allow(clippy::too_many_arguments)]
+pub fn throughput_reusing(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    plan: &Plan,
+    layout: &Layout,
+    gpu: &Gpu,
+    fabric: &Fabric,
+    eff: &Efficiency,
+    forward: &mut Option<LayerForward>,
+) -> Throughput {
+    let shape = StepShape::new(arch, counts, plan, layout, gpu, fabric, eff);
+    let fwd = *forward.get_or_insert_with(|| LayerForward::of(&shape));
+    debug_assert!(
+        fwd.same_bits(&LayerForward::of(&shape)),
+        "a forward reused across plans that differ in more than checkpointing and loss"
+    );
+    // The slowest pipeline stage sets the pace: the last (its layers, the LM
+    // head and the loss) or the busiest other one (an uneven split's middle).
+    let mut step = step_time(&shape, fwd);
+    let other = layout.stages.first.max(layout.stages.middle);
+    if layout.pp > 1 && other > layout.stages.last + plan.mtp {
+        let busiest = StepShape {
+            layers: other as f64,
+            head: false,
+            ..shape
+        };
+        let alt = step_time(&busiest, fwd);
+        if alt.total() > step.total() {
+            step = alt;
+        }
+    }
+    let step_seconds = step.total().max(1e-9);
+    // Counts multiply in f64 (exact below 2^53): the URL accepts batches whose
+    // token count overflows u64; the integer field saturates.
+    let rows = plan.rows_per_micro_batch();
+    let tokens = rows as f64 * plan.seq as f64 * plan.grad_accum as f64 * layout.dp as f64;
+    let tokens_per_step = rows
+        .saturating_mul(plan.seq)
+        .saturating_mul(plan.grad_accum)
+        .saturating_mul(layout.dp);
+    let tokens_per_second = tokens / step_seconds;
+    let tokens_per_second_per_gpu = tokens_per_second / layout.gpus.max(1) as f64;
+    // Recomputation repeats decoder layers, never the LM head; GRPO runs
+    // the head on the completion's positions only (`Plan::logit_tokens`).
+    let head_flops = 6.0 * (arch.vocab * arch.hidden) as f64;
+    let head_share = shape.head_tokens / shape.tokens.max(1.0);
+    let model_flops =
+        model_flops_per_token(arch, counts, plan.seq) - head_flops * (1.0 - head_share.min(1.0));
+    let hardware_flops = model_flops
+        + (model_flops - head_flops * head_share).max(0.0) * recompute_flops_share(plan);
+    // MFU's denominator: the GEMM dtype's peak, or the 16-bit one where a
+    // custom GPU's FP8 is slower (no op then runs faster than it: MFU <= 1).
+    let peak_flops = shape.gemm_peak.max(shape.wide_peak);
+    Throughput {
+        step_seconds,
+        step,
+        tokens_per_step,
+        tokens_per_second_per_gpu,
+        tokens_per_second,
+        // Samples: sequences, or DPO's pairs of two.
+        samples_per_second: tokens_per_second / plan.tokens_per_sample() as f64,
+        model_flops_per_token: model_flops,
+        hardware_flops_per_token: hardware_flops,
+        peak_flops,
+        mfu: model_flops * tokens_per_second_per_gpu / peak_flops,
+        hfu: hardware_flops * tokens_per_second_per_gpu / peak_flops,
+        generation: generation(gpu),
+    }
+}
+
+/// Recompute repeats a forward pass (1/3 of the training FLOPs) for the
+/// dropped layers; HFU counts it, MFU does not (Korthikanti et al. 2022).
+/// The share is of the decoder layers' FLOPs (the LM head is not recomputed).
+fn recompute_flops_share(plan: &Plan) -> f64 {
+    match plan.checkpointing {
+        Checkpointing::Op => plan.op_level_recomputed_gemm_share() / 3.0,
+        Checkpointing::Selective => 0.0,
+        _ => plan.checkpointing.recomputed_fraction() / 3.0,
+    }
+}
