@@ -245,7 +245,7 @@ fn Messages(ctx: Ctx) -> impl IntoView {
                     errors.chain(warnings).map(|(is_error, m)| {
                         let fix = m.fix.clone();
                         view! {
-                            <li class=if is_error { "error" } else { "warning" } data-code=m.code().into_owned()>
+                            <li class=if is_error { "error" } else { "warning" } data-code=m.code()>
                                 <span>{render(l, &m.phrase)}</span>
                                 {fix.map(|(key, value)| {
                                     let label = format!("{} {key}={value}", tr(l, Text::Apply));

@@ -31,7 +31,7 @@ const LEARNING_RATE: f64 = 3e-4;
 /// Every group of the settings file, as JSON.
 pub fn settings(plan: &Plan, r: &Report) -> Value {
     let arch = &r.architecture;
-    let errors: Vec<String> = r.errors.iter().map(|e| e.code().into_owned()).collect();
+    let errors: Vec<String> = r.errors.iter().map(|e| e.code().to_string()).collect();
     // Megatron-Bridge's CommOverlapConfig sets the data- and expert-parallel
     // overlap flags itself when it is present: it is given the plan's.
     let comm_overlap = if plan.tp_overlap {

@@ -529,7 +529,7 @@ fn refusal_fixes_end_in_a_plan_that_runs() {
             seen.push(q);
             assert!(seen.len() < 10, "{start}: no end to the fixes: {seen:?}");
         };
-        let codes: Vec<String> = end.iter().map(|e| e.code().into_owned()).collect();
+        let codes: Vec<String> = end.iter().map(|e| e.code().to_string()).collect();
         assert_eq!(
             codes.first().map(String::as_str),
             unfixable,

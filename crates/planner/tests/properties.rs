@@ -439,7 +439,7 @@ fn extremes_get_words() {
         evaluate(&Plan::from_query(q).plan)
             .warnings
             .iter()
-            .map(|w| w.code().into_owned())
+            .map(|w| w.code().to_string())
             .collect()
     };
     // Default plan: 8 x 1 x 8 x 8192 = 524,288 tokens per step.
@@ -483,7 +483,7 @@ proptest! {
         let found = planner::search::search(&plan);
         for c in found.pareto.iter().chain(found.fastest.iter()) {
             let r = evaluate(&Plan::from_query(&c.query).plan);
-            let codes: Vec<String> = r.errors.iter().map(|e| e.code().into_owned()).collect();
+            let codes: Vec<String> = r.errors.iter().map(|e| e.code().to_string()).collect();
             prop_assert!(codes.is_empty(), "{} offers {}: {:?}", plan.to_query(), c.query, codes);
         }
     }
