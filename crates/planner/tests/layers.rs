@@ -231,13 +231,13 @@ fn the_core_keeps_its_layer_order() {
     );
 }
 
-/// Inside memory/ and throughput/ every file imports only its siblings,
+/// Inside memory/, plan/ and throughput/ every file imports only its siblings,
 /// through `super::sibling` paths, never `super::*` or an item of mod.rs
 /// (#34: six files of memory/ read mod.rs back through `use super::*`); the
 /// siblings form no circle, and mod.rs builds on them from the top.
 #[test]
 fn folder_files_import_only_downwards() {
-    for folder in ["memory", "throughput"] {
+    for folder in ["memory", "plan", "throughput"] {
         files_import_only_siblings(folder);
     }
 }
@@ -269,6 +269,6 @@ fn files_import_only_siblings(folder: &str) {
         named.remove(&name);
         graph.insert(name, named);
     }
-    assert!(graph.len() >= 4, "{folder}: {:?}", graph.keys());
+    assert!(graph.len() >= 3, "{folder}: {:?}", graph.keys());
     assert_eq!(circle(&graph), None, "{folder}");
 }

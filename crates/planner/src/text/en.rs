@@ -2,7 +2,7 @@
 //! Adding a text: add its line here and its translation in `ru.txt` (same place in the list).
 
 catalog! {
-    // ---- plan: reading a link (plan.rs) -------------------------------------
+    // ---- plan: reading a link (plan/codec.rs) -------------------------------------
     ValueTooLong => "the value of `{key}` is longer than {max} characters and was ignored",
     BadValue => "`{key}`: {problem} (got \"{value}\"); kept the previous value",
     ExpectedWholeNumber => "expected a whole number from {lo} to {hi}",

@@ -1,0 +1,13 @@
+//! The plan: every input of SPEC §2, and its URL query form (SPEC §8).
+//!
+//! One parser serves the page, the CLI and the tests. Decoding is forgiving:
+//! an unknown key is ignored with a notice, a bad value keeps its default with
+//! a notice naming the key; nothing panics on any input.
+
+mod codec;
+mod fields;
+mod types;
+
+pub use codec::*;
+pub use fields::*;
+pub use types::*;
