@@ -7,7 +7,6 @@ use crate::memory;
 use crate::plan::{Checkpointing, Plan};
 use crate::report::{budget_bytes, InstanceOption};
 use crate::resolve::resolve;
-use crate::throughput;
 
 /// Peak memory per GPU at each sequence length, for each checkpointing mode (chart data).
 pub fn memory_vs_sequence(plan: &Plan, seqs: &[u64]) -> Vec<(Checkpointing, Vec<u64>)> {
@@ -71,15 +70,7 @@ pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
         let pool = crate::rollout::pool_bytes(&p, &r.gpu);
         let mem = memory::breakdown(&r.arch, &r.counts, &p, &r.layout).with_pool(pool);
         let usable = r.gpu.usable_bytes();
-        let tp = throughput::throughput(
-            &r.arch,
-            &r.counts,
-            &p,
-            &r.layout,
-            &r.gpu,
-            &r.fabric,
-            &throughput::efficiency(throughput::generation(&r.gpu)),
-        );
+        let tp = r.throughput(&r.efficiency());
         let adapters = p.lora_params(&r.arch);
         let (time, _, cost) =
             cost::estimate(&p, &r.counts, adapters, &tp, &r.instance, r.layout.gpus);

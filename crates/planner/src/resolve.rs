@@ -118,8 +118,8 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
     let (arch, model_name) = resolve_model(plan, &mut errors);
     let counts = arch.parameter_counts();
     let (gpu, instance) = resolve_hardware(plan, &mut errors);
-    let layout = resolve_layout(plan, &arch, (&gpu, &instance), &mut errors);
     let fabric = Fabric::of(&gpu, &instance, plan.ultraserver);
+    let layout = resolve_layout(plan, &arch, (&gpu, &instance, &fabric), &mut errors);
     check_precision(plan, &gpu, &mut errors);
     if plan.vp > 1 && layout.pp == 1 {
         errors.push(Message::new("vp", Text::VpWithoutPp, []).fix("vp", "1"));
@@ -441,7 +441,7 @@ fn check_custom_fp8(c: &hardware::CustomGpu, errors: &mut Vec<Message>) {
 fn resolve_layout(
     plan: &Plan,
     arch: &Architecture,
-    (gpu, instance): (&Gpu, &Instance),
+    (gpu, instance, fabric): (&Gpu, &Instance, &Fabric),
     errors: &mut Vec<Message>,
 ) -> Layout {
     // Without a network between them, nodes cannot train together: one node.
@@ -451,7 +451,7 @@ fn resolve_layout(
         1
     };
     let gpus = instance.gpu_count * nodes - resolve_server(plan, instance, nodes, errors);
-    let mut tp = resolve_tp(plan, arch, instance, errors);
+    let mut tp = resolve_tp(plan, arch, fabric.gpus_per_domain, errors);
     let (mut pp, mut stages) = resolve_pp(plan, arch, errors);
     let mut cp = resolve_cp(plan, errors);
     let mut ep = resolve_ep(plan, arch, errors);
@@ -511,13 +511,9 @@ fn resolve_server(plan: &Plan, instance: &Instance, nodes: u64, errors: &mut Vec
     })
 }
 
-/// Tensor parallelism splits heads and kv heads, and should stay in one node.
-fn resolve_tp(
-    plan: &Plan,
-    arch: &Architecture,
-    instance: &Instance,
-    errors: &mut Vec<Message>,
-) -> u64 {
+/// Tensor parallelism splits heads and kv heads, and should stay in one
+/// NVLink domain (`domain` GPUs: the instance, or a GB200 UltraServer's).
+fn resolve_tp(plan: &Plan, arch: &Architecture, domain: u64, errors: &mut Vec<Message>) -> u64 {
     let mut tp = plan.tp.max(1);
     if !rules::tp_splits_heads(arch, tp) {
         let args: [(&'static str, Arg); 3] = [
@@ -528,7 +524,6 @@ fn resolve_tp(
         errors.push(Message::new("tp", Text::TpDoesNotDivideHeads, args));
         tp = 1;
     }
-    let domain = rules::nvlink_domain(instance, plan.ultraserver);
     if tp > domain {
         let args: [(&'static str, Arg); 2] = [("tp", Arg::from(&tp)), ("gpus", Arg::from(&domain))];
         errors.push(Message::new("tp", Text::TpExceedsNode, args));

@@ -5,22 +5,12 @@
 //! or three of those places).
 
 use crate::architecture::Architecture;
-use crate::hardware::{self, Gpu, Instance};
+use crate::hardware::Gpu;
 use crate::plan::Precision;
 
 /// Tensor parallelism splits the attention heads and the KV heads evenly.
 pub fn tp_splits_heads(arch: &Architecture, tp: u64) -> bool {
     arch.heads.is_multiple_of(tp) && arch.kv_heads.is_multiple_of(tp)
-}
-
-/// The GPUs one tensor-parallel group may span: TP's all-reduces want
-/// NVLink, so one instance, or a GB200 UltraServer's `ultraserver` GPUs.
-pub fn nvlink_domain(instance: &Instance, ultraserver: u64) -> u64 {
-    if hardware::is_ultraserver(&instance.instance_type) {
-        ultraserver.max(instance.gpu_count)
-    } else {
-        instance.gpu_count
-    }
 }
 
 /// Context parallelism splits the sequence evenly.
@@ -76,6 +66,7 @@ pub fn nearest_supported(precision: Precision, gpu: &Gpu) -> Precision {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hardware;
 
     /// Hand facts: Llama 3.1 8B has 32 query and 8 KV heads; A100 has no
     /// FP8 tensor cores, H100 has FP8 but no block scaling, B200 both;
@@ -102,8 +93,17 @@ mod tests {
         );
         assert_eq!(nearest_supported(Precision::Mxfp8, h100), Precision::Fp8);
         assert_eq!(nearest_supported(Precision::Nvfp4, b200), Precision::Nvfp4);
-        let p5 = hardware::instance("ml.p5.48xlarge").unwrap();
-        let gb200 = hardware::instance("ml.p6e-gb200.36xlarge").unwrap();
-        assert_eq!((nvlink_domain(p5, 72), nvlink_domain(gb200, 72)), (8, 72));
+        let domain = |instance, gpu| {
+            let i = hardware::instance(instance).unwrap();
+            crate::fabric::Fabric::of(hardware::gpu(gpu).unwrap(), i, 72).gpus_per_domain
+        };
+        let gb200 = "GB200 (B200 in NVL72)";
+        assert_eq!(
+            (
+                domain("ml.p5.48xlarge", "H100-80GB-SXM"),
+                domain("ml.p6e-gb200.36xlarge", gb200)
+            ),
+            (8, 72)
+        );
     }
 }

@@ -551,7 +551,7 @@ impl Search {
         // Uneven splits too: Megatron counts the embedding and loss as slots.
         let stages = Stages::megatron(arch.layers, pp, 1)?;
         let valid = (nodes == 1 || instance.multi_node_efa_training)
-            && tp <= rules::nvlink_domain(instance, self.base.ultraserver)
+            && tp <= s.instances[o[0]].fabric.gpus_per_domain
             && rules::tp_splits_heads(arch, tp)
             && rules::cp_splits_sequence(self.base.seq, cp)
             && rules::ep_splits_experts(arch, ep)
