@@ -149,23 +149,68 @@ enum Kind {
 struct Setting {
     key: &'static str,
     kind: Kind,
-    get: fn(&Plan, &Architecture) -> Cow<'static, str>,
+    get: fn(&Plan, &Architecture) -> Value,
 }
 
-fn num(x: u64) -> Cow<'static, str> {
-    Cow::Owned(x.to_string())
+fn num(x: u64) -> Value {
+    Value::Int(x)
 }
 
-fn real(x: f64) -> Cow<'static, str> {
-    Cow::Owned(crate::plan::fmt_num(x))
+fn real(x: f64) -> Value {
+    Value::Real(x)
 }
 
-fn flag(b: bool) -> Cow<'static, str> {
-    Cow::Borrowed(if b { "1" } else { "0" })
+fn flag(b: bool) -> Value {
+    Value::Word(if b { "1" } else { "0" })
 }
 
-fn opt(x: Option<u64>) -> Cow<'static, str> {
-    x.map_or(Cow::Borrowed(""), num)
+fn opt(x: Option<u64>) -> Value {
+    x.map_or(Value::Word(""), Value::Int)
+}
+
+/// A setting's value in a plan. Numbers stay numbers: the envelope checks
+/// each edit's plan, and writing every number out to read it back took a
+/// third of an evaluation (#34). Its text is the URL's (`fmt_num`).
+enum Value {
+    Int(u64),
+    Real(f64),
+    Word(&'static str),
+    Words(String),
+}
+
+impl Value {
+    /// The value as a range compares it (`None`: not a number).
+    fn number(&self) -> Option<f64> {
+        match self {
+            Value::Int(x) => Some(*x as f64),
+            Value::Real(x) if x.is_finite() => Some(*x),
+            _ => crate::decimal::parse_f64(&self.text()),
+        }
+    }
+
+    /// Whether the value is `seen`, as the checks wrote it.
+    fn is(&self, seen: &str) -> bool {
+        match self {
+            // `to_string`'s digits, read without writing `x` out.
+            Value::Int(x) => {
+                let canonical = seen.bytes().all(|b| b.is_ascii_digit())
+                    && (seen.len() == 1 || !seen.starts_with('0'));
+                canonical && seen.parse::<u64>().ok() == Some(*x)
+            }
+            Value::Word(w) => *w == seen,
+            Value::Words(w) => w == seen,
+            Value::Real(_) => self.text() == seen,
+        }
+    }
+
+    fn text(&self) -> Cow<'static, str> {
+        match self {
+            Value::Int(x) => Cow::Owned(x.to_string()),
+            Value::Real(x) => Cow::Owned(crate::plan::fmt_num(*x)),
+            Value::Word(w) => Cow::Borrowed(w),
+            Value::Words(w) => Cow::Owned(w.clone()),
+        }
+    }
 }
 
 /// The settings beside the envelope's own axes, in the URL's order. The
@@ -219,7 +264,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "mlp",
         kind: Kind::Values,
-        get: |_, a| Cow::Borrowed(a.mlp.key()),
+        get: |_, a| Value::Word(a.mlp.key()),
     },
     Setting {
         key: "experts",
@@ -241,7 +286,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "family",
         kind: Kind::Values,
-        get: |_, a| Cow::Owned(family(a)),
+        get: |_, a| Value::Words(family(a)),
     },
     Setting {
         key: "lora_rank",
@@ -258,7 +303,7 @@ const SETTINGS: &[Setting] = &[
         key: "lora_targets",
         kind: Kind::Values,
         get: |p, _| {
-            Cow::Borrowed(if p.train == Training::Full {
+            Value::Word(if p.train == Training::Full {
                 "none"
             } else {
                 p.lora_targets.key()
@@ -269,7 +314,7 @@ const SETTINGS: &[Setting] = &[
         key: "lora_dtype",
         kind: Kind::Values,
         get: |p, _| {
-            Cow::Borrowed(if p.train == Training::Full {
+            Value::Word(if p.train == Training::Full {
                 "none"
             } else {
                 p.lora_dtype.key()
@@ -281,7 +326,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "precision_train",
         kind: Kind::Values,
-        get: |p, _| Cow::Owned(format!("{}/{}", p.precision.key(), p.train.key())),
+        get: |p, _| Value::Words(format!("{}/{}", p.precision.key(), p.train.key())),
     },
     Setting {
         key: "ga",
@@ -291,12 +336,12 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "optimizer",
         kind: Kind::Values,
-        get: |p, _| Cow::Borrowed(p.optimizer.key()),
+        get: |p, _| Value::Word(p.optimizer.key()),
     },
     Setting {
         key: "ckpt",
         kind: Kind::Values,
-        get: |p, _| Cow::Owned(p.checkpointing.key()),
+        get: |p, _| Value::Words(p.checkpointing.key()),
     },
     Setting {
         key: "offload",
@@ -326,7 +371,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "recompute_modules",
         kind: Kind::Values,
-        get: |p, _| Cow::Owned(p.recompute_modules.key()),
+        get: |p, _| Value::Words(p.recompute_modules.key()),
     },
     Setting {
         key: "mtp",
@@ -336,12 +381,12 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "attn",
         kind: Kind::Values,
-        get: |p, _| Cow::Borrowed(p.attention.key()),
+        get: |p, _| Value::Word(p.attention.key()),
     },
     Setting {
         key: "loss",
         kind: Kind::Values,
-        get: |p, _| Cow::Borrowed(p.loss.key()),
+        get: |p, _| Value::Word(p.loss.key()),
     },
     Setting {
         key: "compile",
@@ -373,7 +418,13 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "pp_ends",
         kind: Kind::Values,
-        get: |p, _| Cow::Owned(format!("{}/{}", opt(p.pp_first), opt(p.pp_last))),
+        get: |p, _| {
+            Value::Words(format!(
+                "{}/{}",
+                opt(p.pp_first).text(),
+                opt(p.pp_last).text()
+            ))
+        },
     },
     Setting {
         key: "cp",
@@ -459,9 +510,9 @@ impl Envelope {
             .iter()
             .map(|s| {
                 let v = (s.get)(plan, arch);
-                match (s.kind, crate::decimal::parse_f64(&v)) {
+                match (s.kind, v.number()) {
                     (Kind::Range, Some(x)) => Checked::Range(x, x),
-                    _ => Checked::Values(vec![v.into_owned()]),
+                    _ => Checked::Values(vec![v.text().into_owned()]),
                 }
             })
             .collect();
@@ -517,7 +568,7 @@ impl Envelope {
             if let Some(checked) = unchecked(checked, &v) {
                 out.push(Outside::Setting {
                     key: s.key,
-                    value: v.into_owned(),
+                    value: v.text().into_owned(),
                     checked,
                 });
             }
@@ -538,7 +589,7 @@ impl Envelope {
         };
         match checked {
             Checked::Range(lo, hi) => {
-                let x = crate::decimal::parse_f64(&(s.get)(plan, arch)).unwrap_or(*lo);
+                let x = (s.get)(plan, arch).number().unwrap_or(*lo);
                 let nearest = if x < *lo { *lo } else { *hi };
                 vec![crate::plan::fmt_num(nearest)]
             }
@@ -632,10 +683,10 @@ impl Envelope {
 }
 
 /// What the checks ran of a setting, written out, when `value` is not of it.
-fn unchecked(checked: &Checked, value: &str) -> Option<String> {
+fn unchecked(checked: &Checked, value: &Value) -> Option<String> {
     match checked {
         Checked::Range(lo, hi) => {
-            let x = crate::decimal::parse_f64(value)?;
+            let x = value.number()?;
             (x < *lo || x > *hi).then(|| {
                 let (lo, hi) = (crate::plan::fmt_num(*lo), crate::plan::fmt_num(*hi));
                 if lo == hi {
@@ -645,7 +696,7 @@ fn unchecked(checked: &Checked, value: &str) -> Option<String> {
                 }
             })
         }
-        Checked::Values(seen) => (!seen.iter().any(|v| v == value)).then(|| {
+        Checked::Values(seen) => (!seen.iter().any(|v| value.is(v))).then(|| {
             let shown: Vec<&str> = seen
                 .iter()
                 .map(|v| if v.is_empty() { "unset" } else { v.as_str() })

@@ -108,14 +108,12 @@ pub fn attention_efficiency(
     seq: f64,
 ) -> f64 {
     let (k, a) = (kernel.key(), arch(generation));
+    let x = seq.max(1.0);
     let curve = |d: u64| -> Option<f64> {
-        let mut pts: Vec<(f64, f64)> = points()
+        let pts = points()
             .iter()
-            .filter(|p| p.kernel == k && p.arch == a && p.head_dim == d)
-            .map(|p| (p.seq.log2(), p.efficiency))
-            .collect();
-        pts.sort_by(|x, y| x.0.total_cmp(&y.0));
-        interpolate(&pts, seq.max(1.0).log2())
+            .filter(|p| p.kernel == k && p.arch == a && p.head_dim == d);
+        interpolate(pts.map(|p| (p.seq, p.efficiency)), x)
     };
     let (lo, hi) = (curve(64), curve(128));
     match (lo, hi) {
@@ -128,24 +126,45 @@ pub fn attention_efficiency(
     }
 }
 
-/// Piecewise-linear `y(x)` through sorted points, held at the ends.
-fn interpolate(pts: &[(f64, f64)], x: f64) -> Option<f64> {
-    let (first, last) = (pts.first()?, pts.last()?);
-    if x <= first.0 {
-        return Some(first.1);
+/// Piecewise-linear `y(log2 x)` through the points, held at the ends: the
+/// nearest point at or below `x` and at or above it, found in one pass (an
+/// edit's evaluation reads this for every layer shape, #34).
+fn interpolate(pts: impl Iterator<Item = (f64, f64)>, x: f64) -> Option<f64> {
+    let (mut below, mut above) = (None::<(f64, f64)>, None::<(f64, f64)>);
+    for (px, py) in pts {
+        if px <= x && below.is_none_or(|b| px > b.0) {
+            below = Some((px, py));
+        }
+        if px >= x && above.is_none_or(|a| px < a.0) {
+            above = Some((px, py));
+        }
     }
-    if x >= last.0 {
-        return Some(last.1);
+    match (below, above) {
+        (Some((x0, y0)), Some((x1, y1))) if x1 > x0 => {
+            let (l0, l1) = (x0.log2(), x1.log2());
+            Some(y0 + (y1 - y0) * (x.log2() - l0) / (l1 - l0))
+        }
+        (Some((_, y)), _) | (None, Some((_, y))) => Some(y),
+        (None, None) => None,
     }
-    pts.windows(2).find_map(|w| {
-        let ((x0, y0), (x1, y1)) = (w[0], w[1]);
-        (x >= x0 && x <= x1).then(|| y0 + (y1 - y0) * (x - x0) / (x1 - x0))
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One efficiency per kernel, architecture, head size and sequence:
+    /// `interpolate` reads the nearest point either side, so a second at
+    /// the same length would be ignored (the file's sources never agree).
+    #[test]
+    fn each_benchmark_point_is_listed_once() {
+        let mut seen = std::collections::BTreeSet::new();
+        for p in points() {
+            let key = (&p.kernel, &p.arch, p.head_dim, p.seq as u64);
+            assert!(seen.insert(key), "{key:?} listed twice");
+        }
+        assert!(seen.len() > 20, "{} points", seen.len());
+    }
 
     /// FA2 on A100 at head dim 128, causal: 173 TFLOP/s at 4K and 189 at 16K
     /// of 312 (FA2 paper Fig. 4), so 8K interpolates to 182 / 312 exactly as

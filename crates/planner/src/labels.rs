@@ -40,28 +40,38 @@ fn checked_memory(
 /// move its peak by more than `tolerance`.
 fn memory_outside(r: &Resolved<'_>, env: &Envelope, tolerance: f64) -> Vec<Outside> {
     let outside = env.outside(r.plan, &r.arch, r.layout.gpus);
-    material(r, env, outside, &peak_of, tolerance)
-}
-
-/// A plan's peak bytes per GPU, or `None` where it has an error.
-fn peak_of(p: &Plan) -> Option<f64> {
-    let (v, errors) = resolve(p);
-    let m = memory::breakdown(&v.arch, &v.counts, p, &v.layout);
-    errors.is_empty().then_some(m.peak_bytes as f64)
-}
-
-/// A plan's tokens/s per GPU, or `None` where it has an error.
-fn speed_of(p: &Plan) -> Option<f64> {
-    let (v, errors) = resolve(p);
-    let t = v.throughput(&v.efficiency());
-    errors.is_empty().then_some(t.tokens_per_second_per_gpu)
+    material(r, env, outside, Figure::Peak, tolerance)
 }
 
 /// Where a plan leaves its speed checks' envelope, along the axes that
 /// move its tokens/s per GPU by more than `tolerance`.
 fn speed_outside(r: &Resolved<'_>, env: &Envelope, tolerance: f64) -> Vec<Outside> {
     let outside = env.outside(r.plan, &r.arch, r.layout.gpus);
-    material(r, env, outside, &speed_of, tolerance)
+    material(r, env, outside, Figure::Speed, tolerance)
+}
+
+/// The figure a label vouches for: peak bytes per GPU, or tokens/s per GPU.
+#[derive(Clone, Copy)]
+enum Figure {
+    Peak,
+    Speed,
+}
+
+impl Figure {
+    /// The figure of a resolved plan, or `None` where it has an error.
+    fn of_job(self, r: &Resolved<'_>) -> Option<f64> {
+        r.valid.then(|| match self {
+            Figure::Peak => {
+                memory::breakdown(&r.arch, &r.counts, r.plan, &r.layout).peak_bytes as f64
+            }
+            Figure::Speed => r.throughput(&r.efficiency()).tokens_per_second_per_gpu,
+        })
+    }
+
+    /// The figure of a plan, resolved.
+    fn of(self, p: &Plan) -> Option<f64> {
+        self.of_job(&resolve(p).0)
+    }
 }
 
 /// The axes of `outside` that matter. The envelope's main axes (sequence,
@@ -75,19 +85,23 @@ fn material(
     r: &Resolved<'_>,
     env: &Envelope,
     outside: Vec<Outside>,
-    figure: &dyn Fn(&Plan) -> Option<f64>,
+    figure: Figure,
     tolerance: f64,
 ) -> Vec<Outside> {
     let is_setting = |o: &Outside| matches!(o, Outside::Setting { .. });
     if outside.iter().any(|o| !is_setting(o)) {
         return outside.into_iter().filter(|o| !is_setting(o)).collect();
     }
-    let Some(base) = (!outside.is_empty()).then(|| figure(r.plan)).flatten() else {
+    let Some(base) = (!outside.is_empty()).then(|| figure.of_job(r)).flatten() else {
         return outside;
     };
     // Measured from the checked value's figure, as the checks' errors are
     // from what they measured.
-    let shift = |p: &Plan| figure(p).map_or(f64::INFINITY, |f| (base / f - 1.0).abs());
+    let shift = |p: &Plan| {
+        figure
+            .of(p)
+            .map_or(f64::INFINITY, |f| (base / f - 1.0).abs())
+    };
     // Per setting (only settings are left): the checked value that moves
     // the figure least, and by how much.
     let nearest: Vec<_> = outside
@@ -106,12 +120,23 @@ fn material(
         })
         .collect();
     let passes = |b: &Option<(String, f64)>| b.as_ref().is_some_and(|(_, d)| *d <= tolerance);
-    let together = nearest
+    let passing: Vec<_> = nearest
         .iter()
         .filter(|(_, _, b)| passes(b))
-        .filter_map(|(_, key, b)| b.as_ref().map(|(v, _)| (key, v)))
-        .try_fold(r.plan.clone(), |p, (key, v)| Envelope::put_back(&p, key, v))
-        .map_or(f64::INFINITY, |p| shift(&p));
+        .filter_map(|(_, key, b)| b.as_ref().map(|(v, d)| (key, v, *d)))
+        .collect();
+    // None put back is the plan itself, and one is the plan its own shift
+    // measured: only two or more are a new plan to resolve.
+    let together = match passing.as_slice() {
+        [] => 0.0,
+        [(_, _, d)] => *d,
+        _ => passing
+            .iter()
+            .try_fold(r.plan.clone(), |p, (key, v, _)| {
+                Envelope::put_back(&p, key, v)
+            })
+            .map_or(f64::INFINITY, |p| shift(&p)),
+    };
     let jointly = together > tolerance;
     let mut kept: Vec<_> = nearest
         .into_iter()
@@ -506,7 +531,7 @@ fn unchecked_throughput(r: &Resolved<'_>, group: &crate::coverage::Group) -> Acc
 
 #[cfg(test)]
 mod tests {
-    use super::{material, speed_of};
+    use super::{material, Figure};
     use crate::{envelope::Envelope, plan::Plan, resolve::resolve};
 
     /// The 70B Hopper FP8 recipe (mb2511_l70b_h100_fp8) as the only checked
@@ -524,7 +549,7 @@ mod tests {
             let plan = Plan::from_query(&format!("{recipe}&{q}")).plan;
             let (r, _) = resolve(&plan);
             let outside = env.outside(r.plan, &r.arch, r.layout.gpus);
-            material(&r, &env, outside, &speed_of, 0.10)
+            material(&r, &env, outside, Figure::Speed, 0.10)
                 .into_iter()
                 .map(|o| match o {
                     crate::envelope::Outside::Setting { key, .. } => key,
@@ -537,9 +562,9 @@ mod tests {
         }
         let all = named("ga=16&tp_overlap=0&overlap=0");
         assert_eq!(all.len(), 3, "{all:?}");
-        let base = speed_of(&Plan::from_query(recipe).plan).unwrap();
-        let off =
-            speed_of(&Plan::from_query(&format!("{recipe}&ga=16&tp_overlap=0&overlap=0")).plan);
+        let speed = |q: &str| Figure::Speed.of(&Plan::from_query(q).plan);
+        let base = speed(recipe).unwrap();
+        let off = speed(&format!("{recipe}&ga=16&tp_overlap=0&overlap=0"));
         assert!(base / off.unwrap() - 1.0 > 0.10);
     }
 }

@@ -24,6 +24,9 @@ pub struct Resolved<'a> {
     pub layout: Layout,
     /// The links the layout's collectives cross, built once.
     pub fabric: Fabric,
+    /// Whether the plan resolved without an error (with one, each step
+    /// fell back to the nearest valid value).
+    pub valid: bool,
 }
 
 impl Resolved<'_> {
@@ -148,6 +151,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         instance,
         layout,
         fabric,
+        valid: errors.is_empty(),
     };
     (resolved, errors)
 }
