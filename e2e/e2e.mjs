@@ -367,16 +367,23 @@ await test('GRPO: rollout inputs travel, vLLM\'s share shows, the step splits an
   await page.waitForFunction(() => document.body.textContent.includes('fewer than its 8 GPUs'));
 });
 
-await test('one edit runs one evaluation, the export panel included (#34)', async (page) => {
-  await open(page, base + '?lang=en&model=llama-3.1-8b&seq=4096');
+await test('one edit runs one evaluation: the export, both charts and a pinned plan included (#34)', async (page) => {
+  await open(page, base + '?lang=en&model=llama-3.1-8b&seq=4096&vs=model%3Dllama-3.1-70b');
+  await page.waitForSelector('#compare');
   await page.click('#fmt-huggingface');
   await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"max_seq_length": 4096'));
   const evaluations = () => page.evaluate(() => Number(document.body.dataset.evaluations));
   const before = await evaluations();
   await page.fill('#seq', '8192');
   await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"max_seq_length": 8192'));
-  // The export shows the new plan and was written from the page's one evaluation of it.
+  // The export shows the new plan and was written from the page's one
+  // evaluation of it; the charts were drawn from it, and the pinned plan
+  // (unchanged) was not evaluated again.
   assert((await evaluations()) === before + 1, `evaluations ${before} -> ${await evaluations()}`);
+  const chartsBefore = await page.evaluate(() => document.querySelector('#instance-chart').textContent);
+  await page.fill('#nodes', '2');
+  await page.waitForFunction((old) => document.querySelector('#instance-chart').textContent !== old, chartsBefore);
+  assert((await evaluations()) === before + 2, `evaluations after a second edit: ${before} -> ${await evaluations()}`);
 });
 
 await test('export: copy the ModelTrainer code and read it from the clipboard', async (page) => {

@@ -50,7 +50,7 @@ pub fn App() -> impl IntoView {
     // A new report is a change: comparing two reports field by field would
     // cost more page than it saves (#24).
     let report = Memo::new_with_compare(
-        move |_| plan.with(crate::ctx::evaluate_counted),
+        move |_| plan.with(crate::ctx::evaluate_page),
         crate::ctx::always_changed,
     );
     let ctx = Ctx {

@@ -26,15 +26,16 @@ pub fn AutoPlan(ctx: Ctx) -> impl IntoView {
     let progress = RwSignal::new(None::<f64>);
     let elapsed = RwSignal::new(0.0f64);
     let generation = StoredValue::new(0u64);
-    // Re-run on every change of the plan; a newer run cancels an older one.
+    // Re-run on every new evaluation (every change of the plan), from it;
+    // a newer run cancels an older one.
     Effect::new(move |_| {
-        let plan = ctx.plan.get();
+        let plan = ctx.plan.get_untracked();
+        let mut search = ctx.report.with(|e| Search::around(&plan, e));
         crate::ctx::count_search();
         generation.update_value(|g| *g += 1);
         let me = generation.get_value();
         leptos::task::spawn_local(async move {
             let start = now_ms();
-            let mut search = Search::new(&plan);
             loop {
                 // Work for up to ~8 ms, then give the frame back.
                 let slice = now_ms();

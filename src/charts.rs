@@ -4,18 +4,18 @@
 use crate::ctx::Ctx;
 use crate::format::{gib, hours, num, tr, usd, GIB};
 use leptos::prelude::*;
-use planner::compare::{compare_instances, memory_vs_sequence};
 use planner::plan::Checkpointing;
 use planner::plan::Lang;
 use planner::report::InstanceOption;
 use planner::text::Text;
 
-const SEQS: [u64; 8] = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072];
+/// The sequence chart's lengths (the page evaluates its curves with the plan).
+pub const SEQS: [u64; 8] = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072];
 
 #[component]
 pub fn SequenceChart(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
-    let series = Memo::new(move |_| ctx.plan.with(|p| memory_vs_sequence(p, &SEQS)));
+    let series = Memo::new(move |_| ctx.report.with(|e| e.sequence_chart.clone()));
     // Memos, so that the chart is redrawn only when its curves or lines move.
     let caps = Memo::new(move |_| {
         ctx.report
@@ -115,11 +115,13 @@ struct InstanceRow {
 #[component]
 pub fn InstanceChart(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
-    let options = Memo::new(move |_| ctx.plan.with(compare_instances));
+    // The rows are a memo of the evaluation's options: a new evaluation
+    // redraws only the rows that changed.
     let rows = Memo::new(move |_| {
         let l = lang.get();
         let (current, precision) = ctx.plan.with(|p| (p.instance.clone(), p.precision.key()));
-        options.with(|opts| instance_rows(opts, &current, precision, l))
+        ctx.report
+            .with(|e| instance_rows(&e.instances, &current, precision, l))
     });
     // The bars are drawn once per number of rows, and each attribute follows
     // its own row: a new plan then changes lengths and labels, not elements.

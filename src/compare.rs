@@ -22,12 +22,17 @@ pub fn pin_query(ctx: Ctx, query: &str) {
 #[component]
 pub fn ComparePanel(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
-    // The pinned plan and its report, evaluated when the pin changes only.
+    // The pinned plan and its report, evaluated when the pin changes only:
+    // the pin's own memo stops an edit of the current plan (which is a new
+    // `plan` signal value) from evaluating the pinned one again (#34).
+    let pin = Memo::new(move |_| ctx.plan.with(|p| p.pinned.clone()));
     let pinned = Memo::new_with_compare(
         move |_| {
-            ctx.plan.with(|p| p.pinned.clone()).map(|q| {
+            pin.get().map(|q| {
                 let plan = Plan::from_query(&q).plan;
-                let report = crate::ctx::evaluate_counted(&plan);
+                // The page's one evaluation path (its charts go unused here): a
+                // second entry point would cost the page its bytes.
+                let report = crate::ctx::evaluate_page(&plan).report;
                 (plan, report)
             })
         },

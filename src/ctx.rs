@@ -4,8 +4,9 @@
 
 use crate::format::tr;
 use leptos::prelude::*;
+use planner::evaluate::Evaluation;
 use planner::text::{render, Lang, Text};
-use planner::{Plan, Report};
+use planner::Plan;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -21,7 +22,8 @@ pub struct Ctx {
     pub chosen_lang: RwSignal<Option<Lang>>,
     /// The language shown: the chosen one, else the browser's.
     pub lang: Signal<Lang>,
-    pub report: Memo<Report>,
+    /// The plan's one evaluation: its report (`Deref`) and charts.
+    pub report: Memo<Evaluation>,
 }
 
 impl Ctx {
@@ -31,7 +33,16 @@ impl Ctx {
         let mut p = self.plan.get_untracked();
         match p.set(key, value.trim()) {
             Ok(()) => {
-                self.plan.set(p);
+                // A field's `input` and `change` both apply its value: the
+                // second, the same plan, is no edit and evaluates nothing
+                // (#34). Compared by link, which holds every input: a
+                // derived `PartialEq` of `Plan` costs the page 1.1 KB.
+                if self
+                    .plan
+                    .with_untracked(|old| old.to_query() != p.to_query())
+                {
+                    self.plan.set(p);
+                }
                 self.field_errors.update(|e| {
                     e.remove(key);
                 });
@@ -84,15 +95,16 @@ fn show(attribute: &str, n: u64) {
     }
 }
 
-/// `planner::evaluate`, its count shown.
-pub fn evaluate_counted(plan: &Plan) -> Report {
-    let report = planner::evaluate(plan);
+/// The page's one evaluation of an edit: the report and both charts,
+/// its count shown.
+pub fn evaluate_page(plan: &Plan) -> Evaluation {
+    let evaluation = planner::evaluate::evaluate_with_charts(plan, &crate::charts::SEQS);
     show_evaluations();
-    report
+    evaluation
 }
 
 /// Show how many evaluations have run (after any that did not pass
-/// through [`evaluate_counted`]).
+/// through [`evaluate_page`]).
 pub fn show_evaluations() {
     show("data-evaluations", planner::evaluate::evaluations());
 }

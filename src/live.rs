@@ -12,7 +12,7 @@ pub fn LiveSummary(ctx: Ctx) -> impl IntoView {
     let report = ctx.report;
     let lang = ctx.lang;
     let t = move |id| tr(lang.get(), id);
-    let v = move || report.with(verdict);
+    let v = move || report.with(|e| verdict(e));
     view! {
         <section class="live" id="live" aria-label=move || t(Text::LiveSummary)>
             <span id="live-verdict" class=move || format!("live-verdict {}", v().1)>

@@ -6,11 +6,23 @@ use crate::hardware;
 use crate::memory;
 use crate::plan::{Checkpointing, Plan};
 use crate::report::{budget_bytes, InstanceOption};
-use crate::resolve::resolve;
+use crate::resolve::{resolve, resolve_for, Resolved};
 
-/// Peak memory per GPU at each sequence length, for each checkpointing mode (chart data).
-pub fn memory_vs_sequence(plan: &Plan, seqs: &[u64]) -> Vec<(Checkpointing, Vec<u64>)> {
-    let (r, _) = resolve(plan);
+/// The sequence chart's data: peak memory per GPU at each sequence length,
+/// for each checkpointing mode.
+pub type SequenceChart = Vec<(Checkpointing, Vec<u64>)>;
+
+/// [`sequence_chart`] of a plan, resolved here: one evaluation of its own
+/// (the page draws it from its one evaluation, `evaluate_with_charts`).
+pub fn memory_vs_sequence(plan: &Plan, seqs: &[u64]) -> SequenceChart {
+    crate::evaluate::count_evaluation();
+    sequence_chart(&resolve(plan).0, seqs)
+}
+
+/// Peak memory per GPU at each sequence length, for each checkpointing
+/// mode, of the resolved job (its model, hardware and layout).
+pub(crate) fn sequence_chart(r: &Resolved<'_>, seqs: &[u64]) -> SequenceChart {
+    let plan = r.plan;
     // GRPO's vLLM share sits beside every sequence length, as in the peak.
     let pool = crate::rollout::pool_bytes(plan, &r.gpu);
     [
@@ -37,10 +49,21 @@ pub fn memory_vs_sequence(plan: &Plan, seqs: &[u64]) -> Vec<(Checkpointing, Vec<
     .collect()
 }
 
-/// This job on every multi-GPU training instance type, at the same number
-/// of GPUs where the instance size allows it (at least one instance).
+/// [`instance_options`] of a plan, resolved here: one evaluation of its own.
 pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
-    let (r0, _) = resolve(plan);
+    crate::evaluate::count_evaluation();
+    instance_options(&resolve(plan).0)
+}
+
+/// This job on every multi-GPU training instance type, at the same number
+/// of GPUs where the instance size allows it (at least one instance). The
+/// job's model is reused; each instance resolves its hardware and layout.
+pub(crate) fn instance_options(r0: &Resolved<'_>) -> Vec<InstanceOption> {
+    let plan = r0.plan;
+    // A model with an error has it on every instance: no option runs.
+    if !r0.model_valid {
+        return Vec::new();
+    }
     let total_gpus = r0.layout.gpus;
     let mut out = Vec::new();
     for inst in hardware::instances() {
@@ -63,7 +86,8 @@ pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
         p.precision = crate::rules::nearest_supported(p.precision, gpu);
         // Tensor parallelism cannot leave the node.
         p.tp = p.tp.min(inst.gpu_count);
-        let (r, errors) = resolve(&p);
+        let model = (r0.arch.clone(), r0.model_name.clone());
+        let (r, errors) = resolve_for(&p, model, Vec::new());
         if !errors.is_empty() {
             continue;
         }

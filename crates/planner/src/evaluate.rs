@@ -43,9 +43,44 @@ fn nvlink_domains(layout: &Layout, fabric: &Fabric) -> NvlinkDomains {
 /// tests, which hold one edit to one evaluation (#34).
 static EVALUATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// How many times [`evaluate`] has run in this process.
+/// How many times a plan has been evaluated in this process: by
+/// [`evaluate`], [`evaluate_with_charts`], or one chart on its own.
 pub fn evaluations() -> u64 {
     EVALUATIONS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Count one evaluation of a plan (each public entry point that resolves one).
+pub(crate) fn count_evaluation() {
+    EVALUATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A plan's report with the page's charts of the same job: what one edit
+/// on the page evaluates, once.
+pub struct Evaluation {
+    pub report: Report,
+    /// Peak memory per GPU against sequence length, per checkpointing mode.
+    pub sequence_chart: crate::compare::SequenceChart,
+    /// The job on every training instance type.
+    pub instances: Vec<crate::report::InstanceOption>,
+}
+
+impl std::ops::Deref for Evaluation {
+    type Target = Report;
+    fn deref(&self) -> &Report {
+        &self.report
+    }
+}
+
+/// [`evaluate`], and the sequence chart at `seqs` and the instance
+/// comparison drawn from the same resolved job.
+pub fn evaluate_with_charts(plan: &Plan, seqs: &[u64]) -> Evaluation {
+    count_evaluation();
+    let (r, errors) = resolve(plan);
+    Evaluation {
+        report: report_of(&r, errors),
+        sequence_chart: crate::compare::sequence_chart(&r, seqs),
+        instances: crate::compare::instance_options(&r),
+    }
 }
 
 /// Fits inside the budget, only inside the GPU, or not at all (a host
@@ -68,8 +103,14 @@ fn paid_gpus(r: &Resolved<'_>) -> u64 {
 
 /// Evaluate a plan: parameters, memory, verdict, solvers, warnings.
 pub fn evaluate(plan: &Plan) -> Report {
-    EVALUATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let (r, mut errors) = resolve(plan);
+    count_evaluation();
+    let (r, errors) = resolve(plan);
+    report_of(&r, errors)
+}
+
+/// The report of a resolved plan; `errors` are its resolver's.
+fn report_of(r: &Resolved<'_>, mut errors: Vec<crate::text::Message>) -> Report {
+    let plan = r.plan;
     let fabric = &r.fabric;
     let pool = crate::rollout::pool_bytes(plan, &r.gpu);
     let mem = memory::breakdown(&r.arch, &r.counts, plan, &r.layout).with_pool(pool);
@@ -80,7 +121,7 @@ pub fn evaluate(plan: &Plan) -> Report {
     let host_full = host.is_some();
     errors.extend(host);
     let verdict = verdict_of(mem.peak_bytes, budget, usable, host_full);
-    let (max_micro_batch, max_sequence) = largest_that_fit(&r, budget, mem.peak_bytes);
+    let (max_micro_batch, max_sequence) = largest_that_fit(r, budget, mem.peak_bytes);
     let global_batch_sequences = (plan.micro_batch)
         .saturating_mul(plan.grad_accum)
         .saturating_mul(r.layout.dp);
@@ -88,8 +129,8 @@ pub fn evaluate(plan: &Plan) -> Report {
     let tp = r.throughput(&r.efficiency());
     let adapters = plan.lora_params(&r.arch);
     let (time, checkpoint, cost) =
-        cost::estimate(plan, &r.counts, adapters, &tp, &r.instance, paid_gpus(&r));
-    let rollout = rollout_figures(&r, fabric, &tp, global_batch_sequences);
+        cost::estimate(plan, &r.counts, adapters, &tp, &r.instance, paid_gpus(r));
+    let rollout = rollout_figures(r, fabric, &tp, global_batch_sequences);
     let mut figures = Figures {
         model_name: r.model_name.clone(),
         parameters: r.counts.total,
@@ -113,7 +154,7 @@ pub fn evaluate(plan: &Plan) -> Report {
                 .filter(|(t, _)| t.is_assumed())
                 .fold(0u64, |sum, (_, b)| sum.saturating_add(*b)),
             compute: memory::compute_path(plan),
-            accuracy: memory_accuracy(&r),
+            accuracy: memory_accuracy(r),
         },
         fits: verdict == Verdict::Fits,
         verdict,
@@ -121,7 +162,7 @@ pub fn evaluate(plan: &Plan) -> Report {
         max_sequence,
         global_batch_sequences,
         global_batch_tokens: tp.tokens_per_step,
-        throughput_accuracy: throughput_accuracy(&r, gen, fabric),
+        throughput_accuracy: throughput_accuracy(r, gen, fabric),
         throughput: tp,
         time,
         checkpoint,
@@ -148,7 +189,7 @@ pub fn evaluate(plan: &Plan) -> Report {
         figures.memory.accuracy = unrun();
         figures.throughput_accuracy = unrun();
     }
-    let warnings = warnings::check(&r, &figures, &errors, &mem);
+    let warnings = warnings::check(r, &figures, &errors, &mem);
     Report {
         figures,
         warnings,

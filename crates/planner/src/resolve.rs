@@ -27,6 +27,8 @@ pub struct Resolved<'a> {
     /// Whether the plan resolved without an error (with one, each step
     /// fell back to the nearest valid value).
     pub valid: bool,
+    /// Whether its model did (an error there is one on any hardware).
+    pub model_valid: bool,
 }
 
 impl Resolved<'_> {
@@ -118,7 +120,19 @@ pub fn resolve_architecture(plan: &Plan) -> (Architecture, Phrase) {
 /// back to the nearest valid value so the rest of the page keeps working.
 pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
     let mut errors = Vec::new();
-    let (arch, model_name) = resolve_model(plan, &mut errors);
+    let model = resolve_model(plan, &mut errors);
+    resolve_for(plan, model, errors)
+}
+
+/// The plan's hardware and layout, each checked, for a model already
+/// resolved (`errors`: its messages, kept first): the instance comparison
+/// times one model on every instance type without resolving it again.
+pub fn resolve_for(
+    plan: &Plan,
+    (arch, model_name): (Architecture, Phrase),
+    mut errors: Vec<Message>,
+) -> (Resolved<'_>, Vec<Message>) {
+    let model_valid = errors.is_empty();
     let counts = arch.parameter_counts();
     let (gpu, instance) = resolve_hardware(plan, &mut errors);
     let fabric = Fabric::of(&gpu, &instance, plan.ultraserver);
@@ -152,6 +166,7 @@ pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
         layout,
         fabric,
         valid: errors.is_empty(),
+        model_valid,
     };
     (resolved, errors)
 }

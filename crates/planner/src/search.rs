@@ -436,8 +436,13 @@ fn instance_info(
 impl Search {
     /// The full space around `plan`, respecting its locks.
     pub fn new(plan: &Plan) -> Search {
+        Search::around(plan, &crate::evaluate(plan))
+    }
+
+    /// The space around `plan`, whose report `user` the caller already has
+    /// (the page's one evaluation of an edit serves its search too, #34).
+    pub fn around(plan: &Plan, user: &crate::Report) -> Search {
         // The user's own plan: the resolved shape, its global batch, and the baseline to beat.
-        let user = crate::evaluate(plan);
         let arch = user.architecture.clone();
         let counts = arch.parameter_counts();
         let arch_adapters = plan.lora_params(&arch);
