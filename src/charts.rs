@@ -1,16 +1,13 @@
 //! Inline SVG charts: memory against sequence length for each checkpointing
 //! mode, and this job's time and cost across instance types.
 
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, SEQS};
 use crate::format::{gib, hours, num, tr, usd, GIB};
 use leptos::prelude::*;
 use planner::plan::Checkpointing;
 use planner::plan::Lang;
 use planner::report::InstanceOption;
 use planner::text::Text;
-
-/// The sequence chart's lengths (the page evaluates its curves with the plan).
-pub const SEQS: [u64; 8] = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072];
 
 #[component]
 pub fn SequenceChart(ctx: Ctx) -> impl IntoView {

@@ -95,10 +95,13 @@ fn show(attribute: &str, n: u64) {
     }
 }
 
+/// The sequence chart's lengths: the page evaluates its curves with the plan.
+pub const SEQS: [u64; 8] = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072];
+
 /// The page's one evaluation of an edit: the report and both charts,
 /// its count shown.
 pub fn evaluate_page(plan: &Plan) -> Evaluation {
-    let evaluation = planner::evaluate::evaluate_with_charts(plan, &crate::charts::SEQS);
+    let evaluation = planner::evaluate::evaluate_with_charts(plan, &SEQS);
     show_evaluations();
     evaluation
 }

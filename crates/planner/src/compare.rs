@@ -3,25 +3,19 @@
 
 use crate::cost;
 use crate::hardware;
+use crate::job::Job;
 use crate::memory;
-use crate::plan::{Checkpointing, Plan};
+use crate::plan::Checkpointing;
 use crate::report::{budget_bytes, InstanceOption};
-use crate::resolve::{resolve, resolve_for, Resolved};
+use crate::resolve::resolve_for;
 
 /// The sequence chart's data: peak memory per GPU at each sequence length,
 /// for each checkpointing mode.
 pub type SequenceChart = Vec<(Checkpointing, Vec<u64>)>;
 
-/// [`sequence_chart`] of a plan, resolved here: one evaluation of its own
-/// (the page draws it from its one evaluation, `evaluate_with_charts`).
-pub fn memory_vs_sequence(plan: &Plan, seqs: &[u64]) -> SequenceChart {
-    crate::evaluate::count_evaluation();
-    sequence_chart(&resolve(plan).0, seqs)
-}
-
 /// Peak memory per GPU at each sequence length, for each checkpointing
 /// mode, of the resolved job (its model, hardware and layout).
-pub(crate) fn sequence_chart(r: &Resolved<'_>, seqs: &[u64]) -> SequenceChart {
+pub fn sequence_chart(r: &Job<'_>, seqs: &[u64]) -> SequenceChart {
     let plan = r.plan;
     // GRPO's vLLM share sits beside every sequence length, as in the peak.
     let pool = crate::rollout::pool_bytes(plan, &r.gpu);
@@ -49,16 +43,10 @@ pub(crate) fn sequence_chart(r: &Resolved<'_>, seqs: &[u64]) -> SequenceChart {
     .collect()
 }
 
-/// [`instance_options`] of a plan, resolved here: one evaluation of its own.
-pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
-    crate::evaluate::count_evaluation();
-    instance_options(&resolve(plan).0)
-}
-
 /// This job on every multi-GPU training instance type, at the same number
 /// of GPUs where the instance size allows it (at least one instance). The
 /// job's model is reused; each instance resolves its hardware and layout.
-pub(crate) fn instance_options(r0: &Resolved<'_>) -> Vec<InstanceOption> {
+pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
     let plan = r0.plan;
     // A model with an error has it on every instance: no option runs.
     if !r0.model_valid {
@@ -92,7 +80,7 @@ pub(crate) fn instance_options(r0: &Resolved<'_>) -> Vec<InstanceOption> {
             continue;
         }
         let pool = crate::rollout::pool_bytes(&p, &r.gpu);
-        let mem = memory::breakdown(&r.arch, &r.counts, &p, &r.layout).with_pool(pool);
+        let mem = r.memory().with_pool(pool);
         let usable = r.gpu.usable_bytes();
         let tp = r.throughput(&r.efficiency());
         let adapters = p.lora_params(&r.arch);

@@ -3,16 +3,19 @@
 //! and sequence (fit.rs), and check the plan against the field guide
 //! (warnings.rs). The page's charts of the same job are compare.rs.
 
+use crate::compare::{instance_options, sequence_chart, SequenceChart};
 use crate::cost;
 use crate::fit::largest_that_fit;
+use crate::job::Job;
 use crate::labels::{memory_accuracy, throughput_accuracy};
 use crate::layout::Layout;
 use crate::memory;
 use crate::plan::Plan;
 use crate::report::{
-    budget_bytes, Accuracy, Figures, Level, MemoryReport, NvlinkDomains, Report, Verdict,
+    budget_bytes, Accuracy, Figures, InstanceOption, Level, MemoryReport, NvlinkDomains, Report,
+    Verdict,
 };
-use crate::resolve::{resolve, Resolved};
+use crate::resolve::resolve;
 use crate::text::{Phrase, Text};
 use crate::throughput::{self, Fabric};
 use crate::warnings;
@@ -50,7 +53,7 @@ pub fn evaluations() -> u64 {
 }
 
 /// Count one evaluation of a plan (each public entry point that resolves one).
-pub(crate) fn count_evaluation() {
+fn count_evaluation() {
     EVALUATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
@@ -59,9 +62,9 @@ pub(crate) fn count_evaluation() {
 pub struct Evaluation {
     pub report: Report,
     /// Peak memory per GPU against sequence length, per checkpointing mode.
-    pub sequence_chart: crate::compare::SequenceChart,
+    pub sequence_chart: SequenceChart,
     /// The job on every training instance type.
-    pub instances: Vec<crate::report::InstanceOption>,
+    pub instances: Vec<InstanceOption>,
 }
 
 impl std::ops::Deref for Evaluation {
@@ -71,6 +74,19 @@ impl std::ops::Deref for Evaluation {
     }
 }
 
+/// The sequence chart of a plan, resolved here: one evaluation of its own
+/// (the page draws it from its one evaluation, [`evaluate_with_charts`]).
+pub fn memory_vs_sequence(plan: &Plan, seqs: &[u64]) -> SequenceChart {
+    count_evaluation();
+    sequence_chart(&resolve(plan).0, seqs)
+}
+
+/// The instance comparison of a plan, resolved here: one evaluation of its own.
+pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
+    count_evaluation();
+    instance_options(&resolve(plan).0)
+}
+
 /// [`evaluate`], and the sequence chart at `seqs` and the instance
 /// comparison drawn from the same resolved job.
 pub fn evaluate_with_charts(plan: &Plan, seqs: &[u64]) -> Evaluation {
@@ -78,8 +94,8 @@ pub fn evaluate_with_charts(plan: &Plan, seqs: &[u64]) -> Evaluation {
     let (r, errors) = resolve(plan);
     Evaluation {
         report: report_of(&r, errors),
-        sequence_chart: crate::compare::sequence_chart(&r, seqs),
-        instances: crate::compare::instance_options(&r),
+        sequence_chart: sequence_chart(&r, seqs),
+        instances: instance_options(&r),
     }
 }
 
@@ -96,7 +112,7 @@ fn verdict_of(peak: u64, budget: u64, usable: u64, host_full: bool) -> Verdict {
 }
 
 /// The GPUs the job pays for: training's, and a GRPO plan's vLLM server's.
-fn paid_gpus(r: &Resolved<'_>) -> u64 {
+fn paid_gpus(r: &Job<'_>) -> u64 {
     let p = r.plan;
     r.layout.gpus + crate::rollout::server_gpus(p, r.instance.gpu_count, p.nodes).unwrap_or(0)
 }
@@ -109,11 +125,11 @@ pub fn evaluate(plan: &Plan) -> Report {
 }
 
 /// The report of a resolved plan; `errors` are its resolver's.
-fn report_of(r: &Resolved<'_>, mut errors: Vec<crate::text::Message>) -> Report {
+fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
     let plan = r.plan;
     let fabric = &r.fabric;
     let pool = crate::rollout::pool_bytes(plan, &r.gpu);
-    let mem = memory::breakdown(&r.arch, &r.counts, plan, &r.layout).with_pool(pool);
+    let mem = r.memory().with_pool(pool);
     let usable = r.gpu.usable_bytes();
     let budget = budget_bytes(usable, plan.headroom);
     let offload = memory::offload(&r.arch, &r.counts, plan, &r.layout);
@@ -200,7 +216,7 @@ fn report_of(r: &Resolved<'_>, mut errors: Vec<crate::text::Message>) -> Report 
 /// A GRPO plan's vLLM engine, prompts and rollout tokens per second.
 /// `rows` is the step's global batch of rows (`mb x ga x dp`).
 fn rollout_figures(
-    r: &Resolved<'_>,
+    r: &Job<'_>,
     fabric: &Fabric,
     tp: &throughput::Throughput,
     rows: u64,

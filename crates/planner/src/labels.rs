@@ -2,10 +2,11 @@
 //! and speed, with what error, and along which axes the plan leaves what
 //! they ran ("extrapolated").
 
+use crate::job::Job;
 use crate::memory;
 use crate::plan::{Plan, TrainingStage};
 use crate::report::{Accuracy, Level};
-use crate::resolve::{resolve, Resolved};
+use crate::resolve::resolve;
 use crate::text::{Arg, Join, Phrase, Text};
 use crate::throughput::{Fabric, Generation};
 
@@ -17,7 +18,7 @@ use crate::envelope::{Envelope, Outside};
 /// plan leaves it on, and an expected error only from `ROWS_FOR_AN_ERROR`
 /// rows up.
 fn checked_memory(
-    r: &Resolved<'_>,
+    r: &Job<'_>,
     level: Level,
     stats: &crate::coverage::MemoryStats,
     note_id: Text,
@@ -38,14 +39,14 @@ fn checked_memory(
 
 /// Where a plan leaves its memory checks' envelope, along the axes that
 /// move its peak by more than `tolerance`.
-fn memory_outside(r: &Resolved<'_>, env: &Envelope, tolerance: f64) -> Vec<Outside> {
+fn memory_outside(r: &Job<'_>, env: &Envelope, tolerance: f64) -> Vec<Outside> {
     let outside = env.outside(r.plan, &r.arch, r.layout.gpus);
     material(r, env, outside, Figure::Peak, tolerance)
 }
 
 /// Where a plan leaves its speed checks' envelope, along the axes that
 /// move its tokens/s per GPU by more than `tolerance`.
-fn speed_outside(r: &Resolved<'_>, env: &Envelope, tolerance: f64) -> Vec<Outside> {
+fn speed_outside(r: &Job<'_>, env: &Envelope, tolerance: f64) -> Vec<Outside> {
     let outside = env.outside(r.plan, &r.arch, r.layout.gpus);
     material(r, env, outside, Figure::Speed, tolerance)
 }
@@ -59,11 +60,9 @@ enum Figure {
 
 impl Figure {
     /// The figure of a resolved plan, or `None` where it has an error.
-    fn of_job(self, r: &Resolved<'_>) -> Option<f64> {
+    fn of_job(self, r: &Job<'_>) -> Option<f64> {
         r.valid.then(|| match self {
-            Figure::Peak => {
-                memory::breakdown(&r.arch, &r.counts, r.plan, &r.layout).peak_bytes as f64
-            }
+            Figure::Peak => r.memory().peak_bytes as f64,
             Figure::Speed => r.throughput(&r.efficiency()).tokens_per_second_per_gpu,
         })
     }
@@ -82,7 +81,7 @@ impl Figure {
 /// too when, put back together, they move it further (#36: two MoE flags
 /// each within a group's 18% moved the step 84% together).
 fn material(
-    r: &Resolved<'_>,
+    r: &Job<'_>,
     env: &Envelope,
     outside: Vec<Outside>,
     figure: Figure,
@@ -215,7 +214,7 @@ fn outside_axis(o: &Outside) -> Phrase {
 /// against torchtitan's measured runs, Megatron full training against
 /// Megatron-LM's CI runs, everything else derived (data/coverage.json,
 /// computed by `plan calibrate`); each within its checks' envelope.
-pub(crate) fn memory_accuracy(r: &Resolved<'_>) -> Accuracy {
+pub(crate) fn memory_accuracy(r: &Job<'_>) -> Accuracy {
     let c = crate::coverage::shipped();
     let stage = r.plan.stage;
     // The fine-tuning runs measured on GPUs are SFT steps.
@@ -288,7 +287,7 @@ pub(crate) fn memory_accuracy(r: &Resolved<'_>) -> Accuracy {
 /// Real fine-tuning runs on GPUs (memory_checks::gpu_memory_rows) vouch for an HF
 /// data-parallel plan inside what they ran: "measured" on GPU, with their
 /// worst error either way. Outside, the other checks speak.
-fn measured_on_gpu(r: &Resolved<'_>, stats: &crate::coverage::MemoryStats) -> Option<Accuracy> {
+fn measured_on_gpu(r: &Job<'_>, stats: &crate::coverage::MemoryStats) -> Option<Accuracy> {
     let l = &r.layout;
     let hf_dp =
         r.plan.stack == crate::plan::Stack::Hf && l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1;
@@ -363,7 +362,7 @@ enum MemoryKind {
 /// The oracle runs the HF stack data parallel (FSDP2 or one GPU) and tensor
 /// parallel under FSDP2, dense models, AdamW, fp32 / BF16 / pure BF16, full
 /// training or LoRA, no offloading.
-fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
+fn checked_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
     use crate::plan::{Optimizer, Stack, Training};
     let (plan, layout) = (r.plan, &r.layout);
     let hf_tp = plan.stack == Stack::Hf && layout.tp > 1;
@@ -412,7 +411,7 @@ fn checked_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
 /// The oracle's GRPO updates (`stage=grpo`, #38): TRL's loss on train.py's
 /// model, one GPU or FSDP2, full or LoRA, BF16; what grpo.py refuses is an
 /// error already. vLLM's share beside it is the setting, not counted.
-fn grpo_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
+fn grpo_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
     let (plan, l) = (r.plan, &r.layout);
     let one_or_fsdp2 = l.dp == 1 || memory::runs_fsdp2(plan, l);
     let oracle_ran = one_or_fsdp2 && r.arch.moe.is_none() && !plan.offload;
@@ -422,7 +421,7 @@ fn grpo_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
 /// The oracle's DPO steps (`stage=dpo`, #38): train.py on the HF stack,
 /// dense, AdamW, BF16 / FP32, full training or LoRA, one GPU or FSDP2, no
 /// offloading. Anything else is derived.
-fn dpo_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
+fn dpo_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
     use crate::plan::{Optimizer, Stack};
     let (plan, l) = (r.plan, &r.layout);
     let data_parallel = l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1;
@@ -443,7 +442,7 @@ fn dpo_memory_kind(r: &Resolved<'_>) -> Option<MemoryKind> {
 /// "extrapolated" along the axes it leaves; a ± only from five rows of two
 /// models or more (#36). Outside every checked group, "derived", with its
 /// own stack's error over every kind for scale (data/coverage.json).
-pub(crate) fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fabric) -> Accuracy {
+pub(crate) fn throughput_accuracy(r: &Job<'_>, gen: Generation, fabric: &Fabric) -> Accuracy {
     use crate::coverage::{checked_group, Group};
     let group = Group::of(r.plan, &r.arch, &r.layout, gen, fabric);
     let mut a = match checked_group(&group, &r.gpu.id) {
@@ -479,7 +478,7 @@ pub(crate) fn throughput_accuracy(r: &Resolved<'_>, gen: Generation, fabric: &Fa
 /// A plan of a checked group: calibrated with the group's ± inside its
 /// envelope and with enough rows, without one on fewer, extrapolated
 /// outside.
-fn checked_throughput(r: &Resolved<'_>, stats: &crate::coverage::GroupStats) -> Accuracy {
+fn checked_throughput(r: &Job<'_>, stats: &crate::coverage::GroupStats) -> Accuracy {
     let figures = error_figures(stats.cv_median, stats.cv_under, stats.cv_over);
     let note = |id| {
         Phrase::of(id, figures.clone())
@@ -508,7 +507,7 @@ fn checked_throughput(r: &Resolved<'_>, stats: &crate::coverage::GroupStats) -> 
 /// A plan of a kind no published run checked: "derived", naming its own
 /// stack's cross-validated error over every kind of its runs for scale, or
 /// none where the stack has no published run.
-fn unchecked_throughput(r: &Resolved<'_>, group: &crate::coverage::Group) -> Accuracy {
+fn unchecked_throughput(r: &Job<'_>, group: &crate::coverage::Group) -> Accuracy {
     let note = match crate::coverage::stack_stats(r.plan.stack) {
         Some(s) => Phrase::of(
             Text::ThroughputStackOnly,

@@ -19,6 +19,7 @@ pub mod fabric;
 pub mod fit;
 pub mod hardware;
 pub mod host;
+pub mod job;
 pub mod json;
 pub mod json_writer;
 pub mod kernels;

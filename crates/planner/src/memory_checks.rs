@@ -499,8 +499,7 @@ pub const MEGATRON_CI_MEMORY_CSV: &str = include_str!("../data/megatron_ci_memor
 /// them (the harness stays below `evaluate`, which reads its labels).
 fn memory_of(plan: &Plan) -> (crate::memory::MemoryBreakdown, Architecture, u64) {
     let (r, _) = crate::resolve::resolve(plan);
-    let mem = crate::memory::breakdown(&r.arch, &r.counts, plan, &r.layout);
-    (mem, r.arch, r.layout.gpus)
+    (r.memory(), r.arch, r.layout.gpus)
 }
 
 /// torchtitan's memory rows' errors per layout.

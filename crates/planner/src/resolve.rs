@@ -2,9 +2,10 @@
 //! with a message per problem tied to the input it concerns. Errors never
 //! stop the evaluation: each step falls back to the nearest valid value.
 
-use crate::architecture::{self, Architecture, Moe, ParameterCounts};
+use crate::architecture::{self, Architecture, Moe};
 use crate::fabric::Fabric;
 use crate::hardware::{self, Gpu, Instance};
+use crate::job::Job;
 use crate::launchers::hf_tp_refusal;
 use crate::layout::{Layout, Stages};
 use crate::plan::{Plan, Stack, Training, TrainingStage};
@@ -12,46 +13,6 @@ use crate::rules::{self, Unsupported};
 pub use crate::text::Message;
 use crate::text::{Arg, Phrase, Text};
 use std::borrow::Cow;
-
-/// The plan with its model, hardware and layout resolved.
-pub struct Resolved<'a> {
-    pub plan: &'a Plan,
-    pub arch: Architecture,
-    pub model_name: Phrase,
-    pub counts: ParameterCounts,
-    pub gpu: Cow<'static, Gpu>,
-    pub instance: Cow<'static, Instance>,
-    pub layout: Layout,
-    /// The links the layout's collectives cross, built once.
-    pub fabric: Fabric,
-    /// Whether the plan resolved without an error (with one, each step
-    /// fell back to the nearest valid value).
-    pub valid: bool,
-    /// Whether its model did (an error there is one on any hardware).
-    pub model_valid: bool,
-}
-
-impl Resolved<'_> {
-    /// The plan's step on this model, layout and hardware at `eff` (the
-    /// generation's calibrated efficiency in the report; a warning times
-    /// the same plan at other host costs).
-    pub fn throughput(&self, eff: &crate::throughput::Efficiency) -> crate::throughput::Throughput {
-        crate::throughput::throughput(
-            &self.arch,
-            &self.counts,
-            self.plan,
-            &self.layout,
-            &self.gpu,
-            &self.fabric,
-            eff,
-        )
-    }
-
-    /// The generation's calibrated efficiency on this GPU.
-    pub fn efficiency(&self) -> crate::throughput::Efficiency {
-        crate::throughput::efficiency(crate::throughput::generation(&self.gpu))
-    }
-}
 
 /// Build the architecture the plan names: preset, quick size, then overrides.
 pub fn resolve_architecture(plan: &Plan) -> (Architecture, Phrase) {
@@ -118,7 +79,7 @@ pub fn resolve_architecture(plan: &Plan) -> (Architecture, Phrase) {
 
 /// Resolve and validate. Errors never stop the evaluation: each step falls
 /// back to the nearest valid value so the rest of the page keeps working.
-pub fn resolve(plan: &Plan) -> (Resolved<'_>, Vec<Message>) {
+pub fn resolve(plan: &Plan) -> (Job<'_>, Vec<Message>) {
     let mut errors = Vec::new();
     let model = resolve_model(plan, &mut errors);
     resolve_for(plan, model, errors)
@@ -131,7 +92,7 @@ pub fn resolve_for(
     plan: &Plan,
     (arch, model_name): (Architecture, Phrase),
     mut errors: Vec<Message>,
-) -> (Resolved<'_>, Vec<Message>) {
+) -> (Job<'_>, Vec<Message>) {
     let model_valid = errors.is_empty();
     let counts = arch.parameter_counts();
     let (gpu, instance) = resolve_hardware(plan, &mut errors);
@@ -156,7 +117,7 @@ pub fn resolve_for(
         (&fabric, &layout),
         &mut errors,
     );
-    let resolved = Resolved {
+    let job = Job {
         plan,
         arch,
         model_name,
@@ -168,7 +129,7 @@ pub fn resolve_for(
         valid: errors.is_empty(),
         model_valid,
     };
-    (resolved, errors)
+    (job, errors)
 }
 
 /// The model: preset or quick size with the user's overrides, validated.

@@ -2,16 +2,17 @@
 //! and which setting fixes it; `fix` is a single `key=value` where one exists.
 //! A rule is one function returning its message, and one line in `RULES`.
 
+use crate::job::Job;
 use crate::memory::{MemoryBreakdown, Term};
 use crate::plan::{Attention, Checkpointing, Loss, Plan, Precision, Stack};
 use crate::report::Figures;
-use crate::resolve::{Message, Resolved};
+use crate::resolve::Message;
 use crate::text::{Arg, Text};
 use crate::throughput::{Efficiency, HostCosts};
 
 /// What every rule reads.
 pub struct Context<'a> {
-    pub r: &'a Resolved<'a>,
+    pub r: &'a Job<'a>,
     pub figures: &'a Figures,
     pub errors: &'a [Message],
     pub mem: &'a MemoryBreakdown,
@@ -62,7 +63,7 @@ const RULES: &[Rule] = &[
 /// All rules that apply to this plan, drawn from its finished figures and
 /// its errors.
 pub fn check(
-    r: &Resolved<'_>,
+    r: &Job<'_>,
     figures: &Figures,
     errors: &[Message],
     mem: &MemoryBreakdown,

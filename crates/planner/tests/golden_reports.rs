@@ -5,7 +5,7 @@
 //! with `UPDATE_GOLDEN=1 cargo test -p planner --test golden_reports` and says
 //! why in its commit.
 
-use planner::compare::{compare_instances, memory_vs_sequence};
+use planner::evaluate::{compare_instances, memory_vs_sequence};
 use planner::plan::{Lang, Plan};
 use planner::text::render;
 

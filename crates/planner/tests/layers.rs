@@ -190,6 +190,7 @@ const LAYER_ORDER: &[&str] = &[
     "text",
     "plan",
     "layout",
+    "job",
     "memory",
     "throughput",
     "evaluate",

@@ -289,7 +289,7 @@ fn inconsistent_parallelism_is_reported_not_panicking() {
 fn sequence_chart_lines_show_each_options_savings() {
     let seqs = [32768];
     let at = |q: &str| -> Vec<(Checkpointing, u64)> {
-        planner::compare::memory_vs_sequence(&Plan::from_query(q).plan, &seqs)
+        planner::evaluate::memory_vs_sequence(&Plan::from_query(q).plan, &seqs)
             .into_iter()
             .map(|(c, v)| (c, v[0]))
             .collect()

@@ -3,7 +3,7 @@
 //! `compare_instances` draw on their own, from one resolved job, and counts
 //! once. One test in its own binary: the count is per process.
 
-use planner::compare::{compare_instances, memory_vs_sequence};
+use planner::evaluate::{compare_instances, memory_vs_sequence};
 use planner::evaluate::{evaluate_with_charts, evaluations};
 use planner::Plan;
 

@@ -643,7 +643,7 @@ fn custom_gpu_with_h100_figures_matches_p5() {
 #[test]
 fn instance_comparison_marks_fastest_and_cheapest() {
     let opts =
-        planner::compare::compare_instances(&Plan::from_query("model=llama-3.1-8b&seq=4096").plan);
+        planner::evaluate::compare_instances(&Plan::from_query("model=llama-3.1-8b&seq=4096").plan);
     assert!(opts.len() >= 10);
     let fastest: Vec<_> = opts.iter().filter(|o| o.fastest).collect();
     assert_eq!(fastest.len(), 1);

@@ -18,6 +18,7 @@
 //! dropout, SwiGLU, flash attention); it is derived, not measured here.
 
 use crate::architecture::{Architecture, ParameterCounts};
+use crate::job::Job;
 use crate::layout::Layout;
 use crate::plan::Plan;
 
@@ -63,6 +64,13 @@ pub fn breakdown(
         }
     }
     peak
+}
+
+impl Job<'_> {
+    /// The job's per-GPU breakdown (its plan's, on its model and layout).
+    pub fn memory(&self) -> MemoryBreakdown {
+        breakdown(&self.arch, &self.counts, self.plan, &self.layout)
+    }
 }
 
 /// The last pipeline rank's breakdown (the LM head, the loss and the

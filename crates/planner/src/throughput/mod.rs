@@ -18,6 +18,7 @@ use crate::fabric::Collective;
 pub use crate::fabric::Fabric;
 use crate::hardware::Gpu;
 pub use crate::hardware::{generation, Generation};
+use crate::job::Job;
 use crate::layout::Layout;
 use crate::plan::{Checkpointing, Optimizer, Plan, Stack};
 pub use communication::DP_HIDDEN_AT_MOST;
@@ -345,5 +346,27 @@ fn recompute_flops_share(plan: &Plan) -> f64 {
         Checkpointing::Op => plan.op_level_recomputed_gemm_share() / 3.0,
         Checkpointing::Selective => 0.0,
         _ => plan.checkpointing.recomputed_fraction() / 3.0,
+    }
+}
+
+impl Job<'_> {
+    /// The plan's step on this model, layout and hardware at `eff` (the
+    /// generation's calibrated efficiency in the report; a warning times
+    /// the same plan at other host costs).
+    pub fn throughput(&self, eff: &Efficiency) -> Throughput {
+        throughput(
+            &self.arch,
+            &self.counts,
+            self.plan,
+            &self.layout,
+            &self.gpu,
+            &self.fabric,
+            eff,
+        )
+    }
+
+    /// The generation's calibrated efficiency on this GPU.
+    pub fn efficiency(&self) -> Efficiency {
+        efficiency(generation(&self.gpu))
     }
 }
