@@ -12,6 +12,7 @@ use crate::live::LiveSummary;
 use crate::measured::MeasuredPanel;
 use crate::results::Results;
 use leptos::prelude::*;
+use planner::plan::with_pinned;
 use planner::text::{render, Lang, Text};
 use planner::{Decoded, Plan};
 use std::collections::BTreeMap;
@@ -40,6 +41,7 @@ pub fn App() -> impl IntoView {
         plan: plan0,
         notices,
         lang: linked_lang,
+        pinned,
     } = initial_plan();
     let plan = RwSignal::new(plan0);
     let browser = crate::browser::browser_lang();
@@ -59,9 +61,11 @@ pub fn App() -> impl IntoView {
         chosen_lang,
         lang,
         report,
+        pinned: RwSignal::new(pinned),
     };
     Effect::new(move |_| {
         let query = plan.with(|p| p.to_query());
+        let query = ctx.pinned.with(|vs| with_pinned(query, vs.as_deref()));
         match chosen_lang.get() {
             Some(l) => replace_url(&format!("{query}&lang={}", l.key())),
             None => replace_url(&query),

@@ -10,25 +10,25 @@ use planner::{Plan, Report};
 
 /// Pin the plan on screen (the button in the live summary).
 pub fn pin(ctx: Ctx) {
-    ctx.plan.update(|p| p.pinned = Some(p.short_query()));
+    ctx.pinned
+        .set(Some(ctx.plan.with_untracked(Plan::short_query)));
 }
 
 /// Pin `query` to compare with the plan on screen (an auto-plan row's Compare).
 pub fn pin_query(ctx: Ctx, query: &str) {
     let short = Plan::from_query(query).plan.short_query();
-    ctx.plan.update(|p| p.pinned = Some(short));
+    ctx.pinned.set(Some(short));
 }
 
 #[component]
 pub fn ComparePanel(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
-    // The pinned plan and its report, evaluated when the pin changes only:
-    // the pin's own memo stops an edit of the current plan (which is a new
-    // `plan` signal value) from evaluating the pinned one again (#34).
-    let pin = Memo::new(move |_| ctx.plan.with(|p| p.pinned.clone()));
+    // The pinned plan and its report, evaluated when the pin changes only
+    // (the pin is its own signal: an edit of the current plan does not
+    // evaluate the pinned one again, #34).
     let pinned = Memo::new_with_compare(
         move |_| {
-            pin.get().map(|q| {
+            ctx.pinned.get().map(|q| {
                 let plan = Plan::from_query(&q).plan;
                 // The page's one evaluation path (its charts go unused here): a
                 // second entry point would cost the page its bytes.
@@ -39,13 +39,13 @@ pub fn ComparePanel(ctx: Ctx) -> impl IntoView {
         crate::ctx::always_changed,
     );
     let t = move |id| tr(lang.get(), id);
-    let unpin = move |_| ctx.plan.update(|p| p.pinned = None);
+    let unpin = move |_| ctx.pinned.set(None);
     let swap = move |_| {
-        let Some(mut other) = pinned.with_untracked(|p| p.as_ref().map(|(o, _)| o.clone())) else {
+        let Some(other) = pinned.with_untracked(|p| p.as_ref().map(|(o, _)| o.clone())) else {
             return;
         };
-        let current = ctx.plan.get_untracked();
-        other.pinned = Some(current.short_query());
+        ctx.pinned
+            .set(Some(ctx.plan.with_untracked(Plan::short_query)));
         ctx.plan.set(other);
     };
     move || {

@@ -24,6 +24,9 @@ pub struct Ctx {
     pub lang: Signal<Lang>,
     /// The plan's one evaluation: its report (`Deref`) and charts.
     pub report: Memo<Evaluation>,
+    /// A plan pinned to compare with (`vs=` in the link), its short query:
+    /// the page's, not part of the plan.
+    pub pinned: RwSignal<Option<String>>,
 }
 
 impl Ctx {

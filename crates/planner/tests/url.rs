@@ -1,7 +1,9 @@
 //! The sharing contract (SPEC §8): forgiving decode, exact round trip, and
 //! export strings that cannot carry code.
 
-use planner::plan::{valid_entry, valid_hf_model, valid_job, valid_role, valid_s3, Lang, Plan};
+use planner::plan::{
+    valid_entry, valid_hf_model, valid_job, valid_role, valid_s3, with_pinned, Lang, Plan,
+};
 
 #[test]
 fn full_urls_and_bare_queries_read_the_same() {
@@ -157,18 +159,25 @@ fn emptied_optional_fields_mean_none() {
     assert_eq!(Plan::from_query("mb=").notices.len(), 1);
 }
 
-/// A pinned plan rides in the link as `vs=`: its short query survives the
-/// round trip, a malformed one is a notice, and the differences name the keys.
+/// A pinned plan rides in the link as `vs=`, beside the plan (the page's
+/// state, not the plan's): its short query survives the round trip, a
+/// malformed one is a notice, and the differences name the keys.
 #[test]
 fn a_pinned_plan_survives_the_link() {
     let mut p = Plan::from_query("model=llama-3.1-70b&nodes=2").plan;
-    p.pinned = Some(p.short_query());
-    assert_eq!(p.pinned.as_deref(), Some("model=llama-3.1-70b&nodes=2"));
+    let vs = p.short_query();
+    assert_eq!(vs, "model=llama-3.1-70b&nodes=2");
     p.set("precision", "fp8").unwrap();
-    let back = Plan::from_query(&p.to_query());
+    let link = with_pinned(p.to_query(), Some(&vs));
+    assert!(
+        link.ends_with("&vs=model%3Dllama-3.1-70b%26nodes%3D2"),
+        "{link}"
+    );
+    let back = Plan::from_query(&link);
     assert!(back.notices.is_empty(), "{:?}", back.notices);
     assert_eq!(back.plan, p);
-    let pinned = Plan::from_query(p.pinned.as_deref().unwrap()).plan;
+    assert_eq!(back.pinned.as_deref(), Some(vs.as_str()));
+    let pinned = Plan::from_query(&vs).plan;
     assert_eq!(
         pinned.differences(&p),
         vec![(
@@ -177,12 +186,16 @@ fn a_pinned_plan_survives_the_link() {
             "fp8".to_string()
         )]
     );
+    // The plan's own link and its short query hold no pin.
+    assert!(!p.to_query().contains("vs=") && !back.plan.short_query().contains("vs="));
     let bad = Plan::from_query("model=llama-3.1-8b&vs=model%3Dnope");
     assert_eq!(bad.notices.len(), 1, "a broken pinned plan is reported");
     assert!(bad.notices[0].message().contains("vs"));
-    assert_eq!(bad.plan.pinned, None, "and the current plan stays");
-    let emptied = Plan::from_query(&format!("{}&vs=", p.to_query())).plan;
+    assert_eq!(bad.pinned, None, "and nothing is pinned");
+    assert_eq!(bad.plan.model, "llama-3.1-8b", "the current plan stays");
+    let emptied = Plan::from_query(&format!("{link}&vs="));
     assert_eq!(emptied.pinned, None, "an empty vs unpins");
+    assert_eq!(emptied.plan, p);
 }
 
 /// `stage=` (#38): an SFT plan's link does not write it (links from before

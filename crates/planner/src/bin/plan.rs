@@ -1,5 +1,6 @@
 //! `plan report '<URL or query string>'`: the JSON report of SPEC §8.
 
+use planner::plan::with_pinned;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string\n  plan search '<URL or query string>'   auto-plan: ranked plans and the Pareto front as JSON\n  plan report '<URL or query string>' --measured '<the TRAIN_PLANNER_MEASURED line>'\n  plan export '<URL or query string>' --format pytorch|huggingface|modeltrainer|training-args\n  plan export '<URL or query string>' --format bundle --out DIR|FILE.zip [--launcher pytorch|huggingface|modeltrainer]\n  plan calibrate [--fit] [--markdown]     predicted vs measured throughput (data/calibration.csv)";
@@ -95,7 +96,10 @@ fn main() -> ExitCode {
                 report: &report,
             });
         }
-        "query" => outln!("{}", decoded.plan.to_query()),
+        "query" => {
+            let query = decoded.plan.to_query();
+            outln!("{}", with_pinned(query, decoded.pinned.as_deref()))
+        }
         "search" => return search(&decoded.plan),
         _ => {
             eprintln!("unknown command `{cmd}`\n{USAGE}");

@@ -56,10 +56,36 @@ pub struct Decoded {
     pub notices: Vec<Notice>,
     /// The link's language (`lang=`), the page's to show; not part of the plan.
     pub lang: Option<Lang>,
+    /// The link's pinned plan (`vs=`) as its short query: the page's to
+    /// compare with; not part of the plan.
+    pub pinned: Option<String>,
+}
+
+/// A link's pinned plan (`vs=`): its short query, `None` for an empty value
+/// (unpinned), or the first problem of a plan that does not decode.
+fn pinned_plan(value: &str) -> Result<Option<String>, Problem> {
+    if value.is_empty() {
+        return Ok(None);
+    }
+    let pinned = Plan::from_query(value);
+    if let Some(first) = pinned.notices.first() {
+        let f = Field { key: "vs", value };
+        return Err(f.bad(Text::ExpectedPinnedPlan, &[("key", &first.key)]));
+    }
+    Ok(Some(pinned.plan.short_query()))
+}
+
+/// A plan's link query with its pinned plan (`vs=`) after it, as the page
+/// writes it to the address bar.
+pub fn with_pinned(query: String, pinned: Option<&str>) -> String {
+    match pinned {
+        Some(vs) => format!("{query}&vs={}", percent_encode(vs)),
+        None => query,
+    }
 }
 
 /// Keys whose empty value means "none" (the field was emptied).
-const OPTIONAL: [&str; 9] = [
+const OPTIONAL: [&str; 8] = [
     "lora_alpha",
     "shard",
     "pp_first",
@@ -68,7 +94,6 @@ const OPTIONAL: [&str; 9] = [
     "price",
     "budget",
     "deadline",
-    "vs",
 ];
 
 /// The keys of a custom GPU (`instance=custom`).
@@ -261,6 +286,7 @@ impl Plan {
         let mut notices = Vec::new();
         let mut custom_keys = Vec::new();
         let mut lang = None;
+        let mut pinned = None;
         let query = match input.find('?') {
             Some(i) => &input[i + 1..],
             None => input,
@@ -284,6 +310,8 @@ impl Plan {
                     value: value.trim(),
                 };
                 f.one_of(Lang::from_key, Lang::keys).map(|l| lang = Some(l))
+            } else if key == "vs" {
+                pinned_plan(value.trim()).map(|p| pinned = p)
             } else {
                 plan.set(key, value.trim())
             };
@@ -309,6 +337,7 @@ impl Plan {
             plan,
             notices,
             lang,
+            pinned,
         }
     }
 
@@ -348,7 +377,6 @@ impl Plan {
             "offload_layers" => self.offload_layers = None,
             "price" => self.price = None,
             "budget" => self.budget_usd = None,
-            "vs" => self.pinned = None,
             _ => self.deadline_hours = None,
         }
     }
@@ -513,19 +541,12 @@ impl Plan {
         Ok(true)
     }
 
-    /// The page's own state: the auto-plan's locks and limits, a pinned plan.
+    /// The auto-plan's locks and limits.
     fn set_page(&mut self, f: &Field) -> Taken {
         match f.key {
             "lock" => self.locks = f.locks()?,
             "budget" => self.budget_usd = Some(f.num(0.0, 1e12)?),
             "deadline" => self.deadline_hours = Some(f.num(0.0, 1e6)?),
-            "vs" => {
-                let pinned = Plan::from_query(f.value);
-                if let Some(first) = pinned.notices.first() {
-                    return Err(f.bad(Text::ExpectedPinnedPlan, &[("key", &first.key)]));
-                }
-                self.pinned = Some(pinned.plan.short_query());
-            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -731,38 +752,27 @@ impl Plan {
         if let Some(d) = self.deadline_hours {
             out.push(("deadline", fmt_num(d)));
         }
-        if let Some(vs) = &self.pinned {
-            out.push(("vs", vs.clone()));
-        }
     }
 }
 
 impl Plan {
     /// The pairs of `to_query` that differ from the default plan's, without
-    /// the language and any pinned plan: what a pinned plan (`vs=`) keeps.
+    /// the schema version: what a pinned plan (`vs=`) keeps.
     pub fn short_query(&self) -> String {
         let defaults = Plan::default().to_query();
         let defaults: Vec<&str> = defaults.split('&').collect();
-        self.unpinned_query()
+        self.to_query()
             .split('&')
             .filter(|pair| !defaults.contains(pair) && !pair.starts_with("v="))
             .collect::<Vec<_>>()
             .join("&")
     }
 
-    /// The query without the language and any pinned plan: what two plans
-    /// are compared on.
-    fn unpinned_query(&self) -> String {
-        let mut p = self.clone();
-        p.pinned = None;
-        p.to_query()
-    }
-
     /// `(key, pinned value, current value)` for every key whose value differs,
     /// in the schema's order (a key one plan does not write shows as empty).
     pub fn differences(&self, other: &Plan) -> Vec<(String, String, String)> {
         let pairs = |p: &Plan| -> Vec<(String, String)> {
-            p.unpinned_query()
+            p.to_query()
                 .split('&')
                 .filter_map(|kv| kv.split_once('='))
                 .map(|(k, v)| (k.to_string(), percent_decode(v)))

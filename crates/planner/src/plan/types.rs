@@ -657,9 +657,6 @@ pub struct Plan {
     pub budget_usd: Option<f64>,
     /// Auto-plan: finish within this many hours.
     pub deadline_hours: Option<f64>,
-    /// A pinned plan to compare with: its short query (`vs=`), the keys that
-    /// differ from the defaults.
-    pub pinned: Option<String>,
 }
 
 /// What the auto-plan may not change (`lock=instance,precision`).
@@ -786,7 +783,6 @@ impl Default for Plan {
             hf_model: String::new(),
             locks: Locks::default(),
             budget_usd: None,
-            pinned: None,
             deadline_hours: None,
         }
     }
