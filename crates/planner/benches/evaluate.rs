@@ -1,6 +1,7 @@
 //! Speed of one plan evaluation (`cargo bench -p planner --bench evaluate`).
 //! A plain bench binary: times many iterations and prints ns per call.
 
+use planner::evaluate::evaluate_with_charts;
 use planner::memory::breakdown;
 use planner::resolve::resolve;
 use planner::{evaluate, Plan};
@@ -19,6 +20,9 @@ fn time<F: FnMut()>(name: &str, iters: u32, mut f: F) -> f64 {
     println!("{name:<48} {ns:>10.0} ns/iter");
     ns
 }
+
+/// The page's sequence chart lengths (src/ctx.rs).
+const SEQS: [u64; 8] = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072];
 
 fn main() {
     // `cargo test --benches` runs this with --test-ish flags; keep it quick then.
@@ -76,6 +80,15 @@ fn main() {
             iters / 10,
             || {
                 black_box(evaluate(black_box(plan)));
+            },
+        );
+        // What one edit costs the page: the report and both charts, from
+        // one resolved job (#34).
+        time(
+            &format!("page evaluation with charts ({})", r.model_name.english()),
+            iters / 100,
+            || {
+                black_box(evaluate_with_charts(black_box(plan), &SEQS));
             },
         );
     }

@@ -175,6 +175,8 @@ enum Value {
     Int(u64),
     Real(f64),
     Word(&'static str),
+    /// Two words written `a/b` (`precision_train`).
+    Pair(&'static str, &'static str),
     Words(String),
 }
 
@@ -198,6 +200,7 @@ impl Value {
                 canonical && seen.parse::<u64>().ok() == Some(*x)
             }
             Value::Word(w) => *w == seen,
+            Value::Pair(a, b) => seen.split_once('/') == Some((*a, *b)),
             Value::Words(w) => w == seen,
             Value::Real(_) => self.text() == seen,
         }
@@ -208,6 +211,7 @@ impl Value {
             Value::Int(x) => Cow::Owned(x.to_string()),
             Value::Real(x) => Cow::Owned(crate::plan::fmt_num(*x)),
             Value::Word(w) => Cow::Borrowed(w),
+            Value::Pair(a, b) => Cow::Owned(format!("{a}/{b}")),
             Value::Words(w) => Cow::Owned(w.clone()),
         }
     }
@@ -326,7 +330,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "precision_train",
         kind: Kind::Values,
-        get: |p, _| Value::Words(format!("{}/{}", p.precision.key(), p.train.key())),
+        get: |p, _| Value::Pair(p.precision.key(), p.train.key()),
     },
     Setting {
         key: "ga",

@@ -263,7 +263,9 @@ impl FromJson for Catalog {
 /// ml.p6e-gb200.36xlarge is sold only inside P6e-GB200 UltraServers, whose
 /// 36 or 72 GPUs share one NVLink domain (shared/data/gb200_nvl72_and_uneven_pp.md §1.1).
 pub fn is_ultraserver(instance_type: &str) -> bool {
-    instance_type.contains("gb200")
+    // A plain window scan: `str::contains` sets up a two-way searcher, and
+    // every resolve asks twice.
+    instance_type.as_bytes().windows(5).any(|w| w == b"gb200")
 }
 
 /// 2^30 bytes.
