@@ -82,10 +82,10 @@ pub fn AutoPlan(ctx: Ctx) -> impl IntoView {
                     };
                     view! {
                         <label class="lock" for=for_id>
-                            <input type="checkbox" id=id prop:checked=move || ctx.plan.with(|p| p.locks.get(key))
+                            <input type="checkbox" id=id prop:checked=move || ctx.plan.with(|p| p.auto.locks.get(key))
                                 on:change=move |ev| {
                                     let on = event_target_checked(&ev);
-                                    let mut locks = ctx.plan.with_untracked(|p| p.locks);
+                                    let mut locks = ctx.plan.with_untracked(|p| p.auto.locks);
                                     locks.set(key, on);
                                     ctx.set("lock", &locks.to_value());
                                 } />
@@ -95,8 +95,8 @@ pub fn AutoPlan(ctx: Ctx) -> impl IntoView {
                 }).collect_view()}
             </div>
             <div class="row2">
-                <NumberField ctx=ctx key="budget" label=Text::BudgetUSDOptional step="any" get=|p| p.budget_usd.map(|x| x.to_string()).unwrap_or_default() />
-                <NumberField ctx=ctx key="deadline" label=Text::DeadlineHoursOptional step="any" get=|p| p.deadline_hours.map(|x| x.to_string()).unwrap_or_default() />
+                <NumberField ctx=ctx key="budget" label=Text::BudgetUSDOptional step="any" get=|p| p.auto.budget_usd.map(|x| x.to_string()).unwrap_or_default() />
+                <NumberField ctx=ctx key="deadline" label=Text::DeadlineHoursOptional step="any" get=|p| p.auto.deadline_hours.map(|x| x.to_string()).unwrap_or_default() />
             </div>
             <p class="search-status" id="search-status" role="status">{move || {
                 let l = lang.get();

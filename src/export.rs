@@ -161,11 +161,11 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
                 planner::text::fill(lang.get(), p.engine().text(), &[("entry", &entry)])
             })}</p>
             <div class="row3">
-                <NumberField ctx=ctx key="role" label=Text::ExecutionRoleARN step="text" get=|p| p.role.clone() />
-                <NumberField ctx=ctx key="s3" label=Text::S3Prefix step="text" get=|p| p.s3.clone() />
-                <NumberField ctx=ctx key="job" label=Text::BaseJobName step="text" get=|p| p.job.clone() />
+                <NumberField ctx=ctx key="role" label=Text::ExecutionRoleARN step="text" get=|p| p.launch.role.clone() />
+                <NumberField ctx=ctx key="s3" label=Text::S3Prefix step="text" get=|p| p.launch.s3.clone() />
+                <NumberField ctx=ctx key="job" label=Text::BaseJobName step="text" get=|p| p.launch.job.clone() />
                 <NumberField ctx=ctx key="entry" label=Text::EntryScript step="text" get=|p| p.launch_entry().to_string() />
-                <NumberField ctx=ctx key="hf_model" label=Text::HuggingFaceModelId step="text" get=|p| p.hf_model.clone() />
+                <NumberField ctx=ctx key="hf_model" label=Text::HuggingFaceModelId step="text" get=|p| p.launch.hf_model.clone() />
             </div>
             <div class="export-bar">
                 <div class="formats" role="group" aria-label=move || t(Text::CodeFormat)>
@@ -216,10 +216,10 @@ async fn bundle_zip(plan: &planner::Plan, launcher: Format) -> Result<Vec<u8>, S
 
 /// `<job name>-bundle.zip`.
 fn zip_name(plan: &planner::Plan) -> String {
-    let job = if plan.job.is_empty() {
+    let job = if plan.launch.job.is_empty() {
         "train-planner"
     } else {
-        &plan.job
+        &plan.launch.job
     };
     format!("{job}-bundle.zip")
 }

@@ -67,7 +67,7 @@ impl Case {
         if self.plan.stack == Stack::Torchtitan {
             // torchtitan's own entry point, not the bundle's data-parallel
             // train.py: its 2D rows run tensor parallelism.
-            p.entry = "torchtitan/train.py".into();
+            p.launch.entry = "torchtitan/train.py".into();
         }
         p.instance = self.instance().to_string();
         let per_node = hardware::instance(&p.instance).map_or(8, |i| i.gpu_count.max(1));

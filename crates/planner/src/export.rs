@@ -406,8 +406,8 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
 /// The weights train.py loads: the plan's Hugging Face model, or the preset's
 /// Hub repository when the shape is the preset's own (not a custom one).
 fn model_id<'a>(p: &'a Plan, r: &Report) -> Option<&'a str> {
-    if !p.hf_model.is_empty() {
-        return Some(&p.hf_model);
+    if !p.launch.hf_model.is_empty() {
+        return Some(&p.launch.hf_model);
     }
     crate::architecture::preset(&p.model)
         .filter(|m| m.name == r.model_name.english() && !m.hub.is_empty())
@@ -441,35 +441,35 @@ fn preamble(c: &Ctx<'_>, session: &str) -> String {
     let p = c.plan;
     let mut s = String::new();
     let _ = writeln!(s, "session = {session}");
-    if p.role.is_empty() {
+    if p.launch.role.is_empty() {
         let _ = writeln!(
             s,
             "role = sagemaker.get_execution_role()  # or your SageMaker execution role ARN"
         );
     } else {
-        let _ = writeln!(s, "role = {}", py_str(&p.role));
+        let _ = writeln!(s, "role = {}", py_str(&p.launch.role));
     }
-    if p.s3.is_empty() {
+    if p.launch.s3.is_empty() {
         let _ = writeln!(
             s,
             "s3_prefix = \"s3://\" + session.default_bucket() + \"/train-planner\""
         );
     } else {
-        let _ = writeln!(s, "s3_prefix = {}", py_str(&p.s3));
+        let _ = writeln!(s, "s3_prefix = {}", py_str(&p.launch.s3));
     }
     s
 }
 
 fn job_name(p: &Plan) -> String {
-    py_str(if p.job.is_empty() {
+    py_str(if p.launch.job.is_empty() {
         "train-planner"
     } else {
-        &p.job
+        &p.launch.job
     })
 }
 
 fn entry(p: &Plan) -> String {
-    py_str(if p.entry.is_empty() {
+    py_str(if p.launch.entry.is_empty() {
         "train.py"
     } else {
         p.launch_entry()

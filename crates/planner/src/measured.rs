@@ -177,13 +177,7 @@ fn speed_key(plan: &Plan) -> String {
     p.tokens = d.tokens;
     p.price = None;
     p.spot = d.spot;
-    p.budget_usd = None;
-    p.deadline_hours = None;
-    p.locks = d.locks;
-    p.role = String::new();
-    p.s3 = String::new();
-    p.job = String::new();
-    p.entry = d.entry;
-    p.hf_model = String::new();
+    p.auto = d.auto;
+    p.launch = d.launch;
     p.to_query()
 }

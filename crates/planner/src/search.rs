@@ -251,7 +251,7 @@ const EP: [u64; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
 impl Space {
     /// The axes searched around `plan`: each locked one keeps the plan's value.
     fn around(plan: &Plan, arch: &Architecture) -> Space {
-        let locks = plan.locks;
+        let locks = plan.auto.locks;
         let nodes = if locks.nodes {
             vec![plan.nodes]
         } else {
@@ -352,7 +352,7 @@ impl Space {
 /// kept where the user set it (and for other stages, colocated).
 fn servers_around(plan: &Plan) -> Vec<Server> {
     let grpo = plan.stage == crate::plan::TrainingStage::Grpo;
-    if !grpo || plan.locks.parallelism {
+    if !grpo || plan.auto.locks.parallelism {
         return vec![match plan.rollout.gen_gpus {
             0 => Server::Colocated,
             k => Server::Gpus(k),
@@ -374,7 +374,7 @@ fn candidate_instances(plan: &Plan) -> Vec<InstanceInfo> {
         let (gpu, instance) = hardware::custom(&plan.custom_gpu);
         return vec![instance_info(plan, Cow::Owned(instance), Cow::Owned(gpu))];
     }
-    let locks = plan.locks;
+    let locks = plan.auto.locks;
     let all = hardware::instances();
     let smallest_of_its_gpu = |i: &Instance| {
         all.iter()
@@ -645,7 +645,7 @@ impl Search {
     /// own (`launchers`).
     fn launcher_refuses(&self, precision: Precision, zero: u8, pp: u64) -> bool {
         let b = &self.base;
-        let checkpointing = if b.locks.checkpointing {
+        let checkpointing = if b.auto.locks.checkpointing {
             b.checkpointing
         } else {
             Checkpointing::None
@@ -894,8 +894,8 @@ impl Search {
                 })
                 .map(|x| self.candidate(x))
         };
-        let budget = self.base.budget_usd;
-        let deadline = self.base.deadline_hours;
+        let budget = self.base.auto.budget_usd;
+        let deadline = self.base.auto.deadline_hours;
         SearchResult {
             candidates: self.candidates(),
             evaluated: self.evaluated,

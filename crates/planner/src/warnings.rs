@@ -333,7 +333,7 @@ fn stack_not_bundled(c: &Context) -> Option<Message> {
     let p = c.plan();
     let entry = match p.stack {
         Stack::Hf | Stack::Megatron => return None,
-        _ if p.entry != "train.py" => return None,
+        _ if p.launch.entry != "train.py" => return None,
         Stack::Torchtitan => "torchtitan/train.py",
     };
     let args: [(&'static str, Arg); 1] = [("stack", Arg::from(p.stack.key()))];

@@ -45,7 +45,7 @@ fn the_entry_script_never_leaves_the_bundle() {
         ("train.sh", "train.py"),
         ("", "train.py"),
     ] {
-        p.entry = entry.into();
+        p.launch.entry = entry.into();
         assert_eq!(entry_path(&p), want, "{entry}");
     }
 }

@@ -97,11 +97,10 @@ fn results_fit_and_keep_the_global_batch() {
     }
     // Budget and deadline picks.
     let cheapest = r.cheapest.clone().unwrap();
-    let with_budget = search(&Plan {
-        budget_usd: Some(cheapest.usd.unwrap() * 1.5),
-        deadline_hours: Some(cheapest.hours * 0.5),
-        ..plan.clone()
-    });
+    let mut limited = plan.clone();
+    limited.auto.budget_usd = Some(cheapest.usd.unwrap() * 1.5);
+    limited.auto.deadline_hours = Some(cheapest.hours * 0.5);
+    let with_budget = search(&limited);
     let b = with_budget.best_under_budget.unwrap();
     assert!(b.usd.unwrap() <= cheapest.usd.unwrap() * 1.5 && b.hours <= cheapest.hours);
     let d = with_budget.best_under_deadline.unwrap();

@@ -50,7 +50,7 @@ fn truncated_and_oversized_input_never_panics() {
     let long = format!("job={}", "a".repeat(100_000));
     let d = Plan::from_query(&long);
     assert_eq!(d.notices.len(), 1);
-    assert!(d.plan.job.is_empty());
+    assert!(d.plan.launch.job.is_empty());
 }
 
 #[test]

@@ -220,7 +220,7 @@ impl Plan {
     /// of them is an error and the auto-plan leaves them out; a user's own
     /// entry script may run them (SMP v2, torchtitan), and is not judged.
     pub fn bundled_hf(&self) -> bool {
-        self.stack == Stack::Hf && self.entry == "train.py"
+        self.stack == Stack::Hf && self.launch.entry == "train.py"
     }
 
     /// The share of a layer's GEMMs whose outputs op-level selective
@@ -249,12 +249,12 @@ impl Plan {
     /// Megatron-Bridge launcher (#37), and a GRPO plan the bundle's GRPO
     /// script (#38).
     pub fn launch_entry(&self) -> &str {
-        if self.stack == Stack::Megatron && self.entry == "train.py" {
+        if self.stack == Stack::Megatron && self.launch.entry == "train.py" {
             MEGATRON_BRIDGE_SCRIPT
         } else if self.bundled_hf() && self.stage == TrainingStage::Grpo {
             GRPO_SCRIPT
         } else {
-            &self.entry
+            &self.launch.entry
         }
     }
 
@@ -267,7 +267,7 @@ impl Plan {
                 Engine::MegatronBridge
             }
             Stack::Hf if self.launch_entry() == GRPO_SCRIPT => Engine::Grpo,
-            Stack::Hf if self.entry == "train.py" => Engine::TrainPy,
+            Stack::Hf if self.launch.entry == "train.py" => Engine::TrainPy,
             _ => Engine::OwnEntry,
         }
     }
@@ -376,8 +376,8 @@ impl Plan {
             "pp_last" => self.pp_last = None,
             "offload_layers" => self.offload_layers = None,
             "price" => self.price = None,
-            "budget" => self.budget_usd = None,
-            _ => self.deadline_hours = None,
+            "budget" => self.auto.budget_usd = None,
+            _ => self.auto.deadline_hours = None,
         }
     }
 
@@ -528,14 +528,16 @@ impl Plan {
             "headroom" => self.headroom = f.num(0.0, 50.0)?,
             "ws_gib" => self.workspace_gib = f.num(0.0, 64.0)?,
             "frag" => self.fragmentation = f.num(0.0, 50.0)?,
-            "role" => self.role = f.text(valid_role(v), Text::ExpectedRole)?,
+            "role" => self.launch.role = f.text(valid_role(v), Text::ExpectedRole)?,
             "s3" => {
                 let s3 = f.text(valid_s3(v), Text::ExpectedS3)?;
-                self.s3 = s3.trim_end_matches('/').to_string();
+                self.launch.s3 = s3.trim_end_matches('/').to_string();
             }
-            "job" => self.job = f.text(valid_job(v), Text::ExpectedJobName)?,
-            "entry" => self.entry = f.text(valid_entry(v), Text::ExpectedEntry)?,
-            "hf_model" => self.hf_model = f.text(valid_hf_model(v), Text::ExpectedHfModel)?,
+            "job" => self.launch.job = f.text(valid_job(v), Text::ExpectedJobName)?,
+            "entry" => self.launch.entry = f.text(valid_entry(v), Text::ExpectedEntry)?,
+            "hf_model" => {
+                self.launch.hf_model = f.text(valid_hf_model(v), Text::ExpectedHfModel)?
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -544,9 +546,9 @@ impl Plan {
     /// The auto-plan's locks and limits.
     fn set_page(&mut self, f: &Field) -> Taken {
         match f.key {
-            "lock" => self.locks = f.locks()?,
-            "budget" => self.budget_usd = Some(f.num(0.0, 1e12)?),
-            "deadline" => self.deadline_hours = Some(f.num(0.0, 1e6)?),
+            "lock" => self.auto.locks = f.locks()?,
+            "budget" => self.auto.budget_usd = Some(f.num(0.0, 1e12)?),
+            "deadline" => self.auto.deadline_hours = Some(f.num(0.0, 1e6)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -729,11 +731,11 @@ impl Plan {
         out.push(("ws_gib", fmt_num(self.workspace_gib)));
         out.push(("frag", fmt_num(self.fragmentation)));
         for (k, v) in [
-            ("role", &self.role),
-            ("s3", &self.s3),
-            ("job", &self.job),
-            ("entry", &self.entry),
-            ("hf_model", &self.hf_model),
+            ("role", &self.launch.role),
+            ("s3", &self.launch.s3),
+            ("job", &self.launch.job),
+            ("entry", &self.launch.entry),
+            ("hf_model", &self.launch.hf_model),
         ] {
             if !v.is_empty() {
                 out.push((k, v.clone()));
@@ -743,13 +745,13 @@ impl Plan {
 
     /// Locks, limits and the pinned plan, when set.
     fn page_pairs(&self, out: &mut Pairs) {
-        if self.locks != Locks::default() {
-            out.push(("lock", self.locks.to_value()));
+        if self.auto.locks != Locks::default() {
+            out.push(("lock", self.auto.locks.to_value()));
         }
-        if let Some(b) = self.budget_usd {
+        if let Some(b) = self.auto.budget_usd {
             out.push(("budget", fmt_num(b)));
         }
-        if let Some(d) = self.deadline_hours {
+        if let Some(d) = self.auto.deadline_hours {
             out.push(("deadline", fmt_num(d)));
         }
     }

@@ -646,16 +646,52 @@ pub struct Plan {
     pub workspace_gib: f64,
     /// Allocator fragmentation, percent of allocated memory.
     pub fragmentation: f64,
+    /// How the exported code launches the job.
+    #[serde(flatten)]
+    pub launch: Launch,
+    /// What the auto-plan may change and the limits it keeps to.
+    #[serde(flatten)]
+    pub auto: AutoPlanLimits,
+}
+
+/// How the exported code launches the job on SageMaker: names, paths and
+/// the entry point. No figure reads them, except that the entry point names
+/// the engine (`train.py` is the launch bundle's).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Launch {
+    /// The SageMaker execution role's ARN.
     pub role: String,
+    /// Where outputs and checkpoints go.
     pub s3: String,
+    /// The training job's base name.
     pub job: String,
+    /// The training script the launcher runs.
     pub entry: String,
+    /// The Hugging Face model id the script loads.
     pub hf_model: String,
-    /// Auto-plan: dimensions the search must keep as they are.
+}
+
+impl Default for Launch {
+    fn default() -> Self {
+        Launch {
+            role: String::new(),
+            s3: String::new(),
+            job: String::new(),
+            entry: "train.py".into(),
+            hf_model: String::new(),
+        }
+    }
+}
+
+/// The auto-plan's inputs beside the plan: what it must keep, and the
+/// budget and deadline its plans keep to. No figure of the plan reads them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AutoPlanLimits {
+    /// Dimensions the search must keep as they are.
     pub locks: Locks,
-    /// Auto-plan: spend at most this many USD.
+    /// Spend at most this many USD.
     pub budget_usd: Option<f64>,
-    /// Auto-plan: finish within this many hours.
+    /// Finish within this many hours.
     pub deadline_hours: Option<f64>,
 }
 
@@ -776,14 +812,8 @@ impl Default for Plan {
             headroom: 10.0,
             workspace_gib: 1.25,
             fragmentation: 5.0,
-            role: String::new(),
-            s3: String::new(),
-            job: String::new(),
-            entry: "train.py".into(),
-            hf_model: String::new(),
-            locks: Locks::default(),
-            budget_usd: None,
-            deadline_hours: None,
+            launch: Launch::default(),
+            auto: AutoPlanLimits::default(),
         }
     }
 }
