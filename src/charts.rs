@@ -116,7 +116,9 @@ pub fn InstanceChart(ctx: Ctx) -> impl IntoView {
     // redraws only the rows that changed.
     let rows = Memo::new(move |_| {
         let l = lang.get();
-        let (current, precision) = ctx.plan.with(|p| (p.instance.clone(), p.precision.key()));
+        let (current, precision) = ctx
+            .plan
+            .with(|p| (p.hardware.instance.clone(), p.precision.key()));
         ctx.report
             .with(|e| instance_rows(&e.instances, &current, precision, l))
     });

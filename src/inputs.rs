@@ -220,27 +220,27 @@ fn hardware_inputs(ctx: Ctx) -> impl IntoView {
     view! {
         <legend>{ctx.t(Text::HardwareAndCost)}</legend>
         <InstancePicker ctx=ctx />
-        <Show when=move || plan_is(ctx, |p| p.instance == "custom")>
+        <Show when=move || plan_is(ctx, |p| p.hardware.instance == "custom")>
             <div class="row2">
-                <NumberField ctx=ctx key="gpu_mem" label=Text::GPUMemoryGB step="any" get=|p| p.custom_gpu.memory_gb.to_string() />
-                <NumberField ctx=ctx key="gpu_bf16" label=Text::Bf16DenseTflops step="any" get=|p| p.custom_gpu.bf16_tflops.to_string() />
-                <NumberField ctx=ctx key="gpu_fp8" label=Text::Fp8DenseTflops step="any" get=|p| p.custom_gpu.fp8_tflops.to_string() />
-                <NumberField ctx=ctx key="gpu_bw" label=Text::HBMBandwidthTBS step="any" get=|p| p.custom_gpu.bandwidth_tbs.to_string() />
-                <NumberField ctx=ctx key="gpu_count" label=Text::GPUsPerNode get=|p| p.custom_gpu.per_node.to_string() />
-                <NumberField ctx=ctx key="gpu_nvlink" label=Text::NVLinkGBS0PCIe step="any" get=|p| p.custom_gpu.nvlink_gbs.to_string() />
+                <NumberField ctx=ctx key="gpu_mem" label=Text::GPUMemoryGB step="any" get=|p| p.hardware.custom_gpu.memory_gb.to_string() />
+                <NumberField ctx=ctx key="gpu_bf16" label=Text::Bf16DenseTflops step="any" get=|p| p.hardware.custom_gpu.bf16_tflops.to_string() />
+                <NumberField ctx=ctx key="gpu_fp8" label=Text::Fp8DenseTflops step="any" get=|p| p.hardware.custom_gpu.fp8_tflops.to_string() />
+                <NumberField ctx=ctx key="gpu_bw" label=Text::HBMBandwidthTBS step="any" get=|p| p.hardware.custom_gpu.bandwidth_tbs.to_string() />
+                <NumberField ctx=ctx key="gpu_count" label=Text::GPUsPerNode get=|p| p.hardware.custom_gpu.per_node.to_string() />
+                <NumberField ctx=ctx key="gpu_nvlink" label=Text::NVLinkGBS0PCIe step="any" get=|p| p.hardware.custom_gpu.nvlink_gbs.to_string() />
             </div>
         </Show>
         <div class="row2">
-            <NumberField ctx=ctx key="nodes" label=Text::InstanceCount get=|p| p.nodes.to_string() />
+            <NumberField ctx=ctx key="nodes" label=Text::InstanceCount get=|p| p.hardware.nodes.to_string() />
             <NumberField ctx=ctx key="price" label=Text::PriceUSDPerInstanceHour step="any"
-                get=|p| p.price.map(|x| x.to_string()).unwrap_or_default() />
+                get=|p| p.hardware.price.map(|x| x.to_string()).unwrap_or_default() />
         </div>
-        <Show when=move || plan_is(ctx, |p| planner::hardware::is_ultraserver(&p.instance))>
+        <Show when=move || plan_is(ctx, |p| planner::hardware::is_ultraserver(&p.hardware.instance))>
             <SelectField ctx=ctx key="ultraserver" label=Text::UltraServerLabel
                 options=vec![("72", Text::UltraServer72), ("36", Text::UltraServer36)]
-                get=|p| p.ultraserver.to_string() />
+                get=|p| p.hardware.ultraserver.to_string() />
         </Show>
-        <CheckField ctx=ctx key="spot" label=Text::ManagedSpotTraining get=|p| p.spot />
+        <CheckField ctx=ctx key="spot" label=Text::ManagedSpotTraining get=|p| p.hardware.spot />
         <div class="row3">
             <NumberField ctx=ctx key="headroom" label=Text::Headroom step="any" get=|p| p.headroom.to_string() />
             <NumberField ctx=ctx key="ws_gib" label=Text::WorkspacesGiB step="any" get=|p| p.workspace_gib.to_string() />
@@ -539,10 +539,10 @@ fn InstancePicker(ctx: Ctx) -> impl IntoView {
                         let label = format!("{} — {} × {} {} GB — {}", i.instance_type, i.gpu_count, short_gpu(&i.gpu), mem, price);
                         let id = i.instance_type.clone();
                         let sel = id.clone();
-                        view! { <option value=id selected=move || ctx.plan.with(|p| p.instance == sel)>{label}</option> }
+                        view! { <option value=id selected=move || ctx.plan.with(|p| p.hardware.instance == sel)>{label}</option> }
                     }).collect_view()
                 }}
-                <option value="custom" selected=move || ctx.plan.with(|p| p.instance == "custom")>{move || tr(lang.get(), Text::CustomGPU)}</option>
+                <option value="custom" selected=move || ctx.plan.with(|p| p.hardware.instance == "custom")>{move || tr(lang.get(), Text::CustomGPU)}</option>
             </select>
             <span class="field-error" role="alert">{err}</span>
         </div>

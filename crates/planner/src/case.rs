@@ -69,9 +69,9 @@ impl Case {
             // train.py: its 2D rows run tensor parallelism.
             p.launch.entry = "torchtitan/train.py".into();
         }
-        p.instance = self.instance().to_string();
-        let per_node = hardware::instance(&p.instance).map_or(8, |i| i.gpu_count.max(1));
-        p.nodes = l.gpus.div_ceil(per_node);
+        p.hardware.instance = self.instance().to_string();
+        let per_node = hardware::instance(&p.hardware.instance).map_or(8, |i| i.gpu_count.max(1));
+        p.hardware.nodes = l.gpus.div_ceil(per_node);
         p.to_query()
     }
 

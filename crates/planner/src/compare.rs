@@ -55,21 +55,21 @@ pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
     let total_gpus = r0.layout.gpus;
     let mut out = Vec::new();
     for inst in hardware::instances() {
-        if inst.gpu_count < 4 && inst.instance_type != plan.instance {
+        if inst.gpu_count < 4 && inst.instance_type != plan.hardware.instance {
             continue;
         }
         let Some(gpu) = hardware::gpu(&inst.gpu) else {
             continue;
         };
         let mut p = plan.clone();
-        if inst.instance_type != plan.instance {
+        if inst.instance_type != plan.hardware.instance {
             // The user's price override is for their own instance type.
-            p.price = None;
+            p.hardware.price = None;
         }
-        p.instance = inst.instance_type.clone();
-        p.nodes = total_gpus.div_ceil(inst.gpu_count).max(1);
+        p.hardware.instance = inst.instance_type.clone();
+        p.hardware.nodes = total_gpus.div_ceil(inst.gpu_count).max(1);
         if !inst.multi_node_efa_training {
-            p.nodes = 1;
+            p.hardware.nodes = 1;
         }
         p.precision = crate::rules::nearest_supported(p.precision, gpu);
         // Tensor parallelism cannot leave the node.
@@ -89,7 +89,7 @@ pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
         out.push(InstanceOption {
             instance: inst.instance_type.clone(),
             gpu: inst.gpu.clone(),
-            nodes: p.nodes,
+            nodes: p.hardware.nodes,
             gpus: r.layout.gpus,
             precision: p.precision.key(),
             fits: mem.peak_bytes <= budget_bytes(usable, p.headroom),

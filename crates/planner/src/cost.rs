@@ -114,7 +114,7 @@ pub fn time(
     let training_seconds = steps as f64 * tp.step_seconds;
     let size = checkpoint_bytes(plan, counts, adapter_params);
     // Every node writes its shard in parallel at the destination bandwidth.
-    let write_bw = plan.save_bw * 1e9 * plan.nodes.max(1) as f64;
+    let write_bw = plan.save_bw * 1e9 * plan.hardware.nodes.max(1) as f64;
     let seconds_per_save = size as f64 / write_bw;
     let staging = size as f64 / (gpus.max(1) as f64 * ASYNC_STAGING_GBPS * 1e9);
     let blocking = if plan.async_save {
@@ -153,7 +153,7 @@ pub fn time(
 
 /// What `total_hours` costs on `nodes` instances, and where the price comes from.
 fn price(plan: &Plan, instance: &Instance, tp: &Throughput, total_hours: f64) -> Cost {
-    let (price, source, as_of) = match (plan.price, instance.price_usd_hr) {
+    let (price, source, as_of) = match (plan.hardware.price, instance.price_usd_hr) {
         (Some(p), _) => (Some(p), "user", None),
         (None, Some(p)) => (
             Some(p),
@@ -162,7 +162,7 @@ fn price(plan: &Plan, instance: &Instance, tp: &Throughput, total_hours: f64) ->
         ),
         (None, None) => (None, "unknown", None),
     };
-    let total = price.map(|p| p * plan.nodes.max(1) as f64 * total_hours);
+    let total = price.map(|p| p * plan.hardware.nodes.max(1) as f64 * total_hours);
     Cost {
         price_per_instance_hour: price,
         price_source: source.to_string(),

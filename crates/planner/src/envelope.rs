@@ -473,7 +473,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "ultraserver",
         kind: Kind::Values,
-        get: |p, _| num(p.ultraserver),
+        get: |p, _| num(p.hardware.ultraserver),
     },
     Setting {
         key: "ws_gib",

@@ -114,7 +114,8 @@ fn verdict_of(peak: u64, budget: u64, usable: u64, host_full: bool) -> Verdict {
 /// The GPUs the job pays for: training's, and a GRPO plan's vLLM server's.
 fn paid_gpus(r: &Job<'_>) -> u64 {
     let p = r.plan;
-    r.layout.gpus + crate::rollout::server_gpus(p, r.instance.gpu_count, p.nodes).unwrap_or(0)
+    r.layout.gpus
+        + crate::rollout::server_gpus(p, r.instance.gpu_count, p.hardware.nodes).unwrap_or(0)
 }
 
 /// Evaluate a plan: parameters, memory, verdict, solvers, warnings.

@@ -203,7 +203,8 @@ impl Ctx<'_> {
 }
 
 fn ctx<'a>(plan: &'a Plan, report: &'a Report) -> Ctx<'a> {
-    let gpu = crate::hardware::instance(&plan.instance).and_then(|i| crate::hardware::gpu(&i.gpu));
+    let gpu = crate::hardware::instance(&plan.hardware.instance)
+        .and_then(|i| crate::hardware::gpu(&i.gpu));
     let blackwell = report.throughput.generation == Generation::Blackwell;
     // train.py runs tensor parallelism itself (DTensor, #37): SMP v2 only for
     // hybrid sharding and activation offloading.
@@ -213,10 +214,10 @@ fn ctx<'a>(plan: &'a Plan, report: &'a Report) -> Ctx<'a> {
     // SMP v2 images run on ml.p4d, ml.p4de and ml.p5* (Ampere/Hopper).
     let smp_instance = ["ml.p4d.", "ml.p4de.", "ml.p5.", "ml.p5e.", "ml.p5en."]
         .iter()
-        .any(|p| plan.instance.starts_with(p));
+        .any(|p| plan.hardware.instance.starts_with(p));
     let smp = smp_wanted && !blackwell && smp_instance && gpu.is_some();
     let server = report.rollout.as_ref().map_or(0, |g| g.server_gpus);
-    let gpus_per_node = (report.layout.gpus + server) / plan.nodes.max(1);
+    let gpus_per_node = (report.layout.gpus + server) / plan.hardware.nodes.max(1);
     Ctx {
         plan,
         report,
@@ -245,7 +246,7 @@ fn header(c: &Ctx<'_>, title: &str) -> String {
         h,
         "# {} on {} x {} ({} x {}{}): {} - {:.1} GiB of a {:.1} GiB budget per GPU",
         comment(&r.model_name.english()),
-        p.nodes,
+        p.hardware.nodes,
         comment(&r.instance),
         r.layout.gpus + c.server_gpus,
         comment(&r.gpu),
@@ -510,7 +511,7 @@ fn spot_lines(c: &Ctx<'_>, out: &mut String) {
         "    max_run={run},  # predicted {:.1} h + 25% + 1 h",
         c.report.time.total_hours
     );
-    if c.plan.spot {
+    if c.plan.hardware.spot {
         let wait = max_wait(run);
         let _ = writeln!(out, "    use_spot_instances=True,");
         let _ = writeln!(
@@ -539,8 +540,8 @@ fn estimator(c: &Ctx<'_>, class: &str, versions: &[(&str, String)], distribution
     let _ = writeln!(s, "    entry_point={},", entry(p));
     let _ = writeln!(s, "    source_dir=\"scripts\",");
     let _ = writeln!(s, "    role=role,");
-    let _ = writeln!(s, "    instance_type={},", py_str(&p.instance));
-    let _ = writeln!(s, "    instance_count={},", p.nodes);
+    let _ = writeln!(s, "    instance_type={},", py_str(&p.hardware.instance));
+    let _ = writeln!(s, "    instance_count={},", p.hardware.nodes);
     for (k, v) in versions {
         let _ = writeln!(s, "    {k}={v},");
     }
@@ -695,7 +696,11 @@ fn image_lookup(c: &Ctx<'_>, version: &str, py: &str) -> String {
     let _ = writeln!(s, "    region=session.boto_region_name,");
     let _ = writeln!(s, "    version={},", py_str(version));
     let _ = writeln!(s, "    py_version={},", py_str(py));
-    let _ = writeln!(s, "    instance_type={},", py_str(&c.plan.instance));
+    let _ = writeln!(
+        s,
+        "    instance_type={},",
+        py_str(&c.plan.hardware.instance)
+    );
     let _ = writeln!(s, "    image_scope=\"training\",");
     if c.smp {
         let _ = writeln!(s, "    container_version=\"cu124\",");
@@ -781,9 +786,9 @@ fn modeltrainer(c: &Ctx<'_>) -> String {
     let _ = writeln!(
         s,
         "    compute=Compute(instance_type={}, instance_count={}, enable_managed_spot_training={}),",
-        py_str(&p.instance),
-        p.nodes,
-        py_bool(p.spot)
+        py_str(&p.hardware.instance),
+        p.hardware.nodes,
+        py_bool(p.hardware.spot)
     );
     s.push_str(&launch_argument(c, "distributed", &distributed));
     let _ = writeln!(s, "    hyperparameters=hyperparameters,");
@@ -798,7 +803,7 @@ fn modeltrainer(c: &Ctx<'_>) -> String {
         s,
         "    output_data_config=OutputDataConfig(s3_output_path=s3_prefix + \"/output\"),"
     );
-    if p.spot {
+    if p.hardware.spot {
         let wait = max_wait(run);
         let _ = writeln!(s, "    stopping_condition=StoppingCondition(max_runtime_in_seconds={run}, max_wait_time_in_seconds={wait}),");
     } else {

@@ -163,7 +163,7 @@ pub fn compare(plan: &Plan, report: &Report, m: &Measured) -> Result<Comparison,
         usd: report
             .cost
             .price_per_instance_hour
-            .map(|p| p * plan.nodes.max(1) as f64 * hours),
+            .map(|p| p * plan.hardware.nodes.max(1) as f64 * hours),
         notes,
     })
 }
@@ -175,8 +175,8 @@ fn speed_key(plan: &Plan) -> String {
     let mut p = plan.clone();
     let d = Plan::default();
     p.tokens = d.tokens;
-    p.price = None;
-    p.spot = d.spot;
+    p.hardware.price = None;
+    p.hardware.spot = d.hardware.spot;
     p.auto = d.auto;
     p.launch = d.launch;
     p.to_query()

@@ -96,7 +96,7 @@ pub fn resolve_for(
     let model_valid = errors.is_empty();
     let counts = arch.parameter_counts();
     let (gpu, instance) = resolve_hardware(plan, &mut errors);
-    let fabric = Fabric::of(&gpu, &instance, plan.ultraserver);
+    let fabric = Fabric::of(&gpu, &instance, plan.hardware.ultraserver);
     let layout = resolve_layout(plan, &arch, (&gpu, &instance, &fabric), &mut errors);
     check_precision(plan, &gpu, &mut errors);
     if plan.vp > 1 && layout.pp == 1 {
@@ -202,21 +202,21 @@ type Hardware = (Cow<'static, Gpu>, Cow<'static, Instance>);
 
 /// The GPU and the instance: a catalogued SageMaker type or the user's custom GPU.
 fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
-    let (gpu, instance): Hardware = if plan.instance == "custom" {
-        check_custom_fp8(&plan.custom_gpu, errors);
-        let (g, i) = hardware::custom(&plan.custom_gpu);
+    let (gpu, instance): Hardware = if plan.hardware.instance == "custom" {
+        check_custom_fp8(&plan.hardware.custom_gpu, errors);
+        let (g, i) = hardware::custom(&plan.hardware.custom_gpu);
         (Cow::Owned(g), Cow::Owned(i))
     } else {
-        let instance = hardware::instance(&plan.instance)
-            .or_else(|| hardware::instance(&Plan::default().instance))
+        let instance = hardware::instance(&plan.hardware.instance)
+            .or_else(|| hardware::instance(&Plan::default().hardware.instance))
             .expect("default instance exists");
         let gpu = hardware::gpu(&instance.gpu).expect("every instance names a catalogued GPU");
         (Cow::Borrowed(gpu), Cow::Borrowed(instance))
     };
-    if plan.nodes > 1 && !instance.multi_node_efa_training {
+    if plan.hardware.nodes > 1 && !instance.multi_node_efa_training {
         let args: [(&'static str, Arg); 1] = [("instance", Arg::from(&instance.instance_type))];
         errors.push(Message::new("nodes", Text::NoMultiNode, args));
-    } else if plan.nodes > 1 && instance.network_gbps() <= 0.0 {
+    } else if plan.hardware.nodes > 1 && instance.network_gbps() <= 0.0 {
         let m = Message::new("gpu_net", Text::NoNetwork, []);
         errors.push(m.fix("nodes", "1"));
     }
@@ -426,7 +426,7 @@ fn resolve_layout(
 ) -> Layout {
     // Without a network between them, nodes cannot train together: one node.
     let nodes = if instance.network_gbps() > 0.0 {
-        plan.nodes.max(1)
+        plan.hardware.nodes.max(1)
     } else {
         1
     };

@@ -253,7 +253,7 @@ impl Space {
     fn around(plan: &Plan, arch: &Architecture) -> Space {
         let locks = plan.auto.locks;
         let nodes = if locks.nodes {
-            vec![plan.nodes]
+            vec![plan.hardware.nodes]
         } else {
             NODES.to_vec()
         };
@@ -370,8 +370,8 @@ fn servers_around(plan: &Plan) -> Vec<Server> {
 /// GPU when the plan has one (it is the only hardware the user described),
 /// else the multi-GPU training instances and the smallest size of each GPU.
 fn candidate_instances(plan: &Plan) -> Vec<InstanceInfo> {
-    if plan.instance == "custom" {
-        let (gpu, instance) = hardware::custom(&plan.custom_gpu);
+    if plan.hardware.instance == "custom" {
+        let (gpu, instance) = hardware::custom(&plan.hardware.custom_gpu);
         return vec![instance_info(plan, Cow::Owned(instance), Cow::Owned(gpu))];
     }
     let locks = plan.auto.locks;
@@ -385,10 +385,12 @@ fn candidate_instances(plan: &Plan) -> Vec<InstanceInfo> {
         .iter()
         .filter(|i| {
             if locks.instance {
-                i.instance_type == plan.instance
+                i.instance_type == plan.hardware.instance
             } else {
                 // Multi-GPU training instances, plus the smallest size of each GPU.
-                i.gpu_count >= 4 || i.instance_type == plan.instance || smallest_of_its_gpu(i)
+                i.gpu_count >= 4
+                    || i.instance_type == plan.hardware.instance
+                    || smallest_of_its_gpu(i)
             }
         })
         .filter_map(|i| {
@@ -416,13 +418,13 @@ fn instance_info(
     instance: Cow<'static, Instance>,
     gpu: Cow<'static, Gpu>,
 ) -> InstanceInfo {
-    let price = if instance.instance_type == plan.instance {
-        plan.price.or(instance.price_usd_hr)
+    let price = if instance.instance_type == plan.hardware.instance {
+        plan.hardware.price.or(instance.price_usd_hr)
     } else {
         instance.price_usd_hr
     };
     InstanceInfo {
-        fabric: Fabric::of(&gpu, &instance, plan.ultraserver),
+        fabric: Fabric::of(&gpu, &instance, plan.hardware.ultraserver),
         eff: throughput::efficiency(throughput::generation(&gpu)),
         price,
         budget: budget_bytes(gpu.usable_bytes(), plan.headroom),
@@ -521,10 +523,10 @@ impl Search {
         }
         let (instance, (zero, hybrid)) = (&info.instance, self.space.zeros[o[7]]);
         let w = &mut self.work;
-        if w.instance != instance.instance_type {
-            w.instance = instance.instance_type.clone();
+        if w.hardware.instance != instance.instance_type {
+            w.hardware.instance = instance.instance_type.clone();
         }
-        w.nodes = nodes;
+        w.hardware.nodes = nodes;
         w.precision = precision;
         (w.tp, w.pp, w.cp, w.sp, w.vp, w.ep) =
             (layout.tp, layout.pp, layout.cp, layout.tp > 1, 1, layout.ep);
@@ -780,8 +782,8 @@ impl Search {
         let s = &self.space;
         let i = f.idx;
         let mut p = self.base.clone();
-        p.instance = s.instances[i[0]].instance.instance_type.clone();
-        p.nodes = s.nodes[i[1]];
+        p.hardware.instance = s.instances[i[0]].instance.instance_type.clone();
+        p.hardware.nodes = s.nodes[i[1]];
         p.precision = s.precisions[i[2]];
         p.tp = s.tps[i[3]];
         p.pp = s.pps[i[4]];
@@ -793,13 +795,13 @@ impl Search {
         p.zero = zero;
         let gpn = s.instances[i[0]].instance.gpu_count;
         p.shard = hybrid.then(|| (gpn / (p.tp * p.cp).min(gpn)).max(1));
-        p.rollout.gen_gpus = s.servers[i[8]].gpus(gpn, p.nodes).unwrap_or(0);
+        p.rollout.gen_gpus = s.servers[i[8]].gpus(gpn, p.hardware.nodes).unwrap_or(0);
         p.checkpointing = s.ckpts[i[9]];
         p.loss = s.losses[i[10]];
         p.micro_batch = s.mbs[i[11]];
         p.grad_accum = f.ga;
-        if p.instance != self.base.instance {
-            p.price = None;
+        if p.hardware.instance != self.base.hardware.instance {
+            p.hardware.price = None;
         }
         p
     }
@@ -852,8 +854,8 @@ impl Search {
             query: p.to_query(),
             instance: info.instance.instance_type.clone(),
             gpu: info.gpu.id.clone(),
-            nodes: p.nodes,
-            gpus: p.nodes * info.instance.gpu_count,
+            nodes: p.hardware.nodes,
+            gpus: p.hardware.nodes * info.instance.gpu_count,
             tp: p.tp,
             pp: p.pp,
             cp: p.cp,
@@ -939,7 +941,7 @@ fn plan_summary(p: &Plan, instance: &str) -> Phrase {
         .with("ep", p.ep);
     let server = Phrase::new(Text::CandidateServer).with("gpus", p.rollout.gen_gpus);
     Phrase::new(Text::CandidatePlan)
-        .with("nodes", p.nodes)
+        .with("nodes", p.hardware.nodes)
         .with("instance", instance)
         .with("precision", p.precision.key().to_ascii_uppercase())
         .with("ckpt", part(p.checkpointing != Checkpointing::None, ckpt))

@@ -1028,7 +1028,7 @@ fn expert_parameters_reduce_over_their_group() {
     let plan = Plan::from_query(&format!("{q}&ep=8")).plan;
     let (r, errors) = planner::resolve::resolve(&plan);
     assert!(errors.is_empty(), "{errors:?}");
-    let fabric = planner::fabric::Fabric::of(&r.gpu, &r.instance, plan.ultraserver);
+    let fabric = planner::fabric::Fabric::of(&r.gpu, &r.instance, plan.hardware.ultraserver);
     let eight = evaluate(&plan);
     let experts = 32.0 * 8.0 * 3.0 * 4096.0 * 14336.0;
     let dense = eight.parameters as f64 - experts;

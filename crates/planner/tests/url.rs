@@ -153,7 +153,7 @@ fn emptied_optional_fields_mean_none() {
     let d = Plan::from_query("shard=4&shard=&pp_first=7&pp_first=&price=30&price=");
     assert!(d.notices.is_empty(), "{:?}", d.notices);
     assert_eq!(
-        (d.plan.shard, d.plan.pp_first, d.plan.price),
+        (d.plan.shard, d.plan.pp_first, d.plan.hardware.price),
         (None, None, None)
     );
     assert_eq!(Plan::from_query("mb=").notices.len(), 1);
@@ -276,7 +276,7 @@ fn custom_gpu_keys_beside_a_known_instance_say_they_are_ignored() {
         .contains("ignored with ml.p5.48xlarge"));
     let custom = Plan::from_query("model=llama-3.1-8b&gpu_count=4&instance=custom&gpu_mem=80");
     assert!(custom.notices.is_empty(), "{:?}", custom.notices);
-    assert_eq!(custom.plan.custom_gpu.per_node, 4);
+    assert_eq!(custom.plan.hardware.custom_gpu.per_node, 4);
 }
 
 /// `lora_dtype` (#38): the adapters in FP32 (PEFT's default) or in the BF16

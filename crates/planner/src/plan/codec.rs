@@ -326,9 +326,10 @@ impl Plan {
         }
         // A custom GPU's figures describe `instance=custom` only: beside a
         // known instance they would be read and silently ignored.
-        if plan.instance != "custom" {
+        if plan.hardware.instance != "custom" {
             for key in custom_keys {
-                let args: [(&str, &dyn Display); 2] = [("key", &key), ("instance", &plan.instance)];
+                let args: [(&str, &dyn Display); 2] =
+                    [("key", &key), ("instance", &plan.hardware.instance)];
                 let problem = problem(Text::CustomGpuKeyIgnored, &args);
                 notices.push(Notice { key, problem });
             }
@@ -375,7 +376,7 @@ impl Plan {
             "pp_first" => self.pp_first = None,
             "pp_last" => self.pp_last = None,
             "offload_layers" => self.offload_layers = None,
-            "price" => self.price = None,
+            "price" => self.hardware.price = None,
             "budget" => self.auto.budget_usd = None,
             _ => self.auto.deadline_hours = None,
         }
@@ -483,7 +484,7 @@ impl Plan {
 
     /// The instance (or a custom GPU), how many, the network and the price.
     fn set_hardware(&mut self, f: &Field) -> Taken {
-        let g = &mut self.custom_gpu;
+        let g = &mut self.hardware.custom_gpu;
         match f.key {
             "gpu_mem" => g.memory_gb = f.num(1.0, 10_000.0)?,
             "gpu_bf16" => g.bf16_tflops = f.num(1.0, 1_000_000.0)?,
@@ -494,9 +495,9 @@ impl Plan {
             "gpu_net" => g.network_gbps = f.num(0.0, 1_000_000.0)?,
             "instance" => {
                 let known = f.value == "custom" || crate::hardware::instance(f.value).is_some();
-                self.instance = f.text(known, Text::UnknownInstance)?;
+                self.hardware.instance = f.text(known, Text::UnknownInstance)?;
             }
-            "nodes" => self.nodes = f.int(1, 4096)?,
+            "nodes" => self.hardware.nodes = f.int(1, 4096)?,
             "overlap" => self.overlap = f.flag()?,
             "tp_overlap" => self.tp_overlap = f.flag()?,
             "ep_overlap" => self.ep_overlap = f.flag()?,
@@ -504,14 +505,14 @@ impl Plan {
             "moe_graphs" => self.moe_graphs = f.flag()?,
             "moe_imbalance" => self.moe_imbalance = f.num(1.0, 16.0)?,
             "ultraserver" => {
-                self.ultraserver = match f.value {
+                self.hardware.ultraserver = match f.value {
                     "72" => 72,
                     "36" => 36,
                     _ => return Err(f.bad(Text::ExpectedUltraServer, &[])),
                 }
             }
-            "spot" => self.spot = f.flag()?,
-            "price" => self.price = Some(f.num(0.0, 100_000.0)?),
+            "spot" => self.hardware.spot = f.flag()?,
+            "price" => self.hardware.price = Some(f.num(0.0, 100_000.0)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -682,9 +683,9 @@ impl Plan {
 
     /// The instance (or custom GPU), nodes, network and price.
     fn hardware_pairs(&self, out: &mut Pairs) {
-        out.push(("instance", self.instance.clone()));
-        if self.instance == "custom" {
-            let g = &self.custom_gpu;
+        out.push(("instance", self.hardware.instance.clone()));
+        if self.hardware.instance == "custom" {
+            let g = &self.hardware.custom_gpu;
             out.push(("gpu_mem", fmt_num(g.memory_gb)));
             out.push(("gpu_bf16", fmt_num(g.bf16_tflops)));
             out.push(("gpu_fp8", fmt_num(g.fp8_tflops)));
@@ -693,7 +694,7 @@ impl Plan {
             out.push(("gpu_nvlink", fmt_num(g.nvlink_gbs)));
             out.push(("gpu_net", fmt_num(g.network_gbps)));
         }
-        out.push(("nodes", self.nodes.to_string()));
+        out.push(("nodes", self.hardware.nodes.to_string()));
         if !self.overlap {
             out.push(("overlap", "0".into()));
         }
@@ -712,11 +713,13 @@ impl Plan {
         if self.moe_imbalance != 1.0 {
             out.push(("moe_imbalance", fmt_num(self.moe_imbalance)));
         }
-        if crate::hardware::is_ultraserver(&self.instance) || self.ultraserver != 72 {
-            out.push(("ultraserver", self.ultraserver.to_string()));
+        if crate::hardware::is_ultraserver(&self.hardware.instance)
+            || self.hardware.ultraserver != 72
+        {
+            out.push(("ultraserver", self.hardware.ultraserver.to_string()));
         }
-        out.push(("spot", flag(self.spot).into()));
-        if let Some(p) = self.price {
+        out.push(("spot", flag(self.hardware.spot).into()));
+        if let Some(p) = self.hardware.price {
             out.push(("price", fmt_num(p)));
         }
     }

@@ -600,10 +600,9 @@ pub struct Plan {
     pub pp_last: Option<u64>,
     pub cp: u64,
     pub ep: u64,
-    pub instance: String,
-    /// The GPU when `instance` is `custom`.
-    pub custom_gpu: CustomGpu,
-    pub nodes: u64,
+    /// Where the job runs and what an hour of it costs.
+    #[serde(flatten)]
+    pub hardware: Hardware,
     /// Data-parallel communication overlapped with compute (Megatron's
     /// overlap_grad_reduce / overlap_param_gather, FSDP prefetch): NVIDIA's
     /// published recipes do; many users' runs do not.
@@ -629,12 +628,6 @@ pub struct Plan {
     /// force-balanced routing, as NVIDIA's benchmarks run). Real routing with
     /// an auxiliary loss is less even; the planner has no measurement of it.
     pub moe_imbalance: f64,
-    /// GPUs per NVLink domain of a GB200 UltraServer: 72 (u-p6e-gb200x72,
-    /// 18 instances) or 36 (x36, 9 instances).
-    pub ultraserver: u64,
-    pub spot: bool,
-    /// USD per instance-hour, overriding the catalogue.
-    pub price: Option<f64>,
     pub save_every: u64,
     pub save: SaveKind,
     pub async_save: bool,
@@ -652,6 +645,36 @@ pub struct Plan {
     /// What the auto-plan may change and the limits it keeps to.
     #[serde(flatten)]
     pub auto: AutoPlanLimits,
+}
+
+/// Where the job runs: the SageMaker instance type (or a custom GPU), how
+/// many, a GB200 UltraServer's NVLink domain, and the hour's price.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Hardware {
+    /// The SageMaker instance type, or `custom`.
+    pub instance: String,
+    /// The GPU when `instance` is `custom`.
+    pub custom_gpu: CustomGpu,
+    pub nodes: u64,
+    /// GPUs per NVLink domain of a GB200 UltraServer: 72 (u-p6e-gb200x72,
+    /// 18 instances) or 36 (x36, 9 instances).
+    pub ultraserver: u64,
+    pub spot: bool,
+    /// USD per instance-hour, overriding the catalogue.
+    pub price: Option<f64>,
+}
+
+impl Default for Hardware {
+    fn default() -> Self {
+        Hardware {
+            instance: "ml.p6-b200.48xlarge".into(),
+            custom_gpu: CustomGpu::default(),
+            nodes: 1,
+            ultraserver: 72,
+            spot: false,
+            price: None,
+        }
+    }
 }
 
 /// How the exported code launches the job on SageMaker: names, paths and
@@ -793,18 +816,13 @@ impl Default for Plan {
             pp_last: None,
             cp: 1,
             ep: 1,
-            instance: "ml.p6-b200.48xlarge".into(),
-            custom_gpu: CustomGpu::default(),
-            nodes: 1,
+            hardware: Hardware::default(),
             overlap: true,
             tp_overlap: false,
             ep_overlap: false,
             moe_flex: false,
             moe_graphs: false,
             moe_imbalance: 1.0,
-            ultraserver: 72,
-            spot: false,
-            price: None,
             save_every: 500,
             save: SaveKind::Full,
             async_save: false,
