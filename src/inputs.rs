@@ -172,7 +172,7 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
             <CheckField ctx=ctx key="grad_bf16" label=Text::GradReduceBf16 get=|p| p.grad_bf16 />
             <CheckField ctx=ctx key="fp8_params" label=Text::Fp8ParamGather get=|p| p.fp8_params />
             <CheckField ctx=ctx key="bf16_moments" label=Text::Bf16Moments get=|p| p.bf16_moments />
-            <CheckField ctx=ctx key="ep_overlap" label=Text::OverlapExpertParallel get=|p| p.ep_overlap />
+            <CheckField ctx=ctx key="ep_overlap" label=Text::OverlapExpertParallel get=|p| p.parallelism.ep_overlap />
             <CheckField ctx=ctx key="moe_flex" label=Text::MoeFlexDispatcher get=|p| p.moe_flex />
             <CheckField ctx=ctx key="moe_graphs" label=Text::MoeRouterGraphs get=|p| p.moe_graphs />
             <div class="row2">
@@ -195,22 +195,22 @@ fn parallel_inputs(ctx: Ctx) -> impl IntoView {
                 ("2", Text::ZeRO2FSDPSHARDGRAD),
                 ("3", Text::ZeRO3FSDPFULLSHARD),
             ]
-            get=|p| p.zero.to_string() />
+            get=|p| p.parallelism.zero.to_string() />
         <NumberField ctx=ctx key="shard" label=Text::HybridShardGroupEmptyAll
-            get=|p| p.shard.map(|s| s.to_string()).unwrap_or_default() />
+            get=|p| p.parallelism.shard.map(|s| s.to_string()).unwrap_or_default() />
         <div class="row4">
-            <NumberField ctx=ctx key="tp" label=Text::LabelTP get=|p| p.tp.to_string() />
-            <NumberField ctx=ctx key="pp" label=Text::LabelPP get=|p| p.pp.to_string() />
-            <NumberField ctx=ctx key="cp" label=Text::LabelCP get=|p| p.cp.to_string() />
-            <NumberField ctx=ctx key="ep" label=Text::LabelEP get=|p| p.ep.to_string() />
+            <NumberField ctx=ctx key="tp" label=Text::LabelTP get=|p| p.parallelism.tp.to_string() />
+            <NumberField ctx=ctx key="pp" label=Text::LabelPP get=|p| p.parallelism.pp.to_string() />
+            <NumberField ctx=ctx key="cp" label=Text::LabelCP get=|p| p.parallelism.cp.to_string() />
+            <NumberField ctx=ctx key="ep" label=Text::LabelEP get=|p| p.parallelism.ep.to_string() />
         </div>
         <div class="row2">
-            <CheckField ctx=ctx key="sp" label=Text::SequenceParallel get=|p| p.sp />
-            <CheckField ctx=ctx key="overlap" label=Text::OverlapCommunication get=|p| p.overlap />
-            <CheckField ctx=ctx key="tp_overlap" label=Text::OverlapTensorParallel get=|p| p.tp_overlap />
-            <NumberField ctx=ctx key="vp" label=Text::InterleaveVp get=|p| p.vp.to_string() />
-            <NumberField ctx=ctx key="pp_first" label=Text::PpFirstLayers get=|p| p.pp_first.map(|n| n.to_string()).unwrap_or_default() />
-            <NumberField ctx=ctx key="pp_last" label=Text::PpLastLayers get=|p| p.pp_last.map(|n| n.to_string()).unwrap_or_default() />
+            <CheckField ctx=ctx key="sp" label=Text::SequenceParallel get=|p| p.parallelism.sp />
+            <CheckField ctx=ctx key="overlap" label=Text::OverlapCommunication get=|p| p.parallelism.overlap />
+            <CheckField ctx=ctx key="tp_overlap" label=Text::OverlapTensorParallel get=|p| p.parallelism.tp_overlap />
+            <NumberField ctx=ctx key="vp" label=Text::InterleaveVp get=|p| p.parallelism.vp.to_string() />
+            <NumberField ctx=ctx key="pp_first" label=Text::PpFirstLayers get=|p| p.parallelism.pp_first.map(|n| n.to_string()).unwrap_or_default() />
+            <NumberField ctx=ctx key="pp_last" label=Text::PpLastLayers get=|p| p.parallelism.pp_last.map(|n| n.to_string()).unwrap_or_default() />
         </div>
     }
 }

@@ -4,7 +4,7 @@
 use crate::architecture::{Architecture, Mlp};
 use crate::hardware;
 use crate::layout::{Layout, Stages};
-use crate::plan::{Checkpointing, Plan, Precision, Stack};
+use crate::plan::{Checkpointing, Parallelism, Plan, Precision, Stack};
 use crate::throughput::{
     efficiency, generation, throughput, Efficiency, Fabric, Generation, HostCosts, HOST,
 };
@@ -217,9 +217,9 @@ impl Recipe {
         plan.offload_layers = self.offload_layers;
         plan.grad_bf16 = self.grad_bf16;
         plan.fp8_params = self.fp8_params;
-        plan.tp_overlap = self.tp_overlap;
-        plan.overlap = self.dp_overlap;
-        plan.ep_overlap = self.ep_overlap;
+        plan.parallelism.tp_overlap = self.tp_overlap;
+        plan.parallelism.overlap = self.dp_overlap;
+        plan.parallelism.ep_overlap = self.ep_overlap;
         plan.moe_flex = self.moe_flex;
         plan.moe_graphs = self.moe_graphs;
         plan.bf16_moments = self.bf16_moments;
@@ -321,8 +321,6 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
         },
         checkpointing: row_checkpointing(ac, torchtitan),
         mtp: stated(notes, "MTP").map_or(0, |v| v as u64),
-        pp_first: d.pp_first,
-        pp_last: d.pp_last,
         stack: if torchtitan {
             Stack::Torchtitan
         } else {
@@ -330,17 +328,22 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
         },
         // torchtitan's rows say where they ran torch.compile.
         compile: notes.contains("compile") && !notes.contains("no compile"),
-        zero: if fsdp.contains("FSDP") && !fsdp.contains("FSDP=0") {
-            3
-        } else {
-            1
+        parallelism: Parallelism {
+            pp_first: d.pp_first,
+            pp_last: d.pp_last,
+            zero: if fsdp.contains("FSDP") && !fsdp.contains("FSDP=0") {
+                3
+            } else {
+                1
+            },
+            tp: d.tp,
+            sp: d.tp > 1 && !ac.contains("no SP"),
+            pp: d.pp,
+            vp: d.vp,
+            cp: d.cp,
+            ep: d.ep,
+            ..Parallelism::default()
         },
-        tp: d.tp,
-        sp: d.tp > 1 && !ac.contains("no SP"),
-        pp: d.pp,
-        vp: d.vp,
-        cp: d.cp,
-        ep: d.ep,
         ..Plan::default()
     };
     Recipe::of(r, layers / d.pp.max(1)).apply(&mut plan);
@@ -446,7 +449,10 @@ fn hf_case(r: &Row) -> Option<Case> {
         checkpointing: Checkpointing::Full,
         stack: Stack::Hf,
         train,
-        zero: 3,
+        parallelism: Parallelism {
+            zero: 3,
+            ..Parallelism::default()
+        },
         ..Plan::default()
     };
     let layout = Layout {

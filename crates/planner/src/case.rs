@@ -63,7 +63,12 @@ impl Case {
             }
         }
         let l = &self.layout;
-        (p.tp, p.pp, p.cp, p.ep) = (l.tp, l.pp, l.cp, l.ep);
+        (
+            p.parallelism.tp,
+            p.parallelism.pp,
+            p.parallelism.cp,
+            p.parallelism.ep,
+        ) = (l.tp, l.pp, l.cp, l.ep);
         if self.plan.stack == Stack::Torchtitan {
             // torchtitan's own entry point, not the bundle's data-parallel
             // train.py: its 2D rows run tensor parallelism.

@@ -73,7 +73,7 @@ pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
         }
         p.precision = crate::rules::nearest_supported(p.precision, gpu);
         // Tensor parallelism cannot leave the node.
-        p.tp = p.tp.min(inst.gpu_count);
+        p.parallelism.tp = p.parallelism.tp.min(inst.gpu_count);
         let model = (r0.arch.clone(), r0.model_name.clone());
         let (r, errors) = resolve_for(&p, model, Vec::new());
         if !errors.is_empty() {

@@ -400,22 +400,22 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "tp",
         kind: Kind::Range,
-        get: |p, _| num(p.tp),
+        get: |p, _| num(p.parallelism.tp),
     },
     Setting {
         key: "sp",
         kind: Kind::Values,
-        get: |p, _| flag(p.sp),
+        get: |p, _| flag(p.parallelism.sp),
     },
     Setting {
         key: "pp",
         kind: Kind::Range,
-        get: |p, _| num(p.pp),
+        get: |p, _| num(p.parallelism.pp),
     },
     Setting {
         key: "vp",
         kind: Kind::Range,
-        get: |p, _| num(p.vp),
+        get: |p, _| num(p.parallelism.vp),
     },
     // The layers set on the first and last pipeline ranks move together (a
     // layout only splits the rest evenly with both), so they are one setting.
@@ -425,35 +425,35 @@ const SETTINGS: &[Setting] = &[
         get: |p, _| {
             Value::Words(format!(
                 "{}/{}",
-                opt(p.pp_first).text(),
-                opt(p.pp_last).text()
+                opt(p.parallelism.pp_first).text(),
+                opt(p.parallelism.pp_last).text()
             ))
         },
     },
     Setting {
         key: "cp",
         kind: Kind::Range,
-        get: |p, _| num(p.cp),
+        get: |p, _| num(p.parallelism.cp),
     },
     Setting {
         key: "ep",
         kind: Kind::Range,
-        get: |p, _| num(p.ep),
+        get: |p, _| num(p.parallelism.ep),
     },
     Setting {
         key: "overlap",
         kind: Kind::Values,
-        get: |p, _| flag(p.overlap),
+        get: |p, _| flag(p.parallelism.overlap),
     },
     Setting {
         key: "tp_overlap",
         kind: Kind::Values,
-        get: |p, _| flag(p.tp_overlap),
+        get: |p, _| flag(p.parallelism.tp_overlap),
     },
     Setting {
         key: "ep_overlap",
         kind: Kind::Values,
-        get: |p, _| flag(p.ep_overlap),
+        get: |p, _| flag(p.parallelism.ep_overlap),
     },
     Setting {
         key: "moe_flex",
@@ -616,7 +616,7 @@ impl Envelope {
             "pp_ends" => {
                 let (first, last) = value.split_once('/')?;
                 let layers = |v: &str| v.parse::<u64>().ok();
-                (p.pp_first, p.pp_last) = (layers(first), layers(last));
+                (p.parallelism.pp_first, p.parallelism.pp_last) = (layers(first), layers(last));
             }
             _ => p.set(key, value).ok()?,
         }
@@ -713,7 +713,7 @@ fn unchecked(checked: &Checked, value: &Value) -> Option<String> {
 /// The ZeRO stage a plan runs: sharding matters only across GPUs, so one GPU runs none.
 fn zero_stage(plan: &Plan, gpus: u64) -> u8 {
     if gpus > 1 {
-        plan.zero
+        plan.parallelism.zero
     } else {
         0
     }
@@ -721,7 +721,7 @@ fn zero_stage(plan: &Plan, gpus: u64) -> u8 {
 
 /// Whether a plan shards over a hybrid group smaller than its GPUs (HSDP).
 fn hybrid(plan: &Plan, gpus: u64) -> bool {
-    plan.shard.is_some_and(|s| s > 0 && s < gpus)
+    plan.parallelism.shard.is_some_and(|s| s > 0 && s < gpus)
 }
 
 /// The sorted values of both lists, each once.

@@ -210,7 +210,7 @@ fn ctx<'a>(plan: &'a Plan, report: &'a Report) -> Ctx<'a> {
     // hybrid sharding and activation offloading.
     // grpo.py shards through accelerate and refuses hybrid groups and offloading.
     let grpo = plan.engine() == crate::plan::Engine::Grpo;
-    let smp_wanted = (plan.shard.is_some() || plan.offload) && !grpo;
+    let smp_wanted = (plan.parallelism.shard.is_some() || plan.offload) && !grpo;
     // SMP v2 images run on ml.p4d, ml.p4de and ml.p5* (Ampere/Hopper).
     let smp_instance = ["ml.p4d.", "ml.p4de.", "ml.p5.", "ml.p5e.", "ml.p5en."]
         .iter()
@@ -305,7 +305,7 @@ fn hf_optim(o: Optimizer) -> &'static str {
 }
 
 fn fsdp_value(p: &Plan) -> &'static str {
-    match (p.zero, p.shard.is_some()) {
+    match (p.parallelism.zero, p.parallelism.shard.is_some()) {
         (3, true) => "hybrid_shard auto_wrap",
         (3, false) => "full_shard auto_wrap",
         (1 | 2, _) => "shard_grad_op auto_wrap",
@@ -340,7 +340,7 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
     if p.offload {
         items.push(("activation_offloading", "True".into()));
     }
-    items.push(("zero_stage", p.zero.to_string()));
+    items.push(("zero_stage", p.parallelism.zero.to_string()));
     items.push(("shard_degree", r.layout.shard.to_string()));
     items.push(("planned_world_size", r.layout.gpus.to_string()));
     for (k, v) in [
@@ -354,7 +354,7 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
         }
     }
     if r.layout.tp > 1 {
-        items.push(("sequence_parallel", py_bool(p.sp)));
+        items.push(("sequence_parallel", py_bool(p.parallelism.sp)));
     }
     items.push((
         "attn_implementation",
@@ -490,7 +490,10 @@ fn smp_parameters(c: &Ctx<'_>) -> Vec<(&'static str, String)> {
     let p = c.plan;
     let mut v = vec![(
         "hybrid_shard_degree",
-        p.shard.unwrap_or(c.report.layout.dp).to_string(),
+        p.parallelism
+            .shard
+            .unwrap_or(c.report.layout.dp)
+            .to_string(),
     )];
     if p.offload {
         v.push(("sm_activation_offloading", "True".into()));

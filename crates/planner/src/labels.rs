@@ -397,7 +397,7 @@ fn checked_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
         }
         _ if hf_tp => None,
         (Training::Full, _) if layout.dp == 1 => Some(MemoryKind::SingleRank),
-        (Training::Full, _) if fsdp && plan.zero == 3 => {
+        (Training::Full, _) if fsdp && plan.parallelism.zero == 3 => {
             Some(MemoryKind::Oracle("sharding=zero3", "ZeRO-3 / FSDP2"))
         }
         (Training::Full, _) if fsdp => Some(MemoryKind::Oracle("sharding=zero2", "ZeRO-2 / FSDP2")),

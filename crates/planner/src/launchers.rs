@@ -34,8 +34,8 @@ impl Choice {
     pub fn of(plan: &Plan) -> Self {
         Choice {
             precision: plan.precision,
-            zero: plan.zero,
-            pp: plan.pp,
+            zero: plan.parallelism.zero,
+            pp: plan.parallelism.pp,
             checkpointing: plan.checkpointing,
         }
     }
@@ -73,10 +73,17 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
 /// errors would send the plan back to stack=megatron).
 fn to_hf(plan: &Plan, a: &Architecture, c: Choice) -> Option<(&'static str, &'static str)> {
     let hf_runs_it = c.pp <= 1
-        && plan.cp <= 1
-        && plan.ep <= 1
+        && plan.parallelism.cp <= 1
+        && plan.parallelism.ep <= 1
         && plan.mtp == 0
-        && hf_tp_refusal(a, (plan.train, plan.stage), c.precision, c.zero, plan.tp).is_none();
+        && hf_tp_refusal(
+            a,
+            (plan.train, plan.stage),
+            c.precision,
+            c.zero,
+            plan.parallelism.tp,
+        )
+        .is_none();
     hf_runs_it.then_some(("stack", "hf"))
 }
 
@@ -299,7 +306,7 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
         (c.zero == 1, "zero=1", "zero", Some(("zero", "3"))),
         (c.zero == 2, "zero=2", "zero", Some(("zero", "3"))),
         (
-            plan.shard.is_some() && c.zero >= 2,
+            plan.parallelism.shard.is_some() && c.zero >= 2,
             "hybrid sharding",
             "shard",
             Some(("shard", "")),

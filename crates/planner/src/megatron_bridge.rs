@@ -34,15 +34,18 @@ pub fn settings(plan: &Plan, r: &Report) -> Value {
     let errors: Vec<String> = r.errors.iter().map(|e| e.code().to_string()).collect();
     // Megatron-Bridge's CommOverlapConfig sets the data- and expert-parallel
     // overlap flags itself when it is present: it is given the plan's.
-    let comm_overlap = if plan.tp_overlap {
+    let comm_overlap = if plan.parallelism.tp_overlap {
         Value::Obj(vec![
             ("tp_comm_overlap", true.into()),
-            ("overlap_grad_reduce", plan.overlap.into()),
+            ("overlap_grad_reduce", plan.parallelism.overlap.into()),
             (
                 "overlap_param_gather",
-                (plan.overlap && plan.zero >= 1).into(),
+                (plan.parallelism.overlap && plan.parallelism.zero >= 1).into(),
             ),
-            ("overlap_moe_expert_parallel_comm", plan.ep_overlap.into()),
+            (
+                "overlap_moe_expert_parallel_comm",
+                plan.parallelism.ep_overlap.into(),
+            ),
         ])
     } else {
         Value::Null
@@ -131,7 +134,7 @@ fn model(plan: &Plan, r: &Report) -> Members {
     // The planner models no dropout (Megatron's default is 0.1 for both).
     m.push(("hidden_dropout", Value::Num(0.0)));
     m.push(("attention_dropout", Value::Num(0.0)));
-    m.push(("tp_comm_overlap", Value::from(plan.tp_overlap)));
+    m.push(("tp_comm_overlap", Value::from(plan.parallelism.tp_overlap)));
     m.push((
         "cross_entropy_loss_fusion",
         Value::from(plan.loss == Loss::Fused),
@@ -270,7 +273,7 @@ fn layout(plan: &Plan, r: &Report) -> Members {
     let mut m = Vec::new();
     m.push(("tensor_model_parallel_size", Value::from(l.tp)));
     m.push(("pipeline_model_parallel_size", Value::from(l.pp)));
-    let vp = (plan.vp > 1 && l.pp > 1).then_some(plan.vp);
+    let vp = (plan.parallelism.vp > 1 && l.pp > 1).then_some(plan.parallelism.vp);
     m.push(("virtual_pipeline_model_parallel_size", Value::from(vp)));
     m.push(("context_parallel_size", Value::from(l.cp)));
     m.push(("expert_model_parallel_size", Value::from(l.ep)));
@@ -278,7 +281,10 @@ fn layout(plan: &Plan, r: &Report) -> Members {
         // EP takes the TP ranks too: the experts unsplit (Megatron-Core's default is ETP = TP).
         m.push(("expert_tensor_parallel_size", Value::from(1u64)));
     }
-    m.push(("sequence_parallel", Value::from(plan.sp && l.tp > 1)));
+    m.push((
+        "sequence_parallel",
+        Value::from(plan.parallelism.sp && l.tp > 1),
+    ));
     if l.pp > 1 {
         m.extend(stage_ends(l, vp.unwrap_or(1), plan.mtp));
     }
@@ -374,7 +380,11 @@ fn offload(plan: &Plan, r: &Report) -> Members {
 fn recompute(plan: &Plan, r: &Report) -> Members {
     // Megatron's block recomputation counts layers per model chunk: a
     // stage's layers over its virtual stages.
-    let vp = if r.layout.pp > 1 { plan.vp.max(1) } else { 1 };
+    let vp = if r.layout.pp > 1 {
+        plan.parallelism.vp.max(1)
+    } else {
+        1
+    };
     let per_chunk = r.architecture.layers.div_ceil(r.layout.pp.max(1) * vp);
     let mut m = Vec::new();
     let (granularity, method, layers): (Option<&str>, Option<&str>, Option<u64>) =
@@ -430,7 +440,7 @@ fn moe(plan: &Plan, a: &Architecture) -> Members {
     }
     m.push((
         "overlap_moe_expert_parallel_comm",
-        Value::from(plan.ep_overlap),
+        Value::from(plan.parallelism.ep_overlap),
     ));
     if plan.moe_graphs {
         m.push(("cuda_graph_impl", Value::from("transformer_engine")));
@@ -559,7 +569,10 @@ fn optimizer(plan: &Plan) -> Members {
         ("weight_decay", 0.1.into()),
         ("clip_grad", 1.0.into()),
         ("bf16", (plan.precision != Precision::Fp32).into()),
-        ("use_distributed_optimizer", (plan.zero >= 1).into()),
+        (
+            "use_distributed_optimizer",
+            (plan.parallelism.zero >= 1).into(),
+        ),
     ];
     if plan.bf16_moments {
         m.push(("use_precision_aware_optimizer", true.into()));
@@ -572,19 +585,22 @@ fn optimizer(plan: &Plan) -> Members {
 /// `DistributedDataParallelConfig`: the distributed optimizer (ZeRO 1),
 /// Megatron-FSDP (ZeRO 2 and 3), overlap, gradient dtype, FP8 gathers.
 fn ddp(plan: &Plan, r: &Report) -> Members {
-    let strategy = match plan.zero {
+    let strategy = match plan.parallelism.zero {
         2 => "optim_grads",
         3 => "optim_grads_params",
         _ => "no_shard",
     };
     let mut m = vec![
-        ("use_distributed_optimizer", (plan.zero >= 1).into()),
-        ("use_megatron_fsdp", (plan.zero >= 2).into()),
+        (
+            "use_distributed_optimizer",
+            (plan.parallelism.zero >= 1).into(),
+        ),
+        ("use_megatron_fsdp", (plan.parallelism.zero >= 2).into()),
         ("data_parallel_sharding_strategy", strategy.into()),
-        ("overlap_grad_reduce", plan.overlap.into()),
+        ("overlap_grad_reduce", plan.parallelism.overlap.into()),
         (
             "overlap_param_gather",
-            (plan.overlap && plan.zero >= 1).into(),
+            (plan.parallelism.overlap && plan.parallelism.zero >= 1).into(),
         ),
         ("grad_reduce_in_fp32", (!plan.grad_bf16).into()),
         ("fp8_param_gather", fp8_params(plan).into()),

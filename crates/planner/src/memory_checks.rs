@@ -10,7 +10,7 @@ use crate::coverage::{median, under_over, worst};
 use crate::envelope::Envelope;
 use crate::layout::{Layout, Stages};
 use crate::memory::{breakdown, CUDA_CONTEXT_BYTES};
-use crate::plan::{Attention, Checkpointing, Optimizer, Plan, Precision};
+use crate::plan::{Attention, Checkpointing, Optimizer, Parallelism, Plan, Precision};
 use serde::Deserialize;
 
 // ---- memory ----------------------------------------------------------------------
@@ -44,7 +44,6 @@ fn memory_row_plan(r: &crate::calibration::Row) -> Option<(Architecture, Plan)> 
     let plan = Plan {
         micro_batch: n("b")?,
         seq: n("s")?,
-        zero: 0,
         grad_accum: 1,
         precision: match r.get("precision") {
             "mixed" => Precision::Bf16,
@@ -67,6 +66,10 @@ fn memory_row_plan(r: &crate::calibration::Row) -> Option<(Architecture, Plan)> 
             Optimizer::AdamwForeach
         } else {
             Optimizer::Adamw
+        },
+        parallelism: Parallelism {
+            zero: 0,
+            ..Parallelism::default()
         },
         ..Plan::default()
     };
@@ -204,7 +207,7 @@ fn oracle_rows_of(jsonl: &str) -> Vec<OracleRow> {
             let arch = crate::architecture::from_hf_config(&config.to_string()).ok()?;
             let plan = oracle_plan(&r);
             // train.py's layout: tensor parallel inside, data parallel across (rows.py `tp`).
-            let tp = plan.tp.max(1);
+            let tp = plan.parallelism.tp.max(1);
             let layout = Layout {
                 gpus: r.world,
                 tp,
@@ -212,13 +215,13 @@ fn oracle_rows_of(jsonl: &str) -> Vec<OracleRow> {
                 cp: 1,
                 ep: 1,
                 dp: r.world / tp,
-                shard: plan.shard.unwrap_or(r.world / tp),
+                shard: plan.parallelism.shard.unwrap_or(r.world / tp),
                 stages: Stages::even(arch.layers, 1),
                 fp8_tn_only: true,
             };
             let m = breakdown(&arch, &arch.parameter_counts(), &plan, &layout);
             let predicted = m.allocated_peak_bytes as f64;
-            let sharding = match (plan.train, plan.zero, r.world) {
+            let sharding = match (plan.train, plan.parallelism.zero, r.world) {
                 _ if plan.stage == crate::plan::TrainingStage::Dpo => "dpo",
                 _ if plan.stage == crate::plan::TrainingStage::Grpo => "grpo",
                 _ if tp > 1 => "tp",

@@ -11,7 +11,7 @@ use crate::case::Case;
 use crate::fabric::{Fabric, Network};
 use crate::hardware;
 use crate::layout::{Layout, Stages};
-use crate::plan::{Attention, Checkpointing, Plan, Precision, Stack};
+use crate::plan::{Attention, Checkpointing, Parallelism, Plan, Precision, Stack};
 use crate::table::{read_csv, Row};
 
 /// The normalised runs, compiled in.
@@ -113,16 +113,19 @@ fn plan(r: &Row) -> Option<Plan> {
         grad_accum: int(r, "ga"),
         precision: precision(r.get("precision"))?,
         checkpointing: checkpointing(r.get("ckpt")),
-        zero: if fsdp > 1 { 3 } else { 1 },
-        shard: (replicate > 1).then_some(fsdp),
-        tp,
-        sp: tp > 1,
-        pp: int(r, "pp"),
-        vp: int(r, "vp"),
-        cp: int(r, "cp"),
-        ep: int(r, "ep"),
-        tp_overlap: r.get("async_tp") == "1",
         fp8_params: r.get("fp8_all_gather") == "1",
+        parallelism: Parallelism {
+            zero: if fsdp > 1 { 3 } else { 1 },
+            shard: (replicate > 1).then_some(fsdp),
+            tp,
+            sp: tp > 1,
+            pp: int(r, "pp"),
+            vp: int(r, "vp"),
+            cp: int(r, "cp"),
+            ep: int(r, "ep"),
+            tp_overlap: r.get("async_tp") == "1",
+            ..Parallelism::default()
+        },
         ..Plan::default()
     })
 }
@@ -130,22 +133,21 @@ fn plan(r: &Row) -> Option<Plan> {
 /// The run's GPUs and how they were split.
 fn layout(r: &Row, p: &Plan, layers: u64, gpu: &hardware::Gpu) -> Option<Layout> {
     let gpus = r.num("gpus")? as u64;
-    let dp = gpus / (p.tp * p.pp * p.cp).max(1);
+    let dp = gpus / (p.parallelism.tp * p.parallelism.pp * p.parallelism.cp).max(1);
     // As resolve splits them: Megatron's way, torchtitan's as evenly as they go.
     let stages = match p.stack {
-        Stack::Megatron => {
-            Stages::megatron(layers, p.pp, p.vp).unwrap_or(Stages::even(layers, p.pp))
-        }
-        _ => Stages::even(layers, p.pp),
+        Stack::Megatron => Stages::megatron(layers, p.parallelism.pp, p.parallelism.vp)
+            .unwrap_or(Stages::even(layers, p.parallelism.pp)),
+        _ => Stages::even(layers, p.parallelism.pp),
     };
     Some(Layout {
         gpus,
-        tp: p.tp,
-        pp: p.pp,
-        cp: p.cp,
-        ep: p.ep,
+        tp: p.parallelism.tp,
+        pp: p.parallelism.pp,
+        cp: p.parallelism.cp,
+        ep: p.parallelism.ep,
         dp,
-        shard: p.shard.unwrap_or(dp),
+        shard: p.parallelism.shard.unwrap_or(dp),
         stages,
         fp8_tn_only: gpu.fp8_tn_only,
     })

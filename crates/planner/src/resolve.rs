@@ -99,11 +99,11 @@ pub fn resolve_for(
     let fabric = Fabric::of(&gpu, &instance, plan.hardware.ultraserver);
     let layout = resolve_layout(plan, &arch, (&gpu, &instance, &fabric), &mut errors);
     check_precision(plan, &gpu, &mut errors);
-    if plan.vp > 1 && layout.pp == 1 {
+    if plan.parallelism.vp > 1 && layout.pp == 1 {
         errors.push(Message::new("vp", Text::VpWithoutPp, []).fix("vp", "1"));
     }
     check_bundled_parallelism(plan, &arch, &layout, &mut errors);
-    if plan.hf_qlora() && plan.zero > 0 && layout.gpus > 1 {
+    if plan.hf_qlora() && plan.parallelism.zero > 0 && layout.gpus > 1 {
         let m = Message::new("zero", Text::QloraSharded, []);
         errors.push(m.fix("zero", "0"));
     }
@@ -392,7 +392,7 @@ fn check_bundled_parallelism(
         arch,
         (plan.train, plan.stage),
         plan.precision,
-        plan.zero,
+        plan.parallelism.zero,
         layout.tp,
     ) {
         errors.push(refusal.message(layout.tp));
@@ -494,7 +494,7 @@ fn resolve_server(plan: &Plan, instance: &Instance, nodes: u64, errors: &mut Vec
 /// Tensor parallelism splits heads and kv heads, and should stay in one
 /// NVLink domain (`domain` GPUs: the instance, or a GB200 UltraServer's).
 fn resolve_tp(plan: &Plan, arch: &Architecture, domain: u64, errors: &mut Vec<Message>) -> u64 {
-    let mut tp = plan.tp.max(1);
+    let mut tp = plan.parallelism.tp.max(1);
     if !rules::tp_splits_heads(arch, tp) {
         let args: [(&'static str, Arg); 3] = [
             ("tp", Arg::from(&tp)),
@@ -515,15 +515,24 @@ fn resolve_tp(plan: &Plan, arch: &Architecture, domain: u64, errors: &mut Vec<Me
 /// loss counted as slots, or with explicit first/last-rank layer counts;
 /// as torchtitan splits them, as evenly as they go.
 fn resolve_pp(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) -> (u64, Stages) {
-    let (pp, vp, layers) = (plan.pp.max(1), plan.vp.max(1), arch.layers);
+    let (pp, vp, layers) = (
+        plan.parallelism.pp.max(1),
+        plan.parallelism.vp.max(1),
+        arch.layers,
+    );
     // torchtitan splits the layers over its stages as evenly as they go
     // (`generate_split_points`): any degree runs.
     if pp == 1 || layers == 0 || plan.stack == Stack::Torchtitan {
         return (pp, Stages::even(layers, pp));
     }
-    let explicit = plan.pp_first.is_some() || plan.pp_last.is_some();
+    let explicit = plan.parallelism.pp_first.is_some() || plan.parallelism.pp_last.is_some();
     let stages = if explicit {
-        Stages::explicit(layers, pp, plan.pp_first, plan.pp_last)
+        Stages::explicit(
+            layers,
+            pp,
+            plan.parallelism.pp_first,
+            plan.parallelism.pp_last,
+        )
     } else {
         Stages::megatron(layers, pp, vp)
     };
@@ -564,7 +573,7 @@ fn nearest_pipeline_degrees(layers: u64, pp: u64, vp: u64) -> String {
 
 /// Context parallelism splits the sequence evenly.
 fn resolve_cp(plan: &Plan, errors: &mut Vec<Message>) -> u64 {
-    let cp = plan.cp.max(1);
+    let cp = plan.parallelism.cp.max(1);
     if !rules::cp_splits_sequence(plan.seq, cp) {
         let args: [(&'static str, Arg); 2] =
             [("cp", Arg::from(&cp)), ("seq", Arg::from(&plan.seq))];
@@ -576,7 +585,7 @@ fn resolve_cp(plan: &Plan, errors: &mut Vec<Message>) -> u64 {
 
 /// Expert parallelism splits the experts of a mixture-of-experts model.
 fn resolve_ep(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) -> u64 {
-    let ep = plan.ep.max(1);
+    let ep = plan.parallelism.ep.max(1);
     match &arch.moe {
         Some(m) if !rules::ep_splits_experts(arch, ep) => {
             let args: [(&'static str, Arg); 2] =
@@ -594,7 +603,7 @@ fn resolve_ep(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) -> u6
 
 /// The hybrid shard group divides the data-parallel ranks (all of them by default).
 fn resolve_shard(plan: &Plan, dp: u64, errors: &mut Vec<Message>) -> u64 {
-    match plan.shard {
+    match plan.parallelism.shard {
         Some(s) if s > dp || !dp.is_multiple_of(s) => {
             let args: [(&'static str, Arg); 2] = [("shard", Arg::from(&s)), ("dp", Arg::from(&dp))];
             errors.push(Message::new("shard", Text::ShardDoesNotDivideDp, args));

@@ -269,7 +269,11 @@ impl Space {
             v
         };
         let (tps, pps, cps) = if locks.parallelism {
-            (vec![plan.tp], vec![plan.pp], vec![plan.cp])
+            (
+                vec![plan.parallelism.tp],
+                vec![plan.parallelism.pp],
+                vec![plan.parallelism.cp],
+            )
         } else if plan.bundled_hf() {
             // The bundled train.py runs TP (checked per block: `hf_tp_refusal`) and no PP or CP.
             (TP.to_vec(), vec![1], vec![1])
@@ -282,7 +286,7 @@ impl Space {
             (TP.to_vec(), PP.to_vec(), cps)
         };
         let eps = match &arch.moe {
-            _ if locks.parallelism => vec![plan.ep.max(1)],
+            _ if locks.parallelism => vec![plan.parallelism.ep.max(1)],
             _ if plan.bundled_hf() => vec![1],
             Some(_) => EP
                 .into_iter()
@@ -291,7 +295,7 @@ impl Space {
             None => vec![1],
         };
         let zeros = if locks.parallelism {
-            vec![(plan.zero, plan.shard.is_some())]
+            vec![(plan.parallelism.zero, plan.parallelism.shard.is_some())]
         } else if plan.hf_qlora() {
             vec![(0, false)]
         } else {
@@ -450,7 +454,7 @@ impl Search {
         let arch_adapters = plan.lora_params(&arch);
         let global_sequences = user.global_batch_sequences.max(1);
         let mut work = plan.clone();
-        work.shard = None;
+        work.parallelism.shard = None;
         let space = Space::around(plan, &arch);
         Search {
             base: plan.clone(),
@@ -528,10 +532,16 @@ impl Search {
         }
         w.hardware.nodes = nodes;
         w.precision = precision;
-        (w.tp, w.pp, w.cp, w.sp, w.vp, w.ep) =
-            (layout.tp, layout.pp, layout.cp, layout.tp > 1, 1, layout.ep);
-        w.zero = zero;
-        w.shard = hybrid.then_some(layout.shard);
+        (
+            w.parallelism.tp,
+            w.parallelism.pp,
+            w.parallelism.cp,
+            w.parallelism.sp,
+            w.parallelism.vp,
+            w.parallelism.ep,
+        ) = (layout.tp, layout.pp, layout.cp, layout.tp > 1, 1, layout.ep);
+        w.parallelism.zero = zero;
+        w.parallelism.shard = hybrid.then_some(layout.shard);
         w.rollout.gen_gpus = self.space.servers[o[8]]
             .gpus(instance.gpu_count, nodes)
             .unwrap_or(0);
@@ -785,16 +795,17 @@ impl Search {
         p.hardware.instance = s.instances[i[0]].instance.instance_type.clone();
         p.hardware.nodes = s.nodes[i[1]];
         p.precision = s.precisions[i[2]];
-        p.tp = s.tps[i[3]];
-        p.pp = s.pps[i[4]];
-        p.cp = s.cps[i[5]];
-        p.sp = p.tp > 1;
-        p.vp = 1;
-        p.ep = s.eps[i[6]];
+        p.parallelism.tp = s.tps[i[3]];
+        p.parallelism.pp = s.pps[i[4]];
+        p.parallelism.cp = s.cps[i[5]];
+        p.parallelism.sp = p.parallelism.tp > 1;
+        p.parallelism.vp = 1;
+        p.parallelism.ep = s.eps[i[6]];
         let (zero, hybrid) = s.zeros[i[7]];
-        p.zero = zero;
+        p.parallelism.zero = zero;
         let gpn = s.instances[i[0]].instance.gpu_count;
-        p.shard = hybrid.then(|| (gpn / (p.tp * p.cp).min(gpn)).max(1));
+        p.parallelism.shard =
+            hybrid.then(|| (gpn / (p.parallelism.tp * p.parallelism.cp).min(gpn)).max(1));
         p.rollout.gen_gpus = s.servers[i[8]].gpus(gpn, p.hardware.nodes).unwrap_or(0);
         p.checkpointing = s.ckpts[i[9]];
         p.loss = s.losses[i[10]];
@@ -856,11 +867,11 @@ impl Search {
             gpu: info.gpu.id.clone(),
             nodes: p.hardware.nodes,
             gpus: p.hardware.nodes * info.instance.gpu_count,
-            tp: p.tp,
-            pp: p.pp,
-            cp: p.cp,
-            ep: p.ep,
-            zero: p.zero,
+            tp: p.parallelism.tp,
+            pp: p.parallelism.pp,
+            cp: p.parallelism.cp,
+            ep: p.parallelism.ep,
+            zero: p.parallelism.zero,
             micro_batch: p.micro_batch,
             grad_accum: p.grad_accum,
             precision: p.precision.key(),
@@ -933,21 +944,27 @@ fn plan_summary(p: &Plan, instance: &str) -> Phrase {
         }
     };
     let ckpt = Phrase::new(Text::CandidateCkpt).with("mode", p.checkpointing.key());
-    let hybrid = Phrase::new(Text::CandidateHybrid).with("group", p.shard.unwrap_or(0));
+    let hybrid = Phrase::new(Text::CandidateHybrid).with("group", p.parallelism.shard.unwrap_or(0));
     let parallel = Phrase::new(Text::CandidateParallel)
-        .with("tp", p.tp)
-        .with("pp", p.pp)
-        .with("cp", p.cp)
-        .with("ep", p.ep);
+        .with("tp", p.parallelism.tp)
+        .with("pp", p.parallelism.pp)
+        .with("cp", p.parallelism.cp)
+        .with("ep", p.parallelism.ep);
     let server = Phrase::new(Text::CandidateServer).with("gpus", p.rollout.gen_gpus);
     Phrase::new(Text::CandidatePlan)
         .with("nodes", p.hardware.nodes)
         .with("instance", instance)
         .with("precision", p.precision.key().to_ascii_uppercase())
         .with("ckpt", part(p.checkpointing != Checkpointing::None, ckpt))
-        .with("zero", Arg::Count(u64::from(p.zero)))
-        .with("hybrid", part(p.shard.is_some(), hybrid))
-        .with("parallel", part(p.tp * p.pp * p.cp * p.ep > 1, parallel))
+        .with("zero", Arg::Count(u64::from(p.parallelism.zero)))
+        .with("hybrid", part(p.parallelism.shard.is_some(), hybrid))
+        .with(
+            "parallel",
+            part(
+                p.parallelism.tp * p.parallelism.pp * p.parallelism.cp * p.parallelism.ep > 1,
+                parallel,
+            ),
+        )
         .with("mb", p.micro_batch)
         .with("server", part(p.rollout.gen_gpus > 0, server))
 }

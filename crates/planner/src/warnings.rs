@@ -108,7 +108,7 @@ fn over_budget_fix(c: &Context, term: Term) -> (Option<(&'static str, String)>, 
     {
         let mb = c.figures.max_micro_batch.max(1);
         (Some(("mb", mb.to_string())), Text::FixLowerMicroBatch)
-    } else if plan.zero < 3 && c.figures.layout.dp > 1 {
+    } else if plan.parallelism.zero < 3 && c.figures.layout.dp > 1 {
         (Some(("zero", "3".into())), Text::FixShardStates)
     } else {
         (None, Text::FixMoreHardware)

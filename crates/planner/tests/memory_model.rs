@@ -4,7 +4,7 @@ use planner::architecture::{preset, Architecture, Mlp};
 use planner::evaluate;
 use planner::layout::{Layout, Stages};
 use planner::memory::{breakdown, Term};
-use planner::plan::{Checkpointing, Plan, Precision, Stack};
+use planner::plan::{Checkpointing, Parallelism, Plan, Precision, Stack};
 use planner::resolve::resolve;
 
 /// A layout of `gpus` for a model of `layers`, split evenly over `pp` stages.
@@ -38,7 +38,10 @@ fn megatron_profile_matches_korthikanti_without_dropout() {
         precision: Precision::Bf16,
         seq: s,
         micro_batch: b,
-        zero: 0,
+        parallelism: Parallelism {
+            zero: 0,
+            ..Parallelism::default()
+        },
         ..Plan::default()
     };
     let m = breakdown(
@@ -73,9 +76,12 @@ fn selective_recomputation_drops_the_attention_scores() {
         checkpointing: ckpt,
         seq: s,
         micro_batch: b,
-        zero: 0,
-        tp: t,
-        sp: true,
+        parallelism: Parallelism {
+            zero: 0,
+            tp: t,
+            sp: true,
+            ..Parallelism::default()
+        },
         ..Plan::default()
     };
     let m = |ckpt| {
@@ -107,13 +113,19 @@ fn tensor_and_sequence_parallel_divide_activations() {
     let base = Plan {
         model: "llama-3.1-70b".into(),
         stack: Stack::Megatron,
-        zero: 0,
+        parallelism: Parallelism {
+            zero: 0,
+            ..Parallelism::default()
+        },
         ..Plan::default()
     };
     let act = |tp: u64, sp: bool| {
         let p = Plan {
-            tp,
-            sp,
+            parallelism: Parallelism {
+                tp,
+                sp,
+                ..base.parallelism.clone()
+            },
             ..base.clone()
         };
         breakdown(&arch, &c, &p, &layout(8, tp, 1, 8 / tp, arch.layers)).saved_activation_bytes
@@ -140,15 +152,21 @@ fn pipeline_first_stage_holds_p_microbatches() {
     let c = arch.parameter_counts();
     let plan = Plan {
         stack: Stack::Megatron,
-        zero: 0,
         grad_accum: 16,
         loss: planner::plan::Loss::Fused,
+        parallelism: Parallelism {
+            zero: 0,
+            ..Parallelism::default()
+        },
         ..Plan::default()
     };
     let layer_act = |pp: u64, vp: u64| {
         let p = Plan {
-            pp,
-            vp,
+            parallelism: Parallelism {
+                pp,
+                vp,
+                ..plan.parallelism.clone()
+            },
             ..plan.clone()
         };
         let m = breakdown(&arch, &c, &p, &layout(8, 1, pp, 8 / pp, arch.layers));
@@ -172,7 +190,10 @@ fn pipeline_first_stage_holds_p_microbatches() {
 fn megatron_distributed_optimizer_states() {
     let p = Plan {
         stack: Stack::Megatron,
-        zero: 1,
+        parallelism: Parallelism {
+            zero: 1,
+            ..Parallelism::default()
+        },
         ..Plan::default()
     };
     let r = evaluate(&p);
@@ -231,7 +252,10 @@ fn logits_term_at_128k_vocab() {
     let plan = Plan {
         seq: 4096,
         micro_batch: 8,
-        zero: 0,
+        parallelism: Parallelism {
+            zero: 0,
+            ..Parallelism::default()
+        },
         ..Plan::default()
     };
     let (r, _) = resolve(&plan);

@@ -280,7 +280,7 @@ proptest! {
     fn more_sharding_never_raises_model_states(plan in any_plan(), stage in 0u8..3) {
         let (r, _) = resolve(&plan);
         let states = |zero: u8, shard: u64| {
-            let p = with(&plan, |p| p.zero = zero);
+            let p = with(&plan, |p| p.parallelism.zero = zero);
             let layout = Layout { shard, ..r.layout };
             breakdown(&r.arch, &r.counts, &p, &layout).model_state_bytes
         };

@@ -391,7 +391,7 @@ fn each_rows_parsed_settings_match_its_notes() {
         };
         let notes = r.get("notes");
         if let Some(vp) = stated(notes, "VP") {
-            assert_eq!(c.plan.vp, vp as u64, "{}: VP", c.id);
+            assert_eq!(c.plan.parallelism.vp, vp as u64, "{}: VP", c.id);
             checked += 1;
         }
         if let Some(ga) = stated(notes, "GA") {

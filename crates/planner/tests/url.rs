@@ -153,7 +153,11 @@ fn emptied_optional_fields_mean_none() {
     let d = Plan::from_query("shard=4&shard=&pp_first=7&pp_first=&price=30&price=");
     assert!(d.notices.is_empty(), "{:?}", d.notices);
     assert_eq!(
-        (d.plan.shard, d.plan.pp_first, d.plan.hardware.price),
+        (
+            d.plan.parallelism.shard,
+            d.plan.parallelism.pp_first,
+            d.plan.hardware.price
+        ),
         (None, None, None)
     );
     assert_eq!(Plan::from_query("mb=").notices.len(), 1);

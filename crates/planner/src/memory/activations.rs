@@ -37,7 +37,7 @@ pub(super) fn in_flight_micro_batches(s: &StageShape) -> f64 {
         Stage::Only => return 1.0,
     };
     let m = s.plan.grad_accum.max(1);
-    let vp = s.plan.vp.max(1);
+    let vp = s.plan.parallelism.vp.max(1);
     if vp == 1 {
         return (p - rank).min(m) as f64;
     }

@@ -115,7 +115,7 @@ pub(super) fn head_gradient(s: &StageShape) -> f64 {
 /// when it is built and keeps them, and train.py's `gradient_as_bucket_view`
 /// makes the gradients views into them (PyTorch DDP docs).
 pub(super) fn persistent_gradient_buffer(s: &StageShape) -> f64 {
-    let ddp = s.plan.stack != Stack::Megatron && s.plan.zero < 2 && s.layout.dp > 1;
+    let ddp = s.plan.stack != Stack::Megatron && s.plan.parallelism.zero < 2 && s.layout.dp > 1;
     if s.plan.stack == Stack::Megatron || ddp {
         gradients(s)
     } else {
@@ -140,7 +140,7 @@ pub(super) fn foreach_temporaries(s: &StageShape, weights: f64) -> f64 {
     if s.plan.optimizer != Optimizer::AdamwForeach || s.peft {
         return 0.0;
     }
-    let g = if s.plan.zero >= 3 || s.fsdp2 {
+    let g = if s.plan.parallelism.zero >= 3 || s.fsdp2 {
         s.g
     } else {
         1.0

@@ -28,7 +28,9 @@ pub(super) fn profile(plan: &Plan) -> Profile {
         // FSDP (ZeRO-2/3) gathers BF16 copies of its fp32 shards; DDP and
         // ZeRO-1 (DDP + a sharded optimizer) keep fp32 weights under autocast:
         // what the bundle's train.py does (`compute_path` there).
-        (Stack::Hf | Stack::Torchtitan, _) if plan.zero >= 2 && plan.train == Training::Full => {
+        (Stack::Hf | Stack::Torchtitan, _)
+            if plan.parallelism.zero >= 2 && plan.train == Training::Full =>
+        {
             Profile::HfBf16
         }
         // LoRA/QLoRA: the frozen base computes in BF16, so the residual stream

@@ -35,7 +35,7 @@ pub(super) enum Stage {
 pub(crate) fn runs_fsdp2(plan: &Plan, layout: &Layout) -> bool {
     let data_parallel = layout.dp > 1 && layout.dp == layout.gpus;
     let hf_tp = plan.stack == Stack::Hf && layout.tp > 1 && layout.dp * layout.tp == layout.gpus;
-    plan.stack != Stack::Megatron && plan.zero >= 2 && (data_parallel || hf_tp)
+    plan.stack != Stack::Megatron && plan.parallelism.zero >= 2 && (data_parallel || hf_tp)
 }
 
 /// What every memory term of one pipeline stage reads: the plan, and the
@@ -169,7 +169,11 @@ impl<'a> StageShape<'a> {
             fsdp2: runs_fsdp2(plan, layout),
             tokens: plan.rows_per_micro_batch() as f64 * plan.seq as f64 / layout.cp as f64,
             logit_tokens: plan.logit_tokens() as f64 / layout.cp as f64,
-            sp_div: if plan.sp || layout.tp == 1 { t } else { 1.0 },
+            sp_div: if plan.parallelism.sp || layout.tp == 1 {
+                t
+            } else {
+                1.0
+            },
             layer: layer_activations(arch, plan, &widths),
             widths,
         }
@@ -183,7 +187,7 @@ impl<'a> StageShape<'a> {
     /// `expert_data_parallel_group`). With EP as large as DP x CP nothing
     /// shards the experts' states.
     pub(super) fn shard(&self, x: f64, stage: u8) -> f64 {
-        if self.plan.zero < stage {
+        if self.plan.parallelism.zero < stage {
             return x;
         }
         let experts = x * self.expert_share;
@@ -192,7 +196,7 @@ impl<'a> StageShape<'a> {
 
     /// `x` of the embedding or head, divided over the whole shard group.
     pub(super) fn shard_dense(&self, x: f64, stage: u8) -> f64 {
-        if self.plan.zero >= stage {
+        if self.plan.parallelism.zero >= stage {
             x / self.g
         } else {
             x

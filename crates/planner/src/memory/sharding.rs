@@ -73,7 +73,7 @@ pub(super) fn fsdp2_units(s: &StageShape) -> Fsdp2Units {
     };
     // the previous layer's reduce-scatter input and sharded output
     let scattered = rd * trainable_layer * (1.0 + 1.0 / s.g);
-    let (forward, loss, layer_backward, scatter) = if s.plan.zero >= 3 {
+    let (forward, loss, layer_backward, scatter) = if s.plan.parallelism.zero >= 3 {
         // The root, plus the last layer prefetched for backward; while a layer
         // runs, the next one is gathered too.
         let root_and_one = cd * (root + layer);

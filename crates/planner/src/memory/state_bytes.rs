@@ -28,7 +28,7 @@ pub(super) fn state_bytes(plan: &Plan, layout: &Layout) -> StateBytes {
         _ if megatron => (2.0, 4.0, 4.0),
         // HF ZeRO-1 (DeepSpeed bf16): bf16 params, fp32 gradient accumulation,
         // fp32 master weights partitioned with the optimizer states.
-        _ if plan.zero == 1 => (2.0, 4.0, 4.0),
+        _ if plan.parallelism.zero == 1 => (2.0, 4.0, 4.0),
         // HF Trainer bf16=True: fp32 params and grads (DDP: autocast casts on
         // the fly; FSDP: sharded fp32 params, bf16 compute copies).
         _ => (4.0, 4.0, 0.0),

@@ -103,7 +103,8 @@ pub(super) fn adapters(s: &StageShape) -> f64 {
 /// the others): 4 B per stage parameter.
 fn pipelined_fsdp_stage(s: &StageShape) -> Option<f64> {
     let pipelined = s.plan.stack == Stack::Torchtitan && s.layout.pp > 1;
-    (pipelined && s.plan.zero >= 3 && s.g > 1.0).then_some(4.0 * s.layers * s.layer_params)
+    (pipelined && s.plan.parallelism.zero >= 3 && s.g > 1.0)
+        .then_some(4.0 * s.layers * s.layer_params)
 }
 
 /// FSDP/ZeRO-3: one decoder layer gathered for compute and one prefetched,
@@ -114,7 +115,7 @@ pub(super) fn unsharded_unit(s: &StageShape) -> f64 {
     if let Some(stage) = pipelined_fsdp_stage(s) {
         return stage;
     }
-    if s.plan.zero < 3 || s.g <= 1.0 || s.fsdp2 {
+    if s.plan.parallelism.zero < 3 || s.g <= 1.0 || s.fsdp2 {
         return 0.0;
     }
     let gathered_bytes = match (s.plan.train, s.plan.precision) {

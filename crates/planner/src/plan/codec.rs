@@ -372,9 +372,9 @@ impl Plan {
     fn clear(&mut self, key: &str) {
         match key {
             "lora_alpha" => self.lora_alpha = None,
-            "shard" => self.shard = None,
-            "pp_first" => self.pp_first = None,
-            "pp_last" => self.pp_last = None,
+            "shard" => self.parallelism.shard = None,
+            "pp_first" => self.parallelism.pp_first = None,
+            "pp_last" => self.parallelism.pp_last = None,
             "offload_layers" => self.offload_layers = None,
             "price" => self.hardware.price = None,
             "budget" => self.auto.budget_usd = None,
@@ -467,16 +467,16 @@ impl Plan {
     /// Sharding and the parallel degrees.
     fn set_parallelism(&mut self, f: &Field) -> Taken {
         match f.key {
-            "zero" => self.zero = f.int(0, 3)? as u8,
-            "shard" => self.shard = Some(f.int(1, 65_536)?),
-            "tp" => self.tp = f.int(1, 1024)?,
-            "sp" => self.sp = f.flag()?,
-            "pp" => self.pp = f.int(1, 1024)?,
-            "vp" => self.vp = f.int(1, 64)?,
-            "pp_first" => self.pp_first = Some(f.int(0, 1024)?),
-            "pp_last" => self.pp_last = Some(f.int(0, 1024)?),
-            "cp" => self.cp = f.int(1, 1024)?,
-            "ep" => self.ep = f.int(1, 1024)?,
+            "zero" => self.parallelism.zero = f.int(0, 3)? as u8,
+            "shard" => self.parallelism.shard = Some(f.int(1, 65_536)?),
+            "tp" => self.parallelism.tp = f.int(1, 1024)?,
+            "sp" => self.parallelism.sp = f.flag()?,
+            "pp" => self.parallelism.pp = f.int(1, 1024)?,
+            "vp" => self.parallelism.vp = f.int(1, 64)?,
+            "pp_first" => self.parallelism.pp_first = Some(f.int(0, 1024)?),
+            "pp_last" => self.parallelism.pp_last = Some(f.int(0, 1024)?),
+            "cp" => self.parallelism.cp = f.int(1, 1024)?,
+            "ep" => self.parallelism.ep = f.int(1, 1024)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -498,9 +498,9 @@ impl Plan {
                 self.hardware.instance = f.text(known, Text::UnknownInstance)?;
             }
             "nodes" => self.hardware.nodes = f.int(1, 4096)?,
-            "overlap" => self.overlap = f.flag()?,
-            "tp_overlap" => self.tp_overlap = f.flag()?,
-            "ep_overlap" => self.ep_overlap = f.flag()?,
+            "overlap" => self.parallelism.overlap = f.flag()?,
+            "tp_overlap" => self.parallelism.tp_overlap = f.flag()?,
+            "ep_overlap" => self.parallelism.ep_overlap = f.flag()?,
             "moe_flex" => self.moe_flex = f.flag()?,
             "moe_graphs" => self.moe_graphs = f.flag()?,
             "moe_imbalance" => self.moe_imbalance = f.num(1.0, 16.0)?,
@@ -659,26 +659,26 @@ impl Plan {
 
     /// Sharding and the parallel degrees.
     fn parallelism_pairs(&self, out: &mut Pairs) {
-        out.push(("zero", self.zero.to_string()));
-        if let Some(s) = self.shard {
+        out.push(("zero", self.parallelism.zero.to_string()));
+        if let Some(s) = self.parallelism.shard {
             out.push(("shard", s.to_string()));
         }
         for (k, v) in [
-            ("tp", self.tp),
-            ("pp", self.pp),
-            ("vp", self.vp),
-            ("cp", self.cp),
-            ("ep", self.ep),
+            ("tp", self.parallelism.tp),
+            ("pp", self.parallelism.pp),
+            ("vp", self.parallelism.vp),
+            ("cp", self.parallelism.cp),
+            ("ep", self.parallelism.ep),
         ] {
             out.push((k, v.to_string()));
         }
-        if let Some(n) = self.pp_first {
+        if let Some(n) = self.parallelism.pp_first {
             out.push(("pp_first", n.to_string()));
         }
-        if let Some(n) = self.pp_last {
+        if let Some(n) = self.parallelism.pp_last {
             out.push(("pp_last", n.to_string()));
         }
-        out.push(("sp", flag(self.sp).into()));
+        out.push(("sp", flag(self.parallelism.sp).into()));
     }
 
     /// The instance (or custom GPU), nodes, network and price.
@@ -695,13 +695,13 @@ impl Plan {
             out.push(("gpu_net", fmt_num(g.network_gbps)));
         }
         out.push(("nodes", self.hardware.nodes.to_string()));
-        if !self.overlap {
+        if !self.parallelism.overlap {
             out.push(("overlap", "0".into()));
         }
-        if self.tp_overlap {
+        if self.parallelism.tp_overlap {
             out.push(("tp_overlap", "1".into()));
         }
-        if self.ep_overlap {
+        if self.parallelism.ep_overlap {
             out.push(("ep_overlap", "1".into()));
         }
         if self.moe_flex {

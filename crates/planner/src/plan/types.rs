@@ -586,35 +586,12 @@ pub struct Plan {
     /// fused elementwise kernels. Other stacks do not read it (Megatron's
     /// kernels are fused already; the bundle's train.py does not compile).
     pub compile: bool,
-    /// ZeRO stage 0..3 (0 = DDP, 3 = FSDP full shard).
-    pub zero: u8,
-    /// Hybrid shard group size (None = the whole data-parallel group).
-    pub shard: Option<u64>,
-    pub tp: u64,
-    pub sp: bool,
-    pub pp: u64,
-    pub vp: u64,
-    /// Decoder layers on the first / last pipeline rank, where set
-    /// (Megatron's `--decoder-first/last-pipeline-num-layers`).
-    pub pp_first: Option<u64>,
-    pub pp_last: Option<u64>,
-    pub cp: u64,
-    pub ep: u64,
+    /// How the job is split across GPUs.
+    #[serde(flatten)]
+    pub parallelism: Parallelism,
     /// Where the job runs and what an hour of it costs.
     #[serde(flatten)]
     pub hardware: Hardware,
-    /// Data-parallel communication overlapped with compute (Megatron's
-    /// overlap_grad_reduce / overlap_param_gather, FSDP prefetch): NVIDIA's
-    /// published recipes do; many users' runs do not.
-    pub overlap: bool,
-    /// Tensor-parallel collectives overlapped with the GEMMs (Megatron's
-    /// `--tp-comm-overlap`, TransformerEngine userbuffers). Off by default, as
-    /// in Megatron-LM: the collectives are then exposed.
-    pub tp_overlap: bool,
-    /// Expert-parallel all-to-alls overlapped with another micro-batch's
-    /// compute (Megatron's `--overlap-moe-expert-parallel-comm`). Off by
-    /// default, as in Megatron-LM.
-    pub ep_overlap: bool,
     /// Tokens reach the experts through a fused dispatcher (Megatron's
     /// `--moe-token-dispatcher-type flex` with DeepEP or HybridEP) rather
     /// than the default all-to-all dispatcher's separate permute,
@@ -645,6 +622,57 @@ pub struct Plan {
     /// What the auto-plan may change and the limits it keeps to.
     #[serde(flatten)]
     pub auto: AutoPlanLimits,
+}
+
+/// How the job is split across GPUs: ZeRO/FSDP sharding, tensor, sequence, pipeline, context and expert parallelism, and what overlaps with compute.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Parallelism {
+    /// ZeRO stage 0..3 (0 = DDP, 3 = FSDP full shard).
+    pub zero: u8,
+    /// Hybrid shard group size (None = the whole data-parallel group).
+    pub shard: Option<u64>,
+    pub tp: u64,
+    pub sp: bool,
+    pub pp: u64,
+    pub vp: u64,
+    /// Decoder layers on the first / last pipeline rank, where set
+    /// (Megatron's `--decoder-first/last-pipeline-num-layers`).
+    pub pp_first: Option<u64>,
+    pub pp_last: Option<u64>,
+    pub cp: u64,
+    pub ep: u64,
+    /// Data-parallel communication overlapped with compute (Megatron's
+    /// overlap_grad_reduce / overlap_param_gather, FSDP prefetch): NVIDIA's
+    /// published recipes do; many users' runs do not.
+    pub overlap: bool,
+    /// Tensor-parallel collectives overlapped with the GEMMs (Megatron's
+    /// `--tp-comm-overlap`, TransformerEngine userbuffers). Off by default, as
+    /// in Megatron-LM: the collectives are then exposed.
+    pub tp_overlap: bool,
+    /// Expert-parallel all-to-alls overlapped with another micro-batch's
+    /// compute (Megatron's `--overlap-moe-expert-parallel-comm`). Off by
+    /// default, as in Megatron-LM.
+    pub ep_overlap: bool,
+}
+
+impl Default for Parallelism {
+    fn default() -> Self {
+        Parallelism {
+            zero: 3,
+            shard: None,
+            tp: 1,
+            sp: false,
+            pp: 1,
+            vp: 1,
+            pp_first: None,
+            pp_last: None,
+            cp: 1,
+            ep: 1,
+            overlap: true,
+            tp_overlap: false,
+            ep_overlap: false,
+        }
+    }
 }
 
 /// Where the job runs: the SageMaker instance type (or a custom GPU), how
@@ -806,20 +834,8 @@ impl Default for Plan {
             loss: Loss::Plain,
             stack: Stack::Hf,
             compile: true,
-            zero: 3,
-            shard: None,
-            tp: 1,
-            sp: false,
-            pp: 1,
-            vp: 1,
-            pp_first: None,
-            pp_last: None,
-            cp: 1,
-            ep: 1,
+            parallelism: Parallelism::default(),
             hardware: Hardware::default(),
-            overlap: true,
-            tp_overlap: false,
-            ep_overlap: false,
             moe_flex: false,
             moe_graphs: false,
             moe_imbalance: 1.0,

@@ -42,7 +42,7 @@ pub(super) fn tensor_parallel(s: &StepShape, gemm_per_layer: f64) -> f64 {
     let link = s.fabric.link(s.layout.tp, 1);
     let one = |c: Collective| link.seconds(c, s.t, activation_bytes(s));
     let r = s.recomputed();
-    let (exposed, async_backward) = if s.plan.sp {
+    let (exposed, async_backward) = if s.plan.parallelism.sp {
         let (ag, rs) = (one(Collective::AllGather), one(Collective::ReduceScatter));
         (
             (4.0 + 2.0 * r) * ag + (2.0 + 2.0 * r) * rs,
@@ -54,7 +54,7 @@ pub(super) fn tensor_parallel(s: &StepShape, gemm_per_layer: f64) -> f64 {
     };
     let all = exposed + async_backward;
     let per_layer = match s.plan.stack {
-        Stack::Megatron | Stack::Torchtitan if s.plan.tp_overlap => {
+        Stack::Megatron | Stack::Torchtitan if s.plan.parallelism.tp_overlap => {
             (all / s.t).max(all - gemm_per_layer)
         }
         // The backward GEMMs are two thirds of the layer's.
@@ -139,7 +139,7 @@ fn expert_parallel(s: &StepShape) -> f64 {
 /// what exceeds the micro-batch's compute.
 pub(super) fn expert_parallel_exposed(s: &StepShape, compute: f64) -> f64 {
     let comm = expert_parallel(s);
-    if s.plan.ep_overlap && s.plan.stack == Stack::Megatron {
+    if s.plan.parallelism.ep_overlap && s.plan.stack == Stack::Megatron {
         (comm - compute).max(0.0)
     } else {
         comm
@@ -216,7 +216,7 @@ fn parameter_bytes(plan: &Plan) -> f64 {
 
 /// Bytes per gradient element the data-parallel reduction moves.
 fn gradient_bytes(plan: &Plan) -> f64 {
-    match (plan.stack, plan.precision, plan.zero) {
+    match (plan.stack, plan.precision, plan.parallelism.zero) {
         (_, Precision::Fp32, _) => 4.0,
         (Stack::Hf, Precision::Bf16Pure, _) => 2.0,
         (Stack::Hf, _, 0) => 4.0,
@@ -255,7 +255,7 @@ fn group_traffic(s: &StepShape, g: &ReduceGroup) -> f64 {
     let param = parameter_bytes(s.plan);
     let gathers = s.m * 2.0 * g.params * param;
     let grads = trainable * gradient_bytes(s.plan);
-    match s.plan.zero {
+    match s.plan.parallelism.zero {
         0 => run(Collective::AllReduce, n, stride, grads),
         1 | 2 => {
             run(Collective::ReduceScatter, n, stride, grads)
@@ -290,7 +290,7 @@ fn group_traffic(s: &StepShape, g: &ReduceGroup) -> f64 {
 /// pipelines (Llama 3.1 405B, GPT-3 175B) run as if all of the step hid
 /// the traffic.
 pub(super) fn dp_window(s: &StepShape, per_micro_batch: f64) -> f64 {
-    if s.plan.zero >= 3 || s.layout.pp > 1 {
+    if s.plan.parallelism.zero >= 3 || s.layout.pp > 1 {
         s.m * per_micro_batch
     } else {
         per_micro_batch
@@ -300,7 +300,7 @@ pub(super) fn dp_window(s: &StepShape, per_micro_batch: f64) -> f64 {
 /// The part of the data-parallel traffic that compute does not hide.
 pub(super) fn data_parallel_exposed(s: &StepShape, compute: f64) -> f64 {
     let comm = data_parallel(s);
-    if !s.plan.overlap {
+    if !s.plan.parallelism.overlap {
         return comm;
     }
     (comm * (1.0 - s.eff.overlap)).max(comm - compute * DP_HIDDEN_AT_MOST)

@@ -180,7 +180,7 @@ fn elementwise_forward(s: &StepShape) -> f64 {
         Stack::Torchtitan if s.plan.compile => (1.0, 8.0),
         Stack::Hf | Stack::Torchtitan => (2.5, 30.0),
     };
-    let sp_div = if s.plan.sp { s.t } else { 1.0 };
+    let sp_div = if s.plan.parallelism.sp { s.t } else { 1.0 };
     factor * s.tokens * (20.0 * s.h / sp_div + (4.0 * (s.q + s.kv) + 6.0 * f_eff) / s.t) / s.bw
         + s.tokens * permute_bytes_per_token(s) / s.bw
         + kernels * s.eff.kernel_overhead

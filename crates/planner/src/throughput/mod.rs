@@ -116,7 +116,7 @@ fn pipeline_bubble(s: &StepShape, per_micro_batch: f64) -> f64 {
     if s.layout.pp <= 1 {
         return 0.0;
     }
-    let vp = s.plan.vp.max(1) as f64;
+    let vp = s.plan.parallelism.vp.max(1) as f64;
     (s.p - 1.0) / (s.m * vp) * s.m * per_micro_batch
 }
 
@@ -131,14 +131,14 @@ fn pipeline_p2p(s: &StepShape) -> f64 {
     let link = s.fabric.link(2, l.tp * l.cp * l.dp);
     let send =
         activation_bytes(s) / s.t / link.bus_bandwidth(Collective::AllGather) + link.hop_latency[0];
-    let chunks = s.plan.vp.max(1) as f64;
+    let chunks = s.plan.parallelism.vp.max(1) as f64;
     s.m * 2.0 * chunks * send * (1.0 - overlap(s))
 }
 
 /// The hidden share of overlappable traffic: the calibrated one, or none
 /// when the user says the run does not overlap (`overlap=0`).
 fn overlap(s: &StepShape) -> f64 {
-    if s.plan.overlap {
+    if s.plan.parallelism.overlap {
         s.eff.overlap
     } else {
         0.0
@@ -151,7 +151,7 @@ fn optimizer_step(s: &StepShape) -> f64 {
     // The distributed optimizer's shard spans the reduce group's ZeRO shard
     // (memory/states.rs).
     let shard = |g: &ReduceGroup| {
-        if s.plan.zero >= 1 {
+        if s.plan.parallelism.zero >= 1 {
             g.shard as f64
         } else {
             1.0
