@@ -18,7 +18,7 @@ pub fn SequenceChart(ctx: Ctx) -> impl IntoView {
         ctx.report
             .with(|r| (r.memory.usable_bytes, r.memory.budget_bytes))
     });
-    let cur = Memo::new(move |_| ctx.plan.with(|p| p.seq).clamp(1024, 131072));
+    let cur = Memo::new(move |_| ctx.plan.with(|p| p.data.seq).clamp(1024, 131072));
     let (w, h, left, right, top, bottom) = (640.0, 280.0, 56.0, 16.0, 16.0, 44.0);
     let x = move |s: u64| left + ((s as f64).log2() - 10.0) / 7.0 * (w - left - right);
     view! {

@@ -52,12 +52,12 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
         <legend>{ctx.t(Text::DataAndBatch)}</legend>
         <SeqField ctx=ctx />
         <div class="row2">
-            <NumberField ctx=ctx key="mb" label=Text::MicroBatchPerGPU get=|p| p.micro_batch.to_string() />
-            <NumberField ctx=ctx key="ga" label=Text::GradientAccumulation get=|p| p.grad_accum.to_string() />
+            <NumberField ctx=ctx key="mb" label=Text::MicroBatchPerGPU get=|p| p.data.micro_batch.to_string() />
+            <NumberField ctx=ctx key="ga" label=Text::GradientAccumulation get=|p| p.data.grad_accum.to_string() />
         </div>
         <p class="derived" id="global-batch">{move || {
             let lang = ctx.lang.get();
-            let (seq, stage, g) = ctx.plan.with(|p| (p.seq, p.stage, p.rollout.generations));
+            let (seq, stage, g) = ctx.plan.with(|p| (p.data.seq, p.stage, p.rollout.generations));
             let rows = match stage {
                 planner::plan::TrainingStage::Sft => String::new(),
                 planner::plan::TrainingStage::Dpo => format!(" {} × 2", tr(lang, Text::WordPairs)),
@@ -73,7 +73,7 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
                 tr(lang, Text::WordTokens)))
         }}</p>
         <NumberField ctx=ctx key="tokens" label=Text::TrainingTokens step="any"
-            get=|p| planner::plan::fmt_num(p.tokens) />
+            get=|p| planner::plan::fmt_num(p.data.tokens) />
         <SelectField ctx=ctx key="train" label=Text::Training
             options=vec![("full", Text::FullFineTuningPreTraining), ("lora", Text::LoRA), ("qlora", Text::QLoRA4BitBase)]
             get=|p| p.train.key().to_string() />
@@ -494,14 +494,14 @@ fn ConfigPaste(ctx: Ctx) -> impl IntoView {
 fn SeqField(ctx: Ctx) -> impl IntoView {
     let err = ctx.error("seq");
     let lang = ctx.lang;
-    let log = move || ctx.plan.with(|p| (p.seq as f64).log2());
+    let log = move || ctx.plan.with(|p| (p.data.seq as f64).log2());
     view! {
         <div class="field">
             <label for="seq">{move || tr(lang.get(), Text::SequenceLengthTokens)}</label>
             <div class="seq">
                 <input id="seq-slider" type="range" min="7" max="17" step="0.25"
                     aria-label=move || tr(lang.get(), Text::SequenceLengthLogScale)
-                    aria-valuetext=move || ctx.plan.with(|p| p.seq.to_string())
+                    aria-valuetext=move || ctx.plan.with(|p| p.data.seq.to_string())
                     prop:value=move || log().to_string()
                     on:input=move |ev| {
                         let x = planner::decimal::parse_f64(&event_target_value(&ev)).unwrap_or(13.0);
@@ -512,7 +512,7 @@ fn SeqField(ctx: Ctx) -> impl IntoView {
                     } />
                 <input id="seq" name="seq" type="text" inputmode="numeric" autocomplete="off"
                     aria-invalid=move || err().is_some().to_string() aria-describedby="seq-error"
-                    prop:value=move || ctx.plan.with(|p| p.seq.to_string())
+                    prop:value=move || ctx.plan.with(|p| p.data.seq.to_string())
                     on:change=move |ev| ctx.set("seq", &event_target_value(&ev))
                     on:input=move |ev| { let v = event_target_value(&ev); if !v.trim().is_empty() { ctx.set("seq", &v) } } />
             </div>

@@ -4,7 +4,7 @@
 use crate::architecture::{Architecture, Mlp};
 use crate::hardware;
 use crate::layout::{Layout, Stages};
-use crate::plan::{Checkpointing, Parallelism, Plan, Precision, Stack};
+use crate::plan::{Checkpointing, Data, Parallelism, Plan, Precision, Stack};
 use crate::throughput::{
     efficiency, generation, throughput, Efficiency, Fabric, Generation, HostCosts, HOST,
 };
@@ -311,9 +311,6 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
         } else {
             crate::plan::Attention::Flash
         },
-        seq,
-        micro_batch: mb,
-        grad_accum: (gb / (mb * d.dp)).max(1),
         precision: if r.get("precision").starts_with("FP8") {
             Precision::Fp8
         } else {
@@ -344,6 +341,12 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
             ep: d.ep,
             ..Parallelism::default()
         },
+        data: Data {
+            seq,
+            micro_batch: mb,
+            grad_accum: (gb / (mb * d.dp)).max(1),
+            ..Data::default()
+        },
         ..Plan::default()
     };
     Recipe::of(r, layers / d.pp.max(1)).apply(&mut plan);
@@ -358,7 +361,7 @@ fn case(r: &Row) -> Option<Case> {
     let step = stated(r.get("notes"), "step_time_s");
     let measured = match (r.num("measured_tokens_per_s_per_gpu"), step) {
         (Some(t), _) => t,
-        (None, Some(st)) => r.num("global_batch")? * plan.seq as f64 / st / d.gpus as f64,
+        (None, Some(st)) => r.num("global_batch")? * plan.data.seq as f64 / st / d.gpus as f64,
         _ => return None,
     };
     Some(Case {
@@ -438,9 +441,6 @@ fn hf_case(r: &Row) -> Option<Case> {
     let mb = r.num("micro_batch")? as u64;
     let plan = Plan {
         model: "custom".into(),
-        seq: r.num("seq_len")? as u64,
-        micro_batch: mb,
-        grad_accum: r.num("grad_accum").unwrap_or(1.0) as u64,
         precision: if r.get("precision").starts_with("pure bf16") {
             Precision::Bf16Pure
         } else {
@@ -452,6 +452,12 @@ fn hf_case(r: &Row) -> Option<Case> {
         parallelism: Parallelism {
             zero: 3,
             ..Parallelism::default()
+        },
+        data: Data {
+            seq: r.num("seq_len")? as u64,
+            micro_batch: mb,
+            grad_accum: r.num("grad_accum").unwrap_or(1.0) as u64,
+            ..Data::default()
         },
         ..Plan::default()
     };

@@ -32,7 +32,7 @@ pub fn sequence_chart(r: &Job<'_>, seqs: &[u64]) -> SequenceChart {
         let row = seqs
             .iter()
             .map(|&s| {
-                p.seq = s;
+                p.data.seq = s;
                 memory::breakdown(&r.arch, &r.counts, &p, &r.layout)
                     .peak_bytes
                     .saturating_add(pool)

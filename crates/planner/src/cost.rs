@@ -108,7 +108,7 @@ pub fn time(
     tp: &Throughput,
     gpus: u64,
 ) -> (Time, Checkpointing) {
-    let steps = (plan.tokens / tp.tokens_per_step.max(1) as f64)
+    let steps = (plan.data.tokens / tp.tokens_per_step.max(1) as f64)
         .ceil()
         .max(1.0) as u64;
     let training_seconds = steps as f64 * tp.step_seconds;
@@ -171,7 +171,7 @@ fn price(plan: &Plan, instance: &Instance, tp: &Throughput, total_hours: f64) ->
         spot_usd: total.map(|t| t * (1.0 - SPOT_DISCOUNT)),
         // A job shorter than a step still trains (and pays for) the whole step.
         usd_per_million_tokens: total
-            .map(|t| t / (plan.tokens.max(tp.tokens_per_step as f64) / 1e6)),
+            .map(|t| t / (plan.data.tokens.max(tp.tokens_per_step as f64) / 1e6)),
     }
 }
 

@@ -335,7 +335,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "ga",
         kind: Kind::Range,
-        get: |p, _| num(p.grad_accum),
+        get: |p, _| num(p.data.grad_accum),
     },
     Setting {
         key: "optimizer",
@@ -521,8 +521,8 @@ impl Envelope {
             })
             .collect();
         Envelope {
-            seq: (plan.seq, plan.seq),
-            micro_batch: (plan.micro_batch, plan.micro_batch),
+            seq: (plan.data.seq, plan.data.seq),
+            micro_batch: (plan.data.micro_batch, plan.data.micro_batch),
             gpus: (gpus, gpus),
             params: (params, params),
             precisions: vec![plan.precision.key().to_string()],
@@ -629,12 +629,12 @@ impl Envelope {
         let mut out = Vec::new();
         type Axis = fn(u64, u64, u64) -> Outside;
         let ranges: [(u64, (u64, u64), Axis); 3] = [
-            (plan.seq, self.seq, |value, lo, hi| Outside::Sequence {
+            (plan.data.seq, self.seq, |value, lo, hi| Outside::Sequence {
                 value,
                 lo,
                 hi,
             }),
-            (plan.micro_batch, self.micro_batch, |value, lo, hi| {
+            (plan.data.micro_batch, self.micro_batch, |value, lo, hi| {
                 Outside::MicroBatch { value, lo, hi }
             }),
             (gpus, self.gpus, |value, lo, hi| Outside::Gpus {

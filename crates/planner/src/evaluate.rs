@@ -139,8 +139,8 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
     errors.extend(host);
     let verdict = verdict_of(mem.peak_bytes, budget, usable, host_full);
     let (max_micro_batch, max_sequence) = largest_that_fit(r, budget, mem.peak_bytes);
-    let global_batch_sequences = (plan.micro_batch)
-        .saturating_mul(plan.grad_accum)
+    let global_batch_sequences = (plan.data.micro_batch)
+        .saturating_mul(plan.data.grad_accum)
         .saturating_mul(r.layout.dp);
     let gen = throughput::generation(&r.gpu);
     let tp = r.throughput(&r.efficiency());

@@ -269,7 +269,7 @@ fn header(c: &Ctx<'_>, title: &str) -> String {
         r.throughput.tokens_per_second_per_gpu,
         r.throughput.mfu * 100.0,
         r.time.total_hours,
-        p.tokens
+        p.data.tokens
     );
     h
 }
@@ -331,9 +331,12 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
         items.push(("model_id", py_str(id)));
     }
     items.push(("plan", py_str(&p.to_query())));
-    items.push(("max_seq_length", p.seq.to_string()));
-    items.push(("per_device_train_batch_size", p.micro_batch.to_string()));
-    items.push(("gradient_accumulation_steps", p.grad_accum.to_string()));
+    items.push(("max_seq_length", p.data.seq.to_string()));
+    items.push((
+        "per_device_train_batch_size",
+        p.data.micro_batch.to_string(),
+    ));
+    items.push(("gradient_accumulation_steps", p.data.grad_accum.to_string()));
     items.push(("max_steps", r.time.steps.to_string()));
     items.push(("precision", py_str(p.precision.key())));
     items.push(("checkpointing", py_str(&p.checkpointing.key())));
@@ -828,8 +831,8 @@ fn training_args(c: &Ctx<'_>) -> String {
     s.push_str("from transformers import TrainingArguments\n\n");
     s.push_str("args = TrainingArguments(\n");
     let _ = writeln!(s, "    output_dir=\"/opt/ml/checkpoints\",");
-    let _ = writeln!(s, "    per_device_train_batch_size={},", p.micro_batch);
-    let _ = writeln!(s, "    gradient_accumulation_steps={},", p.grad_accum);
+    let _ = writeln!(s, "    per_device_train_batch_size={},", p.data.micro_batch);
+    let _ = writeln!(s, "    gradient_accumulation_steps={},", p.data.grad_accum);
     let _ = writeln!(s, "    max_steps={},", r.time.steps);
     let _ = writeln!(
         s,

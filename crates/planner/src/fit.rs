@@ -27,29 +27,29 @@ pub(crate) fn largest_that_fit(r: &Job<'_>, budget: u64, peak: u64) -> (u64, u64
     let mb = {
         let at = Probes::new(|mb| {
             let mut p = plan.borrow_mut();
-            p.micro_batch = mb;
+            p.data.micro_batch = mb;
             peak_of(&p)
         });
-        let x = r.plan.micro_batch.clamp(1, 4096);
+        let x = r.plan.data.micro_batch.clamp(1, 4096);
         at.know(x, peak);
         largest_near(1, 4096, at.guess(x, budget, 4096), |m| {
             at.get(m) <= budget && {
-                plan.borrow_mut().micro_batch = m;
+                plan.borrow_mut().data.micro_batch = m;
                 host_holds(&plan.borrow())
             }
         })
     };
-    plan.borrow_mut().micro_batch = r.plan.micro_batch;
+    plan.borrow_mut().data.micro_batch = r.plan.data.micro_batch;
     let cp = r.layout.cp.max(1);
     let hi = 1024 / cp;
     let at = Probes::new(|steps| {
         let mut p = plan.borrow_mut();
-        p.seq = steps * 128 * cp;
+        p.data.seq = steps * 128 * cp;
         peak_of(&p)
     });
     // The plan's own sequence is a known point when it lies on the grid.
-    let steps = r.plan.seq / (128 * cp);
-    let x = if steps >= 1 && steps <= hi && r.plan.seq == steps * 128 * cp {
+    let steps = r.plan.data.seq / (128 * cp);
+    let x = if steps >= 1 && steps <= hi && r.plan.data.seq == steps * 128 * cp {
         at.know(steps, peak);
         steps
     } else {
@@ -57,7 +57,7 @@ pub(crate) fn largest_that_fit(r: &Job<'_>, budget: u64, peak: u64) -> (u64, u64
     };
     let seq = largest_near(1, hi, at.guess(x, budget, hi), |s| {
         at.get(s) <= budget && {
-            plan.borrow_mut().seq = s * 128 * cp;
+            plan.borrow_mut().data.seq = s * 128 * cp;
             host_holds(&plan.borrow())
         }
     });

@@ -144,7 +144,7 @@ pub fn compare(plan: &Plan, report: &Report, m: &Measured) -> Result<Comparison,
     }
     let tps = m.tokens_per_second_per_gpu.unwrap_or(0.0);
     let predicted = report.throughput.tokens_per_second_per_gpu;
-    let training_hours = plan.tokens / (tps * report.layout.gpus.max(1) as f64) / 3600.0;
+    let training_hours = plan.data.tokens / (tps * report.layout.gpus.max(1) as f64) / 3600.0;
     let hours = training_hours + report.time.checkpoint_hours;
     let gib = (1u64 << 30) as f64;
     Ok(Comparison {
@@ -174,7 +174,7 @@ pub fn compare(plan: &Plan, report: &Report, m: &Measured) -> Result<Comparison,
 fn speed_key(plan: &Plan) -> String {
     let mut p = plan.clone();
     let d = Plan::default();
-    p.tokens = d.tokens;
+    p.data.tokens = d.data.tokens;
     p.hardware.price = None;
     p.hardware.spot = d.hardware.spot;
     p.auto = d.auto;

@@ -51,10 +51,10 @@ pub fn settings(plan: &Plan, r: &Report) -> Value {
         Value::Null
     };
     let train = vec![
-        ("micro_batch_size", plan.micro_batch.into()),
+        ("micro_batch_size", plan.data.micro_batch.into()),
         (
             "global_batch_size",
-            (plan.micro_batch * plan.grad_accum * r.layout.dp).into(),
+            (plan.data.micro_batch * plan.data.grad_accum * r.layout.dp).into(),
         ),
         ("train_iters", r.time.steps.into()),
     ];
@@ -75,7 +75,7 @@ pub fn settings(plan: &Plan, r: &Report) -> Value {
         ("train", Value::Obj(train)),
         (
             "dataset",
-            Value::Obj(vec![("sequence_length", plan.seq.into())]),
+            Value::Obj(vec![("sequence_length", plan.data.seq.into())]),
         ),
         ("comm_overlap", comm_overlap),
         // None: no checkpoints, as the planner's save_every=0 models.
@@ -542,7 +542,7 @@ fn recipes(plan: &Plan, a: &Architecture) -> Members {
 /// `GPTModelProvider` beyond `TransformerConfig`.
 fn provider(plan: &Plan, a: &Architecture) -> Members {
     let mut m = vec![
-        ("seq_length", plan.seq.into()),
+        ("seq_length", plan.data.seq.into()),
         ("vocab_size", a.vocab.into()),
         ("share_embeddings_and_output_weights", a.tied.into()),
     ];

@@ -10,7 +10,7 @@ use crate::coverage::{median, under_over, worst};
 use crate::envelope::Envelope;
 use crate::layout::{Layout, Stages};
 use crate::memory::{breakdown, CUDA_CONTEXT_BYTES};
-use crate::plan::{Attention, Checkpointing, Optimizer, Parallelism, Plan, Precision};
+use crate::plan::{Attention, Checkpointing, Data, Optimizer, Parallelism, Plan, Precision};
 use serde::Deserialize;
 
 // ---- memory ----------------------------------------------------------------------
@@ -42,9 +42,6 @@ fn memory_row_plan(r: &crate::calibration::Row) -> Option<(Architecture, Plan)> 
         Mlp::Swiglu,
     );
     let plan = Plan {
-        micro_batch: n("b")?,
-        seq: n("s")?,
-        grad_accum: 1,
         precision: match r.get("precision") {
             "mixed" => Precision::Bf16,
             "bf16" => Precision::Bf16Pure,
@@ -70,6 +67,12 @@ fn memory_row_plan(r: &crate::calibration::Row) -> Option<(Architecture, Plan)> 
         parallelism: Parallelism {
             zero: 0,
             ..Parallelism::default()
+        },
+        data: Data {
+            micro_batch: n("b")?,
+            seq: n("s")?,
+            grad_accum: 1,
+            ..Data::default()
         },
         ..Plan::default()
     };

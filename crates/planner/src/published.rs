@@ -11,7 +11,7 @@ use crate::case::Case;
 use crate::fabric::{Fabric, Network};
 use crate::hardware;
 use crate::layout::{Layout, Stages};
-use crate::plan::{Attention, Checkpointing, Parallelism, Plan, Precision, Stack};
+use crate::plan::{Attention, Checkpointing, Data, Parallelism, Plan, Precision, Stack};
 use crate::table::{read_csv, Row};
 
 /// The normalised runs, compiled in.
@@ -108,9 +108,6 @@ fn plan(r: &Row) -> Option<Plan> {
             "cudnn" => Attention::Cudnn,
             _ => Attention::Flash,
         },
-        seq: r.num("seq")? as u64,
-        micro_batch: r.num("mb")? as u64,
-        grad_accum: int(r, "ga"),
         precision: precision(r.get("precision"))?,
         checkpointing: checkpointing(r.get("ckpt")),
         fp8_params: r.get("fp8_all_gather") == "1",
@@ -125,6 +122,12 @@ fn plan(r: &Row) -> Option<Plan> {
             ep: int(r, "ep"),
             tp_overlap: r.get("async_tp") == "1",
             ..Parallelism::default()
+        },
+        data: Data {
+            seq: r.num("seq")? as u64,
+            micro_batch: r.num("mb")? as u64,
+            grad_accum: int(r, "ga"),
+            ..Data::default()
         },
         ..Plan::default()
     })

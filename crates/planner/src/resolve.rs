@@ -284,16 +284,16 @@ fn check_rollout(
         return;
     }
     let r = &plan.rollout;
-    if r.completion >= plan.seq {
+    if r.completion >= plan.data.seq {
         let args: [(&'static str, Arg); 2] = [
             ("completion", Arg::from(&r.completion)),
-            ("seq", Arg::from(&plan.seq)),
+            ("seq", Arg::from(&plan.data.seq)),
         ];
         let m = Message::new("completion", Text::GrpoCompletionTooLong, args);
-        errors.push(m.fix("completion", (plan.seq / 2).max(1).to_string()));
+        errors.push(m.fix("completion", (plan.data.seq / 2).max(1).to_string()));
     }
-    let rows_per_ga = plan.micro_batch.saturating_mul(layout.dp);
-    let rows = rows_per_ga.saturating_mul(plan.grad_accum);
+    let rows_per_ga = plan.data.micro_batch.saturating_mul(layout.dp);
+    let rows = rows_per_ga.saturating_mul(plan.data.grad_accum);
     if !rows.is_multiple_of(r.generations) {
         let args: [(&'static str, Arg); 3] = [
             ("dp", Arg::from(&layout.dp)),
@@ -302,11 +302,13 @@ fn check_rollout(
         ];
         let m = Message::new("ga", Text::GrpoGroupsSplit, args);
         // The next accumulation that makes whole groups (ga x generations does).
-        let ga = (plan.grad_accum..=plan.grad_accum.saturating_mul(r.generations)).find(|ga| {
-            rows_per_ga
-                .saturating_mul(*ga)
-                .is_multiple_of(r.generations)
-        });
+        let ga = (plan.data.grad_accum..=plan.data.grad_accum.saturating_mul(r.generations)).find(
+            |ga| {
+                rows_per_ga
+                    .saturating_mul(*ga)
+                    .is_multiple_of(r.generations)
+            },
+        );
         errors.push(match ga {
             Some(ga) => m.fix("ga", ga.to_string()),
             None => m,
@@ -323,7 +325,7 @@ fn check_rollout(
                 Arg::from(crate::plan::fmt_num(r.gen_share).as_str()),
             ),
             ("tp", Arg::from(&engine.tp)),
-            ("seq", Arg::from(&plan.seq)),
+            ("seq", Arg::from(&plan.data.seq)),
         ];
         if engine.server_gpus > 0 {
             let fix = larger_server(plan, (arch, counts), (gpu, fabric), layout);
@@ -343,7 +345,7 @@ fn server_too_small(plan: &Plan, engine: &crate::rollout::VllmEngine, fix: Optio
     let args: [(&'static str, Arg); 3] = [
         ("gpus", Arg::from(&engine.server_gpus)),
         ("tp", Arg::from(&engine.tp)),
-        ("seq", Arg::from(&plan.seq)),
+        ("seq", Arg::from(&plan.data.seq)),
     ];
     let m = Message::new("gen_gpus", Text::GrpoServerTooSmall, args);
     match fix {
@@ -574,9 +576,9 @@ fn nearest_pipeline_degrees(layers: u64, pp: u64, vp: u64) -> String {
 /// Context parallelism splits the sequence evenly.
 fn resolve_cp(plan: &Plan, errors: &mut Vec<Message>) -> u64 {
     let cp = plan.parallelism.cp.max(1);
-    if !rules::cp_splits_sequence(plan.seq, cp) {
+    if !rules::cp_splits_sequence(plan.data.seq, cp) {
         let args: [(&'static str, Arg); 2] =
-            [("cp", Arg::from(&cp)), ("seq", Arg::from(&plan.seq))];
+            [("cp", Arg::from(&cp)), ("seq", Arg::from(&plan.data.seq))];
         errors.push(Message::new("cp", Text::CpDoesNotDivideSeq, args));
         return 1;
     }

@@ -178,9 +178,9 @@ impl VllmEngine {
             engines = (server / tp).max(1);
             ranks = layout.gpus.div_ceil(engines);
         }
-        let rows = (plan.micro_batch * plan.grad_accum * ranks) as f64;
+        let rows = (plan.data.micro_batch * plan.data.grad_accum * ranks) as f64;
         let per_gpu = weights / tp as f64;
-        let row_kv = plan.seq as f64 * kv_bytes_per_token(arch, tp);
+        let row_kv = plan.data.seq as f64 * kv_bytes_per_token(arch, tp);
         let room = pool - per_gpu - engine_buffers(arch, rows) / tp as f64;
         Some(VllmEngine {
             tp,
@@ -205,7 +205,7 @@ impl VllmEngine {
         let tp = self.tp as f64;
         let need = self.weight_bytes
             + engine_buffers(arch, self.rows) / tp
-            + self.rows * plan.seq as f64 * kv_bytes_per_token(arch, self.tp);
+            + self.rows * plan.data.seq as f64 * kv_bytes_per_token(arch, self.tp);
         let share = (need / gpu.usable_bytes() as f64 * 20.0).ceil() / 20.0;
         (share <= 0.95).then_some(share.max(0.05))
     }
@@ -231,7 +231,7 @@ pub fn generation_seconds(
     let waves = (e.rows / e.concurrent).ceil();
     let n = e.rows / waves;
     let c = plan.rollout.completion as f64;
-    let p = plan.rollout.prompt(plan.seq) as f64;
+    let p = plan.rollout.prompt(plan.data.seq) as f64;
     let flops_per_token = 2.0 * counts.active as f64;
     let attention_width = arch.attention_width() as f64 * arch.layers as f64;
     let peak = gpu.bf16_dense_tflops.unwrap_or(1.0) * 1e12 * gemm_eff * tp;

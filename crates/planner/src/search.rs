@@ -278,7 +278,7 @@ impl Space {
             // The bundled train.py runs TP (checked per block: `hf_tp_refusal`) and no PP or CP.
             (TP.to_vec(), vec![1], vec![1])
         } else {
-            let cps = if plan.seq >= 16_384 {
+            let cps = if plan.data.seq >= 16_384 {
                 vec![1, 2, 4]
             } else {
                 vec![1]
@@ -325,7 +325,7 @@ impl Space {
             vec![Loss::Plain, Loss::Fused]
         };
         let mbs = if locks.micro_batch {
-            vec![plan.micro_batch]
+            vec![plan.data.micro_batch]
         } else {
             MB.to_vec()
         };
@@ -570,7 +570,7 @@ impl Search {
         let valid = (nodes == 1 || instance.multi_node_efa_training)
             && tp <= s.instances[o[0]].fabric.gpus_per_domain
             && rules::tp_splits_heads(arch, tp)
-            && rules::cp_splits_sequence(self.base.seq, cp)
+            && rules::cp_splits_sequence(self.base.data.seq, cp)
             && rules::ep_splits_experts(arch, ep)
             && rules::degrees_tile(gpus, tp, pp, cp)
             && rules::precision_unsupported(precision, gpu).is_none();
@@ -644,8 +644,8 @@ impl Search {
         }
         .unwrap_or(1.0)
             * 1e12;
-        let flops = throughput::model_flops_per_token(&self.arch, &self.counts, self.base.seq)
-            * self.base.tokens;
+        let flops = throughput::model_flops_per_token(&self.arch, &self.counts, self.base.data.seq)
+            * self.base.data.tokens;
         let hours = flops / (gpus as f64 * peak) / 3600.0;
         let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);
         self.pareto.iter().any(|f| f.hours <= hours && f.usd <= usd)
@@ -707,8 +707,8 @@ impl Search {
                     let w = &mut self.work;
                     w.checkpointing = ck;
                     w.loss = loss;
-                    w.micro_batch = mb;
-                    w.grad_accum = self.global_sequences / (mb * dp);
+                    w.data.micro_batch = mb;
+                    w.data.grad_accum = self.global_sequences / (mb * dp);
                     self.evaluated += 1;
                     let (arch, counts) = (&self.arch, &self.counts);
                     let peak =
@@ -770,7 +770,7 @@ impl Search {
             peak,
             tps: tp.tokens_per_second,
             mfu: tp.mfu,
-            ga: w.grad_accum,
+            ga: w.data.grad_accum,
         }
     }
 
@@ -809,8 +809,8 @@ impl Search {
         p.rollout.gen_gpus = s.servers[i[8]].gpus(gpn, p.hardware.nodes).unwrap_or(0);
         p.checkpointing = s.ckpts[i[9]];
         p.loss = s.losses[i[10]];
-        p.micro_batch = s.mbs[i[11]];
-        p.grad_accum = f.ga;
+        p.data.micro_batch = s.mbs[i[11]];
+        p.data.grad_accum = f.ga;
         if p.hardware.instance != self.base.hardware.instance {
             p.hardware.price = None;
         }
@@ -872,8 +872,8 @@ impl Search {
             cp: p.parallelism.cp,
             ep: p.parallelism.ep,
             zero: p.parallelism.zero,
-            micro_batch: p.micro_batch,
-            grad_accum: p.grad_accum,
+            micro_batch: p.data.micro_batch,
+            grad_accum: p.data.grad_accum,
             precision: p.precision.key(),
             checkpointing: p.checkpointing.key(),
             loss: p.loss.key(),
@@ -965,7 +965,7 @@ fn plan_summary(p: &Plan, instance: &str) -> Phrase {
                 parallel,
             ),
         )
-        .with("mb", p.micro_batch)
+        .with("mb", p.data.micro_batch)
         .with("server", part(p.rollout.gen_gpus > 0, server))
 }
 

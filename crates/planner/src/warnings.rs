@@ -100,7 +100,7 @@ fn over_budget_fix(c: &Context, term: Term) -> (Option<(&'static str, String)>, 
         (Some(("ckpt", "full".into())), Text::FixFullCheckpointing)
     } else if term == Term::LogitsAndLoss && plan.loss == Loss::Plain {
         (Some(("loss", "fused".into())), Text::FixFusedLoss)
-    } else if plan.micro_batch > 1
+    } else if plan.data.micro_batch > 1
         && matches!(
             term,
             Term::Activations | Term::LogitsAndLoss | Term::AttentionScores
@@ -152,13 +152,13 @@ fn memory_underused(c: &Context) -> Option<Message> {
     let (plan, f) = (c.plan(), c.figures);
     let budget = f.memory.budget_bytes as f64;
     let peak = f.memory.peak_bytes_per_gpu as f64;
-    if !f.fits || peak >= 0.7 * budget || f.max_micro_batch <= plan.micro_batch {
+    if !f.fits || peak >= 0.7 * budget || f.max_micro_batch <= plan.data.micro_batch {
         return None;
     }
     let mb = f
         .max_micro_batch
-        .min(plan.micro_batch * 2)
-        .max(plan.micro_batch + 1);
+        .min(plan.data.micro_batch * 2)
+        .max(plan.data.micro_batch + 1);
     let percent = Arg::Number(100.0 * peak / budget, 0);
     let args: [(&'static str, Arg); 2] = [
         ("percent", Arg::from(&percent)),
@@ -198,11 +198,12 @@ fn selective_noop_with_flash(c: &Context) -> Option<Message> {
 /// No checkpointing at 32K tokens and more, and it does not fit.
 fn long_sequence_without_checkpointing(c: &Context) -> Option<Message> {
     let plan = c.plan();
-    if plan.seq < 32_768 || plan.checkpointing != Checkpointing::None || c.figures.fits {
+    if plan.data.seq < 32_768 || plan.checkpointing != Checkpointing::None || c.figures.fits {
         return None;
     }
     let gib = Arg::Bytes(c.mem.saved_activation_bytes);
-    let args: [(&'static str, Arg); 2] = [("seq", Arg::from(&plan.seq)), ("gib", Arg::from(&gib))];
+    let args: [(&'static str, Arg); 2] =
+        [("seq", Arg::from(&plan.data.seq)), ("gib", Arg::from(&gib))];
     Some(
         c.warn("ckpt", Text::LongSequenceWithoutCheckpointing, args)
             .fix("ckpt", "full"),
@@ -212,7 +213,7 @@ fn long_sequence_without_checkpointing(c: &Context) -> Option<Message> {
 /// Eager attention at 4K tokens and more.
 fn eager_attention_long_sequence(c: &Context) -> Option<Message> {
     let plan = c.plan();
-    if plan.attention != Attention::Eager || plan.seq < 4096 {
+    if plan.attention != Attention::Eager || plan.data.seq < 4096 {
         return None;
     }
     let gib = Arg::Bytes(c.mem.get(Term::AttentionScores));
@@ -246,11 +247,11 @@ fn dims_not_multiple_of_64(c: &Context) -> Option<Message> {
 /// A sequence longer than the model was trained on.
 fn sequence_beyond_context(c: &Context) -> Option<Message> {
     let (plan, arch) = (c.plan(), &c.r.arch);
-    if arch.max_context == 0 || plan.seq <= arch.max_context {
+    if arch.max_context == 0 || plan.data.seq <= arch.max_context {
         return None;
     }
     let args: [(&'static str, Arg); 2] = [
-        ("seq", Arg::from(&plan.seq)),
+        ("seq", Arg::from(&plan.data.seq)),
         ("context", Arg::from(&arch.max_context)),
     ];
     Some(
@@ -262,7 +263,7 @@ fn sequence_beyond_context(c: &Context) -> Option<Message> {
 /// Micro-batch 1 on a large model at low utilisation.
 fn micro_batch_one_low_utilisation(c: &Context) -> Option<Message> {
     let f = c.figures;
-    if c.plan().micro_batch != 1
+    if c.plan().data.micro_batch != 1
         || f.parameters <= 30_000_000_000
         || f.throughput.mfu >= 0.3
         || f.max_micro_batch <= 1
@@ -405,10 +406,10 @@ fn fp32_slow(c: &Context) -> Option<Message> {
 /// million tokens without a word): the job runs one whole step.
 fn job_shorter_than_a_step(c: &Context) -> Option<Message> {
     let step = c.figures.throughput.tokens_per_step;
-    if c.plan().tokens >= step as f64 {
+    if c.plan().data.tokens >= step as f64 {
         return None;
     }
-    let tokens = crate::plan::fmt_num(c.plan().tokens);
+    let tokens = crate::plan::fmt_num(c.plan().data.tokens);
     let args: [(&'static str, Arg); 2] =
         [("tokens", Arg::from(&tokens)), ("step", Arg::from(&step))];
     Some(c.warn("tokens", Text::JobShorterThanAStep, args))

@@ -4,7 +4,7 @@ use planner::architecture::{preset, Architecture, Mlp};
 use planner::evaluate;
 use planner::layout::{Layout, Stages};
 use planner::memory::{breakdown, Term};
-use planner::plan::{Checkpointing, Parallelism, Plan, Precision, Stack};
+use planner::plan::{Checkpointing, Data, Parallelism, Plan, Precision, Stack};
 use planner::resolve::resolve;
 
 /// A layout of `gpus` for a model of `layers`, split evenly over `pp` stages.
@@ -36,11 +36,14 @@ fn megatron_profile_matches_korthikanti_without_dropout() {
     let plan = Plan {
         stack: Stack::Megatron,
         precision: Precision::Bf16,
-        seq: s,
-        micro_batch: b,
         parallelism: Parallelism {
             zero: 0,
             ..Parallelism::default()
+        },
+        data: Data {
+            seq: s,
+            micro_batch: b,
+            ..Data::default()
         },
         ..Plan::default()
     };
@@ -74,8 +77,11 @@ fn selective_recomputation_drops_the_attention_scores() {
         precision: Precision::Bf16,
         attention: planner::plan::Attention::Eager,
         checkpointing: ckpt,
-        seq: s,
-        micro_batch: b,
+        data: Data {
+            seq: s,
+            micro_batch: b,
+            ..Data::default()
+        },
         parallelism: Parallelism {
             zero: 0,
             tp: t,
@@ -152,11 +158,14 @@ fn pipeline_first_stage_holds_p_microbatches() {
     let c = arch.parameter_counts();
     let plan = Plan {
         stack: Stack::Megatron,
-        grad_accum: 16,
         loss: planner::plan::Loss::Fused,
         parallelism: Parallelism {
             zero: 0,
             ..Parallelism::default()
+        },
+        data: Data {
+            grad_accum: 16,
+            ..Data::default()
         },
         ..Plan::default()
     };
@@ -207,7 +216,10 @@ fn megatron_distributed_optimizer_states() {
 #[test]
 fn solvers_find_the_boundary() {
     let plan = Plan {
-        seq: 4096,
+        data: Data {
+            seq: 4096,
+            ..Data::default()
+        },
         ..Plan::default()
     };
     let r = evaluate(&plan);
@@ -215,14 +227,20 @@ fn solvers_find_the_boundary() {
     assert!(mb >= 1);
     assert!(
         evaluate(&Plan {
-            micro_batch: mb,
+            data: Data {
+                micro_batch: mb,
+                ..plan.data.clone()
+            },
             ..plan.clone()
         })
         .fits
     );
     assert!(
         !evaluate(&Plan {
-            micro_batch: mb + 1,
+            data: Data {
+                micro_batch: mb + 1,
+                ..plan.data.clone()
+            },
             ..plan.clone()
         })
         .fits
@@ -231,14 +249,20 @@ fn solvers_find_the_boundary() {
     assert!((128..131_072).contains(&s));
     assert!(
         evaluate(&Plan {
-            seq: s,
+            data: Data {
+                seq: s,
+                ..plan.data.clone()
+            },
             ..plan.clone()
         })
         .fits
     );
     assert!(
         !evaluate(&Plan {
-            seq: s + 128,
+            data: Data {
+                seq: s + 128,
+                ..plan.data.clone()
+            },
             ..plan.clone()
         })
         .fits
@@ -250,11 +274,14 @@ fn solvers_find_the_boundary() {
 #[test]
 fn logits_term_at_128k_vocab() {
     let plan = Plan {
-        seq: 4096,
-        micro_batch: 8,
         parallelism: Parallelism {
             zero: 0,
             ..Parallelism::default()
+        },
+        data: Data {
+            seq: 4096,
+            micro_batch: 8,
+            ..Data::default()
         },
         ..Plan::default()
     };

@@ -316,9 +316,9 @@ proptest! {
         let (r, _) = resolve(&plan);
         let peak = |p: &Plan| breakdown(&r.arch, &r.counts, p, &r.layout).peak_bytes;
         let base = peak(&plan);
-        prop_assert!(peak(&with(&plan, |p| p.micro_batch *= 2)) >= base);
-        if plan.seq * 2 <= 131_072 {
-            prop_assert!(peak(&with(&plan, |p| p.seq *= 2)) >= base);
+        prop_assert!(peak(&with(&plan, |p| p.data.micro_batch *= 2)) >= base);
+        if plan.data.seq * 2 <= 131_072 {
+            prop_assert!(peak(&with(&plan, |p| p.data.seq *= 2)) >= base);
         }
     }
 
@@ -328,18 +328,18 @@ proptest! {
         let fits = |p: &Plan| evaluate(p).fits;
         let mb = r.max_micro_batch;
         if mb > 0 {
-            prop_assert!(fits(&with(&plan, |p| p.micro_batch = mb)));
+            prop_assert!(fits(&with(&plan, |p| p.data.micro_batch = mb)));
         }
         if mb < 4096 {
-            prop_assert!(!fits(&with(&plan, |p| p.micro_batch = mb + 1)));
+            prop_assert!(!fits(&with(&plan, |p| p.data.micro_batch = mb + 1)));
         }
         let cp = r.layout.cp;
         let seq = r.max_sequence;
         if seq > 0 {
-            prop_assert!(fits(&with(&plan, |p| p.seq = seq)));
+            prop_assert!(fits(&with(&plan, |p| p.data.seq = seq)));
         }
         if seq + 128 * cp <= 131_072 {
-            prop_assert!(!fits(&with(&plan, |p| p.seq = seq + 128 * cp)));
+            prop_assert!(!fits(&with(&plan, |p| p.data.seq = seq + 128 * cp)));
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use planner::calibration::{median_abs_error, predictions};
 use planner::evaluate;
-use planner::plan::Plan;
+use planner::plan::{Data, Plan};
 
 /// Each published run's tolerances, percent: in-sample, its error when the
 /// parameters were last fitted plus half a point (at least 1), so that moving
@@ -395,7 +395,7 @@ fn each_rows_parsed_settings_match_its_notes() {
             checked += 1;
         }
         if let Some(ga) = stated(notes, "GA") {
-            assert_eq!(c.plan.grad_accum, ga as u64, "{}: GA", c.id);
+            assert_eq!(c.plan.data.grad_accum, ga as u64, "{}: GA", c.id);
             checked += 1;
         }
         assert_eq!(
@@ -438,7 +438,10 @@ fn model_flops_per_token_match_megatron_bridge() {
     for (model, gflop) in [("llama-3.1-8b", 51.5), ("llama-3.1-70b", 449.2)] {
         let r = evaluate(&Plan {
             model: model.into(),
-            seq: 8192,
+            data: Data {
+                seq: 8192,
+                ..Data::default()
+            },
             ..Plan::default()
         });
         let got = r.throughput.model_flops_per_token / 1e9;

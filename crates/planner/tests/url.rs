@@ -11,14 +11,14 @@ fn full_urls_and_bare_queries_read_the_same() {
     let b = Plan::from_query("model=qwen2.5-7b&seq=4096").plan;
     assert_eq!(a, b);
     assert_eq!(a.model, "qwen2.5-7b");
-    assert_eq!(a.seq, 4096);
+    assert_eq!(a.data.seq, 4096);
 }
 
 #[test]
 fn bad_values_keep_defaults_and_name_the_key() {
     let d = Plan::from_query("seq=abc&mb=2&model=nope&foo=1&zero=9");
-    assert_eq!(d.plan.seq, Plan::default().seq);
-    assert_eq!(d.plan.micro_batch, 2);
+    assert_eq!(d.plan.data.seq, Plan::default().data.seq);
+    assert_eq!(d.plan.data.micro_batch, 2);
     let keys: Vec<_> = d.notices.iter().map(|n| n.key.as_str()).collect();
     assert_eq!(keys, ["seq", "model", "foo", "zero"]);
     assert!(d
@@ -214,7 +214,7 @@ fn the_training_stage_travels_only_when_it_is_not_sft() {
     assert!(dpo.plan.to_query().contains("&stage=dpo&"));
     let bad = Plan::from_query("model=llama-3.1-8b&seq=4096&stage=ppo");
     assert_eq!(bad.plan.stage, TrainingStage::Sft);
-    assert_eq!(bad.plan.seq, 4096);
+    assert_eq!(bad.plan.data.seq, 4096);
     assert_eq!(bad.notices.len(), 1, "{:?}", bad.notices);
     // GRPO's rollout keys travel with stage=grpo only, and round-trip.
     assert!(!dpo.plan.to_query().contains("generations="));

@@ -36,7 +36,7 @@ pub(super) fn in_flight_micro_batches(s: &StageShape) -> f64 {
         Stage::Last => p - 1,
         Stage::Only => return 1.0,
     };
-    let m = s.plan.grad_accum.max(1);
+    let m = s.plan.data.grad_accum.max(1);
     let vp = s.plan.parallelism.vp.max(1);
     if vp == 1 {
         return (p - rank).min(m) as f64;
@@ -302,7 +302,7 @@ pub(super) fn sliding_window_masks(s: &StageShape) -> f64 {
     if !sliding_window_masked(s.arch, s.plan) {
         return 0.0;
     }
-    2.0 * s.plan.rows_per_micro_batch() as f64 * (s.plan.seq as f64).powi(2)
+    2.0 * s.plan.rows_per_micro_batch() as f64 * (s.plan.data.seq as f64).powi(2)
 }
 
 /// During recompute, one layer's full working set is rebuilt (SPEC §3.3);

@@ -508,7 +508,7 @@ pub(super) fn sliding_window_float_mask(arch: &Architecture, plan: &Plan) -> f64
         return 0.0;
     }
     let share = arch.local_layers.min(arch.layers) as f64 / arch.layers.max(1) as f64;
-    2.0 * plan.seq as f64 * share
+    2.0 * plan.data.seq as f64 * share
 }
 
 /// Transformers builds masks for SDPA only when some layer's sliding window
@@ -518,6 +518,6 @@ pub(super) fn sliding_window_masked(arch: &Architecture, plan: &Plan) -> bool {
     plan.stack != Stack::Megatron
         && plan.attention != Attention::Eager
         && w > 0
-        && w < plan.seq
+        && w < plan.data.seq
         && arch.local_layers > 0
 }

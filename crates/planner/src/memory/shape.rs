@@ -138,7 +138,7 @@ impl<'a> StageShape<'a> {
             };
         let peft = plan.train != Training::Full;
         let sb = state_bytes(plan, layout);
-        let widths = Widths::of(arch, plan, plan.seq as f64);
+        let widths = Widths::of(arch, plan, plan.data.seq as f64);
         StageShape {
             arch,
             counts,
@@ -167,7 +167,7 @@ impl<'a> StageShape<'a> {
                 && !matches!(plan.precision, Precision::Fp32 | Precision::Bf16Pure)
                 && !peft,
             fsdp2: runs_fsdp2(plan, layout),
-            tokens: plan.rows_per_micro_batch() as f64 * plan.seq as f64 / layout.cp as f64,
+            tokens: plan.rows_per_micro_batch() as f64 * plan.data.seq as f64 / layout.cp as f64,
             logit_tokens: plan.logit_tokens() as f64 / layout.cp as f64,
             sp_div: if plan.parallelism.sp || layout.tp == 1 {
                 t

@@ -432,10 +432,10 @@ impl Plan {
                 self.lora_targets = f.one_of(LoraTargets::from_key, LoraTargets::keys)?
             }
             "lora_dtype" => self.lora_dtype = f.one_of(LoraDtype::from_key, LoraDtype::keys)?,
-            "seq" => self.seq = f.int(128, 131_072)?,
-            "mb" => self.micro_batch = f.int(1, 4096)?,
-            "ga" => self.grad_accum = f.int(1, 65_536)?,
-            "tokens" => self.tokens = f.num(1e6, 1e15)?,
+            "seq" => self.data.seq = f.int(128, 131_072)?,
+            "mb" => self.data.micro_batch = f.int(1, 4096)?,
+            "ga" => self.data.grad_accum = f.int(1, 65_536)?,
+            "tokens" => self.data.tokens = f.num(1e6, 1e15)?,
             "precision" => self.precision = f.one_of(Precision::from_key, Precision::keys)?,
             "optimizer" => self.optimizer = f.one_of(Optimizer::from_key, Optimizer::keys)?,
             "ckpt" => {
@@ -623,10 +623,10 @@ impl Plan {
                 out.push(("lora_dtype", "bf16".into()));
             }
         }
-        out.push(("seq", self.seq.to_string()));
-        out.push(("mb", self.micro_batch.to_string()));
-        out.push(("ga", self.grad_accum.to_string()));
-        out.push(("tokens", fmt_num(self.tokens)));
+        out.push(("seq", self.data.seq.to_string()));
+        out.push(("mb", self.data.micro_batch.to_string()));
+        out.push(("ga", self.data.grad_accum.to_string()));
+        out.push(("tokens", fmt_num(self.data.tokens)));
         out.push(("precision", self.precision.key().into()));
         out.push(("optimizer", self.optimizer.key().into()));
         out.push(("ckpt", self.checkpointing.key()));

@@ -144,8 +144,8 @@ impl Plan {
     /// counts rows (TRL's `per_device_train_batch_size` counts completions).
     pub fn rows_per_micro_batch(&self) -> u64 {
         match self.stage {
-            TrainingStage::Dpo => self.micro_batch.saturating_mul(2),
-            TrainingStage::Sft | TrainingStage::Grpo => self.micro_batch,
+            TrainingStage::Dpo => self.data.micro_batch.saturating_mul(2),
+            TrainingStage::Sft | TrainingStage::Grpo => self.data.micro_batch,
         }
     }
 
@@ -170,7 +170,7 @@ impl Plan {
             TrainingStage::Dpo => 2,
             TrainingStage::Grpo => self.rollout.generations,
         };
-        self.seq.saturating_mul(rows)
+        self.data.seq.saturating_mul(rows)
     }
 
     /// Whether a frozen reference model runs beside the policy: DPO's, and
@@ -200,9 +200,10 @@ impl Plan {
     pub fn logit_tokens(&self) -> u64 {
         match self.stage {
             TrainingStage::Grpo => self
+                .data
                 .micro_batch
-                .saturating_mul(self.rollout.completion.min(self.seq) + 1),
-            _ => self.rows_per_micro_batch().saturating_mul(self.seq),
+                .saturating_mul(self.rollout.completion.min(self.data.seq) + 1),
+            _ => self.rows_per_micro_batch().saturating_mul(self.data.seq),
         }
     }
 
@@ -546,11 +547,9 @@ pub struct Plan {
     pub lora_targets: LoraTargets,
     /// The adapters' dtype (written in the link only when BF16).
     pub lora_dtype: LoraDtype,
-    pub seq: u64,
-    pub micro_batch: u64,
-    pub grad_accum: u64,
-    /// Total training tokens.
-    pub tokens: f64,
+    /// What each step trains on, and the run's tokens.
+    #[serde(flatten)]
+    pub data: Data,
     pub precision: Precision,
     pub optimizer: Optimizer,
     pub checkpointing: Checkpointing,
@@ -671,6 +670,27 @@ impl Default for Parallelism {
             overlap: true,
             tp_overlap: false,
             ep_overlap: false,
+        }
+    }
+}
+
+/// What one step trains on and how many tokens the run sees: the sequence length, the micro-batch, gradient accumulation and the total tokens.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Data {
+    pub seq: u64,
+    pub micro_batch: u64,
+    pub grad_accum: u64,
+    /// Total training tokens.
+    pub tokens: f64,
+}
+
+impl Default for Data {
+    fn default() -> Self {
+        Data {
+            seq: 8192,
+            micro_batch: 1,
+            grad_accum: 8,
+            tokens: 1e10,
         }
     }
 }
@@ -816,10 +836,7 @@ impl Default for Plan {
             lora_alpha: None,
             lora_targets: LoraTargets::AllLinear,
             lora_dtype: LoraDtype::Fp32,
-            seq: 8192,
-            micro_batch: 1,
-            grad_accum: 8,
-            tokens: 1e10,
+            data: Data::default(),
             precision: Precision::Bf16,
             optimizer: Optimizer::Adamw,
             checkpointing: Checkpointing::None,

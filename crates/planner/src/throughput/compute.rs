@@ -149,14 +149,14 @@ fn grouped_fill(s: &StepShape, tokens: f64) -> f64 {
 fn attention_forward(s: &StepShape) -> f64 {
     let t0 = s.eff.kernel_overhead;
     let width = s.arch.attention_width() as f64;
-    let flops = 4.0 * s.tokens * s.arch.mean_keys_per_query(s.plan.seq) * width / s.t;
+    let flops = 4.0 * s.tokens * s.arch.mean_keys_per_query(s.plan.data.seq) * width / s.t;
     match s.plan.attention {
         Attention::Flash | Attention::Fa2 | Attention::Cudnn => {
             flops / (s.wide_peak * s.attention_eff) + t0
         }
         Attention::Eager => {
             flops * 2.0 / (s.wide_peak * s.eff.gemm)
-                + s.tokens * s.plan.seq as f64 * s.arch.heads as f64 / s.t * 2.0 * 6.0 / s.bw
+                + s.tokens * s.plan.data.seq as f64 * s.arch.heads as f64 / s.t * 2.0 * 6.0 / s.bw
                 + 4.0 * t0
         }
     }

@@ -303,10 +303,11 @@ pub fn throughput_reusing(
     // Counts multiply in f64 (exact below 2^53): the URL accepts batches whose
     // token count overflows u64; the integer field saturates.
     let rows = plan.rows_per_micro_batch();
-    let tokens = rows as f64 * plan.seq as f64 * plan.grad_accum as f64 * layout.dp as f64;
+    let tokens =
+        rows as f64 * plan.data.seq as f64 * plan.data.grad_accum as f64 * layout.dp as f64;
     let tokens_per_step = rows
-        .saturating_mul(plan.seq)
-        .saturating_mul(plan.grad_accum)
+        .saturating_mul(plan.data.seq)
+        .saturating_mul(plan.data.grad_accum)
         .saturating_mul(layout.dp);
     let tokens_per_second = tokens / step_seconds;
     let tokens_per_second_per_gpu = tokens_per_second / layout.gpus.max(1) as f64;
@@ -314,8 +315,8 @@ pub fn throughput_reusing(
     // the head on the completion's positions only (`Plan::logit_tokens`).
     let head_flops = 6.0 * (arch.vocab * arch.hidden) as f64;
     let head_share = shape.head_tokens / shape.tokens.max(1.0);
-    let model_flops =
-        model_flops_per_token(arch, counts, plan.seq) - head_flops * (1.0 - head_share.min(1.0));
+    let model_flops = model_flops_per_token(arch, counts, plan.data.seq)
+        - head_flops * (1.0 - head_share.min(1.0));
     let hardware_flops = model_flops
         + (model_flops - head_flops * head_share).max(0.0) * recompute_flops_share(plan);
     // MFU's denominator: the GEMM dtype's peak, or the 16-bit one where a

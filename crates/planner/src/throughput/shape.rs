@@ -121,7 +121,7 @@ impl<'a> StepShape<'a> {
             h: arch.hidden as f64,
             q: arch.q_width() as f64,
             kv: arch.kv_width() as f64,
-            tokens: plan.rows_per_micro_batch() as f64 * plan.seq as f64 / c,
+            tokens: plan.rows_per_micro_batch() as f64 * plan.data.seq as f64 / c,
             head_tokens: plan.logit_tokens() as f64 / c,
             generation: rollout_seconds(arch, counts, plan, layout, gpu, (fabric, eff)),
             // The last stage also runs the multi-token-prediction layers.
@@ -136,7 +136,7 @@ impl<'a> StepShape<'a> {
             lin_eff,
             lin_bytes,
             quantize: quantize_bytes(plan, gpu),
-            m: plan.grad_accum.max(1) as f64,
+            m: plan.data.grad_accum.max(1) as f64,
             offload: crate::memory::offload(arch, counts, plan, layout),
             host_bw: gpu.host_link_gbs.unwrap_or(PCIE_GEN5_GBS) * 1e9 * HOST_LINK_EFFICIENCY,
             trainable: trainable_share(arch, counts, plan),
@@ -199,7 +199,7 @@ pub(super) fn attention_efficiency(
 ) -> f64 {
     use crate::kernels::{attention_efficiency, AttentionKernel};
     let g = generation(gpu);
-    let seq = plan.seq as f64 / layout.cp.max(1) as f64;
+    let seq = plan.data.seq as f64 / layout.cp.max(1) as f64;
     let head_dim = arch.attention_width() / arch.heads.max(1);
     let kernel = match plan.attention {
         crate::plan::Attention::Fa2 => AttentionKernel::Fa2,
