@@ -124,7 +124,7 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
                 ("nvfp4", Text::NVFP4Blackwell),
                 ("fp32", Text::FP32),
             ]
-            get=|p| p.precision.key().to_string() />
+            get=|p| p.numerics.precision.key().to_string() />
         <SelectField ctx=ctx key="optimizer" label=Text::Optimizer
             options=vec![
                 ("adamw", Text::AdamWFused),
@@ -169,9 +169,9 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
         </Show>
         // What only Megatron runs (the exported Hugging Face script does not).
         <Show when=move || plan_is(ctx, |p| p.stack == Stack::Megatron)>
-            <CheckField ctx=ctx key="grad_bf16" label=Text::GradReduceBf16 get=|p| p.grad_bf16 />
-            <CheckField ctx=ctx key="fp8_params" label=Text::Fp8ParamGather get=|p| p.fp8_params />
-            <CheckField ctx=ctx key="bf16_moments" label=Text::Bf16Moments get=|p| p.bf16_moments />
+            <CheckField ctx=ctx key="grad_bf16" label=Text::GradReduceBf16 get=|p| p.numerics.grad_bf16 />
+            <CheckField ctx=ctx key="fp8_params" label=Text::Fp8ParamGather get=|p| p.numerics.fp8_params />
+            <CheckField ctx=ctx key="bf16_moments" label=Text::Bf16Moments get=|p| p.numerics.bf16_moments />
             <CheckField ctx=ctx key="ep_overlap" label=Text::OverlapExpertParallel get=|p| p.parallelism.ep_overlap />
             <CheckField ctx=ctx key="moe_flex" label=Text::MoeFlexDispatcher get=|p| p.moe_flex />
             <CheckField ctx=ctx key="moe_graphs" label=Text::MoeRouterGraphs get=|p| p.moe_graphs />

@@ -133,7 +133,7 @@ pub fn requirements(plan: &Plan, launcher: Format) -> String {
     if plan.train == Training::Qlora || plan.optimizer == Optimizer::Adamw8bit {
         lines.push(BITSANDBYTES);
     }
-    if matches!(plan.precision, Precision::Fp8 | Precision::Mxfp8) {
+    if matches!(plan.numerics.precision, Precision::Fp8 | Precision::Mxfp8) {
         lines.push(TORCHAO);
     }
     if plan.stage == crate::plan::TrainingStage::Grpo {

@@ -4,7 +4,7 @@
 use crate::architecture::{Architecture, Mlp};
 use crate::hardware;
 use crate::layout::{Layout, Stages};
-use crate::plan::{Checkpointing, Data, Parallelism, Plan, Precision, Stack};
+use crate::plan::{Checkpointing, Data, Numerics, Parallelism, Plan, Precision, Stack};
 use crate::throughput::{
     efficiency, generation, throughput, Efficiency, Fabric, Generation, HostCosts, HOST,
 };
@@ -215,14 +215,14 @@ impl Recipe {
         }
         plan.offload = self.offload_layers.is_some();
         plan.offload_layers = self.offload_layers;
-        plan.grad_bf16 = self.grad_bf16;
-        plan.fp8_params = self.fp8_params;
+        plan.numerics.grad_bf16 = self.grad_bf16;
+        plan.numerics.fp8_params = self.fp8_params;
         plan.parallelism.tp_overlap = self.tp_overlap;
         plan.parallelism.overlap = self.dp_overlap;
         plan.parallelism.ep_overlap = self.ep_overlap;
         plan.moe_flex = self.moe_flex;
         plan.moe_graphs = self.moe_graphs;
-        plan.bf16_moments = self.bf16_moments;
+        plan.numerics.bf16_moments = self.bf16_moments;
         plan.recompute_modules = self.modules;
         if self.fused_loss {
             plan.loss = crate::plan::Loss::Fused;
@@ -311,11 +311,6 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
         } else {
             crate::plan::Attention::Flash
         },
-        precision: if r.get("precision").starts_with("FP8") {
-            Precision::Fp8
-        } else {
-            Precision::Bf16
-        },
         checkpointing: row_checkpointing(ac, torchtitan),
         mtp: stated(notes, "MTP").map_or(0, |v| v as u64),
         stack: if torchtitan {
@@ -346,6 +341,14 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
             micro_batch: mb,
             grad_accum: (gb / (mb * d.dp)).max(1),
             ..Data::default()
+        },
+        numerics: Numerics {
+            precision: if r.get("precision").starts_with("FP8") {
+                Precision::Fp8
+            } else {
+                Precision::Bf16
+            },
+            ..Numerics::default()
         },
         ..Plan::default()
     };
@@ -441,11 +444,6 @@ fn hf_case(r: &Row) -> Option<Case> {
     let mb = r.num("micro_batch")? as u64;
     let plan = Plan {
         model: "custom".into(),
-        precision: if r.get("precision").starts_with("pure bf16") {
-            Precision::Bf16Pure
-        } else {
-            Precision::Bf16
-        },
         checkpointing: Checkpointing::Full,
         stack: Stack::Hf,
         train,
@@ -458,6 +456,14 @@ fn hf_case(r: &Row) -> Option<Case> {
             micro_batch: mb,
             grad_accum: r.num("grad_accum").unwrap_or(1.0) as u64,
             ..Data::default()
+        },
+        numerics: Numerics {
+            precision: if r.get("precision").starts_with("pure bf16") {
+                Precision::Bf16Pure
+            } else {
+                Precision::Bf16
+            },
+            ..Numerics::default()
         },
         ..Plan::default()
     };
@@ -670,7 +676,7 @@ pub fn fit_on(generation: Generation, cases: &[&Case], host: &HostCosts) -> (Eff
         .into_iter()
         .filter(|c| c.plan.stack == Stack::Megatron)
         .collect();
-    let has = |p: Precision| dense.iter().any(|c| c.plan.precision == p);
+    let has = |p: Precision| dense.iter().any(|c| c.plan.numerics.precision == p);
     // Attention runs at its kernel's benchmarked speed (kernels.rs); only a
     // power-capped part fits the share of it that its clocks sustain.
     let capped = generation == Generation::HopperPowerCapped;

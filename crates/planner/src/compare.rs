@@ -71,7 +71,7 @@ pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
         if !inst.multi_node_efa_training {
             p.hardware.nodes = 1;
         }
-        p.precision = crate::rules::nearest_supported(p.precision, gpu);
+        p.numerics.precision = crate::rules::nearest_supported(p.numerics.precision, gpu);
         // Tensor parallelism cannot leave the node.
         p.parallelism.tp = p.parallelism.tp.min(inst.gpu_count);
         let model = (r0.arch.clone(), r0.model_name.clone());
@@ -91,7 +91,7 @@ pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
             gpu: inst.gpu.clone(),
             nodes: p.hardware.nodes,
             gpus: r.layout.gpus,
-            precision: p.precision.key(),
+            precision: p.numerics.precision.key(),
             fits: mem.peak_bytes <= budget_bytes(usable, p.headroom),
             peak_bytes_per_gpu: mem.peak_bytes,
             usable_bytes: usable,

@@ -65,7 +65,7 @@ pub fn checkpoint_bytes(plan: &Plan, counts: &ParameterCounts, adapter_params: f
         }
         // bf16 (or fp32) weights, as exported for inference
         (SaveKind::Weights, _) => {
-            p * if plan.precision == Precision::Fp32 {
+            p * if plan.numerics.precision == Precision::Fp32 {
                 4.0
             } else {
                 2.0

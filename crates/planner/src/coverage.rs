@@ -60,7 +60,7 @@ impl Group {
             moe: false,
             generation: gen,
             stack,
-            fp8: plan.precision.is_low_precision(),
+            fp8: plan.numerics.precision.is_low_precision(),
             layout: if l.cp > 1 {
                 LayoutKind::ContextParallel
             } else if l.tp > 1 || l.pp > 1 {

@@ -330,7 +330,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "precision_train",
         kind: Kind::Values,
-        get: |p, _| Value::Pair(p.precision.key(), p.train.key()),
+        get: |p, _| Value::Pair(p.numerics.precision.key(), p.train.key()),
     },
     Setting {
         key: "ga",
@@ -360,17 +360,17 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "grad_bf16",
         kind: Kind::Values,
-        get: |p, _| flag(p.grad_bf16),
+        get: |p, _| flag(p.numerics.grad_bf16),
     },
     Setting {
         key: "fp8_params",
         kind: Kind::Values,
-        get: |p, _| flag(p.fp8_params),
+        get: |p, _| flag(p.numerics.fp8_params),
     },
     Setting {
         key: "bf16_moments",
         kind: Kind::Values,
-        get: |p, _| flag(p.bf16_moments),
+        get: |p, _| flag(p.numerics.bf16_moments),
     },
     Setting {
         key: "recompute_modules",
@@ -525,7 +525,7 @@ impl Envelope {
             micro_batch: (plan.data.micro_batch, plan.data.micro_batch),
             gpus: (gpus, gpus),
             params: (params, params),
-            precisions: vec![plan.precision.key().to_string()],
+            precisions: vec![plan.numerics.precision.key().to_string()],
             training: vec![plan.train.key().to_string()],
             zero: vec![zero_stage(plan, gpus)],
             hybrid: hybrid(plan, gpus),
@@ -657,7 +657,7 @@ impl Envelope {
                 hi,
             });
         }
-        let key = plan.precision.key();
+        let key = plan.numerics.precision.key();
         if !self.precisions.iter().any(|p| p == key) {
             out.push(Outside::Precision {
                 value: key.to_string(),

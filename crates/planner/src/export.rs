@@ -338,7 +338,7 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
     ));
     items.push(("gradient_accumulation_steps", p.data.grad_accum.to_string()));
     items.push(("max_steps", r.time.steps.to_string()));
-    items.push(("precision", py_str(p.precision.key())));
+    items.push(("precision", py_str(p.numerics.precision.key())));
     items.push(("checkpointing", py_str(&p.checkpointing.key())));
     if p.offload {
         items.push(("activation_offloading", "True".into()));
@@ -837,7 +837,7 @@ fn training_args(c: &Ctx<'_>) -> String {
     let _ = writeln!(
         s,
         "    bf16={},",
-        py_bool(!matches!(p.precision, Precision::Fp32))
+        py_bool(!matches!(p.numerics.precision, Precision::Fp32))
     );
     let ck = !matches!(
         p.checkpointing,
@@ -870,11 +870,11 @@ fn training_args(c: &Ctx<'_>) -> String {
     let _ = writeln!(s, "    logging_steps=10,");
     let _ = writeln!(s, "    report_to=\"none\",");
     s.push_str(")\n");
-    if p.precision.is_low_precision() {
+    if p.numerics.precision.is_low_precision() {
         s.push_str("\n# FP8 with TransformerEngine: wrap the forward pass; the embedding, norms and LM head\n");
         s.push_str("# stay in BF16 (TransformerEngine only converts the te.Linear/te.LayerNormMLP layers you use).\n");
         s.push_str("from transformer_engine.common.recipe import Format");
-        match (p.precision, c.blackwell) {
+        match (p.numerics.precision, c.blackwell) {
             (Precision::Mxfp8, _) => {
                 s.push_str(", MXFP8BlockScaling\n\nfp8_recipe = MXFP8BlockScaling(fp8_format=Format.E4M3)\n");
             }

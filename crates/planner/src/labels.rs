@@ -390,7 +390,7 @@ fn checked_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
         return None;
     }
     let fsdp = memory::runs_fsdp2(plan, layout);
-    match (plan.train, plan.precision) {
+    match (plan.train, plan.numerics.precision) {
         (_, p) if p.is_low_precision() => None,
         (Training::Full, _) if hf_tp && fsdp => {
             Some(MemoryKind::Oracle("sharding=tp", "TP + FSDP2"))
@@ -431,7 +431,7 @@ fn dpo_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
         && one_or_fsdp2
         && !plan.offload
         && r.arch.moe.is_none()
-        && !plan.precision.is_low_precision()
+        && !plan.numerics.precision.is_low_precision()
         && plan.train != crate::plan::Training::Qlora
         && matches!(plan.optimizer, Optimizer::Adamw | Optimizer::AdamwForeach);
     oracle_ran.then_some(MemoryKind::Oracle("stage=dpo", "DPO"))
@@ -450,7 +450,7 @@ pub(crate) fn throughput_accuracy(r: &Job<'_>, gen: Generation, fabric: &Fabric)
         None => unchecked_throughput(r, &group),
     };
     let gb200 = r.gpu.id.starts_with("GB200");
-    if gen == Generation::Blackwell && !r.plan.precision.is_low_precision() && !gb200 {
+    if gen == Generation::Blackwell && !r.plan.numerics.precision.is_low_precision() && !gb200 {
         a.note.push(Phrase::new(Text::BlackwellBf16FromGb200));
     }
     if r.plan.stage != TrainingStage::Sft {

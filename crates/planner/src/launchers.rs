@@ -33,7 +33,7 @@ impl Choice {
     /// The plan's own choices.
     pub fn of(plan: &Plan) -> Self {
         Choice {
-            precision: plan.precision,
+            precision: plan.numerics.precision,
             zero: plan.parallelism.zero,
             pp: plan.parallelism.pp,
             checkpointing: plan.checkpointing,
@@ -171,19 +171,19 @@ fn setting_rules(
             Some(("moe_graphs", "0")),
         ),
         (
-            plan.bf16_moments && plan.optimizer == Optimizer::Sgd,
+            plan.numerics.bf16_moments && plan.optimizer == Optimizer::Sgd,
             "bf16_moments=1 + optimizer=sgd",
             "bf16_moments",
             Some(("bf16_moments", "0")),
         ),
         (
-            plan.bf16_moments && c.zero == 0,
+            plan.numerics.bf16_moments && c.zero == 0,
             "bf16_moments=1 + zero=0",
             "bf16_moments",
             Some(("bf16_moments", "0")),
         ),
         (
-            plan.fp8_params && c.precision == Precision::Nvfp4,
+            plan.numerics.fp8_params && c.precision == Precision::Nvfp4,
             "fp8_params=1 + precision=nvfp4",
             "fp8_params",
             Some(("fp8_params", "0")),

@@ -459,11 +459,11 @@ fn nvfp4_bf16_layers(a: &Architecture) -> u64 {
 
 /// FP8 parameter gathers, which Megatron runs only under an FP8 recipe.
 fn fp8_params(plan: &Plan) -> bool {
-    plan.fp8_params && matches!(plan.precision, Precision::Fp8 | Precision::Mxfp8)
+    plan.numerics.fp8_params && matches!(plan.numerics.precision, Precision::Fp8 | Precision::Mxfp8)
 }
 
 fn dtype(plan: &Plan) -> &'static str {
-    if plan.precision == Precision::Fp32 {
+    if plan.numerics.precision == Precision::Fp32 {
         "torch.float32"
     } else {
         "torch.bfloat16"
@@ -492,9 +492,9 @@ fn low_precision(
 fn mixed_precision(plan: &Plan, a: &Architecture) -> Members {
     let mut m = precision(plan, a);
     m.push(("autocast_enabled", false.into()));
-    m.push(("grad_reduce_in_fp32", (!plan.grad_bf16).into()));
+    m.push(("grad_reduce_in_fp32", (!plan.numerics.grad_bf16).into()));
     m.push(("fp8_param_gather", fp8_params(plan).into()));
-    if fp8_params(plan) && plan.precision == Precision::Mxfp8 {
+    if fp8_params(plan) && plan.numerics.precision == Precision::Mxfp8 {
         // MXFP8 gathers reuse the gradient buffer (Megatron-Bridge asserts it).
         m.push(("reuse_grad_buf_for_mxfp8_param_ag", true.into()));
     }
@@ -511,9 +511,9 @@ fn model_precision(plan: &Plan, a: &Architecture) -> Members {
 /// What both precision groups name alike: the dtypes, the FP8 or FP4
 /// format and its recipe.
 fn precision(plan: &Plan, a: &Architecture) -> Members {
-    let (fp8, _, fp4) = low_precision(plan.precision);
+    let (fp8, _, fp4) = low_precision(plan.numerics.precision);
     let mut m = vec![
-        ("bf16", (plan.precision != Precision::Fp32).into()),
+        ("bf16", (plan.numerics.precision != Precision::Fp32).into()),
         ("params_dtype", dtype(plan).into()),
         ("pipeline_dtype", dtype(plan).into()),
         ("fp8", fp8.into()),
@@ -525,7 +525,7 @@ fn precision(plan: &Plan, a: &Architecture) -> Members {
 
 /// The FP8 recipe, or NVFP4's with its BF16 layers at the end.
 fn recipes(plan: &Plan, a: &Architecture) -> Members {
-    let (_, recipe, fp4) = low_precision(plan.precision);
+    let (_, recipe, fp4) = low_precision(plan.numerics.precision);
     let mut m = Vec::new();
     if let Some(recipe) = recipe {
         m.push(("fp8_recipe", recipe.into()));
@@ -568,13 +568,13 @@ fn optimizer(plan: &Plan) -> Members {
         ("min_lr", LEARNING_RATE.into()),
         ("weight_decay", 0.1.into()),
         ("clip_grad", 1.0.into()),
-        ("bf16", (plan.precision != Precision::Fp32).into()),
+        ("bf16", (plan.numerics.precision != Precision::Fp32).into()),
         (
             "use_distributed_optimizer",
             (plan.parallelism.zero >= 1).into(),
         ),
     ];
-    if plan.bf16_moments {
+    if plan.numerics.bf16_moments {
         m.push(("use_precision_aware_optimizer", true.into()));
         m.push(("exp_avg_dtype", "torch.bfloat16".into()));
         m.push(("exp_avg_sq_dtype", "torch.bfloat16".into()));
@@ -602,7 +602,7 @@ fn ddp(plan: &Plan, r: &Report) -> Members {
             "overlap_param_gather",
             (plan.parallelism.overlap && plan.parallelism.zero >= 1).into(),
         ),
-        ("grad_reduce_in_fp32", (!plan.grad_bf16).into()),
+        ("grad_reduce_in_fp32", (!plan.numerics.grad_bf16).into()),
         ("fp8_param_gather", fp8_params(plan).into()),
         ("average_in_collective", true.into()),
     ];

@@ -10,7 +10,9 @@ use crate::coverage::{median, under_over, worst};
 use crate::envelope::Envelope;
 use crate::layout::{Layout, Stages};
 use crate::memory::{breakdown, CUDA_CONTEXT_BYTES};
-use crate::plan::{Attention, Checkpointing, Data, Optimizer, Parallelism, Plan, Precision};
+use crate::plan::{
+    Attention, Checkpointing, Data, Numerics, Optimizer, Parallelism, Plan, Precision,
+};
 use serde::Deserialize;
 
 // ---- memory ----------------------------------------------------------------------
@@ -42,12 +44,6 @@ fn memory_row_plan(r: &crate::calibration::Row) -> Option<(Architecture, Plan)> 
         Mlp::Swiglu,
     );
     let plan = Plan {
-        precision: match r.get("precision") {
-            "mixed" => Precision::Bf16,
-            "bf16" => Precision::Bf16Pure,
-            "fp32" => Precision::Fp32,
-            _ => return None,
-        },
         checkpointing: if r.get("ac") == "1" {
             Checkpointing::Full
         } else {
@@ -73,6 +69,15 @@ fn memory_row_plan(r: &crate::calibration::Row) -> Option<(Architecture, Plan)> 
             seq: n("s")?,
             grad_accum: 1,
             ..Data::default()
+        },
+        numerics: Numerics {
+            precision: match r.get("precision") {
+                "mixed" => Precision::Bf16,
+                "bf16" => Precision::Bf16Pure,
+                "fp32" => Precision::Fp32,
+                _ => return None,
+            },
+            ..Numerics::default()
         },
         ..Plan::default()
     };

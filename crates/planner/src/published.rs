@@ -11,7 +11,7 @@ use crate::case::Case;
 use crate::fabric::{Fabric, Network};
 use crate::hardware;
 use crate::layout::{Layout, Stages};
-use crate::plan::{Attention, Checkpointing, Data, Parallelism, Plan, Precision, Stack};
+use crate::plan::{Attention, Checkpointing, Data, Numerics, Parallelism, Plan, Precision, Stack};
 use crate::table::{read_csv, Row};
 
 /// The normalised runs, compiled in.
@@ -108,9 +108,7 @@ fn plan(r: &Row) -> Option<Plan> {
             "cudnn" => Attention::Cudnn,
             _ => Attention::Flash,
         },
-        precision: precision(r.get("precision"))?,
         checkpointing: checkpointing(r.get("ckpt")),
-        fp8_params: r.get("fp8_all_gather") == "1",
         parallelism: Parallelism {
             zero: if fsdp > 1 { 3 } else { 1 },
             shard: (replicate > 1).then_some(fsdp),
@@ -128,6 +126,11 @@ fn plan(r: &Row) -> Option<Plan> {
             micro_batch: r.num("mb")? as u64,
             grad_accum: int(r, "ga"),
             ..Data::default()
+        },
+        numerics: Numerics {
+            precision: precision(r.get("precision"))?,
+            fp8_params: r.get("fp8_all_gather") == "1",
+            ..Numerics::default()
         },
         ..Plan::default()
     })

@@ -393,7 +393,7 @@ fn check_bundled_parallelism(
     if let Some(refusal) = hf_tp_refusal(
         arch,
         (plan.train, plan.stage),
-        plan.precision,
+        plan.numerics.precision,
         plan.parallelism.zero,
         layout.tp,
     ) {
@@ -618,19 +618,19 @@ fn resolve_shard(plan: &Plan, dp: u64, errors: &mut Vec<Message>) -> u64 {
 
 /// FP8 needs FP8 tensor cores; MXFP8 and NVFP4 need Blackwell's block scaling.
 fn check_precision(plan: &Plan, gpu: &Gpu, errors: &mut Vec<Message>) {
-    let precision = plan.precision.key();
+    let precision = plan.numerics.precision.key();
     let args: [(&'static str, Arg); 2] = [
         ("gpu", Arg::from(&gpu.id)),
         ("precision", Arg::from(&precision)),
     ];
-    match rules::precision_unsupported(plan.precision, gpu) {
+    match rules::precision_unsupported(plan.numerics.precision, gpu) {
         Some(Unsupported::NoFp8) => errors
             .push(Message::new("precision", Text::Fp8Unsupported, args).fix("precision", "bf16")),
         Some(Unsupported::NoBlockScaling) => errors
             .push(Message::new("precision", Text::BlackwellOnly, args).fix("precision", "fp8")),
         None => {}
     }
-    if plan.precision.is_low_precision() && plan.hf_adapters() {
+    if plan.numerics.precision.is_low_precision() && plan.hf_adapters() {
         let args: [(&'static str, Arg); 1] = [("precision", Arg::from(&precision))];
         errors.push(
             Message::new("precision", Text::LowPrecisionAdapters, args).fix("precision", "bf16"),

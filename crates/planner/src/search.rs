@@ -258,11 +258,11 @@ impl Space {
             NODES.to_vec()
         };
         let precisions = if locks.precision {
-            vec![plan.precision]
+            vec![plan.numerics.precision]
         } else {
             let mut v = vec![Precision::Bf16, Precision::Fp8];
-            if !v.contains(&plan.precision) {
-                v.push(plan.precision);
+            if !v.contains(&plan.numerics.precision) {
+                v.push(plan.numerics.precision);
             }
             // The exported train.py runs adapters in BF16 only.
             v.retain(|p| !(p.is_low_precision() && plan.hf_adapters()));
@@ -531,7 +531,7 @@ impl Search {
             w.hardware.instance = instance.instance_type.clone();
         }
         w.hardware.nodes = nodes;
-        w.precision = precision;
+        w.numerics.precision = precision;
         (
             w.parallelism.tp,
             w.parallelism.pp,
@@ -794,7 +794,7 @@ impl Search {
         let mut p = self.base.clone();
         p.hardware.instance = s.instances[i[0]].instance.instance_type.clone();
         p.hardware.nodes = s.nodes[i[1]];
-        p.precision = s.precisions[i[2]];
+        p.numerics.precision = s.precisions[i[2]];
         p.parallelism.tp = s.tps[i[3]];
         p.parallelism.pp = s.pps[i[4]];
         p.parallelism.cp = s.cps[i[5]];
@@ -874,7 +874,7 @@ impl Search {
             zero: p.parallelism.zero,
             micro_batch: p.data.micro_batch,
             grad_accum: p.data.grad_accum,
-            precision: p.precision.key(),
+            precision: p.numerics.precision.key(),
             checkpointing: p.checkpointing.key(),
             loss: p.loss.key(),
             peak_bytes_per_gpu: f.peak,
@@ -954,7 +954,7 @@ fn plan_summary(p: &Plan, instance: &str) -> Phrase {
     Phrase::new(Text::CandidatePlan)
         .with("nodes", p.hardware.nodes)
         .with("instance", instance)
-        .with("precision", p.precision.key().to_ascii_uppercase())
+        .with("precision", p.numerics.precision.key().to_ascii_uppercase())
         .with("ckpt", part(p.checkpointing != Checkpointing::None, ckpt))
         .with("zero", Arg::Count(u64::from(p.parallelism.zero)))
         .with("hybrid", part(p.parallelism.shard.is_some(), hybrid))

@@ -172,15 +172,18 @@ fn memory_underused(c: &Context) -> Option<Message> {
 
 /// FP8 below ~7B parameters gains little.
 fn fp8_small_model(c: &Context) -> Option<Message> {
-    (c.plan().precision.is_low_precision() && c.figures.parameters < 7_000_000_000).then(|| {
-        c.warn("precision", Text::Fp8SmallModel, [])
-            .fix("precision", "bf16")
-    })
+    (c.plan().numerics.precision.is_low_precision() && c.figures.parameters < 7_000_000_000).then(
+        || {
+            c.warn("precision", Text::Fp8SmallModel, [])
+                .fix("precision", "bf16")
+        },
+    )
 }
 
 /// FP8 on the embedding, norms and LM head risks divergence.
 fn fp8_keep_bf16(c: &Context) -> Option<Message> {
     c.plan()
+        .numerics
         .precision
         .is_low_precision()
         .then(|| c.warn("precision", Text::Fp8KeepBf16, []))
@@ -396,7 +399,7 @@ fn price_dated(c: &Context) -> Option<Message> {
 
 /// FP32 training.
 fn fp32_slow(c: &Context) -> Option<Message> {
-    (c.plan().precision == Precision::Fp32).then(|| {
+    (c.plan().numerics.precision == Precision::Fp32).then(|| {
         c.warn("precision", Text::Fp32Slow, [])
             .fix("precision", "bf16")
     })

@@ -4,7 +4,7 @@ use planner::architecture::{preset, Architecture, Mlp};
 use planner::evaluate;
 use planner::layout::{Layout, Stages};
 use planner::memory::{breakdown, Term};
-use planner::plan::{Checkpointing, Data, Parallelism, Plan, Precision, Stack};
+use planner::plan::{Checkpointing, Data, Numerics, Parallelism, Plan, Precision, Stack};
 use planner::resolve::resolve;
 
 /// A layout of `gpus` for a model of `layers`, split evenly over `pp` stages.
@@ -35,7 +35,6 @@ fn megatron_profile_matches_korthikanti_without_dropout() {
     };
     let plan = Plan {
         stack: Stack::Megatron,
-        precision: Precision::Bf16,
         parallelism: Parallelism {
             zero: 0,
             ..Parallelism::default()
@@ -44,6 +43,10 @@ fn megatron_profile_matches_korthikanti_without_dropout() {
             seq: s,
             micro_batch: b,
             ..Data::default()
+        },
+        numerics: Numerics {
+            precision: Precision::Bf16,
+            ..Numerics::default()
         },
         ..Plan::default()
     };
@@ -74,7 +77,10 @@ fn selective_recomputation_drops_the_attention_scores() {
     };
     let plan = |ckpt| Plan {
         stack: Stack::Megatron,
-        precision: Precision::Bf16,
+        numerics: Numerics {
+            precision: Precision::Bf16,
+            ..Numerics::default()
+        },
         attention: planner::plan::Attention::Eager,
         checkpointing: ckpt,
         data: Data {

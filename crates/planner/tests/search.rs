@@ -55,7 +55,7 @@ fn locks_are_respected() {
         assert_eq!(c.precision, "bf16");
         assert_eq!(c.instance, "ml.p6-b200.48xlarge");
         let p = Plan::from_query(&c.query).plan;
-        assert_eq!(p.precision, Precision::Bf16);
+        assert_eq!(p.numerics.precision, Precision::Bf16);
     }
     let r = search(&Plan::from_query("nodes=2&mb=1&lock=nodes,mb").plan);
     assert!(r.pareto.iter().all(|c| c.nodes == 2 && c.micro_batch == 1));

@@ -326,7 +326,8 @@ fn fit_from_a_neutral_start_reproduces_the_shipped_parameters() {
         };
         let has = |fp8: bool| {
             mine().any(|c| {
-                c.arch.moe.is_none() && (c.plan.precision == planner::plan::Precision::Fp8) == fp8
+                c.arch.moe.is_none()
+                    && (c.plan.numerics.precision == planner::plan::Precision::Fp8) == fp8
             })
         };
         let mut pairs = vec![("attention", fitted.attention, shipped.attention)];
@@ -1059,7 +1060,7 @@ fn b200_bf16_plans_say_their_efficiency_comes_from_gb200() {
     let b200_bf16: Vec<_> = planner::calibration::cases()
         .into_iter()
         .filter(|c| matches!(c.gpu.id.as_str(), "B200" | "B300"))
-        .filter(|c| !c.plan.precision.is_low_precision())
+        .filter(|c| !c.plan.numerics.precision.is_low_precision())
         .collect();
     assert!(
         b200_bf16.len() >= 3,

@@ -21,7 +21,7 @@ pub(super) enum Profile {
 }
 
 pub(super) fn profile(plan: &Plan) -> Profile {
-    match (plan.stack, plan.precision) {
+    match (plan.stack, plan.numerics.precision) {
         (Stack::Megatron, _) => Profile::Megatron,
         (Stack::Hf | Stack::Torchtitan, Precision::Fp32) => Profile::HfFp32,
         (Stack::Hf | Stack::Torchtitan, Precision::Bf16Pure) => Profile::HfBf16,
@@ -44,7 +44,7 @@ pub(super) fn profile(plan: &Plan) -> Profile {
 /// How the plan's GEMMs get their weights, in the words train.py reports
 /// (`compute_path`), so a test can hold the script to the model.
 pub fn compute_path(plan: &Plan) -> &'static str {
-    match (profile(plan), plan.precision) {
+    match (profile(plan), plan.numerics.precision) {
         (Profile::Megatron, _) => "megatron",
         (Profile::HfFp32, _) => "fp32",
         (_, Precision::Bf16Pure) => "bf16 weights",
@@ -184,7 +184,7 @@ impl Widths {
 /// layers (`plan::NVFP4_BF16_LAYER_SHARE`).
 fn linear_input_bytes(plan: &Plan) -> f64 {
     let share = crate::plan::NVFP4_BF16_LAYER_SHARE;
-    match (plan.stack, plan.precision) {
+    match (plan.stack, plan.numerics.precision) {
         (_, p) if !p.is_low_precision() => 2.0,
         (Stack::Torchtitan, Precision::Nvfp4) => share * 2.0 + (1.0 - share) * (0.5 + 1.0 / 16.0),
         (Stack::Torchtitan, _) => 2.0,
@@ -227,7 +227,7 @@ pub(super) fn lora_frozen_inputs(plan: &Plan, w: &Widths) -> f64 {
         return 0.0;
     }
     let (attention, mlp) = lora_linear_inputs(w, plan.lora_targets.adapted(), false);
-    if plan.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0 {
+    if plan.numerics.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0 {
         4.0 * attention
     } else {
         w.lin * (attention + mlp)
@@ -239,7 +239,7 @@ pub(super) fn profile_layer(plan: &Plan, w: &Widths) -> LayerActivations {
         Profile::HfFp32 => hf_fp32_layer(w),
         Profile::HfBf16 => hf_bf16_layer(w),
         Profile::HfAutocast => hf_autocast_layer(w),
-        Profile::Megatron => megatron_layer(w, plan.precision == Precision::Fp32),
+        Profile::Megatron => megatron_layer(w, plan.numerics.precision == Precision::Fp32),
     }
 }
 
@@ -274,7 +274,7 @@ pub(super) fn recompute_modules(
         return;
     }
     let m = plan.recompute_modules;
-    let e = if plan.precision == Precision::Fp32 {
+    let e = if plan.numerics.precision == Precision::Fp32 {
         2.0
     } else {
         1.0
@@ -313,7 +313,7 @@ pub(super) fn mla_latents(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
     let Some(m) = &arch.mla else {
         return 0.0;
     };
-    let e = if plan.precision == Precision::Fp32 {
+    let e = if plan.numerics.precision == Precision::Fp32 {
         4.0
     } else {
         2.0
@@ -334,7 +334,7 @@ pub(super) fn mla_latents(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
 /// input the base layer keeps already.
 pub(super) fn lora_fp32_inputs(plan: &Plan, w: &Widths) -> f64 {
     // BF16 adapters take the BF16 input as it is.
-    let pure = plan.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0;
+    let pure = plan.numerics.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0;
     let mlp_adapted = plan.lora_targets.adapted().mlp;
     if plan.train == Training::Full || !pure || plan.stack == Stack::Megatron || !mlp_adapted {
         return 0.0;

@@ -164,7 +164,10 @@ impl<'a> StageShape<'a> {
                 Training::Qlora => 0.5 + 0.127 / 8.0 * 4.0,
             },
             mixed_policy: plan.stack != Stack::Megatron
-                && !matches!(plan.precision, Precision::Fp32 | Precision::Bf16Pure)
+                && !matches!(
+                    plan.numerics.precision,
+                    Precision::Fp32 | Precision::Bf16Pure
+                )
                 && !peft,
             fsdp2: runs_fsdp2(plan, layout),
             tokens: plan.rows_per_micro_batch() as f64 * plan.data.seq as f64 / layout.cp as f64,

@@ -18,13 +18,13 @@ pub(super) struct StateBytes {
 
 pub(super) fn state_bytes(plan: &Plan, layout: &Layout) -> StateBytes {
     let megatron = plan.stack == Stack::Megatron;
-    let (weights, grads, master) = match plan.precision {
+    let (weights, grads, master) = match plan.numerics.precision {
         Precision::Fp32 => (4.0, 4.0, 0.0),
         Precision::Bf16Pure => (2.0, 2.0, 0.0),
         // Megatron: bf16 params, fp32 main grads (bf16 with
         // `--grad-reduce-in-bf16`: param_and_grad_buffer.py allocates the
         // gradient buffer in the reduction dtype), fp32 master in the optimizer.
-        _ if megatron && plan.grad_bf16 => (2.0, 2.0, 4.0),
+        _ if megatron && plan.numerics.grad_bf16 => (2.0, 2.0, 4.0),
         _ if megatron => (2.0, 4.0, 4.0),
         // HF ZeRO-1 (DeepSpeed bf16): bf16 params, fp32 gradient accumulation,
         // fp32 master weights partitioned with the optimizer states.
@@ -33,8 +33,8 @@ pub(super) fn state_bytes(plan: &Plan, layout: &Layout) -> StateBytes {
         // the fly; FSDP: sharded fp32 params, bf16 compute copies).
         _ => (4.0, 4.0, 0.0),
     };
-    let bf16_moments = plan.bf16_moments && plan.stack == Stack::Megatron;
-    let moment = if plan.precision == Precision::Bf16Pure || bf16_moments {
+    let bf16_moments = plan.numerics.bf16_moments && plan.stack == Stack::Megatron;
+    let moment = if plan.numerics.precision == Precision::Bf16Pure || bf16_moments {
         2.0
     } else {
         4.0
@@ -55,7 +55,7 @@ pub(super) fn state_bytes(plan: &Plan, layout: &Layout) -> StateBytes {
     // high-precision weight in each forward and backward
     // (`hp_tensor_to_float8_dynamic`), a per-layer transient; its B200 runs
     // peak lower in float8 than in BF16 (titan_33 vs titan_36).
-    let copies = match plan.precision {
+    let copies = match plan.numerics.precision {
         _ if plan.stack == Stack::Torchtitan => 0.0,
         Precision::Fp8 if !layout.fp8_tn_only => 1.0,
         Precision::Fp8 => 2.0,

@@ -25,7 +25,7 @@ pub(super) fn reference_weights(s: &StageShape) -> f64 {
     if !s.plan.has_reference() || s.peft {
         return 0.0;
     }
-    let bytes = if s.plan.precision == Precision::Fp32 {
+    let bytes = if s.plan.numerics.precision == Precision::Fp32 {
         4.0
     } else {
         2.0
@@ -45,7 +45,7 @@ pub(super) fn linear_stage_params(s: &StageShape) -> f64 {
 /// megatron_and_b200_facts.md §1: MXFP8 parameters share one buffer).
 pub(super) fn fp8_only_params(s: &StageShape) -> f64 {
     let megatron = s.plan.stack == Stack::Megatron;
-    if megatron && s.plan.fp8_params && s.sb.copies > 0.0 {
+    if megatron && s.plan.numerics.fp8_params && s.sb.copies > 0.0 {
         linear_stage_params(s)
     } else {
         0.0
@@ -118,7 +118,7 @@ pub(super) fn unsharded_unit(s: &StageShape) -> f64 {
     if s.plan.parallelism.zero < 3 || s.g <= 1.0 || s.fsdp2 {
         return 0.0;
     }
-    let gathered_bytes = match (s.plan.train, s.plan.precision) {
+    let gathered_bytes = match (s.plan.train, s.plan.numerics.precision) {
         (Training::Full, Precision::Fp32) => 4.0,
         (Training::Full, _) => 2.0,
         _ => s.weight_bytes,

@@ -237,7 +237,7 @@ impl Plan {
     ///   (`NVFP4_BF16_LAYER_SHARE`) still recompute half;
     /// - Megatron (no op-level policy of its own): half, as torchtitan.
     pub fn op_level_recomputed_gemm_share(&self) -> f64 {
-        match (self.stack, self.precision) {
+        match (self.stack, self.numerics.precision) {
             (Stack::Hf, _) => 0.0,
             (Stack::Torchtitan, Precision::Nvfp4) => 1.0 - 0.5 * NVFP4_BF16_LAYER_SHARE,
             _ => 0.5,
@@ -436,7 +436,9 @@ impl Plan {
             "mb" => self.data.micro_batch = f.int(1, 4096)?,
             "ga" => self.data.grad_accum = f.int(1, 65_536)?,
             "tokens" => self.data.tokens = f.num(1e6, 1e15)?,
-            "precision" => self.precision = f.one_of(Precision::from_key, Precision::keys)?,
+            "precision" => {
+                self.numerics.precision = f.one_of(Precision::from_key, Precision::keys)?
+            }
             "optimizer" => self.optimizer = f.one_of(Optimizer::from_key, Optimizer::keys)?,
             "ckpt" => {
                 let c = Checkpointing::from_key(f.value);
@@ -444,9 +446,9 @@ impl Plan {
             }
             "offload" => self.offload = f.flag()?,
             "offload_layers" => self.offload_layers = Some(f.int(0, 1024)?),
-            "grad_bf16" => self.grad_bf16 = f.flag()?,
-            "fp8_params" => self.fp8_params = f.flag()?,
-            "bf16_moments" => self.bf16_moments = f.flag()?,
+            "grad_bf16" => self.numerics.grad_bf16 = f.flag()?,
+            "fp8_params" => self.numerics.fp8_params = f.flag()?,
+            "bf16_moments" => self.numerics.bf16_moments = f.flag()?,
             "recompute_modules" => {
                 let m = RecomputeModules::from_key(f.value);
                 let args: [(&str, &dyn Display); 1] = [("keys", &RecomputeModules::keys())];
@@ -627,20 +629,20 @@ impl Plan {
         out.push(("mb", self.data.micro_batch.to_string()));
         out.push(("ga", self.data.grad_accum.to_string()));
         out.push(("tokens", fmt_num(self.data.tokens)));
-        out.push(("precision", self.precision.key().into()));
+        out.push(("precision", self.numerics.precision.key().into()));
         out.push(("optimizer", self.optimizer.key().into()));
         out.push(("ckpt", self.checkpointing.key()));
         out.push(("offload", flag(self.offload).into()));
         if let Some(n) = self.offload_layers {
             out.push(("offload_layers", n.to_string()));
         }
-        if self.grad_bf16 {
+        if self.numerics.grad_bf16 {
             out.push(("grad_bf16", "1".into()));
         }
-        if self.fp8_params {
+        if self.numerics.fp8_params {
             out.push(("fp8_params", "1".into()));
         }
-        if self.bf16_moments {
+        if self.numerics.bf16_moments {
             out.push(("bf16_moments", "1".into()));
         }
         if self.recompute_modules != RecomputeModules::default() {

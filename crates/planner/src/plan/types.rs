@@ -152,7 +152,7 @@ impl Plan {
     /// Bytes of one adapter parameter: FP32 unless the plan keeps the
     /// adapters in a BF16 base's dtype.
     pub fn adapter_bytes(&self) -> f64 {
-        let bf16 = self.lora_dtype == LoraDtype::Bf16 && self.precision != Precision::Fp32;
+        let bf16 = self.lora_dtype == LoraDtype::Bf16 && self.numerics.precision != Precision::Fp32;
         if bf16 {
             2.0
         } else {
@@ -550,7 +550,9 @@ pub struct Plan {
     /// What each step trains on, and the run's tokens.
     #[serde(flatten)]
     pub data: Data,
-    pub precision: Precision,
+    /// The number formats of compute and states.
+    #[serde(flatten)]
+    pub numerics: Numerics,
     pub optimizer: Optimizer,
     pub checkpointing: Checkpointing,
     pub offload: bool,
@@ -558,18 +560,6 @@ pub struct Plan {
     /// per pipeline stage whose activations go to the host (None: all but
     /// SMP's horizon of 2, what the Hugging Face stack's SMP does).
     pub offload_layers: Option<u64>,
-    /// Megatron's gradient buffer and reduction in bf16
-    /// (`--grad-reduce-in-bf16`; Megatron-Bridge `grad_reduce_in_fp32=False`,
-    /// NeMo's `grad_sync_dtype: bf16`) instead of fp32.
-    pub grad_bf16: bool,
-    /// Megatron's `--fp8-param-gather`: Linear weights kept only in FP8
-    /// (no bf16 copy), gathered in FP8.
-    pub fp8_params: bool,
-    /// Megatron's precision-aware optimizer with both Adam moments in bf16
-    /// (`--use-precision-aware-optimizer --exp-avg-dtype bf16
-    /// --exp-avg-sq-dtype bf16`; DeepSeek-V3's recipes): 4 B of moments per
-    /// parameter instead of 8.
-    pub bf16_moments: bool,
     /// With selective recomputation, the modules Megatron recomputes beside
     /// the attention core (`--recompute-modules`).
     pub recompute_modules: RecomputeModules,
@@ -691,6 +681,35 @@ impl Default for Data {
             micro_batch: 1,
             grad_accum: 8,
             tokens: 1e10,
+        }
+    }
+}
+
+/// The number formats a step computes and keeps its states in: the precision recipe, Megatron's gradient dtype, FP8 weights and BF16 optimizer moments.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Numerics {
+    pub precision: Precision,
+    /// Megatron's gradient buffer and reduction in bf16
+    /// (`--grad-reduce-in-bf16`; Megatron-Bridge `grad_reduce_in_fp32=False`,
+    /// NeMo's `grad_sync_dtype: bf16`) instead of fp32.
+    pub grad_bf16: bool,
+    /// Megatron's `--fp8-param-gather`: Linear weights kept only in FP8
+    /// (no bf16 copy), gathered in FP8.
+    pub fp8_params: bool,
+    /// Megatron's precision-aware optimizer with both Adam moments in bf16
+    /// (`--use-precision-aware-optimizer --exp-avg-dtype bf16
+    /// --exp-avg-sq-dtype bf16`; DeepSeek-V3's recipes): 4 B of moments per
+    /// parameter instead of 8.
+    pub bf16_moments: bool,
+}
+
+impl Default for Numerics {
+    fn default() -> Self {
+        Numerics {
+            precision: Precision::Bf16,
+            grad_bf16: false,
+            fp8_params: false,
+            bf16_moments: false,
         }
     }
 }
@@ -837,14 +856,11 @@ impl Default for Plan {
             lora_targets: LoraTargets::AllLinear,
             lora_dtype: LoraDtype::Fp32,
             data: Data::default(),
-            precision: Precision::Bf16,
+            numerics: Numerics::default(),
             optimizer: Optimizer::Adamw,
             checkpointing: Checkpointing::None,
             offload: false,
             offload_layers: None,
-            grad_bf16: false,
-            fp8_params: false,
-            bf16_moments: false,
             recompute_modules: RecomputeModules::default(),
             mtp: 0,
             attention: Attention::Flash,

@@ -207,7 +207,7 @@ pub(super) fn reduce_groups(s: &StepShape) -> [ReduceGroup; 2] {
 /// with Megatron's `--fp8-param-gather` or torchtitan's
 /// `enable_fsdp_float8_all_gather` (`fp8_params`), else BF16.
 fn parameter_bytes(plan: &Plan) -> f64 {
-    if plan.fp8_params && plan.precision.is_low_precision() {
+    if plan.numerics.fp8_params && plan.numerics.precision.is_low_precision() {
         1.0
     } else {
         2.0
@@ -216,13 +216,13 @@ fn parameter_bytes(plan: &Plan) -> f64 {
 
 /// Bytes per gradient element the data-parallel reduction moves.
 fn gradient_bytes(plan: &Plan) -> f64 {
-    match (plan.stack, plan.precision, plan.parallelism.zero) {
+    match (plan.stack, plan.numerics.precision, plan.parallelism.zero) {
         (_, Precision::Fp32, _) => 4.0,
         (Stack::Hf, Precision::Bf16Pure, _) => 2.0,
         (Stack::Hf, _, 0) => 4.0,
         // Megatron reduces in the gradient buffer's dtype: fp32 unless
         // `--grad-reduce-in-bf16` (memory/states.rs, state_bytes).
-        (Stack::Megatron, _, _) if !plan.grad_bf16 => 4.0,
+        (Stack::Megatron, _, _) if !plan.numerics.grad_bf16 => 4.0,
         // torchtitan's FSDP2 reduces in fp32 (`mixed_precision_reduce = "float32"`).
         (Stack::Torchtitan, _, _) => 4.0,
         _ => 2.0,

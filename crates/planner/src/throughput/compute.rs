@@ -42,7 +42,7 @@ fn layer_gemms(s: &StepShape) -> f64 {
 /// (`plan::NVFP4_BF16_LAYER_SHARE`) at the 16-bit rate, the rest in FP4.
 fn mean_layer_gemms(s: &StepShape) -> f64 {
     let low = layer_gemms(s);
-    if s.plan.precision != Precision::Nvfp4 || s.lin_peak == s.wide_peak {
+    if s.plan.numerics.precision != Precision::Nvfp4 || s.lin_peak == s.wide_peak {
         return low;
     }
     let wide = StepShape {

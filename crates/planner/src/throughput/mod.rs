@@ -168,7 +168,7 @@ fn optimizer_step(s: &StepShape) -> f64 {
         Optimizer::Sgd => 20.0,
     };
     // Moments read and written in bf16 (Megatron's precision-aware optimizer).
-    let moments_saved = if s.plan.bf16_moments && s.plan.stack == Stack::Megatron {
+    let moments_saved = if s.plan.numerics.bf16_moments && s.plan.stack == Stack::Megatron {
         8.0
     } else {
         0.0

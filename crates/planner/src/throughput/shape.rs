@@ -95,14 +95,14 @@ impl<'a> StepShape<'a> {
         fabric: &'a Fabric,
         eff: &'a Efficiency,
     ) -> Self {
-        let gemm_peak = peak_of(gpu, plan.precision);
+        let gemm_peak = peak_of(gpu, plan.numerics.precision);
         // PyTorch keeps FP32 matmuls in FP32 (`allow_tf32` is off by default,
         // and the exported train.py leaves it so): no tensor cores.
-        let (wide_peak, wide_bytes) = match plan.precision {
+        let (wide_peak, wide_bytes) = match plan.numerics.precision {
             Precision::Fp32 => (gemm_peak, 4.0),
             _ => (peak_of(gpu, Precision::Bf16), 2.0),
         };
-        let (lin_peak, lin_eff, lin_bytes) = match plan.precision {
+        let (lin_peak, lin_eff, lin_bytes) = match plan.numerics.precision {
             p if p.is_low_precision() && gpu.fp8_tensor_cores => (gemm_peak, eff.fp8_gemm, 1.0),
             _ => (wide_peak, eff.gemm, wide_bytes),
         };
@@ -227,9 +227,9 @@ pub(super) fn attention_efficiency(
 /// quantization, NVFP4 3.48x and 1.98x: 2.0 and 2.7 ms of quantization over
 /// 1.24 G elements at 6 TB/s, 9.6 and 13.2 B per element.
 pub(super) fn quantize_bytes(plan: &Plan, gpu: &Gpu) -> (f64, f64) {
-    let low = plan.precision.is_low_precision() && gpu.fp8_tensor_cores;
+    let low = plan.numerics.precision.is_low_precision() && gpu.fp8_tensor_cores;
     let [fp8, mxfp8, nvfp4] = TORCHAO_QUANTIZE_BYTES;
-    match (plan.stack, plan.precision) {
+    match (plan.stack, plan.numerics.precision) {
         (Stack::Torchtitan, Precision::Fp8) if low => (fp8, fp8 - 1.0),
         (Stack::Torchtitan, Precision::Mxfp8) if low => (mxfp8, mxfp8),
         (Stack::Torchtitan, Precision::Nvfp4) if low => (nvfp4, nvfp4),
