@@ -254,13 +254,13 @@ fn saving_inputs(ctx: Ctx) -> impl IntoView {
     view! {
         <legend>{ctx.t(Text::CheckpointSaving)}</legend>
         <div class="row2">
-            <NumberField ctx=ctx key="save_every" label=Text::SaveEveryNSteps get=|p| p.save_every.to_string() />
-            <NumberField ctx=ctx key="save_bw" label=Text::WriteBandwidthGBSPer step="any" get=|p| p.save_bw.to_string() />
+            <NumberField ctx=ctx key="save_every" label=Text::SaveEveryNSteps get=|p| p.saving.save_every.to_string() />
+            <NumberField ctx=ctx key="save_bw" label=Text::WriteBandwidthGBSPer step="any" get=|p| p.saving.save_bw.to_string() />
         </div>
         <SelectField ctx=ctx key="save" label=Text::WhatIsSaved
             options=vec![("full", Text::FullStateResumable), ("weights", Text::WeightsOnly), ("adapter", Text::LoRAAdapter)]
-            get=|p| p.save.key().to_string() />
-        <CheckField ctx=ctx key="async_save" label=Text::AsynchronousSave get=|p| p.async_save />
+            get=|p| p.saving.save.key().to_string() />
+        <CheckField ctx=ctx key="async_save" label=Text::AsynchronousSave get=|p| p.saving.async_save />
     }
 }
 

@@ -53,11 +53,11 @@ pub struct Cost {
 /// Bytes one checkpoint writes for this plan.
 pub fn checkpoint_bytes(plan: &Plan, counts: &ParameterCounts, adapter_params: f64) -> u64 {
     let p = counts.total as f64;
-    let bytes = match (plan.save, plan.train) {
+    let bytes = match (plan.saving.save, plan.train) {
         (SaveKind::Adapter, _) | (_, Training::Lora | Training::Qlora) => {
             adapter_params
                 * 2.0
-                * if plan.save == SaveKind::Full {
+                * if plan.saving.save == SaveKind::Full {
                     8.0
                 } else {
                     1.0
@@ -114,16 +114,16 @@ pub fn time(
     let training_seconds = steps as f64 * tp.step_seconds;
     let size = checkpoint_bytes(plan, counts, adapter_params);
     // Every node writes its shard in parallel at the destination bandwidth.
-    let write_bw = plan.save_bw * 1e9 * plan.hardware.nodes.max(1) as f64;
+    let write_bw = plan.saving.save_bw * 1e9 * plan.hardware.nodes.max(1) as f64;
     let seconds_per_save = size as f64 / write_bw;
     let staging = size as f64 / (gpus.max(1) as f64 * ASYNC_STAGING_GBPS * 1e9);
-    let blocking = if plan.async_save {
+    let blocking = if plan.saving.async_save {
         staging.min(seconds_per_save)
     } else {
         seconds_per_save
     };
-    let saves = steps.checked_div(plan.save_every).unwrap_or(0);
-    let interval = plan.save_every.max(1) as f64 * tp.step_seconds;
+    let saves = steps.checked_div(plan.saving.save_every).unwrap_or(0);
+    let interval = plan.saving.save_every.max(1) as f64 * tp.step_seconds;
     let share = |block: f64| {
         if saves == 0 {
             0.0

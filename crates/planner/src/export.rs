@@ -398,9 +398,9 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
             items.push(("lora_dtype", py_str("bf16")));
         }
     }
-    items.push(("save_steps", p.save_every.max(1).to_string()));
-    items.push(("save", py_str(p.save.key())));
-    if p.async_save {
+    items.push(("save_steps", p.saving.save_every.max(1).to_string()));
+    items.push(("save", py_str(p.saving.save.key())));
+    if p.saving.async_save {
         items.push(("async_save", "True".into()));
     }
     items.push(("output_dir", py_str("/opt/ml/checkpoints")));
@@ -866,7 +866,7 @@ fn training_args(c: &Ctx<'_>) -> String {
         );
     }
     let _ = writeln!(s, "    save_strategy=\"steps\",");
-    let _ = writeln!(s, "    save_steps={},", p.save_every.max(1));
+    let _ = writeln!(s, "    save_steps={},", p.saving.save_every.max(1));
     let _ = writeln!(s, "    logging_steps=10,");
     let _ = writeln!(s, "    report_to=\"none\",");
     s.push_str(")\n");

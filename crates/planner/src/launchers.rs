@@ -345,7 +345,7 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
             Some(("beta", "0")),
         ),
         (
-            plan.async_save && plan.save == crate::plan::SaveKind::Full,
+            plan.saving.async_save && plan.saving.save == crate::plan::SaveKind::Full,
             "async_save=1",
             "async_save",
             Some(("async_save", "0")),

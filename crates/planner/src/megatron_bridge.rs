@@ -81,7 +81,9 @@ pub fn settings(plan: &Plan, r: &Report) -> Value {
         // None: no checkpoints, as the planner's save_every=0 models.
         (
             "save_interval",
-            (plan.save_every > 0).then_some(plan.save_every).into(),
+            (plan.saving.save_every > 0)
+                .then_some(plan.saving.save_every)
+                .into(),
         ),
     ])
 }

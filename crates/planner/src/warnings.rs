@@ -289,10 +289,10 @@ fn checkpoint_overhead(c: &Context) -> Option<Message> {
     if ck.wall_share <= 0.03 {
         return None;
     }
-    let (key, value, fix_text) = if plan.async_save {
+    let (key, value, fix_text) = if plan.saving.async_save {
         (
             "save_every",
-            (plan.save_every * 4).to_string(),
+            (plan.saving.save_every * 4).to_string(),
             Text::FixSaveLessOften,
         )
     } else {

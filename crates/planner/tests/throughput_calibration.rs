@@ -3,7 +3,7 @@
 
 use planner::calibration::{median_abs_error, predictions};
 use planner::evaluate;
-use planner::plan::{Data, Plan};
+use planner::plan::{Data, Plan, Saving};
 
 /// Each published run's tolerances, percent: in-sample, its error when the
 /// parameters were last fitted plus half a point (at least 1), so that moving
@@ -555,12 +555,18 @@ fn checkpoint_size_and_async_share() {
     let sync = evaluate(&Plan::default());
     assert_eq!(sync.checkpoint.size_bytes, 12 * 8_030_261_248);
     let asy = evaluate(&Plan {
-        async_save: true,
+        saving: Saving {
+            async_save: true,
+            ..Saving::default()
+        },
         ..Plan::default()
     });
     assert!(asy.checkpoint.wall_share < sync.checkpoint.wall_share / 5.0);
     let weights = evaluate(&Plan {
-        save: planner::plan::SaveKind::Weights,
+        saving: Saving {
+            save: planner::plan::SaveKind::Weights,
+            ..Saving::default()
+        },
         ..Plan::default()
     });
     assert_eq!(weights.checkpoint.size_bytes, 2 * 8_030_261_248);

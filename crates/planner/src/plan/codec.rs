@@ -524,10 +524,10 @@ impl Plan {
     fn set_launch(&mut self, f: &Field) -> Taken {
         let v = f.value;
         match f.key {
-            "save_every" => self.save_every = f.int(0, 10_000_000)?,
-            "save" => self.save = f.one_of(SaveKind::from_key, SaveKind::keys)?,
-            "async_save" => self.async_save = f.flag()?,
-            "save_bw" => self.save_bw = f.num(0.001, 1000.0)?,
+            "save_every" => self.saving.save_every = f.int(0, 10_000_000)?,
+            "save" => self.saving.save = f.one_of(SaveKind::from_key, SaveKind::keys)?,
+            "async_save" => self.saving.async_save = f.flag()?,
+            "save_bw" => self.saving.save_bw = f.num(0.001, 1000.0)?,
             "headroom" => self.headroom = f.num(0.0, 50.0)?,
             "ws_gib" => self.workspace_gib = f.num(0.0, 64.0)?,
             "frag" => self.fragmentation = f.num(0.0, 50.0)?,
@@ -728,10 +728,10 @@ impl Plan {
 
     /// Checkpoint saving, memory margins and the launch code's names.
     fn launch_pairs(&self, out: &mut Pairs) {
-        out.push(("save_every", self.save_every.to_string()));
-        out.push(("save", self.save.key().into()));
-        out.push(("async_save", flag(self.async_save).into()));
-        out.push(("save_bw", fmt_num(self.save_bw)));
+        out.push(("save_every", self.saving.save_every.to_string()));
+        out.push(("save", self.saving.save.key().into()));
+        out.push(("async_save", flag(self.saving.async_save).into()));
+        out.push(("save_bw", fmt_num(self.saving.save_bw)));
         out.push(("headroom", fmt_num(self.headroom)));
         out.push(("ws_gib", fmt_num(self.workspace_gib)));
         out.push(("frag", fmt_num(self.fragmentation)));

@@ -594,11 +594,9 @@ pub struct Plan {
     /// force-balanced routing, as NVIDIA's benchmarks run). Real routing with
     /// an auxiliary loss is less even; the planner has no measurement of it.
     pub moe_imbalance: f64,
-    pub save_every: u64,
-    pub save: SaveKind,
-    pub async_save: bool,
-    /// Checkpoint destination write bandwidth per node, GB/s.
-    pub save_bw: f64,
+    /// How the run saves checkpoints.
+    #[serde(flatten)]
+    pub saving: Saving,
     /// Share of usable GPU memory to keep free, percent.
     pub headroom: f64,
     /// cuBLAS/NCCL workspaces, GiB per GPU.
@@ -710,6 +708,27 @@ impl Default for Numerics {
             grad_bf16: false,
             fp8_params: false,
             bf16_moments: false,
+        }
+    }
+}
+
+/// How the run saves checkpoints: every how many steps, what (full states or weights), asynchronously or not, at what write bandwidth per node.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Saving {
+    pub save_every: u64,
+    pub save: SaveKind,
+    pub async_save: bool,
+    /// Checkpoint destination write bandwidth per node, GB/s.
+    pub save_bw: f64,
+}
+
+impl Default for Saving {
+    fn default() -> Self {
+        Saving {
+            save_every: 500,
+            save: SaveKind::Full,
+            async_save: false,
+            save_bw: 1.0,
         }
     }
 }
@@ -872,10 +891,7 @@ impl Default for Plan {
             moe_flex: false,
             moe_graphs: false,
             moe_imbalance: 1.0,
-            save_every: 500,
-            save: SaveKind::Full,
-            async_save: false,
-            save_bw: 1.0,
+            saving: Saving::default(),
             headroom: 10.0,
             workspace_gib: 1.25,
             fragmentation: 5.0,
