@@ -478,12 +478,12 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "ws_gib",
         kind: Kind::Range,
-        get: |p, _| real(p.workspace_gib),
+        get: |p, _| real(p.allowances.workspace_gib),
     },
     Setting {
         key: "frag",
         kind: Kind::Range,
-        get: |p, _| real(p.fragmentation),
+        get: |p, _| real(p.allowances.fragmentation),
     },
 ];
 

@@ -132,7 +132,7 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
     let pool = crate::rollout::pool_bytes(plan, &r.gpu);
     let mem = r.memory().with_pool(pool);
     let usable = r.gpu.usable_bytes();
-    let budget = budget_bytes(usable, plan.headroom);
+    let budget = budget_bytes(usable, plan.allowances.headroom);
     let offload = memory::offload(&r.arch, &r.counts, plan, &r.layout);
     let host = crate::host::offload_overflow(plan, &offload, &r.instance, r.layout.gpus);
     let host_full = host.is_some();

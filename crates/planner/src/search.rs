@@ -431,7 +431,7 @@ fn instance_info(
         fabric: Fabric::of(&gpu, &instance, plan.hardware.ultraserver),
         eff: throughput::efficiency(throughput::generation(&gpu)),
         price,
-        budget: budget_bytes(gpu.usable_bytes(), plan.headroom),
+        budget: budget_bytes(gpu.usable_bytes(), plan.allowances.headroom),
         pool: crate::rollout::pool_bytes(plan, &gpu),
         per_node_class: 0,
         instance,

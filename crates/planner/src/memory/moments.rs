@@ -23,12 +23,12 @@ use crate::plan::Plan;
 
 /// cuBLAS/cuDNN/NCCL workspaces: the user's figure in GiB.
 pub(super) fn workspaces(plan: &Plan) -> f64 {
-    plan.workspace_gib * crate::hardware::GIB as f64
+    plan.allowances.workspace_gib * crate::hardware::GIB as f64
 }
 
 /// Caching-allocator fragmentation: the user's percentage of what is allocated.
 pub(super) fn fragmentation(plan: &Plan, allocated: f64) -> f64 {
-    allocated * plan.fragmentation / 100.0
+    allocated * plan.allowances.fragmentation / 100.0
 }
 
 // ---- the step's moments ------------------------------------------------------

@@ -528,9 +528,9 @@ impl Plan {
             "save" => self.saving.save = f.one_of(SaveKind::from_key, SaveKind::keys)?,
             "async_save" => self.saving.async_save = f.flag()?,
             "save_bw" => self.saving.save_bw = f.num(0.001, 1000.0)?,
-            "headroom" => self.headroom = f.num(0.0, 50.0)?,
-            "ws_gib" => self.workspace_gib = f.num(0.0, 64.0)?,
-            "frag" => self.fragmentation = f.num(0.0, 50.0)?,
+            "headroom" => self.allowances.headroom = f.num(0.0, 50.0)?,
+            "ws_gib" => self.allowances.workspace_gib = f.num(0.0, 64.0)?,
+            "frag" => self.allowances.fragmentation = f.num(0.0, 50.0)?,
             "role" => self.launch.role = f.text(valid_role(v), Text::ExpectedRole)?,
             "s3" => {
                 let s3 = f.text(valid_s3(v), Text::ExpectedS3)?;
@@ -732,9 +732,9 @@ impl Plan {
         out.push(("save", self.saving.save.key().into()));
         out.push(("async_save", flag(self.saving.async_save).into()));
         out.push(("save_bw", fmt_num(self.saving.save_bw)));
-        out.push(("headroom", fmt_num(self.headroom)));
-        out.push(("ws_gib", fmt_num(self.workspace_gib)));
-        out.push(("frag", fmt_num(self.fragmentation)));
+        out.push(("headroom", fmt_num(self.allowances.headroom)));
+        out.push(("ws_gib", fmt_num(self.allowances.workspace_gib)));
+        out.push(("frag", fmt_num(self.allowances.fragmentation)));
         for (k, v) in [
             ("role", &self.launch.role),
             ("s3", &self.launch.s3),

@@ -597,12 +597,9 @@ pub struct Plan {
     /// How the run saves checkpoints.
     #[serde(flatten)]
     pub saving: Saving,
-    /// Share of usable GPU memory to keep free, percent.
-    pub headroom: f64,
-    /// cuBLAS/NCCL workspaces, GiB per GPU.
-    pub workspace_gib: f64,
-    /// Allocator fragmentation, percent of allocated memory.
-    pub fragmentation: f64,
+    /// What the verdict keeps free and adds on top of the tensors.
+    #[serde(flatten)]
+    pub allowances: Allowances,
     /// How the exported code launches the job.
     #[serde(flatten)]
     pub launch: Launch,
@@ -729,6 +726,27 @@ impl Default for Saving {
             save: SaveKind::Full,
             async_save: false,
             save_bw: 1.0,
+        }
+    }
+}
+
+/// What the verdict keeps free and adds on top of the tensors: the user's headroom, cuBLAS/NCCL workspaces and allocator fragmentation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Allowances {
+    /// Share of usable GPU memory to keep free, percent.
+    pub headroom: f64,
+    /// cuBLAS/NCCL workspaces, GiB per GPU.
+    pub workspace_gib: f64,
+    /// Allocator fragmentation, percent of allocated memory.
+    pub fragmentation: f64,
+}
+
+impl Default for Allowances {
+    fn default() -> Self {
+        Allowances {
+            headroom: 10.0,
+            workspace_gib: 1.25,
+            fragmentation: 5.0,
         }
     }
 }
@@ -892,9 +910,7 @@ impl Default for Plan {
             moe_graphs: false,
             moe_imbalance: 1.0,
             saving: Saving::default(),
-            headroom: 10.0,
-            workspace_gib: 1.25,
-            fragmentation: 5.0,
+            allowances: Allowances::default(),
             launch: Launch::default(),
             auto: AutoPlanLimits::default(),
         }
