@@ -299,7 +299,7 @@ const SETTINGS: &[Setting] = &[
             num(if p.train == Training::Full {
                 0
             } else {
-                p.lora_rank
+                p.lora.lora_rank
             })
         },
     },
@@ -310,7 +310,7 @@ const SETTINGS: &[Setting] = &[
             Value::Word(if p.train == Training::Full {
                 "none"
             } else {
-                p.lora_targets.key()
+                p.lora.lora_targets.key()
             })
         },
     },
@@ -321,7 +321,7 @@ const SETTINGS: &[Setting] = &[
             Value::Word(if p.train == Training::Full {
                 "none"
             } else {
-                p.lora_dtype.key()
+                p.lora.lora_dtype.key()
             })
         },
     },

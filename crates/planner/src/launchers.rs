@@ -352,7 +352,7 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
         ),
         // TRL's GRPOTrainer casts the adapters to FP32 (PEFT's default).
         (
-            plan.train != Training::Full && plan.lora_dtype == crate::plan::LoraDtype::Bf16,
+            plan.train != Training::Full && plan.lora.lora_dtype == crate::plan::LoraDtype::Bf16,
             "BF16 adapters",
             "lora_dtype",
             Some(("lora_dtype", "fp32")),

@@ -262,7 +262,7 @@ fn lora_alpha_travels_and_defaults_to_twice_the_rank() {
     let mut p = Plan::from_query("train=lora&lora_alpha=16").plan;
     p.set("lora_alpha", "").unwrap();
     assert_eq!(
-        p.lora_alpha, None,
+        p.lora.lora_alpha, None,
         "an emptied field goes back to twice the rank"
     );
 }

@@ -142,7 +142,7 @@ pub(super) fn op_level_kept(s: &StageShape) -> f64 {
         * (1.0 - s.plan.op_level_recomputed_gemm_share());
     // LoRA: each adapter's B matmul output is as wide as its base matrix's
     let adapters = if s.peft {
-        let a = s.plan.lora_targets.adapted();
+        let a = s.plan.lora.lora_targets.adapted();
         let on = |adapted: bool, width: f64| if adapted { width } else { 0.0 };
         let outputs = on(a.q, w.q)
             + on(a.k, w.kv)
@@ -406,7 +406,7 @@ pub(super) fn lora_recompute_parts(s: &StageShape) -> (f64, f64) {
         return (0.0, 0.0);
     }
     let per_token = s.tokens * 4.0 / s.t;
-    let (attention, mlp) = lora_linear_inputs(&s.widths, s.plan.lora_targets.adapted(), true);
+    let (attention, mlp) = lora_linear_inputs(&s.widths, s.plan.lora.lora_targets.adapted(), true);
     (per_token * attention, per_token * mlp)
 }
 

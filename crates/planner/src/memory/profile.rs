@@ -226,7 +226,7 @@ pub(super) fn lora_frozen_inputs(plan: &Plan, w: &Widths) -> f64 {
     if plan.train == Training::Full || plan.stack == Stack::Megatron {
         return 0.0;
     }
-    let (attention, mlp) = lora_linear_inputs(w, plan.lora_targets.adapted(), false);
+    let (attention, mlp) = lora_linear_inputs(w, plan.lora.lora_targets.adapted(), false);
     if plan.numerics.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0 {
         4.0 * attention
     } else {
@@ -335,7 +335,7 @@ pub(super) fn mla_latents(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
 pub(super) fn lora_fp32_inputs(plan: &Plan, w: &Widths) -> f64 {
     // BF16 adapters take the BF16 input as it is.
     let pure = plan.numerics.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0;
-    let mlp_adapted = plan.lora_targets.adapted().mlp;
+    let mlp_adapted = plan.lora.lora_targets.adapted().mlp;
     if plan.train == Training::Full || !pure || plan.stack == Stack::Megatron || !mlp_adapted {
         return 0.0;
     }

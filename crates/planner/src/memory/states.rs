@@ -86,7 +86,7 @@ pub(super) fn adapters(s: &StageShape) -> f64 {
     }
     let params = s
         .arch
-        .lora_params_per_layer(s.plan.lora_rank, s.plan.lora_targets.adapted())
+        .lora_params_per_layer(s.plan.lora.lora_rank, s.plan.lora.lora_targets.adapted())
         * s.layers
         / s.t;
     let b = s.plan.adapter_bytes();

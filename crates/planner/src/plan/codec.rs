@@ -371,7 +371,7 @@ impl Plan {
     /// An optional key set to nothing.
     fn clear(&mut self, key: &str) {
         match key {
-            "lora_alpha" => self.lora_alpha = None,
+            "lora_alpha" => self.lora.lora_alpha = None,
             "shard" => self.parallelism.shard = None,
             "pp_first" => self.parallelism.pp_first = None,
             "pp_last" => self.parallelism.pp_last = None,
@@ -426,12 +426,14 @@ impl Plan {
             "beta" => self.rollout.beta = f.num(0.0, 10.0)?,
             "gen_share" => self.rollout.gen_share = f.num(0.05, 0.95)?,
             "gen_gpus" => self.rollout.gen_gpus = f.int(0, 72)?,
-            "lora_rank" => self.lora_rank = f.int(1, 4096)?,
-            "lora_alpha" => self.lora_alpha = Some(f.int(1, 65_536)?),
+            "lora_rank" => self.lora.lora_rank = f.int(1, 4096)?,
+            "lora_alpha" => self.lora.lora_alpha = Some(f.int(1, 65_536)?),
             "lora_targets" => {
-                self.lora_targets = f.one_of(LoraTargets::from_key, LoraTargets::keys)?
+                self.lora.lora_targets = f.one_of(LoraTargets::from_key, LoraTargets::keys)?
             }
-            "lora_dtype" => self.lora_dtype = f.one_of(LoraDtype::from_key, LoraDtype::keys)?,
+            "lora_dtype" => {
+                self.lora.lora_dtype = f.one_of(LoraDtype::from_key, LoraDtype::keys)?
+            }
             "seq" => self.data.seq = f.int(128, 131_072)?,
             "mb" => self.data.micro_batch = f.int(1, 4096)?,
             "ga" => self.data.grad_accum = f.int(1, 65_536)?,
@@ -616,12 +618,12 @@ impl Plan {
             }
         }
         if self.train != Training::Full {
-            out.push(("lora_rank", self.lora_rank.to_string()));
-            if let Some(alpha) = self.lora_alpha {
+            out.push(("lora_rank", self.lora.lora_rank.to_string()));
+            if let Some(alpha) = self.lora.lora_alpha {
                 out.push(("lora_alpha", alpha.to_string()));
             }
-            out.push(("lora_targets", self.lora_targets.key().into()));
-            if self.lora_dtype == LoraDtype::Bf16 {
+            out.push(("lora_targets", self.lora.lora_targets.key().into()));
+            if self.lora.lora_dtype == LoraDtype::Bf16 {
                 out.push(("lora_dtype", "bf16".into()));
             }
         }

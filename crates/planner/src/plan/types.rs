@@ -152,7 +152,8 @@ impl Plan {
     /// Bytes of one adapter parameter: FP32 unless the plan keeps the
     /// adapters in a BF16 base's dtype.
     pub fn adapter_bytes(&self) -> f64 {
-        let bf16 = self.lora_dtype == LoraDtype::Bf16 && self.numerics.precision != Precision::Fp32;
+        let bf16 =
+            self.lora.lora_dtype == LoraDtype::Bf16 && self.numerics.precision != Precision::Fp32;
         if bf16 {
             2.0
         } else {
@@ -209,12 +210,13 @@ impl Plan {
 
     /// The adapters' `lora_alpha`: the plan's, or twice the rank.
     pub fn lora_alpha_or_default(&self) -> u64 {
-        self.lora_alpha
-            .unwrap_or_else(|| self.lora_rank.saturating_mul(2))
+        self.lora
+            .lora_alpha
+            .unwrap_or_else(|| self.lora.lora_rank.saturating_mul(2))
     }
 
     pub fn lora_params(&self, arch: &crate::architecture::Architecture) -> f64 {
-        arch.lora_params(self.lora_rank, self.lora_targets.adapted())
+        arch.lora_params(self.lora.lora_rank, self.lora.lora_targets.adapted())
     }
 }
 
@@ -538,15 +540,9 @@ pub struct Plan {
     pub stage: TrainingStage,
     /// GRPO's generation settings (`stage=grpo` only).
     pub rollout: Rollout,
-    pub lora_rank: u64,
-    /// PEFT's `lora_alpha` (the adapters' scale is alpha / rank); None:
-    /// twice the rank, what train.py has set since LoRA was exported.
-    /// It moves no figure: the export carries it.
-    pub lora_alpha: Option<u64>,
-    /// The Linear layers LoRA adapts.
-    pub lora_targets: LoraTargets,
-    /// The adapters' dtype (written in the link only when BF16).
-    pub lora_dtype: LoraDtype,
+    /// The adapters of a LoRA or QLoRA plan.
+    #[serde(flatten)]
+    pub lora: Lora,
     /// What each step trains on, and the run's tokens.
     #[serde(flatten)]
     pub data: Data,
@@ -751,6 +747,31 @@ impl Default for Allowances {
     }
 }
 
+/// The adapters a LoRA or QLoRA plan trains: rank, alpha, the modules they wrap and their dtype (unused by full training).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Lora {
+    pub lora_rank: u64,
+    /// PEFT's `lora_alpha` (the adapters' scale is alpha / rank); None:
+    /// twice the rank, what train.py has set since LoRA was exported.
+    /// It moves no figure: the export carries it.
+    pub lora_alpha: Option<u64>,
+    /// The Linear layers LoRA adapts.
+    pub lora_targets: LoraTargets,
+    /// The adapters' dtype (written in the link only when BF16).
+    pub lora_dtype: LoraDtype,
+}
+
+impl Default for Lora {
+    fn default() -> Self {
+        Lora {
+            lora_rank: 16,
+            lora_alpha: None,
+            lora_targets: LoraTargets::AllLinear,
+            lora_dtype: LoraDtype::Fp32,
+        }
+    }
+}
+
 /// Where the job runs: the SageMaker instance type (or a custom GPU), how
 /// many, a GB200 UltraServer's NVLink domain, and the hour's price.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -888,10 +909,7 @@ impl Default for Plan {
             train: Training::Full,
             stage: TrainingStage::Sft,
             rollout: Rollout::default(),
-            lora_rank: 16,
-            lora_alpha: None,
-            lora_targets: LoraTargets::AllLinear,
-            lora_dtype: LoraDtype::Fp32,
+            lora: Lora::default(),
             data: Data::default(),
             numerics: Numerics::default(),
             optimizer: Optimizer::Adamw,
