@@ -142,8 +142,8 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
                 ("0.5", Text::HalfOfTheLayers),
                 ("full", Text::FullEveryLayer),
             ]
-            get=|p| match p.checkpointing { Checkpointing::Fraction(f) if (f - 0.5).abs() > 1e-9 => "0.5".to_string(), c => c.key() } />
-        <CheckField ctx=ctx key="offload" label=Text::OffloadActivationsToCPUSMP get=|p| p.offload />
+            get=|p| match p.activations.checkpointing { Checkpointing::Fraction(f) if (f - 0.5).abs() > 1e-9 => "0.5".to_string(), c => c.key() } />
+        <CheckField ctx=ctx key="offload" label=Text::OffloadActivationsToCPUSMP get=|p| p.activations.offload />
         <div class="row2">
             <SelectField ctx=ctx key="attn" label=Text::Attention
                 options=vec![
@@ -177,7 +177,7 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
             <CheckField ctx=ctx key="moe_graphs" label=Text::MoeRouterGraphs get=|p| p.moe_graphs />
             <div class="row2">
                 <NumberField ctx=ctx key="moe_imbalance" label=Text::MoeImbalance step="any" get=|p| p.moe_imbalance.to_string() />
-                <NumberField ctx=ctx key="offload_layers" label=Text::OffloadLayers get=|p| p.offload_layers.map(|n| n.to_string()).unwrap_or_default() />
+                <NumberField ctx=ctx key="offload_layers" label=Text::OffloadLayers get=|p| p.activations.offload_layers.map(|n| n.to_string()).unwrap_or_default() />
                 <NumberField ctx=ctx key="mtp" label=Text::MtpLayers get=|p| p.mtp.to_string() />
             </div>
         </Show>

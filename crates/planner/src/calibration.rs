@@ -4,7 +4,9 @@
 use crate::architecture::{Architecture, Mlp};
 use crate::hardware;
 use crate::layout::{Layout, Stages};
-use crate::plan::{Checkpointing, Data, Numerics, Parallelism, Plan, Precision, Stack};
+use crate::plan::{
+    Activations, Checkpointing, Data, Numerics, Parallelism, Plan, Precision, Stack,
+};
 use crate::throughput::{
     efficiency, generation, throughput, Efficiency, Fabric, Generation, HostCosts, HOST,
 };
@@ -211,10 +213,10 @@ impl Recipe {
     /// The recipe's settings on `plan`.
     fn apply(&self, plan: &mut Plan) {
         if let Some(c) = self.checkpointing {
-            plan.checkpointing = c;
+            plan.activations.checkpointing = c;
         }
-        plan.offload = self.offload_layers.is_some();
-        plan.offload_layers = self.offload_layers;
+        plan.activations.offload = self.offload_layers.is_some();
+        plan.activations.offload_layers = self.offload_layers;
         plan.numerics.grad_bf16 = self.grad_bf16;
         plan.numerics.fp8_params = self.fp8_params;
         plan.parallelism.tp_overlap = self.tp_overlap;
@@ -223,7 +225,7 @@ impl Recipe {
         plan.moe_flex = self.moe_flex;
         plan.moe_graphs = self.moe_graphs;
         plan.numerics.bf16_moments = self.bf16_moments;
-        plan.recompute_modules = self.modules;
+        plan.activations.recompute_modules = self.modules;
         if self.fused_loss {
             plan.loss = crate::plan::Loss::Fused;
         }
@@ -311,7 +313,6 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
         } else {
             crate::plan::Attention::Flash
         },
-        checkpointing: row_checkpointing(ac, torchtitan),
         mtp: stated(notes, "MTP").map_or(0, |v| v as u64),
         stack: if torchtitan {
             Stack::Torchtitan
@@ -349,6 +350,10 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
                 Precision::Bf16
             },
             ..Numerics::default()
+        },
+        activations: Activations {
+            checkpointing: row_checkpointing(ac, torchtitan),
+            ..Activations::default()
         },
         ..Plan::default()
     };
@@ -444,7 +449,6 @@ fn hf_case(r: &Row) -> Option<Case> {
     let mb = r.num("micro_batch")? as u64;
     let plan = Plan {
         model: "custom".into(),
-        checkpointing: Checkpointing::Full,
         stack: Stack::Hf,
         train,
         parallelism: Parallelism {
@@ -464,6 +468,10 @@ fn hf_case(r: &Row) -> Option<Case> {
                 Precision::Bf16
             },
             ..Numerics::default()
+        },
+        activations: Activations {
+            checkpointing: Checkpointing::Full,
+            ..Activations::default()
         },
         ..Plan::default()
     };

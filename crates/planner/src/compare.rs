@@ -28,7 +28,7 @@ pub fn sequence_chart(r: &Job<'_>, seqs: &[u64]) -> SequenceChart {
     .into_iter()
     .map(|ck| {
         let mut p = plan.clone();
-        p.checkpointing = ck;
+        p.activations.checkpointing = ck;
         let row = seqs
             .iter()
             .map(|&s| {

@@ -345,17 +345,22 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "ckpt",
         kind: Kind::Values,
-        get: |p, _| Value::Words(p.checkpointing.key()),
+        get: |p, _| Value::Words(p.activations.checkpointing.key()),
     },
     Setting {
         key: "offload",
         kind: Kind::Values,
-        get: |p, _| flag(p.offload),
+        get: |p, _| flag(p.activations.offload),
     },
     Setting {
         key: "offload_layers",
         kind: Kind::Values,
-        get: |p, _| opt(p.offload_layers.filter(|_| p.offload)),
+        get: |p, _| {
+            opt(p
+                .activations
+                .offload_layers
+                .filter(|_| p.activations.offload))
+        },
     },
     Setting {
         key: "grad_bf16",
@@ -375,7 +380,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "recompute_modules",
         kind: Kind::Values,
-        get: |p, _| Value::Words(p.recompute_modules.key()),
+        get: |p, _| Value::Words(p.activations.recompute_modules.key()),
     },
     Setting {
         key: "mtp",

@@ -210,7 +210,7 @@ fn ctx<'a>(plan: &'a Plan, report: &'a Report) -> Ctx<'a> {
     // hybrid sharding and activation offloading.
     // grpo.py shards through accelerate and refuses hybrid groups and offloading.
     let grpo = plan.engine() == crate::plan::Engine::Grpo;
-    let smp_wanted = (plan.parallelism.shard.is_some() || plan.offload) && !grpo;
+    let smp_wanted = (plan.parallelism.shard.is_some() || plan.activations.offload) && !grpo;
     // SMP v2 images run on ml.p4d, ml.p4de and ml.p5* (Ampere/Hopper).
     let smp_instance = ["ml.p4d.", "ml.p4de.", "ml.p5.", "ml.p5e.", "ml.p5en."]
         .iter()
@@ -339,8 +339,8 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
     items.push(("gradient_accumulation_steps", p.data.grad_accum.to_string()));
     items.push(("max_steps", r.time.steps.to_string()));
     items.push(("precision", py_str(p.numerics.precision.key())));
-    items.push(("checkpointing", py_str(&p.checkpointing.key())));
-    if p.offload {
+    items.push(("checkpointing", py_str(&p.activations.checkpointing.key())));
+    if p.activations.offload {
         items.push(("activation_offloading", "True".into()));
     }
     items.push(("zero_stage", p.parallelism.zero.to_string()));
@@ -498,7 +498,7 @@ fn smp_parameters(c: &Ctx<'_>) -> Vec<(&'static str, String)> {
             .unwrap_or(c.report.layout.dp)
             .to_string(),
     )];
-    if p.offload {
+    if p.activations.offload {
         v.push(("sm_activation_offloading", "True".into()));
         v.push(("activation_loading_horizon", "2".into()));
     }
@@ -840,7 +840,7 @@ fn training_args(c: &Ctx<'_>) -> String {
         py_bool(!matches!(p.numerics.precision, Precision::Fp32))
     );
     let ck = !matches!(
-        p.checkpointing,
+        p.activations.checkpointing,
         Checkpointing::None | Checkpointing::Selective
     );
     let _ = writeln!(s, "    gradient_checkpointing={},", py_bool(ck));

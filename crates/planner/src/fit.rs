@@ -19,7 +19,7 @@ pub(crate) fn largest_that_fit(r: &Job<'_>, budget: u64, peak: u64) -> (u64, u64
             .saturating_add(pool)
     };
     let host_holds = |p: &Plan| {
-        !p.offload || {
+        !p.activations.offload || {
             let offload = memory::offload(&r.arch, &r.counts, p, &r.layout);
             crate::host::offload_overflow(p, &offload, &r.instance, r.layout.gpus).is_none()
         }

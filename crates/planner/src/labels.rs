@@ -372,7 +372,8 @@ fn checked_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
         TrainingStage::Sft => {}
     }
     let parallel = (layout.tp > 1 && !hf_tp) || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
-    let full_dense = plan.train == Training::Full && r.arch.moe.is_none() && !plan.offload;
+    let full_dense =
+        plan.train == Training::Full && r.arch.moe.is_none() && !plan.activations.offload;
     if plan.stack == Stack::Torchtitan && full_dense {
         return Some(MemoryKind::Torchtitan(
             crate::memory_checks::torchtitan_layout(layout),
@@ -383,7 +384,7 @@ fn checked_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
     }
     let hf_dense = plan.stack == Stack::Hf
         && !parallel
-        && !plan.offload
+        && !plan.activations.offload
         && r.arch.moe.is_none()
         && matches!(plan.optimizer, Optimizer::Adamw | Optimizer::AdamwForeach);
     if !hf_dense {
@@ -414,7 +415,7 @@ fn checked_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
 fn grpo_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
     let (plan, l) = (r.plan, &r.layout);
     let one_or_fsdp2 = l.dp == 1 || memory::runs_fsdp2(plan, l);
-    let oracle_ran = one_or_fsdp2 && r.arch.moe.is_none() && !plan.offload;
+    let oracle_ran = one_or_fsdp2 && r.arch.moe.is_none() && !plan.activations.offload;
     oracle_ran.then_some(MemoryKind::Oracle("stage=grpo", "GRPO update"))
 }
 
@@ -429,7 +430,7 @@ fn dpo_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
     let oracle_ran = plan.stack == Stack::Hf
         && data_parallel
         && one_or_fsdp2
-        && !plan.offload
+        && !plan.activations.offload
         && r.arch.moe.is_none()
         && !plan.numerics.precision.is_low_precision()
         && plan.train != crate::plan::Training::Qlora

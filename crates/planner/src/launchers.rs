@@ -36,7 +36,7 @@ impl Choice {
             precision: plan.numerics.precision,
             zero: plan.parallelism.zero,
             pp: plan.parallelism.pp,
-            checkpointing: plan.checkpointing,
+            checkpointing: plan.activations.checkpointing,
         }
     }
 }
@@ -147,25 +147,32 @@ fn setting_rules(
             "ckpt=op",
             "ckpt",
             // Offloading runs without recomputation only (below).
-            Some(("ckpt", if plan.offload { "none" } else { "selective" })),
+            Some((
+                "ckpt",
+                if plan.activations.offload {
+                    "none"
+                } else {
+                    "selective"
+                },
+            )),
         ),
         // Megatron-Core's TransformerConfig refuses its activation
         // offloading with pipeline stages or with recomputation.
         (
-            plan.offload && c.pp > 1,
+            plan.activations.offload && c.pp > 1,
             "offload=1 + pp>1",
             "offload",
             Some(("offload", "0")),
         ),
         (
-            plan.offload && c.checkpointing != Checkpointing::None,
+            plan.activations.offload && c.checkpointing != Checkpointing::None,
             "offload=1 + ckpt",
             "ckpt",
             Some(("ckpt", "none")),
         ),
         // ... and without CUDA graphs (the MoE router's here).
         (
-            plan.offload && plan.moe_graphs && a.moe.is_some(),
+            plan.activations.offload && plan.moe_graphs && a.moe.is_some(),
             "offload=1 + moe_graphs=1",
             "moe_graphs",
             Some(("moe_graphs", "0")),
@@ -323,7 +330,12 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
             "ckpt",
             Some(("ckpt", "full")),
         ),
-        (plan.offload, "offload=1", "offload", Some(("offload", "0"))),
+        (
+            plan.activations.offload,
+            "offload=1",
+            "offload",
+            Some(("offload", "0")),
+        ),
         (
             plan.loss == crate::plan::Loss::Fused,
             "loss=fused",

@@ -366,7 +366,7 @@ pub fn pipeline_layout(s: &crate::layout::Stages, pp: u64, vp: u64, mtp: u64) ->
 /// Megatron-Core's activation offloading (`--cpu-offloading-num-layers`):
 /// the layers the memory model offloads, activations only.
 fn offload(plan: &Plan, r: &Report) -> Members {
-    if !plan.offload {
+    if !plan.activations.offload {
         return Vec::new();
     }
     let layers = crate::memory::offloaded_layer_count(plan, r.architecture.layers as f64);
@@ -390,7 +390,7 @@ fn recompute(plan: &Plan, r: &Report) -> Members {
     let per_chunk = r.architecture.layers.div_ceil(r.layout.pp.max(1) * vp);
     let mut m = Vec::new();
     let (granularity, method, layers): (Option<&str>, Option<&str>, Option<u64>) =
-        match plan.checkpointing {
+        match plan.activations.checkpointing {
             Checkpointing::Full => (Some("full"), Some("uniform"), Some(1)),
             Checkpointing::Fraction(f) => {
                 let n = ((f * per_chunk as f64).round() as u64).clamp(1, per_chunk);
@@ -402,8 +402,8 @@ fn recompute(plan: &Plan, r: &Report) -> Members {
     m.push(("recompute_granularity", Value::from(granularity)));
     m.push(("recompute_method", Value::from(method)));
     m.push(("recompute_num_layers", Value::from(layers)));
-    if plan.checkpointing == Checkpointing::Selective {
-        let key = plan.recompute_modules.key();
+    if plan.activations.checkpointing == Checkpointing::Selective {
+        let key = plan.activations.recompute_modules.key();
         let modules: Vec<&str> = if key == "none" {
             Vec::new()
         } else {

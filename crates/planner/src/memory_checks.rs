@@ -11,7 +11,7 @@ use crate::envelope::Envelope;
 use crate::layout::{Layout, Stages};
 use crate::memory::{breakdown, CUDA_CONTEXT_BYTES};
 use crate::plan::{
-    Attention, Checkpointing, Data, Numerics, Optimizer, Parallelism, Plan, Precision,
+    Activations, Attention, Checkpointing, Data, Numerics, Optimizer, Parallelism, Plan, Precision,
 };
 use serde::Deserialize;
 
@@ -44,11 +44,6 @@ fn memory_row_plan(r: &crate::calibration::Row) -> Option<(Architecture, Plan)> 
         Mlp::Swiglu,
     );
     let plan = Plan {
-        checkpointing: if r.get("ac") == "1" {
-            Checkpointing::Full
-        } else {
-            Checkpointing::None
-        },
         attention: match r.get("attn") {
             "auto" | "sdpa" => Attention::Flash,
             // SDPA's math backend materialises the scores like eager attention.
@@ -78,6 +73,14 @@ fn memory_row_plan(r: &crate::calibration::Row) -> Option<(Architecture, Plan)> 
                 _ => return None,
             },
             ..Numerics::default()
+        },
+        activations: Activations {
+            checkpointing: if r.get("ac") == "1" {
+                Checkpointing::Full
+            } else {
+                Checkpointing::None
+            },
+            ..Activations::default()
         },
         ..Plan::default()
     };
@@ -249,7 +252,7 @@ fn oracle_rows_of(jsonl: &str) -> Vec<OracleRow> {
                     point: Envelope::point(&plan, &arch, r.world),
                 },
                 sharding,
-                checkpointing: plan.checkpointing.key(),
+                checkpointing: plan.activations.checkpointing.key(),
                 family: config["model_type"].as_str().unwrap_or("?").to_string(),
                 phase: m.phase,
             })

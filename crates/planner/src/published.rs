@@ -11,7 +11,9 @@ use crate::case::Case;
 use crate::fabric::{Fabric, Network};
 use crate::hardware;
 use crate::layout::{Layout, Stages};
-use crate::plan::{Attention, Checkpointing, Data, Numerics, Parallelism, Plan, Precision, Stack};
+use crate::plan::{
+    Activations, Attention, Checkpointing, Data, Numerics, Parallelism, Plan, Precision, Stack,
+};
 use crate::table::{read_csv, Row};
 
 /// The normalised runs, compiled in.
@@ -108,7 +110,6 @@ fn plan(r: &Row) -> Option<Plan> {
             "cudnn" => Attention::Cudnn,
             _ => Attention::Flash,
         },
-        checkpointing: checkpointing(r.get("ckpt")),
         parallelism: Parallelism {
             zero: if fsdp > 1 { 3 } else { 1 },
             shard: (replicate > 1).then_some(fsdp),
@@ -131,6 +132,10 @@ fn plan(r: &Row) -> Option<Plan> {
             precision: precision(r.get("precision"))?,
             fp8_params: r.get("fp8_all_gather") == "1",
             ..Numerics::default()
+        },
+        activations: Activations {
+            checkpointing: checkpointing(r.get("ckpt")),
+            ..Activations::default()
         },
         ..Plan::default()
     })

@@ -302,8 +302,8 @@ impl Space {
             vec![(0, false), (1, false), (2, false), (3, false), (3, true)]
         };
         let ckpts = if locks.checkpointing {
-            vec![plan.checkpointing]
-        } else if plan.stack == crate::plan::Stack::Megatron && plan.offload {
+            vec![plan.activations.checkpointing]
+        } else if plan.stack == crate::plan::Stack::Megatron && plan.activations.offload {
             // Megatron-Core offloads activations only without recomputation.
             vec![Checkpointing::None]
         } else if plan.stack == crate::plan::Stack::Megatron {
@@ -658,7 +658,7 @@ impl Search {
     fn launcher_refuses(&self, precision: Precision, zero: u8, pp: u64) -> bool {
         let b = &self.base;
         let checkpointing = if b.auto.locks.checkpointing {
-            b.checkpointing
+            b.activations.checkpointing
         } else {
             Checkpointing::None
         };
@@ -676,7 +676,7 @@ impl Search {
     /// instance can hold in host memory (`host::offload_overflow`).
     fn host_overflows(&self, o: [usize; 9], layout: &Layout) -> bool {
         let w = &self.work;
-        if !w.offload {
+        if !w.activations.offload {
             return false;
         }
         let offload = memory::offload(&self.arch, &self.counts, w, layout);
@@ -705,7 +705,7 @@ impl Search {
                         continue;
                     }
                     let w = &mut self.work;
-                    w.checkpointing = ck;
+                    w.activations.checkpointing = ck;
                     w.loss = loss;
                     w.data.micro_batch = mb;
                     w.data.grad_accum = self.global_sequences / (mb * dp);
@@ -807,7 +807,7 @@ impl Search {
         p.parallelism.shard =
             hybrid.then(|| (gpn / (p.parallelism.tp * p.parallelism.cp).min(gpn)).max(1));
         p.rollout.gen_gpus = s.servers[i[8]].gpus(gpn, p.hardware.nodes).unwrap_or(0);
-        p.checkpointing = s.ckpts[i[9]];
+        p.activations.checkpointing = s.ckpts[i[9]];
         p.loss = s.losses[i[10]];
         p.data.micro_batch = s.mbs[i[11]];
         p.data.grad_accum = f.ga;
@@ -875,7 +875,7 @@ impl Search {
             micro_batch: p.data.micro_batch,
             grad_accum: p.data.grad_accum,
             precision: p.numerics.precision.key(),
-            checkpointing: p.checkpointing.key(),
+            checkpointing: p.activations.checkpointing.key(),
             loss: p.loss.key(),
             peak_bytes_per_gpu: f.peak,
             tokens_per_second: f.tps,
@@ -943,7 +943,7 @@ fn plan_summary(p: &Plan, instance: &str) -> Phrase {
             Arg::List(vec![], Join::Nothing)
         }
     };
-    let ckpt = Phrase::new(Text::CandidateCkpt).with("mode", p.checkpointing.key());
+    let ckpt = Phrase::new(Text::CandidateCkpt).with("mode", p.activations.checkpointing.key());
     let hybrid = Phrase::new(Text::CandidateHybrid).with("group", p.parallelism.shard.unwrap_or(0));
     let parallel = Phrase::new(Text::CandidateParallel)
         .with("tp", p.parallelism.tp)
@@ -955,7 +955,10 @@ fn plan_summary(p: &Plan, instance: &str) -> Phrase {
         .with("nodes", p.hardware.nodes)
         .with("instance", instance)
         .with("precision", p.numerics.precision.key().to_ascii_uppercase())
-        .with("ckpt", part(p.checkpointing != Checkpointing::None, ckpt))
+        .with(
+            "ckpt",
+            part(p.activations.checkpointing != Checkpointing::None, ckpt),
+        )
         .with("zero", Arg::Count(u64::from(p.parallelism.zero)))
         .with("hybrid", part(p.parallelism.shard.is_some(), hybrid))
         .with(

@@ -96,7 +96,7 @@ fn over_budget_fix(c: &Context, term: Term) -> (Option<(&'static str, String)>, 
     let act = matches!(term, Term::Activations | Term::AttentionScores);
     if term == Term::AttentionScores && plan.attention == Attention::Eager {
         (Some(("attn", "flash".into())), Text::FixFlashAttention)
-    } else if act && plan.checkpointing != Checkpointing::Full {
+    } else if act && plan.activations.checkpointing != Checkpointing::Full {
         (Some(("ckpt", "full".into())), Text::FixFullCheckpointing)
     } else if term == Term::LogitsAndLoss && plan.loss == Loss::Plain {
         (Some(("loss", "fused".into())), Text::FixFusedLoss)
@@ -192,16 +192,21 @@ fn fp8_keep_bf16(c: &Context) -> Option<Message> {
 /// Selective recomputation saves nothing with flash attention.
 fn selective_noop_with_flash(c: &Context) -> Option<Message> {
     let plan = c.plan();
-    (plan.checkpointing == Checkpointing::Selective && plan.attention.is_fused()).then(|| {
-        c.warn("ckpt", Text::SelectiveNoopWithFlash, [])
-            .fix("ckpt", "none")
-    })
+    (plan.activations.checkpointing == Checkpointing::Selective && plan.attention.is_fused()).then(
+        || {
+            c.warn("ckpt", Text::SelectiveNoopWithFlash, [])
+                .fix("ckpt", "none")
+        },
+    )
 }
 
 /// No checkpointing at 32K tokens and more, and it does not fit.
 fn long_sequence_without_checkpointing(c: &Context) -> Option<Message> {
     let plan = c.plan();
-    if plan.data.seq < 32_768 || plan.checkpointing != Checkpointing::None || c.figures.fits {
+    if plan.data.seq < 32_768
+        || plan.activations.checkpointing != Checkpointing::None
+        || c.figures.fits
+    {
         return None;
     }
     let gib = Arg::Bytes(c.mem.saved_activation_bytes);
@@ -476,7 +481,7 @@ fn moe_launch_bound(c: &Context) -> Option<Message> {
         "moe_flex"
     };
     // Megatron-Core runs no CUDA graphs beside activation offloading.
-    if key == "moe_graphs" && plan.offload {
+    if key == "moe_graphs" && plan.activations.offload {
         return None;
     }
     let percent = Arg::Number(100.0 * share, 0);

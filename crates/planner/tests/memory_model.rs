@@ -4,7 +4,9 @@ use planner::architecture::{preset, Architecture, Mlp};
 use planner::evaluate;
 use planner::layout::{Layout, Stages};
 use planner::memory::{breakdown, Term};
-use planner::plan::{Checkpointing, Data, Numerics, Parallelism, Plan, Precision, Stack};
+use planner::plan::{
+    Activations, Checkpointing, Data, Numerics, Parallelism, Plan, Precision, Stack,
+};
 use planner::resolve::resolve;
 
 /// A layout of `gpus` for a model of `layers`, split evenly over `pp` stages.
@@ -82,7 +84,10 @@ fn selective_recomputation_drops_the_attention_scores() {
             ..Numerics::default()
         },
         attention: planner::plan::Attention::Eager,
-        checkpointing: ckpt,
+        activations: Activations {
+            checkpointing: ckpt,
+            ..Activations::default()
+        },
         data: Data {
             seq: s,
             micro_batch: b,

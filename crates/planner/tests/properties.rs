@@ -300,12 +300,12 @@ proptest! {
     fn full_checkpointing_keeps_no_more_activations(plan in any_plan()) {
         // Offloading keeps about two layers on the GPU without checkpointing;
         // a recomputed layer's working set (LoRA's casts among it) can exceed that.
-        if plan.offload {
+        if plan.activations.offload {
             return Ok(());
         }
         let (r, _) = resolve(&plan);
         let act = |ck: Checkpointing| {
-            let p = with(&plan, |p| p.checkpointing = ck);
+            let p = with(&plan, |p| p.activations.checkpointing = ck);
             breakdown(&r.arch, &r.counts, &p, &r.layout).activation_bytes
         };
         prop_assert!(act(Checkpointing::Full) <= act(Checkpointing::None));
@@ -396,8 +396,8 @@ proptest! {
         let (res, _) = resolve(&plan);
         let b = breakdown(&res.arch, &res.counts, &plan, &res.layout);
         prop_assert!(b.model_state_bytes <= b.peak_bytes, "peak under the model states for {}", link);
-        let kept = evaluate(&with(&plan, |p| p.offload = false)).throughput.step_seconds;
-        let offloaded = evaluate(&with(&plan, |p| p.offload = true)).throughput.step_seconds;
+        let kept = evaluate(&with(&plan, |p| p.activations.offload = false)).throughput.step_seconds;
+        let offloaded = evaluate(&with(&plan, |p| p.activations.offload = true)).throughput.step_seconds;
         prop_assert!(offloaded >= kept, "offload {} s < {} s for {}", offloaded, kept, link);
     }
 }

@@ -111,7 +111,7 @@ pub(super) fn scores_per_token(s: &StageShape) -> f64 {
 pub(super) fn checkpointed_layer_bytes(s: &StageShape) -> f64 {
     let h = s.arch.hidden as f64;
     let input = s.tokens * h * residual_bytes(s.profile) / s.sp_div;
-    match (s.plan.checkpointing, s.plan.stack) {
+    match (s.plan.activations.checkpointing, s.plan.stack) {
         (Checkpointing::Op, Stack::Hf | Stack::Torchtitan) => input + op_level_kept(s),
         (Checkpointing::Op, Stack::Megatron) => {
             let w = &s.widths;
@@ -205,7 +205,7 @@ pub fn offload(
     plan: &Plan,
     layout: &Layout,
 ) -> Offload {
-    if !plan.offload {
+    if !plan.activations.offload {
         return Offload::default();
     }
     let stage = if layout.pp > 1 {
@@ -235,10 +235,10 @@ pub(super) fn offloaded_layers(s: &StageShape) -> f64 {
 /// [`offloaded_layers`] of a stage of `layers` layers (the Megatron-Bridge
 /// launcher's `cpu_offloading_num_layers`).
 pub fn offloaded_layer_count(plan: &Plan, layers: f64) -> f64 {
-    if !plan.offload {
+    if !plan.activations.offload {
         return 0.0;
     }
-    match (plan.stack, plan.offload_layers) {
+    match (plan.stack, plan.activations.offload_layers) {
         (Stack::Megatron, Some(n)) => (n as f64).min(layers - 1.0).max(0.0),
         _ => (layers - OFFLOAD_HORIZON).max(0.0),
     }
@@ -247,7 +247,7 @@ pub fn offloaded_layer_count(plan: &Plan, layers: f64) -> f64 {
 pub(super) fn saved_activations(s: &StageShape) -> SavedActivations {
     let kept = kept_activations(s);
     let (mut kept_all, mut scores) = (kept.activations, kept.scores);
-    if s.plan.offload {
+    if s.plan.activations.offload {
         let kept_layers = s.layers - offloaded_layers(s);
         let per_layer = kept_all / s.layers.max(1.0);
         kept_all = per_layer * kept_layers;
@@ -263,8 +263,8 @@ pub(super) fn saved_activations(s: &StageShape) -> SavedActivations {
 /// module list names `core_attn` (or it has none); the Hugging Face and
 /// PyTorch stacks' selective always recomputes it (the bundle's train.py).
 pub fn recomputes_core_attention(plan: &Plan) -> bool {
-    plan.checkpointing == Checkpointing::Selective
-        && (plan.stack != Stack::Megatron || plan.recompute_modules.core_attn)
+    plan.activations.checkpointing == Checkpointing::Selective
+        && (plan.stack != Stack::Megatron || plan.activations.recompute_modules.core_attn)
 }
 
 /// What the layers keep for their backward before any offloading:
@@ -308,7 +308,7 @@ pub(super) fn sliding_window_masks(s: &StageShape) -> f64 {
 /// During recompute, one layer's full working set is rebuilt (SPEC §3.3);
 /// under selective recomputation, one layer's attention scores.
 pub(super) fn recompute_working_set(s: &StageShape) -> f64 {
-    if s.plan.checkpointing == Checkpointing::Op && s.plan.stack != Stack::Megatron {
+    if s.plan.activations.checkpointing == Checkpointing::Op && s.plan.stack != Stack::Megatron {
         // the kept matmul outputs are counted with the checkpointed layers
         (full_layer_bytes(s) - op_level_kept(s)).max(0.0)
     } else if s.recomputed() > 0.0 {
@@ -332,7 +332,7 @@ pub(super) fn mlp_backward_transient(s: &StageShape) -> f64 {
     let e = compute_bytes(s.profile);
     // A recomputed layer's working set already holds two of them; the
     // op-level policy's kept matmul outputs hold the rest.
-    let widths = match s.plan.checkpointing {
+    let widths = match s.plan.activations.checkpointing {
         Checkpointing::Op => return 0.0,
         _ if s.recomputed() > 0.0 => MLP_BACKWARD_WIDTHS - 2.0,
         _ => MLP_BACKWARD_WIDTHS,
@@ -356,7 +356,7 @@ pub(super) fn eager_backward_extra(s: &StageShape) -> f64 {
     };
     let extra = s.tokens * scores_per_token(s) * (12.0 / saved_bytes - 1.0);
     // A selective list without `core_attn` saved the scores, as no recomputation does.
-    let checkpointing = match s.plan.checkpointing {
+    let checkpointing = match s.plan.activations.checkpointing {
         Checkpointing::Selective if !recomputes_core_attention(s.plan) => Checkpointing::None,
         c => c,
     };

@@ -270,10 +270,10 @@ pub(super) fn recompute_modules(
     w: &Widths,
 ) {
     let megatron = plan.stack == Stack::Megatron;
-    if !megatron || plan.checkpointing != Checkpointing::Selective {
+    if !megatron || plan.activations.checkpointing != Checkpointing::Selective {
         return;
     }
-    let m = plan.recompute_modules;
+    let m = plan.activations.recompute_modules;
     let e = if plan.numerics.precision == Precision::Fp32 {
         2.0
     } else {

@@ -212,6 +212,6 @@ impl<'a> StageShape<'a> {
     }
 
     pub(super) fn recomputed(&self) -> f64 {
-        self.plan.checkpointing.recomputed_fraction()
+        self.plan.activations.checkpointing.recomputed_fraction()
     }
 }

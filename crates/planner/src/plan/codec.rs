@@ -375,7 +375,7 @@ impl Plan {
             "shard" => self.parallelism.shard = None,
             "pp_first" => self.parallelism.pp_first = None,
             "pp_last" => self.parallelism.pp_last = None,
-            "offload_layers" => self.offload_layers = None,
+            "offload_layers" => self.activations.offload_layers = None,
             "price" => self.hardware.price = None,
             "budget" => self.auto.budget_usd = None,
             _ => self.auto.deadline_hours = None,
@@ -444,17 +444,18 @@ impl Plan {
             "optimizer" => self.optimizer = f.one_of(Optimizer::from_key, Optimizer::keys)?,
             "ckpt" => {
                 let c = Checkpointing::from_key(f.value);
-                self.checkpointing = c.ok_or_else(|| f.bad(Text::ExpectedCheckpointing, &[]))?;
+                self.activations.checkpointing =
+                    c.ok_or_else(|| f.bad(Text::ExpectedCheckpointing, &[]))?;
             }
-            "offload" => self.offload = f.flag()?,
-            "offload_layers" => self.offload_layers = Some(f.int(0, 1024)?),
+            "offload" => self.activations.offload = f.flag()?,
+            "offload_layers" => self.activations.offload_layers = Some(f.int(0, 1024)?),
             "grad_bf16" => self.numerics.grad_bf16 = f.flag()?,
             "fp8_params" => self.numerics.fp8_params = f.flag()?,
             "bf16_moments" => self.numerics.bf16_moments = f.flag()?,
             "recompute_modules" => {
                 let m = RecomputeModules::from_key(f.value);
                 let args: [(&str, &dyn Display); 1] = [("keys", &RecomputeModules::keys())];
-                self.recompute_modules =
+                self.activations.recompute_modules =
                     m.ok_or_else(|| f.bad(Text::ExpectedRecomputeModules, &args))?;
             }
             "mtp" => self.mtp = f.int(0, 8)?,
@@ -633,9 +634,9 @@ impl Plan {
         out.push(("tokens", fmt_num(self.data.tokens)));
         out.push(("precision", self.numerics.precision.key().into()));
         out.push(("optimizer", self.optimizer.key().into()));
-        out.push(("ckpt", self.checkpointing.key()));
-        out.push(("offload", flag(self.offload).into()));
-        if let Some(n) = self.offload_layers {
+        out.push(("ckpt", self.activations.checkpointing.key()));
+        out.push(("offload", flag(self.activations.offload).into()));
+        if let Some(n) = self.activations.offload_layers {
             out.push(("offload_layers", n.to_string()));
         }
         if self.numerics.grad_bf16 {
@@ -647,8 +648,11 @@ impl Plan {
         if self.numerics.bf16_moments {
             out.push(("bf16_moments", "1".into()));
         }
-        if self.recompute_modules != RecomputeModules::default() {
-            out.push(("recompute_modules", self.recompute_modules.key()));
+        if self.activations.recompute_modules != RecomputeModules::default() {
+            out.push((
+                "recompute_modules",
+                self.activations.recompute_modules.key(),
+            ));
         }
         if self.mtp > 0 {
             out.push(("mtp", self.mtp.to_string()));

@@ -550,15 +550,9 @@ pub struct Plan {
     #[serde(flatten)]
     pub numerics: Numerics,
     pub optimizer: Optimizer,
-    pub checkpointing: Checkpointing,
-    pub offload: bool,
-    /// Megatron's `--cpu-offloading-num-layers`: with `offload`, the layers
-    /// per pipeline stage whose activations go to the host (None: all but
-    /// SMP's horizon of 2, what the Hugging Face stack's SMP does).
-    pub offload_layers: Option<u64>,
-    /// With selective recomputation, the modules Megatron recomputes beside
-    /// the attention core (`--recompute-modules`).
-    pub recompute_modules: RecomputeModules,
+    /// What the step recomputes or offloads of its activations.
+    #[serde(flatten)]
+    pub activations: Activations,
     /// Multi-token-prediction layers trained beside the model (Megatron's
     /// `--mtp-num-layers`; DeepSeek-V3 trains 1): each one more decoder
     /// layer, a `2h x h` projection and another pass of the LM head and the
@@ -772,6 +766,31 @@ impl Default for Lora {
     }
 }
 
+/// What a step does with its activations: which it recomputes (checkpointing and, for selective, the modules) and how many layers' it offloads to the host.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Activations {
+    pub checkpointing: Checkpointing,
+    /// With selective recomputation, the modules Megatron recomputes beside
+    /// the attention core (`--recompute-modules`).
+    pub recompute_modules: RecomputeModules,
+    pub offload: bool,
+    /// Megatron's `--cpu-offloading-num-layers`: with `offload`, the layers
+    /// per pipeline stage whose activations go to the host (None: all but
+    /// SMP's horizon of 2, what the Hugging Face stack's SMP does).
+    pub offload_layers: Option<u64>,
+}
+
+impl Default for Activations {
+    fn default() -> Self {
+        Activations {
+            checkpointing: Checkpointing::None,
+            recompute_modules: RecomputeModules::default(),
+            offload: false,
+            offload_layers: None,
+        }
+    }
+}
+
 /// Where the job runs: the SageMaker instance type (or a custom GPU), how
 /// many, a GB200 UltraServer's NVLink domain, and the hour's price.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -913,10 +932,7 @@ impl Default for Plan {
             data: Data::default(),
             numerics: Numerics::default(),
             optimizer: Optimizer::Adamw,
-            checkpointing: Checkpointing::None,
-            offload: false,
-            offload_layers: None,
-            recompute_modules: RecomputeModules::default(),
+            activations: Activations::default(),
             mtp: 0,
             attention: Attention::Flash,
             loss: Loss::Plain,

@@ -108,7 +108,7 @@ fn ring_merges(s: &StepShape) -> f64 {
     let kv = 2.0 * s.tokens * s.kv / s.t;
     let forward = out * (12.0 + 32.5 * (c - 1.0)) + kv * 4.0 * (c - 1.0);
     let backward = out * (10.0 + 11.5 * c) + kv * (10.0 + 23.5 * c);
-    let again = match s.plan.checkpointing {
+    let again = match s.plan.activations.checkpointing {
         Checkpointing::Full | Checkpointing::Fraction(_) => s.recomputed(),
         _ => 0.0,
     };

@@ -250,7 +250,7 @@ pub(super) fn attention_train(s: &StepShape, fwd: &LayerForward) -> f64 {
 /// modules, MLA's up-projection GEMMs (the other modules recompute
 /// elementwise work, not counted).
 pub(super) fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
-    match s.plan.checkpointing {
+    match s.plan.activations.checkpointing {
         Checkpointing::Op => fwd.elementwise + s.plan.op_level_recomputed_gemm_share() * fwd.gemm,
         Checkpointing::Selective => {
             let core = if s.plan.attention == Attention::Eager
@@ -268,7 +268,8 @@ pub(super) fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
 
 /// MLA's up projections forward, when Megatron recomputes them.
 fn mla_up_projections(s: &StepShape) -> f64 {
-    let recomputed = s.plan.recompute_modules.mla_up_proj && s.plan.stack == Stack::Megatron;
+    let recomputed =
+        s.plan.activations.recompute_modules.mla_up_proj && s.plan.stack == Stack::Megatron;
     match &s.arch.mla {
         Some(m) if recomputed => {
             let a = s.arch.heads as f64;

@@ -343,10 +343,10 @@ pub fn throughput_reusing(
 /// dropped layers; HFU counts it, MFU does not (Korthikanti et al. 2022).
 /// The share is of the decoder layers' FLOPs (the LM head is not recomputed).
 fn recompute_flops_share(plan: &Plan) -> f64 {
-    match plan.checkpointing {
+    match plan.activations.checkpointing {
         Checkpointing::Op => plan.op_level_recomputed_gemm_share() / 3.0,
         Checkpointing::Selective => 0.0,
-        _ => plan.checkpointing.recomputed_fraction() / 3.0,
+        _ => plan.activations.checkpointing.recomputed_fraction() / 3.0,
     }
 }
 

@@ -175,7 +175,7 @@ impl<'a> StepShape<'a> {
 
     /// Fraction of the layers recomputed.
     pub(super) fn recomputed(&self) -> f64 {
-        self.plan.checkpointing.recomputed_fraction()
+        self.plan.activations.checkpointing.recomputed_fraction()
     }
 }
 
