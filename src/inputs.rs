@@ -152,10 +152,10 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
                     ("cudnn", Text::CudnnKernel),
                     ("eager", Text::EagerSScores),
                 ]
-                get=|p| p.attention.key().to_string() />
+                get=|p| p.implementation.attention.key().to_string() />
             <SelectField ctx=ctx key="loss" label=Text::Loss
                 options=vec![("plain", Text::PlainLogits), ("fused", Text::FusedChunked)]
-                get=|p| p.loss.key().to_string() />
+                get=|p| p.implementation.loss.key().to_string() />
         </div>
         <SelectField ctx=ctx key="stack" label=Text::Stack
             options=vec![
@@ -163,12 +163,12 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
                 ("megatron", Text::MegatronTransformerEngine),
                 ("torchtitan", Text::PyTorchFsdp2Torchtitan),
             ]
-            get=|p| p.stack.key().to_string() />
-        <Show when=move || plan_is(ctx, |p| p.stack == Stack::Torchtitan)>
-            <CheckField ctx=ctx key="compile" label=Text::TorchCompile get=|p| p.compile />
+            get=|p| p.implementation.stack.key().to_string() />
+        <Show when=move || plan_is(ctx, |p| p.implementation.stack == Stack::Torchtitan)>
+            <CheckField ctx=ctx key="compile" label=Text::TorchCompile get=|p| p.implementation.compile />
         </Show>
         // What only Megatron runs (the exported Hugging Face script does not).
-        <Show when=move || plan_is(ctx, |p| p.stack == Stack::Megatron)>
+        <Show when=move || plan_is(ctx, |p| p.implementation.stack == Stack::Megatron)>
             <CheckField ctx=ctx key="grad_bf16" label=Text::GradReduceBf16 get=|p| p.numerics.grad_bf16 />
             <CheckField ctx=ctx key="fp8_params" label=Text::Fp8ParamGather get=|p| p.numerics.fp8_params />
             <CheckField ctx=ctx key="bf16_moments" label=Text::Bf16Moments get=|p| p.numerics.bf16_moments />

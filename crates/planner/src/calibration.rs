@@ -5,7 +5,7 @@ use crate::architecture::{Architecture, Mlp};
 use crate::hardware;
 use crate::layout::{Layout, Stages};
 use crate::plan::{
-    Activations, Checkpointing, Data, Numerics, Parallelism, Plan, Precision, Stack,
+    Activations, Checkpointing, Data, Implementation, Numerics, Parallelism, Plan, Precision, Stack,
 };
 use crate::throughput::{
     efficiency, generation, throughput, Efficiency, Fabric, Generation, HostCosts, HOST,
@@ -227,7 +227,7 @@ impl Recipe {
         plan.numerics.bf16_moments = self.bf16_moments;
         plan.activations.recompute_modules = self.modules;
         if self.fused_loss {
-            plan.loss = crate::plan::Loss::Fused;
+            plan.implementation.loss = crate::plan::Loss::Fused;
         }
     }
 }
@@ -302,25 +302,7 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
     let ac = r.get("activation_checkpointing");
     let mut plan = Plan {
         model: "custom".into(),
-        // The 2021-22 Megatron papers predate flash attention: their attention
-        // materialises the scores (that is what selective recomputation drops).
-        attention: if id.starts_with("korthikanti") || id.starts_with("megatron21") {
-            crate::plan::Attention::Eager
-        } else if torchtitan {
-            // torchtitan's 2024 runs predate its cuDNN attention
-            // (pytorch/torchtitan#1000, March 2025): SDPA ran FlashAttention-2.
-            crate::plan::Attention::Fa2
-        } else {
-            crate::plan::Attention::Flash
-        },
         mtp: stated(notes, "MTP").map_or(0, |v| v as u64),
-        stack: if torchtitan {
-            Stack::Torchtitan
-        } else {
-            Stack::Megatron
-        },
-        // torchtitan's rows say where they ran torch.compile.
-        compile: notes.contains("compile") && !notes.contains("no compile"),
         parallelism: Parallelism {
             pp_first: d.pp_first,
             pp_last: d.pp_last,
@@ -354,6 +336,27 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
         activations: Activations {
             checkpointing: row_checkpointing(ac, torchtitan),
             ..Activations::default()
+        },
+        implementation: Implementation {
+            // The 2021-22 Megatron papers predate flash attention: their attention
+            // materialises the scores (that is what selective recomputation drops).
+            attention: if id.starts_with("korthikanti") || id.starts_with("megatron21") {
+                crate::plan::Attention::Eager
+            } else if torchtitan {
+                // torchtitan's 2024 runs predate its cuDNN attention
+                // (pytorch/torchtitan#1000, March 2025): SDPA ran FlashAttention-2.
+                crate::plan::Attention::Fa2
+            } else {
+                crate::plan::Attention::Flash
+            },
+            stack: if torchtitan {
+                Stack::Torchtitan
+            } else {
+                Stack::Megatron
+            },
+            // torchtitan's rows say where they ran torch.compile.
+            compile: notes.contains("compile") && !notes.contains("no compile"),
+            ..Implementation::default()
         },
         ..Plan::default()
     };
@@ -449,7 +452,6 @@ fn hf_case(r: &Row) -> Option<Case> {
     let mb = r.num("micro_batch")? as u64;
     let plan = Plan {
         model: "custom".into(),
-        stack: Stack::Hf,
         train,
         parallelism: Parallelism {
             zero: 3,
@@ -472,6 +474,10 @@ fn hf_case(r: &Row) -> Option<Case> {
         activations: Activations {
             checkpointing: Checkpointing::Full,
             ..Activations::default()
+        },
+        implementation: Implementation {
+            stack: Stack::Hf,
+            ..Implementation::default()
         },
         ..Plan::default()
     };
@@ -682,7 +688,7 @@ pub fn fit_on(generation: Generation, cases: &[&Case], host: &HostCosts) -> (Eff
     // them, and their errors say how far that carries.
     let moe: Vec<&Case> = moe
         .into_iter()
-        .filter(|c| c.plan.stack == Stack::Megatron)
+        .filter(|c| c.plan.implementation.stack == Stack::Megatron)
         .collect();
     let has = |p: Precision| dense.iter().any(|c| c.plan.numerics.precision == p);
     // Attention runs at its kernel's benchmarked speed (kernels.rs); only a

@@ -69,7 +69,7 @@ impl Case {
             p.parallelism.cp,
             p.parallelism.ep,
         ) = (l.tp, l.pp, l.cp, l.ep);
-        if self.plan.stack == Stack::Torchtitan {
+        if self.plan.implementation.stack == Stack::Torchtitan {
             // torchtitan's own entry point, not the bundle's data-parallel
             // train.py: its 2D rows run tensor parallelism.
             p.launch.entry = "torchtitan/train.py".into();

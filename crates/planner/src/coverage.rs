@@ -51,7 +51,7 @@ impl Group {
     ) -> Group {
         Group {
             moe: arch.moe.is_some(),
-            ..Group::with_stack(plan, layout, gen, fabric, plan.stack)
+            ..Group::with_stack(plan, layout, gen, fabric, plan.implementation.stack)
         }
     }
 
@@ -80,7 +80,7 @@ impl Group {
                 &c.layout,
                 generation(c.gpu),
                 &c.fabric,
-                c.plan.stack,
+                c.plan.implementation.stack,
             )
         }
     }

@@ -390,17 +390,17 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "attn",
         kind: Kind::Values,
-        get: |p, _| Value::Word(p.attention.key()),
+        get: |p, _| Value::Word(p.implementation.attention.key()),
     },
     Setting {
         key: "loss",
         kind: Kind::Values,
-        get: |p, _| Value::Word(p.loss.key()),
+        get: |p, _| Value::Word(p.implementation.loss.key()),
     },
     Setting {
         key: "compile",
         kind: Kind::Values,
-        get: |p, _| flag(p.compile),
+        get: |p, _| flag(p.implementation.compile),
     },
     Setting {
         key: "tp",

@@ -361,12 +361,12 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
     }
     items.push((
         "attn_implementation",
-        py_str(match p.attention {
+        py_str(match p.implementation.attention {
             Attention::Flash | Attention::Fa2 | Attention::Cudnn => "sdpa",
             Attention::Eager => "eager",
         }),
     ));
-    items.push(("loss", py_str(p.loss.key())));
+    items.push(("loss", py_str(p.implementation.loss.key())));
     items.push(("optim", py_str(p.optimizer.key())));
     items.push(("train_mode", py_str(p.train.key())));
     if p.stage != TrainingStage::Sft {
@@ -859,7 +859,7 @@ fn training_args(c: &Ctx<'_>) -> String {
             "    fsdp_config={{\"backward_prefetch\": \"backward_pre\", \"forward_prefetch\": True, \"use_orig_params\": True, \"activation_checkpointing\": False}},"
         );
     }
-    if p.loss == Loss::Fused {
+    if p.implementation.loss == Loss::Fused {
         let _ = writeln!(
             s,
             "    use_liger_kernel=True,  # fused linear cross-entropy: no full logits"

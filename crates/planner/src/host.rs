@@ -41,7 +41,7 @@ pub fn offload_overflow(
         ("most", Arg::Count(most)),
     ];
     let m = Message::new("offload", Text::OffloadExceedsHost, args);
-    Some(match (plan.stack, most) {
+    Some(match (plan.implementation.stack, most) {
         (Stack::Megatron, n) if n > 0 => m.fix("offload_layers", n.to_string()),
         _ => m.fix("offload", "0"),
     })

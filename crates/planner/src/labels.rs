@@ -289,8 +289,11 @@ pub(crate) fn memory_accuracy(r: &Job<'_>) -> Accuracy {
 /// worst error either way. Outside, the other checks speak.
 fn measured_on_gpu(r: &Job<'_>, stats: &crate::coverage::MemoryStats) -> Option<Accuracy> {
     let l = &r.layout;
-    let hf_dp =
-        r.plan.stack == crate::plan::Stack::Hf && l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1;
+    let hf_dp = r.plan.implementation.stack == crate::plan::Stack::Hf
+        && l.tp == 1
+        && l.pp == 1
+        && l.cp == 1
+        && l.ep == 1;
     let inside =
         stats.rows > 0 && memory_outside(r, &stats.envelope, stats.quoted_error()).is_empty();
     if !hf_dp || !inside {
@@ -365,7 +368,7 @@ enum MemoryKind {
 fn checked_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
     use crate::plan::{Optimizer, Stack, Training};
     let (plan, layout) = (r.plan, &r.layout);
-    let hf_tp = plan.stack == Stack::Hf && layout.tp > 1;
+    let hf_tp = plan.implementation.stack == Stack::Hf && layout.tp > 1;
     match plan.stage {
         TrainingStage::Dpo => return dpo_memory_kind(r),
         TrainingStage::Grpo => return grpo_memory_kind(r),
@@ -374,15 +377,15 @@ fn checked_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
     let parallel = (layout.tp > 1 && !hf_tp) || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
     let full_dense =
         plan.train == Training::Full && r.arch.moe.is_none() && !plan.activations.offload;
-    if plan.stack == Stack::Torchtitan && full_dense {
+    if plan.implementation.stack == Stack::Torchtitan && full_dense {
         return Some(MemoryKind::Torchtitan(
             crate::memory_checks::torchtitan_layout(layout),
         ));
     }
-    if plan.stack == Stack::Megatron && plan.train == Training::Full {
+    if plan.implementation.stack == Stack::Megatron && plan.train == Training::Full {
         return Some(MemoryKind::Megatron);
     }
-    let hf_dense = plan.stack == Stack::Hf
+    let hf_dense = plan.implementation.stack == Stack::Hf
         && !parallel
         && !plan.activations.offload
         && r.arch.moe.is_none()
@@ -427,7 +430,7 @@ fn dpo_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
     let (plan, l) = (r.plan, &r.layout);
     let data_parallel = l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1;
     let one_or_fsdp2 = l.dp == 1 || memory::runs_fsdp2(plan, l);
-    let oracle_ran = plan.stack == Stack::Hf
+    let oracle_ran = plan.implementation.stack == Stack::Hf
         && data_parallel
         && one_or_fsdp2
         && !plan.activations.offload
@@ -509,7 +512,7 @@ fn checked_throughput(r: &Job<'_>, stats: &crate::coverage::GroupStats) -> Accur
 /// stack's cross-validated error over every kind of its runs for scale, or
 /// none where the stack has no published run.
 fn unchecked_throughput(r: &Job<'_>, group: &crate::coverage::Group) -> Accuracy {
-    let note = match crate::coverage::stack_stats(r.plan.stack) {
+    let note = match crate::coverage::stack_stats(r.plan.implementation.stack) {
         Some(s) => Phrase::of(
             Text::ThroughputStackOnly,
             error_figures(s.cv_median, s.cv_under, s.cv_over),
@@ -518,7 +521,9 @@ fn unchecked_throughput(r: &Job<'_>, group: &crate::coverage::Group) -> Accuracy
         .with("group", group.phrase())
         .with(
             "stack",
-            Arg::from(crate::sequence_bands::stack_name(r.plan.stack)),
+            Arg::from(crate::sequence_bands::stack_name(
+                r.plan.implementation.stack,
+            )),
         ),
         None => Phrase::new(Text::ThroughputUnchecked),
     };

@@ -305,7 +305,7 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
     let full_reference = plan.rollout.beta > 0.0 && plan.train == Training::Full;
     let rules: [Rule; 12] = [
         (
-            plan.stack == crate::plan::Stack::Torchtitan,
+            plan.implementation.stack == crate::plan::Stack::Torchtitan,
             "stack=torchtitan",
             "stack",
             Some(("stack", "hf")),
@@ -337,7 +337,7 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
             Some(("offload", "0")),
         ),
         (
-            plan.loss == crate::plan::Loss::Fused,
+            plan.implementation.loss == crate::plan::Loss::Fused,
             "loss=fused",
             "loss",
             Some(("loss", "plain")),

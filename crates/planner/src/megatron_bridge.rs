@@ -139,9 +139,9 @@ fn model(plan: &Plan, r: &Report) -> Members {
     m.push(("tp_comm_overlap", Value::from(plan.parallelism.tp_overlap)));
     m.push((
         "cross_entropy_loss_fusion",
-        Value::from(plan.loss == Loss::Fused),
+        Value::from(plan.implementation.loss == Loss::Fused),
     ));
-    if plan.attention == Attention::Eager {
+    if plan.implementation.attention == Attention::Eager {
         m.push(("attention_backend", Value::from("unfused")));
     }
     m

@@ -11,7 +11,8 @@ use crate::envelope::Envelope;
 use crate::layout::{Layout, Stages};
 use crate::memory::{breakdown, CUDA_CONTEXT_BYTES};
 use crate::plan::{
-    Activations, Attention, Checkpointing, Data, Numerics, Optimizer, Parallelism, Plan, Precision,
+    Activations, Attention, Checkpointing, Data, Implementation, Numerics, Optimizer, Parallelism,
+    Plan, Precision,
 };
 use serde::Deserialize;
 
@@ -44,12 +45,6 @@ fn memory_row_plan(r: &crate::calibration::Row) -> Option<(Architecture, Plan)> 
         Mlp::Swiglu,
     );
     let plan = Plan {
-        attention: match r.get("attn") {
-            "auto" | "sdpa" => Attention::Flash,
-            // SDPA's math backend materialises the scores like eager attention.
-            "eager" | "math" => Attention::Eager,
-            _ => return None,
-        },
         optimizer: if r.get("optim") == "adamw_foreach" {
             Optimizer::AdamwForeach
         } else {
@@ -81,6 +76,15 @@ fn memory_row_plan(r: &crate::calibration::Row) -> Option<(Architecture, Plan)> 
                 Checkpointing::None
             },
             ..Activations::default()
+        },
+        implementation: Implementation {
+            attention: match r.get("attn") {
+                "auto" | "sdpa" => Attention::Flash,
+                // SDPA's math backend materialises the scores like eager attention.
+                "eager" | "math" => Attention::Eager,
+                _ => return None,
+            },
+            ..Implementation::default()
         },
         ..Plan::default()
     };

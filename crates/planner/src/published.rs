@@ -12,7 +12,8 @@ use crate::fabric::{Fabric, Network};
 use crate::hardware;
 use crate::layout::{Layout, Stages};
 use crate::plan::{
-    Activations, Attention, Checkpointing, Data, Numerics, Parallelism, Plan, Precision, Stack,
+    Activations, Attention, Checkpointing, Data, Implementation, Numerics, Parallelism, Plan,
+    Precision, Stack,
 };
 use crate::table::{read_csv, Row};
 
@@ -99,17 +100,6 @@ fn plan(r: &Row) -> Option<Plan> {
     let (tp, fsdp, replicate) = (int(r, "tp"), int(r, "fsdp"), int(r, "replicate"));
     Some(Plan {
         model: "custom".into(),
-        stack: Stack::from_key(r.get("stack"))?,
-        compile: r.get("fused") == "1",
-        loss: match r.get("loss") {
-            "fused" => crate::plan::Loss::Fused,
-            _ => crate::plan::Loss::Plain,
-        },
-        attention: match r.get("attn") {
-            "fa2" => Attention::Fa2,
-            "cudnn" => Attention::Cudnn,
-            _ => Attention::Flash,
-        },
         parallelism: Parallelism {
             zero: if fsdp > 1 { 3 } else { 1 },
             shard: (replicate > 1).then_some(fsdp),
@@ -137,6 +127,19 @@ fn plan(r: &Row) -> Option<Plan> {
             checkpointing: checkpointing(r.get("ckpt")),
             ..Activations::default()
         },
+        implementation: Implementation {
+            stack: Stack::from_key(r.get("stack"))?,
+            compile: r.get("fused") == "1",
+            loss: match r.get("loss") {
+                "fused" => crate::plan::Loss::Fused,
+                _ => crate::plan::Loss::Plain,
+            },
+            attention: match r.get("attn") {
+                "fa2" => Attention::Fa2,
+                "cudnn" => Attention::Cudnn,
+                _ => Attention::Flash,
+            },
+        },
         ..Plan::default()
     })
 }
@@ -146,7 +149,7 @@ fn layout(r: &Row, p: &Plan, layers: u64, gpu: &hardware::Gpu) -> Option<Layout>
     let gpus = r.num("gpus")? as u64;
     let dp = gpus / (p.parallelism.tp * p.parallelism.pp * p.parallelism.cp).max(1);
     // As resolve splits them: Megatron's way, torchtitan's as evenly as they go.
-    let stages = match p.stack {
+    let stages = match p.implementation.stack {
         Stack::Megatron => Stages::megatron(layers, p.parallelism.pp, p.parallelism.vp)
             .unwrap_or(Stages::even(layers, p.parallelism.pp)),
         _ => Stages::even(layers, p.parallelism.pp),

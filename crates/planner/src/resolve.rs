@@ -230,12 +230,13 @@ fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
 /// search keeps the stack and the training kind, so it proposes nothing for
 /// such a plan.
 pub fn engine_error(plan: &Plan) -> Option<Message> {
-    if plan.mtp > 0 && plan.stack != Stack::Megatron {
+    if plan.mtp > 0 && plan.implementation.stack != Stack::Megatron {
         let m = Message::new("mtp", Text::MtpNeedsMegatron, []);
         return Some(m.fix("stack", "megatron"));
     }
-    if plan.train == Training::Qlora && plan.stack != Stack::Hf {
-        let args: [(&'static str, Arg); 1] = [("stack", Arg::from(plan.stack.key()))];
+    if plan.train == Training::Qlora && plan.implementation.stack != Stack::Hf {
+        let args: [(&'static str, Arg); 1] =
+            [("stack", Arg::from(plan.implementation.stack.key()))];
         let m = Message::new("train", Text::QloraNeedsHf, args);
         return Some(m.fix("stack", "hf"));
     }
@@ -524,7 +525,7 @@ fn resolve_pp(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) -> (u
     );
     // torchtitan splits the layers over its stages as evenly as they go
     // (`generate_split_points`): any degree runs.
-    if pp == 1 || layers == 0 || plan.stack == Stack::Torchtitan {
+    if pp == 1 || layers == 0 || plan.implementation.stack == Stack::Torchtitan {
         return (pp, Stages::even(layers, pp));
     }
     let explicit = plan.parallelism.pp_first.is_some() || plan.parallelism.pp_last.is_some();

@@ -303,10 +303,12 @@ impl Space {
         };
         let ckpts = if locks.checkpointing {
             vec![plan.activations.checkpointing]
-        } else if plan.stack == crate::plan::Stack::Megatron && plan.activations.offload {
+        } else if plan.implementation.stack == crate::plan::Stack::Megatron
+            && plan.activations.offload
+        {
             // Megatron-Core offloads activations only without recomputation.
             vec![Checkpointing::None]
-        } else if plan.stack == crate::plan::Stack::Megatron {
+        } else if plan.implementation.stack == crate::plan::Stack::Megatron {
             // Op-level checkpointing is PyTorch's; Megatron's middle ground
             // is selective recomputation, which its launcher runs (#37).
             vec![
@@ -706,7 +708,7 @@ impl Search {
                     }
                     let w = &mut self.work;
                     w.activations.checkpointing = ck;
-                    w.loss = loss;
+                    w.implementation.loss = loss;
                     w.data.micro_batch = mb;
                     w.data.grad_accum = self.global_sequences / (mb * dp);
                     self.evaluated += 1;
@@ -808,7 +810,7 @@ impl Search {
             hybrid.then(|| (gpn / (p.parallelism.tp * p.parallelism.cp).min(gpn)).max(1));
         p.rollout.gen_gpus = s.servers[i[8]].gpus(gpn, p.hardware.nodes).unwrap_or(0);
         p.activations.checkpointing = s.ckpts[i[9]];
-        p.loss = s.losses[i[10]];
+        p.implementation.loss = s.losses[i[10]];
         p.data.micro_batch = s.mbs[i[11]];
         p.data.grad_accum = f.ga;
         if p.hardware.instance != self.base.hardware.instance {
@@ -876,7 +878,7 @@ impl Search {
             grad_accum: p.data.grad_accum,
             precision: p.numerics.precision.key(),
             checkpointing: p.activations.checkpointing.key(),
-            loss: p.loss.key(),
+            loss: p.implementation.loss.key(),
             peak_bytes_per_gpu: f.peak,
             tokens_per_second: f.tps,
             mfu: f.mfu,

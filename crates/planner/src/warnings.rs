@@ -94,11 +94,11 @@ fn term_name(term: Term) -> Text {
 fn over_budget_fix(c: &Context, term: Term) -> (Option<(&'static str, String)>, Text) {
     let plan = c.plan();
     let act = matches!(term, Term::Activations | Term::AttentionScores);
-    if term == Term::AttentionScores && plan.attention == Attention::Eager {
+    if term == Term::AttentionScores && plan.implementation.attention == Attention::Eager {
         (Some(("attn", "flash".into())), Text::FixFlashAttention)
     } else if act && plan.activations.checkpointing != Checkpointing::Full {
         (Some(("ckpt", "full".into())), Text::FixFullCheckpointing)
-    } else if term == Term::LogitsAndLoss && plan.loss == Loss::Plain {
+    } else if term == Term::LogitsAndLoss && plan.implementation.loss == Loss::Plain {
         (Some(("loss", "fused".into())), Text::FixFusedLoss)
     } else if plan.data.micro_batch > 1
         && matches!(
@@ -192,12 +192,12 @@ fn fp8_keep_bf16(c: &Context) -> Option<Message> {
 /// Selective recomputation saves nothing with flash attention.
 fn selective_noop_with_flash(c: &Context) -> Option<Message> {
     let plan = c.plan();
-    (plan.activations.checkpointing == Checkpointing::Selective && plan.attention.is_fused()).then(
-        || {
-            c.warn("ckpt", Text::SelectiveNoopWithFlash, [])
-                .fix("ckpt", "none")
-        },
-    )
+    (plan.activations.checkpointing == Checkpointing::Selective
+        && plan.implementation.attention.is_fused())
+    .then(|| {
+        c.warn("ckpt", Text::SelectiveNoopWithFlash, [])
+            .fix("ckpt", "none")
+    })
 }
 
 /// No checkpointing at 32K tokens and more, and it does not fit.
@@ -221,7 +221,7 @@ fn long_sequence_without_checkpointing(c: &Context) -> Option<Message> {
 /// Eager attention at 4K tokens and more.
 fn eager_attention_long_sequence(c: &Context) -> Option<Message> {
     let plan = c.plan();
-    if plan.attention != Attention::Eager || plan.data.seq < 4096 {
+    if plan.implementation.attention != Attention::Eager || plan.data.seq < 4096 {
         return None;
     }
     let gib = Arg::Bytes(c.mem.get(Term::AttentionScores));
@@ -340,12 +340,12 @@ fn crosses_nvlink_domain(c: &Context) -> Option<Message> {
 /// user's own torchtitan entry point, which the warning names.
 fn stack_not_bundled(c: &Context) -> Option<Message> {
     let p = c.plan();
-    let entry = match p.stack {
+    let entry = match p.implementation.stack {
         Stack::Hf | Stack::Megatron => return None,
         _ if p.launch.entry != "train.py" => return None,
         Stack::Torchtitan => "torchtitan/train.py",
     };
-    let args: [(&'static str, Arg); 1] = [("stack", Arg::from(p.stack.key()))];
+    let args: [(&'static str, Arg); 1] = [("stack", Arg::from(p.implementation.stack.key()))];
     Some(
         c.warn("entry", Text::StackNotBundled, args)
             .fix("entry", entry),
@@ -456,7 +456,7 @@ const MOE_LAUNCH_SHARE: f64 = 0.05;
 /// save it. The step is timed again without those costs to say how much.
 fn moe_launch_bound(c: &Context) -> Option<Message> {
     let (plan, r) = (c.plan(), c.r);
-    let megatron = plan.stack == Stack::Megatron;
+    let megatron = plan.implementation.stack == Stack::Megatron;
     if !megatron || r.arch.moe.is_none() || (plan.moe_flex && plan.moe_graphs) {
         return None;
     }

@@ -5,7 +5,7 @@ use planner::evaluate;
 use planner::layout::{Layout, Stages};
 use planner::memory::{breakdown, Term};
 use planner::plan::{
-    Activations, Checkpointing, Data, Numerics, Parallelism, Plan, Precision, Stack,
+    Activations, Checkpointing, Data, Implementation, Numerics, Parallelism, Plan, Precision, Stack,
 };
 use planner::resolve::resolve;
 
@@ -36,7 +36,6 @@ fn megatron_profile_matches_korthikanti_without_dropout() {
         ..Architecture::dense(layers, h, a, a, 4 * h, 51200, true, Mlp::Gelu)
     };
     let plan = Plan {
-        stack: Stack::Megatron,
         parallelism: Parallelism {
             zero: 0,
             ..Parallelism::default()
@@ -49,6 +48,10 @@ fn megatron_profile_matches_korthikanti_without_dropout() {
         numerics: Numerics {
             precision: Precision::Bf16,
             ..Numerics::default()
+        },
+        implementation: Implementation {
+            stack: Stack::Megatron,
+            ..Implementation::default()
         },
         ..Plan::default()
     };
@@ -78,12 +81,15 @@ fn selective_recomputation_drops_the_attention_scores() {
         ..Architecture::dense(layers, h, a, a, 4 * h, 51200, true, Mlp::Gelu)
     };
     let plan = |ckpt| Plan {
-        stack: Stack::Megatron,
+        implementation: Implementation {
+            stack: Stack::Megatron,
+            attention: planner::plan::Attention::Eager,
+            ..Implementation::default()
+        },
         numerics: Numerics {
             precision: Precision::Bf16,
             ..Numerics::default()
         },
-        attention: planner::plan::Attention::Eager,
         activations: Activations {
             checkpointing: ckpt,
             ..Activations::default()
@@ -129,10 +135,13 @@ fn tensor_and_sequence_parallel_divide_activations() {
     let c = arch.parameter_counts();
     let base = Plan {
         model: "llama-3.1-70b".into(),
-        stack: Stack::Megatron,
         parallelism: Parallelism {
             zero: 0,
             ..Parallelism::default()
+        },
+        implementation: Implementation {
+            stack: Stack::Megatron,
+            ..Implementation::default()
         },
         ..Plan::default()
     };
@@ -168,8 +177,6 @@ fn pipeline_first_stage_holds_p_microbatches() {
     let arch = preset("llama-3.1-70b").unwrap().arch.clone();
     let c = arch.parameter_counts();
     let plan = Plan {
-        stack: Stack::Megatron,
-        loss: planner::plan::Loss::Fused,
         parallelism: Parallelism {
             zero: 0,
             ..Parallelism::default()
@@ -177,6 +184,11 @@ fn pipeline_first_stage_holds_p_microbatches() {
         data: Data {
             grad_accum: 16,
             ..Data::default()
+        },
+        implementation: Implementation {
+            stack: Stack::Megatron,
+            loss: planner::plan::Loss::Fused,
+            ..Implementation::default()
         },
         ..Plan::default()
     };
@@ -209,10 +221,13 @@ fn pipeline_first_stage_holds_p_microbatches() {
 #[test]
 fn megatron_distributed_optimizer_states() {
     let p = Plan {
-        stack: Stack::Megatron,
         parallelism: Parallelism {
             zero: 1,
             ..Parallelism::default()
+        },
+        implementation: Implementation {
+            stack: Stack::Megatron,
+            ..Implementation::default()
         },
         ..Plan::default()
     };
@@ -303,7 +318,10 @@ fn logits_term_at_128k_vocab() {
         &r.arch,
         &r.counts,
         &Plan {
-            loss: planner::plan::Loss::Fused,
+            implementation: Implementation {
+                loss: planner::plan::Loss::Fused,
+                ..plan.implementation.clone()
+            },
             ..plan.clone()
         },
         &r.layout,

@@ -32,7 +32,7 @@ fn every_published_recipe_fits_its_gpu() {
     for c in planner::calibration::cases() {
         // The PyTorch stacks' rows are FSDP benchmarks with measured memory:
         // their own tests hold them (torchtitan_memory.rs).
-        if c.plan.stack != planner::plan::Stack::Megatron {
+        if c.plan.implementation.stack != planner::plan::Stack::Megatron {
             continue;
         }
         let d = Plan::from_query(&c.link());

@@ -95,8 +95,8 @@ fn low_precision_speed_ups_follow_the_stack() {
     // without it the same torchtitan plan would gain more.
     let mut c = case("titan_36");
     let with = tokens_per_s(&c);
-    c.plan.stack = planner::plan::Stack::Megatron;
-    c.plan.compile = true;
+    c.plan.implementation.stack = planner::plan::Stack::Megatron;
+    c.plan.implementation.compile = true;
     assert!(tokens_per_s(&c) > with);
 }
 

@@ -111,7 +111,10 @@ pub(super) fn scores_per_token(s: &StageShape) -> f64 {
 pub(super) fn checkpointed_layer_bytes(s: &StageShape) -> f64 {
     let h = s.arch.hidden as f64;
     let input = s.tokens * h * residual_bytes(s.profile) / s.sp_div;
-    match (s.plan.activations.checkpointing, s.plan.stack) {
+    match (
+        s.plan.activations.checkpointing,
+        s.plan.implementation.stack,
+    ) {
         (Checkpointing::Op, Stack::Hf | Stack::Torchtitan) => input + op_level_kept(s),
         (Checkpointing::Op, Stack::Megatron) => {
             let w = &s.widths;
@@ -238,7 +241,7 @@ pub fn offloaded_layer_count(plan: &Plan, layers: f64) -> f64 {
     if !plan.activations.offload {
         return 0.0;
     }
-    match (plan.stack, plan.activations.offload_layers) {
+    match (plan.implementation.stack, plan.activations.offload_layers) {
         (Stack::Megatron, Some(n)) => (n as f64).min(layers - 1.0).max(0.0),
         _ => (layers - OFFLOAD_HORIZON).max(0.0),
     }
@@ -264,7 +267,8 @@ pub(super) fn saved_activations(s: &StageShape) -> SavedActivations {
 /// PyTorch stacks' selective always recomputes it (the bundle's train.py).
 pub fn recomputes_core_attention(plan: &Plan) -> bool {
     plan.activations.checkpointing == Checkpointing::Selective
-        && (plan.stack != Stack::Megatron || plan.activations.recompute_modules.core_attn)
+        && (plan.implementation.stack != Stack::Megatron
+            || plan.activations.recompute_modules.core_attn)
 }
 
 /// What the layers keep for their backward before any offloading:
@@ -308,7 +312,9 @@ pub(super) fn sliding_window_masks(s: &StageShape) -> f64 {
 /// During recompute, one layer's full working set is rebuilt (SPEC §3.3);
 /// under selective recomputation, one layer's attention scores.
 pub(super) fn recompute_working_set(s: &StageShape) -> f64 {
-    if s.plan.activations.checkpointing == Checkpointing::Op && s.plan.stack != Stack::Megatron {
+    if s.plan.activations.checkpointing == Checkpointing::Op
+        && s.plan.implementation.stack != Stack::Megatron
+    {
         // the kept matmul outputs are counted with the checkpointed layers
         (full_layer_bytes(s) - op_level_kept(s)).max(0.0)
     } else if s.recomputed() > 0.0 {
@@ -325,7 +331,7 @@ pub(super) fn recompute_working_set(s: &StageShape) -> f64 {
 /// outputs, while the MLP's saved tensors are still held (oracle rows with a
 /// small vocabulary, where a layer's backward is the peak: `mistral-7b/*`).
 pub(super) fn mlp_backward_transient(s: &StageShape) -> f64 {
-    if s.plan.stack == Stack::Megatron {
+    if s.plan.implementation.stack == Stack::Megatron {
         return 0.0;
     }
     let w = &s.widths;
@@ -402,7 +408,7 @@ pub(super) fn lora_recompute_copies(s: &StageShape) -> f64 {
 /// `lora_recompute_copies`, attention's part and the MLP's.
 pub(super) fn lora_recompute_parts(s: &StageShape) -> (f64, f64) {
     // BF16 adapters cast nothing.
-    if !s.peft || s.plan.stack == Stack::Megatron || s.plan.adapter_bytes() < 4.0 {
+    if !s.peft || s.plan.implementation.stack == Stack::Megatron || s.plan.adapter_bytes() < 4.0 {
         return (0.0, 0.0);
     }
     let per_token = s.tokens * 4.0 / s.t;

@@ -53,7 +53,7 @@ pub(super) fn logits_and_loss(s: &StageShape) -> f64 {
     let tokens = s.logit_tokens;
     heads
         * temperature_copy
-        * match (s.plan.loss, s.plan.stack) {
+        * match (s.plan.implementation.loss, s.plan.implementation.stack) {
             (Loss::Plain, Stack::Hf | Stack::Torchtitan) => tokens * vocab * 12.0,
             (Loss::Plain, Stack::Megatron) => tokens * vocab * 10.0,
             (Loss::Fused, Stack::Hf) => tokens.min(FUSED_LOSS_CHUNK) * vocab * 12.0,
@@ -74,8 +74,8 @@ pub(super) const FUSED_LOSS_CHUNK: f64 = 1024.0;
 /// the first chunk's backward made it (train.py's chunked loss only; oracle
 /// rows `*/loss=fused`).
 pub(super) fn head_gradient_in_loss(s: &StageShape) -> f64 {
-    let chunked = s.plan.loss == Loss::Fused
-        && s.plan.stack != Stack::Megatron
+    let chunked = s.plan.implementation.loss == Loss::Fused
+        && s.plan.implementation.stack != Stack::Megatron
         && s.logit_tokens > FUSED_LOSS_CHUNK;
     if !chunked || !s.has_head || s.peft {
         0.0
@@ -115,8 +115,10 @@ pub(super) fn head_gradient(s: &StageShape) -> f64 {
 /// when it is built and keeps them, and train.py's `gradient_as_bucket_view`
 /// makes the gradients views into them (PyTorch DDP docs).
 pub(super) fn persistent_gradient_buffer(s: &StageShape) -> f64 {
-    let ddp = s.plan.stack != Stack::Megatron && s.plan.parallelism.zero < 2 && s.layout.dp > 1;
-    if s.plan.stack == Stack::Megatron || ddp {
+    let ddp = s.plan.implementation.stack != Stack::Megatron
+        && s.plan.parallelism.zero < 2
+        && s.layout.dp > 1;
+    if s.plan.implementation.stack == Stack::Megatron || ddp {
         gradients(s)
     } else {
         0.0

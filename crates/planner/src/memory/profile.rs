@@ -21,7 +21,7 @@ pub(super) enum Profile {
 }
 
 pub(super) fn profile(plan: &Plan) -> Profile {
-    match (plan.stack, plan.numerics.precision) {
+    match (plan.implementation.stack, plan.numerics.precision) {
         (Stack::Megatron, _) => Profile::Megatron,
         (Stack::Hf | Stack::Torchtitan, Precision::Fp32) => Profile::HfFp32,
         (Stack::Hf | Stack::Torchtitan, Precision::Bf16Pure) => Profile::HfBf16,
@@ -164,7 +164,7 @@ impl Widths {
                 crate::architecture::QkNorm::None => 0.0,
                 _ => q + kv,
             },
-            eager: plan.attention == Attention::Eager,
+            eager: plan.implementation.attention == Attention::Eager,
             gemma_norm: arch.mlp == crate::architecture::Mlp::Geglu,
             lin: linear_input_bytes(plan),
             seq: seq_per_gpu,
@@ -184,7 +184,7 @@ impl Widths {
 /// layers (`plan::NVFP4_BF16_LAYER_SHARE`).
 fn linear_input_bytes(plan: &Plan) -> f64 {
     let share = crate::plan::NVFP4_BF16_LAYER_SHARE;
-    match (plan.stack, plan.numerics.precision) {
+    match (plan.implementation.stack, plan.numerics.precision) {
         (_, p) if !p.is_low_precision() => 2.0,
         (Stack::Torchtitan, Precision::Nvfp4) => share * 2.0 + (1.0 - share) * (0.5 + 1.0 / 16.0),
         (Stack::Torchtitan, _) => 2.0,
@@ -223,7 +223,7 @@ pub(super) fn layer_activations(arch: &Architecture, plan: &Plan, w: &Widths) ->
 /// BF16 all-linear 205.3 KB, attention 156.0 KB (-49.3 KB; here -49.2 KB),
 /// q,v 137.4 KB (-18.6 KB; here -16.4 KB). The oracle's `lora_targets` rows.
 pub(super) fn lora_frozen_inputs(plan: &Plan, w: &Widths) -> f64 {
-    if plan.train == Training::Full || plan.stack == Stack::Megatron {
+    if plan.train == Training::Full || plan.implementation.stack == Stack::Megatron {
         return 0.0;
     }
     let (attention, mlp) = lora_linear_inputs(w, plan.lora.lora_targets.adapted(), false);
@@ -269,7 +269,7 @@ pub(super) fn recompute_modules(
     plan: &Plan,
     w: &Widths,
 ) {
-    let megatron = plan.stack == Stack::Megatron;
+    let megatron = plan.implementation.stack == Stack::Megatron;
     if !megatron || plan.activations.checkpointing != Checkpointing::Selective {
         return;
     }
@@ -336,7 +336,11 @@ pub(super) fn lora_fp32_inputs(plan: &Plan, w: &Widths) -> f64 {
     // BF16 adapters take the BF16 input as it is.
     let pure = plan.numerics.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0;
     let mlp_adapted = plan.lora.lora_targets.adapted().mlp;
-    if plan.train == Training::Full || !pure || plan.stack == Stack::Megatron || !mlp_adapted {
+    if plan.train == Training::Full
+        || !pure
+        || plan.implementation.stack == Stack::Megatron
+        || !mlp_adapted
+    {
         return 0.0;
     }
     4.0 * w.routed * w.mlp_inputs
@@ -515,8 +519,8 @@ pub(super) fn sliding_window_float_mask(arch: &Architecture, plan: &Plan) -> f64
 /// is shorter than the sequence (otherwise SDPA runs causal, mask-free).
 pub(super) fn sliding_window_masked(arch: &Architecture, plan: &Plan) -> bool {
     let w = arch.sliding_window;
-    plan.stack != Stack::Megatron
-        && plan.attention != Attention::Eager
+    plan.implementation.stack != Stack::Megatron
+        && plan.implementation.attention != Attention::Eager
         && w > 0
         && w < plan.data.seq
         && arch.local_layers > 0

@@ -34,8 +34,12 @@ pub(super) enum Stage {
 /// where `dp` is 1 (FSDP2 then casts the layer's weights to BF16).
 pub(crate) fn runs_fsdp2(plan: &Plan, layout: &Layout) -> bool {
     let data_parallel = layout.dp > 1 && layout.dp == layout.gpus;
-    let hf_tp = plan.stack == Stack::Hf && layout.tp > 1 && layout.dp * layout.tp == layout.gpus;
-    plan.stack != Stack::Megatron && plan.parallelism.zero >= 2 && (data_parallel || hf_tp)
+    let hf_tp = plan.implementation.stack == Stack::Hf
+        && layout.tp > 1
+        && layout.dp * layout.tp == layout.gpus;
+    plan.implementation.stack != Stack::Megatron
+        && plan.parallelism.zero >= 2
+        && (data_parallel || hf_tp)
 }
 
 /// What every memory term of one pipeline stage reads: the plan, and the
@@ -163,7 +167,7 @@ impl<'a> StageShape<'a> {
                 Training::Lora => 2.0,
                 Training::Qlora => 0.5 + 0.127 / 8.0 * 4.0,
             },
-            mixed_policy: plan.stack != Stack::Megatron
+            mixed_policy: plan.implementation.stack != Stack::Megatron
                 && !matches!(
                     plan.numerics.precision,
                     Precision::Fp32 | Precision::Bf16Pure

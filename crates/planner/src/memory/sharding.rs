@@ -105,7 +105,7 @@ pub(super) fn fsdp2_units(s: &StageShape) -> Fsdp2Units {
 /// `V/t x h`). The root's sharded gradient, which the gradients term counts,
 /// does not exist yet.
 fn tp_embedding_backward(s: &StageShape, cd: f64, rd: f64) -> f64 {
-    if s.plan.stack != Stack::Hf || s.t <= 1.0 || s.peft {
+    if s.plan.implementation.stack != Stack::Hf || s.t <= 1.0 || s.peft {
         return 0.0;
     }
     let whole = s.arch.vocab as f64 * s.arch.hidden as f64;

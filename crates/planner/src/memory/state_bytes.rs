@@ -17,7 +17,7 @@ pub(super) struct StateBytes {
 }
 
 pub(super) fn state_bytes(plan: &Plan, layout: &Layout) -> StateBytes {
-    let megatron = plan.stack == Stack::Megatron;
+    let megatron = plan.implementation.stack == Stack::Megatron;
     let (weights, grads, master) = match plan.numerics.precision {
         Precision::Fp32 => (4.0, 4.0, 0.0),
         Precision::Bf16Pure => (2.0, 2.0, 0.0),
@@ -33,7 +33,7 @@ pub(super) fn state_bytes(plan: &Plan, layout: &Layout) -> StateBytes {
         // the fly; FSDP: sharded fp32 params, bf16 compute copies).
         _ => (4.0, 4.0, 0.0),
     };
-    let bf16_moments = plan.numerics.bf16_moments && plan.stack == Stack::Megatron;
+    let bf16_moments = plan.numerics.bf16_moments && plan.implementation.stack == Stack::Megatron;
     let moment = if plan.numerics.precision == Precision::Bf16Pure || bf16_moments {
         2.0
     } else {
@@ -56,7 +56,7 @@ pub(super) fn state_bytes(plan: &Plan, layout: &Layout) -> StateBytes {
     // (`hp_tensor_to_float8_dynamic`), a per-layer transient; its B200 runs
     // peak lower in float8 than in BF16 (titan_33 vs titan_36).
     let copies = match plan.numerics.precision {
-        _ if plan.stack == Stack::Torchtitan => 0.0,
+        _ if plan.implementation.stack == Stack::Torchtitan => 0.0,
         Precision::Fp8 if !layout.fp8_tn_only => 1.0,
         Precision::Fp8 => 2.0,
         Precision::Mxfp8 => 2.0 * (1.0 + 1.0 / 32.0),

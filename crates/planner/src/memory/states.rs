@@ -44,7 +44,7 @@ pub(super) fn linear_stage_params(s: &StageShape) -> f64 {
 /// TransformerEngine FP8 tensors; the fp32 master stays in the optimizer;
 /// megatron_and_b200_facts.md §1: MXFP8 parameters share one buffer).
 pub(super) fn fp8_only_params(s: &StageShape) -> f64 {
-    let megatron = s.plan.stack == Stack::Megatron;
+    let megatron = s.plan.implementation.stack == Stack::Megatron;
     if megatron && s.plan.numerics.fp8_params && s.sb.copies > 0.0 {
         linear_stage_params(s)
     } else {
@@ -102,7 +102,7 @@ pub(super) fn adapters(s: &StageShape) -> f64 {
 /// once after the last (the pipeline schedule turns gradient sync off for
 /// the others): 4 B per stage parameter.
 fn pipelined_fsdp_stage(s: &StageShape) -> Option<f64> {
-    let pipelined = s.plan.stack == Stack::Torchtitan && s.layout.pp > 1;
+    let pipelined = s.plan.implementation.stack == Stack::Torchtitan && s.layout.pp > 1;
     (pipelined && s.plan.parallelism.zero >= 3 && s.g > 1.0)
         .then_some(4.0 * s.layers * s.layer_params)
 }

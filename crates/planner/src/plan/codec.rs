@@ -210,7 +210,7 @@ impl Plan {
     /// layers replace a full model's, not PEFT's adapters), so FP8 and FP4
     /// are errors there and the auto-plan leaves them out.
     pub fn hf_adapters(&self) -> bool {
-        self.train != Training::Full && self.stack == Stack::Hf
+        self.train != Training::Full && self.implementation.stack == Stack::Hf
     }
 
     /// The Hugging Face stack run by the launch bundle's own train.py (the
@@ -220,7 +220,7 @@ impl Plan {
     /// of them is an error and the auto-plan leaves them out; a user's own
     /// entry script may run them (SMP v2, torchtitan), and is not judged.
     pub fn bundled_hf(&self) -> bool {
-        self.stack == Stack::Hf && self.launch.entry == "train.py"
+        self.implementation.stack == Stack::Hf && self.launch.entry == "train.py"
     }
 
     /// The share of a layer's GEMMs whose outputs op-level selective
@@ -237,7 +237,7 @@ impl Plan {
     ///   (`NVFP4_BF16_LAYER_SHARE`) still recompute half;
     /// - Megatron (no op-level policy of its own): half, as torchtitan.
     pub fn op_level_recomputed_gemm_share(&self) -> f64 {
-        match (self.stack, self.numerics.precision) {
+        match (self.implementation.stack, self.numerics.precision) {
             (Stack::Hf, _) => 0.0,
             (Stack::Torchtitan, Precision::Nvfp4) => 1.0 - 0.5 * NVFP4_BF16_LAYER_SHARE,
             _ => 0.5,
@@ -249,7 +249,7 @@ impl Plan {
     /// Megatron-Bridge launcher (#37), and a GRPO plan the bundle's GRPO
     /// script (#38).
     pub fn launch_entry(&self) -> &str {
-        if self.stack == Stack::Megatron && self.launch.entry == "train.py" {
+        if self.implementation.stack == Stack::Megatron && self.launch.entry == "train.py" {
             MEGATRON_BRIDGE_SCRIPT
         } else if self.bundled_hf() && self.stage == TrainingStage::Grpo {
             GRPO_SCRIPT
@@ -262,7 +262,7 @@ impl Plan {
     /// bundle's train.py, its Megatron-Bridge launcher, or an entry point of
     /// the user's own (a torchtitan plan, or any `entry=` but the default).
     pub fn engine(&self) -> Engine {
-        match self.stack {
+        match self.implementation.stack {
             Stack::Megatron if self.launch_entry() == MEGATRON_BRIDGE_SCRIPT => {
                 Engine::MegatronBridge
             }
@@ -277,7 +277,7 @@ impl Plan {
     /// supported there), so ZeRO on several GPUs is an error and the
     /// auto-plan keeps zero=0.
     pub fn hf_qlora(&self) -> bool {
-        self.train == Training::Qlora && self.stack == Stack::Hf
+        self.train == Training::Qlora && self.implementation.stack == Stack::Hf
     }
 
     /// Read a plan from a URL, a query string (with or without `?`), or `&`-joined pairs.
@@ -459,11 +459,15 @@ impl Plan {
                     m.ok_or_else(|| f.bad(Text::ExpectedRecomputeModules, &args))?;
             }
             "mtp" => self.mtp = f.int(0, 8)?,
-            "attn" => self.attention = f.one_of(Attention::from_key, Attention::keys)?,
-            "loss" => self.loss = f.one_of(Loss::from_key, Loss::keys)?,
+            "attn" => {
+                self.implementation.attention = f.one_of(Attention::from_key, Attention::keys)?
+            }
+            "loss" => self.implementation.loss = f.one_of(Loss::from_key, Loss::keys)?,
             // `impl=` is the key links used before #35 named the stack.
-            "stack" | "impl" => self.stack = f.one_of(Stack::from_key, Stack::keys)?,
-            "compile" => self.compile = f.flag()?,
+            "stack" | "impl" => {
+                self.implementation.stack = f.one_of(Stack::from_key, Stack::keys)?
+            }
+            "compile" => self.implementation.compile = f.flag()?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -657,10 +661,10 @@ impl Plan {
         if self.mtp > 0 {
             out.push(("mtp", self.mtp.to_string()));
         }
-        out.push(("attn", self.attention.key().into()));
-        out.push(("loss", self.loss.key().into()));
-        out.push(("stack", self.stack.key().into()));
-        if self.stack == Stack::Torchtitan && !self.compile {
+        out.push(("attn", self.implementation.attention.key().into()));
+        out.push(("loss", self.implementation.loss.key().into()));
+        out.push(("stack", self.implementation.stack.key().into()));
+        if self.implementation.stack == Stack::Torchtitan && !self.implementation.compile {
             out.push(("compile", "0".into()));
         }
     }

@@ -558,13 +558,9 @@ pub struct Plan {
     /// layer, a `2h x h` projection and another pass of the LM head and the
     /// loss, on the last pipeline stage.
     pub mtp: u64,
-    pub attention: Attention,
-    pub loss: Loss,
-    pub stack: Stack,
-    /// torch.compile on a torchtitan job (`compile=0` turns it off): its
-    /// fused elementwise kernels. Other stacks do not read it (Megatron's
-    /// kernels are fused already; the bundle's train.py does not compile).
-    pub compile: bool,
+    /// The stack, kernels and compilation that run the step.
+    #[serde(flatten)]
+    pub implementation: Implementation,
     /// How the job is split across GPUs.
     #[serde(flatten)]
     pub parallelism: Parallelism,
@@ -791,6 +787,29 @@ impl Default for Activations {
     }
 }
 
+/// The code that runs the step: the training stack, its attention kernel and loss, and whether torch.compile fuses it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Implementation {
+    pub stack: Stack,
+    pub attention: Attention,
+    pub loss: Loss,
+    /// torch.compile on a torchtitan job (`compile=0` turns it off): its
+    /// fused elementwise kernels. Other stacks do not read it (Megatron's
+    /// kernels are fused already; the bundle's train.py does not compile).
+    pub compile: bool,
+}
+
+impl Default for Implementation {
+    fn default() -> Self {
+        Implementation {
+            stack: Stack::Hf,
+            attention: Attention::Flash,
+            loss: Loss::Plain,
+            compile: true,
+        }
+    }
+}
+
 /// Where the job runs: the SageMaker instance type (or a custom GPU), how
 /// many, a GB200 UltraServer's NVLink domain, and the hour's price.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -934,10 +953,7 @@ impl Default for Plan {
             optimizer: Optimizer::Adamw,
             activations: Activations::default(),
             mtp: 0,
-            attention: Attention::Flash,
-            loss: Loss::Plain,
-            stack: Stack::Hf,
-            compile: true,
+            implementation: Implementation::default(),
             parallelism: Parallelism::default(),
             hardware: Hardware::default(),
             moe_flex: false,

@@ -53,7 +53,7 @@ pub(super) fn tensor_parallel(s: &StepShape, gemm_per_layer: f64) -> f64 {
         ((2.0 + 2.0 * r) * ar, 2.0 * ar)
     };
     let all = exposed + async_backward;
-    let per_layer = match s.plan.stack {
+    let per_layer = match s.plan.implementation.stack {
         Stack::Megatron | Stack::Torchtitan if s.plan.parallelism.tp_overlap => {
             (all / s.t).max(all - gemm_per_layer)
         }
@@ -100,7 +100,7 @@ pub(super) fn context_parallel(s: &StepShape, attention_train: f64) -> f64 {
 /// not charged. Seconds per layer and micro-batch; the forward's merges run
 /// again where the attention is recomputed.
 fn ring_merges(s: &StepShape) -> f64 {
-    if s.plan.stack == Stack::Megatron {
+    if s.plan.implementation.stack == Stack::Megatron {
         return 0.0;
     }
     let c = s.c;
@@ -139,7 +139,7 @@ fn expert_parallel(s: &StepShape) -> f64 {
 /// what exceeds the micro-batch's compute.
 pub(super) fn expert_parallel_exposed(s: &StepShape, compute: f64) -> f64 {
     let comm = expert_parallel(s);
-    if s.plan.parallelism.ep_overlap && s.plan.stack == Stack::Megatron {
+    if s.plan.parallelism.ep_overlap && s.plan.implementation.stack == Stack::Megatron {
         (comm - compute).max(0.0)
     } else {
         comm
@@ -216,7 +216,11 @@ fn parameter_bytes(plan: &Plan) -> f64 {
 
 /// Bytes per gradient element the data-parallel reduction moves.
 fn gradient_bytes(plan: &Plan) -> f64 {
-    match (plan.stack, plan.numerics.precision, plan.parallelism.zero) {
+    match (
+        plan.implementation.stack,
+        plan.numerics.precision,
+        plan.parallelism.zero,
+    ) {
         (_, Precision::Fp32, _) => 4.0,
         (Stack::Hf, Precision::Bf16Pure, _) => 2.0,
         (Stack::Hf, _, 0) => 4.0,

@@ -84,7 +84,7 @@ fn routed_gemms(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
 /// (`moe_flex`). Hugging Face's MoE block has none of these: its loop over
 /// the experts runs in the fitted speed `moe`.
 fn moe_host_cost(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
-    if s.plan.stack != Stack::Megatron {
+    if s.plan.implementation.stack != Stack::Megatron {
         return s.eff.moe_layer_overhead;
     }
     let local = (m.experts as f64 / s.ep).max(1.0);
@@ -135,7 +135,7 @@ fn grouped_experts(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
 /// `tokens` per expert (1 for Hugging Face's per-expert dense GEMMs;
 /// torchtitan's MoE runs grouped GEMMs, `torch._grouped_mm`, as Megatron's).
 fn grouped_fill(s: &StepShape, tokens: f64) -> f64 {
-    match s.plan.stack {
+    match s.plan.implementation.stack {
         Stack::Megatron | Stack::Torchtitan => tokens / (tokens + GROUPED_GEMM_HALF_TOKENS),
         Stack::Hf => 1.0,
     }
@@ -150,7 +150,7 @@ fn attention_forward(s: &StepShape) -> f64 {
     let t0 = s.eff.kernel_overhead;
     let width = s.arch.attention_width() as f64;
     let flops = 4.0 * s.tokens * s.arch.mean_keys_per_query(s.plan.data.seq) * width / s.t;
-    match s.plan.attention {
+    match s.plan.implementation.attention {
         Attention::Flash | Attention::Fa2 | Attention::Cudnn => {
             flops / (s.wide_peak * s.attention_eff) + t0
         }
@@ -175,9 +175,9 @@ fn elementwise_forward(s: &StepShape) -> f64 {
         sparse * m.expert_ffn as f64 * (m.active + m.shared) as f64
             + (1.0 - sparse) * s.arch.ffn as f64
     });
-    let (factor, kernels) = match s.plan.stack {
+    let (factor, kernels) = match s.plan.implementation.stack {
         Stack::Megatron => (1.0, 8.0),
-        Stack::Torchtitan if s.plan.compile => (1.0, 8.0),
+        Stack::Torchtitan if s.plan.implementation.compile => (1.0, 8.0),
         Stack::Hf | Stack::Torchtitan => (2.5, 30.0),
     };
     let sp_div = if s.plan.parallelism.sp { s.t } else { 1.0 };
@@ -235,7 +235,7 @@ impl LayerForward {
 /// eager one, like GEMMs, 2x.
 pub(super) fn attention_train(s: &StepShape, fwd: &LayerForward) -> f64 {
     fwd.attention
-        * if s.plan.attention.is_fused() {
+        * if s.plan.implementation.attention.is_fused() {
             3.5
         } else {
             3.0
@@ -253,7 +253,7 @@ pub(super) fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
     match s.plan.activations.checkpointing {
         Checkpointing::Op => fwd.elementwise + s.plan.op_level_recomputed_gemm_share() * fwd.gemm,
         Checkpointing::Selective => {
-            let core = if s.plan.attention == Attention::Eager
+            let core = if s.plan.implementation.attention == Attention::Eager
                 && crate::memory::recomputes_core_attention(s.plan)
             {
                 fwd.attention
@@ -268,8 +268,8 @@ pub(super) fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
 
 /// MLA's up projections forward, when Megatron recomputes them.
 fn mla_up_projections(s: &StepShape) -> f64 {
-    let recomputed =
-        s.plan.activations.recompute_modules.mla_up_proj && s.plan.stack == Stack::Megatron;
+    let recomputed = s.plan.activations.recompute_modules.mla_up_proj
+        && s.plan.implementation.stack == Stack::Megatron;
     match &s.arch.mla {
         Some(m) if recomputed => {
             let a = s.arch.heads as f64;
@@ -317,7 +317,7 @@ pub(super) fn loss_elementwise(s: &StepShape) -> f64 {
         return 0.0;
     }
     let elements = s.head_tokens * s.arch.vocab as f64 / s.t * (1.0 + s.plan.mtp as f64);
-    match s.plan.loss {
+    match s.plan.implementation.loss {
         Loss::Plain => elements * 4.0 * 6.0 / s.bw,
         Loss::Fused => elements * 2.0 * 3.0 / s.bw,
     }

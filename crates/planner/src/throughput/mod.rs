@@ -168,11 +168,12 @@ fn optimizer_step(s: &StepShape) -> f64 {
         Optimizer::Sgd => 20.0,
     };
     // Moments read and written in bf16 (Megatron's precision-aware optimizer).
-    let moments_saved = if s.plan.numerics.bf16_moments && s.plan.stack == Stack::Megatron {
-        8.0
-    } else {
-        0.0
-    };
+    let moments_saved =
+        if s.plan.numerics.bf16_moments && s.plan.implementation.stack == Stack::Megatron {
+            8.0
+        } else {
+            0.0
+        };
     let bytes_per_param = bytes_per_param - moments_saved;
     trainable * bytes_per_param / s.bw + 50.0 * s.eff.kernel_overhead
 }

@@ -201,10 +201,10 @@ pub(super) fn attention_efficiency(
     let g = generation(gpu);
     let seq = plan.data.seq as f64 / layout.cp.max(1) as f64;
     let head_dim = arch.attention_width() / arch.heads.max(1);
-    let kernel = match plan.attention {
+    let kernel = match plan.implementation.attention {
         crate::plan::Attention::Fa2 => AttentionKernel::Fa2,
         crate::plan::Attention::Cudnn => AttentionKernel::Cudnn,
-        _ => AttentionKernel::of(plan.stack, g),
+        _ => AttentionKernel::of(plan.implementation.stack, g),
     };
     attention_efficiency(kernel, g, head_dim, seq)
 }
@@ -229,7 +229,7 @@ pub(super) fn attention_efficiency(
 pub(super) fn quantize_bytes(plan: &Plan, gpu: &Gpu) -> (f64, f64) {
     let low = plan.numerics.precision.is_low_precision() && gpu.fp8_tensor_cores;
     let [fp8, mxfp8, nvfp4] = TORCHAO_QUANTIZE_BYTES;
-    match (plan.stack, plan.numerics.precision) {
+    match (plan.implementation.stack, plan.numerics.precision) {
         (Stack::Torchtitan, Precision::Fp8) if low => (fp8, fp8 - 1.0),
         (Stack::Torchtitan, Precision::Mxfp8) if low => (mxfp8, mxfp8),
         (Stack::Torchtitan, Precision::Nvfp4) if low => (nvfp4, nvfp4),
