@@ -173,10 +173,10 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
             <CheckField ctx=ctx key="fp8_params" label=Text::Fp8ParamGather get=|p| p.numerics.fp8_params />
             <CheckField ctx=ctx key="bf16_moments" label=Text::Bf16Moments get=|p| p.numerics.bf16_moments />
             <CheckField ctx=ctx key="ep_overlap" label=Text::OverlapExpertParallel get=|p| p.parallelism.ep_overlap />
-            <CheckField ctx=ctx key="moe_flex" label=Text::MoeFlexDispatcher get=|p| p.moe_flex />
-            <CheckField ctx=ctx key="moe_graphs" label=Text::MoeRouterGraphs get=|p| p.moe_graphs />
+            <CheckField ctx=ctx key="moe_flex" label=Text::MoeFlexDispatcher get=|p| p.moe.moe_flex />
+            <CheckField ctx=ctx key="moe_graphs" label=Text::MoeRouterGraphs get=|p| p.moe.moe_graphs />
             <div class="row2">
-                <NumberField ctx=ctx key="moe_imbalance" label=Text::MoeImbalance step="any" get=|p| p.moe_imbalance.to_string() />
+                <NumberField ctx=ctx key="moe_imbalance" label=Text::MoeImbalance step="any" get=|p| p.moe.moe_imbalance.to_string() />
                 <NumberField ctx=ctx key="offload_layers" label=Text::OffloadLayers get=|p| p.activations.offload_layers.map(|n| n.to_string()).unwrap_or_default() />
                 <NumberField ctx=ctx key="mtp" label=Text::MtpLayers get=|p| p.mtp.to_string() />
             </div>

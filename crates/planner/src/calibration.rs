@@ -222,8 +222,8 @@ impl Recipe {
         plan.parallelism.tp_overlap = self.tp_overlap;
         plan.parallelism.overlap = self.dp_overlap;
         plan.parallelism.ep_overlap = self.ep_overlap;
-        plan.moe_flex = self.moe_flex;
-        plan.moe_graphs = self.moe_graphs;
+        plan.moe.moe_flex = self.moe_flex;
+        plan.moe.moe_graphs = self.moe_graphs;
         plan.numerics.bf16_moments = self.bf16_moments;
         plan.activations.recompute_modules = self.modules;
         if self.fused_loss {

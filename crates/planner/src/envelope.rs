@@ -463,17 +463,17 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "moe_flex",
         kind: Kind::Values,
-        get: |p, _| flag(p.moe_flex),
+        get: |p, _| flag(p.moe.moe_flex),
     },
     Setting {
         key: "moe_graphs",
         kind: Kind::Values,
-        get: |p, _| flag(p.moe_graphs),
+        get: |p, _| flag(p.moe.moe_graphs),
     },
     Setting {
         key: "moe_imbalance",
         kind: Kind::Range,
-        get: |p, _| real(p.moe_imbalance),
+        get: |p, _| real(p.moe.moe_imbalance),
     },
     Setting {
         key: "ultraserver",

@@ -172,7 +172,7 @@ fn setting_rules(
         ),
         // ... and without CUDA graphs (the MoE router's here).
         (
-            plan.activations.offload && plan.moe_graphs && a.moe.is_some(),
+            plan.activations.offload && plan.moe.moe_graphs && a.moe.is_some(),
             "offload=1 + moe_graphs=1",
             "moe_graphs",
             Some(("moe_graphs", "0")),

@@ -435,16 +435,20 @@ fn moe(plan: &Plan, a: &Architecture) -> Members {
         m.push(("moe_layer_freq", Value::from(freq)));
     }
     m.push(("moe_grouped_gemm", Value::from(true)));
-    let dispatcher = if plan.moe_flex { "flex" } else { "alltoall" };
+    let dispatcher = if plan.moe.moe_flex {
+        "flex"
+    } else {
+        "alltoall"
+    };
     m.push(("moe_token_dispatcher_type", Value::from(dispatcher)));
-    if plan.moe_flex {
+    if plan.moe.moe_flex {
         m.push(("moe_flex_dispatcher_backend", Value::from("deepep")));
     }
     m.push((
         "overlap_moe_expert_parallel_comm",
         Value::from(plan.parallelism.ep_overlap),
     ));
-    if plan.moe_graphs {
+    if plan.moe.moe_graphs {
         m.push(("cuda_graph_impl", Value::from("transformer_engine")));
         m.push((
             "cuda_graph_scope",

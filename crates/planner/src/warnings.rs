@@ -457,7 +457,7 @@ const MOE_LAUNCH_SHARE: f64 = 0.05;
 fn moe_launch_bound(c: &Context) -> Option<Message> {
     let (plan, r) = (c.plan(), c.r);
     let megatron = plan.implementation.stack == Stack::Megatron;
-    if !megatron || r.arch.moe.is_none() || (plan.moe_flex && plan.moe_graphs) {
+    if !megatron || r.arch.moe.is_none() || (plan.moe.moe_flex && plan.moe.moe_graphs) {
         return None;
     }
     // The fused dispatcher and router graphs take their launch costs away.
@@ -475,7 +475,7 @@ fn moe_launch_bound(c: &Context) -> Option<Message> {
     if share.is_nan() || share <= MOE_LAUNCH_SHARE {
         return None;
     }
-    let key = if plan.moe_flex {
+    let key = if plan.moe.moe_flex {
         "moe_graphs"
     } else {
         "moe_flex"

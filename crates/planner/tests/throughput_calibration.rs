@@ -1250,8 +1250,8 @@ fn moe_rows_carry_their_recipes_dispatcher_and_graphs() {
             .map(|c| c.id.clone())
             .collect()
     };
-    let flex = ids(|c| c.plan.moe_flex);
-    let graphs = ids(|c| c.plan.moe_graphs);
+    let flex = ids(|c| c.plan.moe.moe_flex);
+    let graphs = ids(|c| c.plan.moe.moe_graphs);
     assert_eq!(flex.len(), 17, "{flex:?}");
     assert_eq!(graphs.len(), 17, "{graphs:?}");
     for id in [
@@ -1267,5 +1267,5 @@ fn moe_rows_carry_their_recipes_dispatcher_and_graphs() {
     assert!(cases
         .iter()
         .filter(|c| c.arch.moe.is_none())
-        .all(|c| !c.plan.moe_flex && !c.plan.moe_graphs));
+        .all(|c| !c.plan.moe.moe_flex && !c.plan.moe.moe_graphs));
 }

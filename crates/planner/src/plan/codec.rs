@@ -510,9 +510,9 @@ impl Plan {
             "overlap" => self.parallelism.overlap = f.flag()?,
             "tp_overlap" => self.parallelism.tp_overlap = f.flag()?,
             "ep_overlap" => self.parallelism.ep_overlap = f.flag()?,
-            "moe_flex" => self.moe_flex = f.flag()?,
-            "moe_graphs" => self.moe_graphs = f.flag()?,
-            "moe_imbalance" => self.moe_imbalance = f.num(1.0, 16.0)?,
+            "moe_flex" => self.moe.moe_flex = f.flag()?,
+            "moe_graphs" => self.moe.moe_graphs = f.flag()?,
+            "moe_imbalance" => self.moe.moe_imbalance = f.num(1.0, 16.0)?,
             "ultraserver" => {
                 self.hardware.ultraserver = match f.value {
                     "72" => 72,
@@ -716,14 +716,14 @@ impl Plan {
         if self.parallelism.ep_overlap {
             out.push(("ep_overlap", "1".into()));
         }
-        if self.moe_flex {
+        if self.moe.moe_flex {
             out.push(("moe_flex", "1".into()));
         }
-        if self.moe_graphs {
+        if self.moe.moe_graphs {
             out.push(("moe_graphs", "1".into()));
         }
-        if self.moe_imbalance != 1.0 {
-            out.push(("moe_imbalance", fmt_num(self.moe_imbalance)));
+        if self.moe.moe_imbalance != 1.0 {
+            out.push(("moe_imbalance", fmt_num(self.moe.moe_imbalance)));
         }
         if crate::hardware::is_ultraserver(&self.hardware.instance)
             || self.hardware.ultraserver != 72

@@ -567,19 +567,9 @@ pub struct Plan {
     /// Where the job runs and what an hour of it costs.
     #[serde(flatten)]
     pub hardware: Hardware,
-    /// Tokens reach the experts through a fused dispatcher (Megatron's
-    /// `--moe-token-dispatcher-type flex` with DeepEP or HybridEP) rather
-    /// than the default all-to-all dispatcher's separate permute,
-    /// all-to-all and sort kernels. Off by default, as in Megatron-LM.
-    pub moe_flex: bool,
-    /// The MoE router and its preprocessing run as CUDA graphs (Megatron's
-    /// `--cuda-graph-scope moe_router moe_preprocess`), launched once
-    /// instead of kernel by kernel. Off by default, as in Megatron-LM.
-    pub moe_graphs: bool,
-    /// Tokens the busiest expert rank gets, over the balanced share (1:
-    /// force-balanced routing, as NVIDIA's benchmarks run). Real routing with
-    /// an auxiliary loss is less even; the planner has no measurement of it.
-    pub moe_imbalance: f64,
+    /// How an MoE plan dispatches tokens to experts.
+    #[serde(flatten)]
+    pub moe: MoeDispatch,
     /// How the run saves checkpoints.
     #[serde(flatten)]
     pub saving: Saving,
@@ -810,6 +800,34 @@ impl Default for Implementation {
     }
 }
 
+/// How an MoE plan's tokens reach their experts: Megatron's flex dispatcher (DeepEP), CUDA graphs around it, and how unevenly the router loads the experts.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MoeDispatch {
+    /// Tokens reach the experts through a fused dispatcher (Megatron's
+    /// `--moe-token-dispatcher-type flex` with DeepEP or HybridEP) rather
+    /// than the default all-to-all dispatcher's separate permute,
+    /// all-to-all and sort kernels. Off by default, as in Megatron-LM.
+    pub moe_flex: bool,
+    /// The MoE router and its preprocessing run as CUDA graphs (Megatron's
+    /// `--cuda-graph-scope moe_router moe_preprocess`), launched once
+    /// instead of kernel by kernel. Off by default, as in Megatron-LM.
+    pub moe_graphs: bool,
+    /// Tokens the busiest expert rank gets, over the balanced share (1:
+    /// force-balanced routing, as NVIDIA's benchmarks run). Real routing with
+    /// an auxiliary loss is less even; the planner has no measurement of it.
+    pub moe_imbalance: f64,
+}
+
+impl Default for MoeDispatch {
+    fn default() -> Self {
+        MoeDispatch {
+            moe_flex: false,
+            moe_graphs: false,
+            moe_imbalance: 1.0,
+        }
+    }
+}
+
 /// Where the job runs: the SageMaker instance type (or a custom GPU), how
 /// many, a GB200 UltraServer's NVLink domain, and the hour's price.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -956,9 +974,7 @@ impl Default for Plan {
             implementation: Implementation::default(),
             parallelism: Parallelism::default(),
             hardware: Hardware::default(),
-            moe_flex: false,
-            moe_graphs: false,
-            moe_imbalance: 1.0,
+            moe: MoeDispatch::default(),
             saving: Saving::default(),
             allowances: Allowances::default(),
             launch: Launch::default(),

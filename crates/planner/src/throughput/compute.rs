@@ -88,12 +88,12 @@ fn moe_host_cost(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
         return s.eff.moe_layer_overhead;
     }
     let local = (m.experts as f64 / s.ep).max(1.0);
-    let router = if s.plan.moe_graphs {
+    let router = if s.plan.moe.moe_graphs {
         0.0
     } else {
         s.eff.host.moe_router_launch
     };
-    let dispatcher = if s.plan.moe_flex {
+    let dispatcher = if s.plan.moe.moe_flex {
         0.0
     } else {
         s.eff.host.moe_alltoall_launch
@@ -124,7 +124,7 @@ fn grouped_experts(s: &StepShape, m: &crate::architecture::Moe) -> f64 {
     let up = if s.arch.mlp.is_gated() { 2.0 * f } else { f };
     let local = (m.experts as f64 / s.ep).max(1.0);
     let per_expert = s.tokens * s.ep * m.active as f64 / m.experts as f64;
-    let routed = local * per_expert * s.plan.moe_imbalance.max(1.0);
+    let routed = local * per_expert * s.plan.moe.moe_imbalance.max(1.0);
     let e = s.lin_eff * s.eff.moe * grouped_fill(s, per_expert);
     let compute = 2.0 * routed * (up + f) * s.h / (s.lin_peak * e);
     let bytes = (local * (up + f) * s.h + routed * (2.0 * s.h + up + f)) * s.lin_bytes;
