@@ -57,7 +57,7 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
         </div>
         <p class="derived" id="global-batch">{move || {
             let lang = ctx.lang.get();
-            let (seq, stage, g) = ctx.plan.with(|p| (p.data.seq, p.stage, p.rollout.generations));
+            let (seq, stage, g) = ctx.plan.with(|p| (p.data.seq, p.training.stage, p.training.rollout.generations));
             let rows = match stage {
                 planner::plan::TrainingStage::Sft => String::new(),
                 planner::plan::TrainingStage::Dpo => format!(" {} × 2", tr(lang, Text::WordPairs)),
@@ -76,25 +76,25 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
             get=|p| planner::plan::fmt_num(p.data.tokens) />
         <SelectField ctx=ctx key="train" label=Text::Training
             options=vec![("full", Text::FullFineTuningPreTraining), ("lora", Text::LoRA), ("qlora", Text::QLoRA4BitBase)]
-            get=|p| p.train.key().to_string() />
+            get=|p| p.training.train.key().to_string() />
         <SelectField ctx=ctx key="stage" label=Text::TrainingStage
             options=vec![("sft", Text::StageSft), ("dpo", Text::StageDpo), ("grpo", Text::StageGrpo)]
-            get=|p| p.stage.key().to_string() />
-        <Show when=move || plan_is(ctx, |p| p.stage == planner::plan::TrainingStage::Grpo)>
+            get=|p| p.training.stage.key().to_string() />
+        <Show when=move || plan_is(ctx, |p| p.training.stage == planner::plan::TrainingStage::Grpo)>
             <div class="row2">
-                <NumberField ctx=ctx key="generations" label=Text::GrpoGenerations get=|p| p.rollout.generations.to_string() />
-                <NumberField ctx=ctx key="completion" label=Text::GrpoCompletion get=|p| p.rollout.completion.to_string() />
+                <NumberField ctx=ctx key="generations" label=Text::GrpoGenerations get=|p| p.training.rollout.generations.to_string() />
+                <NumberField ctx=ctx key="completion" label=Text::GrpoCompletion get=|p| p.training.rollout.completion.to_string() />
             </div>
             <div class="row2">
-                <NumberField ctx=ctx key="beta" label=Text::GrpoBeta step="any" get=|p| planner::plan::fmt_num(p.rollout.beta) />
-                <NumberField ctx=ctx key="gen_gpus" label=Text::GrpoGenGpusField get=|p| p.rollout.gen_gpus.to_string() />
+                <NumberField ctx=ctx key="beta" label=Text::GrpoBeta step="any" get=|p| planner::plan::fmt_num(p.training.rollout.beta) />
+                <NumberField ctx=ctx key="gen_gpus" label=Text::GrpoGenGpusField get=|p| p.training.rollout.gen_gpus.to_string() />
             </div>
             // A server holds its own 90%: the share is the colocated engine's.
-            <Show when=move || plan_is(ctx, |p| p.rollout.gen_gpus == 0)>
-                <NumberField ctx=ctx key="gen_share" label=Text::GrpoGenShare step="any" get=|p| planner::plan::fmt_num(p.rollout.gen_share) />
+            <Show when=move || plan_is(ctx, |p| p.training.rollout.gen_gpus == 0)>
+                <NumberField ctx=ctx key="gen_share" label=Text::GrpoGenShare step="any" get=|p| planner::plan::fmt_num(p.training.rollout.gen_share) />
             </Show>
         </Show>
-        <Show when=move || plan_is(ctx, |p| p.train != planner::plan::Training::Full)>
+        <Show when=move || plan_is(ctx, |p| p.training.train != planner::plan::Training::Full)>
             <NumberField ctx=ctx key="lora_rank" label=Text::LoRARank get=|p| p.lora.lora_rank.to_string() />
             <NumberField ctx=ctx key="lora_alpha" label=Text::LoRAAlpha get=|p| p.lora.lora_alpha.map(|n| n.to_string()).unwrap_or_default() />
             <SelectField ctx=ctx key="lora_targets" label=Text::LoRATargets
@@ -133,7 +133,7 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
                 ("adafactor", Text::Adafactor),
                 ("sgd", Text::SGDWithMomentum),
             ]
-            get=|p| p.optimizer.key().to_string() />
+            get=|p| p.training.optimizer.key().to_string() />
         <SelectField ctx=ctx key="ckpt" label=Text::ActivationCheckpointing
             options=vec![
                 ("none", Text::CheckpointingNone),
@@ -178,7 +178,7 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
             <div class="row2">
                 <NumberField ctx=ctx key="moe_imbalance" label=Text::MoeImbalance step="any" get=|p| p.moe.moe_imbalance.to_string() />
                 <NumberField ctx=ctx key="offload_layers" label=Text::OffloadLayers get=|p| p.activations.offload_layers.map(|n| n.to_string()).unwrap_or_default() />
-                <NumberField ctx=ctx key="mtp" label=Text::MtpLayers get=|p| p.mtp.to_string() />
+                <NumberField ctx=ctx key="mtp" label=Text::MtpLayers get=|p| p.training.mtp.to_string() />
             </div>
         </Show>
     }

@@ -132,7 +132,7 @@ fn rollout_line(g: &planner::report::RolloutFigures, l: Lang) -> String {
 /// preference pairs or GRPO prompts (`cost::usd_per_thousand_samples`).
 fn unit_cost(ctx: Ctx, per_million_tokens: f64, l: Lang) -> String {
     use planner::plan::TrainingStage;
-    let unit = match ctx.plan.with(|p| p.stage) {
+    let unit = match ctx.plan.with(|p| p.training.stage) {
         TrainingStage::Sft => {
             return format!(
                 "{} {}",
@@ -151,7 +151,7 @@ fn unit_cost(ctx: Ctx, per_million_tokens: f64, l: Lang) -> String {
 
 /// What one sample is: a sequence, or a DPO preference pair (two rows).
 fn samples_unit(ctx: Ctx) -> Text {
-    match ctx.plan.with(|p| p.stage) {
+    match ctx.plan.with(|p| p.training.stage) {
         planner::plan::TrainingStage::Sft => Text::SamplesS,
         planner::plan::TrainingStage::Dpo => Text::PairsS,
         planner::plan::TrainingStage::Grpo => Text::PromptsS,

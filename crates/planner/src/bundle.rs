@@ -127,16 +127,16 @@ pub fn requirements(plan: &Plan, launcher: Format) -> String {
     if launcher != Format::Huggingface {
         lines.push(TRANSFORMERS);
     }
-    if plan.train != Training::Full {
+    if plan.training.train != Training::Full {
         lines.push(PEFT);
     }
-    if plan.train == Training::Qlora || plan.optimizer == Optimizer::Adamw8bit {
+    if plan.training.train == Training::Qlora || plan.training.optimizer == Optimizer::Adamw8bit {
         lines.push(BITSANDBYTES);
     }
     if matches!(plan.numerics.precision, Precision::Fp8 | Precision::Mxfp8) {
         lines.push(TORCHAO);
     }
-    if plan.stage == crate::plan::TrainingStage::Grpo {
+    if plan.training.stage == crate::plan::TrainingStage::Grpo {
         lines.extend([TRL, VLLM]);
     }
     lines.join("\n") + "\n"
@@ -183,7 +183,7 @@ fn readme(plan: &Plan, r: &Report, launcher: Format, entry: &str) -> String {
         s.push_str(&megatron_readme(launcher, entry));
         return s;
     }
-    let _ = writeln!(s, "{}", run_steps(launcher, entry, plan.stage));
+    let _ = writeln!(s, "{}", run_steps(launcher, entry, plan.training.stage));
     s.push_str(if plan.engine() == crate::plan::Engine::Grpo {
         GRPO_SUPPORT
     } else {

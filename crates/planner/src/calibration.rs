@@ -5,7 +5,8 @@ use crate::architecture::{Architecture, Mlp};
 use crate::hardware;
 use crate::layout::{Layout, Stages};
 use crate::plan::{
-    Activations, Checkpointing, Data, Implementation, Numerics, Parallelism, Plan, Precision, Stack,
+    Activations, Checkpointing, Data, Implementation, Numerics, Parallelism, Plan, Precision,
+    Stack, TrainingSetup,
 };
 use crate::throughput::{
     efficiency, generation, throughput, Efficiency, Fabric, Generation, HostCosts, HOST,
@@ -302,7 +303,6 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
     let ac = r.get("activation_checkpointing");
     let mut plan = Plan {
         model: "custom".into(),
-        mtp: stated(notes, "MTP").map_or(0, |v| v as u64),
         parallelism: Parallelism {
             pp_first: d.pp_first,
             pp_last: d.pp_last,
@@ -357,6 +357,10 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
             // torchtitan's rows say where they ran torch.compile.
             compile: notes.contains("compile") && !notes.contains("no compile"),
             ..Implementation::default()
+        },
+        training: TrainingSetup {
+            mtp: stated(notes, "MTP").map_or(0, |v| v as u64),
+            ..TrainingSetup::default()
         },
         ..Plan::default()
     };
@@ -452,7 +456,6 @@ fn hf_case(r: &Row) -> Option<Case> {
     let mb = r.num("micro_batch")? as u64;
     let plan = Plan {
         model: "custom".into(),
-        train,
         parallelism: Parallelism {
             zero: 3,
             ..Parallelism::default()
@@ -478,6 +481,10 @@ fn hf_case(r: &Row) -> Option<Case> {
         implementation: Implementation {
             stack: Stack::Hf,
             ..Implementation::default()
+        },
+        training: TrainingSetup {
+            train,
+            ..TrainingSetup::default()
         },
         ..Plan::default()
     };

@@ -53,7 +53,7 @@ pub struct Cost {
 /// Bytes one checkpoint writes for this plan.
 pub fn checkpoint_bytes(plan: &Plan, counts: &ParameterCounts, adapter_params: f64) -> u64 {
     let p = counts.total as f64;
-    let bytes = match (plan.saving.save, plan.train) {
+    let bytes = match (plan.saving.save, plan.training.train) {
         (SaveKind::Adapter, _) | (_, Training::Lora | Training::Qlora) => {
             adapter_params
                 * 2.0
@@ -74,7 +74,7 @@ pub fn checkpoint_bytes(plan: &Plan, counts: &ParameterCounts, adapter_params: f
         // resumable: fp32 weights (or bf16 + fp32 master) and optimizer states
         (SaveKind::Full, _) => {
             p * (4.0
-                + match plan.optimizer {
+                + match plan.training.optimizer {
                     crate::plan::Optimizer::Adamw | crate::plan::Optimizer::AdamwForeach => 8.0,
                     crate::plan::Optimizer::Adamw8bit => 2.0,
                     crate::plan::Optimizer::Adafactor => 0.1,

@@ -296,7 +296,7 @@ const SETTINGS: &[Setting] = &[
         key: "lora_rank",
         kind: Kind::Range,
         get: |p, _| {
-            num(if p.train == Training::Full {
+            num(if p.training.train == Training::Full {
                 0
             } else {
                 p.lora.lora_rank
@@ -307,7 +307,7 @@ const SETTINGS: &[Setting] = &[
         key: "lora_targets",
         kind: Kind::Values,
         get: |p, _| {
-            Value::Word(if p.train == Training::Full {
+            Value::Word(if p.training.train == Training::Full {
                 "none"
             } else {
                 p.lora.lora_targets.key()
@@ -318,7 +318,7 @@ const SETTINGS: &[Setting] = &[
         key: "lora_dtype",
         kind: Kind::Values,
         get: |p, _| {
-            Value::Word(if p.train == Training::Full {
+            Value::Word(if p.training.train == Training::Full {
                 "none"
             } else {
                 p.lora.lora_dtype.key()
@@ -330,7 +330,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "precision_train",
         kind: Kind::Values,
-        get: |p, _| Value::Pair(p.numerics.precision.key(), p.train.key()),
+        get: |p, _| Value::Pair(p.numerics.precision.key(), p.training.train.key()),
     },
     Setting {
         key: "ga",
@@ -340,7 +340,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "optimizer",
         kind: Kind::Values,
-        get: |p, _| Value::Word(p.optimizer.key()),
+        get: |p, _| Value::Word(p.training.optimizer.key()),
     },
     Setting {
         key: "ckpt",
@@ -385,7 +385,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "mtp",
         kind: Kind::Range,
-        get: |p, _| num(p.mtp),
+        get: |p, _| num(p.training.mtp),
     },
     Setting {
         key: "attn",
@@ -531,7 +531,7 @@ impl Envelope {
             gpus: (gpus, gpus),
             params: (params, params),
             precisions: vec![plan.numerics.precision.key().to_string()],
-            training: vec![plan.train.key().to_string()],
+            training: vec![plan.training.train.key().to_string()],
             zero: vec![zero_stage(plan, gpus)],
             hybrid: hybrid(plan, gpus),
             settings,
@@ -669,7 +669,7 @@ impl Envelope {
                 checked: self.precisions.join(", "),
             });
         }
-        let train = plan.train.key();
+        let train = plan.training.train.key();
         if !self.training.iter().any(|t| t == train) {
             out.push(Outside::Training {
                 value: train.to_string(),

@@ -224,7 +224,7 @@ fn rollout_figures(
 ) -> Option<crate::report::RolloutFigures> {
     let e =
         crate::rollout::VllmEngine::of(&r.arch, &r.counts, r.plan, &r.gpu, (fabric, &r.layout))?;
-    let rollout = &r.plan.rollout;
+    let rollout = &r.plan.training.rollout;
     Some(crate::report::RolloutFigures {
         vllm_tp: e.tp,
         server_gpus: e.server_gpus,

@@ -367,14 +367,14 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
         }),
     ));
     items.push(("loss", py_str(p.implementation.loss.key())));
-    items.push(("optim", py_str(p.optimizer.key())));
-    items.push(("train_mode", py_str(p.train.key())));
-    if p.stage != TrainingStage::Sft {
-        items.push(("stage", py_str(p.stage.key())));
+    items.push(("optim", py_str(p.training.optimizer.key())));
+    items.push(("train_mode", py_str(p.training.train.key())));
+    if p.training.stage != TrainingStage::Sft {
+        items.push(("stage", py_str(p.training.stage.key())));
     }
     if let Some(g) = &r.rollout {
         // grpo.py's GRPOConfig, as the planner modelled the rollouts (#38).
-        let o = &p.rollout;
+        let o = &p.training.rollout;
         items.push(("num_generations", o.generations.to_string()));
         items.push(("max_completion_length", o.completion.to_string()));
         items.push(("beta", crate::plan::fmt_num(o.beta)));
@@ -390,7 +390,7 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
             items.push(("vllm_server_gpus", g.server_gpus.to_string()));
         }
     }
-    if p.train != Training::Full {
+    if p.training.train != Training::Full {
         items.push(("lora_r", p.lora.lora_rank.to_string()));
         items.push(("lora_alpha", p.lora_alpha_or_default().to_string()));
         items.push(("lora_targets", py_str(p.lora.lora_targets.key())));
@@ -850,7 +850,7 @@ fn training_args(c: &Ctx<'_>) -> String {
             "    gradient_checkpointing_kwargs={{\"use_reentrant\": False}},"
         );
     }
-    let _ = writeln!(s, "    optim={},", py_str(hf_optim(p.optimizer)));
+    let _ = writeln!(s, "    optim={},", py_str(hf_optim(p.training.optimizer)));
     let fsdp = fsdp_value(p);
     if !fsdp.is_empty() && r.layout.dp > 1 {
         let _ = writeln!(s, "    fsdp={},", py_str(fsdp));

@@ -216,7 +216,7 @@ fn outside_axis(o: &Outside) -> Phrase {
 /// computed by `plan calibrate`); each within its checks' envelope.
 pub(crate) fn memory_accuracy(r: &Job<'_>) -> Accuracy {
     let c = crate::coverage::shipped();
-    let stage = r.plan.stage;
+    let stage = r.plan.training.stage;
     // The fine-tuning runs measured on GPUs are SFT steps.
     if let Some(a) = measured_on_gpu(r, &c.memory_gpu).filter(|_| stage == TrainingStage::Sft) {
         return a;
@@ -243,7 +243,7 @@ pub(crate) fn memory_accuracy(r: &Job<'_>) -> Accuracy {
                     return a;
                 }
                 if group == "stage=grpo" {
-                    let text = if r.plan.rollout.gen_gpus > 0 {
+                    let text = if r.plan.training.rollout.gen_gpus > 0 {
                         Text::MemoryOracleGrpoServer
                     } else {
                         Text::MemoryOracleGrpoShare
@@ -369,32 +369,35 @@ fn checked_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
     use crate::plan::{Optimizer, Stack, Training};
     let (plan, layout) = (r.plan, &r.layout);
     let hf_tp = plan.implementation.stack == Stack::Hf && layout.tp > 1;
-    match plan.stage {
+    match plan.training.stage {
         TrainingStage::Dpo => return dpo_memory_kind(r),
         TrainingStage::Grpo => return grpo_memory_kind(r),
         TrainingStage::Sft => {}
     }
     let parallel = (layout.tp > 1 && !hf_tp) || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
     let full_dense =
-        plan.train == Training::Full && r.arch.moe.is_none() && !plan.activations.offload;
+        plan.training.train == Training::Full && r.arch.moe.is_none() && !plan.activations.offload;
     if plan.implementation.stack == Stack::Torchtitan && full_dense {
         return Some(MemoryKind::Torchtitan(
             crate::memory_checks::torchtitan_layout(layout),
         ));
     }
-    if plan.implementation.stack == Stack::Megatron && plan.train == Training::Full {
+    if plan.implementation.stack == Stack::Megatron && plan.training.train == Training::Full {
         return Some(MemoryKind::Megatron);
     }
     let hf_dense = plan.implementation.stack == Stack::Hf
         && !parallel
         && !plan.activations.offload
         && r.arch.moe.is_none()
-        && matches!(plan.optimizer, Optimizer::Adamw | Optimizer::AdamwForeach);
+        && matches!(
+            plan.training.optimizer,
+            Optimizer::Adamw | Optimizer::AdamwForeach
+        );
     if !hf_dense {
         return None;
     }
     let fsdp = memory::runs_fsdp2(plan, layout);
-    match (plan.train, plan.numerics.precision) {
+    match (plan.training.train, plan.numerics.precision) {
         (_, p) if p.is_low_precision() => None,
         (Training::Full, _) if hf_tp && fsdp => {
             Some(MemoryKind::Oracle("sharding=tp", "TP + FSDP2"))
@@ -436,8 +439,11 @@ fn dpo_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
         && !plan.activations.offload
         && r.arch.moe.is_none()
         && !plan.numerics.precision.is_low_precision()
-        && plan.train != crate::plan::Training::Qlora
-        && matches!(plan.optimizer, Optimizer::Adamw | Optimizer::AdamwForeach);
+        && plan.training.train != crate::plan::Training::Qlora
+        && matches!(
+            plan.training.optimizer,
+            Optimizer::Adamw | Optimizer::AdamwForeach
+        );
     oracle_ran.then_some(MemoryKind::Oracle("stage=dpo", "DPO"))
 }
 
@@ -457,13 +463,13 @@ pub(crate) fn throughput_accuracy(r: &Job<'_>, gen: Generation, fabric: &Fabric)
     if gen == Generation::Blackwell && !r.plan.numerics.precision.is_low_precision() && !gb200 {
         a.note.push(Phrase::new(Text::BlackwellBf16FromGb200));
     }
-    if r.plan.stage != TrainingStage::Sft {
+    if r.plan.training.stage != TrainingStage::Sft {
         // No published DPO or GRPO run checks the step: its reference forward
         // and generation are derived; the SFT part's check, if any, stays as
         // a note for scale.
         a.level = Level::Derived;
         a.expected_error = None;
-        let text = if r.plan.stage == TrainingStage::Dpo {
+        let text = if r.plan.training.stage == TrainingStage::Dpo {
             Text::SpeedDerivedDpo
         } else {
             Text::SpeedDerivedGrpo

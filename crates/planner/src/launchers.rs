@@ -75,10 +75,10 @@ fn to_hf(plan: &Plan, a: &Architecture, c: Choice) -> Option<(&'static str, &'st
     let hf_runs_it = c.pp <= 1
         && plan.parallelism.cp <= 1
         && plan.parallelism.ep <= 1
-        && plan.mtp == 0
+        && plan.training.mtp == 0
         && hf_tp_refusal(
             a,
-            (plan.train, plan.stage),
+            (plan.training.train, plan.training.stage),
             c.precision,
             c.zero,
             plan.parallelism.tp,
@@ -107,7 +107,7 @@ fn setting_rules(
     let adamw = Some(("optimizer", "adamw"));
     [
         (
-            plan.train == Training::Lora,
+            plan.training.train == Training::Lora,
             "train=lora",
             "train",
             lora_fix,
@@ -115,8 +115,8 @@ fn setting_rules(
         // Its training step is the next-token loss; DPO runs in train.py,
         // GRPO in grpo.py.
         (
-            plan.stage != TrainingStage::Sft,
-            if plan.stage == TrainingStage::Dpo {
+            plan.training.stage != TrainingStage::Sft,
+            if plan.training.stage == TrainingStage::Dpo {
                 "stage=dpo"
             } else {
                 "stage=grpo"
@@ -125,13 +125,13 @@ fn setting_rules(
             to_hf.or(Some(("stage", "sft"))),
         ),
         (
-            plan.optimizer == Optimizer::Adamw8bit,
+            plan.training.optimizer == Optimizer::Adamw8bit,
             "optimizer=adamw8bit",
             "optimizer",
             adamw,
         ),
         (
-            plan.optimizer == Optimizer::Adafactor,
+            plan.training.optimizer == Optimizer::Adafactor,
             "optimizer=adafactor",
             "optimizer",
             adamw,
@@ -178,7 +178,7 @@ fn setting_rules(
             Some(("moe_graphs", "0")),
         ),
         (
-            plan.numerics.bf16_moments && plan.optimizer == Optimizer::Sgd,
+            plan.numerics.bf16_moments && plan.training.optimizer == Optimizer::Sgd,
             "bf16_moments=1 + optimizer=sgd",
             "bf16_moments",
             Some(("bf16_moments", "0")),
@@ -299,10 +299,10 @@ impl HfTpRefusal {
 /// to merge into), no offloading and no `torch.compile`.
 pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
     let on_megatron = plan.engine() == Engine::MegatronBridge;
-    if plan.stage != TrainingStage::Grpo || on_megatron {
+    if plan.training.stage != TrainingStage::Grpo || on_megatron {
         return None;
     }
-    let full_reference = plan.rollout.beta > 0.0 && plan.train == Training::Full;
+    let full_reference = plan.training.rollout.beta > 0.0 && plan.training.train == Training::Full;
     let rules: [Rule; 12] = [
         (
             plan.implementation.stack == crate::plan::Stack::Torchtitan,
@@ -343,7 +343,7 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
             Some(("loss", "plain")),
         ),
         (
-            plan.train == Training::Qlora,
+            plan.training.train == Training::Qlora,
             "train=qlora",
             "train",
             Some(("train", "lora")),
@@ -364,7 +364,8 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
         ),
         // TRL's GRPOTrainer casts the adapters to FP32 (PEFT's default).
         (
-            plan.train != Training::Full && plan.lora.lora_dtype == crate::plan::LoraDtype::Bf16,
+            plan.training.train != Training::Full
+                && plan.lora.lora_dtype == crate::plan::LoraDtype::Bf16,
             "BF16 adapters",
             "lora_dtype",
             Some(("lora_dtype", "fp32")),

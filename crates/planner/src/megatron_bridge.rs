@@ -130,8 +130,8 @@ fn model(plan: &Plan, r: &Report) -> Members {
     m.extend(recompute(plan, r));
     m.extend(offload(plan, r));
     m.extend(moe(plan, &r.architecture));
-    if plan.mtp > 0 {
-        m.push(("mtp_num_layers", Value::from(plan.mtp)));
+    if plan.training.mtp > 0 {
+        m.push(("mtp_num_layers", Value::from(plan.training.mtp)));
     }
     // The planner models no dropout (Megatron's default is 0.1 for both).
     m.push(("hidden_dropout", Value::Num(0.0)));
@@ -288,7 +288,7 @@ fn layout(plan: &Plan, r: &Report) -> Members {
         Value::from(plan.parallelism.sp && l.tp > 1),
     ));
     if l.pp > 1 {
-        m.extend(stage_ends(l, vp.unwrap_or(1), plan.mtp));
+        m.extend(stage_ends(l, vp.unwrap_or(1), plan.training.mtp));
     }
     m
 }
@@ -563,7 +563,7 @@ fn provider(plan: &Plan, a: &Architecture) -> Members {
 /// `OptimizerConfig`: Adam with decoupled weight decay (Megatron's "adam"
 /// is AdamW), the distributed optimizer, bf16 moments.
 fn optimizer(plan: &Plan) -> Members {
-    let name = if plan.optimizer == Optimizer::Sgd {
+    let name = if plan.training.optimizer == Optimizer::Sgd {
         "sgd"
     } else {
         "adam"

@@ -12,7 +12,7 @@ use crate::layout::{Layout, Stages};
 use crate::memory::{breakdown, CUDA_CONTEXT_BYTES};
 use crate::plan::{
     Activations, Attention, Checkpointing, Data, Implementation, Numerics, Optimizer, Parallelism,
-    Plan, Precision,
+    Plan, Precision, TrainingSetup,
 };
 use serde::Deserialize;
 
@@ -45,11 +45,6 @@ fn memory_row_plan(r: &crate::calibration::Row) -> Option<(Architecture, Plan)> 
         Mlp::Swiglu,
     );
     let plan = Plan {
-        optimizer: if r.get("optim") == "adamw_foreach" {
-            Optimizer::AdamwForeach
-        } else {
-            Optimizer::Adamw
-        },
         parallelism: Parallelism {
             zero: 0,
             ..Parallelism::default()
@@ -85,6 +80,14 @@ fn memory_row_plan(r: &crate::calibration::Row) -> Option<(Architecture, Plan)> 
                 _ => return None,
             },
             ..Implementation::default()
+        },
+        training: TrainingSetup {
+            optimizer: if r.get("optim") == "adamw_foreach" {
+                Optimizer::AdamwForeach
+            } else {
+                Optimizer::Adamw
+            },
+            ..TrainingSetup::default()
         },
         ..Plan::default()
     };
@@ -236,9 +239,9 @@ fn oracle_rows_of(jsonl: &str) -> Vec<OracleRow> {
             };
             let m = breakdown(&arch, &arch.parameter_counts(), &plan, &layout);
             let predicted = m.allocated_peak_bytes as f64;
-            let sharding = match (plan.train, plan.parallelism.zero, r.world) {
-                _ if plan.stage == crate::plan::TrainingStage::Dpo => "dpo",
-                _ if plan.stage == crate::plan::TrainingStage::Grpo => "grpo",
+            let sharding = match (plan.training.train, plan.parallelism.zero, r.world) {
+                _ if plan.training.stage == crate::plan::TrainingStage::Dpo => "dpo",
+                _ if plan.training.stage == crate::plan::TrainingStage::Grpo => "grpo",
                 _ if tp > 1 => "tp",
                 (crate::plan::Training::Full, _, 1) => "single",
                 (crate::plan::Training::Full, 1, _) => "zero1",

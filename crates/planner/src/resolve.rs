@@ -230,11 +230,11 @@ fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
 /// search keeps the stack and the training kind, so it proposes nothing for
 /// such a plan.
 pub fn engine_error(plan: &Plan) -> Option<Message> {
-    if plan.mtp > 0 && plan.implementation.stack != Stack::Megatron {
+    if plan.training.mtp > 0 && plan.implementation.stack != Stack::Megatron {
         let m = Message::new("mtp", Text::MtpNeedsMegatron, []);
         return Some(m.fix("stack", "megatron"));
     }
-    if plan.train == Training::Qlora && plan.implementation.stack != Stack::Hf {
+    if plan.training.train == Training::Qlora && plan.implementation.stack != Stack::Hf {
         let args: [(&'static str, Arg); 1] =
             [("stack", Arg::from(plan.implementation.stack.key()))];
         let m = Message::new("train", Text::QloraNeedsHf, args);
@@ -281,10 +281,10 @@ fn check_rollout(
     (fabric, layout): (&Fabric, &Layout),
     errors: &mut Vec<Message>,
 ) {
-    if plan.stage != TrainingStage::Grpo {
+    if plan.training.stage != TrainingStage::Grpo {
         return;
     }
-    let r = &plan.rollout;
+    let r = &plan.training.rollout;
     if r.completion >= plan.data.seq {
         let args: [(&'static str, Arg); 2] = [
             ("completion", Arg::from(&r.completion)),
@@ -363,8 +363,8 @@ fn larger_server(
     (gpu, fabric): (&Gpu, &crate::fabric::Fabric),
     layout: &Layout,
 ) -> Option<u64> {
-    let all = layout.gpus + plan.rollout.gen_gpus;
-    (plan.rollout.gen_gpus + 1..all).find(|&k| {
+    let all = layout.gpus + plan.training.rollout.gen_gpus;
+    (plan.training.rollout.gen_gpus + 1..all).find(|&k| {
         let l = Layout {
             gpus: all - k,
             ..*layout
@@ -393,7 +393,7 @@ fn check_bundled_parallelism(
     }
     if let Some(refusal) = hf_tp_refusal(
         arch,
-        (plan.train, plan.stage),
+        (plan.training.train, plan.training.stage),
         plan.numerics.precision,
         plan.parallelism.zero,
         layout.tp,
@@ -485,7 +485,7 @@ fn resolve_server(plan: &Plan, instance: &Instance, nodes: u64, errors: &mut Vec
     let gpn = instance.gpu_count;
     crate::rollout::server_gpus(plan, gpn, nodes).unwrap_or_else(|fix| {
         let args: [(&'static str, Arg); 2] = [
-            ("gen_gpus", Arg::from(&plan.rollout.gen_gpus)),
+            ("gen_gpus", Arg::from(&plan.training.rollout.gen_gpus)),
             ("gpn", Arg::from(&gpn)),
         ];
         let m = Message::new("gen_gpus", Text::GrpoGenGpus, args);

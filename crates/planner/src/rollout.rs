@@ -70,8 +70,8 @@ const SERVER_REQUEST_SECONDS: f64 = 1e-3;
 /// server runs beside training on one node, on fewer than its GPUs
 /// (grpo.py starts both there; several nodes keep vLLM colocated).
 pub fn server_gpus(plan: &Plan, gpus_per_node: u64, nodes: u64) -> Result<u64, u64> {
-    let k = plan.rollout.gen_gpus;
-    if plan.stage != TrainingStage::Grpo || k == 0 {
+    let k = plan.training.rollout.gen_gpus;
+    if plan.training.stage != TrainingStage::Grpo || k == 0 {
         return Ok(0);
     }
     let gpn = gpus_per_node.max(1);
@@ -86,8 +86,8 @@ pub fn server_gpus(plan: &Plan, gpus_per_node: u64, nodes: u64) -> Result<u64, u
 /// of what CUDA reports, which `gpu_memory_utilization` takes a fraction
 /// of), or 0 (another stage, or vLLM on its own GPUs).
 pub fn pool_bytes(plan: &Plan, gpu: &Gpu) -> u64 {
-    if plan.stage == TrainingStage::Grpo && plan.rollout.gen_gpus == 0 {
-        (plan.rollout.gen_share * gpu.usable_bytes() as f64) as u64
+    if plan.training.stage == TrainingStage::Grpo && plan.training.rollout.gen_gpus == 0 {
+        (plan.training.rollout.gen_share * gpu.usable_bytes() as f64) as u64
     } else {
         0
     }
@@ -149,7 +149,14 @@ impl VllmEngine {
         gpu: &Gpu,
         placement: (&Fabric, &Layout),
     ) -> Option<VllmEngine> {
-        Self::placed(arch, counts, plan, gpu, placement, plan.rollout.gen_gpus)
+        Self::placed(
+            arch,
+            counts,
+            plan,
+            gpu,
+            placement,
+            plan.training.rollout.gen_gpus,
+        )
     }
 
     /// The engine with `server` GPUs of a vLLM server (0: colocated), as if
@@ -163,13 +170,13 @@ impl VllmEngine {
         (fabric, layout): (&Fabric, &Layout),
         server: u64,
     ) -> Option<VllmEngine> {
-        if plan.stage != TrainingStage::Grpo {
+        if plan.training.stage != TrainingStage::Grpo {
             return None;
         }
         let weights = counts.total as f64 * 2.0;
         let (pool, tp, engines, ranks);
         if server == 0 {
-            pool = plan.rollout.gen_share * gpu.usable_bytes() as f64;
+            pool = plan.training.rollout.gen_share * gpu.usable_bytes() as f64;
             tp = engine_tp(arch, weights, pool, engine_gpus(fabric, layout));
             (engines, ranks) = ((layout.gpus / tp).max(1), tp);
         } else {
@@ -230,8 +237,8 @@ pub fn generation_seconds(
     let tp = e.tp as f64;
     let waves = (e.rows / e.concurrent).ceil();
     let n = e.rows / waves;
-    let c = plan.rollout.completion as f64;
-    let p = plan.rollout.prompt(plan.data.seq) as f64;
+    let c = plan.training.rollout.completion as f64;
+    let p = plan.training.rollout.prompt(plan.data.seq) as f64;
     let flops_per_token = 2.0 * counts.active as f64;
     let attention_width = arch.attention_width() as f64 * arch.layers as f64;
     let peak = gpu.bf16_dense_tflops.unwrap_or(1.0) * 1e12 * gemm_eff * tp;

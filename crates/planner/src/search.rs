@@ -321,7 +321,7 @@ impl Space {
         };
         let servers = servers_around(plan);
         // grpo.py computes TRL's own loss (`launchers::grpo_refusal`).
-        let losses = if plan.stage == crate::plan::TrainingStage::Grpo {
+        let losses = if plan.training.stage == crate::plan::TrainingStage::Grpo {
             vec![Loss::Plain]
         } else {
             vec![Loss::Plain, Loss::Fused]
@@ -357,9 +357,9 @@ impl Space {
 /// GRPO's vLLM colocated, or a server on 1, 2 or 4 of one node's GPUs;
 /// kept where the user set it (and for other stages, colocated).
 fn servers_around(plan: &Plan) -> Vec<Server> {
-    let grpo = plan.stage == crate::plan::TrainingStage::Grpo;
+    let grpo = plan.training.stage == crate::plan::TrainingStage::Grpo;
     if !grpo || plan.auto.locks.parallelism {
-        return vec![match plan.rollout.gen_gpus {
+        return vec![match plan.training.rollout.gen_gpus {
             0 => Server::Colocated,
             k => Server::Gpus(k),
         }];
@@ -544,7 +544,7 @@ impl Search {
         ) = (layout.tp, layout.pp, layout.cp, layout.tp > 1, 1, layout.ep);
         w.parallelism.zero = zero;
         w.parallelism.shard = hybrid.then_some(layout.shard);
-        w.rollout.gen_gpus = self.space.servers[o[8]]
+        w.training.rollout.gen_gpus = self.space.servers[o[8]]
             .gpus(instance.gpu_count, nodes)
             .unwrap_or(0);
         self.inner(o, &layout);
@@ -579,7 +579,14 @@ impl Search {
         let b = &self.base;
         let bundled_hf_refuses = || {
             b.bundled_hf()
-                && launchers::hf_tp_refusal(arch, (b.train, b.stage), precision, zero, tp).is_some()
+                && launchers::hf_tp_refusal(
+                    arch,
+                    (b.training.train, b.training.stage),
+                    precision,
+                    zero,
+                    tp,
+                )
+                .is_some()
         };
         if !valid || bundled_hf_refuses() || self.launcher_refuses(precision, zero, pp) {
             return None;
@@ -594,7 +601,7 @@ impl Search {
         };
         // ZeRO over one rank is DDP, and a hybrid group as large as the whole is full sharding: count each once.
         // grpo.py shards over every rank (`launchers::grpo_refusal`: no hybrid groups).
-        let grpo_hybrid = hybrid && b.stage == crate::plan::TrainingStage::Grpo;
+        let grpo_hybrid = hybrid && b.training.stage == crate::plan::TrainingStage::Grpo;
         let repeats = (zero > 0 && dp < 2)
             || grpo_hybrid
             || (hybrid && (shard >= dp || !dp.is_multiple_of(shard) || shard < 2));
@@ -808,7 +815,7 @@ impl Search {
         let gpn = s.instances[i[0]].instance.gpu_count;
         p.parallelism.shard =
             hybrid.then(|| (gpn / (p.parallelism.tp * p.parallelism.cp).min(gpn)).max(1));
-        p.rollout.gen_gpus = s.servers[i[8]].gpus(gpn, p.hardware.nodes).unwrap_or(0);
+        p.training.rollout.gen_gpus = s.servers[i[8]].gpus(gpn, p.hardware.nodes).unwrap_or(0);
         p.activations.checkpointing = s.ckpts[i[9]];
         p.implementation.loss = s.losses[i[10]];
         p.data.micro_batch = s.mbs[i[11]];
@@ -952,7 +959,7 @@ fn plan_summary(p: &Plan, instance: &str) -> Phrase {
         .with("pp", p.parallelism.pp)
         .with("cp", p.parallelism.cp)
         .with("ep", p.parallelism.ep);
-    let server = Phrase::new(Text::CandidateServer).with("gpus", p.rollout.gen_gpus);
+    let server = Phrase::new(Text::CandidateServer).with("gpus", p.training.rollout.gen_gpus);
     Phrase::new(Text::CandidatePlan)
         .with("nodes", p.hardware.nodes)
         .with("instance", instance)
@@ -971,7 +978,7 @@ fn plan_summary(p: &Plan, instance: &str) -> Phrase {
             ),
         )
         .with("mb", p.data.micro_batch)
-        .with("server", part(p.rollout.gen_gpus > 0, server))
+        .with("server", part(p.training.rollout.gen_gpus > 0, server))
 }
 
 #[cfg(test)]

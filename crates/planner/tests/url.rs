@@ -210,17 +210,17 @@ fn the_training_stage_travels_only_when_it_is_not_sft() {
     let sft = Plan::from_query("model=llama-3.1-8b&seq=4096").plan;
     assert!(!sft.to_query().contains("stage="));
     let dpo = Plan::from_query("model=llama-3.1-8b&seq=4096&stage=dpo");
-    assert_eq!(dpo.plan.stage, TrainingStage::Dpo);
+    assert_eq!(dpo.plan.training.stage, TrainingStage::Dpo);
     assert!(dpo.plan.to_query().contains("&stage=dpo&"));
     let bad = Plan::from_query("model=llama-3.1-8b&seq=4096&stage=ppo");
-    assert_eq!(bad.plan.stage, TrainingStage::Sft);
+    assert_eq!(bad.plan.training.stage, TrainingStage::Sft);
     assert_eq!(bad.plan.data.seq, 4096);
     assert_eq!(bad.notices.len(), 1, "{:?}", bad.notices);
     // GRPO's rollout keys travel with stage=grpo only, and round-trip.
     assert!(!dpo.plan.to_query().contains("generations="));
     let q = "model=llama-3.1-8b&seq=4096&stage=grpo&generations=16&completion=1536&beta=0.04&gen_share=0.45";
     let grpo = Plan::from_query(q).plan;
-    let r = &grpo.rollout;
+    let r = &grpo.training.rollout;
     assert_eq!(
         (r.generations, r.completion, r.beta, r.gen_share),
         (16, 1536, 0.04, 0.45)
@@ -233,7 +233,10 @@ fn the_training_stage_travels_only_when_it_is_not_sft() {
     // TRL needs two completions per prompt; a bad value keeps the rest.
     let one = Plan::from_query("model=llama-3.1-8b&stage=grpo&generations=1&completion=300");
     assert_eq!(
-        (one.plan.rollout.generations, one.plan.rollout.completion),
+        (
+            one.plan.training.rollout.generations,
+            one.plan.training.rollout.completion
+        ),
         (8, 300)
     );
     assert_eq!(one.notices.len(), 1, "{:?}", one.notices);

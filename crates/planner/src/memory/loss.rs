@@ -42,14 +42,14 @@ pub(super) fn logits_and_loss(s: &StageShape) -> f64 {
     if !s.has_head {
         return 0.0;
     }
-    let temperature_copy = if s.plan.stage == TrainingStage::Grpo {
+    let temperature_copy = if s.plan.training.stage == TrainingStage::Grpo {
         16.0 / 12.0
     } else {
         1.0
     };
     let vocab = s.arch.vocab as f64 / s.t;
     // Each MTP layer computes its own logits and loss beside the model's.
-    let heads = 1.0 + s.plan.mtp as f64;
+    let heads = 1.0 + s.plan.training.mtp as f64;
     let tokens = s.logit_tokens;
     heads
         * temperature_copy
@@ -139,7 +139,7 @@ pub(super) fn tied_embedding_gradient(s: &StageShape) -> f64 {
 /// exactly the weights' size in memory_examples.csv).
 pub(super) fn foreach_temporaries(s: &StageShape, weights: f64) -> f64 {
     // LoRA: the temporaries are adapter-sized (negligible)
-    if s.plan.optimizer != Optimizer::AdamwForeach || s.peft {
+    if s.plan.training.optimizer != Optimizer::AdamwForeach || s.peft {
         return 0.0;
     }
     let g = if s.plan.parallelism.zero >= 3 || s.fsdp2 {

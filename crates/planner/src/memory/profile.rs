@@ -29,14 +29,16 @@ pub(super) fn profile(plan: &Plan) -> Profile {
         // ZeRO-1 (DDP + a sharded optimizer) keep fp32 weights under autocast:
         // what the bundle's train.py does (`compute_path` there).
         (Stack::Hf | Stack::Torchtitan, _)
-            if plan.parallelism.zero >= 2 && plan.train == Training::Full =>
+            if plan.parallelism.zero >= 2 && plan.training.train == Training::Full =>
         {
             Profile::HfBf16
         }
         // LoRA/QLoRA: the frozen base computes in BF16, so the residual stream
         // and the activations are BF16 though autocast is on (for the fp32
         // adapters): oracle rows `*/lora/*`.
-        (Stack::Hf | Stack::Torchtitan, _) if plan.train != Training::Full => Profile::HfBf16,
+        (Stack::Hf | Stack::Torchtitan, _) if plan.training.train != Training::Full => {
+            Profile::HfBf16
+        }
         (Stack::Hf | Stack::Torchtitan, _) => Profile::HfAutocast,
     }
 }
@@ -48,7 +50,7 @@ pub fn compute_path(plan: &Plan) -> &'static str {
         (Profile::Megatron, _) => "megatron",
         (Profile::HfFp32, _) => "fp32",
         (_, Precision::Bf16Pure) => "bf16 weights",
-        _ if plan.train != Training::Full => "autocast bf16",
+        _ if plan.training.train != Training::Full => "autocast bf16",
         (Profile::HfBf16, _) => "fsdp bf16 gather, fp32 reduce",
         (Profile::HfAutocast, _) => "autocast bf16",
     }
@@ -223,7 +225,7 @@ pub(super) fn layer_activations(arch: &Architecture, plan: &Plan, w: &Widths) ->
 /// BF16 all-linear 205.3 KB, attention 156.0 KB (-49.3 KB; here -49.2 KB),
 /// q,v 137.4 KB (-18.6 KB; here -16.4 KB). The oracle's `lora_targets` rows.
 pub(super) fn lora_frozen_inputs(plan: &Plan, w: &Widths) -> f64 {
-    if plan.train == Training::Full || plan.implementation.stack == Stack::Megatron {
+    if plan.training.train == Training::Full || plan.implementation.stack == Stack::Megatron {
         return 0.0;
     }
     let (attention, mlp) = lora_linear_inputs(w, plan.lora.lora_targets.adapted(), false);
@@ -336,7 +338,7 @@ pub(super) fn lora_fp32_inputs(plan: &Plan, w: &Widths) -> f64 {
     // BF16 adapters take the BF16 input as it is.
     let pure = plan.numerics.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0;
     let mlp_adapted = plan.lora.lora_targets.adapted().mlp;
-    if plan.train == Training::Full
+    if plan.training.train == Training::Full
         || !pure
         || plan.implementation.stack == Stack::Megatron
         || !mlp_adapted

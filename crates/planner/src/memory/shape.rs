@@ -116,7 +116,11 @@ impl<'a> StageShape<'a> {
         } as f64;
         // The last stage also runs the multi-token-prediction layers.
         let has_head = matches!(stage, Stage::Only | Stage::Last);
-        let mtp = if has_head { plan.mtp as f64 } else { 0.0 };
+        let mtp = if has_head {
+            plan.training.mtp as f64
+        } else {
+            0.0
+        };
         let layers = layers + mtp;
         let expert_params = arch.routed_params_per_layer(counts);
         let dense_layer = counts.per_layer as f64 - expert_params;
@@ -140,7 +144,7 @@ impl<'a> StageShape<'a> {
             } else {
                 0.0
             };
-        let peft = plan.train != Training::Full;
+        let peft = plan.training.train != Training::Full;
         let sb = state_bytes(plan, layout);
         let widths = Widths::of(arch, plan, plan.data.seq as f64);
         StageShape {
@@ -161,7 +165,7 @@ impl<'a> StageShape<'a> {
             expert_share: layers * expert_params / layout.expert_split() / params.max(1.0),
             trainable: if peft { 0.0 } else { params },
             peft,
-            weight_bytes: match plan.train {
+            weight_bytes: match plan.training.train {
                 Training::Full => sb.weights,
                 // Frozen base in bf16 (LoRA) or NF4 with double-quantised constants (QLoRA).
                 Training::Lora => 2.0,

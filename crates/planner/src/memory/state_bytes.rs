@@ -39,7 +39,7 @@ pub(super) fn state_bytes(plan: &Plan, layout: &Layout) -> StateBytes {
     } else {
         4.0
     };
-    let optimizer = match plan.optimizer {
+    let optimizer = match plan.training.optimizer {
         Optimizer::Adamw | Optimizer::AdamwForeach => 2.0 * moment,
         Optimizer::Adamw8bit => 2.0,
         // Factored second moment: rows + columns per matrix, negligible per parameter.

@@ -118,7 +118,7 @@ pub(super) fn unsharded_unit(s: &StageShape) -> f64 {
     if s.plan.parallelism.zero < 3 || s.g <= 1.0 || s.fsdp2 {
         return 0.0;
     }
-    let gathered_bytes = match (s.plan.train, s.plan.numerics.precision) {
+    let gathered_bytes = match (s.plan.training.train, s.plan.numerics.precision) {
         (Training::Full, Precision::Fp32) => 4.0,
         (Training::Full, _) => 2.0,
         _ => s.weight_bytes,

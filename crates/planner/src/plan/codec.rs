@@ -210,7 +210,7 @@ impl Plan {
     /// layers replace a full model's, not PEFT's adapters), so FP8 and FP4
     /// are errors there and the auto-plan leaves them out.
     pub fn hf_adapters(&self) -> bool {
-        self.train != Training::Full && self.implementation.stack == Stack::Hf
+        self.training.train != Training::Full && self.implementation.stack == Stack::Hf
     }
 
     /// The Hugging Face stack run by the launch bundle's own train.py (the
@@ -251,7 +251,7 @@ impl Plan {
     pub fn launch_entry(&self) -> &str {
         if self.implementation.stack == Stack::Megatron && self.launch.entry == "train.py" {
             MEGATRON_BRIDGE_SCRIPT
-        } else if self.bundled_hf() && self.stage == TrainingStage::Grpo {
+        } else if self.bundled_hf() && self.training.stage == TrainingStage::Grpo {
             GRPO_SCRIPT
         } else {
             &self.launch.entry
@@ -277,7 +277,7 @@ impl Plan {
     /// supported there), so ZeRO on several GPUs is an error and the
     /// auto-plan keeps zero=0.
     pub fn hf_qlora(&self) -> bool {
-        self.train == Training::Qlora && self.implementation.stack == Stack::Hf
+        self.training.train == Training::Qlora && self.implementation.stack == Stack::Hf
     }
 
     /// Read a plan from a URL, a query string (with or without `?`), or `&`-joined pairs.
@@ -418,14 +418,16 @@ impl Plan {
     /// What is trained, on which data, with which precision and memory savers.
     fn set_training(&mut self, f: &Field) -> Taken {
         match f.key {
-            "train" => self.train = f.one_of(Training::from_key, Training::keys)?,
-            "stage" => self.stage = f.one_of(TrainingStage::from_key, TrainingStage::keys)?,
+            "train" => self.training.train = f.one_of(Training::from_key, Training::keys)?,
+            "stage" => {
+                self.training.stage = f.one_of(TrainingStage::from_key, TrainingStage::keys)?
+            }
             // TRL requires two completions per prompt at least.
-            "generations" => self.rollout.generations = f.int(2, 1024)?,
-            "completion" => self.rollout.completion = f.int(1, 131_072)?,
-            "beta" => self.rollout.beta = f.num(0.0, 10.0)?,
-            "gen_share" => self.rollout.gen_share = f.num(0.05, 0.95)?,
-            "gen_gpus" => self.rollout.gen_gpus = f.int(0, 72)?,
+            "generations" => self.training.rollout.generations = f.int(2, 1024)?,
+            "completion" => self.training.rollout.completion = f.int(1, 131_072)?,
+            "beta" => self.training.rollout.beta = f.num(0.0, 10.0)?,
+            "gen_share" => self.training.rollout.gen_share = f.num(0.05, 0.95)?,
+            "gen_gpus" => self.training.rollout.gen_gpus = f.int(0, 72)?,
             "lora_rank" => self.lora.lora_rank = f.int(1, 4096)?,
             "lora_alpha" => self.lora.lora_alpha = Some(f.int(1, 65_536)?),
             "lora_targets" => {
@@ -441,7 +443,9 @@ impl Plan {
             "precision" => {
                 self.numerics.precision = f.one_of(Precision::from_key, Precision::keys)?
             }
-            "optimizer" => self.optimizer = f.one_of(Optimizer::from_key, Optimizer::keys)?,
+            "optimizer" => {
+                self.training.optimizer = f.one_of(Optimizer::from_key, Optimizer::keys)?
+            }
             "ckpt" => {
                 let c = Checkpointing::from_key(f.value);
                 self.activations.checkpointing =
@@ -458,7 +462,7 @@ impl Plan {
                 self.activations.recompute_modules =
                     m.ok_or_else(|| f.bad(Text::ExpectedRecomputeModules, &args))?;
             }
-            "mtp" => self.mtp = f.int(0, 8)?,
+            "mtp" => self.training.mtp = f.int(0, 8)?,
             "attn" => {
                 self.implementation.attention = f.one_of(Attention::from_key, Attention::keys)?
             }
@@ -608,12 +612,12 @@ impl Plan {
 
     /// What is trained and how.
     fn training_pairs(&self, out: &mut Pairs) {
-        out.push(("train", self.train.key().into()));
-        if self.stage != TrainingStage::Sft {
-            out.push(("stage", self.stage.key().into()));
+        out.push(("train", self.training.train.key().into()));
+        if self.training.stage != TrainingStage::Sft {
+            out.push(("stage", self.training.stage.key().into()));
         }
-        if self.stage == TrainingStage::Grpo {
-            let r = &self.rollout;
+        if self.training.stage == TrainingStage::Grpo {
+            let r = &self.training.rollout;
             out.push(("generations", r.generations.to_string()));
             out.push(("completion", r.completion.to_string()));
             out.push(("beta", fmt_num(r.beta)));
@@ -622,7 +626,7 @@ impl Plan {
                 out.push(("gen_gpus", r.gen_gpus.to_string()));
             }
         }
-        if self.train != Training::Full {
+        if self.training.train != Training::Full {
             out.push(("lora_rank", self.lora.lora_rank.to_string()));
             if let Some(alpha) = self.lora.lora_alpha {
                 out.push(("lora_alpha", alpha.to_string()));
@@ -637,7 +641,7 @@ impl Plan {
         out.push(("ga", self.data.grad_accum.to_string()));
         out.push(("tokens", fmt_num(self.data.tokens)));
         out.push(("precision", self.numerics.precision.key().into()));
-        out.push(("optimizer", self.optimizer.key().into()));
+        out.push(("optimizer", self.training.optimizer.key().into()));
         out.push(("ckpt", self.activations.checkpointing.key()));
         out.push(("offload", flag(self.activations.offload).into()));
         if let Some(n) = self.activations.offload_layers {
@@ -658,8 +662,8 @@ impl Plan {
                 self.activations.recompute_modules.key(),
             ));
         }
-        if self.mtp > 0 {
-            out.push(("mtp", self.mtp.to_string()));
+        if self.training.mtp > 0 {
+            out.push(("mtp", self.training.mtp.to_string()));
         }
         out.push(("attn", self.implementation.attention.key().into()));
         out.push(("loss", self.implementation.loss.key().into()));

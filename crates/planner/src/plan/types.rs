@@ -143,7 +143,7 @@ impl Plan {
     /// DPO pair (the memory and the step run both at once); GRPO's `mb`
     /// counts rows (TRL's `per_device_train_batch_size` counts completions).
     pub fn rows_per_micro_batch(&self) -> u64 {
-        match self.stage {
+        match self.training.stage {
             TrainingStage::Dpo => self.data.micro_batch.saturating_mul(2),
             TrainingStage::Sft | TrainingStage::Grpo => self.data.micro_batch,
         }
@@ -166,10 +166,10 @@ impl Plan {
     /// Tokens one sample puts through the model: a sequence, both rows of
     /// a DPO pair, or a GRPO prompt's `generations` rows.
     pub fn tokens_per_sample(&self) -> u64 {
-        let rows = match self.stage {
+        let rows = match self.training.stage {
             TrainingStage::Sft => 1,
             TrainingStage::Dpo => 2,
-            TrainingStage::Grpo => self.rollout.generations,
+            TrainingStage::Grpo => self.training.rollout.generations,
         };
         self.data.seq.saturating_mul(rows)
     }
@@ -177,10 +177,10 @@ impl Plan {
     /// Whether a frozen reference model runs beside the policy: DPO's, and
     /// GRPO's when its KL penalty is on (TRL loads none at `beta = 0`).
     pub fn has_reference(&self) -> bool {
-        match self.stage {
+        match self.training.stage {
             TrainingStage::Sft => false,
             TrainingStage::Dpo => true,
-            TrainingStage::Grpo => self.rollout.beta > 0.0,
+            TrainingStage::Grpo => self.training.rollout.beta > 0.0,
         }
     }
 
@@ -189,7 +189,7 @@ impl Plan {
     /// generates, for `vllm_importance_sampling_correction`, on by default)
     /// and its reference when `beta > 0`.
     pub fn scoring_forwards(&self) -> u64 {
-        match self.stage {
+        match self.training.stage {
             TrainingStage::Sft => 0,
             TrainingStage::Dpo => 1,
             TrainingStage::Grpo => 1 + u64::from(self.has_reference()),
@@ -199,11 +199,11 @@ impl Plan {
     /// Tokens per micro-batch whose logits the loss takes: every row's, or
     /// GRPO's completions only (TRL's `logits_to_keep = C + 1`).
     pub fn logit_tokens(&self) -> u64 {
-        match self.stage {
+        match self.training.stage {
             TrainingStage::Grpo => self
                 .data
                 .micro_batch
-                .saturating_mul(self.rollout.completion.min(self.data.seq) + 1),
+                .saturating_mul(self.training.rollout.completion.min(self.data.seq) + 1),
             _ => self.rows_per_micro_batch().saturating_mul(self.data.seq),
         }
     }
@@ -535,11 +535,9 @@ pub struct Plan {
     pub arch: ArchOverrides,
     /// Quick size in billions: derive a plausible shape (overrides `model`).
     pub params_b: Option<f64>,
-    pub train: Training,
-    /// The training stage (`stage=`): SFT unless the URL says otherwise.
-    pub stage: TrainingStage,
-    /// GRPO's generation settings (`stage=grpo` only).
-    pub rollout: Rollout,
+    /// What the run trains and how.
+    #[serde(flatten)]
+    pub training: TrainingSetup,
     /// The adapters of a LoRA or QLoRA plan.
     #[serde(flatten)]
     pub lora: Lora,
@@ -549,15 +547,9 @@ pub struct Plan {
     /// The number formats of compute and states.
     #[serde(flatten)]
     pub numerics: Numerics,
-    pub optimizer: Optimizer,
     /// What the step recomputes or offloads of its activations.
     #[serde(flatten)]
     pub activations: Activations,
-    /// Multi-token-prediction layers trained beside the model (Megatron's
-    /// `--mtp-num-layers`; DeepSeek-V3 trains 1): each one more decoder
-    /// layer, a `2h x h` projection and another pass of the LM head and the
-    /// loss, on the last pipeline stage.
-    pub mtp: u64,
     /// The stack, kernels and compilation that run the step.
     #[serde(flatten)]
     pub implementation: Implementation,
@@ -828,6 +820,34 @@ impl Default for MoeDispatch {
     }
 }
 
+/// What the run trains and how: full weights or adapters, the stage (SFT, DPO, GRPO and its rollouts), the optimizer and multi-token prediction.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TrainingSetup {
+    pub train: Training,
+    /// The training stage (`stage=`): SFT unless the URL says otherwise.
+    pub stage: TrainingStage,
+    /// GRPO's generation settings (`stage=grpo` only).
+    pub rollout: Rollout,
+    pub optimizer: Optimizer,
+    /// Multi-token-prediction layers trained beside the model (Megatron's
+    /// `--mtp-num-layers`; DeepSeek-V3 trains 1): each one more decoder
+    /// layer, a `2h x h` projection and another pass of the LM head and the
+    /// loss, on the last pipeline stage.
+    pub mtp: u64,
+}
+
+impl Default for TrainingSetup {
+    fn default() -> Self {
+        TrainingSetup {
+            train: Training::Full,
+            stage: TrainingStage::Sft,
+            rollout: Rollout::default(),
+            optimizer: Optimizer::Adamw,
+            mtp: 0,
+        }
+    }
+}
+
 /// Where the job runs: the SageMaker instance type (or a custom GPU), how
 /// many, a GB200 UltraServer's NVLink domain, and the hour's price.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -962,15 +982,11 @@ impl Default for Plan {
             model: "llama-3.1-8b".into(),
             arch: ArchOverrides::default(),
             params_b: None,
-            train: Training::Full,
-            stage: TrainingStage::Sft,
-            rollout: Rollout::default(),
+            training: TrainingSetup::default(),
             lora: Lora::default(),
             data: Data::default(),
             numerics: Numerics::default(),
-            optimizer: Optimizer::Adamw,
             activations: Activations::default(),
-            mtp: 0,
             implementation: Implementation::default(),
             parallelism: Parallelism::default(),
             hardware: Hardware::default(),

@@ -296,7 +296,7 @@ pub(super) fn lm_head(s: &StepShape) -> f64 {
     if !s.head {
         return 0.0;
     }
-    let mtp = s.plan.mtp as f64;
+    let mtp = s.plan.training.mtp as f64;
     mtp * 3.0 * s.lin(s.head_tokens, s.h / s.t, 2.0 * s.h)
         + (1.0 + mtp)
             * 3.0
@@ -316,7 +316,7 @@ pub(super) fn loss_elementwise(s: &StepShape) -> f64 {
     if !s.head {
         return 0.0;
     }
-    let elements = s.head_tokens * s.arch.vocab as f64 / s.t * (1.0 + s.plan.mtp as f64);
+    let elements = s.head_tokens * s.arch.vocab as f64 / s.t * (1.0 + s.plan.training.mtp as f64);
     match s.plan.implementation.loss {
         Loss::Plain => elements * 4.0 * 6.0 / s.bw,
         Loss::Fused => elements * 2.0 * 3.0 / s.bw,

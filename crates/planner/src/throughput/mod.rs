@@ -161,7 +161,7 @@ fn optimizer_step(s: &StepShape) -> f64 {
         .iter()
         .map(|g| g.params * s.trainable / shard(g))
         .sum::<f64>();
-    let bytes_per_param = match s.plan.optimizer {
+    let bytes_per_param = match s.plan.training.optimizer {
         Optimizer::Adamw | Optimizer::AdamwForeach => 28.0,
         Optimizer::Adamw8bit => 16.0,
         Optimizer::Adafactor => 14.0,
@@ -289,7 +289,7 @@ pub fn throughput_reusing(
     // head and the loss) or the busiest other one (an uneven split's middle).
     let mut step = step_time(&shape, fwd);
     let other = layout.stages.first.max(layout.stages.middle);
-    if layout.pp > 1 && other > layout.stages.last + plan.mtp {
+    if layout.pp > 1 && other > layout.stages.last + plan.training.mtp {
         let busiest = StepShape {
             layers: other as f64,
             head: false,

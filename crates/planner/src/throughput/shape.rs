@@ -125,7 +125,7 @@ impl<'a> StepShape<'a> {
             head_tokens: plan.logit_tokens() as f64 / c,
             generation: rollout_seconds(arch, counts, plan, layout, gpu, (fabric, eff)),
             // The last stage also runs the multi-token-prediction layers.
-            layers: (layout.stages.last + plan.mtp) as f64,
+            layers: (layout.stages.last + plan.training.mtp) as f64,
             head: true,
             bw: gpu.mem_bw_tbs * 1e12 * eff.memory,
             attention_eff: attention_efficiency(arch, plan, layout, gpu) * eff.attention,
@@ -182,7 +182,7 @@ impl<'a> StepShape<'a> {
 /// The share of the parameters that trains: under LoRA, the adapters on the
 /// targeted Linears (`Architecture::lora_params`) over the model's weights.
 pub(super) fn trainable_share(arch: &Architecture, counts: &ParameterCounts, plan: &Plan) -> f64 {
-    match plan.train {
+    match plan.training.train {
         Training::Full => 1.0,
         _ => plan.lora_params(arch) / counts.total as f64,
     }
@@ -259,7 +259,7 @@ pub(super) fn rollout_seconds(
     let bandwidth = gpu.mem_bw_tbs * 1e12 * eff.memory;
     let load = 2.0 * e.weight_bytes / bandwidth;
     let gather = if crate::memory::runs_fsdp2(plan, layout) {
-        let bytes = if plan.train == Training::Full {
+        let bytes = if plan.training.train == Training::Full {
             4.0
         } else {
             2.0
@@ -271,7 +271,7 @@ pub(super) fn rollout_seconds(
     };
     // Sent as trained: fp32 master weights, or a LoRA base merged in BF16.
     let sent = counts.total as f64
-        * if plan.train == Training::Full {
+        * if plan.training.train == Training::Full {
             4.0
         } else {
             2.0
