@@ -257,34 +257,8 @@ impl Space {
         } else {
             NODES.to_vec()
         };
-        let precisions = if locks.precision {
-            vec![plan.numerics.precision]
-        } else {
-            let mut v = vec![Precision::Bf16, Precision::Fp8];
-            if !v.contains(&plan.numerics.precision) {
-                v.push(plan.numerics.precision);
-            }
-            // The exported train.py runs adapters in BF16 only.
-            v.retain(|p| !(p.is_low_precision() && plan.hf_adapters()));
-            v
-        };
-        let (tps, pps, cps) = if locks.parallelism {
-            (
-                vec![plan.parallelism.tp],
-                vec![plan.parallelism.pp],
-                vec![plan.parallelism.cp],
-            )
-        } else if plan.bundled_hf() {
-            // The bundled train.py runs TP (checked per block: `hf_tp_refusal`) and no PP or CP.
-            (TP.to_vec(), vec![1], vec![1])
-        } else {
-            let cps = if plan.data.seq >= 16_384 {
-                vec![1, 2, 4]
-            } else {
-                vec![1]
-            };
-            (TP.to_vec(), PP.to_vec(), cps)
-        };
+        let precisions = precisions_around(plan);
+        let (tps, pps, cps) = degrees_around(plan);
         let eps = match &arch.moe {
             _ if locks.parallelism => vec![plan.parallelism.ep.max(1)],
             _ if plan.bundled_hf() => vec![1],
@@ -301,24 +275,7 @@ impl Space {
         } else {
             vec![(0, false), (1, false), (2, false), (3, false), (3, true)]
         };
-        let ckpts = if locks.checkpointing {
-            vec![plan.activations.checkpointing]
-        } else if plan.implementation.stack == crate::plan::Stack::Megatron
-            && plan.activations.offload
-        {
-            // Megatron-Core offloads activations only without recomputation.
-            vec![Checkpointing::None]
-        } else if plan.implementation.stack == crate::plan::Stack::Megatron {
-            // Op-level checkpointing is PyTorch's; Megatron's middle ground
-            // is selective recomputation, which its launcher runs (#37).
-            vec![
-                Checkpointing::None,
-                Checkpointing::Selective,
-                Checkpointing::Full,
-            ]
-        } else {
-            vec![Checkpointing::None, Checkpointing::Op, Checkpointing::Full]
-        };
+        let ckpts = checkpointings_around(plan);
         let servers = servers_around(plan);
         // grpo.py computes TRL's own loss (`launchers::grpo_refusal`).
         let losses = if plan.training.stage == crate::plan::TrainingStage::Grpo {
@@ -351,6 +308,68 @@ impl Space {
             losses,
             mbs,
         }
+    }
+}
+
+/// The precisions tried: the plan's when locked, else BF16, FP8 and the
+/// plan's own (the exported train.py runs adapters in BF16 only).
+fn precisions_around(plan: &Plan) -> Vec<Precision> {
+    let locks = plan.auto.locks;
+    if locks.precision {
+        vec![plan.numerics.precision]
+    } else {
+        let mut v = vec![Precision::Bf16, Precision::Fp8];
+        if !v.contains(&plan.numerics.precision) {
+            v.push(plan.numerics.precision);
+        }
+        // The exported train.py runs adapters in BF16 only.
+        v.retain(|p| !(p.is_low_precision() && plan.hf_adapters()));
+        v
+    }
+}
+
+/// The tensor, pipeline and context degrees tried (context parallelism
+/// from 16K tokens up).
+fn degrees_around(plan: &Plan) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+    let locks = plan.auto.locks;
+    if locks.parallelism {
+        (
+            vec![plan.parallelism.tp],
+            vec![plan.parallelism.pp],
+            vec![plan.parallelism.cp],
+        )
+    } else if plan.bundled_hf() {
+        // The bundled train.py runs TP (checked per block: `hf_tp_refusal`) and no PP or CP.
+        (TP.to_vec(), vec![1], vec![1])
+    } else {
+        let cps = if plan.data.seq >= 16_384 {
+            vec![1, 2, 4]
+        } else {
+            vec![1]
+        };
+        (TP.to_vec(), PP.to_vec(), cps)
+    }
+}
+
+/// The activation checkpointing tried on the plan's stack.
+fn checkpointings_around(plan: &Plan) -> Vec<Checkpointing> {
+    let locks = plan.auto.locks;
+    if locks.checkpointing {
+        vec![plan.activations.checkpointing]
+    } else if plan.implementation.stack == crate::plan::Stack::Megatron && plan.activations.offload
+    {
+        // Megatron-Core offloads activations only without recomputation.
+        vec![Checkpointing::None]
+    } else if plan.implementation.stack == crate::plan::Stack::Megatron {
+        // Op-level checkpointing is PyTorch's; Megatron's middle ground
+        // is selective recomputation, which its launcher runs (#37).
+        vec![
+            Checkpointing::None,
+            Checkpointing::Selective,
+            Checkpointing::Full,
+        ]
+    } else {
+        vec![Checkpointing::None, Checkpointing::Op, Checkpointing::Full]
     }
 }
 
