@@ -6,7 +6,7 @@ use crate::job::Job;
 use crate::memory;
 use crate::plan::{Plan, TrainingStage};
 use crate::report::{Accuracy, Level};
-use crate::resolve::resolve;
+use crate::resolve::{resolve, resolve_for};
 use crate::text::{Arg, Join, Phrase, Text};
 use crate::throughput::{Fabric, Generation};
 
@@ -24,9 +24,21 @@ fn checked_memory(
     note_id: Text,
     kind: &'static str,
 ) -> Accuracy {
+    let outside = memory_outside(r, &stats.envelope, stats.quoted_error());
+    checked_memory_outside(outside, level, stats, note_id, kind)
+}
+
+/// [`checked_memory`] of a plan whose axes outside the checks' envelope
+/// are `outside` (already found).
+fn checked_memory_outside(
+    outside: Vec<Outside>,
+    level: Level,
+    stats: &crate::coverage::MemoryStats,
+    note_id: Text,
+    kind: &'static str,
+) -> Accuracy {
     let note = memory_note(note_id, stats, kind);
     let expected = stats.quoted_error();
-    let outside = memory_outside(r, &stats.envelope, expected);
     if !outside.is_empty() {
         return extrapolated(&outside, note);
     }
@@ -62,14 +74,30 @@ impl Figure {
     /// The figure of a resolved plan, or `None` where it has an error.
     fn of_job(self, r: &Job<'_>) -> Option<f64> {
         r.valid.then(|| match self {
-            Figure::Peak => r.memory().peak_bytes as f64,
+            Figure::Peak => r.peak_bytes() as f64,
             Figure::Speed => r.throughput(&r.efficiency()).tokens_per_second_per_gpu,
         })
     }
 
     /// The figure of a plan, resolved.
+    #[cfg(test)]
     fn of(self, p: &Plan) -> Option<f64> {
         self.of_job(&resolve(p).0)
+    }
+
+    /// The figure of `p`, a plan `r`'s with a setting put back: resolved
+    /// on `r`'s model where it names the same one (a model with an error
+    /// has an error in any plan).
+    fn of_put_back(self, r: &Job<'_>, p: &Plan) -> Option<f64> {
+        let same_model =
+            p.model == r.plan.model && p.params_b == r.plan.params_b && p.arch == r.plan.arch;
+        if !same_model {
+            return self.of_job(&resolve(p).0);
+        }
+        let model = (r.arch.clone(), r.model_name.clone());
+        r.model_valid
+            .then(|| self.of_job(&resolve_for(p, model, Vec::new()).0))
+            .flatten()
     }
 }
 
@@ -98,7 +126,7 @@ fn material(
     // from what they measured.
     let shift = |p: &Plan| {
         figure
-            .of(p)
+            .of_put_back(r, p)
             .map_or(f64::INFINITY, |f| (base / f - 1.0).abs())
     };
     // Per setting (only settings are left): the checked value that moves
@@ -294,13 +322,16 @@ fn measured_on_gpu(r: &Job<'_>, stats: &crate::coverage::MemoryStats) -> Option<
         && l.pp == 1
         && l.cp == 1
         && l.ep == 1;
-    let inside =
-        stats.rows > 0 && memory_outside(r, &stats.envelope, stats.quoted_error()).is_empty();
-    if !hf_dp || !inside {
+    if !hf_dp || stats.rows == 0 {
         return None;
     }
-    Some(checked_memory(
-        r,
+    let outside = memory_outside(r, &stats.envelope, stats.quoted_error());
+    if !outside.is_empty() {
+        return None;
+    }
+    // Inside: the envelope is not checked again.
+    Some(checked_memory_outside(
+        outside,
         Level::Measured,
         stats,
         Text::MemoryMeasuredOnGpu,

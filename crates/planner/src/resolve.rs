@@ -128,6 +128,7 @@ pub fn resolve_for(
         fabric,
         valid: errors.is_empty(),
         model_valid,
+        peak: Default::default(),
     };
     (job, errors)
 }

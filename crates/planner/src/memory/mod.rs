@@ -69,7 +69,17 @@ pub fn breakdown(
 impl Job<'_> {
     /// The job's per-GPU breakdown (its plan's, on its model and layout).
     pub fn memory(&self) -> MemoryBreakdown {
-        breakdown(&self.arch, &self.counts, self.plan, &self.layout)
+        let m = breakdown(&self.arch, &self.counts, self.plan, &self.layout);
+        let _ = self.peak.set(m.peak_bytes);
+        m
+    }
+
+    /// The job's peak bytes per GPU, broken down once per job.
+    pub fn peak_bytes(&self) -> u64 {
+        match self.peak.get() {
+            Some(p) => *p,
+            None => self.memory().peak_bytes,
+        }
     }
 }
 
