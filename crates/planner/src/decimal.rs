@@ -13,12 +13,25 @@
 /// `infinity` or `nan` (any case), as `str::parse::<f64>` does.
 pub fn parse_f64(s: &str) -> Option<f64> {
     let (negative, body) = sign(s);
-    let magnitude = match body.to_ascii_lowercase().as_str() {
-        "inf" | "infinity" => f64::INFINITY,
-        "nan" => f64::NAN,
-        _ => Decimal::read(body)?.to_f64(),
+    let word = |w: &str| body.eq_ignore_ascii_case(w);
+    let magnitude = if let Some(n) = small_integer(body) {
+        n
+    } else if word("inf") || word("infinity") {
+        f64::INFINITY
+    } else if word("nan") {
+        f64::NAN
+    } else {
+        Decimal::read(body)?.to_f64()
     };
     Some(if negative { -magnitude } else { magnitude })
+}
+
+/// A plain whole number of up to 15 digits (below 2^53, so exact): most
+/// of what a link holds, read without building its decimal.
+fn small_integer(text: &str) -> Option<f64> {
+    let digits = text.as_bytes();
+    let plain = !digits.is_empty() && digits.len() <= 15 && digits.iter().all(u8::is_ascii_digit);
+    plain.then(|| digits.iter().fold(0u64, |n, d| n * 10 + (d - b'0') as u64) as f64)
 }
 
 /// Whether `text` starts with `-`, and the rest after a `-` or `+`.
@@ -312,6 +325,11 @@ mod tests {
     #[test]
     fn edge_cases_read_as_std_reads_them() {
         let cases = [
+            // Plain whole numbers: the short path (up to 15 digits) and past it.
+            "8",
+            "000000000000001",
+            "999999999999999",
+            "9007199254740993",
             "0",
             "-0",
             "+0",

@@ -1001,10 +1001,33 @@ impl Default for Plan {
 
 /// Shortest decimal that reads back to the same number (`1e10`, `0.5`, `13`).
 pub fn fmt_num(x: f64) -> String {
+    // A whole number below a million is its integer's digits (not -0),
+    // written without the float formatter: labels write a few per edit.
+    if x.fract() == 0.0 && x.abs() < 1e6 && (x != 0.0 || x.is_sign_positive()) {
+        return (x as i64).to_string();
+    }
     if x != 0.0 && x.fract() == 0.0 && x.abs() >= 1e6 {
         let s = format!("{x:e}");
         return s;
     }
     let s = format!("{x}");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_num;
+
+    /// Whole numbers below a million take a shortcut: the float formatter's
+    /// own text, whatever the sign (`-0` stays `-0`).
+    #[test]
+    fn whole_numbers_are_written_as_the_float_formatter_writes_them() {
+        let mut xs: Vec<f64> = vec![0.0, -0.0, 1.0, -1.0, 999_999.0, -999_999.0, 8192.0];
+        xs.extend((0..2000).map(|i| (i * 499) as f64 - 500_000.0));
+        for x in xs {
+            assert_eq!(fmt_num(x), format!("{x}"), "{x:?}");
+        }
+        assert_eq!(fmt_num(1e6), "1e6");
+        assert_eq!(fmt_num(0.5), "0.5");
+    }
 }
