@@ -131,6 +131,23 @@ fn stage_breakdown(s: &StageShape) -> MemoryBreakdown {
     )
 }
 
+/// `x.round() as u64` (nearest whole byte, halves up; 0 for a negative or
+/// NaN; saturating), without `round`: WebAssembly has no instruction for
+/// it, and the page rounds a dozen terms per stage of every plan the
+/// auto-plan tries. The cast truncates; the fraction left decides.
+fn whole_bytes(x: f64) -> u64 {
+    if x.is_nan() || x <= 0.0 {
+        return 0;
+    }
+    let whole = x as u64;
+    // Exact: below 2^53 `whole` is a double, above it `x` has no fraction.
+    if x - whole as f64 >= 0.5 {
+        whole.saturating_add(1)
+    } else {
+        whole
+    }
+}
+
 /// Round every term to bytes and add up the totals.
 fn finish(
     terms: Vec<(Term, f64)>,
@@ -142,14 +159,7 @@ fn finish(
 ) -> MemoryBreakdown {
     let terms: Vec<(Term, u64)> = terms
         .into_iter()
-        .map(|(t, b)| {
-            let bytes = if b.is_finite() && b > 0.0 {
-                b.round() as u64
-            } else {
-                0
-            };
-            (t, bytes)
-        })
+        .map(|(t, b)| (t, if b.is_finite() { whole_bytes(b) } else { 0 }))
         .collect();
     // Saturating: a plan the URL accepts can ask for more than 2^64 bytes.
     let allocated_peak_bytes = terms
@@ -165,8 +175,48 @@ fn finish(
         allocated_peak_bytes,
         peak_bytes,
         activation_bytes: activation_bytes.max(0.0) as u64,
-        model_state_bytes: model_state_bytes.round() as u64,
-        saved_activation_bytes: saved_activation_bytes.round() as u64,
-        logits_bytes: logits_bytes.round() as u64,
+        model_state_bytes: whole_bytes(model_state_bytes),
+        saved_activation_bytes: whole_bytes(saved_activation_bytes),
+        logits_bytes: whole_bytes(logits_bytes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_bytes;
+
+    /// `whole_bytes` against `f64::round`: the same byte count, halves,
+    /// the last fractions below 2^53, huge, negative and not-a-number
+    /// values, and a spread of random magnitudes.
+    #[test]
+    fn whole_bytes_rounds_as_round_does() {
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            0.5,
+            1.5,
+            2.5,
+            0.49999999999999994,
+            4503599627370495.5,
+            4503599627370497.0,
+            9007199254740993.0,
+            1.8446744073709552e19,
+            1e300,
+            f64::INFINITY,
+            -0.5,
+            -3.7,
+            f64::NAN,
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..100_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let magnitude = (seed % 70) as i32 - 5;
+            xs.push((seed >> 11) as f64 / (1u64 << 53) as f64 * 2f64.powi(magnitude));
+        }
+        for x in xs {
+            assert_eq!(whole_bytes(x), x.round() as u64, "{x:e}");
+        }
     }
 }
