@@ -241,10 +241,11 @@ arg_from_ref!(u64, u32, usize, &str, Text);
 impl Phrase {
     /// The catalog's `id` with these values.
     pub fn of(id: Text, args: impl IntoIterator<Item = (&'static str, Arg)>) -> Phrase {
-        Phrase {
-            id,
-            args: args.into_iter().collect(),
-        }
+        // Room for the few `with`s that usually follow (a label's note
+        // takes three more): growing the list cost more than the phrase.
+        let mut all = Vec::with_capacity(6);
+        all.extend(args);
+        Phrase { id, args: all }
     }
 }
 
