@@ -37,7 +37,7 @@ fn model_inputs(ctx: Ctx) -> impl IntoView {
         <legend>{ctx.t(Text::Model)}</legend>
         <ModelPicker ctx=ctx />
         <NumberField ctx=ctx key="params_b" label=Text::OrAboutNBillionParameters
-            step="any" get=|p| p.params_b.map(|b| b.to_string()).unwrap_or_default() />
+            step="any" get=|p| p.model.params_b.map(|b| b.to_string()).unwrap_or_default() />
         <details class="custom-arch">
             <summary>{ctx.t(Text::CustomArchitecture)}</summary>
             <ArchFields ctx=ctx />
@@ -349,7 +349,7 @@ fn ModelPicker(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
     let err = ctx.error("model");
     // A memo, so that the list is redrawn only when the model changes.
-    let model = Memo::new(move |_| ctx.plan.with(|p| p.model.clone()));
+    let model = Memo::new(move |_| ctx.plan.with(|p| p.model.preset.clone()));
     view! {
         <div class="field">
             <label for="model-search">{move || tr(lang.get(), Text::SearchModels)}</label>
@@ -359,7 +359,7 @@ fn ModelPicker(ctx: Ctx) -> impl IntoView {
             <select id="model" name="model" on:change=move |ev| {
                 let v = event_target_value(&ev);
                 // Picking a preset clears the quick size and custom fields.
-                ctx.plan.update(|p| { p.params_b = None; p.arch = Default::default(); });
+                ctx.plan.update(|p| { p.model.params_b = None; p.model.arch = Default::default(); });
                 ctx.set("model", &v);
             }>
                 {move || {
@@ -429,8 +429,8 @@ fn ArchFields(ctx: Ctx) -> impl IntoView {
         <div class="row2">
             <SelectField ctx=ctx key="mlp" label=Text::LabelMLP
                 options=vec![("swiglu", Text::SwiGLUGated), ("geglu", Text::GeGLUGated), ("gelu", Text::PlainGELU)]
-                get=|p| p.arch.mlp.unwrap_or(Mlp::Swiglu).key().to_string() />
-            <CheckField ctx=ctx key="tied" label=Text::TiedEmbeddings get=|p| p.arch.tied.unwrap_or(false) />
+                get=|p| p.model.arch.mlp.unwrap_or(Mlp::Swiglu).key().to_string() />
+            <CheckField ctx=ctx key="tied" label=Text::TiedEmbeddings get=|p| p.model.arch.tied.unwrap_or(false) />
         </div>
     }
 }
@@ -456,9 +456,9 @@ fn ConfigPaste(ctx: Ctx) -> impl IntoView {
         Ok(a) => {
             error.set(None);
             ctx.plan.update(|p| {
-                p.params_b = None;
-                p.model = "custom".into();
-                p.arch = planner::plan::ArchOverrides {
+                p.model.params_b = None;
+                p.model.preset = "custom".into();
+                p.model.arch = planner::plan::ArchOverrides {
                     layers: Some(a.layers),
                     hidden: Some(a.hidden),
                     heads: Some(a.heads),

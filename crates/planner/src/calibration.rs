@@ -5,8 +5,8 @@ use crate::architecture::{Architecture, Mlp};
 use crate::hardware;
 use crate::layout::{Layout, Stages};
 use crate::plan::{
-    Activations, Checkpointing, Data, Implementation, Numerics, Parallelism, Plan, Precision,
-    Stack, TrainingSetup,
+    Activations, Checkpointing, Data, Implementation, ModelChoice, Numerics, Parallelism, Plan,
+    Precision, Stack, TrainingSetup,
 };
 use crate::throughput::{
     efficiency, generation, throughput, Efficiency, Fabric, Generation, HostCosts, HOST,
@@ -302,7 +302,6 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
     let fsdp = r.get("zero_or_fsdp");
     let ac = r.get("activation_checkpointing");
     let mut plan = Plan {
-        model: "custom".into(),
         parallelism: Parallelism {
             pp_first: d.pp_first,
             pp_last: d.pp_last,
@@ -361,6 +360,10 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
         training: TrainingSetup {
             mtp: stated(notes, "MTP").map_or(0, |v| v as u64),
             ..TrainingSetup::default()
+        },
+        model: ModelChoice {
+            preset: "custom".into(),
+            ..ModelChoice::default()
         },
         ..Plan::default()
     };
@@ -455,7 +458,6 @@ fn hf_case(r: &Row) -> Option<Case> {
     let gpus = r.num("gpus")? as u64;
     let mb = r.num("micro_batch")? as u64;
     let plan = Plan {
-        model: "custom".into(),
         parallelism: Parallelism {
             zero: 3,
             ..Parallelism::default()
@@ -485,6 +487,10 @@ fn hf_case(r: &Row) -> Option<Case> {
         training: TrainingSetup {
             train,
             ..TrainingSetup::default()
+        },
+        model: ModelChoice {
+            preset: "custom".into(),
+            ..ModelChoice::default()
         },
         ..Plan::default()
     };

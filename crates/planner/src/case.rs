@@ -45,10 +45,10 @@ impl Case {
             .iter()
             .find(|pre| a.moe.is_some() && pre.arch == *a)
         {
-            Some(pre) => p.model = pre.id.clone(),
+            Some(pre) => p.model.preset = pre.id.clone(),
             None => {
-                p.model = "custom".into();
-                p.arch = crate::plan::ArchOverrides {
+                p.model.preset = "custom".into();
+                p.model.arch = crate::plan::ArchOverrides {
                     layers: Some(a.layers),
                     hidden: Some(a.hidden),
                     heads: Some(a.heads),

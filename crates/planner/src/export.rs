@@ -413,7 +413,7 @@ fn model_id<'a>(p: &'a Plan, r: &Report) -> Option<&'a str> {
     if !p.launch.hf_model.is_empty() {
         return Some(&p.launch.hf_model);
     }
-    crate::architecture::preset(&p.model)
+    crate::architecture::preset(&p.model.preset)
         .filter(|m| m.name == r.model_name.english() && !m.hub.is_empty())
         .map(|m| m.hub.as_str())
 }

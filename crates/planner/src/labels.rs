@@ -89,8 +89,9 @@ impl Figure {
     /// on `r`'s model where it names the same one (a model with an error
     /// has an error in any plan).
     fn of_put_back(self, r: &Job<'_>, p: &Plan) -> Option<f64> {
-        let same_model =
-            p.model == r.plan.model && p.params_b == r.plan.params_b && p.arch == r.plan.arch;
+        let same_model = p.model.preset == r.plan.model.preset
+            && p.model.params_b == r.plan.model.params_b
+            && p.model.arch == r.plan.model.arch;
         if !same_model {
             return self.of_job(&resolve(p).0);
         }

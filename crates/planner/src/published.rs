@@ -12,8 +12,8 @@ use crate::fabric::{Fabric, Network};
 use crate::hardware;
 use crate::layout::{Layout, Stages};
 use crate::plan::{
-    Activations, Attention, Checkpointing, Data, Implementation, Numerics, Parallelism, Plan,
-    Precision, Stack,
+    Activations, Attention, Checkpointing, Data, Implementation, ModelChoice, Numerics,
+    Parallelism, Plan, Precision, Stack,
 };
 use crate::table::{read_csv, Row};
 
@@ -99,7 +99,6 @@ fn int(r: &Row, key: &str) -> u64 {
 fn plan(r: &Row) -> Option<Plan> {
     let (tp, fsdp, replicate) = (int(r, "tp"), int(r, "fsdp"), int(r, "replicate"));
     Some(Plan {
-        model: "custom".into(),
         parallelism: Parallelism {
             zero: if fsdp > 1 { 3 } else { 1 },
             shard: (replicate > 1).then_some(fsdp),
@@ -139,6 +138,10 @@ fn plan(r: &Row) -> Option<Plan> {
                 "cudnn" => Attention::Cudnn,
                 _ => Attention::Flash,
             },
+        },
+        model: ModelChoice {
+            preset: "custom".into(),
+            ..ModelChoice::default()
         },
         ..Plan::default()
     })

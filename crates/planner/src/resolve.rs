@@ -16,19 +16,19 @@ use std::borrow::Cow;
 
 /// Build the architecture the plan names: preset, quick size, then overrides.
 pub fn resolve_architecture(plan: &Plan) -> (Architecture, Phrase) {
-    let (mut arch, name) = match plan.params_b {
+    let (mut arch, name) = match plan.model.params_b {
         Some(b) => (
             Architecture::from_billions(b),
             Phrase::new(Text::DerivedShape).with("billions", Arg::Real(b)),
         ),
-        None => match architecture::preset(&plan.model) {
+        None => match architecture::preset(&plan.model.preset) {
             Some(p) => (
                 p.arch.clone(),
                 Phrase::new(Text::Verbatim).with("text", &p.name),
             ),
             None => {
-                let p =
-                    architecture::preset(&Plan::default().model).expect("default preset exists");
+                let p = architecture::preset(&Plan::default().model.preset)
+                    .expect("default preset exists");
                 // A custom shape's RoPE is Transformers' Llama default, as
                 // a quick size's: not the default preset's own scaling.
                 let arch = Architecture {
@@ -39,7 +39,7 @@ pub fn resolve_architecture(plan: &Plan) -> (Architecture, Phrase) {
             }
         },
     };
-    let o = &plan.arch;
+    let o = &plan.model.arch;
     // Changing hidden or heads without head_dim keeps d = h / a.
     let derive_head_dim = o.head_dim.is_none() && (o.hidden.is_some() || o.heads.is_some());
     arch.layers = o.layers.unwrap_or(arch.layers);
@@ -136,11 +136,11 @@ pub fn resolve_for(
 /// The model: preset or quick size with the user's overrides, validated.
 fn resolve_model(plan: &Plan, errors: &mut Vec<Message>) -> (Architecture, Phrase) {
     let (arch, mut model_name) = resolve_architecture(plan);
-    if !plan.arch.is_empty() {
-        model_name = custom_name(&arch, &plan.model);
+    if !plan.model.arch.is_empty() {
+        model_name = custom_name(&arch, &plan.model.preset);
     }
-    if plan.arch.hidden.is_some()
-        && plan.arch.head_dim.is_none()
+    if plan.model.arch.hidden.is_some()
+        && plan.model.arch.head_dim.is_none()
         && arch.heads > 0
         && arch.hidden % arch.heads != 0
     {

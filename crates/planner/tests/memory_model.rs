@@ -5,7 +5,8 @@ use planner::evaluate;
 use planner::layout::{Layout, Stages};
 use planner::memory::{breakdown, Term};
 use planner::plan::{
-    Activations, Checkpointing, Data, Implementation, Numerics, Parallelism, Plan, Precision, Stack,
+    Activations, Checkpointing, Data, Implementation, ModelChoice, Numerics, Parallelism, Plan,
+    Precision, Stack,
 };
 use planner::resolve::resolve;
 
@@ -134,7 +135,6 @@ fn tensor_and_sequence_parallel_divide_activations() {
     let arch = preset("llama-3.1-70b").unwrap().arch.clone();
     let c = arch.parameter_counts();
     let base = Plan {
-        model: "llama-3.1-70b".into(),
         parallelism: Parallelism {
             zero: 0,
             ..Parallelism::default()
@@ -142,6 +142,10 @@ fn tensor_and_sequence_parallel_divide_activations() {
         implementation: Implementation {
             stack: Stack::Megatron,
             ..Implementation::default()
+        },
+        model: ModelChoice {
+            preset: "llama-3.1-70b".into(),
+            ..ModelChoice::default()
         },
         ..Plan::default()
     };
@@ -440,7 +444,7 @@ fn every_published_recipe_is_accepted() {
         if c.arch.moe.is_some() {
             moe_rows += 1;
             assert_ne!(
-                d.plan.model, "custom",
+                d.plan.model.preset, "custom",
                 "{}: an MoE row opens its preset",
                 c.id
             );

@@ -3,7 +3,7 @@
 
 use planner::calibration::{median_abs_error, predictions};
 use planner::evaluate;
-use planner::plan::{Data, Plan, Saving};
+use planner::plan::{Data, ModelChoice, Plan, Saving};
 
 /// Each published run's tolerances, percent: in-sample, its error when the
 /// parameters were last fitted plus half a point (at least 1), so that moving
@@ -438,10 +438,13 @@ fn excluded_rows_are_named_with_reasons() {
 fn model_flops_per_token_match_megatron_bridge() {
     for (model, gflop) in [("llama-3.1-8b", 51.5), ("llama-3.1-70b", 449.2)] {
         let r = evaluate(&Plan {
-            model: model.into(),
             data: Data {
                 seq: 8192,
                 ..Data::default()
+            },
+            model: ModelChoice {
+                preset: model.into(),
+                ..ModelChoice::default()
             },
             ..Plan::default()
         });

@@ -10,7 +10,7 @@ fn full_urls_and_bare_queries_read_the_same() {
     let a = Plan::from_query("https://planner.example/?model=qwen2.5-7b&seq=4096#top").plan;
     let b = Plan::from_query("model=qwen2.5-7b&seq=4096").plan;
     assert_eq!(a, b);
-    assert_eq!(a.model, "qwen2.5-7b");
+    assert_eq!(a.model.preset, "qwen2.5-7b");
     assert_eq!(a.data.seq, 4096);
 }
 
@@ -196,7 +196,10 @@ fn a_pinned_plan_survives_the_link() {
     assert_eq!(bad.notices.len(), 1, "a broken pinned plan is reported");
     assert!(bad.notices[0].message().contains("vs"));
     assert_eq!(bad.pinned, None, "and nothing is pinned");
-    assert_eq!(bad.plan.model, "llama-3.1-8b", "the current plan stays");
+    assert_eq!(
+        bad.plan.model.preset, "llama-3.1-8b",
+        "the current plan stays"
+    );
     let emptied = Plan::from_query(&format!("{link}&vs="));
     assert_eq!(emptied.pinned, None, "an empty vs unpins");
     assert_eq!(emptied.plan, p);

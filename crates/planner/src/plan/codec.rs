@@ -384,7 +384,7 @@ impl Plan {
 
     /// The schema version, the model and its shape.
     fn set_model(&mut self, f: &Field) -> Taken {
-        let a = &mut self.arch;
+        let a = &mut self.model.arch;
         match f.key {
             "v" => {
                 let v = f.int(1, 1000)?;
@@ -393,7 +393,7 @@ impl Plan {
                     return Err(problem(Text::NewerSchema, &args));
                 }
             }
-            "model" => self.model = f.model()?,
+            "model" => self.model.preset = f.model()?,
             "layers" => a.layers = Some(f.int(1, 1024)?),
             "hidden" => a.hidden = Some(f.int(64, 131_072)?),
             "heads" => a.heads = Some(f.int(1, 1024)?),
@@ -409,7 +409,7 @@ impl Plan {
             "experts" => a.experts = Some(f.int(1, 1024)?),
             "active_experts" => a.active_experts = Some(f.int(1, 1024)?),
             "expert_ffn" => a.expert_ffn = Some(f.int(16, 1_048_576)?),
-            "params_b" => self.params_b = Some(f.num(0.05, 2000.0)?),
+            "params_b" => self.model.params_b = Some(f.num(0.05, 2000.0)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -586,8 +586,8 @@ impl Plan {
 
     /// The model and the shape keys the user set.
     fn model_pairs(&self, out: &mut Pairs) {
-        out.push(("model", self.model.clone()));
-        let a = &self.arch;
+        out.push(("model", self.model.preset.clone()));
+        let a = &self.model.arch;
         let opt_u = |v: Option<u64>| v.map(|x| x.to_string());
         for (k, v) in [
             ("layers", opt_u(a.layers)),
@@ -602,7 +602,7 @@ impl Plan {
             ("experts", opt_u(a.experts)),
             ("active_experts", opt_u(a.active_experts)),
             ("expert_ffn", opt_u(a.expert_ffn)),
-            ("params_b", self.params_b.map(fmt_num)),
+            ("params_b", self.model.params_b.map(fmt_num)),
         ] {
             if let Some(v) = v {
                 out.push((k, v));

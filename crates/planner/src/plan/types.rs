@@ -527,14 +527,13 @@ impl ArchOverrides {
 
 pub use crate::hardware::CustomGpu;
 
-/// Every input of a plan. `Plan::default()` is the page's opening plan.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Every input of a plan, section by section. `Plan::default()` is the
+/// page's opening plan: each section's own default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Plan {
-    /// Preset id, or `custom`.
-    pub model: String,
-    pub arch: ArchOverrides,
-    /// Quick size in billions: derive a plausible shape (overrides `model`).
-    pub params_b: Option<f64>,
+    /// The model: a preset or a quick size, with the user's shape overrides.
+    #[serde(flatten)]
+    pub model: ModelChoice,
     /// What the run trains and how.
     #[serde(flatten)]
     pub training: TrainingSetup,
@@ -848,6 +847,27 @@ impl Default for TrainingSetup {
     }
 }
 
+/// The model a plan trains: a preset, a quick size, and the shape fields the user changed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModelChoice {
+    /// Preset id, or `custom`.
+    #[serde(rename = "model")]
+    pub preset: String,
+    pub arch: ArchOverrides,
+    /// Quick size in billions: derive a plausible shape (overrides `model`).
+    pub params_b: Option<f64>,
+}
+
+impl Default for ModelChoice {
+    fn default() -> Self {
+        ModelChoice {
+            preset: "llama-3.1-8b".into(),
+            arch: ArchOverrides::default(),
+            params_b: None,
+        }
+    }
+}
+
 /// Where the job runs: the SageMaker instance type (or a custom GPU), how
 /// many, a GB200 UltraServer's NVLink domain, and the hour's price.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -973,29 +993,6 @@ impl Locks {
             .copied()
             .collect::<Vec<_>>()
             .join(",")
-    }
-}
-
-impl Default for Plan {
-    fn default() -> Self {
-        Plan {
-            model: "llama-3.1-8b".into(),
-            arch: ArchOverrides::default(),
-            params_b: None,
-            training: TrainingSetup::default(),
-            lora: Lora::default(),
-            data: Data::default(),
-            numerics: Numerics::default(),
-            activations: Activations::default(),
-            implementation: Implementation::default(),
-            parallelism: Parallelism::default(),
-            hardware: Hardware::default(),
-            moe: MoeDispatch::default(),
-            saving: Saving::default(),
-            allowances: Allowances::default(),
-            launch: Launch::default(),
-            auto: AutoPlanLimits::default(),
-        }
     }
 }
 
