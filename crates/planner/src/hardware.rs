@@ -391,7 +391,7 @@ pub fn generation(gpu: &Gpu) -> Generation {
     let id = gpu.id.as_str();
     match id.as_bytes().first() {
         // The 500 W H100 of torchtitan's Grand Teton runs.
-        Some(b'H') if id.contains("500W") => Generation::HopperPowerCapped,
+        Some(b'H') if id.ends_with("500W") => Generation::HopperPowerCapped,
         Some(b'H') => Generation::Hopper,
         // A user-entered GPU gets the fitted Hopper values.
         Some(b'C') if id.starts_with("Custom") => Generation::Hopper,

@@ -27,10 +27,12 @@ pub enum AttentionKernel {
 }
 
 impl AttentionKernel {
-    fn key(self) -> &'static str {
-        match self {
-            AttentionKernel::Fa2 => "fa2",
-            AttentionKernel::Cudnn => "cudnn",
+    /// The kernel a benchmark row names (`fa2`, `cudnn`).
+    fn from_key(key: &str) -> Option<AttentionKernel> {
+        match key {
+            "fa2" => Some(AttentionKernel::Fa2),
+            "cudnn" => Some(AttentionKernel::Cudnn),
+            _ => None,
         }
     }
 
@@ -54,11 +56,30 @@ impl AttentionKernel {
 
 /// The architecture whose benchmarks stand for a generation: Ada (no
 /// published attention benchmark) runs FlashAttention-2's Ampere kernels.
-fn arch(generation: Generation) -> &'static str {
+/// The GPU architectures the kernel benchmarks name (`arch` column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KernelArch {
+    Ampere,
+    Hopper,
+    Blackwell,
+}
+
+impl KernelArch {
+    fn from_key(key: &str) -> Option<KernelArch> {
+        match key {
+            "ampere" => Some(KernelArch::Ampere),
+            "hopper" => Some(KernelArch::Hopper),
+            "blackwell" => Some(KernelArch::Blackwell),
+            _ => None,
+        }
+    }
+}
+
+fn arch(generation: Generation) -> KernelArch {
     match generation {
-        Generation::Ampere | Generation::Ada => "ampere",
-        Generation::Hopper | Generation::HopperPowerCapped => "hopper",
-        Generation::Blackwell => "blackwell",
+        Generation::Ampere | Generation::Ada => KernelArch::Ampere,
+        Generation::Hopper | Generation::HopperPowerCapped => KernelArch::Hopper,
+        Generation::Blackwell => KernelArch::Blackwell,
     }
 }
 
@@ -68,8 +89,8 @@ const ATTENTION_CSV: &str = include_str!(concat!(env!("OUT_DIR"), "/attention_ke
 /// One benchmarked curve: a kernel on an architecture at one head size,
 /// its (sequence, efficiency) points in the file's order.
 struct Curve {
-    kernel: String,
-    arch: String,
+    kernel: AttentionKernel,
+    arch: KernelArch,
     head_dim: u64,
     points: Vec<(f64, f64)>,
 }
@@ -86,15 +107,19 @@ fn curves() -> &'static [Curve] {
             let (Some(d), Some(seq), Some(e)) = (num(2), num(3), num(4)) else {
                 continue;
             };
-            let (k, a, d) = (f[0], f[1], d as u64);
+            let (Some(k), Some(a)) = (AttentionKernel::from_key(f[0]), KernelArch::from_key(f[1]))
+            else {
+                continue;
+            };
+            let d = d as u64;
             match curves
                 .iter_mut()
                 .find(|c| c.kernel == k && c.arch == a && c.head_dim == d)
             {
                 Some(c) => c.points.push((seq, e)),
                 None => curves.push(Curve {
-                    kernel: k.to_string(),
-                    arch: a.to_string(),
+                    kernel: k,
+                    arch: a,
                     head_dim: d,
                     points: vec![(seq, e)],
                 }),
@@ -116,7 +141,7 @@ pub fn attention_efficiency(
     head_dim: u64,
     seq: f64,
 ) -> f64 {
-    let (k, a) = (kernel.key(), arch(generation));
+    let (k, a) = (kernel, arch(generation));
     let x = seq.max(1.0);
     let curve = |d: u64| -> Option<f64> {
         let c = curves()
@@ -170,8 +195,12 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for c in curves() {
             for (seq, _) in &c.points {
-                let key = (&c.kernel, &c.arch, c.head_dim, *seq as u64);
-                assert!(seen.insert(key), "{key:?} listed twice");
+                let key = (
+                    format!("{:?} {:?}", c.kernel, c.arch),
+                    c.head_dim,
+                    *seq as u64,
+                );
+                assert!(seen.insert(key.clone()), "{key:?} listed twice");
             }
         }
         // Every data row of the file is read.
