@@ -263,6 +263,11 @@ pub struct Fabric {
     pub network: Network,
     /// Collectives across domains are hierarchical (multi-node NVLink domains).
     pub hierarchical: bool,
+    /// One GPU's link beyond the domain: the slower of the network's and
+    /// the domain's (`link`), built once with the fabric (the auto-plan
+    /// asks for it three times per plan it times).
+    #[serde(skip)]
+    beyond: Link,
 }
 
 impl Fabric {
@@ -284,11 +289,13 @@ impl Fabric {
 
     /// `gpus_per_domain` GPUs on the GPU's link, and `network` beyond it.
     pub fn new(gpu: &Gpu, gpus_per_domain: u64, network: Network) -> Fabric {
+        let intra = Link::of_gpu(gpu);
         Fabric {
             gpus_per_domain,
-            intra: Link::of_gpu(gpu),
+            intra,
             network,
             hierarchical: false,
+            beyond: *network.link().slower(&intra),
         }
     }
 
@@ -321,11 +328,11 @@ impl Fabric {
 
     /// The link one rank of a group of `n` ranks `stride` GPUs apart sends
     /// on: the domain's, or its GPU's share of the network.
-    pub fn link(&self, n: u64, stride: u64) -> Link {
+    pub fn link(&self, n: u64, stride: u64) -> &Link {
         if n * stride <= self.gpus_per_domain {
-            self.intra
+            &self.intra
         } else {
-            *self.network.link().slower(&self.intra)
+            &self.beyond
         }
     }
 }
