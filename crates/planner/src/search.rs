@@ -239,6 +239,10 @@ pub struct Search {
     user_usd: Option<f64>,
     user_fits: bool,
     adapters: f64,
+    /// Whether the launchers refuse each precision, ZeRO stage and pipeline
+    /// degree of the space (`refusal_index`), asked once per search
+    /// rather than once per block.
+    refused: Vec<bool>,
 }
 
 const TP: [u64; 4] = [1, 2, 4, 8];
@@ -477,7 +481,7 @@ impl Search {
         let mut work = plan.clone();
         work.parallelism.shard = None;
         let space = Space::around(plan, &arch);
-        Search {
+        let mut search = Search {
             base: plan.clone(),
             work,
             arch,
@@ -496,7 +500,32 @@ impl Search {
             user_hours: user.time.total_hours,
             user_fits: user.fits,
             user_usd: user.cost.total_usd,
+            refused: Vec::new(),
+        };
+        search.refused = search.refusals();
+        search
+    }
+
+    /// `launcher_refuses` for every precision, ZeRO stage and pipeline
+    /// degree of the space, in `refusal_index` order.
+    fn refusals(&self) -> Vec<bool> {
+        let s = &self.space;
+        let mut refused = Vec::with_capacity(s.precisions.len() * s.zeros.len() * s.pps.len());
+        for &precision in &s.precisions {
+            for &(zero, _) in &s.zeros {
+                for &pp in &s.pps {
+                    refused.push(self.launcher_refuses(precision, zero, pp));
+                }
+            }
         }
+        refused
+    }
+
+    /// Where a block's precision, ZeRO stage and pipeline degree sit in
+    /// `refused`.
+    fn refusal_index(&self, o: [usize; 9]) -> usize {
+        let s = &self.space;
+        (o[2] * s.zeros.len() + o[7]) * s.pps.len() + o[4]
     }
 
     /// Size of the space.
@@ -607,7 +636,7 @@ impl Search {
                 )
                 .is_some()
         };
-        if !valid || bundled_hf_refuses() || self.launcher_refuses(precision, zero, pp) {
+        if !valid || bundled_hf_refuses() || self.refused[self.refusal_index(o)] {
             return None;
         }
         let dp = gpus / (tp * pp * cp);
