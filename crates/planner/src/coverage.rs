@@ -102,11 +102,11 @@ impl Group {
         let nvl = if self.nvl72 { ", NVL72" } else { "" };
         let moe = if self.moe { ", MoE" } else { "" };
         Phrase::new(Text::GroupName)
-            .with("generation", format!("{:?}", self.generation))
+            .with("generation", self.generation.name())
             .with("stack", stack)
             .with("precision", precision)
             .with("layout", layout)
-            .with("more", format!("{nvl}{moe}"))
+            .with("more", [nvl, moe].concat())
     }
 
     /// The name in English (docs/accuracy.md, coverage.json).

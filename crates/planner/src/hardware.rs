@@ -385,6 +385,20 @@ pub enum Generation {
     Blackwell,
 }
 
+impl Generation {
+    /// Its name as its `Debug` writes it (`HopperPowerCapped`): the
+    /// checked groups' names in coverage.json and the labels.
+    pub fn name(self) -> &'static str {
+        match self {
+            Generation::Ampere => "Ampere",
+            Generation::Ada => "Ada",
+            Generation::Hopper => "Hopper",
+            Generation::HopperPowerCapped => "HopperPowerCapped",
+            Generation::Blackwell => "Blackwell",
+        }
+    }
+}
+
 pub fn generation(gpu: &Gpu) -> Generation {
     // The first letter decides, before any search of the name: the search
     // calls this for every plan it times.
@@ -398,5 +412,20 @@ pub fn generation(gpu: &Gpu) -> Generation {
         Some(b'A') if id.starts_with("A1") => Generation::Ampere,
         Some(b'L') => Generation::Ada,
         _ => Generation::Blackwell,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Generation;
+
+    /// The names the checked groups were written with (coverage.json) are
+    /// the generations' `Debug` names.
+    #[test]
+    fn generation_names_are_their_debug_names() {
+        use Generation::*;
+        for g in [Ampere, Ada, Hopper, HopperPowerCapped, Blackwell] {
+            assert_eq!(g.name(), format!("{g:?}"));
+        }
     }
 }
