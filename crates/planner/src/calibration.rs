@@ -361,10 +361,7 @@ fn row_plan(r: &Row, layers: u64, d: &Degrees) -> Option<Plan> {
             mtp: stated(notes, "MTP").map_or(0, |v| v as u64),
             ..TrainingSetup::default()
         },
-        model: ModelChoice {
-            preset: "custom".into(),
-            ..ModelChoice::default()
-        },
+        model: ModelChoice::custom(),
         ..Plan::default()
     };
     Recipe::of(r, layers / d.pp.max(1)).apply(&mut plan);
@@ -488,10 +485,7 @@ fn hf_case(r: &Row) -> Option<Case> {
             train,
             ..TrainingSetup::default()
         },
-        model: ModelChoice {
-            preset: "custom".into(),
-            ..ModelChoice::default()
-        },
+        model: ModelChoice::custom(),
         ..Plan::default()
     };
     let layout = Layout {

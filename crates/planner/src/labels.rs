@@ -89,10 +89,7 @@ impl Figure {
     /// on `r`'s model where it names the same one (a model with an error
     /// has an error in any plan).
     fn of_put_back(self, r: &Job<'_>, p: &Plan) -> Option<f64> {
-        let same_model = p.model.preset == r.plan.model.preset
-            && p.model.params_b == r.plan.model.params_b
-            && p.model.arch == r.plan.model.arch;
-        if !same_model {
+        if p.model != r.plan.model {
             return self.of_job(&resolve(p).0);
         }
         let model = (r.arch.clone(), r.model_name.clone());

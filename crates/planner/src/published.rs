@@ -139,10 +139,7 @@ fn plan(r: &Row) -> Option<Plan> {
                 _ => Attention::Flash,
             },
         },
-        model: ModelChoice {
-            preset: "custom".into(),
-            ..ModelChoice::default()
-        },
+        model: ModelChoice::custom(),
         ..Plan::default()
     })
 }

@@ -858,6 +858,17 @@ pub struct ModelChoice {
     pub params_b: Option<f64>,
 }
 
+impl ModelChoice {
+    /// A shape given field by field (`model=custom`), on the default
+    /// preset's other fields.
+    pub fn custom() -> ModelChoice {
+        ModelChoice {
+            preset: "custom".into(),
+            ..ModelChoice::default()
+        }
+    }
+}
+
 impl Default for ModelChoice {
     fn default() -> Self {
         ModelChoice {
