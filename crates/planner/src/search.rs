@@ -506,15 +506,25 @@ impl Search {
         search
     }
 
-    /// `launcher_refuses` for every precision, ZeRO stage and pipeline
-    /// degree of the space, in `refusal_index` order.
+    /// `launcher_refuses` for every precision, ZeRO stage, pipeline degree
+    /// and checkpointing of the space, in `refusal_index` order (then the
+    /// checkpointing's).
     fn refusals(&self) -> Vec<bool> {
         let s = &self.space;
-        let mut refused = Vec::with_capacity(s.precisions.len() * s.zeros.len() * s.pps.len());
+        let n = s.precisions.len() * s.zeros.len() * s.pps.len() * s.ckpts.len();
+        let mut refused = Vec::with_capacity(n);
         for &precision in &s.precisions {
             for &(zero, _) in &s.zeros {
                 for &pp in &s.pps {
-                    refused.push(self.launcher_refuses(precision, zero, pp));
+                    for &checkpointing in &s.ckpts {
+                        let choice = launchers::Choice {
+                            precision,
+                            zero,
+                            pp,
+                            checkpointing,
+                        };
+                        refused.push(self.launcher_refuses(choice));
+                    }
                 }
             }
         }
@@ -522,10 +532,17 @@ impl Search {
     }
 
     /// Where a block's precision, ZeRO stage and pipeline degree sit in
-    /// `refused`.
+    /// `refused`, counted in runs of the space's checkpointings.
     fn refusal_index(&self, o: [usize; 9]) -> usize {
         let s = &self.space;
         (o[2] * s.zeros.len() + o[7]) * s.pps.len() + o[4]
+    }
+
+    /// Whether the launchers refuse every checkpointing of a block.
+    fn block_refused(&self, o: [usize; 9]) -> bool {
+        let n = self.space.ckpts.len();
+        let at = self.refusal_index(o) * n;
+        self.refused[at..at + n].iter().all(|&r| r)
     }
 
     /// Size of the space.
@@ -636,7 +653,7 @@ impl Search {
                 )
                 .is_some()
         };
-        if !valid || bundled_hf_refuses() || self.refused[self.refusal_index(o)] {
+        if !valid || bundled_hf_refuses() || self.block_refused(o) {
             return None;
         }
         let dp = gpus / (tp * pp * cp);
@@ -708,23 +725,11 @@ impl Search {
         self.pareto.iter().any(|f| f.hours <= hours && f.usd <= usd)
     }
 
-    /// Whether the bundle's Megatron-Bridge launcher refuses the block's
-    /// precision, ZeRO stage and pipeline with the plan's other settings:
-    /// the candidates checkpoint only as it runs unless the plan locks its
-    /// own (`launchers`).
-    fn launcher_refuses(&self, precision: Precision, zero: u8, pp: u64) -> bool {
+    /// Whether the bundle's Megatron-Bridge or GRPO launcher refuses a
+    /// candidate's precision, ZeRO stage, pipeline and checkpointing with the
+    /// plan's other settings (`launchers`).
+    fn launcher_refuses(&self, choice: launchers::Choice) -> bool {
         let b = &self.base;
-        let checkpointing = if b.auto.locks.checkpointing {
-            b.activations.checkpointing
-        } else {
-            Checkpointing::None
-        };
-        let choice = launchers::Choice {
-            precision,
-            zero,
-            pp,
-            checkpointing,
-        };
         launchers::megatron_refusal(b, &self.arch, choice).is_some()
             || launchers::grpo_refusal(b, choice).is_some()
     }
@@ -741,6 +746,21 @@ impl Search {
         crate::host::offload_overflow(w, &offload, instance, layout.gpus).is_some()
     }
 
+    /// The first micro-batch after `mbs[mi]` (ascending) that may fit when
+    /// `mbs[mi]` does not: larger ones need more memory while they still
+    /// accumulate gradients, but the one of a single micro-batch a step
+    /// sheds the earlier micro-batches' gradients (`memory::moments`), so
+    /// it is tried; past the end when none is left.
+    fn next_after_overflow(&self, mbs: &[u64], mi: usize, dp: u64) -> usize {
+        let ends_accumulation = |m: u64| m * dp == self.global_sequences;
+        if ends_accumulation(mbs[mi]) {
+            return mbs.len();
+        }
+        (mi + 1..mbs.len())
+            .find(|&j| ends_accumulation(mbs[j]))
+            .unwrap_or(mbs.len())
+    }
+
     /// Every checkpointing, loss and micro-batch on the block's layout.
     fn inner(&mut self, o: [usize; 9], layout: &Layout) {
         let s = &self.space;
@@ -755,8 +775,19 @@ impl Search {
         let mut best: Option<Found> = None;
         let dp = layout.dp;
         for (ci, &ck) in ckpts.iter().enumerate() {
+            if self.refused[self.refusal_index(o) * ckpts.len() + ci] {
+                self.pruned += (losses.len() * mbs.len()) as u64;
+                continue;
+            }
             for (li, &loss) in losses.iter().enumerate() {
+                // Micro-batches ascending: once one overflows, skip to the
+                // one that ends accumulation (or stop).
+                let mut skip_below = 0;
                 for (mi, &mb) in mbs.iter().enumerate() {
+                    if mi < skip_below {
+                        self.pruned += 1;
+                        continue;
+                    }
                     if !self.global_sequences.is_multiple_of(mb * dp) {
                         self.pruned += 1;
                         continue;
@@ -774,10 +805,7 @@ impl Search {
                         ) + pool;
                     if peak > budget {
                         if self.use_bounds {
-                            // Larger micro-batches need more memory: skip them.
-                            let rest = (mbs.len() - mi - 1) as u64;
-                            self.pruned += rest;
-                            break;
+                            skip_below = self.next_after_overflow(&mbs, mi, dp);
                         }
                         continue;
                     }

@@ -27,6 +27,10 @@ fn pruned_search_equals_brute_force() {
         "model=llama-3.1-8b&instance=ml.p5.48xlarge&price=55&lock=instance",
         "model=qwen2.5-14b&seq=32768&instance=ml.p4de.24xlarge&price=40&lock=instance,checkpointing&ckpt=full",
         "model=llama-3.1-70b&instance=ml.p5en.48xlarge&price=63.3&lock=instance&tokens=1e9",
+        // One 32.9 GB GPU (27.2 GiB budget), 4 sequences a step, ZeRO-0:
+        // micro-batch 2 (27.4 GiB, gradients accumulated) overflows, 4 in one
+        // micro-batch (27.0 GiB) fits: the bound must not stop at 2.
+        "model=llama-3.2-1b&seq=8192&mb=1&ga=4&ckpt=full&loss=fused&instance=custom&gpu_mem=32.9&gpu_count=1&nodes=1&lock=instance,precision,nodes",
     ] {
         let plan = Plan::from_query(q).plan;
         let fast = Search::new(&plan).finish();
