@@ -54,6 +54,8 @@ VARIATIONS = [
     dict(optimizer="adamw-foreach"),
     dict(seq=4096),
     dict(mb=2),
+    # Gradient accumulation: the earlier micro-batches' gradients live through the last one's.
+    dict(ga=8),
 ]
 
 WORLDS = [2, 4, 16, 64]
@@ -62,6 +64,7 @@ WORLDS = [2, 4, 16, 64]
 SMOKE = {
     "llama-3.2-1b/single/base",
     "llama-3.2-1b/zero3/base",
+    "llama-3.2-1b/single/ga=8",
     "llama-3.1-8b/zero3/ckpt=full",
     "qwen3-1.7b/zero2/base",
     "mistral-7b/lora/world=1,base",
@@ -161,10 +164,11 @@ REAL_SHAPES = {
 
 def real_sizes():
     """Whole models at the presets' real shapes, in the layouts the export runs: the page's
-    landing plan (Llama-3.1-8B, ZeRO-3 on 8 GPUs at 8K tokens), 70B on 16 and 64 ranks,
+    landing plan (Llama-3.1-8B, ZeRO-3 on 8 GPUs at 8K tokens, 8 micro-batches a step), 70B on 16 and 64 ranks,
     405B on 64, LoRA, one GPU, ZeRO-2, and sequences to 32K."""
     plans = [
         ("llama-3.1-8b", "zero3", 8, dict(zero=3, seq=8192)),
+        ("llama-3.1-8b", "zero3", 8, dict(zero=3, seq=8192, ga=8)),
         ("llama-3.1-8b", "zero3", 8, dict(zero=3, seq=8192, ckpt="full")),
         ("llama-3.1-8b", "zero3", 8, dict(zero=3, seq=32768, ckpt="full")),
         ("llama-3.1-8b", "zero2", 8, dict(zero=2, seq=4096, ckpt="full")),
@@ -218,10 +222,10 @@ def lora_targets():
 def tensor_parallel():
     """train.py's tensor parallelism under FSDP2 (#37): Llama-style families, TP 2-8 inside a
     node of 8, with and without sequence parallelism, one setting at a time, a tied embedding
-    (Llama-3.2-1B) and a whole 70B at 32K tokens on 16 and 64 ranks."""
+    (Llama-3.2-1B) and a whole 70B at 32K tokens on 16 and 64 ranks; 8 micro-batches a step."""
     base = dict(zero=3, tp=2, sp=1)
     for family, world in [("llama-3.1-8b", 8), ("qwen2.5-7b", 8), ("mistral-7b", 16), ("llama-3.2-1b", 8)]:
-        for v in [dict(), dict(sp=0), dict(ckpt="full"), dict(loss="fused"), dict(tp=4)]:
+        for v in [dict(), dict(sp=0), dict(ckpt="full"), dict(loss="fused"), dict(tp=4), dict(ga=8)]:
             yield row(family, "tp", world, {**base, **v}, label(v))
     for v in [dict(zero=2), dict(ckpt="op"), dict(ckpt="selective"), dict(seq=8192), dict(mb=2),
               dict(tp=8), dict(precision="fp32"), dict(sp=0, loss="fused", ckpt="full")]:
@@ -239,7 +243,8 @@ def dpo():
                  ("lora", 1, dict(zero=0, train="lora", lora_rank=16)),
                  ("lora", 8, dict(zero=3, train="lora", lora_rank=16))]
     for family in ("llama-3.2-1b", "llama-3.1-8b", "qwen2.5-7b"):
-        more = [dict(mb=2, seq=1024), dict(precision="fp32")] if family == "llama-3.2-1b" else []
+        more = ([dict(mb=2, seq=1024), dict(precision="fp32"), dict(ga=8)]
+                if family == "llama-3.2-1b" else [])
         for sharding, world, keys in shardings:
             for v in [dict(), dict(ckpt="full"), dict(loss="fused", ckpt="full"), *more]:
                 r = row(family, sharding, world, {**keys, "stage": "dpo", **v}, label({"stage": "dpo", **v}))
@@ -261,8 +266,10 @@ def grpo():
     shardings = [("single", 1, dict(zero=0)), ("zero3", 8, dict(zero=3)),
                  ("lora", 1, dict(zero=0, train="lora", lora_rank=16))]
     for family in ("llama-3.2-1b", "qwen2.5-7b"):
+        more = [dict(completion=256, ga=8)] if family == "llama-3.2-1b" else []
         for sharding, world, keys in shardings:
-            for v in [dict(completion=256), dict(completion=1024, ckpt="full"), dict(completion=1024, mb=2)]:
+            for v in [dict(completion=256), dict(completion=1024, ckpt="full"), dict(completion=1024, mb=2),
+                      *more]:
                 r = row(family, sharding, world, {**keys, "stage": "grpo", **v}, label({"stage": "grpo", **v}))
                 if r:
                     r["group"] = "grpo"

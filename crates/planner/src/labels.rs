@@ -248,45 +248,26 @@ pub(crate) fn memory_accuracy(r: &Job<'_>) -> Accuracy {
         return a;
     }
     match checked_memory_kind(r) {
-        Some(MemoryKind::SingleRank) => checked_memory(
-            r,
-            Level::Counted,
-            &c.memory_single_rank,
-            Text::MemoryCheckedSingleRank,
-            "",
-        ),
-        Some(MemoryKind::Oracle(group, kind)) => match c.oracle(group) {
-            Some(stats) => {
-                let mut a =
-                    checked_memory(r, Level::Counted, stats, Text::MemoryCheckedOracle, kind);
-                if let Some(n) = a.note.last_mut() {
-                    *n = n.clone().with("gpus", stats.envelope.gpus.1);
-                }
-                // The model was never changed on the DPO steps (#38): they
-                // are its out-of-sample check.
-                if group == "stage=dpo" {
-                    a.note.push(Phrase::new(Text::MemoryOracleDpoOutOfSample));
-                    return a;
-                }
-                if group == "stage=grpo" {
-                    let text = if r.plan.training.rollout.gen_gpus > 0 {
-                        Text::MemoryOracleGrpoServer
-                    } else {
-                        Text::MemoryOracleGrpoShare
-                    };
-                    a.note.push(Phrase::new(text));
-                    return a;
-                }
-                // The held-out steps are data parallel: tensor parallelism has none.
-                if group == "sharding=tp" {
-                    a.note.push(Phrase::new(Text::MemoryOracleInSampleOnly));
-                    a
-                } else {
-                    with_heldout(a, &c.memory_oracle_heldout)
-                }
+        Some(MemoryKind::SingleRank) => {
+            let a = checked_memory(
+                r,
+                Level::Counted,
+                &c.memory_single_rank,
+                Text::MemoryCheckedSingleRank,
+                "",
+            );
+            // Beyond those steps (one micro-batch a step, up to 1.2 B and
+            // 4K tokens), the oracle's one-GPU steps may hold the plan.
+            if a.level != Level::Extrapolated {
+                return a;
             }
-            None => derived(stage),
-        },
+            oracle_memory(r, "sharding=single", "1 GPU")
+                .filter(|o| o.level != Level::Extrapolated)
+                .unwrap_or(a)
+        }
+        Some(MemoryKind::Oracle(group, kind)) => {
+            oracle_memory(r, group, kind).unwrap_or_else(|| derived(stage))
+        }
         // torchtitan's published runs of the plan's layout: measured, loosely.
         Some(MemoryKind::Torchtitan(layout)) => match c.torchtitan(layout) {
             Some(stats) => checked_memory(
@@ -307,6 +288,40 @@ pub(crate) fn memory_accuracy(r: &Job<'_>) -> Accuracy {
             "",
         ),
         _ => derived(stage),
+    }
+}
+
+/// The memory oracle's group `group` (its steps of `kind`) for a plan:
+/// counted within its envelope, with its held-out figure where held-out
+/// steps check that kind; `None` where the group has no rows.
+fn oracle_memory(r: &Job<'_>, group: &str, kind: &'static str) -> Option<Accuracy> {
+    let c = crate::coverage::shipped();
+    let stats = c.oracle(group)?;
+    let mut a = checked_memory(r, Level::Counted, stats, Text::MemoryCheckedOracle, kind);
+    if let Some(n) = a.note.last_mut() {
+        *n = n.clone().with("gpus", stats.envelope.gpus.1);
+    }
+    // The model was never changed on the DPO steps (#38): they are its
+    // out-of-sample check.
+    if group == "stage=dpo" {
+        a.note.push(Phrase::new(Text::MemoryOracleDpoOutOfSample));
+        return Some(a);
+    }
+    if group == "stage=grpo" {
+        let text = if r.plan.training.rollout.gen_gpus > 0 {
+            Text::MemoryOracleGrpoServer
+        } else {
+            Text::MemoryOracleGrpoShare
+        };
+        a.note.push(Phrase::new(text));
+        return Some(a);
+    }
+    // The held-out steps are data parallel: tensor parallelism has none.
+    if group == "sharding=tp" {
+        a.note.push(Phrase::new(Text::MemoryOracleInSampleOnly));
+        Some(a)
+    } else {
+        Some(with_heldout(a, &c.memory_oracle_heldout))
     }
 }
 

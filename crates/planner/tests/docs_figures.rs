@@ -23,8 +23,9 @@ fn says(claim: &str) {
 }
 
 /// Counts as the docs spell them.
-const WORDS: [&str; 11] = [
-    "", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+const WORDS: [&str; 13] = [
+    "", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+    "twelve",
 ];
 
 fn percent(x: f64) -> String {

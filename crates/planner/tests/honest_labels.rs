@@ -190,7 +190,8 @@ fn real_gpu_memory_vouches_only_for_what_the_runs_ran() {
     let m = report(q).memory.accuracy.clone();
     assert_ne!(m.level, "measured", "{}", m.note_english());
     assert_eq!(m.expected_error, None);
-    let a100 = "instance=custom&gpu_mem=80&gpu_bf16=312&gpu_fp8=0&gpu_bw=2.039&gpu_count=2&seq=4096&ckpt=full&model=mistral-7b-v0.1&mb=2&zero=3";
+    // As the runs ran: one micro-batch a step (`memory_checks::GPU_MEMORY_COMMON`).
+    let a100 = "instance=custom&gpu_mem=80&gpu_bf16=312&gpu_fp8=0&gpu_bw=2.039&gpu_count=2&seq=4096&ckpt=full&model=mistral-7b-v0.1&mb=2&zero=3&ga=1";
     let inside = report(&format!("{a100}&precision=bf16-pure"))
         .memory
         .accuracy

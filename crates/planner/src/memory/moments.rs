@@ -7,8 +7,8 @@ use super::activations::{
     SavedActivations,
 };
 use super::loss::{
-    final_norm, foreach_temporaries, head_gradient, head_gradient_in_loss, logits_and_loss,
-    persistent_gradient_buffer, tied_embedding_gradient, LOSS_FORWARD_SHARE,
+    accumulated_gradients, final_norm, foreach_temporaries, head_gradient, head_gradient_in_loss,
+    logits_and_loss, persistent_gradient_buffer, tied_embedding_gradient, LOSS_FORWARD_SHARE,
 };
 use super::parts::{Phase, Term};
 use super::shape::StageShape;
@@ -61,6 +61,10 @@ pub(super) struct Terms {
     /// Gradients alive during the backward's early moments: Megatron keeps
     /// one gradient buffer (fp32 `main_grad`) allocated for the whole step.
     pub(super) grads_during_backward: f64,
+    /// The earlier micro-batches' gradients, alive through the last one's
+    /// forward and backward (gradient accumulation, where no buffer holds
+    /// them anyway).
+    pub(super) accumulated: f64,
     /// Decoder layers on this stage.
     pub(super) layers: f64,
 }
@@ -96,6 +100,7 @@ impl Terms {
             tied_grad: tied_embedding_gradient(s),
             foreach: foreach_temporaries(s, weights),
             grads_during_backward: persistent_gradient_buffer(s),
+            accumulated: accumulated_gradients(s),
             layers: s.layers,
         }
     }
@@ -111,7 +116,14 @@ impl Terms {
             + a.scores
             + self.recompute
             + self.eager_backward.max(self.mlp_backward)
-            + self.head_grad.max(self.grads_during_backward)
+            + self.grads_with(self.head_grad)
+    }
+
+    /// The gradients alive beside a `transient` one still being computed:
+    /// Megatron's and DDP's buffer holds it; accumulated gradients do not
+    /// (autograd adds the new gradient into them, then frees it).
+    fn grads_with(&self, transient: f64) -> f64 {
+        transient.max(self.grads_during_backward) + self.accumulated
     }
 
     /// A layer's reduce-scatter, early or late in backward (`scatter_is_late`):
@@ -124,7 +136,7 @@ impl Terms {
             let grads = self.head_grad + self.late_gradients();
             (grads, a.activations / one, a.scores / one)
         } else {
-            let grads = self.head_grad.max(self.grads_during_backward);
+            let grads = self.grads_with(self.head_grad);
             (
                 grads,
                 a.activations - (freed.0 - freed.1),
@@ -157,8 +169,12 @@ impl Terms {
             + self.late_gradients()
     }
 
-    /// The sharded gradients of all but the last two layers to run.
+    /// The sharded gradients of all but the last two layers to run (all of
+    /// them when earlier micro-batches made them).
     fn late_gradients(&self) -> f64 {
+        if self.accumulated > 0.0 {
+            return self.accumulated;
+        }
         self.gradients * (self.layers - 2.0) / self.layers
     }
 
@@ -188,6 +204,7 @@ impl Terms {
         }
         let a = &self.saved;
         self.states()
+            + self.accumulated
             + self.fsdp.forward
             + self.casts
             + a.activations
@@ -223,14 +240,15 @@ impl Terms {
     }
 
     /// Bytes alive at each of the step's moments: the loss's backward
-    /// (grads freed by `zero_grad(set_to_none=True)`), the last checkpointed
+    /// (grads freed by `zero_grad(set_to_none=True)`, but for the earlier
+    /// micro-batches' under gradient accumulation), the last checkpointed
     /// layer's recompute, the end of backward, the optimizer step.
     pub(super) fn totals(&self) -> [(Phase, f64); 7] {
         let (t, a) = (self, &self.saved);
         let states = t.states();
         let layer_backward = t.layer_backward();
         [
-            (Phase::RootAllGather, states + t.fsdp.start),
+            (Phase::RootAllGather, states + t.accumulated + t.fsdp.start),
             (Phase::LossForward, self.loss_forward()),
             (
                 Phase::LossBackward,
@@ -242,7 +260,7 @@ impl Terms {
                     + a.scores
                     + t.final_norm
                     + t.logits
-                    + t.head_grad_in_loss.max(t.grads_during_backward),
+                    + t.grads_with(t.head_grad_in_loss),
             ),
             (Phase::LayerBackward, layer_backward),
             (
@@ -289,9 +307,13 @@ impl Terms {
             (0.0, 0.0, 0.0)
         };
         let (grads, copies, more): (f64, f64, &[(Term, f64)]) = match phase {
-            Phase::RootAllGather => (0.0, t.copies, &[(Term::UnshardedUnit, t.fsdp.start)]),
+            Phase::RootAllGather => (
+                t.accumulated,
+                t.copies,
+                &[(Term::UnshardedUnit, t.fsdp.start)],
+            ),
             Phase::LossForward => (
-                0.0,
+                t.accumulated,
                 t.copies + t.casts,
                 &[
                     (Term::UnshardedUnit, t.fsdp.forward),
@@ -301,7 +323,7 @@ impl Terms {
                 ],
             ),
             Phase::LossBackward => (
-                t.head_grad_in_loss.max(t.grads_during_backward),
+                t.grads_with(t.head_grad_in_loss),
                 t.copies + t.casts,
                 &[
                     (Term::UnshardedUnit, t.unsharded + t.fsdp.loss),
@@ -311,7 +333,7 @@ impl Terms {
                 ],
             ),
             Phase::LayerBackward => (
-                t.head_grad.max(t.grads_during_backward),
+                t.grads_with(t.head_grad),
                 t.copies + t.casts,
                 &[
                     (Term::UnshardedUnit, t.unsharded + t.fsdp.layer),

@@ -101,7 +101,7 @@ pub(super) fn adapters(s: &StageShape) -> f64 {
 /// unsharded BF16 gradients accumulate over the micro-batches, reduced
 /// once after the last (the pipeline schedule turns gradient sync off for
 /// the others): 4 B per stage parameter.
-fn pipelined_fsdp_stage(s: &StageShape) -> Option<f64> {
+pub(super) fn pipelined_fsdp_stage(s: &StageShape) -> Option<f64> {
     let pipelined = s.plan.implementation.stack == Stack::Torchtitan && s.layout.pp > 1;
     (pipelined && s.plan.parallelism.zero >= 3 && s.g > 1.0)
         .then_some(4.0 * s.layers * s.layer_params)
