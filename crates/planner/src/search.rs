@@ -749,11 +749,11 @@ impl Search {
     /// The first micro-batch after `mbs[mi]` (ascending) that may fit when
     /// `mbs[mi]` does not: larger ones need more memory while they still
     /// accumulate gradients, but the one of a single micro-batch a step
-    /// sheds the earlier micro-batches' gradients (`memory::moments`), so
-    /// it is tried; past the end when none is left.
-    fn next_after_overflow(&self, mbs: &[u64], mi: usize, dp: u64) -> usize {
-        let ends_accumulation = |m: u64| m * dp == self.global_sequences;
-        if ends_accumulation(mbs[mi]) {
+    /// sheds the earlier micro-batches' gradients (`memory::moments`) where
+    /// no buffer holds them, so it is tried; past the end when none is left.
+    fn next_after_overflow(&self, mbs: &[u64], mi: usize, layout: &Layout) -> usize {
+        let ends_accumulation = |m: u64| m * layout.dp == self.global_sequences;
+        if ends_accumulation(mbs[mi]) || memory::gradients_held(&self.work, layout) {
             return mbs.len();
         }
         (mi + 1..mbs.len())
@@ -805,7 +805,7 @@ impl Search {
                         ) + pool;
                     if peak > budget {
                         if self.use_bounds {
-                            skip_below = self.next_after_overflow(&mbs, mi, dp);
+                            skip_below = self.next_after_overflow(&mbs, mi, layout);
                         }
                         continue;
                     }

@@ -4,8 +4,9 @@
 use super::profile::Profile;
 use super::shape::{Stage, StageShape};
 use super::sharding::fsdp_compute_bytes;
-use super::states::{gradients, pipelined_fsdp_stage};
-use crate::plan::{Loss, Optimizer, Stack, TrainingStage};
+use super::states::{gradients, pipelined_fsdp};
+use crate::layout::Layout;
+use crate::plan::{Loss, Optimizer, Plan, Stack, TrainingStage};
 
 /// The final norm's saved tensors, in the profile's dtypes (memory_examples.csv).
 pub(super) fn final_norm(s: &StageShape) -> f64 {
@@ -115,14 +116,26 @@ pub(super) fn head_gradient(s: &StageShape) -> f64 {
 /// when it is built and keeps them, and train.py's `gradient_as_bucket_view`
 /// makes the gradients views into them (PyTorch DDP docs).
 pub(super) fn persistent_gradient_buffer(s: &StageShape) -> f64 {
-    let ddp = s.plan.implementation.stack != Stack::Megatron
-        && s.plan.parallelism.zero < 2
-        && s.layout.dp > 1;
-    if s.plan.implementation.stack == Stack::Megatron || ddp {
+    if keeps_gradient_buffer(s.plan, s.layout) {
         gradients(s)
     } else {
         0.0
     }
+}
+
+/// Megatron, or DDP (ZeRO-0/1 on more than one GPU): a gradient buffer
+/// for the whole step (`persistent_gradient_buffer`).
+fn keeps_gradient_buffer(plan: &Plan, layout: &Layout) -> bool {
+    let megatron = plan.implementation.stack == Stack::Megatron;
+    let ddp = !megatron && plan.parallelism.zero < 2 && layout.dp > 1;
+    megatron || ddp
+}
+
+/// Whether something holds the step's gradients at any accumulation (a
+/// buffer, or torchtitan's pipelined stage), so that a step of one
+/// micro-batch keeps as many as one of several.
+pub(crate) fn gradients_held(plan: &Plan, layout: &Layout) -> bool {
+    keeps_gradient_buffer(plan, layout) || pipelined_fsdp(plan, layout)
 }
 
 /// Gradient accumulation: the step's gradients are freed by `zero_grad`
@@ -136,9 +149,7 @@ pub(super) fn persistent_gradient_buffer(s: &StageShape) -> f64 {
 /// micro-batch a step, 13.36 GB at 2 and at 4, the difference its 506 M
 /// FP32 gradients (2.02 GB); under ZeRO-2/3 on 8 ranks, an eighth of that.
 pub(super) fn accumulated_gradients(s: &StageShape) -> f64 {
-    let accumulates = s.plan.data.grad_accum > 1;
-    let held = persistent_gradient_buffer(s) > 0.0 || pipelined_fsdp_stage(s).is_some();
-    if accumulates && !held {
+    if s.plan.data.grad_accum > 1 && !gradients_held(s.plan, s.layout) {
         gradients(s)
     } else {
         0.0

@@ -33,6 +33,7 @@ mod state_bytes;
 mod states;
 
 pub use activations::{offload, offloaded_layer_count, recomputes_core_attention, Offload};
+pub(crate) use loss::gradients_held;
 use moments::{fragmentation, workspaces, Terms};
 pub use parts::{MemoryBreakdown, Phase, Term, CUDA_CONTEXT_BYTES};
 pub use profile::compute_path;

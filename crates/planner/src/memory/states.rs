@@ -3,7 +3,8 @@
 //! after tensor, pipeline and expert parallelism and ZeRO sharding.
 
 use super::shape::{linear_params, StageShape};
-use crate::plan::{Precision, Stack, Training};
+use crate::layout::Layout;
+use crate::plan::{Plan, Precision, Stack, Training};
 
 // ---- model states (SPEC §3.2) --------------------------------------------
 
@@ -101,10 +102,16 @@ pub(super) fn adapters(s: &StageShape) -> f64 {
 /// unsharded BF16 gradients accumulate over the micro-batches, reduced
 /// once after the last (the pipeline schedule turns gradient sync off for
 /// the others): 4 B per stage parameter.
-pub(super) fn pipelined_fsdp_stage(s: &StageShape) -> Option<f64> {
-    let pipelined = s.plan.implementation.stack == Stack::Torchtitan && s.layout.pp > 1;
-    (pipelined && s.plan.parallelism.zero >= 3 && s.g > 1.0)
-        .then_some(4.0 * s.layers * s.layer_params)
+fn pipelined_fsdp_stage(s: &StageShape) -> Option<f64> {
+    pipelined_fsdp(s.plan, s.layout).then_some(4.0 * s.layers * s.layer_params)
+}
+
+/// torchtitan's pipeline under FSDP over more than one rank
+/// (`pipelined_fsdp_stage`).
+pub(super) fn pipelined_fsdp(plan: &Plan, layout: &Layout) -> bool {
+    let pipelined = plan.implementation.stack == Stack::Torchtitan && layout.pp > 1;
+    let sharded = layout.shard.max(1) * layout.cp.max(1) > 1;
+    pipelined && plan.parallelism.zero >= 3 && sharded
 }
 
 /// FSDP/ZeRO-3: one decoder layer gathered for compute and one prefetched,
