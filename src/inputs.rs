@@ -142,7 +142,7 @@ fn precision_inputs(ctx: Ctx) -> impl IntoView {
                 ("0.5", Text::HalfOfTheLayers),
                 ("full", Text::FullEveryLayer),
             ]
-            get=|p| match p.activations.checkpointing { Checkpointing::Fraction(f) if (f - 0.5).abs() > 1e-9 => "0.5".to_string(), c => c.key() } />
+            get=|p| match p.activations.checkpointing { Checkpointing::Fraction(f) if (f - 0.5).abs() > 1e-9 => "0.5".to_string(), c => c.key().into_owned() } />
         <CheckField ctx=ctx key="offload" label=Text::OffloadActivationsToCPUSMP get=|p| p.activations.offload />
         <div class="row2">
             <SelectField ctx=ctx key="attn" label=Text::Attention

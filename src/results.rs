@@ -75,9 +75,9 @@ fn step_split(t: &planner::throughput::Throughput, l: Lang) -> String {
         let p = Phrase::of(
             Text::OfWhichGenerationScoring,
             [
-                ("gen", Arg::Name(seconds(g, l))),
-                ("score", Arg::Name(seconds(s, l))),
-                ("update", Arg::Name(seconds(t.step_seconds - g - s, l))),
+                ("gen", Arg::from(seconds(g, l))),
+                ("score", Arg::from(seconds(s, l))),
+                ("update", Arg::from(seconds(t.step_seconds - g - s, l))),
             ],
         );
         return format!("{step} ({})", render(l, &p));

@@ -869,7 +869,7 @@ fn model_type(root: &Json, cfg: &Json) -> Result<String, ConfigError> {
     }
     if !SUPPORTED_MODEL_TYPES.contains(&model_type) {
         let args: [(&'static str, Arg); 2] = [
-            ("model_type", Arg::from(&model_type)),
+            ("model_type", Arg::from(model_type.to_string())),
             ("types", Arg::from(&types)),
         ];
         let id = Text::ConfigUnsupportedModelType;
@@ -891,8 +891,8 @@ impl HfConfig<'_> {
             None | Some(Json::Null) => Ok(None),
             Some(v) => v.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(|| {
                 let args: [(&'static str, Arg); 2] = [
-                    ("key", Arg::from(&key)),
-                    ("value", Arg::Name(v.to_string())),
+                    ("key", Arg::from(key.to_string())),
+                    ("value", Arg::from(v.to_string())),
                 ];
                 ConfigError::new(Some(key), Text::ConfigNotPositiveInteger, args)
             }),
@@ -902,7 +902,11 @@ impl HfConfig<'_> {
     /// A positive whole number that must be there.
     fn need(&self, key: &str) -> Result<u64, ConfigError> {
         self.int(key)?.ok_or_else(|| {
-            ConfigError::new(Some(key), Text::ConfigMissingKey, [("key", Arg::from(key))])
+            ConfigError::new(
+                Some(key),
+                Text::ConfigMissingKey,
+                [("key", Arg::from(key.to_string()))],
+            )
         })
     }
 
@@ -1076,7 +1080,11 @@ impl HfConfig<'_> {
             .or(self.int("experts_per_token")?)
             .ok_or_else(|| {
                 let key = "num_experts_per_tok";
-                ConfigError::new(Some(key), Text::ConfigMissingKey, [("key", Arg::from(key))])
+                ConfigError::new(
+                    Some(key),
+                    Text::ConfigMissingKey,
+                    [("key", Arg::from(key.to_string()))],
+                )
             })?;
         let expert_ffn = match self.int("moe_intermediate_size")? {
             Some(f) => f,

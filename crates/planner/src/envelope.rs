@@ -177,7 +177,7 @@ enum Value {
     Word(&'static str),
     /// Two words written `a/b` (`precision_train`).
     Pair(&'static str, &'static str),
-    Words(String),
+    Words(Cow<'static, str>),
 }
 
 impl Value {
@@ -212,7 +212,7 @@ impl Value {
             Value::Real(x) => Cow::Owned(crate::plan::fmt_num(*x)),
             Value::Word(w) => Cow::Borrowed(w),
             Value::Pair(a, b) => Cow::Owned(format!("{a}/{b}")),
-            Value::Words(w) => Cow::Owned(w.clone()),
+            Value::Words(w) => w.clone(),
         }
     }
 }
@@ -290,7 +290,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "family",
         kind: Kind::Values,
-        get: |_, a| Value::Words(family(a)),
+        get: |_, a| Value::Word(family(a)),
     },
     Setting {
         key: "lora_rank",
@@ -428,11 +428,12 @@ const SETTINGS: &[Setting] = &[
         key: "pp_ends",
         kind: Kind::Values,
         get: |p, _| {
-            Value::Words(format!(
-                "{}/{}",
-                opt(p.parallelism.pp_first).text(),
-                opt(p.parallelism.pp_last).text()
-            ))
+            let (first, last) = (p.parallelism.pp_first, p.parallelism.pp_last);
+            if first.is_none() && last.is_none() {
+                return Value::Word("/");
+            }
+            let text = format!("{}/{}", opt(first).text(), opt(last).text());
+            Value::Words(text.into())
         },
     },
     Setting {
@@ -499,16 +500,30 @@ pub fn setting_keys() -> Vec<&'static str> {
 
 /// What sets a model's cost beyond its shape's numbers: MLA or grouped-query
 /// attention, dense or MoE layers, sliding windows, attention sinks.
-fn family(a: &Architecture) -> String {
-    let mut f = String::from(if a.mla.is_some() { "mla" } else { "gqa" });
-    f += if a.moe.is_some() { " moe" } else { " dense" };
-    if a.local_layers > 0 && a.sliding_window > 0 {
-        f += " sliding";
-    }
-    if a.attn_sinks {
-        f += " sinks";
-    }
-    f
+fn family(a: &Architecture) -> &'static str {
+    // Attention, then dense or MoE, then " sliding" and " sinks" where they apply.
+    const NAMES: [&str; 16] = [
+        "gqa dense",
+        "gqa dense sinks",
+        "gqa dense sliding",
+        "gqa dense sliding sinks",
+        "gqa moe",
+        "gqa moe sinks",
+        "gqa moe sliding",
+        "gqa moe sliding sinks",
+        "mla dense",
+        "mla dense sinks",
+        "mla dense sliding",
+        "mla dense sliding sinks",
+        "mla moe",
+        "mla moe sinks",
+        "mla moe sliding",
+        "mla moe sliding sinks",
+    ];
+    let sliding = a.local_layers > 0 && a.sliding_window > 0;
+    let bit = |on: bool, b: usize| if on { b } else { 0 };
+    NAMES
+        [bit(a.mla.is_some(), 8) | bit(a.moe.is_some(), 4) | bit(sliding, 2) | bit(a.attn_sinks, 1)]
 }
 
 impl Envelope {
@@ -750,5 +765,57 @@ impl FromJson for Envelope {
             hybrid: req(j, "hybrid")?,
             settings: req(j, "settings")?,
         })
+    }
+}
+
+#[cfg(test)]
+mod family_tests {
+    use super::family;
+    use crate::architecture::{Architecture, Mla, Moe};
+
+    /// The family's name as the envelope wrote it before it was a table:
+    /// attention, dense or MoE, then sliding windows and sinks.
+    fn built(a: &Architecture) -> String {
+        let mut f = String::from(if a.mla.is_some() { "mla" } else { "gqa" });
+        f += if a.moe.is_some() { " moe" } else { " dense" };
+        if a.local_layers > 0 && a.sliding_window > 0 {
+            f += " sliding";
+        }
+        if a.attn_sinks {
+            f += " sinks";
+        }
+        f
+    }
+
+    /// Every combination, and a window without local layers (not sliding).
+    #[test]
+    fn the_table_names_every_family_as_built() {
+        let mla = Mla {
+            q_lora_rank: 0,
+            kv_lora_rank: 512,
+            qk_nope_dim: 128,
+            qk_rope_dim: 64,
+            v_head_dim: 128,
+        };
+        let moe = Moe {
+            experts: 8,
+            active: 2,
+            shared: 0,
+            expert_ffn: 1024,
+            router_bias: false,
+            dense_layers: 0,
+        };
+        for bits in 0..32u32 {
+            let on = |b: u32| bits & b != 0;
+            let a = Architecture {
+                mla: on(16).then_some(mla),
+                moe: on(8).then_some(moe),
+                local_layers: if on(4) { 3 } else { 0 },
+                sliding_window: if on(2) { 4096 } else { 0 },
+                attn_sinks: on(1),
+                ..Architecture::from_billions(1.0)
+            };
+            assert_eq!(family(&a), built(&a), "bits {bits:05b}");
+        }
     }
 }

@@ -299,7 +299,7 @@ fn oracle_memory(r: &Job<'_>, group: &str, kind: &'static str) -> Option<Accurac
     let stats = c.oracle(group)?;
     let mut a = checked_memory(r, Level::Counted, stats, Text::MemoryCheckedOracle, kind);
     if let Some(n) = a.note.last_mut() {
-        *n = n.clone().with("gpus", stats.envelope.gpus.1);
+        n.args.push(("gpus", stats.envelope.gpus.1.into()));
     }
     // The model was never changed on the DPO steps (#38): they are its
     // out-of-sample check.

@@ -259,7 +259,7 @@ fn oracle_rows_of(jsonl: &str) -> Vec<OracleRow> {
                     point: Envelope::point(&plan, &arch, r.world),
                 },
                 sharding,
-                checkpointing: plan.activations.checkpointing.key(),
+                checkpointing: plan.activations.checkpointing.key().into_owned(),
                 family: config["model_type"].as_str().unwrap_or("?").to_string(),
                 phase: m.phase,
             })

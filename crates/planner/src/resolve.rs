@@ -322,10 +322,7 @@ fn check_rollout(
     };
     if !engine.runs() {
         let args: [(&'static str, Arg); 3] = [
-            (
-                "share",
-                Arg::from(crate::plan::fmt_num(r.gen_share).as_str()),
-            ),
+            ("share", Arg::from(crate::plan::fmt_num(r.gen_share))),
             ("tp", Arg::from(&engine.tp)),
             ("seq", Arg::from(&plan.data.seq)),
         ];

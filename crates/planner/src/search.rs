@@ -960,7 +960,7 @@ impl Search {
             micro_batch: p.data.micro_batch,
             grad_accum: p.data.grad_accum,
             precision: p.numerics.precision.key(),
-            checkpointing: p.activations.checkpointing.key(),
+            checkpointing: p.activations.checkpointing.key().into_owned(),
             loss: p.implementation.loss.key(),
             peak_bytes_per_gpu: f.peak,
             tokens_per_second: f.tps,
@@ -1038,7 +1038,7 @@ fn plan_summary(p: &Plan, instance: &str) -> Phrase {
     let server = Phrase::new(Text::CandidateServer).with("gpus", p.training.rollout.gen_gpus);
     Phrase::new(Text::CandidatePlan)
         .with("nodes", p.hardware.nodes)
-        .with("instance", instance)
+        .with("instance", instance.to_string())
         .with("precision", p.numerics.precision.key().to_ascii_uppercase())
         .with(
             "ckpt",

@@ -397,7 +397,7 @@ fn price_dated(c: &Context) -> Option<Message> {
     }
     let args: [(&'static str, Arg); 2] = [
         ("instance", Arg::from(&c.figures.instance)),
-        ("as_of", Arg::from(&as_of)),
+        ("as_of", Arg::from(as_of.to_string())),
     ];
     Some(c.warn("price", Text::PriceDated, args))
 }

@@ -46,7 +46,7 @@ pub type Problem = Phrase;
 
 /// The catalog's `id` with values shown as they print (keys, values typed).
 fn problem(id: Text, args: &[(&'static str, &dyn Display)]) -> Problem {
-    Phrase::of(id, args.iter().map(|(k, v)| (*k, Arg::Name(v.to_string()))))
+    Phrase::of(id, args.iter().map(|(k, v)| (*k, Arg::from(v.to_string()))))
 }
 
 /// The result of reading a query string.
@@ -642,7 +642,7 @@ impl Plan {
         out.push(("tokens", fmt_num(self.data.tokens)));
         out.push(("precision", self.numerics.precision.key().into()));
         out.push(("optimizer", self.training.optimizer.key().into()));
-        out.push(("ckpt", self.activations.checkpointing.key()));
+        out.push(("ckpt", self.activations.checkpointing.key().into_owned()));
         out.push(("offload", flag(self.activations.offload).into()));
         if let Some(n) = self.activations.offload_layers {
             out.push(("offload_layers", n.to_string()));
@@ -659,7 +659,7 @@ impl Plan {
         if self.activations.recompute_modules != RecomputeModules::default() {
             out.push((
                 "recompute_modules",
-                self.activations.recompute_modules.key(),
+                self.activations.recompute_modules.key().into_owned(),
             ));
         }
         if self.training.mtp > 0 {
@@ -842,7 +842,7 @@ impl Field<'_> {
     /// The problem inside `BadValue`'s frame: the key and the value shown.
     fn framed(&self, inner: Problem) -> Problem {
         Phrase::new(Text::BadValue)
-            .with("key", self.key)
+            .with("key", self.key.to_string())
             .with("problem", inner)
             .with("value", shorten(self.value))
     }

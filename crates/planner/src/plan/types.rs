@@ -2,6 +2,7 @@
 //! hardware and launch settings, with their defaults.
 
 use serde::Serialize;
+use std::borrow::Cow;
 
 /// Version of the query-string schema (`v=`).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -384,13 +385,13 @@ pub enum Checkpointing {
 }
 
 impl Checkpointing {
-    pub fn key(self) -> String {
+    pub fn key(self) -> Cow<'static, str> {
         match self {
             Checkpointing::None => "none".into(),
             Checkpointing::Selective => "selective".into(),
             Checkpointing::Full => "full".into(),
             Checkpointing::Op => "op".into(),
-            Checkpointing::Fraction(f) => fmt_num(f),
+            Checkpointing::Fraction(f) => fmt_num(f).into(),
         }
     }
     pub fn from_key(s: &str) -> Option<Self> {
@@ -450,7 +451,7 @@ impl RecomputeModules {
     const NAMES: [&'static str; 5] = ["core_attn", "mla_up_proj", "moe_act", "layernorm", "mlp"];
 
     /// Megatron's comma-separated list (`none` for an empty one).
-    pub fn key(self) -> String {
+    pub fn key(self) -> Cow<'static, str> {
         let names = [
             (self.core_attn, "core_attn"),
             (self.mla_up_proj, "mla_up_proj"),
@@ -462,10 +463,11 @@ impl RecomputeModules {
         .filter(|(on, _)| *on)
         .map(|(_, n)| *n)
         .collect::<Vec<_>>();
-        if names.is_empty() {
-            return "none".into();
+        match names.as_slice() {
+            [] => "none".into(),
+            [one] => (*one).into(),
+            _ => names.join(",").into(),
         }
-        names.join(",")
     }
 
     /// A list names every module recomputed; an empty one is Megatron's

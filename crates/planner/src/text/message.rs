@@ -6,6 +6,7 @@
 use super::{num, plural, signed, t, Lang, Text};
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Serialize, Serializer};
+use std::borrow::Cow;
 use std::fmt::Write;
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -25,8 +26,9 @@ pub enum Arg {
     Real(f64),
     /// Bytes, shown in GiB with one decimal.
     Bytes(u64),
-    /// Verbatim: a name, a key, a value the user typed.
-    Name(String),
+    /// Verbatim: a name, a key, a value the user typed (the catalog's own
+    /// words borrowed: most phrases name a fixed key or kind).
+    Name(Cow<'static, str>),
     /// A phrase of the catalog, in the same language.
     Text(Text),
     /// Phrases, each rendered and joined.
@@ -62,21 +64,27 @@ impl From<u32> for Arg {
     }
 }
 
-impl From<&str> for Arg {
-    fn from(s: &str) -> Arg {
-        Arg::Name(s.to_string())
+impl From<&'static str> for Arg {
+    fn from(s: &'static str) -> Arg {
+        Arg::Name(Cow::Borrowed(s))
+    }
+}
+
+impl From<Cow<'static, str>> for Arg {
+    fn from(s: Cow<'static, str>) -> Arg {
+        Arg::Name(s)
     }
 }
 
 impl From<String> for Arg {
     fn from(s: String) -> Arg {
-        Arg::Name(s)
+        Arg::Name(Cow::Owned(s))
     }
 }
 
 impl From<&String> for Arg {
     fn from(s: &String) -> Arg {
-        Arg::Name(s.clone())
+        Arg::Name(Cow::Owned(s.clone()))
     }
 }
 
@@ -236,7 +244,7 @@ macro_rules! arg_from_ref {
     )*};
 }
 
-arg_from_ref!(u64, u32, usize, &str, Text);
+arg_from_ref!(u64, u32, usize, &'static str, Text);
 
 impl Phrase {
     /// The catalog's `id` with these values.

@@ -159,7 +159,7 @@ pub fn t(lang: Lang, id: Text) -> &'static str {
 
 /// The text of `id` in `lang` with each `{name}` replaced by its value.
 pub fn fill(lang: Lang, id: Text, args: &[(&'static str, &dyn Display)]) -> String {
-    let args = args.iter().map(|(n, v)| (*n, Arg::Name(v.to_string())));
+    let args = args.iter().map(|(n, v)| (*n, Arg::from(v.to_string())));
     render(lang, &Phrase::of(id, args))
 }
 
