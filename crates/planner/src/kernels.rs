@@ -141,6 +141,31 @@ pub fn attention_efficiency(
     head_dim: u64,
     seq: f64,
 ) -> f64 {
+    // The auto-plan asks this for every candidate it times, nearly always
+    // with the arguments it gave last (one sequence, a few GPUs): the last
+    // answer is kept. The curves never change, so it is the same figure.
+    type Key = (AttentionKernel, Generation, u64, u64);
+    thread_local! {
+        static LAST: std::cell::Cell<Option<(Key, f64)>> = const { std::cell::Cell::new(None) };
+    }
+    let key = (kernel, generation, head_dim, seq.to_bits());
+    if let Some((k, e)) = LAST.get() {
+        if k == key {
+            return e;
+        }
+    }
+    let e = curve_efficiency(kernel, generation, head_dim, seq);
+    LAST.set(Some((key, e)));
+    e
+}
+
+/// `attention_efficiency`, computed.
+fn curve_efficiency(
+    kernel: AttentionKernel,
+    generation: Generation,
+    head_dim: u64,
+    seq: f64,
+) -> f64 {
     let (k, a) = (kernel, arch(generation));
     let x = seq.max(1.0);
     let curve = |d: u64| -> Option<f64> {
