@@ -26,6 +26,29 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// `gpus` tiled by `[tp, pp, cp, ep]`: the data-parallel degree is what
+    /// TP x PP x CP leave (`rules::degrees_tile` holds that they divide),
+    /// and the shard group all of it until a hybrid group is set.
+    pub fn tiled(
+        gpus: u64,
+        [tp, pp, cp, ep]: [u64; 4],
+        stages: Stages,
+        fp8_tn_only: bool,
+    ) -> Layout {
+        let dp = gpus / (tp * pp * cp).max(1);
+        Layout {
+            gpus,
+            tp,
+            pp,
+            cp,
+            ep,
+            dp,
+            shard: dp,
+            stages,
+            fp8_tn_only,
+        }
+    }
+
     /// The experts' tensor-parallel degree. Megatron-Core lays a stage's
     /// ranks out twice, `TP x CP x DP` for the dense layers and
     /// `ETP x EP x EDP` for the experts (megatron/core/parallel_state.py);

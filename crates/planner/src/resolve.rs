@@ -214,7 +214,7 @@ fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
         let gpu = hardware::gpu(&instance.gpu).expect("every instance names a catalogued GPU");
         (Cow::Borrowed(gpu), Cow::Borrowed(instance))
     };
-    if plan.hardware.nodes > 1 && !instance.multi_node_efa_training {
+    if !rules::nodes_run(&instance, plan.hardware.nodes) {
         let args: [(&'static str, Arg); 1] = [("instance", Arg::from(&instance.instance_type))];
         errors.push(Message::new("nodes", Text::NoMultiNode, args));
     } else if plan.hardware.nodes > 1 && instance.network_gbps() <= 0.0 {
@@ -444,18 +444,8 @@ fn resolve_layout(
         (tp, pp, cp) = (1, 1, 1);
         stages = Stages::even(arch.layers, 1);
     }
-    let dp = gpus / (tp * pp * cp);
-    let ranks = Layout {
-        gpus,
-        tp,
-        pp,
-        cp,
-        ep,
-        dp,
-        shard: dp,
-        stages,
-        fp8_tn_only: gpu.fp8_tn_only,
-    };
+    let ranks = Layout::tiled(gpus, [tp, pp, cp, ep], stages, gpu.fp8_tn_only);
+    let dp = ranks.dp;
     if ranks.expert_tensor_parallel().is_none() {
         let available = dp * cp * tp;
         let args: [(&'static str, Arg); 2] =
@@ -464,17 +454,7 @@ fn resolve_layout(
         ep = 1;
     }
     let shard = resolve_shard(plan, dp, errors);
-    Layout {
-        gpus,
-        tp,
-        pp,
-        cp,
-        ep,
-        dp,
-        shard,
-        stages,
-        fp8_tn_only: gpu.fp8_tn_only,
-    }
+    Layout { ep, shard, ..ranks }
 }
 
 /// GRPO's vLLM server GPUs (`gen_gpus`), which training leaves; 0 with
@@ -505,7 +485,7 @@ fn resolve_tp(plan: &Plan, arch: &Architecture, domain: u64, errors: &mut Vec<Me
         errors.push(Message::new("tp", Text::TpDoesNotDivideHeads, args));
         tp = 1;
     }
-    if tp > domain {
+    if !rules::tp_in_domain(tp, domain) {
         let args: [(&'static str, Arg); 2] = [("tp", Arg::from(&tp)), ("gpus", Arg::from(&domain))];
         errors.push(Message::new("tp", Text::TpExceedsNode, args));
     }
@@ -521,13 +501,12 @@ fn resolve_pp(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) -> (u
         plan.parallelism.vp.max(1),
         arch.layers,
     );
-    // torchtitan splits the layers over its stages as evenly as they go
-    // (`generate_split_points`): any degree runs.
-    if pp == 1 || layers == 0 || plan.implementation.stack == Stack::Torchtitan {
+    if pp == 1 || layers == 0 {
         return (pp, Stages::even(layers, pp));
     }
+    let stack = plan.implementation.stack;
     let explicit = plan.parallelism.pp_first.is_some() || plan.parallelism.pp_last.is_some();
-    let stages = if explicit {
+    let stages = if explicit && stack != Stack::Torchtitan {
         Stages::explicit(
             layers,
             pp,
@@ -535,7 +514,7 @@ fn resolve_pp(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) -> (u
             plan.parallelism.pp_last,
         )
     } else {
-        Stages::megatron(layers, pp, vp)
+        rules::pipeline_stages(stack, layers, pp, vp)
     };
     if let Some(s) = stages {
         return (pp, s);
@@ -605,7 +584,7 @@ fn resolve_ep(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) -> u6
 /// The hybrid shard group divides the data-parallel ranks (all of them by default).
 fn resolve_shard(plan: &Plan, dp: u64, errors: &mut Vec<Message>) -> u64 {
     match plan.parallelism.shard {
-        Some(s) if s > dp || !dp.is_multiple_of(s) => {
+        Some(s) if !rules::shard_divides_dp(s, dp) => {
             let args: [(&'static str, Arg); 2] = [("shard", Arg::from(&s)), ("dp", Arg::from(&dp))];
             errors.push(Message::new("shard", Text::ShardDoesNotDivideDp, args));
             dp
@@ -629,7 +608,7 @@ fn check_precision(plan: &Plan, gpu: &Gpu, errors: &mut Vec<Message>) {
             .push(Message::new("precision", Text::BlackwellOnly, args).fix("precision", "fp8")),
         None => {}
     }
-    if plan.numerics.precision.is_low_precision() && plan.hf_adapters() {
+    if !rules::adapters_run_in(plan.numerics.precision, plan.hf_adapters()) {
         let args: [(&'static str, Arg); 1] = [("precision", Arg::from(&precision))];
         errors.push(
             Message::new("precision", Text::LowPrecisionAdapters, args).fix("precision", "bf16"),

@@ -25,7 +25,7 @@ use crate::architecture::{Architecture, ParameterCounts};
 
 use crate::hardware::{self, Gpu, Instance};
 use crate::launchers;
-use crate::layout::{Layout, Stages};
+use crate::layout::Layout;
 use crate::memory;
 use crate::plan::{Checkpointing, Loss, Plan, Precision};
 use crate::report::budget_bytes;
@@ -326,8 +326,7 @@ fn precisions_around(plan: &Plan) -> Vec<Precision> {
         if !v.contains(&plan.numerics.precision) {
             v.push(plan.numerics.precision);
         }
-        // The exported train.py runs adapters in BF16 only.
-        v.retain(|p| !(p.is_low_precision() && plan.hf_adapters()));
+        v.retain(|&p| rules::adapters_run_in(p, plan.hf_adapters()));
         v
     }
 }
@@ -633,9 +632,10 @@ impl Search {
         let gpus = gpn * nodes - server;
         let arch = &self.arch;
         // Uneven splits too: Megatron counts the embedding and loss as slots.
-        let stages = Stages::megatron(arch.layers, pp, 1)?;
-        let valid = (nodes == 1 || instance.multi_node_efa_training)
-            && tp <= s.instances[o[0]].fabric.gpus_per_domain
+        let stack = self.base.implementation.stack;
+        let stages = rules::pipeline_stages(stack, arch.layers, pp, 1)?;
+        let valid = rules::nodes_run(instance, nodes)
+            && rules::tp_in_domain(tp, s.instances[o[0]].fabric.gpus_per_domain)
             && rules::tp_splits_heads(arch, tp)
             && rules::cp_splits_sequence(self.base.data.seq, cp)
             && rules::ep_splits_experts(arch, ep)
@@ -656,8 +656,8 @@ impl Search {
         if !valid || bundled_hf_refuses() || self.block_refused(o) {
             return None;
         }
-        let dp = gpus / (tp * pp * cp);
-
+        let tiled = Layout::tiled(gpus, [tp, pp, cp, ep], stages, gpu.fp8_tn_only);
+        let dp = tiled.dp;
         // Hybrid sharding groups the data-parallel ranks of one node.
         let shard = if hybrid {
             (gpn / (tp * cp).min(gpn)).max(1)
@@ -669,21 +669,11 @@ impl Search {
         let grpo_hybrid = hybrid && b.training.stage == crate::plan::TrainingStage::Grpo;
         let repeats = (zero > 0 && dp < 2)
             || grpo_hybrid
-            || (hybrid && (shard >= dp || !dp.is_multiple_of(shard) || shard < 2));
+            || (hybrid && (shard >= dp || shard < 2 || !rules::shard_divides_dp(shard, dp)));
         if repeats || !self.global_sequences.is_multiple_of(dp) {
             return None;
         }
-        let layout = Layout {
-            gpus,
-            tp,
-            pp,
-            cp,
-            ep,
-            dp,
-            shard,
-            stages,
-            fp8_tn_only: gpu.fp8_tn_only,
-        };
+        let layout = Layout { shard, ..tiled };
         // GRPO: a vLLM engine whose share cannot hold its weights and a row's
         // KV cache does not start (the resolver's `grpo_engine_too_small`).
         let fabric = &s.instances[o[0]].fabric;
@@ -710,14 +700,7 @@ impl Search {
         if self.pareto.is_empty() {
             return false;
         }
-        let peak = match precision {
-            Precision::Fp8 | Precision::Mxfp8 => gpu.fp8_dense_tflops.or(gpu.bf16_dense_tflops),
-            Precision::Nvfp4 => gpu.fp4_dense_tflops.or(gpu.fp8_dense_tflops),
-            Precision::Fp32 => gpu.fp32_tflops,
-            _ => gpu.bf16_dense_tflops,
-        }
-        .unwrap_or(1.0)
-            * 1e12;
+        let peak = rules::dense_peak_flops(gpu, precision);
         let flops = throughput::model_flops_per_token(&self.arch, &self.counts, self.base.data.seq)
             * self.base.data.tokens;
         let hours = flops / (gpus as f64 * peak) / 3600.0;

@@ -46,6 +46,16 @@ fn pruned_search_equals_brute_force() {
     }
 }
 
+/// The candidate's plan, reopened from its link: the same peak and time.
+fn reopens_as_offered(c: &planner::search::Candidate) -> planner::Report {
+    let rep = planner::evaluate(&Plan::from_query(&c.query).plan);
+    let peak = rep.memory.peak_bytes_per_gpu;
+    assert_eq!(peak, c.peak_bytes_per_gpu, "{}", c.query);
+    let hours = rep.time.total_hours;
+    assert!((hours - c.hours).abs() / c.hours < 1e-9, "{}", c.query);
+    rep
+}
+
 #[test]
 fn locks_are_respected() {
     let r = search(
@@ -79,22 +89,11 @@ fn results_fit_and_keep_the_global_batch() {
         r.candidates
     );
     for c in offered(&r) {
-        let p = Plan::from_query(&c.query).plan;
-        let rep = planner::evaluate(&p);
+        // The search reuses a layout's peak across instance types.
+        let rep = reopens_as_offered(c);
         assert!(rep.fits, "{} fits", c.query);
         assert_eq!(
             rep.global_batch_tokens, user.global_batch_tokens,
-            "{}",
-            c.query
-        );
-        assert!(
-            (rep.time.total_hours - c.hours).abs() / c.hours < 1e-9,
-            "{}",
-            c.query
-        );
-        // The search reuses a layout's peak across instance types.
-        assert_eq!(
-            rep.memory.peak_bytes_per_gpu, c.peak_bytes_per_gpu,
             "{}",
             c.query
         );
@@ -344,4 +343,28 @@ fn the_bundled_hf_stack_is_planned_data_and_tensor_parallel() {
     }
     // 70B at 32K tokens: TP 2-8 inside the node is among the best plans.
     assert!(offered(&r).any(|c| c.tp > 1), "no TP offered");
+}
+
+/// torchtitan splits the layers over its pipeline stages as evenly as they
+/// go (`generate_split_points`): Qwen2.5-7B's 28 layers run on 8 stages
+/// (4 each), where Megatron splits neither 28 nor 28 + 2 slots by 8. The
+/// resolver took the plan; the search split every stack as Megatron does
+/// and offered nothing (#34: the rule was written twice). Now it offers the
+/// plan, and it reopens with the same peak and time.
+#[test]
+fn torchtitan_pipelines_are_searched_as_torchtitan_splits_them() {
+    let q = "model=qwen2.5-7b&stack=torchtitan&seq=8192&mb=1&ga=16&ckpt=full&zero=3&pp=8\
+             &instance=ml.p5.48xlarge&nodes=2&price=55\
+             &lock=instance,nodes,precision,checkpointing,parallelism";
+    let plan = Plan::from_query(q).plan;
+    assert!(
+        planner::evaluate(&plan).errors.is_empty(),
+        "{q}: the resolver runs it"
+    );
+    let r = search(&plan);
+    let piped: Vec<_> = offered(&r).filter(|c| c.pp == 8).collect();
+    assert!(!piped.is_empty(), "{q}: the pipeline plan is offered");
+    for c in piped {
+        reopens_as_offered(c);
+    }
 }

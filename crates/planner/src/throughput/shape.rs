@@ -10,20 +10,7 @@ use crate::hardware::Gpu;
 use crate::layout::Layout;
 use crate::plan::{Plan, Precision};
 use crate::plan::{Stack, Training};
-
-fn peak_of(gpu: &Gpu, precision: Precision) -> f64 {
-    let bf16 = gpu.bf16_dense_tflops.unwrap_or(0.0);
-    let tf = match precision {
-        Precision::Fp32 => gpu.fp32_tflops.unwrap_or(bf16 / 16.0),
-        Precision::Bf16 | Precision::Bf16Pure => bf16,
-        Precision::Fp8 | Precision::Mxfp8 => gpu.fp8_dense_tflops.unwrap_or(bf16),
-        Precision::Nvfp4 => gpu
-            .fp4_dense_tflops
-            .or(gpu.fp8_dense_tflops)
-            .unwrap_or(bf16),
-    };
-    tf.max(1.0) * 1e12
-}
+use crate::rules;
 
 /// What every cost of one step reads: the plan, the layout, the hardware,
 /// and the work one GPU does per micro-batch.
@@ -95,15 +82,15 @@ impl<'a> StepShape<'a> {
         fabric: &'a Fabric,
         eff: &'a Efficiency,
     ) -> Self {
-        let gemm_peak = peak_of(gpu, plan.numerics.precision);
+        let gemm_peak = rules::dense_peak_flops(gpu, plan.numerics.precision);
         // PyTorch keeps FP32 matmuls in FP32 (`allow_tf32` is off by default,
         // and the exported train.py leaves it so): no tensor cores.
         let (wide_peak, wide_bytes) = match plan.numerics.precision {
             Precision::Fp32 => (gemm_peak, 4.0),
-            _ => (peak_of(gpu, Precision::Bf16), 2.0),
+            _ => (rules::dense_peak_flops(gpu, Precision::Bf16), 2.0),
         };
         let (lin_peak, lin_eff, lin_bytes) = match plan.numerics.precision {
-            p if p.is_low_precision() && gpu.fp8_tensor_cores => (gemm_peak, eff.fp8_gemm, 1.0),
+            p if rules::low_precision_gemms(p, gpu) => (gemm_peak, eff.fp8_gemm, 1.0),
             _ => (wide_peak, eff.gemm, wide_bytes),
         };
         let c = layout.cp.max(1) as f64;
@@ -227,7 +214,7 @@ pub(super) fn attention_efficiency(
 /// quantization, NVFP4 3.48x and 1.98x: 2.0 and 2.7 ms of quantization over
 /// 1.24 G elements at 6 TB/s, 9.6 and 13.2 B per element.
 pub(super) fn quantize_bytes(plan: &Plan, gpu: &Gpu) -> (f64, f64) {
-    let low = plan.numerics.precision.is_low_precision() && gpu.fp8_tensor_cores;
+    let low = rules::low_precision_gemms(plan.numerics.precision, gpu);
     let [fp8, mxfp8, nvfp4] = TORCHAO_QUANTIZE_BYTES;
     match (plan.implementation.stack, plan.numerics.precision) {
         (Stack::Torchtitan, Precision::Fp8) if low => (fp8, fp8 - 1.0),
