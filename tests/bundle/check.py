@@ -260,7 +260,7 @@ def check_rebase(query, report, line, m):
     if price is not None:
         nodes = int(keys["nodes"])
         assert abs(out["usd"] - price * nodes * hours) <= 1e-6 * out["usd"]
-    assert any("cpu" in n for n in out["notes"]), "a CPU run is flagged as another GPU"
+    assert any("cpu" in n["text"] for n in out["notes"]), "a CPU run is flagged as another GPU"
 
 
 @case("resume: a second run continues from the newest checkpoint")

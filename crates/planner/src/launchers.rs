@@ -9,14 +9,40 @@ use crate::plan::{Checkpointing, Engine, Optimizer, Plan, Precision, Training, T
 use crate::rope::RopeKind;
 use crate::text::{Arg, Message, Text};
 
-/// A setting the launcher does not run: what it is in the plan's words, the
-/// input it belongs to, and the change that makes the plan run, if one
-/// input does it.
+/// A setting the launcher does not run: what it is, the input it belongs
+/// to, and the change that makes the plan run, if one input does it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Refusal {
-    pub what: &'static str,
+    pub what: What,
     pub key: &'static str,
     pub fix: Option<(&'static str, &'static str)>,
+}
+
+/// What a refusal names: a setting in the link's own words (`zero=1`), or,
+/// where no one setting says it, a phrase of the catalog (#34: said in the
+/// page's language, not pre-written in English).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum What {
+    Setting(&'static str),
+    Said(Text),
+}
+
+impl What {
+    /// As a message's argument.
+    pub fn arg(self) -> Arg {
+        match self {
+            What::Setting(s) => Arg::from(s),
+            What::Said(id) => Arg::Text(id),
+        }
+    }
+
+    /// In English (the Megatron launcher's settings file).
+    pub fn english(self) -> &'static str {
+        match self {
+            What::Setting(s) => s,
+            What::Said(id) => crate::text::t(crate::text::Lang::En, id),
+        }
+    }
 }
 
 /// The settings a search candidate chooses for itself; the rest are the
@@ -56,7 +82,7 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
     let to_hf = to_hf(plan, a, c);
     if let Some(what) = unsupported_shape(a) {
         return Some(Refusal {
-            what,
+            what: What::Setting(what),
             key: "model",
             fix: to_hf,
         });
@@ -64,7 +90,11 @@ pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refu
     setting_rules(plan, a, c, to_hf)
         .into_iter()
         .find(|r| r.0)
-        .map(|(_, what, key, fix)| Refusal { what, key, fix })
+        .map(|(_, what, key, fix)| Refusal {
+            what: What::Setting(what),
+            key,
+            fix,
+        })
 }
 
 /// The Hugging Face stack as a fix, where train.py runs the plan as it is:
@@ -89,12 +119,10 @@ fn to_hf(plan: &Plan, a: &Architecture, c: Choice) -> Option<(&'static str, &'st
 
 /// A setting the launcher refuses: whether the plan asks for it, its name,
 /// the input that asks and the change that makes the plan run.
-type Rule = (
-    bool,
-    &'static str,
-    &'static str,
-    Option<(&'static str, &'static str)>,
-);
+type Rule = (bool, &'static str, &'static str, Fix);
+
+/// The input and value that make a refused plan run.
+type Fix = Option<(&'static str, &'static str)>;
 
 /// The launcher's rules on settings, in the order they are reported.
 fn setting_rules(
@@ -303,48 +331,58 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
         return None;
     }
     let full_reference = plan.training.rollout.beta > 0.0 && plan.training.train == Training::Full;
-    let rules: [Rule; 12] = [
+    let rules: [(bool, What, &'static str, Fix); 12] = [
         (
             plan.implementation.stack == crate::plan::Stack::Torchtitan,
-            "stack=torchtitan",
+            What::Setting("stack=torchtitan"),
             "stack",
             Some(("stack", "hf")),
         ),
-        (c.zero == 1, "zero=1", "zero", Some(("zero", "3"))),
-        (c.zero == 2, "zero=2", "zero", Some(("zero", "3"))),
+        (
+            c.zero == 1,
+            What::Setting("zero=1"),
+            "zero",
+            Some(("zero", "3")),
+        ),
+        (
+            c.zero == 2,
+            What::Setting("zero=2"),
+            "zero",
+            Some(("zero", "3")),
+        ),
         (
             plan.parallelism.shard.is_some() && c.zero >= 2,
-            "hybrid sharding",
+            What::Said(Text::GrpoHybridSharding),
             "shard",
             Some(("shard", "")),
         ),
         (
             c.precision != Precision::Bf16,
-            "precisions other than BF16",
+            What::Said(Text::GrpoOtherPrecisions),
             "precision",
             Some(("precision", "bf16")),
         ),
         (
             !matches!(c.checkpointing, Checkpointing::None | Checkpointing::Full),
-            "op-level, selective or partial checkpointing",
+            What::Said(Text::GrpoOtherCheckpointing),
             "ckpt",
             Some(("ckpt", "full")),
         ),
         (
             plan.activations.offload,
-            "offload=1",
+            What::Setting("offload=1"),
             "offload",
             Some(("offload", "0")),
         ),
         (
             plan.implementation.loss == crate::plan::Loss::Fused,
-            "loss=fused",
+            What::Setting("loss=fused"),
             "loss",
             Some(("loss", "plain")),
         ),
         (
             plan.training.train == Training::Qlora,
-            "train=qlora",
+            What::Setting("train=qlora"),
             "train",
             Some(("train", "lora")),
         ),
@@ -352,13 +390,13 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
         // policy, which fails (huggingface/trl#3581): beta = 0 loads none.
         (
             full_reference && c.zero == 3,
-            "a reference model (beta > 0) under FSDP2",
+            What::Said(Text::GrpoReferenceUnderFsdp2),
             "beta",
             Some(("beta", "0")),
         ),
         (
             plan.saving.async_save && plan.saving.save == crate::plan::SaveKind::Full,
-            "async_save=1",
+            What::Setting("async_save=1"),
             "async_save",
             Some(("async_save", "0")),
         ),
@@ -366,7 +404,7 @@ pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
         (
             plan.training.train != Training::Full
                 && plan.lora.lora_dtype == crate::plan::LoraDtype::Bf16,
-            "BF16 adapters",
+            What::Said(Text::GrpoBf16Adapters),
             "lora_dtype",
             Some(("lora_dtype", "fp32")),
         ),

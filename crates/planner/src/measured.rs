@@ -111,7 +111,7 @@ pub struct Comparison {
     pub hours: f64,
     pub usd: Option<f64>,
     /// Caveats: another GPU, another world size, a fallback, no plan named.
-    #[serde(serialize_with = "crate::text::english_each")]
+    #[serde(serialize_with = "crate::text::said_each")]
     pub notes: Vec<Phrase>,
 }
 

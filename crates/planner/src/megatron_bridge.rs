@@ -94,7 +94,7 @@ pub fn settings(plan: &Plan, r: &Report) -> Value {
 /// `megatron_launcher_refuses` holds the same rule (`launchers`).
 pub fn unsupported(plan: &Plan, a: &Architecture) -> Option<&'static str> {
     use crate::launchers::{megatron_refusal, Choice};
-    megatron_refusal(plan, a, Choice::of(plan)).map(|r| r.what)
+    megatron_refusal(plan, a, Choice::of(plan)).map(|r| r.what.english())
 }
 
 /// Sliding-window attention and attention sinks as Megatron-Core takes

@@ -164,7 +164,7 @@ impl Verdict {
 /// warnings are drawn from these once they are complete.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Figures {
-    #[serde(serialize_with = "crate::text::english")]
+    #[serde(serialize_with = "crate::text::said")]
     pub model_name: Phrase,
     pub parameters: u64,
     pub parameters_active: u64,

@@ -250,7 +250,7 @@ pub fn engine_error(plan: &Plan) -> Option<Message> {
 fn megatron_launcher_error(plan: &Plan, arch: &Architecture) -> Option<Message> {
     use crate::launchers::{megatron_refusal, Choice};
     let r = megatron_refusal(plan, arch, Choice::of(plan))?;
-    let args: [(&'static str, Arg); 1] = [("what", Arg::from(r.what))];
+    let args: [(&'static str, Arg); 1] = [("what", r.what.arg())];
     let m = Message::new(r.key, Text::MegatronLauncherRefuses, args);
     Some(match r.fix {
         Some((key, value)) => m.fix(key, value),
@@ -263,7 +263,7 @@ fn megatron_launcher_error(plan: &Plan, arch: &Architecture) -> Option<Message> 
 fn grpo_launcher_error(plan: &Plan) -> Option<Message> {
     use crate::launchers::{grpo_refusal, Choice};
     let r = grpo_refusal(plan, Choice::of(plan))?;
-    let args: [(&'static str, Arg); 1] = [("what", Arg::from(r.what))];
+    let args: [(&'static str, Arg); 1] = [("what", r.what.arg())];
     let m = Message::new(r.key, Text::GrpoRefuses, args);
     Some(match r.fix {
         Some((key, value)) => m.fix(key, value),
@@ -322,7 +322,7 @@ fn check_rollout(
     };
     if !engine.runs() {
         let args: [(&'static str, Arg); 3] = [
-            ("share", Arg::from(crate::plan::fmt_num(r.gen_share))),
+            ("share", Arg::Real(r.gen_share)),
             ("tp", Arg::from(&engine.tp)),
             ("seq", Arg::from(&plan.data.seq)),
         ];

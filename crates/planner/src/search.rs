@@ -60,7 +60,7 @@ pub struct Candidate {
     pub hours: f64,
     pub usd: Option<f64>,
     /// Why it wins, against the user's plan (English in JSON).
-    #[serde(serialize_with = "crate::text::english")]
+    #[serde(serialize_with = "crate::text::said")]
     pub why: Phrase,
     /// What runs its exported launch code.
     pub engine: crate::plan::Engine,

@@ -417,9 +417,10 @@ fn job_shorter_than_a_step(c: &Context) -> Option<Message> {
     if c.plan().data.tokens >= step as f64 {
         return None;
     }
-    let tokens = crate::plan::fmt_num(c.plan().data.tokens);
-    let args: [(&'static str, Arg); 2] =
-        [("tokens", Arg::from(&tokens)), ("step", Arg::from(&step))];
+    let args: [(&'static str, Arg); 2] = [
+        ("tokens", Arg::Real(c.plan().data.tokens)),
+        ("step", Arg::from(&step)),
+    ];
     Some(c.warn("tokens", Text::JobShorterThanAStep, args))
 }
 

@@ -292,3 +292,37 @@ fn derived_shape_size_uses_the_decimal_mark() {
         "~1,5B (форма по размеру)"
     );
 }
+
+/// #34: the core pre-rendered parts of two messages in English: the GRPO
+/// launcher's refusals ("precisions other than BF16") and vLLM's share
+/// ("0.05") reached a Russian page as they were. Each is now a phrase or a
+/// number the page's language writes.
+#[test]
+fn grpo_refusals_and_shares_are_said_in_the_language() {
+    use planner::text::render;
+    let error = |q: &str, id: Text| {
+        let r = planner::evaluate(&planner::Plan::from_query(q).plan);
+        let e = r.errors.iter().find(|e| e.id() == id).cloned();
+        e.unwrap_or_else(|| panic!("{q}: {id:?} in {:?}", r.errors))
+    };
+    let grpo = "model=llama-3.1-8b&instance=ml.p5.48xlarge&zero=3&ckpt=full&stage=grpo";
+    let fp8 = error(&format!("{grpo}&precision=fp8"), Text::GrpoRefuses);
+    let (ru, en) = (render(Lang::Ru, &fp8.phrase), render(Lang::En, &fp8.phrase));
+    assert!(
+        ru.contains("точности, кроме BF16") && !ru.contains("other than"),
+        "{ru}"
+    );
+    assert!(en.contains("precisions other than BF16"), "{en}");
+    let small = error(
+        &format!("{grpo}&gen_share=0.05").replace("8b", "70b"),
+        Text::GrpoEngineTooSmall,
+    );
+    let (ru, en) = (
+        render(Lang::Ru, &small.phrase),
+        render(Lang::En, &small.phrase),
+    );
+    assert!(
+        ru.contains("(0,05)") && en.contains("(0.05)"),
+        "{ru} / {en}"
+    );
+}

@@ -417,16 +417,29 @@ impl From<&Arg> for Arg {
     }
 }
 
-/// `#[serde(serialize_with = "english")]`: a phrase as its English text, where
-/// the JSON has always had a string (names, a candidate's why).
-pub fn english<S: Serializer>(p: &Phrase, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&p.english())
+/// A phrase as a report's JSON carries it: its English text for a reader,
+/// and its id and arguments for a program or another language (#34).
+struct Said<'a>(&'a Phrase);
+
+impl Serialize for Said<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Said", 3)?;
+        st.serialize_field("text", &self.0.english())?;
+        st.serialize_field("id", self.0.id.name())?;
+        st.serialize_field("args", &Args(&self.0.args))?;
+        st.end()
+    }
 }
 
-/// `#[serde(serialize_with = "english_each")]`: phrases as their English
-/// texts, where the JSON has always had a list of strings.
-pub fn english_each<S: Serializer>(ps: &[Phrase], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(ps.iter().map(Phrase::english))
+/// `#[serde(serialize_with = "said")]`: a phrase with its English text, id
+/// and arguments (a model's name, a candidate's why).
+pub fn said<S: Serializer>(p: &Phrase, s: S) -> Result<S::Ok, S::Error> {
+    Said(p).serialize(s)
+}
+
+/// `#[serde(serialize_with = "said_each")]`: phrases, each as `said` writes it.
+pub fn said_each<S: Serializer>(ps: &[Phrase], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ps.iter().map(Said))
 }
 
 #[cfg(test)]

@@ -73,7 +73,8 @@ mod en;
 mod message;
 
 pub use en::Text;
-pub use message::{english, english_each, render, render_all, Arg, Join, Message, Phrase};
+pub use message::{render, render_all, Arg, Join, Message, Phrase};
+pub use message::{said, said_each};
 
 /// Where each text of a packed catalog starts and ends.
 fn spans(packed: &'static str) -> Vec<(u32, u32)> {
