@@ -143,7 +143,7 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
             f => f,
         };
         leptos::task::spawn_local(async move {
-            match bundle_zip(&plan, launcher).await {
+            match bundle_zip(ctx, &plan, launcher).await {
                 Ok(bytes) => {
                     bundle_error.set(None);
                     download_bytes(&zip_name(&plan), &bytes, "application/zip");
@@ -206,12 +206,22 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
 /// The bundle as a ZIP: launch.py, the README and the settings from the
 /// planner, and the plan's script (train.py, or a Megatron plan's
 /// Megatron-Bridge launcher) fetched from the site (it never weighs on the wasm).
-async fn bundle_zip(plan: &planner::Plan, launcher: Format) -> Result<Vec<u8>, String> {
+/// The files come from the page's report (#34: the download evaluates
+/// nothing again; a clone of the report would cost the page 1.4 KB), unless
+/// the plan changed while the script was fetched.
+async fn bundle_zip(ctx: Ctx, plan: &planner::Plan, launcher: Format) -> Result<Vec<u8>, String> {
+    use planner::bundle::{files, files_of, zip};
     let name = planner::bundle::script_name(plan);
     let script = crate::browser::fetch_text(&format!("bundle/{name}")).await?;
-    Ok(planner::bundle::zip(&planner::bundle::files(
-        plan, launcher, &script,
-    )))
+    let same = ctx
+        .plan
+        .with_untracked(|now| now.to_query() == plan.to_query());
+    Ok(zip(&match same {
+        true => ctx
+            .report
+            .with_untracked(|e| files_of(plan, &e.report, launcher, &script)),
+        false => files(plan, launcher, &script),
+    }))
 }
 
 /// `<job name>-bundle.zip`.

@@ -6,7 +6,7 @@
 //! the page fetches it on demand, so it never weighs on the page's wasm.
 
 use crate::evaluate::evaluate;
-use crate::export::{export, hyperparameter_items, sdk_packages, Format, TRIAL_STEPS};
+use crate::export::{export_of, hyperparameter_items, sdk_packages, Format, TRIAL_STEPS};
 use crate::plan::{Optimizer, Plan, Precision, Training};
 use crate::report::{Report, Verdict};
 use std::fmt::Write;
@@ -59,16 +59,21 @@ fn megatron_bundle(plan: &Plan) -> bool {
 /// The bundle's files, in a fixed order. `script` is the text of the
 /// static script `script_name(plan)` names.
 pub fn files(plan: &Plan, launcher: Format, script: &str) -> Vec<File> {
-    let report = evaluate(plan);
+    files_of(plan, &evaluate(plan), launcher, script)
+}
+
+/// As `files`, from the plan's report (the page's: its download evaluates
+/// nothing again, #34).
+pub fn files_of(plan: &Plan, report: &Report, launcher: Format, script: &str) -> Vec<File> {
     let entry = entry_path(plan);
     let mut files = vec![
         File {
             path: "README.md".into(),
-            text: readme(plan, &report, launcher, &entry),
+            text: readme(plan, report, launcher, &entry),
         },
         File {
             path: "launch.py".into(),
-            text: export(plan, launcher).code,
+            text: export_of(plan, report, launcher).code,
         },
         File {
             path: format!("scripts/{entry}"),
@@ -78,7 +83,7 @@ pub fn files(plan: &Plan, launcher: Format, script: &str) -> Vec<File> {
     if megatron_bundle(plan) {
         files.push(File {
             path: format!("scripts/{}", crate::megatron_bridge::SETTINGS_FILE),
-            text: crate::megatron_bridge::settings_text(plan, &report),
+            text: crate::megatron_bridge::settings_text(plan, report),
         });
     } else {
         files.push(File {
