@@ -5,76 +5,151 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+/// Every path that follows `prefix` in `code`, its groups expanded:
+/// `crate::{a::X, b::{c, d}}` is `a::X`, `b::c` and `b::d`.
+fn full_paths_after(code: &str, prefix: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for (i, _) in code.match_indices(prefix) {
+        read_path(&code[i + prefix.len()..], &[], &mut out);
+    }
+    out
+}
+
+/// Reads one path (or group of paths) at the start of `s`, below the
+/// segments `head`, into `out`; returns the bytes it read.
+fn read_path(s: &str, head: &[String], out: &mut Vec<Vec<String>>) -> usize {
+    let mut path = head.to_vec();
+    let mut at = 0;
+    loop {
+        if s[at..].starts_with('{') {
+            return at + read_group(&s[at + 1..], &path, out) + 1;
+        }
+        let id: String = s[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if id.is_empty() {
+            break;
+        }
+        at += id.len();
+        path.push(id);
+        match s[at..].strip_prefix("::") {
+            Some(_) => at += 2,
+            None => break,
+        }
+    }
+    if path.len() > head.len() {
+        out.push(path);
+    }
+    at
+}
+
+/// The items of a group up to its closing brace; returns the bytes read.
+fn read_group(s: &str, head: &[String], out: &mut Vec<Vec<String>>) -> usize {
+    let skip_space = |at: usize| at + s[at..].len() - s[at..].trim_start().len();
+    let mut at = skip_space(0);
+    while at < s.len() && !s[at..].starts_with('}') {
+        at = skip_space(at + read_path(&s[at..], head, out));
+        match s[at..].chars().next() {
+            Some(',') => at = skip_space(at + 1),
+            Some('}') => break,
+            _ => return at,
+        }
+    }
+    (at + 1).min(s.len())
+}
+
 /// The first segment of every path that follows `prefix` in `code`:
 /// `crate::a::f` names `a`, and a group `crate::{a, b::{c, d}}` names `a`
 /// and `b`.
 fn paths_after(code: &str, prefix: &str) -> BTreeSet<String> {
-    let ident = |s: &str| -> String {
-        s.chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect()
-    };
-    let mut named = BTreeSet::new();
-    for (i, _) in code.match_indices(prefix) {
-        let rest = &code[i + prefix.len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            // Top-level items of the group: split at commas outside braces.
-            let (mut depth, mut start) = (0, 0);
-            for (j, c) in group.char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => {
-                        named.insert(ident(group[start..j].trim_start()));
-                        break;
-                    }
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => {
-                        named.insert(ident(group[start..j].trim_start()));
-                        start = j + 1;
-                    }
-                    _ => {}
-                }
-            }
-        } else {
-            named.insert(ident(rest));
-        }
-    }
-    named.retain(|n| !n.is_empty());
-    named
+    full_paths_after(code, prefix)
+        .into_iter()
+        .map(|p| p[0].clone())
+        .collect()
 }
 
-/// Each module of `dir` (a file, or a folder's `mod.rs`) and the modules
-/// it names as `crate::name`.
-fn imports(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let mut graph = BTreeMap::new();
+/// A module's code outside its tests: a file, or a folder's files.
+fn module_code(path: &Path) -> Option<(String, String)> {
+    let (name, files) = if path.is_dir() {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let files: Vec<_> = std::fs::read_dir(path)
+            .expect("module folder")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+            .collect();
+        (name, files)
+    } else if path.extension().is_some_and(|e| e == "rs") {
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        (name, vec![path.to_path_buf()])
+    } else {
+        return None;
+    };
+    let code: String = files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).expect("source");
+            text.split("#[cfg(test)]").next().unwrap_or("").to_string()
+        })
+        .collect();
+    (!files.is_empty()).then_some((name, code))
+}
+
+/// What modules re-export from others: (module, item) to the module the
+/// item comes from; the crate root's (`lib.rs`: `pub use report::Report`)
+/// under the module "".
+fn reexports(dir: &Path) -> BTreeMap<(String, String), String> {
+    let mut out = BTreeMap::new();
     for entry in std::fs::read_dir(dir).expect("source folder") {
-        let path = entry.expect("entry").path();
-        // A folder module is all its files (memory/: states, activations, ...).
-        let (name, files) = if path.is_dir() {
-            let name = path.file_name().unwrap().to_string_lossy().to_string();
-            let files: Vec<_> = std::fs::read_dir(&path)
-                .expect("module folder")
-                .map(|e| e.expect("entry").path())
-                .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-                .collect();
-            (name, files)
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            (
-                path.file_stem().unwrap().to_string_lossy().to_string(),
-                vec![path],
-            )
-        } else {
+        let Some((name, code)) = module_code(&entry.expect("entry").path()) else {
             continue;
         };
-        if ["lib", "main", "bin"].contains(&name.as_str()) || files.is_empty() {
+        let (module, prefix) = match name.as_str() {
+            "lib" => (String::new(), "pub use "),
+            _ => (name, "pub use crate::"),
+        };
+        for path in full_paths_after(&code, prefix) {
+            if let [from, .., item] = path.as_slice() {
+                out.insert((module.clone(), item.clone()), from.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The module a path names, through re-exports to the one that defines
+/// its item: `crate::Report` is report's, and `crate::report::Message`
+/// (report re-exports resolve's, which re-exports text's) is text's.
+fn origin(path: &[String], reexports: &BTreeMap<(String, String), String>) -> String {
+    let (mut module, item) = match reexports.get(&(String::new(), path[0].clone())) {
+        Some(m) => (m.clone(), &path[0]),
+        None => (path[0].clone(), path.get(1).unwrap_or(&path[0])),
+    };
+    for _ in 0..8 {
+        match reexports.get(&(module.clone(), item.clone())) {
+            Some(next) => module = next.clone(),
+            None => break,
+        }
+    }
+    module
+}
+
+/// Each module of `dir` (a file, or a folder's files) and the modules it
+/// names as `crate::name`, each item counted where it is defined.
+fn imports(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let reexports = reexports(dir);
+    let mut graph = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).expect("source folder") {
+        let Some((name, code)) = module_code(&entry.expect("entry").path()) else {
+            continue;
+        };
+        if ["lib", "main", "bin"].contains(&name.as_str()) {
             continue;
         }
-        let text: String = files
+        let mut named: BTreeSet<String> = full_paths_after(&code, "crate::")
             .iter()
-            .map(|f| std::fs::read_to_string(f).expect("source"))
+            .map(|p| origin(p, &reexports))
             .collect();
-        let code = text.split("#[cfg(test)]").next().unwrap_or("");
-        let mut named = paths_after(code, "crate::");
         named.remove(&name);
         graph.insert(name, named);
     }
@@ -180,6 +255,25 @@ fn grouped_imports_are_read() {
     assert_eq!(got, ["a", "b", "e", "g"]);
 }
 
+/// The check expands nested groups into whole paths and follows
+/// re-exports to the module that defines the item.
+#[test]
+fn paths_and_reexports_are_followed() {
+    let code = "use crate::{a::X, b::{c, d::{E, F}}};\nfn f() { crate::g::h(); }";
+    let got: Vec<String> = full_paths_after(code, "crate::")
+        .iter()
+        .map(|p| p.join("::"))
+        .collect();
+    assert_eq!(got, ["a::X", "b::c", "b::d::E", "b::d::F", "g::h"]);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let r = reexports(&src);
+    let at = |p: &str| origin(&p.split("::").map(String::from).collect::<Vec<_>>(), &r);
+    assert_eq!(at("Report"), "report");
+    assert_eq!(at("report::Message"), "text");
+    assert_eq!(at("throughput::Fabric"), "fabric");
+    assert_eq!(at("throughput::efficiency"), "throughput");
+}
+
 /// Layers in the order they build on each other, lowest first: no module
 /// of an earlier layer reaches (through any chain of imports) one of a
 /// later layer. The text catalog and the plan sit below the models; the
@@ -260,12 +354,16 @@ fn files_import_only_siblings(folder: &str) {
         for n in &named {
             assert!(
                 dir.join(format!("{n}.rs")).exists(),
-                "memory/{name}.rs imports `super::{n}`, not a sibling file"
+                "{folder}/{name}.rs imports `super::{n}`, not a sibling file"
             );
         }
         assert!(
             !code.contains("super::*"),
-            "memory/{name}.rs imports super::*"
+            "{folder}/{name}.rs imports super::*"
+        );
+        assert!(
+            !code.contains(&format!("crate::{folder}::")),
+            "{folder}/{name}.rs reads its folder's mod.rs back through `crate::{folder}::`"
         );
         named.remove(&name);
         graph.insert(name, named);
