@@ -527,12 +527,14 @@ import grpo
 args = grpo.parse_args(sys.argv[2:])
 c = grpo.grpo_config(args, True)
 if int(__import__("os").environ.get("RANK", "0")) == 0:
-    print("CONFIG " + json.dumps({k: getattr(c, k) for k in (
+    # A file, not stdout: torchrun's workers share one pipe, and one run lost this line there.
+    with open(sys.argv[1] + "/config.json", "w") as out:
+        json.dump({k: getattr(c, k) for k in (
         "fsdp_config", "gradient_checkpointing", "num_generations", "max_prompt_length",
         "max_completion_length", "beta", "loss_type", "use_vllm", "vllm_mode",
         "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "vllm_server_host",
         "vllm_server_port", "per_device_train_batch_size",
-        "gradient_accumulation_steps", "bf16")} | {"fsdp": [str(o.value) for o in c.fsdp]}, default=str))
+        "gradient_accumulation_steps", "bf16")} | {"fsdp": [str(o.value) for o in c.fsdp]}, out, default=str)
 """
 
 
@@ -562,9 +564,14 @@ def grpo_checks(i, query, launcher, models, prompts_dir):
         world = report["layout"]["gpus"]
         # The tiny model's config stands for the Hub's (FSDP2 wraps its decoder layer class).
         argv = as_argv(dict(hp, model_id=models["llama"])) + ["--use_vllm", "True"]
+        written = os.path.join(os.path.dirname(script), "config.json")
+        if os.path.exists(written):
+            os.remove(written)
         r = run_script_code(GRPO_CONFIG, [os.path.dirname(script), *argv], world=min(world, 2))
         assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
-        c = json.loads(next(l for l in r.stdout.splitlines() if l.startswith("CONFIG "))[7:])
+        with open(written) as f:
+            c = json.load(f)
+        os.remove(written)
         seq, completion = int(plan["seq"]), int(plan["completion"])
         want = {
             "num_generations": int(plan["generations"]), "max_completion_length": completion,
