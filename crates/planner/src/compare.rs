@@ -83,9 +83,7 @@ pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
         let mem = r.memory().with_pool(pool);
         let usable = r.gpu.usable_bytes();
         let tp = r.throughput(&r.efficiency());
-        let adapters = p.lora_params(&r.arch);
-        let (time, _, cost) =
-            cost::estimate(&p, &r.counts, adapters, &tp, &r.instance, r.layout.gpus);
+        let (time, _, cost) = cost::estimate(&r, &tp);
         out.push(InstanceOption {
             instance: inst.instance_type.clone(),
             gpu: inst.gpu.clone(),

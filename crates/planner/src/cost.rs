@@ -2,6 +2,7 @@
 
 use crate::architecture::ParameterCounts;
 use crate::hardware::Instance;
+use crate::job::Job;
 use crate::plan::{Plan, Precision, SaveKind, Training};
 use crate::throughput::Throughput;
 use serde::Serialize;
@@ -85,18 +86,23 @@ pub fn checkpoint_bytes(plan: &Plan, counts: &ParameterCounts, adapter_params: f
     bytes as u64
 }
 
-/// Time, checkpoint overhead and cost.
-pub fn estimate(
-    plan: &Plan,
-    counts: &ParameterCounts,
-    adapter_params: f64,
-    tp: &Throughput,
-    instance: &Instance,
-    gpus: u64,
-) -> (Time, Checkpointing, Cost) {
-    let (time, ckpt) = time(plan, counts, adapter_params, tp, gpus);
-    let cost = price(plan, instance, tp, time.total_hours);
+/// Time, checkpoint overhead and cost of a resolved job at its step time.
+/// The training GPUs stage an asynchronous save; the GPU-hours count every
+/// GPU paid for, a GRPO plan's vLLM server's too (the report, the instance
+/// comparison and the search read the same time, #34).
+pub fn estimate(job: &Job, tp: &Throughput) -> (Time, Checkpointing, Cost) {
+    let plan = job.plan;
+    let adapters = plan.lora_params(&job.arch);
+    let (mut time, ckpt) = time(plan, &job.counts, adapters, tp, job.layout.gpus);
+    time.gpu_hours = time.total_hours * paid_gpus(job) as f64;
+    let cost = price(plan, &job.instance, tp, time.total_hours);
     (time, ckpt, cost)
+}
+
+/// The GPUs the job pays for: training's, and a GRPO plan's vLLM server's.
+pub fn paid_gpus(job: &Job) -> u64 {
+    let (p, gpn) = (job.plan, job.instance.gpu_count);
+    job.layout.gpus + crate::rollout::server_gpus(p, gpn, p.hardware.nodes).unwrap_or(0)
 }
 
 /// The job's wall-clock time: its steps and the checkpoints it saves (the

@@ -111,13 +111,6 @@ fn verdict_of(peak: u64, budget: u64, usable: u64, host_full: bool) -> Verdict {
     }
 }
 
-/// The GPUs the job pays for: training's, and a GRPO plan's vLLM server's.
-fn paid_gpus(r: &Job<'_>) -> u64 {
-    let p = r.plan;
-    r.layout.gpus
-        + crate::rollout::server_gpus(p, r.instance.gpu_count, p.hardware.nodes).unwrap_or(0)
-}
-
 /// Evaluate a plan: parameters, memory, verdict, solvers, warnings.
 pub fn evaluate(plan: &Plan) -> Report {
     count_evaluation();
@@ -144,9 +137,7 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
         .saturating_mul(r.layout.dp);
     let gen = throughput::generation(&r.gpu);
     let tp = r.throughput(&r.efficiency());
-    let adapters = plan.lora_params(&r.arch);
-    let (time, checkpoint, cost) =
-        cost::estimate(plan, &r.counts, adapters, &tp, &r.instance, paid_gpus(r));
+    let (time, checkpoint, cost) = cost::estimate(r, &tp);
     let rollout = rollout_figures(r, fabric, &tp, global_batch_sequences);
     let mut figures = Figures {
         model_name: r.model_name.clone(),

@@ -274,3 +274,39 @@ fn the_search_offers_a_server_where_colocating_cannot_run() {
         assert!(g.server_gpus > 0, "{}", c.query);
     }
 }
+
+/// An asynchronous save is staged by the GPUs that hold the shards: the 4
+/// training GPUs copy Qwen2.5-7B's 15,231,233,024 bytes of BF16 weights to
+/// the host at 20 GB/s each (`ASYNC_STAGING_GBPS`): 0.19 s; the vLLM
+/// server's 4 GPUs hold none. The report counted all 8 (0.095 s) where the
+/// search and the instance comparison counted 4, so the three gave the same
+/// plan different times (#34: one estimate from the job now).
+#[test]
+fn the_training_gpus_stage_an_asynchronous_save() {
+    let q =
+        "model=qwen2.5-7b&stage=grpo&seq=1280&completion=1024&mb=4&ga=8&instance=ml.p5.48xlarge\
+             &zero=3&ckpt=full&gen_gpus=4&save=weights&async_save=1&save_every=10";
+    let r = report(q);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let c = &r.figures.checkpoint;
+    assert_eq!(c.size_bytes, 15_231_233_024);
+    let staged = c.size_bytes as f64 / (4.0 * 20e9);
+    assert!(
+        (c.blocking_seconds_per_save - staged).abs() < 1e-12,
+        "{c:?}"
+    );
+    let t = &r.figures.time;
+    assert!((t.gpu_hours - 8.0 * t.total_hours).abs() <= 1e-9 * t.gpu_hours);
+    let e = planner::evaluate::evaluate_with_charts(&Plan::from_query(q).plan, &[]);
+    let own = e
+        .instances
+        .iter()
+        .find(|o| o.instance == "ml.p5.48xlarge")
+        .unwrap();
+    assert!(
+        (own.hours - t.total_hours).abs() <= 1e-12 * t.total_hours,
+        "{} vs {}",
+        own.hours,
+        t.total_hours
+    );
+}
