@@ -128,11 +128,12 @@ pub enum Outside {
         checked: String,
     },
     Hybrid,
-    /// One of `SETTINGS`: the plan's value and what the checks ran.
+    /// One of `SETTINGS`: the plan's value and what the checks ran (a
+    /// range, or the values, "" for unset).
     Setting {
         key: &'static str,
         value: String,
-        checked: String,
+        checked: Vec<String>,
     },
 }
 
@@ -706,27 +707,22 @@ impl Envelope {
     }
 }
 
-/// What the checks ran of a setting, written out, when `value` is not of it.
-fn unchecked(checked: &Checked, value: &Value) -> Option<String> {
+/// What the checks ran of a setting, as the link writes its values ("" for
+/// unset), when `value` is not of it.
+fn unchecked(checked: &Checked, value: &Value) -> Option<Vec<String>> {
     match checked {
         Checked::Range(lo, hi) => {
             let x = value.number()?;
             (x < *lo || x > *hi).then(|| {
                 let (lo, hi) = (crate::plan::fmt_num(*lo), crate::plan::fmt_num(*hi));
                 if lo == hi {
-                    lo
+                    vec![lo]
                 } else {
-                    format!("{lo}–{hi}")
+                    vec![format!("{lo}–{hi}")]
                 }
             })
         }
-        Checked::Values(seen) => (!seen.iter().any(|v| value.is(v))).then(|| {
-            let shown: Vec<&str> = seen
-                .iter()
-                .map(|v| if v.is_empty() { "unset" } else { v.as_str() })
-                .collect();
-            shown.join(", ")
-        }),
+        Checked::Values(seen) => (!seen.iter().any(|v| value.is(v))).then(|| seen.clone()),
     }
 }
 

@@ -195,6 +195,16 @@ fn extrapolated(outside: &[Outside], inside: Phrase) -> Accuracy {
     }
 }
 
+/// The values the checks ran of a setting, as the link writes them, an
+/// unset one in the page's language.
+fn checked_values(values: &[String]) -> Arg {
+    let phrase = |v: &String| match v.as_str() {
+        "" => Phrase::new(Text::Unset),
+        _ => Phrase::new(Text::Verbatim).with("text", v.clone()),
+    };
+    Arg::List(values.iter().map(phrase).collect(), Join::Comma)
+}
+
 /// One axis a plan leaves its checks' envelope on, as a phrase.
 fn outside_axis(o: &Outside) -> Phrase {
     let billions = |p: &u64| Arg::Number(*p as f64 / 1e9, 1);
@@ -228,7 +238,10 @@ fn outside_axis(o: &Outside) -> Phrase {
             key,
             value,
             checked,
-        } => unchecked(Text::AxisSetting, value, checked).with("key", *key),
+        } => Phrase::new(Text::AxisSetting)
+            .with("value", value.clone())
+            .with("checked", checked_values(checked))
+            .with("key", *key),
         Outside::Zero { value, checked } => unchecked(Text::AxisZero, value, checked),
         Outside::Hybrid => Phrase::new(Text::AxisHybrid),
     }
@@ -621,5 +634,30 @@ mod tests {
         let base = speed(recipe).unwrap();
         let off = speed(&format!("{recipe}&ga=16&tp_overlap=0&overlap=0"));
         assert!(base / off.unwrap() - 1.0 > 0.10);
+    }
+
+    /// The values a setting's checks ran, an unset one in the page's
+    /// language (#34: "unset" reached a Russian page in English).
+    #[test]
+    fn checked_values_are_said_in_the_language() {
+        use crate::plan::Lang;
+        let checked = ["".to_string(), "4".to_string()];
+        let o = super::Outside::Setting {
+            key: "offload_layers",
+            value: "8".into(),
+            checked: checked.to_vec(),
+        };
+        let phrase = super::outside_axis(&o);
+        let said = |lang| crate::text::render(lang, &phrase);
+        let en = "offload_layers=8 not checked (checked: unset, 4)";
+        assert_eq!(said(Lang::En), en);
+        let (ru, unset) = (
+            said(Lang::Ru),
+            crate::text::t(Lang::Ru, crate::text::Text::Unset),
+        );
+        assert!(
+            ru.contains(&format!(": {unset}, 4)")) && !ru.contains("unset"),
+            "{ru}"
+        );
     }
 }

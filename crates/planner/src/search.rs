@@ -1011,7 +1011,12 @@ fn plan_summary(p: &Plan, instance: &str) -> Phrase {
             Arg::List(vec![], Join::Nothing)
         }
     };
-    let ckpt = Phrase::new(Text::CandidateCkpt).with("mode", p.activations.checkpointing.key());
+    // A fraction of layers is a number the page's language writes (0,5).
+    let mode = match p.activations.checkpointing {
+        Checkpointing::Fraction(f) => Arg::Real(f),
+        c => Arg::from(c.key()),
+    };
+    let ckpt = Phrase::new(Text::CandidateCkpt).with("mode", mode);
     let hybrid = Phrase::new(Text::CandidateHybrid).with("group", p.parallelism.shard.unwrap_or(0));
     let parallel = Phrase::new(Text::CandidateParallel)
         .with("tp", p.parallelism.tp)
@@ -1066,5 +1071,9 @@ mod tests {
             render(Lang::En, &bare),
             "1 × p5.48xlarge, BF16, ZeRO-3, mb 1"
         );
+        // Half the layers recomputed: a number with the language's mark.
+        let half = plan_summary(&Plan::from_query("ckpt=0.5").plan, "p5.48xlarge");
+        assert!(render(Lang::En, &half).contains("ckpt 0.5"));
+        assert!(render(Lang::Ru, &half).contains("ckpt 0,5"));
     }
 }

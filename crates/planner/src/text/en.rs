@@ -45,6 +45,7 @@ catalog! {
     CustomModel => "custom",
     CustomModelNear => "custom (close to {name})",
     Verbatim => "{text}",
+    Unset => "unset",
     CandidateWhy => "{what}: {vs}",
     CandidatePlan => "{nodes} × {instance}, {precision}{ckpt}, ZeRO-{zero}{hybrid}{parallel}, mb {mb}{server}",
     CandidateCkpt => " + ckpt {mode}",

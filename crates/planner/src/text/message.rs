@@ -42,6 +42,8 @@ pub enum Join {
     Nothing,
     /// `a; b` (an accuracy note's parts, the axes it leaves).
     Semicolon,
+    /// `a, b` (the values a check ran).
+    Comma,
     /// `a and b`, in the language.
     And,
 }
@@ -190,6 +192,7 @@ fn write_arg(out: &mut String, lang: Lang, arg: &Arg) {
                     out.push_str(match join {
                         Join::Nothing => "",
                         Join::Semicolon => "; ",
+                        Join::Comma => ", ",
                         Join::And => t(lang, Text::And),
                     });
                 }
