@@ -519,6 +519,13 @@ fn resolve_pp(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) -> (u
     if let Some(s) = stages {
         return (pp, s);
     }
+    if stack == Stack::Torchtitan {
+        let args: [(&'static str, Arg); 2] =
+            [("pp", Arg::from(&pp)), ("layers", Arg::from(&layers))];
+        let m = Message::new("pp", Text::PpExceedsLayers, args);
+        errors.push(m.fix("pp", layers.to_string()));
+        return (1, Stages::even(layers, 1));
+    }
     let nearest = nearest_pipeline_degrees(layers, pp, vp);
     let args: [(&'static str, Arg); 5] = [
         ("pp", Arg::from(&pp)),

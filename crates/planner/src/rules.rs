@@ -52,12 +52,12 @@ pub fn shard_divides_dp(shard: u64, dp: u64) -> bool {
 }
 
 /// The pipeline split a stack runs without explicit first/last counts:
-/// torchtitan as evenly as the layers go (`generate_split_points`, any
-/// degree runs), Megatron evenly or with the embedding and loss as slots
-/// (`Stages::megatron`), else None.
+/// torchtitan as evenly as the layers go (`generate_split_points`: any
+/// degree up to one layer a stage), Megatron evenly or with the embedding
+/// and loss as slots (`Stages::megatron`), else None.
 pub fn pipeline_stages(stack: Stack, layers: u64, pp: u64, vp: u64) -> Option<Stages> {
     if stack == Stack::Torchtitan {
-        Some(Stages::even(layers, pp))
+        (pp <= layers.max(1)).then(|| Stages::even(layers, pp))
     } else {
         Stages::megatron(layers, pp, vp)
     }
@@ -177,6 +177,11 @@ mod tests {
         assert_eq!(stages(Stack::Torchtitan, 3), Some(vec![11, 11, 11]));
         assert_eq!(stages(Stack::Megatron, 3), None);
         assert_eq!(stages(Stack::Megatron, 2), stages(Stack::Torchtitan, 2));
+        assert_eq!(
+            stages(Stack::Torchtitan, 33),
+            None,
+            "a stage without a layer"
+        );
         assert!(shard_divides_dp(8, 16) && !shard_divides_dp(6, 16) && !shard_divides_dp(32, 16));
         let instance = |id| hardware::instance(id).unwrap();
         assert!(nodes_run(instance("ml.p4d.24xlarge"), 4));

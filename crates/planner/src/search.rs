@@ -59,7 +59,8 @@ pub struct Candidate {
     pub mfu: f64,
     pub hours: f64,
     pub usd: Option<f64>,
-    /// Why it wins, against the user's plan (English in JSON).
+    /// Why it wins, against the user's plan (in JSON its English, id and
+    /// arguments).
     #[serde(serialize_with = "crate::text::said")]
     pub why: Phrase,
     /// What runs its exported launch code.
@@ -631,7 +632,8 @@ impl Search {
         let server = s.servers[o[8]].gpus(gpn, nodes)?;
         let gpus = gpn * nodes - server;
         let arch = &self.arch;
-        // Uneven splits too: Megatron counts the embedding and loss as slots.
+        // Uneven splits too, as the stack makes them (Megatron counts the
+        // embedding and loss as slots; torchtitan splits as evenly as it goes).
         let stack = self.base.implementation.stack;
         let stages = rules::pipeline_stages(stack, arch.layers, pp, 1)?;
         let valid = rules::nodes_run(instance, nodes)

@@ -50,10 +50,11 @@ fn read_group(s: &str, head: &[String], out: &mut Vec<Vec<String>>) -> usize {
     let mut at = skip_space(0);
     while at < s.len() && !s[at..].starts_with('}') {
         at = skip_space(at + read_path(&s[at..], head, out));
+        // Past a rename (`X as Y`) or a comment to the item's end.
+        at += s[at..].find([',', '}']).unwrap_or(s.len() - at);
         match s[at..].chars().next() {
             Some(',') => at = skip_space(at + 1),
-            Some('}') => break,
-            _ => return at,
+            _ => break,
         }
     }
     (at + 1).min(s.len())
@@ -121,7 +122,13 @@ fn reexports(dir: &Path) -> BTreeMap<(String, String), String> {
 /// its item: `crate::Report` is report's, and `crate::report::Message`
 /// (report re-exports resolve's, which re-exports text's) is text's.
 fn origin(path: &[String], reexports: &BTreeMap<(String, String), String>) -> String {
-    let (mut module, item) = match reexports.get(&(String::new(), path[0].clone())) {
+    // An item of the crate's root stands alone or is a type (`crate::Report`,
+    // `crate::evaluate(..)`); a module path goes on (`crate::evaluate::x`).
+    let root_item = path.len() == 1 || path[0].starts_with(|c: char| c.is_ascii_uppercase());
+    let root = root_item
+        .then(|| reexports.get(&(String::new(), path[0].clone())))
+        .flatten();
+    let (mut module, item) = match root {
         Some(m) => (m.clone(), &path[0]),
         None => (path[0].clone(), path.get(1).unwrap_or(&path[0])),
     };
@@ -259,12 +266,22 @@ fn grouped_imports_are_read() {
 /// re-exports to the module that defines the item.
 #[test]
 fn paths_and_reexports_are_followed() {
-    let code = "use crate::{a::X, b::{c, d::{E, F}}};\nfn f() { crate::g::h(); }";
+    let code = "use crate::{a::X as Y, b::{c, d::{E, F}}};\nfn f() { crate::g::h(); }";
     let got: Vec<String> = full_paths_after(code, "crate::")
         .iter()
         .map(|p| p.join("::"))
         .collect();
     assert_eq!(got, ["a::X", "b::c", "b::d::E", "b::d::F", "g::h"]);
+    // Unclosed or cut-off input ends without a panic.
+    for odd in [
+        "use crate::",
+        "use crate::{a, b",
+        "crate::{",
+        "crate::{*}",
+        "crate::{a, }}",
+    ] {
+        full_paths_after(odd, "crate::");
+    }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let r = reexports(&src);
     let at = |p: &str| origin(&p.split("::").map(String::from).collect::<Vec<_>>(), &r);
@@ -362,8 +379,10 @@ fn files_import_only_siblings(folder: &str) {
             "{folder}/{name}.rs imports super::*"
         );
         assert!(
-            !code.contains(&format!("crate::{folder}::")),
-            "{folder}/{name}.rs reads its folder's mod.rs back through `crate::{folder}::`"
+            !full_paths_after(code, "crate::")
+                .iter()
+                .any(|p| p[0] == folder),
+            "{folder}/{name}.rs reads its folder's mod.rs back through `crate::{folder}`"
         );
         named.remove(&name);
         graph.insert(name, named);

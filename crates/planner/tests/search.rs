@@ -347,7 +347,7 @@ fn the_bundled_hf_stack_is_planned_data_and_tensor_parallel() {
 
 /// torchtitan splits the layers over its pipeline stages as evenly as they
 /// go (`generate_split_points`): Qwen2.5-7B's 28 layers run on 8 stages
-/// (4 each), where Megatron splits neither 28 nor 28 + 2 slots by 8. The
+/// (4 or 3 each; the planner holds 4 on every rank), where Megatron splits neither 28 nor 28 + 2 slots by 8. The
 /// resolver took the plan; the search split every stack as Megatron does
 /// and offered nothing (#34: the rule was written twice). Now it offers the
 /// plan, and it reopens with the same peak and time.
@@ -367,4 +367,20 @@ fn torchtitan_pipelines_are_searched_as_torchtitan_splits_them() {
     for c in piped {
         reopens_as_offered(c);
     }
+}
+
+/// torchtitan puts at least one layer on each stage: a 4-layer model on 8
+/// stages is an error whose fix, 4 stages of one layer, runs; the search
+/// offers no such plan either (it reads the same `rules::pipeline_stages`).
+#[test]
+fn torchtitan_needs_a_layer_per_stage() {
+    let model = "model=custom&layers=4&hidden=1024&heads=8&kv_heads=8&ffn=4096&vocab=32000";
+    let q = |pp: u64| format!("{model}&stack=torchtitan&pp={pp}");
+    let r = planner::evaluate(&Plan::from_query(&q(8)).plan);
+    let e = r.errors.iter().find(|e| e.code() == "pp_exceeds_layers");
+    let fix = e.and_then(|e| e.fix.clone());
+    assert_eq!(fix, Some(("pp", "4".to_string())), "{:?}", r.errors);
+    assert!(planner::evaluate(&Plan::from_query(&q(4)).plan)
+        .errors
+        .is_empty());
 }

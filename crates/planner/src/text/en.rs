@@ -57,6 +57,7 @@ catalog! {
     NoMultiNode => "{instance} does not support multi-node EFA training; use 1 node or another instance type",
     TpDoesNotDivideHeads => "tensor parallel degree {tp} must divide heads ({heads}) and kv_heads ({kv_heads})",
     TpExceedsNode => "tensor parallelism ({tp}) should stay inside one NVLink domain ({gpus} GPUs)",
+    PpExceedsLayers => "pipeline degree {pp} leaves stages without a layer: torchtitan splits the {layers} layers over at most {layers} stages",
     PpDoesNotDivideLayers => "pipeline degree {pp} (x {vp} virtual stages) splits neither {layers} layers evenly nor {slots} slots with the embedding and the loss counted as stages, as Megatron does; nearest valid: {nearest}",
     PpSplitInvalid => "pp_first / pp_last do not split {layers} layers over {pp} stages: the layers left must divide evenly over the middle stages; nearest even or embedding-and-loss splits: {nearest}",
     CpDoesNotDivideSeq => "context parallel degree {cp} must divide the sequence length ({seq})",

@@ -316,6 +316,7 @@ impl Text {
             Text::OverBudget => "over_budget",
             Text::ParallelDegreesExceedGpus => "parallel_degrees_exceed_gpus",
             Text::PpDoesNotDivideLayers => "pp_does_not_divide_layers",
+            Text::PpExceedsLayers => "pp_exceeds_layers",
             Text::PpSplitInvalid => "pp_split_invalid",
             Text::PriceDated => "price_dated",
             Text::PriceDerived => "price_derived",
