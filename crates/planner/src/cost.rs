@@ -100,7 +100,7 @@ pub fn estimate(job: &Job, tp: &Throughput) -> (Time, Checkpointing, Cost) {
 }
 
 /// The GPUs the job pays for: training's, and a GRPO plan's vLLM server's.
-pub fn paid_gpus(job: &Job) -> u64 {
+fn paid_gpus(job: &Job) -> u64 {
     let (p, gpn) = (job.plan, job.instance.gpu_count);
     job.layout.gpus + crate::rollout::server_gpus(p, gpn, p.hardware.nodes).unwrap_or(0)
 }

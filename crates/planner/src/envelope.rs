@@ -715,11 +715,7 @@ fn unchecked(checked: &Checked, value: &Value) -> Option<Vec<String>> {
             let x = value.number()?;
             (x < *lo || x > *hi).then(|| {
                 let (lo, hi) = (crate::plan::fmt_num(*lo), crate::plan::fmt_num(*hi));
-                if lo == hi {
-                    vec![lo]
-                } else {
-                    vec![format!("{lo}–{hi}")]
-                }
+                vec![if lo == hi { lo } else { format!("{lo}–{hi}") }]
             })
         }
         Checked::Values(seen) => (!seen.iter().any(|v| value.is(v))).then(|| seen.clone()),

@@ -538,11 +538,12 @@ impl Search {
         (o[2] * s.zeros.len() + o[7]) * s.pps.len() + o[4]
     }
 
-    /// Whether the launchers refuse every checkpointing of a block.
-    fn block_refused(&self, o: [usize; 9]) -> bool {
+    /// Whether the launchers refuse each checkpointing of a block, in the
+    /// space's order.
+    fn refused_checkpointings(&self, o: [usize; 9]) -> &[bool] {
         let n = self.space.ckpts.len();
         let at = self.refusal_index(o) * n;
-        self.refused[at..at + n].iter().all(|&r| r)
+        &self.refused[at..at + n]
     }
 
     /// Size of the space.
@@ -655,7 +656,7 @@ impl Search {
                 )
                 .is_some()
         };
-        if !valid || bundled_hf_refuses() || self.block_refused(o) {
+        if !valid || bundled_hf_refuses() || self.refused_checkpointings(o).iter().all(|&r| r) {
             return None;
         }
         let tiled = Layout::tiled(gpus, [tp, pp, cp, ep], stages, gpu.fp8_tn_only);
@@ -760,7 +761,7 @@ impl Search {
         let mut best: Option<Found> = None;
         let dp = layout.dp;
         for (ci, &ck) in ckpts.iter().enumerate() {
-            if self.refused[self.refusal_index(o) * ckpts.len() + ci] {
+            if self.refused_checkpointings(o)[ci] {
                 self.pruned += (losses.len() * mbs.len()) as u64;
                 continue;
             }
