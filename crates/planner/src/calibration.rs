@@ -445,6 +445,21 @@ fn hf_case(r: &Row) -> Option<Case> {
         return None;
     };
     let kind = r.get("train_type");
+    // "LoRA r=16 (alpha16, q/k/v/o)": the rank and the attention's four.
+    let lora = crate::plan::Lora {
+        lora_rank: kind
+            .split("r=")
+            .nth(1)
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(16),
+        lora_targets: if kind.contains("q/k/v/o") {
+            crate::plan::LoraTargets::ATTENTION
+        } else {
+            crate::plan::LoraTargets::ALL_LINEAR
+        },
+        ..crate::plan::Lora::default()
+    };
     let train = if kind.starts_with("QLoRA") {
         crate::plan::Training::Qlora
     } else if kind.starts_with("LoRA") {
@@ -485,6 +500,7 @@ fn hf_case(r: &Row) -> Option<Case> {
             train,
             ..TrainingSetup::default()
         },
+        lora,
         model: ModelChoice::custom(),
         ..Plan::default()
     };

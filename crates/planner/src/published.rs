@@ -12,8 +12,8 @@ use crate::fabric::{Fabric, Network};
 use crate::hardware;
 use crate::layout::{Layout, Stages};
 use crate::plan::{
-    Activations, Attention, Checkpointing, Data, Implementation, ModelChoice, Numerics,
-    Parallelism, Plan, Precision, Stack,
+    Activations, Attention, Checkpointing, Data, Implementation, Lora, ModelChoice, Numerics,
+    Parallelism, Plan, Precision, Stack, Training, TrainingSetup,
 };
 use crate::table::{read_csv, Row};
 
@@ -138,6 +138,15 @@ fn plan(r: &Row) -> Option<Plan> {
                 "cudnn" => Attention::Cudnn,
                 _ => Attention::Flash,
             },
+        },
+        training: TrainingSetup {
+            train: Training::from_key(r.get("train")).unwrap_or(Training::Full),
+            ..TrainingSetup::default()
+        },
+        // NeMo AutoModel's LoRA recipes: rank 16 on every Linear (`match_all_linear`).
+        lora: Lora {
+            lora_rank: r.num("lora_rank").map_or(16, |v| v as u64),
+            ..Lora::default()
         },
         model: ModelChoice::custom(),
         ..Plan::default()

@@ -294,7 +294,7 @@ impl Space {
             MB.to_vec()
         };
         // A stack no engine trains this way has no plan to search for.
-        let no_engine = crate::resolve::engine_error(plan).is_some();
+        let no_engine = crate::launchers::no_engine(plan).is_some();
         Space {
             instances: if no_engine {
                 Vec::new()
@@ -704,7 +704,7 @@ impl Search {
             return false;
         }
         let peak = rules::dense_peak_flops(gpu, precision);
-        let flops = throughput::model_flops_per_token(&self.arch, &self.counts, self.base.data.seq)
+        let flops = throughput::plan_model_flops_per_token(&self.arch, &self.counts, &self.base)
             * self.base.data.tokens;
         let hours = flops / (gpus as f64 * peak) / 3600.0;
         let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);

@@ -73,16 +73,16 @@ fn memory_never_comes_out_below_a_run_with_shorter_rows() {
     assert!(!fits.is_empty() && fits.iter().all(|r| r.holds() == Some(true)));
 }
 
-/// What SpeedDerivedDpo tells the user: the published TRL DPO runs on one
-/// H100 (Hugging Face's QLoRA posts, a TRL issue's 0.5B estimate) took 3-24%
-/// longer than the planner gives for them even with every row padded to
-/// max_length (its token count is an upper bound: the runs padded to each
-/// batch's longest). If the model comes to explain them, or drifts away,
-/// this fails and the label must change. (Until stop 46 these rows were
-/// timed on eight GPUs: their `gpu_count=1` was ignored beside a known
-/// instance, and the label said "several times longer".)
+/// What SpeedDerivedDpo tells the user: of the published TRL DPO runs on
+/// one H100 (Hugging Face's QLoRA posts, a TRL issue's 0.5B estimate), the
+/// two QLoRA ones took 4-22% less than the planner gives them with every
+/// row padded to max_length, as an upper bound on tokens should (the runs
+/// padded to each batch's longest); the full 0.5B one took 23% longer.
+/// Until #55 timed QLoRA's dequantization and its FP32 casts, the planner
+/// was faster than the QLoRA runs even on padded rows. If the model comes to
+/// explain them, or drifts away, this fails and the label must change.
 #[test]
-fn published_trl_dpo_runs_took_up_to_a_fifth_longer_than_predicted() {
+fn published_trl_dpo_runs_bound_the_planners_padded_rows() {
     let times: Vec<_> = rows()
         .into_iter()
         .filter(|r| r.quantity == "hours")
@@ -91,8 +91,10 @@ fn published_trl_dpo_runs_took_up_to_a_fifth_longer_than_predicted() {
     assert_eq!(times.len(), 3);
     for r in &times {
         let ratio = r.measured / r.predicted.unwrap();
+        let qlora = r.query.contains("train=qlora");
+        let expected = if qlora { 0.75..1.0 } else { 1.0..1.25 };
         assert!(
-            (1.0..1.25).contains(&ratio),
+            expected.contains(&ratio),
             "{}: published {} h, planner {:?} h",
             r.id,
             r.measured,

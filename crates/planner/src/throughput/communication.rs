@@ -35,30 +35,35 @@ pub(super) fn activation_bytes(s: &StepShape) -> f64 {
 ///   here) decomposes the gathers and reductions into chunks pipelined
 ///   with their matmuls (symmetric memory), as TE's userbuffers do.
 /// - PyTorch DTensor TP otherwise (Hugging Face, torchtitan): all exposed.
-pub(super) fn tensor_parallel(s: &StepShape, gemm_per_layer: f64) -> f64 {
+///
+/// A frozen base (LoRA) needs no input for a weight gradient: its backward
+/// gathers no input again, and has only the input-gradient GEMM to hide
+/// behind (`gemm_forward` is one forward of the layer's GEMMs).
+pub(super) fn tensor_parallel(s: &StepShape, gemm_forward: f64) -> f64 {
     if s.layout.tp <= 1 {
         return 0.0;
     }
     let link = s.fabric.link(s.layout.tp, 1);
     let one = |c: Collective| link.seconds(c, s.t, activation_bytes(s));
     let r = s.recomputed();
+    let regathers = if s.frozen { 0.0 } else { 2.0 };
     let (exposed, async_backward) = if s.plan.parallelism.sp {
         let (ag, rs) = (one(Collective::AllGather), one(Collective::ReduceScatter));
         (
             (4.0 + 2.0 * r) * ag + (2.0 + 2.0 * r) * rs,
-            2.0 * ag + 2.0 * rs,
+            regathers * ag + 2.0 * rs,
         )
     } else {
         let ar = one(Collective::AllReduce);
         ((2.0 + 2.0 * r) * ar, 2.0 * ar)
     };
     let all = exposed + async_backward;
+    let backward_gemms = (s.gemm_passes() - 1.0) * gemm_forward;
     let per_layer = match s.plan.implementation.stack {
         Stack::Megatron | Stack::Torchtitan if s.plan.parallelism.tp_overlap => {
-            (all / s.t).max(all - gemm_per_layer)
+            (all / s.t).max(all - backward_gemms - gemm_forward)
         }
-        // The backward GEMMs are two thirds of the layer's.
-        Stack::Megatron => exposed + (async_backward - gemm_per_layer * 2.0 / 3.0).max(0.0),
+        Stack::Megatron => exposed + (async_backward - backward_gemms).max(0.0),
         Stack::Hf | Stack::Torchtitan => all,
     };
     s.layers * per_layer
@@ -207,7 +212,10 @@ pub(super) fn reduce_groups(s: &StepShape) -> [ReduceGroup; 2] {
 /// with Megatron's `--fp8-param-gather` or torchtitan's
 /// `enable_fsdp_float8_all_gather` (`fp8_params`), else BF16.
 fn parameter_bytes(plan: &Plan) -> f64 {
-    if plan.numerics.fp8_params && plan.numerics.precision.is_low_precision() {
+    if plan.training.train == crate::plan::Training::Qlora {
+        // The NF4 weights and their constants, gathered as stored.
+        0.5 + (1.0 + 4.0 / 256.0) / 64.0
+    } else if plan.numerics.fp8_params && plan.numerics.precision.is_low_precision() {
         1.0
     } else {
         2.0

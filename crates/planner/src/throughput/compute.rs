@@ -204,9 +204,19 @@ fn permute_bytes_per_token(s: &StepShape) -> f64 {
 /// times one forward per micro-batch for all of those (`throughput_reusing`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LayerForward {
+    /// The base's Linear GEMMs.
     pub(super) gemm: f64,
     pub(super) attention: f64,
     pub(super) elementwise: f64,
+    /// LoRA's adapters: their GEMMs and the scaled sum into the base's output.
+    pub(super) adapters: f64,
+    /// Their backward: two GEMMs per forward GEMM (their weights train) and
+    /// the gradients' elementwise traffic (`adapter`).
+    pub(super) adapters_backward: f64,
+    /// QLoRA: the layer's forward beyond its GEMMs (`qlora_overhead`).
+    pub(super) dequantize: f64,
+    /// And its backward's.
+    pub(super) dequantize_backward: f64,
 }
 
 impl LayerForward {
@@ -217,18 +227,204 @@ impl LayerForward {
                 f.gemm.to_bits(),
                 f.attention.to_bits(),
                 f.elementwise.to_bits(),
+                f.adapters.to_bits(),
+                f.adapters_backward.to_bits(),
+                f.dequantize.to_bits(),
+                f.dequantize_backward.to_bits(),
             ]
         };
         bits(self) == bits(other)
     }
 
     pub(super) fn of(s: &StepShape) -> LayerForward {
+        let (adapters, adapters_backward) = adapters_forward_backward(s);
+        let (dequantize, dequantize_backward) = qlora_overhead(s);
         LayerForward {
             gemm: mean_layer_gemms(s),
             attention: attention_forward(s),
             elementwise: elementwise_forward(s),
+            adapters,
+            adapters_backward,
+            dequantize,
+            dequantize_backward,
         }
     }
+
+    /// The layer's forward, all of it.
+    pub(super) fn total(&self) -> f64 {
+        self.gemm + self.attention + self.elementwise + self.adapters + self.dequantize
+    }
+}
+
+/// LoRA's adapters on one layer, forward and backward (Hu et al. 2021):
+/// for each adapter (`Architecture::adapter_units`), `x A` (`tokens x in ->
+/// r`) and `(x A) B` (`r -> out`) in 16 bits (PEFT's adapters run under
+/// autocast, Megatron-Bridge's are BF16 Linears beside TransformerEngine's
+/// FP8 base), each GEMM again twice in the backward (their weights train).
+/// Thin GEMMs, memory-bound at small ranks: each re-reads the input or
+/// writes an output as wide as the base's. Split over tensor parallelism as
+/// the base Linear is. An MoE layer's experts each have their own adapters,
+/// run on the tokens routed to them.
+fn adapters_forward_backward(s: &StepShape) -> (f64, f64) {
+    if s.rank <= 0.0 {
+        return (0.0, 0.0);
+    }
+    let units = |mlp: Option<u64>, tokens: f64| -> (f64, f64) {
+        s.arch
+            .adapter_units(s.adapted, mlp)
+            .iter()
+            .map(|u| adapter(s, tokens, u))
+            .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1))
+    };
+    let mix = |a: (f64, f64), k: f64, b: (f64, f64)| (a.0 + k * b.0, a.1 + k * b.1);
+    let attention = units(None, s.tokens);
+    let dense = units(Some(s.arch.ffn), s.tokens);
+    let mlp = match &s.arch.moe {
+        None => dense,
+        Some(m) => {
+            let local = (m.experts as f64 / s.ep).max(1.0);
+            let per_expert = s.tokens * s.ep * m.active as f64 / m.experts as f64;
+            let expert = units(Some(m.expert_ffn), per_expert);
+            let shared = units(Some(m.expert_ffn), s.tokens);
+            let routed = mix(mix((0.0, 0.0), local, expert), m.shared as f64, shared);
+            let share = s.arch.moe_layer_share();
+            mix(mix((0.0, 0.0), share, routed), 1.0 - share, dense)
+        }
+    };
+    (attention.0 + mlp.0, attention.1 + mlp.1)
+}
+
+/// One adapter over `tokens`, forward and backward: its two thin GEMMs
+/// (forward; twice each backward) and its elementwise traffic. Eager
+/// (PEFT's `lora.Linear.forward`, Megatron-Bridge's `LoRALinear`): the
+/// forward's `B(A x) * scaling` reads and writes `out`, `result + ...`
+/// reads two and writes one (5 elements of `out` per token); the backward
+/// scales the output's gradient (2 of `out`) and adds A's input gradient to
+/// the base's (3 of `in`). Compiled (torch.compile, or NeMo AutoModel's
+/// Triton LoRA kernels): the scaling and the sums fold into the GEMMs'
+/// epilogues, which read the base's output and write the sum (2 of `out`).
+/// A column-parallel base's output is split over TP; a row-parallel one's
+/// comes out whole, and sequence parallelism scatters it before the sum
+/// (Megatron-Bridge's `ParallelLinearAdapter`).
+/// PEFT's FP32 adapters add casts (`adapter_casts`).
+fn adapter(s: &StepShape, tokens: f64, u: &crate::architecture::AdapterUnit) -> (f64, f64) {
+    let split = |x: u64, on: bool| {
+        if u.split && on {
+            x as f64 / s.t
+        } else {
+            x as f64
+        }
+    };
+    let (inp, out) = (split(u.inp, u.row_parallel), split(u.out, !u.row_parallel));
+    let gemm = |m, n, k| s.gemm(m, n, k, s.adapter_peak, s.eff.gemm, s.adapter_bytes);
+    let gemms = gemm(tokens, s.rank, inp) + gemm(tokens, out, s.rank);
+    // The sum runs where the base's output lives.
+    let summed = if u.row_parallel && s.plan.parallelism.sp {
+        out / s.t
+    } else {
+        out
+    };
+    let fused = s.plan.implementation.stack == Stack::Torchtitan && s.plan.implementation.compile;
+    let (forward, backward) = if fused {
+        (2.0 * summed, 0.0)
+    } else {
+        (5.0 * summed, 2.0 * summed + 3.0 * inp)
+    };
+    let elements = |n: f64| tokens * n * s.wide_bytes / s.bw;
+    let casts = tokens * adapter_casts(s, inp, out) / s.bw;
+    (
+        gemms + elements(forward) + casts,
+        2.0 * gemms + elements(backward) + casts,
+    )
+}
+
+/// Bytes per token PEFT's FP32 adapters (`lora_dtype=fp32`, its
+/// `autocast_adapter_dtype`) cast, forward and again backward:
+/// `lora.Linear.forward` casts the input to the adapters' dtype
+/// (`_cast_input_dtype`: read 2 B, write 4 B per element of `in`); under
+/// autocast `lora_A` casts it back to BF16 (read 4, write 2), in pure BF16
+/// the adapters run in FP32 (`adapter_compute`) and the output comes back
+/// (read 4, write 2 per element of `out`). Megatron-Bridge's adapters are
+/// in the parameters' dtype and cast nothing. PEFT's 4-bit LoRA layer
+/// (peft/tuners/lora/bnb.py) casts nothing itself under autocast; its input
+/// arrives in FP32 there (`qlora_overhead`) and autocast casts it once.
+fn adapter_casts(s: &StepShape, inp: f64, out: f64) -> f64 {
+    let peft_fp32 = s.plan.implementation.stack == Stack::Hf && s.plan.adapter_bytes() == 4.0;
+    let four_bit = s.plan.training.train == crate::plan::Training::Qlora;
+    match s.plan.numerics.precision {
+        _ if !peft_fp32 => 0.0,
+        Precision::Fp32 => 0.0,
+        Precision::Bf16Pure => 6.0 * (inp + out),
+        _ if four_bit => 6.0 * inp,
+        _ => 12.0 * inp,
+    }
+}
+
+/// QLoRA's work beyond the GEMMs on one layer, forward and backward. Each
+/// use of a frozen NF4 weight dequantizes it first (`QLORA_DEQUANTIZE_BYTES`
+/// per weight on this GPU at HBM speed, a kernel per Linear): bitsandbytes
+/// dequantizes in `MatMul4Bit.forward` and again in `.backward` for the
+/// input's gradient, and keeps no BF16 copy. On the Hugging Face stack
+/// PEFT's `prepare_model_for_kbit_training` turns every weight it did not
+/// quantize (embedding, norms, LM head) to FP32, so the residual stream and
+/// the norms' outputs are FP32: each `Linear4bit.forward` casts its input
+/// to BF16 (`x.to(compute_dtype)`: read 4 B, write 2 B per element of `in`)
+/// and its output back (`.to(inp_dtype)`: read 2, write 4 per element of
+/// `out`), the backward the gradients alike; and PEFT's 4-bit LoRA layer
+/// clones the base's FP32 output before adding the adapters (`result =
+/// result.clone()`, peft/tuners/lora/bnb.py: 8 B per element of `out`).
+fn qlora_overhead(s: &StepShape) -> (f64, f64) {
+    if s.dequantize <= 0.0 {
+        return (0.0, 0.0);
+    }
+    let experts = s.arch.routed_params_per_layer(s.counts);
+    let linear = (s.counts.per_layer - s.counts.norms_per_layer) as f64 - experts;
+    let weights = linear / s.t + experts / s.layout.expert_split();
+    let kernels = s.arch.attention_linears().len() as f64
+        + s.arch.mlp.matrices() as f64
+            * s.arch.moe.as_ref().map_or(1.0, |m| {
+                (m.experts as f64 / s.ep).max(1.0) + m.shared as f64
+            });
+    let dequantize = weights * s.dequantize / s.bw + kernels * s.eff.kernel_overhead;
+    if s.plan.implementation.stack != Stack::Hf {
+        return (dequantize, dequantize);
+    }
+    let (inputs, outputs, adapted) = linear_widths(s);
+    let casts = s.tokens * 6.0 * (inputs + outputs) / s.bw;
+    let clone = s.tokens * 8.0 * adapted / s.bw;
+    (dequantize + casts + clone, dequantize + casts)
+}
+
+/// The layer's Linears per token on this GPU: their input widths summed,
+/// their output widths summed, and the adapted ones' output widths (the
+/// routed experts' on the tokens that reach them).
+fn linear_widths(s: &StepShape) -> (f64, f64, f64) {
+    let linears = s.arch.attention_linears();
+    let last = linears.len() - 1;
+    let (mut inputs, mut outputs, mut adapted) = (0.0, 0.0, 0.0);
+    for (i, &(inp, out, split)) in linears.iter().enumerate() {
+        let (inp, out) = match (split, i == last) {
+            (true, true) => (inp as f64 / s.t, out as f64),
+            (true, false) => (inp as f64, out as f64 / s.t),
+            (false, _) => (inp as f64, out as f64),
+        };
+        inputs += inp;
+        outputs += out;
+        if s.adapted.attention_linear(i, s.arch) {
+            adapted += out;
+        }
+    }
+    let (f, routed) = match &s.arch.moe {
+        Some(m) => (m.expert_ffn as f64, (m.active + m.shared) as f64),
+        None => (s.arch.ffn as f64, 1.0),
+    };
+    let f = f / s.t;
+    let [gate, up, down] = s.adapted.mlp_matrices(s.arch.mlp.is_gated());
+    let ups = if s.arch.mlp.is_gated() { 2.0 } else { 1.0 };
+    inputs += routed * (ups * s.h + f);
+    outputs += routed * (ups * f + s.h);
+    adapted += routed * ((gate as u8 + up as u8) as f64 * f + if down { s.h } else { 0.0 });
+    (inputs, outputs, adapted)
 }
 
 /// Flash attention's backward does 2.5x its forward's work (Dao 2023); an
@@ -251,7 +447,10 @@ pub(super) fn attention_train(s: &StepShape, fwd: &LayerForward) -> f64 {
 /// elementwise work, not counted).
 pub(super) fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
     match s.plan.activations.checkpointing {
-        Checkpointing::Op => fwd.elementwise + s.plan.op_level_recomputed_gemm_share() * fwd.gemm,
+        Checkpointing::Op => {
+            let gemms = fwd.gemm + fwd.adapters + fwd.dequantize;
+            fwd.elementwise + s.plan.op_level_recomputed_gemm_share() * gemms
+        }
         Checkpointing::Selective => {
             let core = if s.plan.implementation.attention == Attention::Eager
                 && crate::memory::recomputes_core_attention(s.plan)
@@ -262,7 +461,7 @@ pub(super) fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
             };
             core + mla_up_projections(s)
         }
-        _ => s.recomputed() * (fwd.gemm + fwd.attention + fwd.elementwise),
+        _ => s.recomputed() * fwd.total(),
     }
 }
 
@@ -291,15 +490,20 @@ fn mla_up_projections(s: &StepShape) -> f64 {
 
 /// LM head, forward and backward (BF16, or FP32 in an FP32 plan), on the
 /// last stage: once for the model and once per MTP layer, which also
-/// projects `[h; h]` to `h` first.
+/// projects `[h; h]` to `h` first. A frozen head (LoRA) computes its
+/// input's gradient only (`gemm_passes`).
 pub(super) fn lm_head(s: &StepShape) -> f64 {
+    s.gemm_passes() * lm_head_forward(s)
+}
+
+/// The LM head's forward alone (`lm_head`).
+pub(super) fn lm_head_forward(s: &StepShape) -> f64 {
     if !s.head {
         return 0.0;
     }
     let mtp = s.plan.training.mtp as f64;
-    mtp * 3.0 * s.lin(s.head_tokens, s.h / s.t, 2.0 * s.h)
+    mtp * s.lin(s.head_tokens, s.h / s.t, 2.0 * s.h)
         + (1.0 + mtp)
-            * 3.0
             * s.gemm(
                 s.head_tokens,
                 s.arch.vocab as f64 / s.t,

@@ -26,7 +26,7 @@ use communication::{
     activation_bytes, context_parallel, data_parallel_exposed, dp_window, expert_parallel_exposed,
     reduce_groups, tensor_parallel, ReduceGroup,
 };
-use compute::{attention_train, lm_head, loss_elementwise, recompute_per_layer};
+use compute::{attention_train, lm_head, lm_head_forward, loss_elementwise, recompute_per_layer};
 pub use compute::{LayerForward, GROUPED_GEMM_HALF_TOKENS};
 pub use fitted::{efficiency, Efficiency, HostCosts, HOST};
 use serde::Serialize;
@@ -56,6 +56,9 @@ pub struct StepTime {
     /// GRPO: the colocated vLLM engine generating the step's completions,
     /// and the trained weights copied into it after the step.
     pub generation: f64,
+    /// QLoRA: dequantizing the NF4 base weights before each use (forward,
+    /// input gradient, recomputation).
+    pub dequantize: f64,
 }
 
 impl StepTime {
@@ -73,6 +76,7 @@ impl StepTime {
             + self.offload
             + self.reference
             + self.generation
+            + self.dequantize
     }
 }
 
@@ -107,6 +111,22 @@ pub fn model_flops_per_token(arch: &Architecture, counts: &ParameterCounts, seq:
     let attention =
         12.0 * arch.layers as f64 * arch.mean_keys_per_query(seq) * arch.attention_width() as f64;
     6.0 * matmul + attention
+}
+
+/// The training pass's FLOPs per token of a plan (`FlopsPerToken::model`):
+/// `model_flops_per_token` where every weight trains, 4 per frozen weight
+/// and 6 per adapter weight under LoRA, the LM head on the tokens it runs on.
+pub fn plan_model_flops_per_token(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    plan: &Plan,
+) -> f64 {
+    let tokens = plan
+        .rows_per_micro_batch()
+        .saturating_mul(plan.data.seq)
+        .max(1);
+    let head_share = (plan.logit_tokens() as f64 / tokens as f64).min(1.0);
+    FlopsPerToken::of(arch, counts, plan, head_share).model()
 }
 
 // ---- the step --------------------------------------------------------------------
@@ -182,16 +202,21 @@ fn optimizer_step(s: &StepShape) -> f64 {
 /// times the micro-batches, plus bubble, exposed data-parallel traffic and
 /// the optimizer.
 fn step_time(s: &StepShape, fwd: LayerForward) -> StepTime {
-    // Forward + backward: 2x forward for GEMMs and elementwise work.
+    // Forward + backward: the base's GEMMs `gemm_passes` times (3 trained,
+    // 2 frozen), the adapters' 3 times (they train), elementwise work 3x.
     let attn_train = attention_train(s, &fwd);
-    let mb_gemm = s.layers * (3.0 * fwd.gemm) + lm_head(s);
+    let adapters = fwd.adapters + fwd.adapters_backward;
+    let mb_gemm = s.layers * (s.gemm_passes() * fwd.gemm + adapters) + lm_head(s);
     let mb_attn = s.layers * attn_train;
     let mb_elem = s.layers * (3.0 * fwd.elementwise) + loss_elementwise(s);
+    // Dequantized for the forward and again for the input's gradient.
+    let mb_dequantize = s.layers * (fwd.dequantize + fwd.dequantize_backward);
     let mb_recompute = s.layers * recompute_per_layer(s, &fwd);
-    let tp_comm = tensor_parallel(s, 3.0 * fwd.gemm);
+    let tp_comm = tensor_parallel(s, fwd.gemm);
     let cp_comm = context_parallel(s, attn_train);
-    let ep_comm = expert_parallel_exposed(s, mb_gemm + mb_attn + mb_elem);
-    let per_mb = mb_gemm + mb_attn + mb_elem + mb_recompute + tp_comm + cp_comm + ep_comm;
+    let compute = mb_gemm + mb_attn + mb_elem + mb_dequantize;
+    let ep_comm = expert_parallel_exposed(s, compute);
+    let per_mb = compute + mb_recompute + tp_comm + cp_comm + ep_comm;
     let m = s.m;
     StepTime {
         gemm: m * mb_gemm,
@@ -205,9 +230,19 @@ fn step_time(s: &StepShape, fwd: LayerForward) -> StepTime {
         data_parallel: data_parallel_exposed(s, dp_window(s, per_mb)),
         optimizer: optimizer_step(s),
         offload: m * offload_exposed(s, &fwd),
-        reference: m * s.plan.scoring_forwards() as f64 * forward_without_gradients(s, &fwd),
+        reference: m * scoring(s, &fwd),
         generation: s.generation,
+        dequantize: m * mb_dequantize,
     }
+}
+
+/// The forwards without gradients per micro-batch (`Plan::scoring_forwards`):
+/// a reference is the frozen base, with no adapters (TRL's
+/// `null_ref_context` under LoRA); GRPO's old policy is the policy, with them.
+fn scoring(s: &StepShape, fwd: &LayerForward) -> f64 {
+    let forwards = s.plan.scoring_forwards() as f64;
+    let with_adapters = s.plan.policy_scoring_forwards() as f64;
+    forwards * forward_without_gradients(s, fwd) + with_adapters * s.layers * fwd.adapters
 }
 
 /// One forward over the micro-batch's rows without gradients: DPO's
@@ -222,9 +257,9 @@ fn step_time(s: &StepShape, fwd: LayerForward) -> StepTime {
 /// FSDP2 gathers the reference's layers as it gathers the policy's, ahead
 /// of each layer, behind the forward's compute (not charged).
 fn forward_without_gradients(s: &StepShape, fwd: &LayerForward) -> f64 {
-    s.layers * (fwd.gemm + fwd.attention + fwd.elementwise)
-        + lm_head(s) / 3.0
-        + tensor_parallel(s, 3.0 * fwd.gemm) / 2.0
+    s.layers * (fwd.gemm + fwd.attention + fwd.elementwise + fwd.dequantize)
+        + lm_head_forward(s)
+        + tensor_parallel(s, fwd.gemm) / 2.0
 }
 
 /// Activation offloading per micro-batch, layer by layer (#36: a whole
@@ -245,8 +280,11 @@ fn offload_exposed(s: &StepShape, fwd: &LayerForward) -> f64 {
         return 0.0;
     }
     let copy = o.bytes_per_layer / s.host_bw;
-    let forward = fwd.gemm + fwd.attention + fwd.elementwise;
-    let backward = 2.0 * (fwd.gemm + fwd.elementwise)
+    let forward = fwd.total();
+    let backward = (s.gemm_passes() - 1.0) * fwd.gemm
+        + fwd.adapters_backward
+        + 2.0 * fwd.elementwise
+        + fwd.dequantize_backward
         + (attention_train(s, fwd) - fwd.attention)
         + recompute_per_layer(s, fwd);
     o.layers * ((copy - forward).max(0.0) + (copy - backward).max(0.0))
@@ -312,14 +350,11 @@ pub fn throughput_reusing(
         .saturating_mul(layout.dp);
     let tokens_per_second = tokens / step_seconds;
     let tokens_per_second_per_gpu = tokens_per_second / layout.gpus.max(1) as f64;
-    // Recomputation repeats decoder layers, never the LM head; GRPO runs
-    // the head on the completion's positions only (`Plan::logit_tokens`).
-    let head_flops = 6.0 * (arch.vocab * arch.hidden) as f64;
-    let head_share = shape.head_tokens / shape.tokens.max(1.0);
-    let model_flops = model_flops_per_token(arch, counts, plan.data.seq)
-        - head_flops * (1.0 - head_share.min(1.0));
-    let hardware_flops = model_flops
-        + (model_flops - head_flops * head_share).max(0.0) * recompute_flops_share(plan);
+    // GRPO runs the head on the completion's positions only (`Plan::logit_tokens`).
+    let head_share = (shape.head_tokens / shape.tokens.max(1.0)).min(1.0);
+    let flops = FlopsPerToken::of(arch, counts, plan, head_share);
+    let model_flops = flops.model();
+    let hardware_flops = flops.hardware(plan);
     // MFU's denominator: the GEMM dtype's peak, or the 16-bit one where a
     // custom GPU's FP8 is slower (no op then runs faster than it: MFU <= 1).
     let peak_flops = shape.gemm_peak.max(shape.wide_peak);
@@ -340,14 +375,81 @@ pub fn throughput_reusing(
     }
 }
 
-/// Recompute repeats a forward pass (1/3 of the training FLOPs) for the
-/// dropped layers; HFU counts it, MFU does not (Korthikanti et al. 2022).
-/// The share is of the decoder layers' FLOPs (the LM head is not recomputed).
-fn recompute_flops_share(plan: &Plan) -> f64 {
-    match plan.activations.checkpointing {
-        Checkpointing::Op => plan.op_level_recomputed_gemm_share() / 3.0,
-        Checkpointing::Selective => 0.0,
-        _ => plan.activations.checkpointing.recomputed_fraction() / 3.0,
+/// FLOPs per token of one step, by the work they do. The convention:
+/// - model FLOPs (MFU) are what the training pass needs: a trained weight
+///   6 per token (forward 2, input gradient 2, weight gradient 2; Kaplan et
+///   al. 2020), a frozen one 4 (no weight gradient: a LoRA or QLoRA base and
+///   its LM head), an adapter weight 6, attention its forward and backward
+///   (`model_flops_per_token`);
+/// - hardware FLOPs (HFU) add what the GPUs also execute: recomputed
+///   forwards (Korthikanti et al. 2022) and the forwards without gradients
+///   before the update (DPO's reference, GRPO's old policy and reference).
+///
+/// GRPO's generation is timed, not counted.
+#[derive(Clone, Copy, Debug)]
+struct FlopsPerToken {
+    /// The decoder layers' matmul weights a token passes through.
+    linear: f64,
+    /// The LM head's, times the share of tokens it runs on.
+    head: f64,
+    /// The adapters' weights a token passes through.
+    adapters: f64,
+    /// Attention's forward FLOPs over the keys a query sees.
+    attention_forward: f64,
+    /// 4 for a frozen base, 6 for a trained one.
+    per_weight: f64,
+}
+
+impl FlopsPerToken {
+    fn of(arch: &Architecture, counts: &ParameterCounts, plan: &Plan, head_share: f64) -> Self {
+        let norms = counts.norms_per_layer as f64;
+        let layers = arch.layers as f64;
+        let adapters = match plan.training.train {
+            crate::plan::Training::Full => 0.0,
+            _ => {
+                layers * arch.lora_active_params_per_layer(plan.lora.lora_rank, plan.adapted(arch))
+            }
+        };
+        FlopsPerToken {
+            linear: layers * (counts.active_per_layer as f64 - norms),
+            head: (arch.vocab * arch.hidden) as f64 * head_share,
+            adapters,
+            attention_forward: 4.0
+                * layers
+                * arch.mean_keys_per_query(plan.data.seq)
+                * arch.attention_width() as f64,
+            per_weight: if plan.training.train == crate::plan::Training::Full {
+                6.0
+            } else {
+                4.0
+            },
+        }
+    }
+
+    /// The training pass: forward and backward.
+    fn model(&self) -> f64 {
+        self.per_weight * (self.linear + self.head)
+            + 6.0 * self.adapters
+            + 3.0 * self.attention_forward
+    }
+
+    /// One forward of the decoder layers (what recomputation repeats).
+    fn layers_forward(&self) -> f64 {
+        2.0 * (self.linear + self.adapters) + self.attention_forward
+    }
+
+    /// The training pass, recomputation and the forwards without gradients.
+    fn hardware(&self, plan: &Plan) -> f64 {
+        let recomputed = match plan.activations.checkpointing {
+            Checkpointing::Op => plan.op_level_recomputed_gemm_share(),
+            Checkpointing::Selective => 0.0,
+            c => c.recomputed_fraction(),
+        };
+        let scoring = plan.scoring_forwards() as f64 * (self.layers_forward() + 2.0 * self.head)
+            - (plan.scoring_forwards() - plan.policy_scoring_forwards()) as f64
+                * 2.0
+                * self.adapters;
+        self.model() + recomputed * self.layers_forward() + scoring
     }
 }
 

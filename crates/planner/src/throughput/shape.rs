@@ -69,6 +69,19 @@ pub(super) struct StepShape<'a> {
     pub(super) host_bw: f64,
     /// The share of the parameters that trains (`trainable_share`).
     pub(super) trainable: f64,
+    /// The base's Linear weights are frozen (LoRA, QLoRA): their backward
+    /// computes the input's gradient only (`gemm_passes`).
+    pub(super) frozen: bool,
+    /// The Linears that carry adapters, and their rank (LoRA, QLoRA).
+    pub(super) adapted: crate::architecture::Adapted,
+    pub(super) rank: f64,
+    /// QLoRA: HBM bytes per base weight element of one dequantization
+    /// (`QLORA_DEQUANTIZE_BYTES`), 0 otherwise.
+    pub(super) dequantize: f64,
+    /// The adapters' GEMMs: dense peak and bytes per element
+    /// (`adapter_compute`).
+    pub(super) adapter_peak: f64,
+    pub(super) adapter_bytes: f64,
 }
 
 impl<'a> StepShape<'a> {
@@ -127,6 +140,32 @@ impl<'a> StepShape<'a> {
             offload: crate::memory::offload(arch, counts, plan, layout),
             host_bw: gpu.host_link_gbs.unwrap_or(PCIE_GEN5_GBS) * 1e9 * HOST_LINK_EFFICIENCY,
             trainable: trainable_share(arch, counts, plan),
+            frozen: plan.training.train != Training::Full,
+            adapted: plan.adapted(arch),
+            rank: match plan.training.train {
+                Training::Full => 0.0,
+                _ => plan.lora.lora_rank as f64,
+            },
+            dequantize: match plan.training.train {
+                Training::Qlora => QLORA_DEQUANTIZE_BYTES,
+                _ => 0.0,
+            },
+            adapter_peak: adapter_compute(plan, gpu, (wide_peak, wide_bytes)).0,
+            adapter_bytes: adapter_compute(plan, gpu, (wide_peak, wide_bytes)).1,
+        }
+    }
+
+    /// GEMMs per forward GEMM of a Linear in training: forward, the input's
+    /// gradient and the weight's (3), or without the weight's where the
+    /// weight is frozen (2): autograd computes no gradient for a tensor
+    /// that does not require one (PyTorch's `mm` backward computes each
+    /// operand's gradient only if `needs_input_grad`; TransformerEngine's
+    /// `Linear` skips `wgrad` when the weight does not require grad).
+    pub(super) fn gemm_passes(&self) -> f64 {
+        if self.frozen {
+            2.0
+        } else {
+            3.0
         }
     }
 
@@ -163,6 +202,22 @@ impl<'a> StepShape<'a> {
     /// Fraction of the layers recomputed.
     pub(super) fn recomputed(&self) -> f64 {
         self.plan.activations.checkpointing.recomputed_fraction()
+    }
+}
+
+/// Where the adapters' GEMMs run: in 16 bits under autocast (PEFT casts
+/// the FP32 adapters' weights to the autocast dtype), but in FP32 in a pure
+/// BF16 plan with FP32 adapters: with no autocast, PEFT's
+/// `lora.Linear.forward` casts the input to the adapters' FP32
+/// (`_cast_input_dtype`), so `A` and `B` run as FP32 GEMMs (PyTorch keeps
+/// TF32 off for matmuls) on 4-byte operands.
+fn adapter_compute(plan: &Plan, gpu: &Gpu, wide: (f64, f64)) -> (f64, f64) {
+    let fp32_adapters =
+        plan.numerics.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0;
+    if fp32_adapters {
+        (rules::dense_peak_flops(gpu, Precision::Fp32), 4.0)
+    } else {
+        wide
     }
 }
 
@@ -274,6 +329,15 @@ pub(super) const HOST_LINK_EFFICIENCY: f64 = 55.63 / 64.0;
 
 /// PCIe Gen5 x16, GB/s per direction: a custom GPU's host link.
 pub(super) const PCIE_GEN5_GBS: f64 = 64.0;
+
+/// HBM bytes per base weight element QLoRA's dequantization moves each
+/// time a frozen Linear is used (forward, recomputation, input gradient):
+/// bitsandbytes' `dequantize_4bit` (`kDequantizeBlockwise`) reads the
+/// packed NF4 weight (0.5 B) and its double-quantized absmax (one 8-bit
+/// absmax per 64 weights and one FP32 constant per 256 of those: 0.016 B)
+/// and writes the BF16 weight (2 B) that the GEMM then reads
+/// (bitsandbytes `MatMul4Bit.forward` / `.backward`, `functional.py`).
+pub const QLORA_DEQUANTIZE_BYTES: f64 = 0.5 + (1.0 + 4.0 / 256.0) / 64.0 + 2.0;
 
 /// HBM bytes per element torchao's float8, MXFP8 and NVFP4 move to quantize
 /// activations and gradients (`quantize_bytes`; float8's weights one less).
