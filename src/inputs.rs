@@ -97,13 +97,8 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
         <Show when=move || plan_is(ctx, |p| p.training.train != planner::plan::Training::Full)>
             <NumberField ctx=ctx key="lora_rank" label=Text::LoRARank get=|p| p.lora.lora_rank.to_string() />
             <NumberField ctx=ctx key="lora_alpha" label=Text::LoRAAlpha get=|p| p.lora.lora_alpha.map(|n| n.to_string()).unwrap_or_default() />
-            <SelectField ctx=ctx key="lora_targets" label=Text::LoRATargets
-                options=vec![
-                    ("all-linear", Text::LoRATargetsAllLinear),
-                    ("attention", Text::LoRATargetsAttention),
-                    ("q,v", Text::LoRATargetsQV),
-                ]
-                get=|p| p.lora.lora_targets.key().to_string() />
+            <NumberField ctx=ctx key="lora_targets" label=Text::LoRATargets step="text"
+                get=|p| p.lora.lora_targets.key().into_owned() />
             <SelectField ctx=ctx key="lora_dtype" label=Text::LoRADtype
                 options=vec![("fp32", Text::LoRADtypeFp32), ("bf16", Text::LoRADtypeBf16)]
                 get=|p| p.lora.lora_dtype.key().to_string() />

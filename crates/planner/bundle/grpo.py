@@ -53,6 +53,8 @@ ATTENTION_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj") + MLA_QUERY + MLA_K
 LORA_TARGETS = ATTENTION_TARGETS + ("gate_proj", "up_proj", "down_proj", "w1", "w2", "w3")
 LORA_TARGET_SETS = {"all-linear": LORA_TARGETS, "attention": ATTENTION_TARGETS,
                     "q,v": ("q_proj", "v_proj") + MLA_QUERY + MLA_KEY_VALUE}
+LORA_FAMILY_NAMES = {"gate_proj": ("gate_proj", "w1"), "up_proj": ("up_proj", "w3"),
+                     "down_proj": ("down_proj", "w2")}
 # TRL's PyTorch Trainer names for the planner's optimizers.
 OPTIMIZERS = {"adamw": "adamw_torch_fused", "adamw-foreach": "adamw_torch",
               "adamw8bit": "adamw_bnb_8bit", "adafactor": "adafactor", "sgd": "sgd"}
@@ -96,7 +98,8 @@ def parse_args(argv=None):
     p.add_argument("--train_mode", choices=("full", "lora", "qlora"), default="full")
     p.add_argument("--lora_r", type=int, default=16)
     p.add_argument("--lora_alpha", type=int, default=0, help="0 = twice the rank")
-    p.add_argument("--lora_targets", choices=tuple(LORA_TARGET_SETS), default="all-linear")
+    p.add_argument("--lora_targets", default="all-linear",
+                   help="all-linear, attention, q,v or PEFT module names (q_proj,v_proj)")
     p.add_argument("--lora_dtype", choices=("fp32", "bf16"), default="fp32")
     p.add_argument("--stage", choices=("grpo",), default="grpo")
     p.add_argument("--num_generations", type=int, default=8)
@@ -263,8 +266,19 @@ def lora_config(args):
     from peft import LoraConfig
 
     return LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha or 2 * args.lora_r,
-                      lora_dropout=0.0, target_modules=list(LORA_TARGET_SETS[args.lora_targets]),
+                      lora_dropout=0.0, target_modules=list(lora_target_names(args.lora_targets)),
                       task_type="CAUSAL_LM")
+
+
+def lora_target_names(targets):
+    """The PEFT module names of the planner's lora_targets, as train.py reads them."""
+    if targets in LORA_TARGET_SETS:
+        return LORA_TARGET_SETS[targets]
+    names = [n.strip() for n in targets.split(",") if n.strip()]
+    if not names or any(n not in LORA_TARGETS for n in names):
+        raise PlanError(f"--lora_targets {targets!r}: expected one of {', '.join(LORA_TARGET_SETS)} "
+                        f"or module names among {', '.join(LORA_TARGETS)}")
+    return tuple(alias for n in names for alias in LORA_FAMILY_NAMES.get(n, (n,)))
 
 
 class StepTimes:

@@ -53,6 +53,21 @@ LORA_TARGETS = ATTENTION_TARGETS + ("gate_proj", "up_proj", "down_proj", "w1", "
 # The planner's lora_targets, as PEFT module names (q,v: PEFT's default for Llama-style models).
 LORA_TARGET_SETS = {"all-linear": LORA_TARGETS, "attention": ATTENTION_TARGETS,
                     "q,v": ("q_proj", "v_proj") + MLA_QUERY + MLA_KEY_VALUE}
+# A module the planner names as Llama does, under each family's own names (Mixtral's experts).
+LORA_FAMILY_NAMES = {"gate_proj": ("gate_proj", "w1"), "up_proj": ("up_proj", "w3"),
+                     "down_proj": ("down_proj", "w2")}
+
+
+def lora_target_names(targets):
+    """The PEFT module names of the planner's lora_targets: a set's word, or its list of names."""
+    if targets in LORA_TARGET_SETS:
+        return LORA_TARGET_SETS[targets]
+    names = [n.strip() for n in targets.split(",") if n.strip()]
+    unknown = [n for n in names if n not in LORA_TARGETS]
+    if unknown or not names:
+        raise PlanError(f"--lora_targets {targets!r}: expected one of {', '.join(LORA_TARGET_SETS)} "
+                        f"or module names among {', '.join(LORA_TARGETS)}")
+    return tuple(alias for n in names for alias in LORA_FAMILY_NAMES.get(n, (n,)))
 
 
 class PlanError(Exception):
@@ -111,8 +126,8 @@ def parse_args(argv=None):
     p.add_argument("--train_mode", choices=("full", "lora", "qlora"), default="full")
     p.add_argument("--lora_r", type=int, default=16)
     p.add_argument("--lora_alpha", type=int, default=0, help="PEFT's lora_alpha; 0 = twice the rank")
-    p.add_argument("--lora_targets", choices=tuple(LORA_TARGET_SETS), default="all-linear",
-                   help="the Linear layers the adapters train")
+    p.add_argument("--lora_targets", default="all-linear",
+                   help="the Linear layers the adapters train: all-linear, attention, q,v or PEFT module names")
     p.add_argument("--lora_dtype", choices=("fp32", "bf16"), default="fp32",
                    help="the adapters' dtype: fp32 (PEFT's autocast_adapter_dtype) or the base's")
     p.add_argument("--stage", choices=("sft", "dpo"), default="sft")
@@ -355,7 +370,9 @@ def add_adapters(args, model):
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
     present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
-    targets = [t for t in LORA_TARGET_SETS[args.lora_targets] if t in present]
+    targets = [t for t in lora_target_names(args.lora_targets) if t in present]
+    if not targets:
+        raise PlanError(f"--lora_targets {args.lora_targets}: none of these modules is in {type(model).__name__}")
     if args.train_mode == "qlora":
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
     lora = LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha or 2 * args.lora_r, lora_dropout=0.0,

@@ -251,36 +251,107 @@ pub struct ParameterCounts {
     pub norms_per_layer: u64,
 }
 
-/// The Linear layers LoRA adapts (PEFT's `target_modules`), by kind.
+/// The Linear layers LoRA adapts (PEFT's `target_modules`), by module:
+/// q, k, v and o; the MLP's gate, up and down (every expert's, and a GPT
+/// MLP's fc1 as up and fc2 as down); multi-head latent attention's query
+/// and key-value down (`a`) and up (`b`) projections.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Adapted {
     pub q: bool,
     pub k: bool,
     pub v: bool,
     pub o: bool,
-    /// Every MLP matrix (gate, up, down; every expert's).
+    pub gate: bool,
+    pub up: bool,
+    pub down: bool,
+    pub q_a: bool,
+    pub q_b: bool,
+    pub kv_a: bool,
+    pub kv_b: bool,
+    /// Megatron-Core's fused modules take one adapter each (Megatron-Bridge's
+    /// `LoRA`): q, k and v share one on `linear_qkv` (an MLA model keeps its
+    /// projections apart), gate and up one on `linear_fc1`.
+    pub fused: bool,
+}
+
+/// One LoRA adapter of a decoder layer: `A` from its Linear's input width,
+/// `B` to its output width; whether tensor parallelism splits its base
+/// Linear and on which side (a row-parallel Linear's input), and whether it
+/// belongs to the MLP (each expert has its own).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdapterUnit {
+    pub inp: u64,
+    pub out: u64,
+    pub split: bool,
+    pub row_parallel: bool,
     pub mlp: bool,
 }
 
 impl Adapted {
-    /// Whether the `i`-th of `attention_linears` (the last is o) is adapted:
-    /// q, k, v and o by name; MLA's query projections as q, its key-value
-    /// ones as k and v.
-    fn attention_linear(self, i: usize, last: usize, out: u64, a: &Architecture) -> bool {
-        if i == last {
-            return self.o;
-        }
+    /// Whether the `i`-th of `attention_linears` is adapted: q, k, v and o
+    /// by name; MLA's `[q_a, q_b, kv_a, kv_b, o]`, or `[q, kv_a, kv_b, o]`
+    /// without a query down projection.
+    pub fn attention_linear(self, i: usize, a: &Architecture) -> bool {
         match &a.mla {
-            None => [self.q, self.k, self.v][i.min(2)],
-            Some(m) => {
-                let query = out == m.q_lora_rank || out == a.heads * m.qk_head_dim();
-                if query {
-                    self.q
-                } else {
-                    self.k || self.v
-                }
+            None => [self.q, self.k, self.v, self.o][i.min(3)],
+            Some(m) if m.q_lora_rank > 0 => {
+                [self.q_a, self.q_b, self.kv_a, self.kv_b, self.o][i.min(4)]
             }
+            Some(_) => [self.q, self.kv_a, self.kv_b, self.o][i.min(3)],
         }
+    }
+
+    /// The adapted MLP matrices of a gated MLP (gate, up, down) or a plain
+    /// one (up, down), each `(reads h, writes f)` for gate and up, the
+    /// reverse for down.
+    pub fn mlp_matrices(self, gated: bool) -> [bool; 3] {
+        [gated && self.gate, self.up, self.down]
+    }
+
+    /// The modules of `a`'s layers among these: MLA's projections on an
+    /// MLA model (and its `q_proj` where it has no query down projection),
+    /// q, k and v on the others.
+    pub fn on(self, a: &Architecture) -> Adapted {
+        match &a.mla {
+            None => Adapted {
+                q_a: false,
+                q_b: false,
+                kv_a: false,
+                kv_b: false,
+                ..self
+            },
+            Some(m) => Adapted {
+                q: self.q && m.q_lora_rank == 0,
+                k: false,
+                v: false,
+                ..self
+            },
+        }
+    }
+
+    /// Whether the queries' projection is adapted (MLA's either one).
+    pub fn query(self) -> bool {
+        self.q || self.q_a || self.q_b
+    }
+
+    /// Whether the keys' (or values') projection is adapted: k (v), or
+    /// MLA's shared key-value ones.
+    pub fn key(self) -> bool {
+        self.k || self.kv_a || self.kv_b
+    }
+
+    pub fn value(self) -> bool {
+        self.v || self.kv_a || self.kv_b
+    }
+
+    /// Whether any module is adapted.
+    pub fn any(self) -> bool {
+        self.query() || self.key() || self.value() || self.o || self.any_mlp()
+    }
+
+    /// Whether any MLP matrix is adapted.
+    pub fn any_mlp(self) -> bool {
+        self.gate || self.up || self.down
     }
 }
 
@@ -530,29 +601,79 @@ impl Architecture {
     /// of every expert, or of the dense MLP on an MoE model's dense layers,
     /// DeepSeek-V3's first three).
     pub fn lora_params_per_layer(&self, rank: u64, adapted: Adapted) -> f64 {
+        self.adapter_params(rank, adapted, |m| m.experts + m.shared)
+    }
+
+    /// The adapter parameters one token passes through in the mean layer:
+    /// an MoE layer's only on its `active` routed experts and the shared
+    /// ones (the FLOPs convention of `active_per_layer`).
+    pub fn lora_active_params_per_layer(&self, rank: u64, adapted: Adapted) -> f64 {
+        self.adapter_params(rank, adapted, |m| m.active + m.shared)
+    }
+
+    /// `r * (in + out)` over the adapters (`adapter_units`), with
+    /// `experts(moe)` MLPs on an MoE layer.
+    fn adapter_params(&self, rank: u64, adapted: Adapted, experts: fn(&Moe) -> u32) -> f64 {
         let r = rank as f64;
-        let linears = self.attention_linears();
-        let last = linears.len() - 1;
-        let attention: f64 = linears
-            .iter()
-            .enumerate()
-            .filter(|(i, (_, out, _))| adapted.attention_linear(*i, last, *out, self))
-            .map(|(_, (i, o, _))| r * (i + o) as f64)
-            .sum();
-        if !adapted.mlp {
-            return attention;
-        }
-        let (h, mats) = (self.hidden as f64, self.mlp.matrices() as f64);
-        let dense = r * (h + self.ffn as f64) * mats;
+        let sum = |units: &[AdapterUnit]| -> f64 {
+            units.iter().map(|u| r * (u.inp + u.out) as f64).sum()
+        };
+        let attention = sum(&self.adapter_units(adapted, None));
+        let dense = sum(&self.adapter_units(adapted, Some(self.ffn)));
         let mlp = match &self.moe {
             None => dense,
             Some(m) => {
-                let experts = r * (h + m.expert_ffn as f64) * mats * (m.experts + m.shared) as f64;
+                let moe = sum(&self.adapter_units(adapted, Some(m.expert_ffn))) * experts(m) as f64;
                 let share = self.moe_layer_share();
-                share * experts + (1.0 - share) * dense
+                share * moe + (1.0 - share) * dense
             }
         };
         attention + mlp
+    }
+
+    /// The adapters of the attention block (`mlp` None), or of one MLP of
+    /// width `f` (the dense MLP, one expert or one shared expert).
+    pub fn adapter_units(&self, a: Adapted, mlp: Option<u64>) -> Vec<AdapterUnit> {
+        let unit = |inp, out, split, row_parallel, mlp| AdapterUnit {
+            inp,
+            out,
+            split,
+            row_parallel,
+            mlp,
+        };
+        let Some(f) = mlp else {
+            let linears = self.attention_linears();
+            let last = linears.len() - 1;
+            let mut units: Vec<AdapterUnit> = linears
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| a.attention_linear(*i, self))
+                .map(|(i, &(inp, out, split))| unit(inp, out, split, i == last, false))
+                .collect();
+            if a.fused && self.mla.is_none() && (a.q || a.k || a.v) {
+                // One adapter on linear_qkv: its input once, q, k and v out.
+                units.retain(|u| u.row_parallel);
+                let qkv = self.q_width() + 2 * self.kv_width();
+                units.insert(0, unit(self.hidden, qkv, true, false, false));
+            }
+            return units;
+        };
+        let h = self.hidden;
+        let [gate, up, down] = a.mlp_matrices(self.mlp.is_gated());
+        let mut units = Vec::with_capacity(3);
+        if a.fused && self.mlp.is_gated() && (gate || up) {
+            units.push(unit(h, 2 * f, true, false, true));
+        } else {
+            for on in [gate, up] {
+                if on {
+                    units.push(unit(h, f, true, false, true));
+                }
+            }
+        }
+        if down {
+            units.push(unit(f, h, true, true, true));
+        }
+        units
     }
 
     /// LoRA adapter parameters of the whole model (every decoder layer).
@@ -753,7 +874,7 @@ pub fn suggest_presets(typed: &str) -> Vec<&'static str> {
         .collect()
 }
 
-/// Levenshtein distance.
+/// Edit distance with insertions and deletions (a substitution is one of each).
 fn edit_distance(a: &[char], b: &[char]) -> usize {
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.iter().enumerate() {
@@ -761,7 +882,12 @@ fn edit_distance(a: &[char], b: &[char]) -> usize {
         row[0] = i + 1;
         for (j, cb) in b.iter().enumerate() {
             let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            // A changed character costs two (one out, one in): a name typed
+            // short ("llama3-70b") is nearer its preset than a neighbour that
+            // differs in a digit (llama-2-70b).
+            row[j + 1] = (prev + 2 * usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(cur + 1);
             prev = cur;
         }
     }

@@ -308,8 +308,8 @@ const SETTINGS: &[Setting] = &[
         key: "lora_targets",
         kind: Kind::Values,
         get: |p, _| {
-            Value::Word(if p.training.train == Training::Full {
-                "none"
+            Value::Words(if p.training.train == Training::Full {
+                "none".into()
             } else {
                 p.lora.lora_targets.key()
             })

@@ -35,6 +35,18 @@ const PUBLISHED: &[(&str, u64, u64, &str)] = &[
         "issue #3",
     ),
     (
+        "llama-2-7b",
+        6_738_415_616,
+        6_738_415_616,
+        "meta-llama/Llama-2-7b-hf safetensors total (the model card's 7B)",
+    ),
+    (
+        "llama-2-70b",
+        68_976_648_192,
+        68_976_648_192,
+        "meta-llama/Llama-2-70b-hf safetensors total; MLPerf Training's LoRA model",
+    ),
+    (
         "qwen2.5-7b",
         7_615_616_512,
         7_615_616_512,
@@ -136,23 +148,30 @@ fn hf_config_import_reads_llama_3_1_8b() {
 /// figure PEFT prints in its Llama-3 LoRA examples.
 #[test]
 fn lora_adapters_match_peft_counts() {
-    use planner::plan::LoraTargets::{AllLinear, Attention, QV};
+    use planner::plan::LoraTargets;
+    let qv = LoraTargets::QV;
+    let attention = LoraTargets::ATTENTION;
+    let all = LoraTargets::ALL_LINEAR;
+    // PEFT's own names for the same sets (q_proj,v_proj on Llama and Qwen).
+    let named = LoraTargets::parse("q_proj,v_proj").expect("PEFT names");
     let cases = [
-        ("llama-3.1-8b", QV, 6_815_744u64),
-        ("llama-3.1-8b", Attention, 13_631_488),
-        ("llama-3.1-8b", AllLinear, 41_943_040),
-        ("qwen3-30b-a3b", QV, 6_684_672),
-        ("qwen3-30b-a3b", Attention, 13_369_344),
-        ("qwen3-30b-a3b", AllLinear, 843_841_536),
+        ("llama-3.1-8b", qv, 6_815_744u64),
+        ("llama-3.1-8b", named, 6_815_744),
+        ("llama-3.1-8b", attention, 13_631_488),
+        ("llama-3.1-8b", all, 41_943_040),
+        ("qwen3-30b-a3b", qv, 6_684_672),
+        ("qwen3-30b-a3b", named, 6_684_672),
+        ("qwen3-30b-a3b", attention, 13_369_344),
+        ("qwen3-30b-a3b", all, 843_841_536),
         // MLA: q_a/q_b as q, kv_a_proj_with_mqa/kv_b_proj as k and v (train.py's
         // sets); the first three layers' dense MLP under all-linear.
-        ("deepseek-v3", QV, 74_019_840),
-        ("deepseek-v3", Attention, 97_006_592),
-        ("deepseek-v3", AllLinear, 6_694_630_400),
+        ("deepseek-v3", qv, 74_019_840),
+        ("deepseek-v3", attention, 97_006_592),
+        ("deepseek-v3", all, 6_694_630_400),
     ];
     for (id, targets, peft) in cases {
         let a = &preset(id).expect(id).arch;
-        let ours = a.lora_params(16, targets.adapted());
+        let ours = a.lora_params(16, targets.adapted().on(a));
         // The mean layer blends dense and MoE layers: whole to rounding.
         assert_eq!(ours.round(), peft as f64, "{id} {}", targets.key());
     }

@@ -326,9 +326,9 @@ fn lora_dtype_travels_and_halves_the_adapters() {
     );
     let grpo = evaluate(&Plan::from_query(&format!("{bf16}&stage=grpo&mb=8&ga=1")).plan);
     let e = grpo
-        .errors
+        .export_notes
         .iter()
         .find(|e| e.code() == "grpo_launcher_refuses")
-        .expect("refused");
+        .expect("a note on the export");
     assert_eq!(e.fix, Some(("lora_dtype", "fp32".into())));
 }

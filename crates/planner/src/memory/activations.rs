@@ -145,13 +145,13 @@ pub(super) fn op_level_kept(s: &StageShape) -> f64 {
         * (1.0 - s.plan.op_level_recomputed_gemm_share());
     // LoRA: each adapter's B matmul output is as wide as its base matrix's
     let adapters = if s.peft {
-        let a = s.plan.lora.lora_targets.adapted();
+        let a = s.plan.adapted(s.arch);
         let on = |adapted: bool, width: f64| if adapted { width } else { 0.0 };
-        let outputs = on(a.q, w.q)
-            + on(a.k, w.kv)
-            + on(a.v, w.kv)
+        let outputs = on(a.query(), w.q)
+            + on(a.key(), w.kv)
+            + on(a.value(), w.kv)
             + on(a.o, w.h)
-            + on(a.mlp, w.routed * w.mlp_outputs);
+            + w.routed * super::profile::mlp_widths(w, a, true).1;
         outputs * (1.0 - s.plan.op_level_recomputed_gemm_share())
     } else {
         0.0
@@ -412,7 +412,7 @@ pub(super) fn lora_recompute_parts(s: &StageShape) -> (f64, f64) {
         return (0.0, 0.0);
     }
     let per_token = s.tokens * 4.0 / s.t;
-    let (attention, mlp) = lora_linear_inputs(&s.widths, s.plan.lora.lora_targets.adapted(), true);
+    let (attention, mlp) = lora_linear_inputs(&s.widths, s.plan.adapted(s.arch), true);
     (per_token * attention, per_token * mlp)
 }
 

@@ -431,7 +431,15 @@ impl Plan {
             "lora_rank" => self.lora.lora_rank = f.int(1, 4096)?,
             "lora_alpha" => self.lora.lora_alpha = Some(f.int(1, 65_536)?),
             "lora_targets" => {
-                self.lora.lora_targets = f.one_of(LoraTargets::from_key, LoraTargets::keys)?
+                self.lora.lora_targets = LoraTargets::parse(f.value).map_err(|name| {
+                    let keys = LoraTargets::keys();
+                    match name.is_empty() {
+                        true => f.bad(Text::ExpectedOneOf, &[("keys", &keys)]),
+                        false => {
+                            f.bad(Text::UnknownLoraModule, &[("name", &name), ("keys", &keys)])
+                        }
+                    }
+                })?
             }
             "lora_dtype" => {
                 self.lora.lora_dtype = f.one_of(LoraDtype::from_key, LoraDtype::keys)?
@@ -631,7 +639,7 @@ impl Plan {
             if let Some(alpha) = self.lora.lora_alpha {
                 out.push(("lora_alpha", alpha.to_string()));
             }
-            out.push(("lora_targets", self.lora.lora_targets.key().into()));
+            out.push(("lora_targets", self.lora.lora_targets.key().into_owned()));
             if self.lora.lora_dtype == LoraDtype::Bf16 {
                 out.push(("lora_dtype", "bf16".into()));
             }

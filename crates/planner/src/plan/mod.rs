@@ -6,6 +6,7 @@
 
 mod codec;
 mod fields;
+mod lora_targets;
 mod types;
 
 pub use codec::*;

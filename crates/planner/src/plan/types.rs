@@ -4,6 +4,8 @@
 use serde::Serialize;
 use std::borrow::Cow;
 
+pub use super::lora_targets::LoraTargets;
+
 /// Version of the query-string schema (`v=`).
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -96,21 +98,6 @@ impl Precision {
 }
 
 keyed_enum!(
-    /// The Linear layers LoRA adapts (PEFT's `target_modules`).
-    LoraTargets {
-        /// Every Linear of the decoder layers (PEFT's `all-linear`): q, k,
-        /// v, o and the MLP's matrices.
-        AllLinear => "all-linear",
-        /// The attention projections q, k, v and o.
-        Attention => "attention",
-        /// q and v: PEFT's default for Llama, Mistral, Mixtral, Qwen2/3 and
-        /// Gemma (peft/utils/constants.py,
-        /// `TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING`).
-        QV => "q,v",
-    }
-);
-
-keyed_enum!(
     /// The LoRA adapters' dtype.
     LoraDtype {
         /// FP32: PEFT casts adapters to it by default
@@ -120,24 +107,6 @@ keyed_enum!(
         Bf16 => "bf16",
     }
 );
-
-impl LoraTargets {
-    /// The adapted layers, by kind.
-    pub fn adapted(self) -> crate::architecture::Adapted {
-        let (attention, mlp) = match self {
-            LoraTargets::AllLinear => (true, true),
-            LoraTargets::Attention => (true, false),
-            LoraTargets::QV => (false, false),
-        };
-        crate::architecture::Adapted {
-            q: true,
-            k: attention,
-            v: true,
-            o: attention,
-            mlp,
-        }
-    }
-}
 
 impl Plan {
     /// Sequences per GPU per micro-batch: `mb` samples, two rows each for a
@@ -197,6 +166,15 @@ impl Plan {
         }
     }
 
+    /// Of the `scoring_forwards`, those of the policy itself (its adapters
+    /// on): GRPO's old policy; a reference runs the frozen base.
+    pub fn policy_scoring_forwards(&self) -> u64 {
+        match self.training.stage {
+            TrainingStage::Grpo => 1,
+            TrainingStage::Sft | TrainingStage::Dpo => 0,
+        }
+    }
+
     /// Tokens per micro-batch whose logits the loss takes: every row's, or
     /// GRPO's completions only (TRL's `logits_to_keep = C + 1`).
     pub fn logit_tokens(&self) -> u64 {
@@ -217,7 +195,36 @@ impl Plan {
     }
 
     pub fn lora_params(&self, arch: &crate::architecture::Architecture) -> f64 {
-        arch.lora_params(self.lora.lora_rank, self.lora.lora_targets.adapted())
+        arch.lora_params(self.lora.lora_rank, self.adapted(arch))
+    }
+
+    /// The modules of `arch` the adapters wrap (`lora_targets`).
+    ///
+    /// On Megatron the adapters sit on Megatron-Core's modules: where the
+    /// targets take whole fused modules (q, k and v all or none; gate and
+    /// up both or neither) Megatron-Bridge's `LoRA` puts one adapter on
+    /// each fused one (`fused`), else its `CanonicalLoRA` one on each
+    /// Linear as PEFT does. An MLA model's gate and up are always one
+    /// module there (CanonicalLoRA splits Llama-style layers only):
+    /// adapting one adapts both.
+    pub fn adapted(
+        &self,
+        arch: &crate::architecture::Architecture,
+    ) -> crate::architecture::Adapted {
+        let mut adapted = self.lora.lora_targets.adapted().on(arch);
+        if self.implementation.stack != Stack::Megatron {
+            return adapted;
+        }
+        let gated = arch.mlp.is_gated();
+        if arch.mla.is_some() {
+            let fc1 = adapted.gate || adapted.up;
+            (adapted.gate, adapted.up) = (fc1, fc1);
+            adapted.fused = true;
+        } else {
+            let a = adapted;
+            adapted.fused = a.q == a.k && a.k == a.v && (a.gate == a.up || !gated);
+        }
+        adapted
     }
 }
 
@@ -739,7 +746,7 @@ impl Default for Lora {
         Lora {
             lora_rank: 16,
             lora_alpha: None,
-            lora_targets: LoraTargets::AllLinear,
+            lora_targets: LoraTargets::ALL_LINEAR,
             lora_dtype: LoraDtype::Fp32,
         }
     }
