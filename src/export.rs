@@ -160,6 +160,14 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
                 let entry = p.launch_entry().to_string();
                 planner::text::fill(lang.get(), p.engine().text(), &[("entry", &entry)])
             })}</p>
+            <ul class="messages" id="export-notes">
+                {move || {
+                    let l = lang.get();
+                    ctx.report.with(|r| r.export_notes.iter()
+                        .map(|m| crate::results::message_item(ctx, l, "note", m))
+                        .collect_view())
+                }}
+            </ul>
             <div class="row3">
                 <NumberField ctx=ctx key="role" label=Text::ExecutionRoleARN step="text" get=|p| p.launch.role.clone() />
                 <NumberField ctx=ctx key="s3" label=Text::S3Prefix step="text" get=|p| p.launch.s3.clone() />

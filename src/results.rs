@@ -231,7 +231,8 @@ fn phase_label(p: Phase, l: Lang) -> &'static str {
     }
 }
 
-/// Errors and warnings; where one setting fixes a message, a button applies it.
+/// Errors, warnings and what the launch bundle does not run (notes); where
+/// one setting fixes a message, a button applies it.
 #[component]
 fn Messages(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
@@ -240,23 +241,36 @@ fn Messages(ctx: Ctx) -> impl IntoView {
             {move || {
                 let l = lang.get();
                 ctx.report.with(|r| {
-                    let errors = r.errors.iter().map(|m| (true, m.clone()));
-                    let warnings = r.warnings.iter().map(|m| (false, m.clone()));
-                    errors.chain(warnings).map(|(is_error, m)| {
-                        let fix = m.fix.clone();
-                        view! {
-                            <li class=if is_error { "error" } else { "warning" } data-code=m.code()>
-                                <span>{render(l, &m.phrase)}</span>
-                                {fix.map(|(key, value)| {
-                                    let label = format!("{} {key}={value}", tr(l, Text::Apply));
-                                    view! { <button type="button" class="fix" data-fix=format!("{key}={value}") on:click=move |_| ctx.set(key, &value)>{label}</button> }
-                                })}
-                            </li>
-                        }
-                    }).collect_view()
+                    let errors = r.errors.iter().map(|m| ("error", m));
+                    let warnings = r.warnings.iter().map(|m| ("warning", m));
+                    let notes = r.export_notes.iter().map(|m| ("note", m));
+                    errors.chain(warnings).chain(notes)
+                        .map(|(class, m)| message_item(ctx, l, class, m))
+                        .collect_view()
                 })
             }}
         </ul>
+    }
+}
+
+/// One message as a list item of `class` (error, warning, note), with its
+/// fix as a button. A note says first that it is about the launch bundle.
+pub(crate) fn message_item(
+    ctx: Ctx,
+    l: Lang,
+    class: &'static str,
+    m: &planner::report::Message,
+) -> impl IntoView {
+    let fix = m.fix.clone();
+    let lead = (class == "note").then(|| view! { <b>{tr(l, Text::ExportNoteLead)}" "</b> });
+    view! {
+        <li class=class data-code=m.code()>
+            <span>{lead}{render(l, &m.phrase)}</span>
+            {fix.map(|(key, value)| {
+                let label = format!("{} {key}={value}", tr(l, Text::Apply));
+                view! { <button type="button" class="fix" data-fix=format!("{key}={value}") on:click=move |_| ctx.set(key, &value)>{label}</button> }
+            })}
+        </li>
     }
 }
 

@@ -16,8 +16,12 @@ then, on a CPU:
      Megatron-Bridge class are fields of that class in the pinned
      megatron-bridge's source (read with `ast`: it does not import without
      TransformerEngine), and every name the launcher imports exists there;
-  4. a plan the launcher does not run (LoRA) is refused by the launcher and
-     warned about by the planner;
+  4. a plan the launcher does not run (op-level checkpointing) is refused by
+     the launcher and noted by the planner on its export; LoRA plans (MLPerf
+     Training's Llama 2 70B job on one p6-b200 with TP 1 and on one p5 with
+     TP 4 x CP 2) carry Megatron-Bridge's LoRA or CanonicalLoRA with the
+     planned rank, alpha and target modules, which the pinned package's
+     classes take (fields and default targets read from its source);
   5. every Megatron plan the auto-plan offers for five queries (dense, MoE,
      long sequences, FP8) passes 1: no offer exports a layout Megatron refuses.
 
@@ -70,6 +74,12 @@ PLANS = [
      "&pp_first=7&pp_last=6&instance=ml.p5.48xlarge&nodes=128&moe_flex=1"),
     ("Llama 3.1 8B, PP 4 x VP 2 with 6 and 8 layers at the ends, 9 on the middle ranks (a layout string)",
      "model=llama-3.1-8b&stack=megatron&pp=4&vp=2&pp_first=6&pp_last=8&instance=ml.p5.48xlarge&zero=1"),
+    ("Llama 2 70B LoRA (MLPerf Training's job) on one p6-b200, TP 1, FP8 weights",
+     "model=llama-2-70b&stack=megatron&train=lora&lora_rank=16&lora_alpha=32&seq=8192&mb=1&ga=1&precision=fp8"
+     "&fp8_params=1&zero=1&ckpt=full&loss=fused&instance=ml.p6-b200.48xlarge&tp=1"),
+    ("Llama 2 70B LoRA (MLPerf Training's job) on one p5, TP 4 x CP 2, FP8 weights",
+     "model=llama-2-70b&stack=megatron&train=lora&lora_rank=16&lora_alpha=32&seq=8192&mb=1&ga=8&precision=fp8"
+     "&fp8_params=1&zero=1&ckpt=none&loss=fused&instance=ml.p5.48xlarge&tp=4&cp=2&sp=1"),
     ("Llama 3.1 70B, activations of 48 layers offloaded",
      "model=llama-3.1-70b&stack=megatron&precision=fp8&instance=ml.p6e-gb200.36xlarge&nodes=16&ultraserver=72"
      "&zero=3&seq=8192&mb=2&ga=2&fp8_params=1&grad_bf16=1&loss=fused&offload=1&offload_layers=48"),
@@ -230,6 +240,8 @@ BRIDGE = {
     "CommOverlapConfig": "megatron.bridge.training.comm_overlap",
     "TokenizerConfig": "megatron.bridge.training.tokenizers.config",
 }
+BRIDGE["LoRA"] = "megatron.bridge.peft.lora"
+BRIDGE["CanonicalLoRA"] = "megatron.bridge.peft.canonical_lora"
 for _n in ("ConfigContainer", "TrainingConfig", "OptimizerConfig", "DistributedDataParallelConfig",
            "SchedulerConfig", "GPTDatasetConfig", "LoggerConfig", "CheckpointConfig", "RNGConfig"):
     BRIDGE[_n] = "megatron.bridge.training.config"
@@ -282,14 +294,62 @@ def groups_are_fields():
                 assert not missing, f"{cls} has no {sorted(missing)}"
 
 
-@case("a plan the launcher does not run is refused, and the planner says so")
-def refuses_lora():
-    plan = "model=llama-3.1-8b&stack=megatron&train=lora&instance=ml.p5.48xlarge&tp=2"
+@case("a plan the launcher does not run is refused, and the planner says so on the export")
+def refuses_op_checkpointing():
+    plan = "model=llama-3.1-8b&stack=megatron&ckpt=op&instance=ml.p5.48xlarge&tp=2"
     r = report(plan)
-    assert any(e["code"] == "megatron_launcher_refuses" for e in r["errors"]), r["errors"]
+    assert not r["errors"], r["errors"]
+    assert any(e["code"] == "megatron_launcher_refuses" for e in r["export_notes"]), r["export_notes"]
     with tempfile.TemporaryDirectory() as tmp:
         rc, _, err = run_check(export(plan, tmp))
-    assert rc != 0 and "train=lora" in err, err[-500:]
+    assert rc != 0 and "ckpt=op" in err, err[-500:]
+
+
+def default_targets(module, name):
+    """A PEFT class's default `target_modules` in the pinned source (its default_factory's list)."""
+    defs, _ = classes_in(module_file(module))
+    for stmt in defs[name].body:
+        if isinstance(stmt, ast.AnnAssign) and getattr(stmt.target, "id", "") == "target_modules":
+            for node in ast.walk(stmt.value):
+                if isinstance(node, ast.List):
+                    return [ast.literal_eval(e) for e in node.elts]
+    raise AssertionError(f"{name} has no default target_modules")
+
+
+@case("LoRA plans carry Megatron-Bridge's LoRA or CanonicalLoRA as planned, with the pinned classes' targets")
+def lora_exports():
+    cases = [
+        # (link, class, target modules): all-linear takes the fused modules whole.
+        ("model=llama-2-70b&stack=megatron&train=lora&lora_rank=16&lora_alpha=32&instance=ml.p6-b200.48xlarge",
+         "LoRA", ["linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"]),
+        # q and v alone split the fused linear_qkv: CanonicalLoRA adapts them one by one, as PEFT does.
+        ("model=llama-3.1-8b&stack=megatron&train=lora&lora_targets=q_proj,v_proj&instance=ml.p5.48xlarge",
+         "CanonicalLoRA", ["linear_q", "linear_v"]),
+        ("model=llama-3.1-8b&stack=megatron&train=lora&lora_targets=attention&lora_rank=8&instance=ml.p5.48xlarge",
+         "LoRA", ["linear_qkv", "linear_proj"]),
+    ]
+    for plan, cls, targets in cases:
+        r = report(plan)
+        assert not r["errors"] and not r["export_notes"], (plan, r["errors"], r["export_notes"])
+        settings = settings_of(plan)
+        peft = settings["peft"]
+        assert peft["class"] == cls and peft["target_modules"] == targets, (plan, peft)
+        keys = dict(kv.split("=", 1) for kv in r["query"].split("&"))
+        assert peft["dim"] == int(keys["lora_rank"]) and peft["alpha"] == int(keys.get("lora_alpha",
+                                                                              2 * int(keys["lora_rank"])))
+        assert peft["dropout"] == 0.0 and settings["hf_model"], peft
+        module = BRIDGE[cls]
+        assert {"target_modules", "dim", "alpha", "dropout"} <= fields_of(module, cls), cls
+        assert set(targets) <= set(default_targets(module, cls)), (cls, targets)
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, err = run_check(export(plan, tmp))
+        assert rc == 0, err[-2000:]
+        assert json.loads(out.strip().splitlines()[-1])["peft"] == peft
+    # The launcher fine-tunes with them, from a checkpoint it converts or is given.
+    source = launcher_source()
+    for needle in ("finetune if config.peft else pretrain", "pretrained_checkpoint=pretrained",
+                   "AutoBridge.import_ckpt(plan[\"hf_model\"], path)"):
+        assert needle in source, needle
 
 
 # The auto-plan's queries whose offers must all run: dense, MoE, long
@@ -403,7 +463,8 @@ def main():
     imports_exist()
     keywords_are_fields()
     groups_are_fields()
-    refuses_lora()
+    refuses_op_checkpointing()
+    lora_exports()
     attention_window()
     rotary_embeddings()
     offers_run()

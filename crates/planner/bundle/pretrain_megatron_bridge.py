@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Megatron-Bridge pre-training launcher of a Train Planner bundle.
+"""Megatron-Bridge pre-training and LoRA fine-tuning launcher of a Train Planner bundle.
 
 Every setting the planner assumed is in `megatron_bridge_plan.json` beside
 this file, grouped by the configuration class that takes it:
@@ -17,11 +17,20 @@ this file, grouped by the configuration class that takes it:
   train            Megatron-Bridge's TrainingConfig (micro and global batch)
   dataset          Megatron-Bridge's GPTDatasetConfig (sequence length)
   comm_overlap     Megatron-Bridge's CommOverlapConfig (tensor-parallel overlap)
+  peft             LoRA (None for full training): Megatron-Bridge's LoRA on the
+                   fused linear_qkv / linear_fc1, or CanonicalLoRA where q, k,
+                   v, gate and up are adapted one by one; rank, alpha, dropout
+  hf_model         the Hugging Face weights a LoRA plan starts from
 
 Run it in the NeMo Framework container (which ships Megatron-Bridge):
 
   torchrun --nproc_per_node 8 pretrain_megatron_bridge.py --data_dir DIR
   python pretrain_megatron_bridge.py --check    # no GPU: validate the settings
+
+A LoRA plan fine-tunes a pretrained checkpoint in Megatron's format: pass it
+with --pretrained_checkpoint (or the `pretrained` channel), or the launcher
+converts `hf_model` once with Megatron-Bridge's AutoBridge before training
+(local rank 0 of each node; the others wait for it).
 
 `--check` builds Megatron-Core's own configuration objects from the plan (their
 constructors validate the parallel layout, recomputation and precision) and
@@ -127,8 +136,54 @@ def check(plan):
         type(model).__name__: {k: getattr(model, k) for k in plan["model"] if k not in CALLABLES},
         "OptimizerConfig": {k: getattr(optimizer, k) for k in plan["optimizer"]},
         "DistributedDataParallelConfig": {k: getattr(ddp, k) for k in plan["ddp"]},
+        "peft": check_peft(plan),
     }
     print(json.dumps(built, default=str, sort_keys=True))
+
+
+def peft_config(plan):
+    """Megatron-Bridge's PEFT for a LoRA plan, as the settings name it; None for full training."""
+    p = plan.get("peft")
+    if not p:
+        return None
+    if p["class"] == "CanonicalLoRA":
+        from megatron.bridge.peft.canonical_lora import CanonicalLoRA
+        return CanonicalLoRA(target_modules=p["target_modules"], dim=p["dim"], alpha=p["alpha"],
+                             dropout=p["dropout"])
+    from megatron.bridge.peft.lora import LoRA
+    return LoRA(target_modules=p["target_modules"], dim=p["dim"], alpha=p["alpha"], dropout=p["dropout"])
+
+
+def check_peft(plan):
+    """What --check can say of a LoRA plan on a CPU (Megatron-Bridge does not import without
+    TransformerEngine): a rank and targets, and weights to start from."""
+    p = plan.get("peft")
+    if not p:
+        return None
+    assert p["class"] in ("LoRA", "CanonicalLoRA"), p["class"]
+    assert p["dim"] >= 1 and p["alpha"] >= 1 and p["target_modules"], p
+    assert plan.get("hf_model"), "a LoRA plan needs hf_model= (the weights it fine-tunes)"
+    return p
+
+
+def pretrained_checkpoint(plan, args):
+    """A Megatron checkpoint of the weights the LoRA plan fine-tunes: the one given, or
+    `hf_model` converted once by Megatron-Bridge's AutoBridge (local rank 0 converts, the
+    other ranks of the node wait for its marker file)."""
+    if args.pretrained_checkpoint:
+        return args.pretrained_checkpoint
+    import time
+
+    from megatron.bridge import AutoBridge
+
+    path = os.path.join(args.work_dir, "pretrained")
+    done = os.path.join(path, ".converted")
+    if int(os.environ.get("LOCAL_RANK", "0")) == 0 and not os.path.exists(done):
+        AutoBridge.import_ckpt(plan["hf_model"], path)
+        open(done, "w").close()
+    while not os.path.exists(done):
+        time.sleep(10)
+    return path
 
 
 def data_blend(data_dir):
@@ -167,6 +222,8 @@ def build(plan, args):
     checkpoints = args.checkpoint_dir if plan["save_interval"] else None
     # Megatron-FSDP saves only in its own format (Megatron-Bridge asserts it).
     ckpt_format = "fsdp_dtensor" if plan["ddp"]["use_megatron_fsdp"] else "torch_dist"
+    peft = peft_config(plan)
+    pretrained = pretrained_checkpoint(plan, args) if peft else None
     return ConfigContainer(
         model=model,
         train=TrainingConfig(**strict(TrainingConfig, train)),
@@ -181,7 +238,8 @@ def build(plan, args):
         logger=LoggerConfig(log_interval=10, log_throughput=True),
         tokenizer=TokenizerConfig(tokenizer_type="NullTokenizer", vocab_size=plan["provider"]["vocab_size"]),
         checkpoint=CheckpointConfig(save_interval=plan["save_interval"], save=checkpoints, load=checkpoints,
-                                    ckpt_format=ckpt_format),
+                                    ckpt_format=ckpt_format, pretrained_checkpoint=pretrained),
+        peft=peft,
         rng=RNGConfig(seed=1234),
         mixed_precision=MixedPrecisionConfig(**strict(MixedPrecisionConfig, resolve(plan["mixed_precision"]))),
         comm_overlap=CommOverlapConfig(**strict(CommOverlapConfig, plan["comm_overlap"]))
@@ -198,6 +256,10 @@ def main(argv=None):
     ap.add_argument("--max_steps", type=int, default=0, help="train this many iterations (a trial)")
     ap.add_argument("--mock_data", type=lambda s: s.lower() in ("1", "true", "yes"), default=False,
                     help="train on Megatron's mock data (a trial of speed and memory only)")
+    ap.add_argument("--pretrained_checkpoint", default=os.environ.get("SM_CHANNEL_PRETRAINED", ""),
+                    help="LoRA: the Megatron checkpoint to fine-tune (else hf_model is converted)")
+    ap.add_argument("--work_dir", default=os.environ.get("TMPDIR", "/tmp"),
+                    help="LoRA: where hf_model is converted to Megatron's format")
     ap.add_argument("--plan", default="", help="the plan's link (recorded, not read)")
     args, _ = ap.parse_known_args(argv)
     plan = load_plan(args.plan_file)
@@ -208,10 +270,12 @@ def main(argv=None):
     if args.check:
         check(plan)
         return 0
+    from megatron.bridge.training.finetune import finetune
     from megatron.bridge.training.gpt_step import forward_step
     from megatron.bridge.training.pretrain import pretrain
 
-    pretrain(build(plan, args), forward_step)
+    config = build(plan, args)
+    (finetune if config.peft else pretrain)(config, forward_step)
     return 0
 
 

@@ -335,7 +335,12 @@ and `docker push`. Set `NEMO_IMAGE_URI` to that URI before running `launch.py`.\
 4. A trial first: `python launch.py --trial` trains {TRIAL_STEPS} iterations; Megatron-Bridge logs \
 its throughput per iteration.\n\
 5. Then the real run: `python launch.py`. Checkpoints go to `/opt/ml/checkpoints`, which \
-SageMaker syncs with `s3_prefix + \"/checkpoints\"`; a restarted job resumes from them.\n\n\
+SageMaker syncs with `s3_prefix + \"/checkpoints\"`; a restarted job resumes from them.\n\
+6. A LoRA plan fine-tunes `hf_model` (the settings file's) with Megatron-Bridge's `LoRA` or \
+`CanonicalLoRA` (its `peft` group): the launcher converts the Hugging Face weights to Megatron's \
+format once with Megatron-Bridge's `AutoBridge` on each node, or reads a converted checkpoint \
+from a `pretrained` channel (`--pretrained_checkpoint`); the base stays frozen in the plan's \
+precision, the adapters train in BF16 with FP32 optimizer states.\n\n\
 ## What was proven where\n\n\
 - In the planner's CI, on a CPU: `python scripts/{entry} --check` builds Megatron-Core's own \
 `TransformerConfig` (or `MLATransformerConfig`), `OptimizerConfig` and \
@@ -343,9 +348,9 @@ SageMaker syncs with `s3_prefix + \"/checkpoints\"`; a restarted job resumes fro
 constructors validate the layout, recomputation and precision; the Megatron-Bridge groups' \
 names are checked against the pinned megatron-bridge 0.3.1's source (it does not import without \
 a GPU's TransformerEngine). Run `--check` yourself after editing the settings file.\n\
-- Needs GPUs: the training itself. Not run here (the planner says so as an error, and the \
-launcher refuses): LoRA through Megatron-Bridge's PEFT (which starts from a converted \
-checkpoint), activation offloading with pipeline stages or recomputation (Megatron-Core refuses \
+- Needs GPUs: the training itself, and a LoRA plan's conversion of its Hugging Face weights. \
+Not run here (the planner says so in a note on the export, and the launcher refuses): \
+activation offloading with pipeline stages or recomputation (Megatron-Core refuses \
 both), op-level checkpointing, pure BF16, 8-bit and Adafactor optimizers, Gemma's, OLMo 2's and \
 Llama 4's layer shapes; nor the `TRAIN_PLANNER_MEASURED` line the Hugging Face stack's script \
 prints.\n"

@@ -180,7 +180,7 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
         nvlink: nvlink_domains(&r.layout, fabric),
         rollout,
     };
-    if crate::resolve::engine_error(plan).is_some() || host_full {
+    if crate::launchers::no_engine(plan).is_some() || host_full {
         // No engine trains this plan, or its host cannot hold what it
         // offloads: its figures are formulas about a job that cannot start
         // (or finish a step), with no ± from any check.
@@ -202,6 +202,7 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
         figures,
         warnings,
         errors,
+        export_notes: crate::launchers::export_notes(r),
     }
 }
 

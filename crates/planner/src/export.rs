@@ -271,6 +271,20 @@ fn header(c: &Ctx<'_>, title: &str) -> String {
         r.time.total_hours,
         p.data.tokens
     );
+    // What the bundle does not run of this plan (#55): the code below is
+    // the plan's, but the bundled script refuses these at launch.
+    for note in &r.export_notes {
+        let fix = note.fix.as_ref().map_or(String::new(), |(k, v)| {
+            format!(" (the bundle runs it with {k}={v})")
+        });
+        let text = note.phrase.english();
+        let _ = writeln!(
+            h,
+            "# NOT COVERED by the bundle: {}{}",
+            comment(&text),
+            comment(&fix)
+        );
+    }
     h
 }
 
@@ -393,7 +407,7 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
     if p.training.train != Training::Full {
         items.push(("lora_r", p.lora.lora_rank.to_string()));
         items.push(("lora_alpha", p.lora_alpha_or_default().to_string()));
-        items.push(("lora_targets", py_str(p.lora.lora_targets.key())));
+        items.push(("lora_targets", py_str(&p.lora.lora_targets.key())));
         if p.lora.lora_dtype == crate::plan::LoraDtype::Bf16 {
             items.push(("lora_dtype", py_str("bf16")));
         }
@@ -409,7 +423,7 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
 
 /// The weights train.py loads: the plan's Hugging Face model, or the preset's
 /// Hub repository when the shape is the preset's own (not a custom one).
-fn model_id<'a>(p: &'a Plan, r: &Report) -> Option<&'a str> {
+pub(crate) fn model_id<'a>(p: &'a Plan, r: &Report) -> Option<&'a str> {
     if !p.launch.hf_model.is_empty() {
         return Some(&p.launch.hf_model);
     }

@@ -5,9 +5,94 @@
 //! `unsupported` field, which the launcher itself refuses to start on).
 
 use crate::architecture::{Architecture, QkNorm};
-use crate::plan::{Checkpointing, Engine, Optimizer, Plan, Precision, Training, TrainingStage};
+use crate::job::Job;
+use crate::plan::{
+    Checkpointing, Engine, Optimizer, Plan, Precision, Stack, Training, TrainingStage,
+};
 use crate::rope::RopeKind;
 use crate::text::{Arg, Message, Text};
+
+/// What the launch bundle does not run of a job, each a note on its export
+/// with the change that makes the bundle run it (#55: estimate first). The
+/// plan keeps its figures: a setting the bundled scripts do not carry is
+/// the export's limit, not the job's. None where the user brings their own
+/// entry script (`entry=`), which the bundle does not judge.
+pub fn export_notes(job: &Job) -> Vec<Message> {
+    let plan = job.plan;
+    let mut notes: Vec<Message> = no_engine(plan).into_iter().collect();
+    if plan.bundled_hf() {
+        notes.extend(train_py_notes(job));
+    }
+    notes.extend(refusal_note(
+        megatron_refusal(plan, &job.arch, Choice::of(plan)),
+        Text::MegatronLauncherRefuses,
+    ));
+    notes.extend(refusal_note(
+        grpo_refusal(plan, Choice::of(plan)),
+        Text::GrpoRefuses,
+    ));
+    notes
+}
+
+/// A stack and training kind no engine the bundle knows runs together:
+/// multi-token prediction is Megatron's (`--mtp-num-layers`); a 4-bit NF4
+/// base is bitsandbytes' through PEFT, or torchao's in torchtune on PyTorch
+/// FSDP2, and Megatron-Core loads neither (Megatron-Bridge's PEFT is LoRA,
+/// DoRA and canonical LoRA; training_engines.md). The figures are the
+/// physics of such a job, checked by nothing; the search proposes nothing.
+pub fn no_engine(plan: &Plan) -> Option<Message> {
+    let stack = plan.implementation.stack;
+    if plan.training.mtp > 0 && stack != Stack::Megatron {
+        let m = Message::new("mtp", Text::MtpNeedsMegatron, []);
+        return Some(m.fix("stack", "megatron"));
+    }
+    if plan.training.train == Training::Qlora && stack == Stack::Megatron {
+        let args: [(&'static str, Arg); 1] = [("stack", Arg::from(stack.key()))];
+        let m = Message::new("train", Text::QloraNeedsHf, args);
+        return Some(m.fix("stack", "hf"));
+    }
+    None
+}
+
+/// What the bundled train.py (and grpo.py) run of a Hugging Face plan:
+/// data and tensor parallelism only, tensor parallelism as
+/// `hf_tp_refusal` allows, adapters in 16 bits, and a 4-bit base unsharded.
+fn train_py_notes(job: &Job) -> Vec<Message> {
+    let (plan, layout) = (job.plan, &job.layout);
+    let mut notes = Vec::new();
+    let degrees = [("pp", layout.pp), ("cp", layout.cp), ("ep", layout.ep)];
+    if let Some((key, _)) = degrees.iter().find(|(_, d)| *d > 1) {
+        let m = Message::new(key, Text::HfModelParallel, []);
+        notes.push(m.fix("stack", "megatron"));
+    }
+    let training = (plan.training.train, plan.training.stage);
+    let (precision, zero) = (plan.numerics.precision, plan.parallelism.zero);
+    if let Some(r) = hf_tp_refusal(&job.arch, training, precision, zero, layout.tp) {
+        notes.push(r.message(layout.tp));
+    }
+    if plan.hf_qlora() && zero > 0 && layout.gpus > 1 {
+        let m = Message::new("zero", Text::QloraSharded, []);
+        notes.push(m.fix("zero", "0"));
+    }
+    if !crate::rules::adapters_run_in(precision, plan.hf_adapters()) {
+        let args: [(&'static str, Arg); 1] = [("precision", Arg::from(precision.key()))];
+        let m = Message::new("precision", Text::LowPrecisionAdapters, args);
+        notes.push(m.fix("precision", "bf16"));
+    }
+    notes
+}
+
+/// A launcher's refusal as a note on the input that asks for it, with the
+/// change that makes it run.
+fn refusal_note(r: Option<Refusal>, text: Text) -> Option<Message> {
+    let r = r?;
+    let args: [(&'static str, Arg); 1] = [("what", r.what.arg())];
+    let m = Message::new(r.key, text, args);
+    Some(match r.fix {
+        Some((key, value)) => m.fix(key, value),
+        None => m,
+    })
+}
 
 /// A setting the launcher does not run: what it is, the input it belongs
 /// to, and the change that makes the plan run, if one input does it.
@@ -70,9 +155,8 @@ impl Choice {
 /// The first setting of a Megatron-Bridge plan the launcher does not run,
 /// or `None` when it runs all of it (or the plan starts another engine).
 /// Each is a refusal Megatron-Core or Megatron-Bridge would make at launch,
-/// or a setting the launcher does not carry over as modelled: adapters
-/// (Megatron-Bridge's PEFT needs a converted checkpoint the bundle does not
-/// make), optimizers Megatron-Core lacks, PyTorch's op-level checkpointing,
+/// or a setting the launcher does not carry over as modelled: optimizers
+/// Megatron-Core lacks, PyTorch's op-level checkpointing,
 /// activation offloading where Megatron-Core does not run it, and layer
 /// shapes its generic GPT provider does not build.
 pub fn megatron_refusal(plan: &Plan, a: &Architecture, c: Choice) -> Option<Refusal> {
@@ -130,16 +214,9 @@ fn setting_rules(
     a: &Architecture,
     c: Choice,
     to_hf: Option<(&'static str, &'static str)>,
-) -> [Rule; 12] {
-    let lora_fix = to_hf.or(Some(("train", "full")));
+) -> [Rule; 11] {
     let adamw = Some(("optimizer", "adamw"));
     [
-        (
-            plan.training.train == Training::Lora,
-            "train=lora",
-            "train",
-            lora_fix,
-        ),
         // Its training step is the next-token loss; DPO runs in train.py,
         // GRPO in grpo.py.
         (
@@ -326,18 +403,11 @@ impl HfTpRefusal {
 /// LoRA through PEFT (vLLM takes the merged weights; a 4-bit base has none
 /// to merge into), no offloading and no `torch.compile`.
 pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
-    let on_megatron = plan.engine() == Engine::MegatronBridge;
-    if plan.training.stage != TrainingStage::Grpo || on_megatron {
+    if plan.training.stage != TrainingStage::Grpo || plan.engine() != Engine::Grpo {
         return None;
     }
     let full_reference = plan.training.rollout.beta > 0.0 && plan.training.train == Training::Full;
-    let rules: [(bool, What, &'static str, Fix); 12] = [
-        (
-            plan.implementation.stack == crate::plan::Stack::Torchtitan,
-            What::Setting("stack=torchtitan"),
-            "stack",
-            Some(("stack", "hf")),
-        ),
+    let rules: [(bool, What, &'static str, Fix); 11] = [
         (
             c.zero == 1,
             What::Setting("zero=1"),

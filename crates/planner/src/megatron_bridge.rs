@@ -11,7 +11,7 @@
 //! builds the Megatron-Core ones from every exported file on a CPU and reads
 //! the Megatron-Bridge ones' fields from the pinned wheel's source.
 
-use crate::architecture::{Architecture, Mlp, QkNorm};
+use crate::architecture::{Adapted, Architecture, Mlp, QkNorm};
 use crate::json_writer::Value;
 use crate::plan::{Attention, Checkpointing, Loss, Optimizer, Plan, Precision};
 use crate::report::Report;
@@ -78,6 +78,13 @@ pub fn settings(plan: &Plan, r: &Report) -> Value {
             Value::Obj(vec![("sequence_length", plan.data.seq.into())]),
         ),
         ("comm_overlap", comm_overlap),
+        ("peft", peft(plan, arch)),
+        // The Hugging Face weights a PEFT plan starts from (converted to
+        // Megatron's format by the launcher unless one is given).
+        (
+            "hf_model",
+            crate::export::model_id(plan, r).map(str::to_string).into(),
+        ),
         // None: no checkpoints, as the planner's save_every=0 models.
         (
             "save_interval",
@@ -86,6 +93,71 @@ pub fn settings(plan: &Plan, r: &Report) -> Value {
                 .into(),
         ),
     ])
+}
+
+/// Megatron-Bridge's PEFT for a LoRA plan (None for full training): its
+/// `LoRA` on Megatron-Core's fused modules (`linear_qkv` adapts q, k and v
+/// as one, `linear_fc1` gate and up) where the plan's targets take whole
+/// fused modules, else its `CanonicalLoRA`, which adapts q, k, v, gate and
+/// up one by one, as PEFT does; MLA's projections by Megatron-Core's names
+/// (`Plan::adapted` fuses gate and up there). Rank, alpha and no dropout,
+/// as the planner models them.
+fn peft(plan: &Plan, a: &Architecture) -> Value {
+    if plan.training.train == crate::plan::Training::Full {
+        return Value::Null;
+    }
+    let (class, modules) = lora_modules(plan.adapted(a), a);
+    Value::Obj(vec![
+        ("class", class.into()),
+        (
+            "target_modules",
+            Value::List(modules.into_iter().map(Value::from).collect()),
+        ),
+        ("dim", plan.lora.lora_rank.into()),
+        ("alpha", plan.lora_alpha_or_default().into()),
+        ("dropout", Value::Num(0.0)),
+    ])
+}
+
+/// Megatron-Bridge's PEFT class and Megatron-Core's module names for the
+/// adapted Linears (`peft`).
+fn lora_modules(ad: Adapted, a: &Architecture) -> (&'static str, Vec<&'static str>) {
+    let pick = |list: &[(bool, &'static str)]| -> Vec<&'static str> {
+        list.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect()
+    };
+    let fc1 = ad.gate || ad.up;
+    if a.mla.is_some() {
+        let names = pick(&[
+            (ad.q, "linear_q_proj"),
+            (ad.q_a, "linear_q_down_proj"),
+            (ad.q_b, "linear_q_up_proj"),
+            (ad.kv_a, "linear_kv_down_proj"),
+            (ad.kv_b, "linear_kv_up_proj"),
+            (ad.o, "linear_proj"),
+            (fc1, "linear_fc1"),
+            (ad.down, "linear_fc2"),
+        ]);
+        return ("LoRA", names);
+    }
+    if ad.fused {
+        let names = pick(&[
+            (ad.q, "linear_qkv"),
+            (ad.o, "linear_proj"),
+            (fc1, "linear_fc1"),
+            (ad.down, "linear_fc2"),
+        ]);
+        return ("LoRA", names);
+    }
+    let names = pick(&[
+        (ad.q, "linear_q"),
+        (ad.k, "linear_k"),
+        (ad.v, "linear_v"),
+        (ad.o, "linear_proj"),
+        (ad.up, "linear_fc1_up"),
+        (ad.gate && a.mlp.is_gated(), "linear_fc1_gate"),
+        (ad.down, "linear_fc2"),
+    ]);
+    ("CanonicalLoRA", names)
 }
 
 /// What a Megatron plan asks for that the launcher does not run, in the

@@ -127,6 +127,10 @@ pub struct Report {
     pub figures: Figures,
     pub warnings: Vec<Message>,
     pub errors: Vec<Message>,
+    /// What the launch bundle does not run of the plan as it stands, each
+    /// with the change that makes it run (`launchers::export_notes`): the
+    /// figures stand; the export says what it covers (#55).
+    pub export_notes: Vec<Message>,
 }
 
 impl std::ops::Deref for Report {

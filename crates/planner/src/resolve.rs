@@ -6,7 +6,6 @@ use crate::architecture::{self, Architecture, Moe};
 use crate::fabric::Fabric;
 use crate::hardware::{self, Gpu, Instance};
 use crate::job::Job;
-use crate::launchers::hf_tp_refusal;
 use crate::layout::{Layout, Stages};
 use crate::plan::{Plan, Stack, Training, TrainingStage};
 use crate::rules::{self, Unsupported};
@@ -102,14 +101,7 @@ pub fn resolve_for(
     if plan.parallelism.vp > 1 && layout.pp == 1 {
         errors.push(Message::new("vp", Text::VpWithoutPp, []).fix("vp", "1"));
     }
-    check_bundled_parallelism(plan, &arch, &layout, &mut errors);
-    if plan.hf_qlora() && plan.parallelism.zero > 0 && layout.gpus > 1 {
-        let m = Message::new("zero", Text::QloraSharded, []);
-        errors.push(m.fix("zero", "0"));
-    }
-    errors.extend(engine_error(plan));
-    errors.extend(megatron_launcher_error(plan, &arch));
-    errors.extend(grpo_launcher_error(plan));
+    check_adapters(plan, &arch, &mut errors);
     check_rollout(
         plan,
         (&arch, &counts),
@@ -214,61 +206,23 @@ fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
         let gpu = hardware::gpu(&instance.gpu).expect("every instance names a catalogued GPU");
         (Cow::Borrowed(gpu), Cow::Borrowed(instance))
     };
-    if !rules::nodes_run(&instance, plan.hardware.nodes) {
-        let args: [(&'static str, Arg); 1] = [("instance", Arg::from(&instance.instance_type))];
-        errors.push(Message::new("nodes", Text::NoMultiNode, args));
-    } else if plan.hardware.nodes > 1 && instance.network_gbps() <= 0.0 {
+    if plan.hardware.nodes > 1 && instance.network_gbps() <= 0.0 {
         let m = Message::new("gpu_net", Text::NoNetwork, []);
         errors.push(m.fix("nodes", "1"));
     }
     (gpu, instance)
 }
 
-/// A stack and training kind no engine runs together. Multi-token
-/// prediction is Megatron's (`--mtp-num-layers`); QLoRA's 4-bit NF4 base
-/// weights are bitsandbytes' through PEFT, which neither Megatron(-Bridge,
-/// LoRA and DoRA only) nor torchtitan loads (training_engines.md). The
-/// search keeps the stack and the training kind, so it proposes nothing for
-/// such a plan.
-pub fn engine_error(plan: &Plan) -> Option<Message> {
-    if plan.training.mtp > 0 && plan.implementation.stack != Stack::Megatron {
-        let m = Message::new("mtp", Text::MtpNeedsMegatron, []);
-        return Some(m.fix("stack", "megatron"));
+/// LoRA on modules the model has: PEFT refuses a `target_modules` that
+/// names none of them ("Target modules ... not found in the base model"),
+/// and nothing would train.
+fn check_adapters(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) {
+    if plan.training.train == Training::Full || plan.adapted(arch).any() {
+        return;
     }
-    if plan.training.train == Training::Qlora && plan.implementation.stack != Stack::Hf {
-        let args: [(&'static str, Arg); 1] =
-            [("stack", Arg::from(plan.implementation.stack.key()))];
-        let m = Message::new("train", Text::QloraNeedsHf, args);
-        return Some(m.fix("stack", "hf"));
-    }
-    None
-}
-
-/// What the bundle's Megatron-Bridge launcher does not run (#37), on the
-/// input that asks for it, with the change that makes it run: the export
-/// would refuse the plan at launch. A user's own entry point is not judged.
-fn megatron_launcher_error(plan: &Plan, arch: &Architecture) -> Option<Message> {
-    use crate::launchers::{megatron_refusal, Choice};
-    let r = megatron_refusal(plan, arch, Choice::of(plan))?;
-    let args: [(&'static str, Arg); 1] = [("what", r.what.arg())];
-    let m = Message::new(r.key, Text::MegatronLauncherRefuses, args);
-    Some(match r.fix {
-        Some((key, value)) => m.fix(key, value),
-        None => m,
-    })
-}
-
-/// What the bundle's grpo.py does not run (`launchers::grpo_refusal`), on
-/// the input that asks for it, with the change that makes it run.
-fn grpo_launcher_error(plan: &Plan) -> Option<Message> {
-    use crate::launchers::{grpo_refusal, Choice};
-    let r = grpo_refusal(plan, Choice::of(plan))?;
-    let args: [(&'static str, Arg); 1] = [("what", r.what.arg())];
-    let m = Message::new(r.key, Text::GrpoRefuses, args);
-    Some(match r.fix {
-        Some((key, value)) => m.fix(key, value),
-        None => m,
-    })
+    let args: [(&'static str, Arg); 1] = [("targets", Arg::from(plan.lora.lora_targets.key()))];
+    let m = Message::new("lora_targets", Text::LoraTargetsNotInModel, args);
+    errors.push(m.fix("lora_targets", "all-linear"));
 }
 
 /// A GRPO plan's rollouts as TRL runs them: a completion shorter than the
@@ -370,34 +324,6 @@ fn larger_server(
         crate::rollout::VllmEngine::placed(arch, counts, plan, gpu, (fabric, &l), k)
             .is_some_and(|e| e.runs())
     })
-}
-
-/// The bundled train.py runs data parallelism (DDP, FSDP2, HSDP) and
-/// tensor parallelism; pipeline, context and expert parallelism are
-/// Megatron's here: the first such degree above 1 is the error's field.
-fn check_bundled_parallelism(
-    plan: &Plan,
-    arch: &Architecture,
-    layout: &Layout,
-    errors: &mut Vec<Message>,
-) {
-    if !plan.bundled_hf() {
-        return;
-    }
-    let degrees = [("pp", layout.pp), ("cp", layout.cp), ("ep", layout.ep)];
-    if let Some((key, _)) = degrees.iter().find(|(_, d)| *d > 1) {
-        let m = Message::new(key, Text::HfModelParallel, []);
-        errors.push(m.fix("stack", "megatron"));
-    }
-    if let Some(refusal) = hf_tp_refusal(
-        arch,
-        (plan.training.train, plan.training.stage),
-        plan.numerics.precision,
-        plan.parallelism.zero,
-        layout.tp,
-    ) {
-        errors.push(refusal.message(layout.tp));
-    }
 }
 
 /// Dense FP8 runs at twice dense BF16 on every NVIDIA GPU with FP8 tensor
@@ -614,11 +540,5 @@ fn check_precision(plan: &Plan, gpu: &Gpu, errors: &mut Vec<Message>) {
         Some(Unsupported::NoBlockScaling) => errors
             .push(Message::new("precision", Text::BlackwellOnly, args).fix("precision", "fp8")),
         None => {}
-    }
-    if !rules::adapters_run_in(plan.numerics.precision, plan.hf_adapters()) {
-        let args: [(&'static str, Arg); 1] = [("precision", Arg::from(&precision))];
-        errors.push(
-            Message::new("precision", Text::LowPrecisionAdapters, args).fix("precision", "bf16"),
-        );
     }
 }

@@ -56,6 +56,7 @@ const RULES: &[Rule] = &[
     fp32_slow,
     job_shorter_than_a_step,
     network_bound,
+    no_efa,
     moe_launch_bound,
     counts_saturated,
 ];
@@ -444,6 +445,23 @@ fn network_bound(c: &Context) -> Option<Message> {
     let percent = Arg::Number(100.0 * share, 0);
     let args: [(&'static str, Arg); 1] = [("share", Arg::from(&percent))];
     Some(c.warn("nodes", Text::NetworkBound, args))
+}
+
+/// Nodes of an instance without EFA train together as SageMaker runs any
+/// multi-instance job: NCCL crosses nodes over TCP sockets on the
+/// instance's ENA network (its `network_gbps`, at the nominal 80% NCCL
+/// reaches), which no published run here measures. The estimate stands;
+/// the warning says where its network figure comes from.
+fn no_efa(c: &Context) -> Option<Message> {
+    let (plan, r) = (c.plan(), c.r);
+    if plan.hardware.nodes <= 1 || r.instance.efa_supported || plan.hardware.instance == "custom" {
+        return None;
+    }
+    let args: [(&'static str, Arg); 2] = [
+        ("instance", Arg::from(&r.instance.instance_type)),
+        ("gbps", Arg::Number(r.instance.network_gbps(), 0)),
+    ];
+    Some(c.warn("nodes", Text::NoEfaAcrossNodes, args))
 }
 
 /// Share of a step an MoE plan's avoidable host launch costs must reach

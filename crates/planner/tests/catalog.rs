@@ -300,10 +300,12 @@ fn derived_shape_size_uses_the_decimal_mark() {
 #[test]
 fn grpo_refusals_and_shares_are_said_in_the_language() {
     use planner::text::render;
+    // An error, or a note on the export (#55).
     let error = |q: &str, id: Text| {
         let r = planner::evaluate(&planner::Plan::from_query(q).plan);
-        let e = r.errors.iter().find(|e| e.id() == id).cloned();
-        e.unwrap_or_else(|| panic!("{q}: {id:?} in {:?}", r.errors))
+        let all = r.errors.iter().chain(&r.export_notes);
+        let e = all.clone().find(|e| e.id() == id).cloned();
+        e.unwrap_or_else(|| panic!("{q}: {id:?} in {:?}", all.collect::<Vec<_>>()))
     };
     let grpo = "model=llama-3.1-8b&instance=ml.p5.48xlarge&zero=3&ckpt=full&stage=grpo";
     let fp8 = error(&format!("{grpo}&precision=fp8"), Text::GrpoRefuses);

@@ -114,7 +114,7 @@ fn the_engine_splits_until_the_kv_cache_has_room() {
 }
 
 #[test]
-fn rollouts_that_trl_would_refuse_are_errors_with_their_fix() {
+fn rollouts_that_trl_would_refuse_are_errors_and_what_grpo_py_refuses_notes() {
     // 3 rows on one GPU do not make groups of 8: ga=8 does.
     let r = report(&format!("{ONE_H100}&seq=2048&mb=3&ga=1"));
     assert_eq!(
@@ -130,7 +130,8 @@ fn rollouts_that_trl_would_refuse_are_errors_with_their_fix() {
     // Llama-3.1-70B's 141 GB of BF16 weights cannot fit any vLLM share of one 48 GB L40S.
     let r = report("model=llama-3.1-70b&stage=grpo&instance=ml.g6e.2xlarge&zero=0&mb=8&ga=1");
     assert_eq!(error(&r, "grpo_engine_too_small").unwrap().fix, None);
-    // grpo.py runs DDP or FSDP2 in BF16 with TRL's loss; Megatron's launcher no GRPO.
+    // grpo.py runs DDP or FSDP2 in BF16 with TRL's loss; Megatron's launcher
+    // no GRPO: notes on the export, the plan estimated (#55).
     for (q, code, fix) in [
         ("zero=2", "grpo_launcher_refuses", ("zero", "3")),
         (
@@ -151,9 +152,19 @@ fn rollouts_that_trl_would_refuse_are_errors_with_their_fix() {
         let r = report(&format!(
             "model=llama-3.1-8b&instance=ml.p5.48xlarge&stage=grpo&mb=8&ga=1&{q}"
         ));
-        let e = error(&r, code).unwrap_or_else(|| panic!("{q}: {:?}", r.errors));
+        let e = common::note(&r, code).unwrap_or_else(|| panic!("{q}: {:?}", r.export_notes));
         assert_eq!(e.fix, Some((fix.0, fix.1.into())), "{q}");
+        assert!(r.errors.is_empty(), "{q}: {:?}", r.errors);
     }
+    // Brought to an own script, the KL-regularised plan has no note left.
+    let r = report(
+        "model=llama-3.1-8b&instance=ml.p5.48xlarge&stage=grpo&mb=8&ga=1&zero=3&beta=0.04&entry=own.py",
+    );
+    assert!(
+        r.errors.is_empty() && r.export_notes.is_empty(),
+        "{:?}",
+        r.export_notes
+    );
 }
 
 /// The auto-plan offers only what grpo.py runs, and every plan it offers

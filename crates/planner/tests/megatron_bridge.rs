@@ -129,23 +129,23 @@ fn recomputation_and_moe_are_exported_as_planned() {
 
 #[test]
 fn what_the_launcher_does_not_run_is_said_and_refused() {
-    let q = "model=llama-3.1-8b&stack=megatron&train=lora&instance=ml.p5.48xlarge";
+    let q = "model=llama-3.1-8b&stack=megatron&ckpt=op&instance=ml.p5.48xlarge";
     let refusal = |q: &str| {
         let r = evaluate(&Plan::from_query(q).plan);
+        assert!(r.errors.is_empty(), "{q}: estimated all the same (#55)");
         let e = r
-            .errors
+            .export_notes
             .iter()
             .find(|e| e.code() == "megatron_launcher_refuses");
         e.map(|e| (e.key, e.fix.clone()))
     };
     let fix = |k: &'static str, v: &str| Some((k, v.to_string()));
-    // LoRA runs on train.py where its layout does; with PP it trains fully.
-    assert_eq!(refusal(q), Some((Some("train"), fix("stack", "hf"))));
-    assert_eq!(
-        refusal(&format!("{q}&pp=2")),
-        Some((Some("train"), fix("train", "full")))
-    );
-    assert_eq!(settings(q)["unsupported"], "train=lora");
+    assert_eq!(refusal(q), Some((Some("ckpt"), fix("ckpt", "selective"))));
+    assert_eq!(settings(q)["unsupported"], "ckpt=op");
+    // LoRA runs since #55: no note, and the settings carry it.
+    let lora = "model=llama-3.1-8b&stack=megatron&train=lora&instance=ml.p5.48xlarge";
+    assert_eq!(refusal(lora), None);
+    assert!(settings(lora)["unsupported"].is_null());
     // A user's own Megatron script is not judged.
     assert_eq!(refusal(&format!("{q}&entry=pretrain_gpt.py")), None);
     assert!(LAUNCHER.contains("plan.get(\"unsupported\")"));
@@ -264,10 +264,11 @@ fn every_plan_and_offer_names_its_engine() {
     }
 }
 
-/// What Megatron would refuse or run differently is refused up front, as
-/// an error on that input whose fix runs (the review of #37's first cut).
+/// What Megatron would refuse or run differently is said up front, as a
+/// note on the export on that input whose fix runs (the review of #37's
+/// first cut; a note, not an error, since #55).
 #[test]
-fn megatron_refusals_are_errors_whose_fix_runs() {
+fn megatron_refusals_are_notes_whose_fix_runs() {
     for (q, what, fix) in [
         ("ckpt=op", "ckpt=op", "ckpt=selective"),
         ("offload=1&ckpt=full", "offload=1 + ckpt", "ckpt=none"),
@@ -291,16 +292,21 @@ fn megatron_refusals_are_errors_whose_fix_runs() {
         let q = format!("model=llama-3.1-8b&stack=megatron&instance=ml.p5.48xlarge&nodes=2&{q}");
         assert_eq!(settings(&q)["unsupported"], what, "{q}");
         let r = evaluate(&Plan::from_query(&q).plan);
+        assert!(r.errors.is_empty(), "{q}: {:?}", r.errors);
         let e = r
-            .errors
+            .export_notes
             .iter()
             .find(|e| e.code() == "megatron_launcher_refuses");
-        let e = e.unwrap_or_else(|| panic!("{q}: {:?}", r.errors));
+        let e = e.unwrap_or_else(|| panic!("{q}: {:?}", r.export_notes));
         let (key, value) = e.fix.clone().expect("a fix");
         assert_eq!(format!("{key}={value}"), fix, "{q}");
         assert_eq!(e.key, Some(key), "{q}");
         let fixed = evaluate(&Plan::from_query(&format!("{q}&{fix}")).plan);
-        assert!(fixed.errors.is_empty(), "{q}&{fix}: {:?}", fixed.errors);
+        assert!(
+            fixed.errors.is_empty() && fixed.export_notes.is_empty(),
+            "{q}&{fix}: {:?}",
+            fixed.export_notes
+        );
     }
 }
 
@@ -328,7 +334,18 @@ fn the_auto_plan_offers_only_what_the_launcher_runs() {
             assert!(r.errors.is_empty(), "{}: {:?}", c.query, r.errors);
         }
     }
-    assert!(offers(&format!("{m}&train=lora")).is_empty());
+    // LoRA is offered since #55 (Megatron-Bridge's PEFT), as what it runs.
+    let lora = offers(&format!("{m}&train=lora"));
+    assert!(!lora.is_empty());
+    for c in lora {
+        let r = evaluate(&Plan::from_query(&c.query).plan);
+        assert!(
+            r.export_notes.is_empty(),
+            "{}: {:?}",
+            c.query,
+            r.export_notes
+        );
+    }
     // Megatron's selective recomputation, not op-level.
     let found =
         planner::search::search(&Plan::from_query("model=llama-3.1-70b&stack=megatron").plan);
@@ -490,9 +507,10 @@ fn rope_is_the_models_own() {
 /// Every fix of a refusal leads somewhere that runs: followed fix after
 /// fix, no plan comes back to one it left (a fix to stack=hf that train.py
 /// refuses with a fix to stack=megatron would), and each chain ends without
-/// errors, or, where no single setting makes a plan run (Gemma's layers
-/// with TP: neither the launcher nor train.py's TP builds them), at an
-/// error that offers no fix and says to use one's own entry script.
+/// errors or export notes, or, where no single setting makes the bundle run
+/// a plan (Gemma's layers with TP: neither the launcher nor train.py's TP
+/// builds them), at a note that offers no fix and says to use one's own
+/// entry script.
 #[test]
 fn refusal_fixes_end_in_a_plan_that_runs() {
     let starts = [
@@ -520,8 +538,9 @@ fn refusal_fixes_end_in_a_plan_that_runs() {
         let mut seen = vec![plan.to_query()];
         let end = loop {
             let r = evaluate(&plan);
-            let Some((key, value)) = r.errors.iter().find_map(|e| e.fix.clone()) else {
-                break r.errors;
+            let all: Vec<_> = r.errors.into_iter().chain(r.export_notes).collect();
+            let Some((key, value)) = all.iter().find_map(|e| e.fix.clone()) else {
+                break all;
             };
             plan.set(key, &value).expect("a fix is a valid setting");
             let q = plan.to_query();

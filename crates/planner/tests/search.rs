@@ -206,6 +206,20 @@ fn error_of(q: &str, code: &str) -> Option<Flagged> {
         .map(|e| (e.key, e.fix))
 }
 
+/// The export note `code` of the plan `q` (what the launch bundle does not
+/// run, #55), where it has one: its field and fix; never an error.
+fn note_of(q: &str, code: &str) -> Option<Flagged> {
+    let r = planner::evaluate(&Plan::from_query(q).plan);
+    assert!(
+        r.errors.iter().all(|e| e.code() != code),
+        "{q}: {code} is not an error"
+    );
+    r.export_notes
+        .into_iter()
+        .find(|e| e.code() == code)
+        .map(|e| (e.key, e.fix))
+}
+
 /// The plans a search offers: its Pareto front and its fastest.
 fn offered(r: &planner::search::SearchResult) -> impl Iterator<Item = &planner::search::Candidate> {
     r.pareto.iter().chain(r.fastest.iter())
@@ -216,21 +230,21 @@ fn fix(key: &'static str, value: &str) -> Option<(&'static str, String)> {
 }
 
 /// The exported train.py runs LoRA and QLoRA in BF16 only (it refuses FP8
-/// and FP4 with adapters), so the planner reports that plan as an error,
-/// with the fix, and the auto-plan never proposes it; Megatron plans keep
-/// their low precisions.
+/// and FP4 with adapters), so the planner estimates that plan with a note
+/// on its export, with the fix (#55), and the auto-plan never proposes it;
+/// Megatron plans keep their low precisions.
 #[test]
 fn adapters_never_train_in_low_precision_on_the_hf_stack() {
     let code = "low_precision_adapters";
     assert_eq!(
-        error_of("train=lora&precision=fp8", code),
+        note_of("train=lora&precision=fp8", code),
         Some((Some("precision"), fix("precision", "bf16")))
     );
     let r = search(&Plan::from_query("model=llama-3.1-8b&train=lora&price=60").plan);
     assert!(r.fastest.is_some());
     assert!(offered(&r).all(|c| c.precision == "bf16"));
     assert_eq!(
-        error_of("train=lora&precision=fp8&impl=megatron", code),
+        note_of("train=lora&precision=fp8&impl=megatron", code),
         None
     );
 }
@@ -258,22 +272,23 @@ fn a_custom_fp8_rate_above_twice_bf16_is_an_error() {
 
 /// The exported train.py runs QLoRA unsharded on several GPUs (it refuses
 /// ZeRO/FSDP with bitsandbytes' 4-bit weights), so a sharded HF QLoRA plan
-/// is an error with the fix zero=0, one GPU is not, and the auto-plan
-/// proposes zero=0 only.
+/// (FSDP + QLoRA runs: Answer.AI's) is estimated with a note on the export
+/// and the fix zero=0, one GPU has none, and the auto-plan proposes zero=0
+/// only.
 #[test]
 fn hf_qlora_is_planned_unsharded() {
     let q = "model=qwen2.5-7b&train=qlora";
     let code = "qlora_sharded";
     assert_eq!(
-        error_of(&format!("{q}&zero=3&instance=ml.p4d.24xlarge"), code),
+        note_of(&format!("{q}&zero=3&instance=ml.p4d.24xlarge"), code),
         Some((Some("zero"), fix("zero", "0")))
     );
     assert_eq!(
-        error_of(&format!("{q}&zero=0&instance=ml.p4d.24xlarge"), code),
+        note_of(&format!("{q}&zero=0&instance=ml.p4d.24xlarge"), code),
         None
     );
     assert_eq!(
-        error_of(&format!("{q}&zero=3&instance=ml.g5.2xlarge"), code),
+        note_of(&format!("{q}&zero=3&instance=ml.g5.2xlarge"), code),
         None
     );
     let r = search(&Plan::from_query(&format!("{q}&price=40")).plan);
@@ -285,14 +300,15 @@ fn hf_qlora_is_planned_unsharded() {
 
 /// The bundled train.py runs data parallelism and tensor parallelism
 /// (DTensor TP under FSDP2, #37): an HF plan with pipeline, context or expert
-/// parallelism is an error on the first such field with the fix
-/// stack=megatron; TP is an error only where train.py refuses it (a layer
+/// parallelism is estimated with a note on the export (#55) on the first
+/// such field with the fix stack=megatron; TP has a note only where
+/// train.py refuses it (a layer
 /// that is not Llama-style, adapters, FP8/FP4, DDP), each with its fix. The
 /// auto-plan offers HF plans with TP where they win, and none it refuses. A
 /// user's own entry script is not judged.
 #[test]
 fn the_bundled_hf_stack_is_planned_data_and_tensor_parallel() {
-    let code = |q: &str| error_of(q, "hf_model_parallel");
+    let code = |q: &str| note_of(q, "hf_model_parallel");
     let megatron = fix("stack", "megatron");
     assert_eq!(code("model=llama-3.1-70b&tp=2"), None);
     assert_eq!(
@@ -330,7 +346,7 @@ fn the_bundled_hf_stack_is_planned_data_and_tensor_parallel() {
         ),
     ];
     for (q, c, key, want) in refusals {
-        assert_eq!(error_of(q, c), Some((Some(key), want)), "{q}");
+        assert_eq!(note_of(q, c), Some((Some(key), want)), "{q}");
     }
     let fine = planner::evaluate(&Plan::from_query("model=llama-3.1-70b&tp=4&sp=1&nodes=4").plan);
     assert!(fine.errors.is_empty(), "{:?}", fine.errors);

@@ -118,8 +118,6 @@ pub(super) struct Widths {
     /// (FP8 recipes keep it in 8 bits).
     pub(super) lin: f64,
     pub(super) seq: f64,
-    /// The MLP matrices' input widths, summed (gate and up read `h`, down reads `f`).
-    pub(super) mlp_inputs: f64,
     /// The MLP matrices' output widths, summed.
     pub(super) mlp_outputs: f64,
 }
@@ -135,7 +133,6 @@ impl Widths {
             routed: 1.0,
             permuted: 0.0,
             router: 0.0,
-            mlp_inputs: (m - 1.0) * self.h + f,
             mlp_outputs: (m - 1.0) * f + self.h,
             ..*self
         }
@@ -170,7 +167,6 @@ impl Widths {
             gemma_norm: arch.mlp == crate::architecture::Mlp::Geglu,
             lin: linear_input_bytes(plan),
             seq: seq_per_gpu,
-            mlp_inputs: (arch.mlp.matrices() as f64 - 1.0) * arch.hidden as f64 + f,
             mlp_outputs: (arch.mlp.matrices() as f64 - 1.0) * f + arch.hidden as f64,
         }
     }
@@ -205,9 +201,49 @@ pub(super) fn layer_activations(arch: &Architecture, plan: &Plan, w: &Widths) ->
     layer.unsplit += mla_latents(arch, plan, w);
     recompute_modules(&mut layer, arch, plan, w);
     layer.replicated += sliding_window_float_mask(arch, plan);
-    layer.tp_split += lora_fp32_inputs(plan, w);
-    layer.tp_split -= lora_frozen_inputs(plan, w);
+    layer.tp_split += lora_fp32_inputs(arch, plan, w);
+    layer.tp_split -= lora_frozen_inputs(arch, plan, w);
+    megatron_lora_inputs(&mut layer, arch, plan, w);
     layer
+}
+
+/// Megatron-Bridge's LoRA: TransformerEngine keeps a Linear's input for its
+/// weight gradient only where the weight trains, so the frozen base keeps
+/// none of the `lin`-byte inputs `megatron_layer` counts (qkv's and fc1's,
+/// the norms' outputs; proj's and fc2's); each adapter keeps its own input
+/// in BF16 for its `linear_in`: qkv's and fc1's gathered from the
+/// sequence-parallel region first (`ParallelLinearAdapter.forward`, whole on
+/// every TP rank), proj's and fc2's split as their base's. An MoE layer's
+/// experts keep the permuted tokens only where their adapters train.
+fn megatron_lora_inputs(
+    layer: &mut LayerActivations,
+    arch: &Architecture,
+    plan: &Plan,
+    w: &Widths,
+) {
+    if plan.implementation.stack != Stack::Megatron || plan.training.train == Training::Full {
+        return;
+    }
+    let a = plan.adapted(arch);
+    let e = if plan.numerics.precision == Precision::Fp32 {
+        2.0
+    } else {
+        1.0
+    };
+    let (h, q, f, lin) = (w.h, w.q, w.f, w.lin);
+    let [gate, up, down] = a.mlp_matrices(w.gated);
+    let qkv = a.query() || a.key() || a.value();
+    let fc1 = gate || up;
+    let mlp = w.routed;
+    // What the frozen base no longer keeps.
+    layer.replicated -= e * lin * h * 2.0;
+    layer.tp_split -= e * lin * (q + mlp * f) + w.permuted * lin * e * h;
+    layer.mlp -= e * lin * mlp * f + w.permuted * lin * e * h;
+    // What the adapters keep, in BF16.
+    let on = |adapted: bool, width: f64| if adapted { 2.0 * e * width } else { 0.0 };
+    layer.unsplit += on(qkv, h) + on(fc1, h);
+    layer.tp_split += on(a.o, q) + mlp * on(down, f) + w.permuted * on(fc1, h);
+    layer.mlp += mlp * on(down, f) + w.permuted * on(fc1, h);
 }
 
 /// LoRA on fewer than every Linear (`lora_targets`): a frozen Linear with
@@ -224,11 +260,11 @@ pub(super) fn layer_activations(arch: &Architecture, plan: &Plan, w: &Widths) ->
 /// (-28.5 KB; here -24.6 KB), q,v 129.9 KB (-11.1 KB; here -8.2 KB); pure
 /// BF16 all-linear 205.3 KB, attention 156.0 KB (-49.3 KB; here -49.2 KB),
 /// q,v 137.4 KB (-18.6 KB; here -16.4 KB). The oracle's `lora_targets` rows.
-pub(super) fn lora_frozen_inputs(plan: &Plan, w: &Widths) -> f64 {
+pub(super) fn lora_frozen_inputs(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
     if plan.training.train == Training::Full || plan.implementation.stack == Stack::Megatron {
         return 0.0;
     }
-    let (attention, mlp) = lora_linear_inputs(w, plan.lora.lora_targets.adapted(), false);
+    let (attention, mlp) = lora_linear_inputs(w, plan.adapted(arch), false);
     if plan.numerics.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0 {
         4.0 * attention
     } else {
@@ -334,10 +370,10 @@ pub(super) fn mla_latents(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
 /// matrix's input) and attention's not (oracle rows
 /// `*/lora/*precision=bf16-pure`). Under autocast the GEMM runs on the BF16
 /// input the base layer keeps already.
-pub(super) fn lora_fp32_inputs(plan: &Plan, w: &Widths) -> f64 {
+pub(super) fn lora_fp32_inputs(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
     // BF16 adapters take the BF16 input as it is.
     let pure = plan.numerics.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0;
-    let mlp_adapted = plan.lora.lora_targets.adapted().mlp;
+    let mlp_adapted = plan.adapted(arch).any_mlp();
     if plan.training.train == Training::Full
         || !pure
         || plan.implementation.stack == Stack::Megatron
@@ -345,7 +381,7 @@ pub(super) fn lora_fp32_inputs(plan: &Plan, w: &Widths) -> f64 {
     {
         return 0.0;
     }
-    4.0 * w.routed * w.mlp_inputs
+    4.0 * w.routed * mlp_widths(w, plan.adapted(arch), true).0
 }
 
 /// The input widths per token of the Linears LoRA adapts (`adapted`) or
@@ -358,9 +394,28 @@ pub(super) fn lora_linear_inputs(
 ) -> (f64, f64) {
     let pick = |on: bool, width: f64| if on == adapted { width } else { 0.0 };
     (
-        pick(a.q, w.h) + pick(a.k, w.h) + pick(a.v, w.h) + pick(a.o, w.q),
-        pick(a.mlp, w.routed * w.mlp_inputs),
+        pick(a.query(), w.h) + pick(a.key(), w.h) + pick(a.value(), w.h) + pick(a.o, w.q),
+        w.routed * mlp_widths(w, a, adapted).0,
     )
+}
+
+/// The input and output widths per token, summed, of the MLP matrices
+/// that are adapted (`adapted`) or left frozen (`!adapted`): gate and up
+/// read `h` and write `f`, down reads `f` and writes `h`.
+pub(super) fn mlp_widths(w: &Widths, a: crate::architecture::Adapted, adapted: bool) -> (f64, f64) {
+    let [gate, up, down] = a.mlp_matrices(w.gated);
+    let mut widths = (0.0, 0.0);
+    for (present, on, read, write) in [
+        (w.gated, gate, w.h, w.f),
+        (true, up, w.h, w.f),
+        (true, down, w.f, w.h),
+    ] {
+        if present && on == adapted {
+            widths.0 += read;
+            widths.1 += write;
+        }
+    }
+    widths
 }
 
 /// HF in fp32: RMSNorm saves its input (pow), the normalised value (weight

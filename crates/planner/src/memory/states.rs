@@ -81,15 +81,25 @@ pub(super) fn weight_copies(s: &StageShape) -> f64 {
 /// `fully_shard` on each decoder layer shards the adapters inside it like
 /// the frozen base: the oracle's LoRA steps on 8 ranks keep 1/8 of the
 /// moments (`zeros_like` in the optimizer step).
+///
+/// Megatron-Bridge's adapters are parameters of the model's dtype (BF16,
+/// `LoRA.lora_dtype` None) trained as any Megatron parameter: an FP32 main
+/// gradient in the gradient buffer (BF16 with `grad_bf16`), and FP32
+/// master weights and Adam moments that the distributed optimizer shards
+/// over DP x CP (from ZeRO-1); the frozen base stays outside both.
 pub(super) fn adapters(s: &StageShape) -> f64 {
     if !s.peft {
         return 0.0;
     }
     let params = s
         .arch
-        .lora_params_per_layer(s.plan.lora.lora_rank, s.plan.lora.lora_targets.adapted())
+        .lora_params_per_layer(s.plan.lora.lora_rank, s.plan.adapted(s.arch))
         * s.layers
         / s.t;
+    if s.plan.implementation.stack == Stack::Megatron {
+        let states = s.sb.master + 2.0 * 4.0;
+        return params * (2.0 + s.sb.grads) + s.shard_dense(params * states, 1);
+    }
     let b = s.plan.adapter_bytes();
     s.shard_dense(params * b, 3) + s.shard_dense(params * b, 2) + s.shard_dense(params * 2.0 * b, 1)
 }

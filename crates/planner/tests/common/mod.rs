@@ -1,4 +1,6 @@
-//! Helpers the post-training tests share (dpo.rs, grpo.rs).
+//! Helpers the post-training tests share (dpo.rs, grpo.rs); each test
+//! binary uses some of them.
+#![allow(dead_code)]
 
 use planner::memory::Term;
 use planner::plan::Plan;
@@ -25,4 +27,14 @@ pub fn term(r: &Report, t: Term) -> u64 {
 /// The report's error `code`, if it has one.
 pub fn error<'a>(r: &'a Report, code: &str) -> Option<&'a planner::text::Message> {
     r.errors.iter().find(|e| e.code() == code)
+}
+
+/// The report's export note `code` (what the launch bundle does not run),
+/// if it has one; such a plan keeps its figures and has no error of it.
+pub fn note<'a>(r: &'a Report, code: &str) -> Option<&'a planner::text::Message> {
+    assert!(
+        r.errors.iter().all(|e| e.code() != code),
+        "{code} is a note on the export, not an error"
+    );
+    r.export_notes.iter().find(|e| e.code() == code)
 }
