@@ -26,14 +26,15 @@ pub fn sig(x: f64, lang: Lang) -> String {
     num(x, d, lang)
 }
 
-/// The verdict's word and its CSS class: fits, tight (above the budget,
-/// inside the GPU's usable memory) or does not fit (Report::verdict).
+/// The verdict's word and its CSS class: fits, tight (it runs, inside the
+/// margin it names) or does not fit (Report::verdict).
 pub fn verdict(r: &planner::Report) -> (Text, &'static str) {
-    use planner::report::Verdict;
-    match r.verdict {
-        Verdict::Fits => (Text::Fits, "fits"),
-        Verdict::Tight => (Text::Tight, "tight"),
-        Verdict::DoesNotFit => (Text::DoesNotFit, "nofit"),
+    use planner::report::{Tight, Verdict};
+    match (r.verdict, r.memory.tight) {
+        (Verdict::Fits, _) => (Text::Fits, "fits"),
+        (Verdict::Tight, Some(Tight::Headroom)) => (Text::TightHeadroom, "tight"),
+        (Verdict::Tight, _) => (Text::Tight, "tight"),
+        (Verdict::DoesNotFit, _) => (Text::DoesNotFit, "nofit"),
     }
 }
 

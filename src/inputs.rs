@@ -238,8 +238,8 @@ fn hardware_inputs(ctx: Ctx) -> impl IntoView {
         <CheckField ctx=ctx key="spot" label=Text::ManagedSpotTraining get=|p| p.hardware.spot />
         <div class="row3">
             <NumberField ctx=ctx key="headroom" label=Text::Headroom step="any" get=|p| p.allowances.headroom.to_string() />
-            <NumberField ctx=ctx key="ws_gib" label=Text::WorkspacesGiB step="any" get=|p| p.allowances.workspace_gib.to_string() />
-            <NumberField ctx=ctx key="frag" label=Text::FragmentationPercent step="any" get=|p| p.allowances.fragmentation.to_string() />
+            <NumberField ctx=ctx key="ws_gib" label=Text::WorkspacesGiB step="any" get=|p| p.allowances.workspace_gib.map(|x| x.to_string()).unwrap_or_default() />
+            <NumberField ctx=ctx key="frag" label=Text::FragmentationPercent step="any" get=|p| p.allowances.fragmentation.map(|x| x.to_string()).unwrap_or_default() />
         </div>
     }
 }

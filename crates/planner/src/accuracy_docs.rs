@@ -6,8 +6,9 @@
 use crate::accuracy::{stats_by, ThroughputRow};
 use crate::coverage::{Coverage, GroupStats, MemoryStats};
 use crate::memory_checks::{
-    gpu_memory_rows, is_whole_model, megatron_memory_rows, memory_stats, oracle_heldout_rows,
-    oracle_real_size_rows, torchtitan_memory_rows, MemoryRow,
+    gpu_memory_rows, is_whole_model, megatron_memory_rows, memory_stats, off_path_gpu_memory_rows,
+    oracle_heldout_rows, oracle_real_size_rows, out_of_sample_gpu_memory, torchtitan_memory_rows,
+    MemoryRow, IN_SAMPLE_GPU_MEMORY_ROWS,
 };
 
 /// The Megatron-LM CI rows for docs/accuracy.md: the summary, then row by row.
@@ -200,9 +201,10 @@ fn rows_left_out() -> String {
 fn memory_markdown(c: &Coverage) -> String {
     let mut s = String::new();
     let (m, g) = (&c.memory_single_rank, &c.memory_gpu);
+    let o = out_of_sample_gpu_memory();
     s += &format!(
-        "\n#### Memory\n\n| check | rows | median | worst |\n|---|---:|---:|---:|\n| HF Transformers, one GPU, FakeTensor-counted steps (in-sample) | {} | {:.2}% | {} |\n| real fine-tuning runs: HF Trainer + accelerate FSDP and torchtune on A100 80GB (peak allocated), Answer.AI's FSDP+QLoRA on 2 x RTX 3090 (peak reserved); out of sample | {} | {:.1}% | {} to {} |\n",
-        m.rows, m.median, pct(m.worst), g.rows, g.median, pct(g.under), pct(g.over)
+        "\n#### Memory\n\n| check | rows | median | worst |\n|---|---:|---:|---:|\n| HF Transformers, one GPU, FakeTensor-counted steps (in-sample) | {} | {:.2}% | {} |\n| real fine-tuning runs: HF Trainer + accelerate FSDP and torchtune on A100 80GB (peak allocated), Answer.AI's FSDP+QLoRA on 2 x RTX 3090 (peak reserved); {} of them in-sample ({}) | {} | {:.1}% | {} to {} |\n| the same, out of sample only | {} | {:.1}% | {} to {} |\n",
+        m.rows, m.median, pct(m.worst), IN_SAMPLE_GPU_MEMORY_ROWS.len(), IN_SAMPLE_GPU_MEMORY_ROWS.join(", "), g.rows, g.median, pct(g.under), pct(g.over), o.rows, o.median, pct(o.under), pct(o.over)
     );
     s += "\n#### Memory against torchtitan's published runs\n\nThe torchtitan stack's plans against the peaks (`max_reserved`) of torchtitan's published runs (data/published_runs.csv: H100 at 500 W, H200, B200, GB200), per layout; no memory parameter is fitted on them.\n\n| layout | rows | median | worst under | worst over |\n|---|---:|---:|---:|---:|\n";
     for (layout, st) in &c.memory_torchtitan {
@@ -224,6 +226,7 @@ fn memory_markdown(c: &Coverage) -> String {
     s += &megatron_markdown(&c.memory_megatron);
     s += "\nThe real-GPU rows, one by one (predicted vs measured, GiB; HF001-HF021 peak allocated, HF064-HF073 peak reserved):\n\n| row | measured | predicted | error |\n|---|---:|---:|---:|\n";
     s += &rows_table(&gpu_memory_rows(), 1.0, pct);
+    s += &off_path_markdown();
     s += "\n#### Memory against the oracle (tools/oracle)\n\nIn-sample: the memory model was changed on these rows (the real-size rows below among them).\n\n| group | rows | median | worst under | worst over |\n|---|---:|---:|---:|---:|\n";
     for (group, st) in &c.memory_oracle {
         s += &format!(
@@ -237,6 +240,22 @@ fn memory_markdown(c: &Coverage) -> String {
         h.rows, h.median, h.under, h.over
     );
     s + &real_size_markdown()
+}
+
+/// The real runs on a path the planner does not plan, with their error and
+/// why they are left out of the statistics.
+fn off_path_markdown() -> String {
+    let mut s = String::from("\nLeft out of the statistics and the labels: runs on a code path the planner does not plan.\n\n| row | measured | predicted | error | why |\n|---|---:|---:|---:|---|\n");
+    for (r, why) in off_path_gpu_memory_rows() {
+        s += &format!(
+            "| {} | {:.2} | {:.2} | {} | {why} |\n",
+            r.label,
+            r.measured,
+            r.predicted,
+            pct(r.error_percent)
+        );
+    }
+    s
 }
 
 /// The oracle's whole models at the presets' real shapes, row by row.

@@ -221,7 +221,9 @@ impl Value {
 /// The settings beside the envelope's own axes, in the URL's order. The
 /// launch, cost and page keys (`tokens`, `price`, `spot`, `save_*`, `role`,
 /// `s3`, `job`, `entry`, `hf_model`, `lock`, `budget`, `deadline`, `lang`,
-/// `vs`, `headroom`) move no memory or speed figure; `model`, the custom
+/// `vs`, `headroom`) move no memory or speed figure, nor do the memory
+/// allowances (`ws_gib`, `frag`), which the checks (allocated or reserved
+/// peaks) do not cover and the verdict states apart; `model`, the custom
 /// GPU's keys, `instance` and `nodes` are read through the model's shape,
 /// the check group's GPUs and the GPU count (tests/envelope.rs perturbs
 /// every key of the URL and holds that).
@@ -481,16 +483,6 @@ const SETTINGS: &[Setting] = &[
         key: "ultraserver",
         kind: Kind::Values,
         get: |p, _| num(p.hardware.ultraserver),
-    },
-    Setting {
-        key: "ws_gib",
-        kind: Kind::Range,
-        get: |p, _| real(p.allowances.workspace_gib),
-    },
-    Setting {
-        key: "frag",
-        kind: Kind::Range,
-        get: |p, _| real(p.allowances.fragmentation),
     },
 ];
 

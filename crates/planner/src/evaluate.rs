@@ -13,7 +13,7 @@ use crate::memory;
 use crate::plan::Plan;
 use crate::report::{
     budget_bytes, Accuracy, Figures, InstanceOption, Level, MemoryReport, NvlinkDomains, Report,
-    Verdict,
+    Tight, Verdict,
 };
 use crate::resolve::resolve;
 use crate::text::{Phrase, Text};
@@ -99,15 +99,24 @@ pub fn evaluate_with_charts(plan: &Plan, seqs: &[u64]) -> Evaluation {
     }
 }
 
-/// Fits inside the budget, only inside the GPU, or not at all (a host
-/// that cannot hold the offloaded activations never fits).
-fn verdict_of(peak: u64, budget: u64, usable: u64, host_full: bool) -> Verdict {
-    if peak <= budget && !host_full {
-        Verdict::Fits
-    } else if peak <= usable && !host_full {
-        Verdict::Tight
+/// Fits with the allocator's usual room, runs with little room (and which
+/// margin it is inside of), or not at all (a host that cannot hold the
+/// offloaded activations never fits). `peak` has the allocator's typical
+/// reserve, `least` its least (`MemoryBreakdown::least_bytes`).
+pub(crate) fn verdict_of(
+    (peak, least): (u64, u64),
+    budget: u64,
+    usable: u64,
+    host_full: bool,
+) -> (Verdict, Option<Tight>) {
+    if host_full || least > usable {
+        (Verdict::DoesNotFit, None)
+    } else if peak <= budget {
+        (Verdict::Fits, None)
+    } else if least <= budget {
+        (Verdict::Tight, Some(Tight::Caching))
     } else {
-        Verdict::DoesNotFit
+        (Verdict::Tight, Some(Tight::Headroom))
     }
 }
 
@@ -130,8 +139,8 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
     let host = crate::host::offload_overflow(plan, &offload, &r.instance, r.layout.gpus);
     let host_full = host.is_some();
     errors.extend(host);
-    let verdict = verdict_of(mem.peak_bytes, budget, usable, host_full);
-    let (max_micro_batch, max_sequence) = largest_that_fit(r, budget, mem.peak_bytes);
+    let (verdict, tight) = verdict_of((mem.peak_bytes, mem.least_bytes), budget, usable, host_full);
+    let (max_micro_batch, max_sequence) = largest_that_fit(r, budget, mem.least_bytes);
     let global_batch_sequences = (plan.data.micro_batch)
         .saturating_mul(plan.data.grad_accum)
         .saturating_mul(r.layout.dp);
@@ -149,11 +158,13 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
         instance: r.instance.instance_type.clone(),
         memory: MemoryReport {
             peak_bytes_per_gpu: mem.peak_bytes,
+            least_bytes_per_gpu: mem.least_bytes,
             allocated_peak_bytes: mem.allocated_peak_bytes,
             terms: mem.terms.clone(),
             phase: mem.phase,
             usable_bytes: usable,
             budget_bytes: budget,
+            tight,
             usable_is_estimate: r.gpu.usable_is_estimate(),
             activation_bytes: mem.activation_bytes,
             assumed_bytes: mem
@@ -164,7 +175,7 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
             compute: memory::compute_path(plan),
             accuracy: memory_accuracy(r),
         },
-        fits: verdict == Verdict::Fits,
+        fits: verdict != Verdict::DoesNotFit,
         verdict,
         max_micro_batch,
         max_sequence,

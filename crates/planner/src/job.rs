@@ -30,7 +30,7 @@ pub struct Job<'a> {
     pub valid: bool,
     /// Whether its model did (an error there is one on any hardware).
     pub model_valid: bool,
-    /// Its peak bytes per GPU once its memory was broken down
-    /// (`Job::peak_bytes`): the labels compare put-back plans with it.
+    /// Its allocated peak bytes per GPU once its memory was broken down
+    /// (`Job::allocated_peak_bytes`): the labels compare put-back plans with it.
     pub(crate) peak: std::cell::OnceCell<u64>,
 }

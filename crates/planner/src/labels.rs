@@ -63,7 +63,9 @@ fn speed_outside(r: &Job<'_>, env: &Envelope, tolerance: f64) -> Vec<Outside> {
     material(r, env, outside, Figure::Speed, tolerance)
 }
 
-/// The figure a label vouches for: peak bytes per GPU, or tokens/s per GPU.
+/// The figure a label vouches for: the allocated peak bytes per GPU (what
+/// the memory checks measure; the verdict's allowances are stated apart),
+/// or tokens/s per GPU.
 #[derive(Clone, Copy)]
 enum Figure {
     Peak,
@@ -74,7 +76,7 @@ impl Figure {
     /// The figure of a resolved plan, or `None` where it has an error.
     fn of_job(self, r: &Job<'_>) -> Option<f64> {
         r.valid.then(|| match self {
-            Figure::Peak => r.peak_bytes() as f64,
+            Figure::Peak => r.allocated_peak_bytes() as f64,
             Figure::Speed => r.throughput(&r.efficiency()).tokens_per_second_per_gpu,
         })
     }

@@ -15,7 +15,10 @@ use serde::{Serialize, Serializer};
 /// The memory section of the report.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MemoryReport {
+    /// Everything, with the allocator's typical reserve.
     pub peak_bytes_per_gpu: u64,
+    /// What the step needs at least: the allocator's least reserve (#55).
+    pub least_bytes_per_gpu: u64,
     pub allocated_peak_bytes: u64,
     #[serde(serialize_with = "terms_as_map")]
     pub terms: Vec<(memory::Term, u64)>,
@@ -24,6 +27,8 @@ pub struct MemoryReport {
     pub usable_bytes: u64,
     /// Usable memory minus the user's headroom: a plan fits under this.
     pub budget_bytes: u64,
+    /// Which margin a tight plan is inside of, else None.
+    pub tight: Option<Tight>,
     pub usable_is_estimate: bool,
     pub activation_bytes: u64,
     /// Of the peak, the bytes the verdict assumes rather than counts
@@ -144,13 +149,25 @@ impl std::ops::Deref for Report {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// Under the budget: usable memory less the headroom.
+    /// Its peak, with the allocator's typical reserve, is under the budget
+    /// (usable memory less the headroom).
     Fits,
-    /// Above the budget but inside the GPU's usable memory (published
-    /// recipes run there: #23).
+    /// It runs, with little room: what it needs at least is under the
+    /// budget, or inside the GPU but in the user's headroom (`Tight`).
     Tight,
-    /// Beyond the GPU's usable memory.
+    /// Even what it needs at least is beyond the GPU's usable memory.
     DoesNotFit,
+}
+
+/// The margin a tight plan is inside of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tight {
+    /// Less room than the caching allocator usually keeps: it runs once the
+    /// allocator releases cached blocks (as runs near full memory do).
+    Caching,
+    /// Inside the GPU, but in the headroom the user asked to keep free.
+    Headroom,
 }
 
 impl Verdict {

@@ -64,7 +64,9 @@ fn b300_usable_memory_is_the_devices() {
 /// 813 tok/s/GPU. The planner now finds it inside the GPU: B200's FP8 GEMMs
 /// take any layout, so TransformerEngine keeps no transposed FP8 weight,
 /// and the first rank's lighter chunk (the embedding's slot) holds the
-/// most micro-batches.
+/// most micro-batches. Since #55 measured the allocator's reserve on
+/// Megatron (4.7%, not a flat 10% headroom on top of 5%), the run that ran
+/// fits.
 #[test]
 fn llama_405b_gb200_fp8_recipe_fits_the_gpu() {
     let q = "model=custom&layers=126&hidden=16384&heads=128&kv_heads=8&head_dim=128&ffn=53248&vocab=128256&tied=0&mlp=swiglu&seq=8192&mb=1&ga=384&precision=fp8&ckpt=none&grad_bf16=1&fp8_params=1&loss=fused&stack=megatron&zero=1&tp=4&pp=16&vp=4&sp=1&instance=ml.p6e-gb200.36xlarge&nodes=64&tp_overlap=1&ultraserver=72";
@@ -76,7 +78,7 @@ fn llama_405b_gb200_fp8_recipe_fits_the_gpu() {
         r.memory.peak_bytes_per_gpu,
         r.memory.usable_bytes
     );
-    assert_eq!(r.verdict, Verdict::Tight);
+    assert_eq!(r.verdict, Verdict::Fits);
 }
 
 /// Case 1: offloading all 80 layers of the 70B GB200 plan keeps about
@@ -185,7 +187,7 @@ fn the_2602_moe_rows_are_fitted_and_their_groups_quote_their_scatter() {
     );
 }
 
-/// Case 2: the real-GPU memory rows (twenty fine-tuning runs, all with flash
+/// Case 2: the real-GPU memory rows (nineteen fine-tuning runs, all with flash
 /// attention and AdamW, every full fine-tuning run pure BF16) vouch for
 /// plans of their kind only. The audit's 72B mixed-BF16 eager plan at
 /// 6,951 GiB was "measured ±20%"; a plan inside the rows' box but for one

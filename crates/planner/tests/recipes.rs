@@ -39,20 +39,14 @@ fn every_published_recipe_fits_its_gpu() {
         assert!(d.notices.is_empty(), "{}: {:?}", c.id, d.notices);
         let r = evaluate(&d.plan);
         let m = &r.memory;
-        let fits_gpu = m.peak_bytes_per_gpu <= m.usable_bytes;
+        let fits_gpu = r.fits;
         println!(
             "{:<34} peak {:>6.1} GiB  budget {:>6.1}  usable {:>6.1}  {}",
             c.id,
             m.peak_bytes_per_gpu as f64 / GIB,
             m.budget_bytes as f64 / GIB,
             m.usable_bytes as f64 / GIB,
-            if r.fits {
-                "fits"
-            } else if fits_gpu {
-                "tight"
-            } else {
-                "DOES NOT FIT"
-            },
+            r.verdict.key(),
         );
         match UNCHECKED.iter().find(|(id, _)| *id == c.id) {
             Some((_, why)) => {
@@ -70,30 +64,19 @@ fn every_published_recipe_fits_its_gpu() {
                 c.link()
             ),
         }
-        assert_eq!(
-            r.verdict,
-            if r.fits {
-                Verdict::Fits
-            } else {
-                Verdict::Tight
-            }
-        );
         checked += 1;
-        within_headroom += usize::from(r.fits);
+        within_headroom += usize::from(r.verdict == Verdict::Fits);
     }
-    // 62 published recipes are held to this; 56 of them also leave the
-    // default 10% headroom, 6 come out "tight" (inside the GPU, inside the
-    // headroom): Llama 3 70B on 64 GB200 (FSDP, 40 layers offloaded),
-    // Llama 3 8B on 8 H100 (NeMo 24.07, CP 2), Llama 3.1 405B on 128 GB200
-    // (DGX Cloud), Llama 3.1 405B on 256 GB200 in FP8 (TP 4, PP 16, VP 4,
-    // no recomputation: Megatron-Bridge v0.3.0's
-    // LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2), DeepSeek-V3 on 256
-    // GB200 in BF16 (EP 64: nothing shards the experts' states) and
-    // Qwen3-30B-A3B on 16 H100 in FP8 (25.11: its last pipeline rank holds
-    // (vp - 1) p + 1 chunks under the interleaved schedule, as Megatron-LM's
-    // CI runs measure it, tests/megatron_memory.rs).
+    // 62 published recipes are held to this, and all 62 come out "fits"
+    // with the allowances #55 measured (Megatron's allocator reserve of
+    // 4.7%, no flat headroom). With the flat 10% headroom, 1.25 GiB and 5%
+    // before, 6 of these runs that ran were "tight": Llama 3 70B on 64
+    // GB200 (FSDP, 40 layers offloaded), Llama 3 8B on 8 H100 (NeMo 24.07,
+    // CP 2), Llama 3.1 405B on 128 GB200 (DGX Cloud) and on 256 GB200 in FP8
+    // (Megatron-Bridge v0.3.0's LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2),
+    // DeepSeek-V3 on 256 GB200 in BF16 and Qwen3-30B-A3B on 16 H100 in FP8.
     assert_eq!(checked, 62);
-    assert_eq!(within_headroom, 56);
+    assert_eq!(within_headroom, 62);
     // Whitespace-normalised: the docs wrap their sentences anywhere.
     let docs = include_str!("../../../docs/accuracy.md")
         .split_whitespace()
@@ -108,7 +91,7 @@ fn every_published_recipe_fits_its_gpu() {
         "docs/accuracy.md should say `{claim}`"
     );
     let headroom = format!(
-        "{within_headroom} also leave the default 10% headroom, and {} come out \"tight\"",
+        "{within_headroom} of them come out \"fits\" with the measured allowances, and {} \"tight\"",
         checked - within_headroom
     );
     assert!(

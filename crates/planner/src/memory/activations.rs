@@ -380,18 +380,50 @@ pub(super) fn eager_backward_extra(s: &StageShape) -> f64 {
 
 /// Autocast's bf16 copies of the Linear weights, held by the graph until
 /// each layer's backward (memory_examples.csv `saved_wcopy_fwd_end_bytes`).
+/// Under QLoRA (its FP32 LM head, `qlora_prepared`) only the head's cast is
+/// held: the 4-bit Linears dequantize their own weights (`dequantized`).
 pub(super) fn autocast_casts(s: &StageShape) -> f64 {
-    if s.profile != Profile::HfAutocast || s.peft {
+    if s.profile != Profile::HfAutocast {
         return 0.0;
     }
-    let per_layer = s.linear_layer_params() * 2.0;
     let head_copy = if s.has_head {
         s.counts.embedding as f64 / s.t * 2.0
     } else {
         0.0
     };
+    if s.peft {
+        // An FP32 head (`qlora_prepared`) is cast; a BF16 one is not.
+        return if s.other_weight_bytes == 4.0 {
+            head_copy
+        } else {
+            0.0
+        };
+    }
+    let per_layer = s.linear_layer_params() * 2.0;
     let kept_layers = s.layers * (1.0 - s.recomputed());
     (kept_layers + if s.recomputed() > 0.0 { 1.0 } else { 0.0 }) * per_layer + head_copy
+}
+
+/// QLoRA: the BF16 weight bitsandbytes dequantizes for each 4-bit Linear,
+/// alive while that Linear computes (`MatMul4Bit`: forward, recomputation
+/// and the input's gradient): the layer's largest, an MLP matrix.
+pub(super) fn dequantized_weight(s: &StageShape) -> f64 {
+    if s.plan.training.train != crate::plan::Training::Qlora {
+        return 0.0;
+    }
+    let f = s
+        .arch
+        .moe
+        .as_ref()
+        .map_or(s.arch.ffn, |m| m.expert_ffn.max(s.arch.ffn));
+    let attention = s
+        .arch
+        .attention_linears()
+        .iter()
+        .map(|(i, o, _)| i * o)
+        .max()
+        .unwrap_or(0);
+    (s.arch.hidden * f).max(attention) as f64 / s.t * 2.0
 }
 
 /// Recomputing a LoRA layer under autocast: PEFT casts each adapted
@@ -407,8 +439,14 @@ pub(super) fn lora_recompute_copies(s: &StageShape) -> f64 {
 
 /// `lora_recompute_copies`, attention's part and the MLP's.
 pub(super) fn lora_recompute_parts(s: &StageShape) -> (f64, f64) {
-    // BF16 adapters cast nothing.
-    if !s.peft || s.plan.implementation.stack == Stack::Megatron || s.plan.adapter_bytes() < 4.0 {
+    // BF16 adapters cast nothing; PEFT's 4-bit layer casts nothing under
+    // autocast (its input arrives in FP32, `qlora_prepared`).
+    let four_bit_autocast = s.profile == Profile::HfAutocast;
+    if !s.peft
+        || s.plan.implementation.stack == Stack::Megatron
+        || s.plan.adapter_bytes() < 4.0
+        || four_bit_autocast
+    {
         return (0.0, 0.0);
     }
     let per_token = s.tokens * 4.0 / s.t;

@@ -23,6 +23,7 @@ use crate::layout::Layout;
 use crate::plan::Plan;
 
 mod activations;
+pub mod allowances;
 mod loss;
 mod moments;
 mod parts;
@@ -34,7 +35,7 @@ mod states;
 
 pub use activations::{offload, offloaded_layer_count, recomputes_core_attention, Offload};
 pub(crate) use loss::gradients_held;
-use moments::{fragmentation, workspaces, Terms};
+use moments::Terms;
 pub use parts::{MemoryBreakdown, Phase, Term, CUDA_CONTEXT_BYTES};
 pub use profile::compute_path;
 pub(crate) use shape::runs_fsdp2;
@@ -71,15 +72,16 @@ impl Job<'_> {
     /// The job's per-GPU breakdown (its plan's, on its model and layout).
     pub fn memory(&self) -> MemoryBreakdown {
         let m = breakdown(&self.arch, &self.counts, self.plan, &self.layout);
-        let _ = self.peak.set(m.peak_bytes);
+        let _ = self.peak.set(m.allocated_peak_bytes);
         m
     }
 
-    /// The job's peak bytes per GPU, broken down once per job.
-    pub fn peak_bytes(&self) -> u64 {
+    /// The job's allocated peak bytes per GPU (what the memory checks
+    /// measure: `torch.cuda.max_memory_allocated()`), broken down once per job.
+    pub fn allocated_peak_bytes(&self) -> u64 {
         match self.peak.get() {
             Some(p) => *p,
-            None => self.memory().peak_bytes,
+            None => self.memory().allocated_peak_bytes,
         }
     }
 }
@@ -117,19 +119,26 @@ fn stage_breakdown(s: &StageShape) -> MemoryBreakdown {
     let mut peak = terms.at(phase);
     let allocated: f64 = peak.iter().map(|(_, b)| b).sum();
     peak.push((Term::CudaContext, CUDA_CONTEXT_BYTES as f64));
-    peak.push((Term::Workspaces, workspaces(s.plan)));
-    peak.push((Term::Fragmentation, fragmentation(s.plan, allocated)));
+    peak.push((
+        Term::Workspaces,
+        allowances::workspaces(s.plan, s.layout.gpus),
+    ));
+    let caching = allowances::caching_share(s.plan);
+    peak.push((Term::Fragmentation, allocated * caching));
+    let spare = allocated * (caching - allowances::least_caching_share(s.plan));
     let a = &terms.saved;
     let activation_bytes =
         a.activations + terms.recompute + terms.final_norm + a.scores + terms.logits;
-    finish(
+    let mut m = finish(
         peak,
         phase,
         activation_bytes,
         terms.states() + terms.gradients + terms.unsharded,
         a.activations + terms.final_norm,
         terms.logits,
-    )
+    );
+    m.least_bytes = m.peak_bytes.saturating_sub(whole_bytes(spare));
+    m
 }
 
 /// `x.round() as u64` (nearest whole byte, halves up; 0 for a negative or
@@ -175,6 +184,7 @@ fn finish(
         phase,
         allocated_peak_bytes,
         peak_bytes,
+        least_bytes: peak_bytes,
         activation_bytes: activation_bytes.max(0.0) as u64,
         model_state_bytes: whole_bytes(model_state_bytes),
         saved_activation_bytes: whole_bytes(saved_activation_bytes),

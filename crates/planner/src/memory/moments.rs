@@ -2,9 +2,9 @@
 //! (SPEC §3.4), and the totals at each moment whose largest is the peak.
 
 use super::activations::{
-    autocast_casts, eager_backward_extra, full_layer_bytes, in_flight_micro_batches,
-    mlp_backward_transient, recompute_working_set, saved_activations, scores_per_token,
-    SavedActivations,
+    autocast_casts, dequantized_weight, eager_backward_extra, full_layer_bytes,
+    in_flight_micro_batches, mlp_backward_transient, recompute_working_set, saved_activations,
+    scores_per_token, SavedActivations,
 };
 use super::loss::{
     accumulated_gradients, final_norm, foreach_temporaries, head_gradient, head_gradient_in_loss,
@@ -17,19 +17,8 @@ use super::states::{
     adapters, gradients, master_weights, optimizer_states, reference_weights, unsharded_unit,
     weight_copies, weights,
 };
-use crate::plan::Plan;
 
 // ---- overheads (SPEC §3.4) ----------------------------------------------------
-
-/// cuBLAS/cuDNN/NCCL workspaces: the user's figure in GiB.
-pub(super) fn workspaces(plan: &Plan) -> f64 {
-    plan.allowances.workspace_gib * crate::hardware::GIB as f64
-}
-
-/// Caching-allocator fragmentation: the user's percentage of what is allocated.
-pub(super) fn fragmentation(plan: &Plan, allocated: f64) -> f64 {
-    allocated * plan.allowances.fragmentation / 100.0
-}
 
 // ---- the step's moments ------------------------------------------------------
 
@@ -51,6 +40,8 @@ pub(super) struct Terms {
     pub(super) recompute: f64,
     pub(super) eager_backward: f64,
     pub(super) mlp_backward: f64,
+    /// QLoRA: one 4-bit Linear's weight dequantized to BF16.
+    pub(super) dequantized: f64,
     pub(super) casts: f64,
     pub(super) final_norm: f64,
     pub(super) logits: f64,
@@ -92,6 +83,7 @@ impl Terms {
             recompute: recompute_working_set(s),
             eager_backward: eager_backward_extra(s),
             mlp_backward: mlp_backward_transient(s),
+            dequantized: dequantized_weight(s),
             casts: autocast_casts(s),
             final_norm: final_norm(s),
             logits: logits_and_loss(s),
@@ -116,6 +108,7 @@ impl Terms {
             + a.scores
             + self.recompute
             + self.eager_backward.max(self.mlp_backward)
+            + self.dequantized
             + self.grads_with(self.head_grad)
     }
 
@@ -165,6 +158,7 @@ impl Terms {
             + self.recompute
             + self.eager_backward.max(self.mlp_backward)
             - self.mlp_gone_at_scatter()
+            + self.dequantized
             + self.head_grad
             + self.late_gradients()
     }
@@ -339,7 +333,7 @@ impl Terms {
                     (Term::UnshardedUnit, t.unsharded + t.fsdp.layer),
                     (Term::Activations, a.activations + t.recompute),
                     (Term::AttentionScores, a.scores + t.eager_backward),
-                    (Term::Transient, t.mlp_beyond_eager()),
+                    (Term::Transient, t.mlp_beyond_eager() + t.dequantized),
                 ],
             ),
             Phase::LayerReduceScatter => (
@@ -354,7 +348,7 @@ impl Terms {
                     (Term::AttentionScores, scatter.2 + t.eager_backward),
                     (
                         Term::Transient,
-                        t.mlp_beyond_eager() - t.mlp_gone_at_scatter(),
+                        t.mlp_beyond_eager() - t.mlp_gone_at_scatter() + t.dequantized,
                     ),
                 ],
             ),

@@ -40,7 +40,7 @@ pub enum Term {
     CudaContext,
     /// cuBLAS/cuDNN/NCCL workspaces.
     Workspaces,
-    /// Caching-allocator fragmentation.
+    /// The caching allocator's reserve over what is allocated.
     Fragmentation,
 }
 
@@ -110,8 +110,12 @@ pub struct MemoryBreakdown {
     pub phase: Phase,
     /// What `torch.cuda.max_memory_allocated()` would report.
     pub allocated_peak_bytes: u64,
-    /// Everything, overheads included.
+    /// Everything, overheads included: the allocator's reserve at its
+    /// typical share (`allowances::caching_share`).
     pub peak_bytes: u64,
+    /// What the step needs at least: the reserve at the least measured
+    /// share, what is left once the allocator releases its cache.
+    pub least_bytes: u64,
     /// Activations + scores + logits at the peak (for charts and warnings).
     pub activation_bytes: u64,
     /// Activations saved by the decoder layers and the final norm, whatever
@@ -135,6 +139,7 @@ impl MemoryBreakdown {
                 .insert(at.unwrap_or(self.terms.len()), (Term::Generation, pool));
             self.allocated_peak_bytes = self.allocated_peak_bytes.saturating_add(pool);
             self.peak_bytes = self.peak_bytes.saturating_add(pool);
+            self.least_bytes = self.least_bytes.saturating_add(pool);
         }
         self
     }

@@ -24,6 +24,11 @@ pub(super) fn profile(plan: &Plan) -> Profile {
     match (plan.implementation.stack, plan.numerics.precision) {
         (Stack::Megatron, _) => Profile::Megatron,
         (Stack::Hf | Stack::Torchtitan, Precision::Fp32) => Profile::HfFp32,
+        // QLoRA through PEFT and bitsandbytes: the residual stream is FP32
+        // (`qlora_prepared`; sharded, TRL's `peft_module_casting_to_bf16`
+        // keeps the norms in FP32, whose outputs the 4-bit Linears cast
+        // back to FP32), each 4-bit Linear casts its input to BF16.
+        (Stack::Hf, _) if plan.training.train == Training::Qlora => Profile::HfAutocast,
         (Stack::Hf | Stack::Torchtitan, Precision::Bf16Pure) => Profile::HfBf16,
         // FSDP (ZeRO-2/3) gathers BF16 copies of its fp32 shards; DDP and
         // ZeRO-1 (DDP + a sharded optimizer) keep fp32 weights under autocast:
@@ -54,6 +59,22 @@ pub fn compute_path(plan: &Plan) -> &'static str {
         (Profile::HfBf16, _) => "fsdp bf16 gather, fp32 reduce",
         (Profile::HfAutocast, _) => "autocast bf16",
     }
+}
+
+/// QLoRA as the bundle's train.py and TRL's SFTTrainer load it unsharded:
+/// PEFT's `prepare_model_for_kbit_training` turns every parameter
+/// bitsandbytes left unquantized (the embedding, the norms, the LM head) to
+/// FP32, so the residual stream and the norms' outputs are FP32 too. A
+/// sharded QLoRA (FSDP over several GPUs, the weights stored as BF16 with
+/// `bnb_4bit_quant_storage`) skips it (TRL: `is_sharded_qlora`), and its
+/// embedding and head stay BF16; its residual stream is FP32 all the same
+/// (fms-acceleration's plain PEFT + bitsandbytes FSDP runs, HF005/7/8, hold
+/// 2 B more per element of every checkpointed layer input than a BF16
+/// stream: 1.4, 1.9 and 10.8 GiB).
+pub(super) fn qlora_prepared(plan: &Plan, gpus: u64) -> bool {
+    plan.training.train == Training::Qlora
+        && plan.implementation.stack == Stack::Hf
+        && !(plan.parallelism.zero >= 2 && gpus > 1)
 }
 
 /// Bytes per element HF's matmul outputs and activation gradients take: fp32
@@ -120,6 +141,8 @@ pub(super) struct Widths {
     pub(super) seq: f64,
     /// The MLP matrices' output widths, summed.
     pub(super) mlp_outputs: f64,
+    /// Which tensors the stack keeps (`profile`).
+    pub(super) profile: Profile,
 }
 
 impl Widths {
@@ -168,6 +191,7 @@ impl Widths {
             lin: linear_input_bytes(plan),
             seq: seq_per_gpu,
             mlp_outputs: (arch.mlp.matrices() as f64 - 1.0) * f + arch.hidden as f64,
+            profile: profile(plan),
         }
     }
 }
@@ -273,7 +297,7 @@ pub(super) fn lora_frozen_inputs(arch: &Architecture, plan: &Plan, w: &Widths) -
 }
 
 pub(super) fn profile_layer(plan: &Plan, w: &Widths) -> LayerActivations {
-    match profile(plan) {
+    match w.profile {
         Profile::HfFp32 => hf_fp32_layer(w),
         Profile::HfBf16 => hf_bf16_layer(w),
         Profile::HfAutocast => hf_autocast_layer(w),

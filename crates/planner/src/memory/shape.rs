@@ -7,6 +7,12 @@ use crate::architecture::{Architecture, ParameterCounts};
 use crate::layout::Layout;
 use crate::plan::{Plan, Precision, Stack, Training};
 
+/// Bytes per weight of bitsandbytes' NF4 with its default double
+/// quantization (QLoRA, Dettmers et al. 2023, §3): 4 bits, one 8-bit
+/// absmax per block of 64 weights, and one FP32 constant per 256 of those
+/// (`Params4bit`, `QuantState.state2`): 0.5 + (1 + 4/256) / 64.
+pub(super) const NF4_BYTES: f64 = 0.5 + (1.0 + 4.0 / 256.0) / 64.0;
+
 /// Number of Linear-weight parameters per layer (autocast casts them).
 pub(super) fn linear_params(counts: &ParameterCounts) -> f64 {
     (counts.per_layer - counts.norms_per_layer) as f64
@@ -79,8 +85,10 @@ pub(super) struct StageShape<'a> {
     /// Parameters with gradients and optimizer states (none for a PEFT base).
     pub(super) trainable: f64,
     pub(super) peft: bool,
-    /// Bytes per parameter of the (frozen or trained) weights.
+    /// Bytes per parameter of the (frozen or trained) decoder Linear weights.
     pub(super) weight_bytes: f64,
+    /// And of the other weights (embedding, LM head, norms).
+    pub(super) other_weight_bytes: f64,
     /// FSDP's mixed-precision policy: fp32 params sharded, bf16 gathered.
     pub(super) mixed_policy: bool,
     /// The HF stack sharded by FSDP2 (ZeRO-2/3 on more than one GPU, `runs_fsdp2`):
@@ -169,7 +177,16 @@ impl<'a> StageShape<'a> {
                 Training::Full => sb.weights,
                 // Frozen base in bf16 (LoRA) or NF4 with double-quantised constants (QLoRA).
                 Training::Lora => 2.0,
-                Training::Qlora => 0.5 + 0.127 / 8.0 * 4.0,
+                Training::Qlora => NF4_BYTES,
+            },
+            // What bitsandbytes leaves unquantized (embedding, norms, LM
+            // head): FP32 once PEFT prepares the model (`qlora_prepared`),
+            // else the base's BF16.
+            other_weight_bytes: match plan.training.train {
+                Training::Full => sb.weights,
+                Training::Lora => 2.0,
+                Training::Qlora if super::profile::qlora_prepared(plan, layout.gpus) => 4.0,
+                Training::Qlora => 2.0,
             },
             mixed_policy: plan.implementation.stack != Stack::Megatron
                 && !matches!(

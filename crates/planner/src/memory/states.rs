@@ -10,9 +10,15 @@ use crate::plan::{Plan, Precision, Stack, Training};
 
 /// Weights: Ψ x bytes per parameter, sharded from ZeRO-3 (from ZeRO-2 under
 /// FSDP's mixed policy, whose SHARD_GRAD_OP shards the fp32 parameters) (SPEC §3.2).
+///
+/// The decoder layers' Linear weights at `weight_bytes` (NF4 under QLoRA),
+/// the rest at `other_weight_bytes`.
 pub(super) fn weights(s: &StageShape) -> f64 {
     let from = if s.fsdp2 { 2 } else { 3 };
-    s.shard((s.params - fp8_only_params(s)) * s.weight_bytes, from)
+    let linear = linear_stage_params(s);
+    let bytes =
+        (linear - fp8_only_params(s)) * s.weight_bytes + (s.params - linear) * s.other_weight_bytes;
+    s.shard(bytes, from)
 }
 
 /// The reference model of DPO (and of GRPO with `beta > 0`, which TRL

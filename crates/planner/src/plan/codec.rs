@@ -85,8 +85,10 @@ pub fn with_pinned(query: String, pinned: Option<&str>) -> String {
 }
 
 /// Keys whose empty value means "none" (the field was emptied).
-const OPTIONAL: [&str; 8] = [
+const OPTIONAL: [&str; 10] = [
     "lora_alpha",
+    "ws_gib",
+    "frag",
     "shard",
     "pp_first",
     "pp_last",
@@ -378,6 +380,8 @@ impl Plan {
             "offload_layers" => self.activations.offload_layers = None,
             "price" => self.hardware.price = None,
             "budget" => self.auto.budget_usd = None,
+            "ws_gib" => self.allowances.workspace_gib = None,
+            "frag" => self.allowances.fragmentation = None,
             _ => self.auto.deadline_hours = None,
         }
     }
@@ -548,8 +552,8 @@ impl Plan {
             "async_save" => self.saving.async_save = f.flag()?,
             "save_bw" => self.saving.save_bw = f.num(0.001, 1000.0)?,
             "headroom" => self.allowances.headroom = f.num(0.0, 50.0)?,
-            "ws_gib" => self.allowances.workspace_gib = f.num(0.0, 64.0)?,
-            "frag" => self.allowances.fragmentation = f.num(0.0, 50.0)?,
+            "ws_gib" => self.allowances.workspace_gib = Some(f.num(0.0, 64.0)?),
+            "frag" => self.allowances.fragmentation = Some(f.num(0.0, 50.0)?),
             "role" => self.launch.role = f.text(valid_role(v), Text::ExpectedRole)?,
             "s3" => {
                 let s3 = f.text(valid_s3(v), Text::ExpectedS3)?;
@@ -755,8 +759,12 @@ impl Plan {
         out.push(("async_save", flag(self.saving.async_save).into()));
         out.push(("save_bw", fmt_num(self.saving.save_bw)));
         out.push(("headroom", fmt_num(self.allowances.headroom)));
-        out.push(("ws_gib", fmt_num(self.allowances.workspace_gib)));
-        out.push(("frag", fmt_num(self.allowances.fragmentation)));
+        if let Some(gib) = self.allowances.workspace_gib {
+            out.push(("ws_gib", fmt_num(gib)));
+        }
+        if let Some(percent) = self.allowances.fragmentation {
+            out.push(("frag", fmt_num(percent)));
+        }
         for (k, v) in [
             ("role", &self.launch.role),
             ("s3", &self.launch.s3),

@@ -706,23 +706,27 @@ impl Default for Saving {
     }
 }
 
-/// What the verdict keeps free and adds on top of the tensors: the user's headroom, cuBLAS/NCCL workspaces and allocator fragmentation.
+/// What the verdict keeps free and adds on top of the tensors: the user's
+/// headroom, and the workspaces and the allocator's reserve, measured by
+/// stack and GPU count unless the user gives them (`memory::allowances`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Allowances {
-    /// Share of usable GPU memory to keep free, percent.
+    /// Share of usable GPU memory to keep free, percent (none by default:
+    /// published runs use their GPUs to the last GiB, #55).
     pub headroom: f64,
-    /// cuBLAS/NCCL workspaces, GiB per GPU.
-    pub workspace_gib: f64,
-    /// Allocator fragmentation, percent of allocated memory.
-    pub fragmentation: f64,
+    /// cuBLAS/NCCL workspaces, GiB per GPU (None: by GPU count).
+    pub workspace_gib: Option<f64>,
+    /// The caching allocator's reserve, percent of allocated memory (None:
+    /// the measured one of the stack).
+    pub fragmentation: Option<f64>,
 }
 
 impl Default for Allowances {
     fn default() -> Self {
         Allowances {
-            headroom: 10.0,
-            workspace_gib: 1.25,
-            fragmentation: 5.0,
+            headroom: 0.0,
+            workspace_gib: None,
+            fragmentation: None,
         }
     }
 }
