@@ -292,14 +292,15 @@ await test('auto-plan: apply the top plan, it fits and the URL changes', async (
 await test('LoRA targets: q and v only lower the peak and travel in the URL and the export', async (page) => {
   await open(page, base + '?lang=en&model=llama-3.1-8b&train=lora&zero=0&seq=4096');
   const before = gibOf(await page.textContent('#peak'));
-  await page.selectOption('#lora_targets', 'q,v');
-  await page.waitForFunction(() => location.href.includes('lora_targets=q%2Cv') || location.href.includes('lora_targets=q,v'));
+  // PEFT's target_modules as pasted from a training script: a Python list.
+  await page.fill('#lora_targets', "['q_proj', 'v_proj']");
+  await page.waitForFunction(() => /lora_targets=q_proj(%2C|,)v_proj/.test(location.href));
   const after = gibOf(await page.textContent('#peak'));
   // Fewer adapted Linears keep fewer inputs: the oracle's q,v rows sit below all-linear ones.
   assert(after < before, `q,v peak ${after} GiB below all-linear ${before} GiB`);
   await page.click('#fmt-huggingface');
   await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"lora_targets"'));
-  assert((await page.textContent('#export-code')).includes('"lora_targets": "q,v"'), 'the export sets the targets planned');
+  assert((await page.textContent('#export-code')).includes('"lora_targets": "q_proj,v_proj"'), 'the export sets the targets planned');
   // PEFT's alpha: twice the rank unless entered, then the one entered.
   assert((await page.textContent('#export-code')).includes('"lora_alpha": 32'), 'alpha defaults to twice the rank 16');
   await page.fill('#lora_alpha', '8');

@@ -67,7 +67,8 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
 }
 
 /// The step's time; for DPO the part its reference model's forward takes,
-/// for GRPO its generation, scoring and update.
+/// for LoRA its adapters', for QLoRA its dequantizing, for GRPO its
+/// generation, scoring and update.
 fn step_split(t: &planner::throughput::Throughput, l: Lang) -> String {
     let step = seconds(t.step_seconds, l);
     if t.step.generation > 0.0 {
@@ -82,14 +83,20 @@ fn step_split(t: &planner::throughput::Throughput, l: Lang) -> String {
         );
         return format!("{step} ({})", render(l, &p));
     }
-    if t.step.reference <= 0.0 {
+    // The parts a plan's stage or adapters add, each where it has one.
+    let parts: Vec<String> = [
+        (t.step.reference, Text::OfWhichReferenceForward),
+        (t.step.adapters, Text::OfWhichAdapters),
+        (t.step.dequantize, Text::OfWhichDequantize),
+    ]
+    .iter()
+    .filter(|(s, _)| *s > 0.0)
+    .map(|(s, id)| format!("{} {}", tr(l, *id), seconds(*s, l)))
+    .collect();
+    if parts.is_empty() {
         return step;
     }
-    format!(
-        "{step} ({} {})",
-        tr(l, Text::OfWhichReferenceForward),
-        seconds(t.step.reference, l)
-    )
+    format!("{step} ({})", parts.join("; "))
 }
 
 /// The training GPUs and their layout, and a GRPO plan's vLLM server GPUs.

@@ -373,7 +373,9 @@ def add_adapters(args, model):
     targets = [t for t in lora_target_names(args.lora_targets) if t in present]
     if not targets:
         raise PlanError(f"--lora_targets {args.lora_targets}: none of these modules is in {type(model).__name__}")
-    if args.train_mode == "qlora":
+    # PEFT's preparation turns the norms, embedding and head to fp32 for autocast; in pure bf16
+    # they stay bf16, as the planner models it (memory::qlora_fp32_residual).
+    if args.train_mode == "qlora" and args.precision != "bf16-pure":
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
     lora = LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha or 2 * args.lora_r, lora_dropout=0.0,
                       target_modules=targets, task_type="CAUSAL_LM")

@@ -180,7 +180,7 @@ fn readme(plan: &Plan, r: &Report, launcher: Format, entry: &str) -> String {
     );
     let _ = writeln!(s, "| cost | {} |\n", crate::export::cost_words(r));
     if r.verdict == Verdict::Tight {
-        s.push_str("**Tight**: the plan runs, with less room than PyTorch's caching allocator usually keeps (or inside the headroom you asked for); a longer sequence can run it out of memory. `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` lets the allocator use the last GiB.\n\n");
+        s.push_str("**Tight**: the plan fits only if PyTorch's caching allocator gives back what it usually caches (or only inside the headroom you asked for), and may run out of memory: `python launch.py --trial` shows it in minutes. `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` lets the allocator use the last GiB.\n\n");
     } else if !r.fits {
         s.push_str("**The planner says this plan does not fit in GPU memory**: the job would run out of memory. Change the plan before launching it.\n\n");
     }

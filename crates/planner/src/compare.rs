@@ -90,7 +90,7 @@ pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
             nodes: p.hardware.nodes,
             gpus: r.layout.gpus,
             precision: p.numerics.precision.key(),
-            fits: mem.least_bytes <= budget_bytes(usable, p.allowances.headroom),
+            fits: mem.peak_bytes <= budget_bytes(usable, p.allowances.headroom),
             peak_bytes_per_gpu: mem.peak_bytes,
             usable_bytes: usable,
             budget_bytes: budget_bytes(usable, p.allowances.headroom),

@@ -99,7 +99,7 @@ pub fn evaluate_with_charts(plan: &Plan, seqs: &[u64]) -> Evaluation {
     }
 }
 
-/// Fits with the allocator's usual room, runs with little room (and which
+/// Fits with the allocator's usual room, may run out of it (and which
 /// margin it is inside of), or not at all (a host that cannot hold the
 /// offloaded activations never fits). `peak` has the allocator's typical
 /// reserve, `least` its least (`MemoryBreakdown::least_bytes`).
@@ -140,7 +140,7 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
     let host_full = host.is_some();
     errors.extend(host);
     let (verdict, tight) = verdict_of((mem.peak_bytes, mem.least_bytes), budget, usable, host_full);
-    let (max_micro_batch, max_sequence) = largest_that_fit(r, budget, mem.least_bytes);
+    let (max_micro_batch, max_sequence) = largest_that_fit(r, budget, mem.peak_bytes);
     let global_batch_sequences = (plan.data.micro_batch)
         .saturating_mul(plan.data.grad_accum)
         .saturating_mul(r.layout.dp);

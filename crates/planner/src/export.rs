@@ -256,7 +256,7 @@ fn header(c: &Ctx<'_>, title: &str) -> String {
         },
         match r.verdict {
             Verdict::Fits => "fits",
-            Verdict::Tight => "TIGHT (runs, with little room)",
+            Verdict::Tight => "TIGHT (may run out of memory)",
             Verdict::DoesNotFit => "DOES NOT FIT",
         },
         gib(r.memory.peak_bytes_per_gpu),

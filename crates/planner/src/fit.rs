@@ -1,6 +1,7 @@
 //! What still fits: the largest micro-batch and the longest sequence whose
-//! least need (the peak with the allocator's least reserve, #55) stays
-//! inside the budget, found with few probes of the memory model.
+//! peak (with the allocator's typical reserve: a plan that fits only with
+//! its least reserve may run out of memory, #55) stays inside the budget,
+//! found with few probes of the memory model.
 
 use crate::job::Job;
 use crate::memory;
@@ -9,14 +10,14 @@ use crate::plan::{Attention, Plan};
 /// The largest micro-batch (up to 4096) and the longest sequence (in steps
 /// of 128 up to 131072, at the plan's micro-batch) whose peak stays within
 /// the budget, and whose offloaded activations the host holds. `peak` is the
-/// plan's own least need (`MemoryBreakdown::least_bytes`). One working copy of the plan serves every probe of both
+/// plan's own. One working copy of the plan serves every probe of both
 /// searches (a clone per probe cost more than the probe).
 pub(crate) fn largest_that_fit(r: &Job<'_>, budget: u64, peak: u64) -> (u64, u64) {
     let plan = std::cell::RefCell::new(r.plan.clone());
     let pool = crate::rollout::pool_bytes(r.plan, &r.gpu);
     let peak_of = |p: &Plan| {
         memory::breakdown(&r.arch, &r.counts, p, &r.layout)
-            .least_bytes
+            .peak_bytes
             .saturating_add(pool)
     };
     let host_holds = |p: &Plan| {

@@ -364,10 +364,14 @@ pub const GPU_MEMORY_ROWS: &[(&str, &str)] = &[
 ];
 
 /// The real-GPU rows the memory model was changed on (#55): the QLoRA runs
-/// through PEFT's path (its FP32 residual stream, HF005, HF007, HF008) and
-/// the two runs the allocator's cached share was measured on (HF066,
-/// HF067, data/allocator_caching.csv). Their error is in-sample.
-pub const IN_SAMPLE_GPU_MEMORY_ROWS: &[&str] = &["HF005", "HF007", "HF008", "HF066", "HF067"];
+/// under autocast (their FP32 residual stream, HF005, HF007, HF008), the
+/// pure-BF16 ones (a BF16 stream, HF064, HF065, HF068, HF069, HF072;
+/// `memory::qlora_fp32_residual`) and the two runs the allocator's cached
+/// share was measured on (HF066, HF067, data/allocator_caching.csv). Their
+/// error is in-sample.
+pub const IN_SAMPLE_GPU_MEMORY_ROWS: &[&str] = &[
+    "HF005", "HF007", "HF008", "HF064", "HF065", "HF066", "HF067", "HF068", "HF069", "HF072",
+];
 
 /// The real-GPU rows the memory model was never changed on, and their error.
 pub fn out_of_sample_gpu_memory() -> MemoryStats {
@@ -423,7 +427,8 @@ const RTX3090_COMMON: &str = "model=llama-2-7b&instance=custom&gpu_mem=24&gpu_bf
 enum Peak {
     /// torch's peak allocated (or torchtune's peak active): `allocated_peak_bytes`.
     Allocated,
-    /// torch's peak reserved: the planner's peak without the CUDA context.
+    /// torch's peak reserved: the planner's peak without the CUDA context
+    /// (the workspaces counted in: cuBLAS's are the caching allocator's).
     Reserved,
 }
 

@@ -152,8 +152,9 @@ pub enum Verdict {
     /// Its peak, with the allocator's typical reserve, is under the budget
     /// (usable memory less the headroom).
     Fits,
-    /// It runs, with little room: what it needs at least is under the
-    /// budget, or inside the GPU but in the user's headroom (`Tight`).
+    /// It may run out of memory: what it needs at least (the allocator's
+    /// least measured reserve) is under the budget, or inside the GPU but in
+    /// the user's headroom (`Tight`); its peak with the typical reserve is not.
     Tight,
     /// Even what it needs at least is beyond the GPU's usable memory.
     DoesNotFit,

@@ -54,8 +54,7 @@ pub struct Candidate {
     pub precision: &'static str,
     pub checkpointing: String,
     pub loss: &'static str,
-    /// What the plan needs per GPU at least (`MemoryBreakdown::least_bytes`).
-    pub least_bytes_per_gpu: u64,
+    pub peak_bytes_per_gpu: u64,
     pub tokens_per_second: f64,
     pub mfu: f64,
     pub hours: f64,
@@ -788,7 +787,7 @@ impl Search {
                     let (arch, counts) = (&self.arch, &self.counts);
                     let peak =
                         *peaks[(ci * losses.len() + li) * mbs.len() + mi].get_or_insert_with(
-                            || memory::breakdown(arch, counts, w, layout).least_bytes,
+                            || memory::breakdown(arch, counts, w, layout).peak_bytes,
                         ) + pool;
                     if peak > budget {
                         if self.use_bounds {
@@ -949,7 +948,7 @@ impl Search {
             precision: p.numerics.precision.key(),
             checkpointing: p.activations.checkpointing.key().into_owned(),
             loss: p.implementation.loss.key(),
-            least_bytes_per_gpu: f.peak,
+            peak_bytes_per_gpu: f.peak,
             tokens_per_second: f.tps,
             mfu: f.mfu,
             hours: f.hours,

@@ -58,6 +58,7 @@ const RULES: &[Rule] = &[
     network_bound,
     no_efa,
     moe_launch_bound,
+    peft_fp32_adapter_casts,
     counts_saturated,
 ];
 
@@ -506,6 +507,36 @@ fn moe_launch_bound(c: &Context) -> Option<Message> {
     let percent = Arg::Number(100.0 * share, 0);
     let args: [(&'static str, Arg); 1] = [("share", Arg::from(&percent))];
     Some(c.warn(key, Text::MoeLaunchBound, args).fix(key, "1"))
+}
+
+/// The share of a step above which PEFT's casts to FP32 adapters are named.
+const ADAPTER_CASTS_SHARE: f64 = 0.05;
+
+/// PEFT keeps LoRA's adapters in FP32 by default (`autocast_adapter_dtype`)
+/// and casts every adapted Linear's input to them and back
+/// (`compute::adapter_casts`): on the Hugging Face stack that can cost more
+/// than the adapters' own GEMMs (#55). The step is timed again with the
+/// adapters in BF16 to say how much.
+fn peft_fp32_adapter_casts(c: &Context) -> Option<Message> {
+    let (plan, r) = (c.plan(), c.r);
+    let fp32_adapters = plan.hf_adapters() && plan.adapter_bytes() == 4.0;
+    if !fp32_adapters || plan.numerics.precision == Precision::Fp32 || !c.errors.is_empty() {
+        return None;
+    }
+    let mut bf16 = plan.clone();
+    bf16.lora.lora_dtype = crate::plan::LoraDtype::Bf16;
+    let (arch, counts, layout) = (&r.arch, &r.counts, &r.layout);
+    let eff = r.efficiency();
+    let t = crate::throughput::throughput(arch, counts, &bf16, layout, &r.gpu, &r.fabric, &eff);
+    let share = 1.0 - t.step_seconds / c.figures.throughput.step_seconds;
+    if share.is_nan() || share <= ADAPTER_CASTS_SHARE {
+        return None;
+    }
+    let args: [(&'static str, Arg); 1] = [("share", Arg::Number(100.0 * share, 0))];
+    Some(
+        c.warn("lora_dtype", Text::PeftFp32AdapterCasts, args)
+            .fix("lora_dtype", "bf16"),
+    )
 }
 
 /// A count past what its integer holds is a floor, not a figure (#25:

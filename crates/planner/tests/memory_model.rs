@@ -8,6 +8,7 @@ use planner::plan::{
     Activations, Checkpointing, Data, Implementation, ModelChoice, Numerics, Parallelism, Plan,
     Precision, Stack,
 };
+use planner::report::Verdict;
 use planner::resolve::resolve;
 
 /// A layout of `gpus` for a model of `layers`, split evenly over `pp` stages.
@@ -243,6 +244,9 @@ fn megatron_distributed_optimizer_states() {
     assert_eq!(terms[&Term::MasterWeights], (4 * n) / 8);
 }
 
+/// The largest micro-batch and sequence that fit: their peak, with the
+/// allocator's usual cache, within the budget (a verdict of `Fits`), and one
+/// more does not.
 #[test]
 fn solvers_find_the_boundary() {
     let plan = Plan {
@@ -252,51 +256,25 @@ fn solvers_find_the_boundary() {
         },
         ..Plan::default()
     };
+    let fits = |mb: u64, seq: u64| {
+        let p = Plan {
+            data: Data {
+                micro_batch: mb,
+                seq,
+                ..plan.data.clone()
+            },
+            ..plan.clone()
+        };
+        evaluate(&p).verdict == Verdict::Fits
+    };
     let r = evaluate(&plan);
     let mb = r.max_micro_batch;
     assert!(mb >= 1);
-    assert!(
-        evaluate(&Plan {
-            data: Data {
-                micro_batch: mb,
-                ..plan.data.clone()
-            },
-            ..plan.clone()
-        })
-        .fits
-    );
-    assert!(
-        !evaluate(&Plan {
-            data: Data {
-                micro_batch: mb + 1,
-                ..plan.data.clone()
-            },
-            ..plan.clone()
-        })
-        .fits
-    );
+    assert!(fits(mb, 4096) && !fits(mb + 1, 4096));
     let s = r.max_sequence;
     assert!((128..131_072).contains(&s));
-    assert!(
-        evaluate(&Plan {
-            data: Data {
-                seq: s,
-                ..plan.data.clone()
-            },
-            ..plan.clone()
-        })
-        .fits
-    );
-    assert!(
-        !evaluate(&Plan {
-            data: Data {
-                seq: s + 128,
-                ..plan.data.clone()
-            },
-            ..plan.clone()
-        })
-        .fits
-    );
+    let one = plan.data.micro_batch;
+    assert!(fits(one, s) && !fits(one, s + 128));
 }
 
 /// SPEC §3.3: plain logits peak at ~10-12 bytes per element: 42 GB for

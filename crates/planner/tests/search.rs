@@ -49,8 +49,8 @@ fn pruned_search_equals_brute_force() {
 /// The candidate's plan, reopened from its link: the same peak and time.
 fn reopens_as_offered(c: &planner::search::Candidate) -> planner::Report {
     let rep = planner::evaluate(&Plan::from_query(&c.query).plan);
-    let least = rep.memory.least_bytes_per_gpu;
-    assert_eq!(least, c.least_bytes_per_gpu, "{}", c.query);
+    let peak = rep.memory.peak_bytes_per_gpu;
+    assert_eq!(peak, c.peak_bytes_per_gpu, "{}", c.query);
     let hours = rep.time.total_hours;
     assert!((hours - c.hours).abs() / c.hours < 1e-9, "{}", c.query);
     rep

@@ -37,7 +37,7 @@ pub use activations::{offload, offloaded_layer_count, recomputes_core_attention,
 pub(crate) use loss::gradients_held;
 use moments::Terms;
 pub use parts::{MemoryBreakdown, Phase, Term, CUDA_CONTEXT_BYTES};
-pub use profile::compute_path;
+pub use profile::{compute_path, qlora_fp32_residual};
 pub(crate) use shape::runs_fsdp2;
 use shape::{Stage, StageShape};
 
@@ -123,9 +123,9 @@ fn stage_breakdown(s: &StageShape) -> MemoryBreakdown {
         Term::Workspaces,
         allowances::workspaces(s.plan, s.layout.gpus),
     ));
-    let caching = allowances::caching_share(s.plan);
+    let caching = allowances::caching_share(s.plan, s.layout.gpus);
     peak.push((Term::Fragmentation, allocated * caching));
-    let spare = allocated * (caching - allowances::least_caching_share(s.plan));
+    let spare = allocated * (caching - allowances::least_caching_share(s.plan, s.layout.gpus));
     let a = &terms.saved;
     let activation_bytes =
         a.activations + terms.recompute + terms.final_norm + a.scores + terms.logits;

@@ -25,10 +25,8 @@ pub(super) fn profile(plan: &Plan) -> Profile {
         (Stack::Megatron, _) => Profile::Megatron,
         (Stack::Hf | Stack::Torchtitan, Precision::Fp32) => Profile::HfFp32,
         // QLoRA through PEFT and bitsandbytes: the residual stream is FP32
-        // (`qlora_prepared`; sharded, TRL's `peft_module_casting_to_bf16`
-        // keeps the norms in FP32, whose outputs the 4-bit Linears cast
-        // back to FP32), each 4-bit Linear casts its input to BF16.
-        (Stack::Hf, _) if plan.training.train == Training::Qlora => Profile::HfAutocast,
+        // (`qlora_fp32_residual`), each 4-bit Linear casts its input to BF16.
+        (Stack::Hf, _) if qlora_fp32_residual(plan) => Profile::HfAutocast,
         (Stack::Hf | Stack::Torchtitan, Precision::Bf16Pure) => Profile::HfBf16,
         // FSDP (ZeRO-2/3) gathers BF16 copies of its fp32 shards; DDP and
         // ZeRO-1 (DDP + a sharded optimizer) keep fp32 weights under autocast:
@@ -61,20 +59,29 @@ pub fn compute_path(plan: &Plan) -> &'static str {
     }
 }
 
-/// QLoRA as the bundle's train.py and TRL's SFTTrainer load it unsharded:
-/// PEFT's `prepare_model_for_kbit_training` turns every parameter
-/// bitsandbytes left unquantized (the embedding, the norms, the LM head) to
-/// FP32, so the residual stream and the norms' outputs are FP32 too. A
-/// sharded QLoRA (FSDP over several GPUs, the weights stored as BF16 with
-/// `bnb_4bit_quant_storage`) skips it (TRL: `is_sharded_qlora`), and its
-/// embedding and head stay BF16; its residual stream is FP32 all the same
-/// (fms-acceleration's plain PEFT + bitsandbytes FSDP runs, HF005/7/8, hold
-/// 2 B more per element of every checkpointed layer input than a BF16
-/// stream: 1.4, 1.9 and 10.8 GiB).
+/// QLoRA as the bundle's train.py and TRL's SFTTrainer load it unsharded
+/// under autocast: PEFT's `prepare_model_for_kbit_training` turns every
+/// parameter bitsandbytes left unquantized (the embedding, the norms, the LM
+/// head) to FP32. A sharded QLoRA (FSDP over several GPUs, the weights
+/// stored as BF16 with `bnb_4bit_quant_storage`) skips it (TRL:
+/// `is_sharded_qlora`), and so does a pure-BF16 plan (train.py: BF16
+/// throughout); their embedding and head stay BF16.
 pub(super) fn qlora_prepared(plan: &Plan, gpus: u64) -> bool {
+    qlora_fp32_residual(plan) && !(plan.parallelism.zero >= 2 && gpus > 1)
+}
+
+/// Whether a Hugging Face QLoRA plan's residual stream is FP32: under
+/// autocast, prepared (`qlora_prepared`) or sharded, where TRL's
+/// `peft_module_casting_to_bf16` keeps the norms in FP32, and the 4-bit
+/// Linears cast their outputs back to their FP32 inputs (fms-acceleration's
+/// plain PEFT + bitsandbytes FSDP runs, HF005/7/8, hold 2 B more per element
+/// of every checkpointed layer input than a BF16 stream). In pure BF16
+/// (Answer.AI's FSDP+QLoRA, Hugging Face's FSDP-QLoRA guide, train.py
+/// without PEFT's preparation) it is BF16 (HF064, HF065, HF068, HF069).
+pub fn qlora_fp32_residual(plan: &Plan) -> bool {
     plan.training.train == Training::Qlora
         && plan.implementation.stack == Stack::Hf
-        && !(plan.parallelism.zero >= 2 && gpus > 1)
+        && plan.numerics.precision != Precision::Bf16Pure
 }
 
 /// Bytes per element HF's matmul outputs and activation gradients take: fp32

@@ -316,6 +316,7 @@ impl Text {
             Text::OffloadExceedsHost => "offload_exceeds_host",
             Text::OverBudget => "over_budget",
             Text::ParallelDegreesExceedGpus => "parallel_degrees_exceed_gpus",
+            Text::PeftFp32AdapterCasts => "peft_fp32_adapter_casts",
             Text::PpDoesNotDivideLayers => "pp_does_not_divide_layers",
             Text::PpExceedsLayers => "pp_exceeds_layers",
             Text::PpSplitInvalid => "pp_split_invalid",

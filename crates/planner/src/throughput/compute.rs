@@ -364,10 +364,10 @@ fn adapter_casts(s: &StepShape, inp: f64, out: f64) -> f64 {
 /// use of a frozen NF4 weight dequantizes it first (`QLORA_DEQUANTIZE_BYTES`
 /// per weight on this GPU at HBM speed, a kernel per Linear): bitsandbytes
 /// dequantizes in `MatMul4Bit.forward` and again in `.backward` for the
-/// input's gradient, and keeps no BF16 copy. On the Hugging Face stack
-/// PEFT's `prepare_model_for_kbit_training` turns every weight it did not
-/// quantize (embedding, norms, LM head) to FP32, so the residual stream and
-/// the norms' outputs are FP32: each `Linear4bit.forward` casts its input
+/// input's gradient, and keeps no BF16 copy. Where the residual stream is
+/// FP32 (`memory::qlora_fp32_residual`: PEFT's
+/// `prepare_model_for_kbit_training` turns every weight it did not quantize
+/// to FP32, and autocast keeps the norms in FP32), each `Linear4bit.forward` casts its input
 /// to BF16 (`x.to(compute_dtype)`: read 4 B, write 2 B per element of `in`)
 /// and its output back (`.to(inp_dtype)`: read 2, write 4 per element of
 /// `out`), the backward the gradients alike; and PEFT's 4-bit LoRA layer
@@ -386,7 +386,7 @@ fn qlora_overhead(s: &StepShape) -> (f64, f64) {
                 (m.experts as f64 / s.ep).max(1.0) + m.shared as f64
             });
     let dequantize = weights * s.dequantize / s.bw + kernels * s.eff.kernel_overhead;
-    if s.plan.implementation.stack != Stack::Hf {
+    if !crate::memory::qlora_fp32_residual(s.plan) {
         return (dequantize, dequantize);
     }
     let (inputs, outputs, adapted) = linear_widths(s);

@@ -59,6 +59,10 @@ pub struct StepTime {
     /// QLoRA: dequantizing the NF4 base weights before each use (forward,
     /// input gradient, recomputation).
     pub dequantize: f64,
+    /// LoRA's adapters, forward and backward: their thin GEMMs, the scaled
+    /// sums into the base's outputs and PEFT's casts to and from FP32
+    /// adapters (`compute::adapter`).
+    pub adapters: f64,
 }
 
 impl StepTime {
@@ -77,6 +81,7 @@ impl StepTime {
             + self.reference
             + self.generation
             + self.dequantize
+            + self.adapters
     }
 }
 
@@ -205,8 +210,8 @@ fn step_time(s: &StepShape, fwd: LayerForward) -> StepTime {
     // Forward + backward: the base's GEMMs `gemm_passes` times (3 trained,
     // 2 frozen), the adapters' 3 times (they train), elementwise work 3x.
     let attn_train = attention_train(s, &fwd);
-    let adapters = fwd.adapters + fwd.adapters_backward;
-    let mb_gemm = s.layers * (s.gemm_passes() * fwd.gemm + adapters) + lm_head(s);
+    let mb_adapters = s.layers * (fwd.adapters + fwd.adapters_backward);
+    let mb_gemm = s.layers * s.gemm_passes() * fwd.gemm + lm_head(s);
     let mb_attn = s.layers * attn_train;
     let mb_elem = s.layers * (3.0 * fwd.elementwise) + loss_elementwise(s);
     // Dequantized for the forward and again for the input's gradient.
@@ -214,7 +219,7 @@ fn step_time(s: &StepShape, fwd: LayerForward) -> StepTime {
     let mb_recompute = s.layers * recompute_per_layer(s, &fwd);
     let tp_comm = tensor_parallel(s, fwd.gemm);
     let cp_comm = context_parallel(s, attn_train);
-    let compute = mb_gemm + mb_attn + mb_elem + mb_dequantize;
+    let compute = mb_gemm + mb_attn + mb_elem + mb_dequantize + mb_adapters;
     let ep_comm = expert_parallel_exposed(s, compute);
     let per_mb = compute + mb_recompute + tp_comm + cp_comm + ep_comm;
     let m = s.m;
@@ -233,6 +238,7 @@ fn step_time(s: &StepShape, fwd: LayerForward) -> StepTime {
         reference: m * scoring(s, &fwd),
         generation: s.generation,
         dequantize: m * mb_dequantize,
+        adapters: m * mb_adapters,
     }
 }
 
