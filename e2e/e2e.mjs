@@ -293,7 +293,9 @@ await test('LoRA targets: q and v only lower the peak and travel in the URL and 
   await open(page, base + '?lang=en&model=llama-3.1-8b&train=lora&zero=0&seq=4096');
   const before = gibOf(await page.textContent('#peak'));
   // PEFT's target_modules as pasted from a training script: a Python list.
+  // Text applies when the field is left.
   await page.fill('#lora_targets', "['q_proj', 'v_proj']");
+  await page.press('#lora_targets', 'Tab');
   await page.waitForFunction(() => /lora_targets=q_proj(%2C|,)v_proj/.test(location.href));
   const after = gibOf(await page.textContent('#peak'));
   // Fewer adapted Linears keep fewer inputs: the oracle's q,v rows sit below all-linear ones.

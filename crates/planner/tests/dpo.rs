@@ -105,3 +105,27 @@ fn dpo_where_no_engine_runs_it_is_estimated_with_a_note() {
     );
     assert!(tp.errors.is_empty() && tp.layout.tp == 2);
 }
+
+/// The reference forward is executed, not modelled (#55): DPO's hardware
+/// FLOPs add one forward of the frozen copy to the model FLOPs of the
+/// policy's forward and backward. A full DPO plan's forward is a third of
+/// its training pass (2 of 6 per weight, 1 of 3 attention passes):
+/// hardware = 4/3 x model, 64.33 GFLOP a token against 48.25 for
+/// Llama-3.1-8B at 4,096 tokens; MFU counts the model FLOPs, HFU both.
+/// Under LoRA the reference is the base without its adapters: 2 per base
+/// weight and one attention forward on top of LoRA's training pass.
+#[test]
+fn the_reference_forward_counts_in_hardware_flops_only() {
+    let q = "model=llama-3.1-8b&instance=ml.p6-b200.48xlarge&seq=4096&mb=1&ga=8&zero=3&stage=dpo";
+    let t = report(q).figures.throughput;
+    assert!((t.hardware_flops_per_token / t.model_flops_per_token - 4.0 / 3.0).abs() < 1e-9);
+    assert!((t.model_flops_per_token / 48.249_176_064e9 - 1.0).abs() < 1e-9);
+    assert!((t.hfu / t.mfu - 4.0 / 3.0).abs() < 1e-9);
+    let lora = report(&format!("{q}&train=lora&lora_targets=all-linear"))
+        .figures
+        .throughput;
+    // 2 x (6,979,321,856 + 525,336,576) + 4 x 32 x 2,048 x 4,096.
+    let reference = 2.0 * 7_504_658_432.0 + 1_073_741_824.0;
+    let extra = lora.hardware_flops_per_token - lora.model_flops_per_token;
+    assert!((extra / reference - 1.0).abs() < 1e-9, "{extra}");
+}

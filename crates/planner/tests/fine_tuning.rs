@@ -65,6 +65,49 @@ fn frozen_weights_pay_no_weight_gradient() {
     }
 }
 
+/// #55's plan (Llama-3.1-8B, 8 x B200, 8,192 tokens, ZeRO-3, rank 16 on
+/// every Linear), LoRA against full training, stack by stack. The frozen
+/// base saves a third of the GEMMs (`frozen_weights_pay_no_weight_gradient`);
+/// what each stack spends on the adapters decides how much of it is left:
+/// - torchtitan compiles the adapters' scaling and sums into the GEMMs'
+///   epilogues: the step is at least 15% shorter;
+/// - Megatron-Bridge runs them eagerly (`LoRALinear`: `linear_out(linear_in(x))
+///   * scale`, then the sum): at least 10% shorter;
+/// - PEFT adds its FP32 adapters' casts to the eager sums and takes back
+///   nearly all of it: within 5% of the full step. Adapters in BF16
+///   (`lora_dtype=bf16`) make it at least 5% shorter. (The HF Trainer's
+///   published runs gain less still: fms-acceleration's Mistral-7B LoRA on
+///   q, k, v and o ran 5.7% shorter steps than full training, HF004 and
+///   HF002, where the planner gives about 14%: docs/fine_tuning.md.)
+#[test]
+fn the_8b_lora_step_against_the_full_one_per_stack() {
+    let q =
+        "model=llama-3.1-8b&instance=ml.p6-b200.48xlarge&seq=8192&mb=1&ga=8&zero=3&lora_rank=16";
+    let step = |extra: &str| {
+        report(&format!("{q}&{extra}"))
+            .figures
+            .throughput
+            .step_seconds
+    };
+    let shorter = |stack: &str, lora: &str| {
+        1.0 - step(&format!("stack={stack}&train=lora{lora}"))
+            / step(&format!("stack={stack}&train=full"))
+    };
+    assert!(
+        shorter("torchtitan", "") >= 0.15,
+        "{}",
+        shorter("torchtitan", "")
+    );
+    assert!(
+        shorter("megatron", "") >= 0.10,
+        "{}",
+        shorter("megatron", "")
+    );
+    let hf = shorter("hf", "");
+    assert!((0.0..0.05).contains(&hf), "{hf}");
+    assert!(shorter("hf", "&lora_dtype=bf16") >= 0.05);
+}
+
 /// PEFT keeps the adapters in FP32 (`autocast_adapter_dtype=True`) and, under
 /// autocast, casts each adapted Linear's BF16 input to FP32 and back
 /// (`lora.Linear.forward`: read 2 + write 4, then read 4 + write 2 bytes a
