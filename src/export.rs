@@ -213,7 +213,8 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
 
 /// The bundle as a ZIP: launch.py, the README and the settings from the
 /// planner, and the plan's script (train.py, or a Megatron plan's
-/// Megatron-Bridge launcher) fetched from the site (it never weighs on the wasm).
+/// Megatron-Bridge launcher) and the README's static sections fetched from
+/// the site (they never weigh on the wasm).
 /// The files come from the page's report (#34: the download evaluates
 /// nothing again; a clone of the report would cost the page 1.4 KB), unless
 /// the plan changed while the script was fetched.
@@ -221,6 +222,10 @@ async fn bundle_zip(ctx: Ctx, plan: &planner::Plan, launcher: Format) -> Result<
     use planner::bundle::{files, files_of, zip};
     let name = planner::bundle::script_name(plan);
     let script = crate::browser::fetch_text(&format!("bundle/{name}")).await?;
+    if !planner::bundle::readme_parts_loaded() {
+        let parts = crate::browser::fetch_text(planner::bundle::README_PARTS_URL).await?;
+        planner::bundle::load_readme_parts(parts);
+    }
     let same = ctx
         .plan
         .with_untracked(|now| now.to_query() == plan.to_query());

@@ -180,20 +180,23 @@ fn readme(plan: &Plan, r: &Report, launcher: Format, entry: &str) -> String {
     );
     let _ = writeln!(s, "| cost | {} |\n", crate::export::cost_words(r));
     if r.verdict == Verdict::Tight {
-        s.push_str("**Tight**: the plan fits only if PyTorch's caching allocator gives back what it usually caches (or only inside the headroom you asked for), and may run out of memory: `python launch.py --trial` shows it in minutes. `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` lets the allocator use the last GiB.\n\n");
+        s.push_str(&part("tight", &[]));
     } else if !r.fits {
-        s.push_str("**The planner says this plan does not fit in GPU memory**: the job would run out of memory. Change the plan before launching it.\n\n");
+        s.push_str(&part("does-not-fit", &[]));
     }
     if megatron_bundle(plan) {
         s.push_str(&megatron_readme(launcher, entry));
         return s;
     }
     let _ = writeln!(s, "{}", run_steps(launcher, entry, plan.training.stage));
-    s.push_str(if plan.engine() == crate::plan::Engine::Grpo {
-        GRPO_SUPPORT
-    } else {
-        SUPPORT
-    });
+    s.push_str(&part(
+        if plan.engine() == crate::plan::Engine::Grpo {
+            "grpo-support"
+        } else {
+            "support"
+        },
+        &[],
+    ));
     s.push_str("\n## Hyperparameters\n\nEach one carries a planner setting into the script:\n\n");
     for (k, v) in hyperparameter_items(plan, r) {
         if k != "plan" {
@@ -214,145 +217,135 @@ fn sdk_package(launcher: Format) -> &'static str {
 }
 
 fn run_steps(launcher: Format, entry: &str, stage: crate::plan::TrainingStage) -> String {
-    let sdk = sdk_package(launcher);
-    let data = match stage {
-        crate::plan::TrainingStage::Sft => {
-            "JSON Lines \
-files with a `text` field, or a dataset saved with `datasets.save_to_disk` that has an \
-`input_ids` column. Texts are tokenized and packed into the planned sequence length."
-        }
-        crate::plan::TrainingStage::Dpo => {
-            "JSON Lines \
-files of preference pairs, each line with `prompt`, `chosen` and `rejected` (TRL's preference \
-format). Prompt + chosen and prompt + rejected each fill one row of the planned sequence length \
-(padded; a long pair keeps the end of its prompt), and only the completions are scored."
-        }
-        crate::plan::TrainingStage::Grpo => {
-            "JSON Lines \
-files of prompts, each line with `prompt` (and any other field, which the reward function \
-receives by name). Each prompt is left-truncated to the planned prompt length (the sequence \
-length less the completion length); the reward is `rewards.py`'s `reward` if you add one to \
-`scripts/`, else the bundled format reward."
-        }
-    };
-    format!(
-        "## Run it\n\n\
-1. `pip install {sdk}`, with AWS credentials and a SageMaker execution role.\n\
-2. Upload the training data to `s3_prefix + \"/data/train\"` (see `launch.py`): {data}\n\
-3. A trial first, on the same instances: `python launch.py --trial` runs {TRIAL_STEPS} steps.\n\
-4. The job's log ends with one line that starts with `{MEASURED_TAG}`. Paste it into the \
-planner's page (\"Measured run\"), or run `plan report '<plan>' --measured '<line>'`: it shows \
-measured against predicted and re-bases the time and cost on the measured speed.\n\
-5. Then the real run: `python launch.py`. A restarted job (managed spot) resumes from the newest \
-complete checkpoint in `/opt/ml/checkpoints`; the trained model (or adapter) lands in the job's \
-`model.tar.gz`.\n\n\
-`scripts/{entry}` runs as well by hand: `torchrun --nproc_per_node N scripts/{entry} --model_id \
-<hub id or dir> --data_dir <dir> --max_seq_length 4096 --max_steps 20 ...` \
-(`python scripts/{entry} --help` lists every setting).\n"
+    let data = part(
+        match stage {
+            crate::plan::TrainingStage::Sft => "data-sft",
+            crate::plan::TrainingStage::Dpo => "data-dpo",
+            crate::plan::TrainingStage::Grpo => "data-grpo",
+        },
+        &[],
+    );
+    let trial = TRIAL_STEPS.to_string();
+    part(
+        "run",
+        &[
+            ("sdk", sdk_package(launcher)),
+            ("data", &data),
+            ("TRIAL_STEPS", &trial),
+            ("MEASURED_TAG", MEASURED_TAG),
+            ("entry", entry),
+        ],
     )
 }
 
-const SUPPORT: &str = "## What the script does and does not do\n\n\
-- Data parallelism: DDP, ZeRO-1 (DDP + ZeroRedundancyOptimizer), FSDP2 without resharding \
-after forward (ZeRO-2) or with it (ZeRO-3), and hybrid sharding (HSDP) over the plan's shard group.\n\
-- Tensor parallelism (`tp`, inside a node) under FSDP2 across, through PyTorch's DTensor \
-(`parallelize_module`, as torchtitan applies it): column-parallel q/k/v/gate/up, row-parallel \
-o/down, the embedding and the LM head split over the vocabulary with a vocabulary-parallel loss, \
-and with `sequence_parallel` the norms and the residual stream split along the sequence. \
-Llama-style dense layers (Llama, Mistral, Qwen2), full training in fp32 or BF16, ZeRO-2/3.\n\
-- Pipeline, context and expert parallelism need Megatron-Core (a plan with `stack=megatron` \
-gets a Megatron-Bridge launcher instead of this script): the script stops with a message when \
-the plan asks for them.\n\
-- Proven where: the data-parallel layouts (DDP, ZeRO-1, FSDP2, HSDP 2 x 2) and FSDP 2 x TP 2 \
-with and without sequence parallelism train on CPU with gloo in this project's tests (PyTorch \
-2.8), on 4 ranks as one process does; their memory is counted by the project's memory oracle. \
-NCCL, the GPU kernels (flash attention, FP8) and the speed need a GPU: the trial run measures \
-them.\n- Precision: fp32, BF16 (fp32 weights; FSDP gathers BF16 copies, otherwise autocast), pure BF16, \
-and FP8 / MXFP8 through torchao on GPUs that have them (embedding, norms and LM head stay in BF16). \
-Where FP8 is unavailable it stops and says why; `--fp8_fallback True` trains in BF16 instead. \
-NVFP4 training is not wired yet.\n\
-- Activation checkpointing: none, selective (the attention core, as Megatron's), full, \
-op-level (keeps matmul and attention outputs), or a fraction of the layers; activation offloading \
-to host memory.\n\
-- Loss: plain (full fp32 logits, as Hugging Face computes it) or fused (chunks of 1,024 tokens, \
-never the full logits).\n\
-- LoRA and QLoRA through PEFT (rank and target modules as planned); QLoRA with \
-ZeRO/FSDP sharding is not supported.\n\
-- DPO (`--stage dpo`): TRL's sigmoid loss (beta 0.1, `--beta`) over the chosen and rejected \
-rows of each pair in one batch; the reference model's log-probabilities come first, without \
-gradients, from a frozen BF16 copy sharded as the policy is, or under LoRA from the base with \
-its adapters off. Data parallel only (no `tp`). It runs in this script's loop, not TRL's \
-`DPOTrainer`, because TRL 0.24 wraps a frozen reference in FSDP1 under FSDP2 and fails \
-(huggingface/trl#3581); a test holds its pairs, log-probabilities, loss and gradients equal to \
-`DPOTrainer`'s.\n\
-- Not yet: packing with document masks (documents are concatenated with an end-of-text token), \
-learning-rate schedules beyond a constant rate, evaluation.\n";
-
-const GRPO_SUPPORT: &str = "## What the script does and does not do\n\n\
-- TRL 0.24.0's `GRPOTrainer`: each optimizer step generates `num_generations` completions per \
-prompt with a vLLM engine inside `vllm_gpu_memory_utilization` of every training GPU \
-(`vllm_mode=\"colocate\"`, over `vllm_tensor_parallel_size` GPUs), scores them (the old \
-policy's log-probabilities, and a frozen reference's when `beta > 0`), and trains with TRL's \
-`dapo` loss over the completions, as the planner modelled the step.\n\
-- With `vllm_server_gpus` (the plan's `gen_gpus`), vLLM runs as a server instead \
-(`vllm_mode=\"server\"`): SageMaker runs `grpo.py` once on the instance, which starts \
-`trl vllm-serve` on the first `vllm_server_gpus` GPUs (`--data_parallel_size` engines of \
-`vllm_tensor_parallel_size`, at `--gpu_memory_utilization 0.9`), waits for it to answer, \
-trains under torchrun on the other GPUs and stops the server at the end. One instance only.\n\
-- Data parallelism: DDP, or FSDP2 full sharding through accelerate; BF16 mixed precision; \
-gradient checkpointing on or off; full training or LoRA through PEFT. Anything else the plan \
-asks for (ZeRO-1/2, hybrid sharding, tensor or pipeline parallelism, FP8/FP4, QLoRA, offloading, \
-a fused loss) stops the script with one line saying why.\n\
-- Proven where: one step on two CPU processes (DDP, Transformers generating, since vLLM and \
-accelerate's FSDP need GPUs) in this project's tests, and the `GRPOConfig` it builds on the \
-planned world size holds the planner's settings; the server's and torchrun's command lines are \
-checked against the plan and TRL's own argument parser. vLLM, FSDP2 and the speed need a GPU: the \
-trial run measures them.\n";
-
 /// How a Megatron plan's bundle runs, and what was proven where.
 fn megatron_readme(launcher: Format, entry: &str) -> String {
-    let sdk = sdk_package(launcher);
-    let settings = crate::megatron_bridge::SETTINGS_FILE;
-    format!(
-        "## Run it\n\n\
-This plan trains with Megatron-Bridge in NVIDIA's NeMo Framework container: `scripts/{entry}` \
-builds Megatron-Bridge's `ConfigContainer` from `scripts/{settings}`, which holds every setting \
-the planner assumed (parallel layout with the pipeline's first and last stages, recomputation, \
-activation offloading, precision, optimizer and distributed optimizer, overlap, MoE dispatcher, \
-micro and global batch, sequence) and the model's rotary embeddings as its config.json sets \
-them, under the names of the configuration classes that take them.\n\n\
-1. Build NVIDIA's NeMo Framework container for SageMaker and push it to your ECR: pick a tag \
-of `nvcr.io/nvidia/nemo` whose release notes list Megatron-Bridge 0.3.1 or newer; SageMaker's \
-script mode needs its training toolkit in the image, so build from a two-line Dockerfile, \
-`FROM nvcr.io/nvidia/nemo:<tag>` and `RUN pip install sagemaker-training`, tag the image as \
-`<account>.dkr.ecr.<region>.amazonaws.com/nemo-sagemaker:<tag>`, log in with \
-`aws ecr get-login-password | docker login --username AWS --password-stdin <account>.dkr.ecr.<region>.amazonaws.com` \
-and `docker push`. Set `NEMO_IMAGE_URI` to that URI before running `launch.py`.\n\
-2. `pip install {sdk}`, with AWS credentials and a SageMaker execution role.\n\
-3. Tokenize the training data into Megatron's indexed format (Megatron-LM's \
-`tools/preprocess_data.py`, in the container) and upload the `.bin`/`.idx` pairs to \
-`s3_prefix + \"/data/train\"`. Every pair found there is used.\n\
-4. A trial first: `python launch.py --trial` trains {TRIAL_STEPS} iterations; Megatron-Bridge logs \
-its throughput per iteration.\n\
-5. Then the real run: `python launch.py`. Checkpoints go to `/opt/ml/checkpoints`, which \
-SageMaker syncs with `s3_prefix + \"/checkpoints\"`; a restarted job resumes from them.\n\
-6. A LoRA plan fine-tunes `hf_model` (the settings file's) with Megatron-Bridge's `LoRA` or \
-`CanonicalLoRA` (its `peft` group): the launcher converts the Hugging Face weights to Megatron's \
-format once with Megatron-Bridge's `AutoBridge` on each node, or reads a converted checkpoint \
-from a `pretrained` channel (`--pretrained_checkpoint`); the base stays frozen in the plan's \
-precision, the adapters train in BF16 with FP32 optimizer states.\n\n\
-## What was proven where\n\n\
-- In the planner's CI, on a CPU: `python scripts/{entry} --check` builds Megatron-Core's own \
-`TransformerConfig` (or `MLATransformerConfig`), `OptimizerConfig` and \
-`DistributedDataParallelConfig` from this file with the pinned megatron-core 0.16.1, whose \
-constructors validate the layout, recomputation and precision; the Megatron-Bridge groups' \
-names are checked against the pinned megatron-bridge 0.3.1's source (it does not import without \
-a GPU's TransformerEngine). Run `--check` yourself after editing the settings file.\n\
-- Needs GPUs: the training itself, and a LoRA plan's conversion of its Hugging Face weights. \
-Not run here (the planner says so in a note on the export, and the launcher refuses): \
-activation offloading with pipeline stages or recomputation (Megatron-Core refuses \
-both), op-level checkpointing, pure BF16, 8-bit and Adafactor optimizers, Gemma's, OLMo 2's and \
-Llama 4's layer shapes; nor the `TRAIN_PLANNER_MEASURED` line the Hugging Face stack's script \
-prints.\n"
+    let trial = TRIAL_STEPS.to_string();
+    part(
+        "megatron",
+        &[
+            ("entry", entry),
+            ("settings", crate::megatron_bridge::SETTINGS_FILE),
+            ("sdk", sdk_package(launcher)),
+            ("TRIAL_STEPS", &trial),
+        ],
     )
+}
+
+/// The README's static sections (`bundle/README.parts.md`), as the CLI and
+/// the tests compile them in (feature `bundled-readme`). The page leaves
+/// them out and fetches them with the script when it builds a bundle
+/// (`load_readme_parts`): only a download reads them.
+#[cfg(feature = "bundled-readme")]
+pub const README_PARTS: &str = include_str!("../bundle/README.parts.md");
+
+/// Where the page finds the README's sections.
+pub const README_PARTS_URL: &str = "bundle/README.parts.md";
+
+static PARTS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Keep the README's sections as the page fetched them.
+pub fn load_readme_parts(file: String) {
+    let _ = PARTS.set(file);
+}
+
+/// Whether the README's sections are at hand (always where compiled in).
+pub fn readme_parts_loaded() -> bool {
+    cfg!(feature = "bundled-readme") || PARTS.get().is_some()
+}
+
+fn parts() -> &'static str {
+    #[cfg(feature = "bundled-readme")]
+    return README_PARTS;
+    #[allow(unreachable_code)]
+    PARTS.get().map_or("", String::as_str)
+}
+
+/// The section `name` of the README's parts, each `{key}` in it replaced
+/// by its value (values are the planner's own: no braces in them).
+fn part(name: &str, values: &[(&str, &str)]) -> String {
+    values
+        .iter()
+        .fold(section(parts(), name).to_string(), |text, (key, value)| {
+            text.replace(&format!("{{{key}}}"), value)
+        })
+}
+
+/// A section of the parts file: from its `@@ name` line to the next such
+/// line, less the one line break before it.
+fn section<'a>(file: &'a str, name: &str) -> &'a str {
+    let head = format!("\n@@ {name}\n");
+    let Some(start) = file.find(&head) else {
+        return "";
+    };
+    let body = &file[start + head.len()..];
+    let end = body.find("\n@@ ").map_or(body.len(), |e| e + 1);
+    body[..end].strip_suffix('\n').unwrap_or(&body[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every section the README reads is in the parts file, whole, and
+    /// every placeholder it carries is filled.
+    #[test]
+    fn readme_parts_are_all_there_and_filled() {
+        let names = [
+            "tight",
+            "does-not-fit",
+            "run",
+            "data-sft",
+            "data-dpo",
+            "data-grpo",
+            "support",
+            "grpo-support",
+            "megatron",
+        ];
+        for name in names {
+            let text = section(README_PARTS, name);
+            assert!(text.len() > 40 && !text.contains("@@ "), "{name}");
+        }
+        assert_eq!(section(README_PARTS, "nonexistent"), "");
+        // The data part of a DPO plan's run steps ends where it did inline.
+        assert!(section(README_PARTS, "data-dpo").ends_with("are scored."));
+        for q in [
+            "model=llama-3.1-8b&stage=dpo",
+            "model=llama-3.1-8b&stack=megatron",
+            "model=llama-3.1-70b&instance=ml.g5.2xlarge",
+        ] {
+            let plan = Plan::from_query(q).plan;
+            let readme = &files(&plan, Format::Pytorch, "")[0].text;
+            for key in [
+                "{sdk}",
+                "{data}",
+                "{entry}",
+                "{TRIAL_STEPS}",
+                "{MEASURED_TAG}",
+                "{settings}",
+            ] {
+                assert!(!readme.contains(key), "{q}: {key} left in the README");
+            }
+        }
+    }
 }
