@@ -366,7 +366,7 @@ fn ModelPicker(ctx: Ctx) -> impl IntoView {
                             let c = p.arch.parameter_counts();
                             let size = if c.total == c.active { format!("{:.1}B", c.total as f64 / 1e9) } else { format!("{:.0}B, {:.1}B active", c.total as f64 / 1e9, c.active as f64 / 1e9) };
                             let selected = p.id == current;
-                            view! { <option value=p.id.clone() selected=selected>{format!("{} ({size})", p.name)}</option> }
+                            view! { <option value=p.id selected=selected>{format!("{} ({size})", p.name)}</option> }
                         })
                         .collect_view()
                 }}
@@ -528,12 +528,12 @@ fn InstancePicker(ctx: Ctx) -> impl IntoView {
                 {move || {
                     let l = lang.get();
                     instances().iter().map(|i| {
-                        let mem = gpu(&i.gpu).map(|g| g.memory_gb).unwrap_or(0.0);
+                        let mem = gpu(i.gpu).map(|g| g.memory_gb).unwrap_or(0.0);
                         let approx = if i.price_basis == PriceBasis::Derived { "≈" } else { "" };
                         let price = i.price_usd_hr.map(|p| format!("{approx}${}/h", num(p, 2, l))).unwrap_or_else(|| tr(l, Text::PriceUnknownShort).to_string());
-                        let label = format!("{} — {} × {} {} GB — {}", i.instance_type, i.gpu_count, short_gpu(&i.gpu), mem, price);
-                        let id = i.instance_type.clone();
-                        let sel = id.clone();
+                        let label = format!("{} — {} × {} {} GB — {}", i.instance_type, i.gpu_count, short_gpu(i.gpu), mem, price);
+                        let id = i.instance_type;
+                        let sel = id;
                         view! { <option value=id selected=move || ctx.plan.with(|p| p.hardware.instance == sel)>{label}</option> }
                     }).collect_view()
                 }}

@@ -85,4 +85,296 @@ fn main() {
         };
         fs::write(Path::new(&out).join(name), text).expect("OUT_DIR is writable");
     }
+    let models = fs::read_to_string("data/models.json").expect("data/models.json");
+    let models: serde_json::Value = serde_json::from_str(&models).expect("valid JSON");
+    let code = presets_code(&models, !lean);
+    fs::write(Path::new(&out).join("presets.rs"), code).expect("OUT_DIR is writable");
+    let hardware = fs::read_to_string("data/hardware.json").expect("data/hardware.json");
+    let hardware: serde_json::Value = serde_json::from_str(&hardware).expect("valid JSON");
+    let code = hardware_code(&hardware, !lean);
+    fs::write(Path::new(&out).join("hardware_data.rs"), code).expect("OUT_DIR is writable");
+    let sdk = fs::read_to_string("data/sdk.json").expect("data/sdk.json");
+    let sdk: serde_json::Value = serde_json::from_str(&sdk).expect("valid JSON");
+    fs::write(Path::new(&out).join("sdk_data.rs"), sdk_code(&sdk)).expect("OUT_DIR is writable");
+}
+
+// ---- data/sdk.json as a Rust static (export.rs's test `sdk_matches_the_file`) -------
+
+/// `Type { field: "value", ... }` for each entry of a list of flat objects.
+fn entries(list: &serde_json::Value, ty: &str, fields: &[&str]) -> String {
+    let items: Vec<String> = list
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|e| {
+            let f: Vec<String> = fields
+                .iter()
+                .map(|k| format!("{k}: {}", string(e, k)))
+                .collect();
+            format!("{ty} {{ {} }}", f.join(", "))
+        })
+        .collect();
+    format!("&[{}]", items.join(", "))
+}
+
+fn sdk_code(sdk: &serde_json::Value) -> String {
+    let (v2, v3) = (&sdk["v2"], &sdk["v3"]);
+    let pt = ["version", "py", "cuda"];
+    let smp = ["version", "py", "smp"];
+    let hf = ["transformers", "pytorch", "py", "cuda"];
+    format!(
+        "static SDK: Sdk = Sdk {{ v2: SdkV2 {{ package: {}, pytorch: {}, smp_pytorch: {}, huggingface: {} }}, v3: SdkV3 {{ package: {}, pytorch: {}, smp_pytorch: {} }} }};\n",
+        string(v2, "package"),
+        entries(&v2["pytorch"], "Pt", &pt),
+        entries(&v2["smp_pytorch"], "Smp", &smp),
+        entries(&v2["huggingface"], "Hf", &hf),
+        string(v3, "package"),
+        entries(&v3["pytorch"], "Pt", &pt),
+        entries(&v3["smp_pytorch"], "Smp", &smp),
+    )
+}
+
+// ---- data/hardware.json as Rust statics ---------------------------------------------
+//
+// As the presets (above), for the same reason: 2 KB gzip of JSON reading
+// on the page. hardware.rs's test `static_catalog_matches_the_file` reads
+// the file again and compares.
+
+fn opt_float(v: &serde_json::Value, key: &str) -> String {
+    option(v.get(key).and_then(serde_json::Value::as_f64), float)
+}
+
+fn gpu_code(g: &serde_json::Value, with_source: bool) -> String {
+    let arch = g["arch"].as_str().expect("gpu arch");
+    format!(
+        "    Gpu {{ id: {}, memory_gb: {}, usable_gib_approx: {}, mem_bw_tbs: {}, bf16_dense_tflops: {}, fp8_dense_tflops: {}, fp4_dense_tflops: {}, fp32_tflops: {}, fp8_tensor_cores: {}, fp4_tensor_cores: {}, fp8_tn_only: {}, nvlink_gbs_per_gpu: {}, host_link_gbs: {}, source: {} }},\n",
+        string(g, "id"),
+        float(g["memory_gb"].as_f64().expect("memory_gb")),
+        opt_float(g, "usable_gib_approx"),
+        float(g["mem_bw_tbs"].as_f64().expect("mem_bw_tbs")),
+        opt_float(g, "bf16_dense_tflops"),
+        opt_float(g, "fp8_dense_tflops"),
+        opt_float(g, "fp4_dense_tflops"),
+        opt_float(g, "fp32_tflops"),
+        flag(g, "fp8_tensor_cores"),
+        flag(g, "fp4_tensor_cores"),
+        !arch.contains("sm_10"),
+        opt_float(g, "nvlink_gbs_per_gpu"),
+        opt_float(g, "host_link_gbs"),
+        if with_source { string(g, "source") } else { "\"\"".into() },
+    )
+}
+
+/// An instance's `network_gbps`: a number, "up to N", or absent.
+fn network_code(n: Option<&serde_json::Value>) -> String {
+    match n {
+        Some(serde_json::Value::Number(x)) => {
+            format!("Network::Gbps({})", float(x.as_f64().expect("a number")))
+        }
+        Some(serde_json::Value::String(s)) => {
+            let up_to: f64 = s
+                .trim_start_matches("up to ")
+                .parse()
+                .unwrap_or_else(|_| panic!("network_gbps {s:?}"));
+            format!("Network::UpTo({})", float(up_to))
+        }
+        _ => "Network::Unknown".into(),
+    }
+}
+
+fn nccl_code(n: &serde_json::Value) -> String {
+    let f = |k: &str| float(n[k].as_f64().unwrap_or_else(|| panic!("nccl {k}")));
+    format!(
+        "Nccl {{ ring: {}, step_us: {}, tree: {}, level_us: {}, alltoall: {}, peer_us: {}, measured: {} }}",
+        f("ring"),
+        f("step_us"),
+        f("tree"),
+        f("level_us"),
+        f("alltoall"),
+        f("peer_us"),
+        n["basis"].as_str() == Some("measured"),
+    )
+}
+
+fn instance_code(i: &serde_json::Value, with_source: bool) -> String {
+    format!(
+        "    Instance {{ instance_type: {}, gpu: {}, gpu_count: {}, efa_supported: {}, multi_node_efa_training: {}, price_usd_hr: None, price_basis: PriceBasis::Unknown, price_as_of: String::new(), ec2_usd_hr: None, sold_by_plan_only: false, network: {}, nccl: {}, host_ram_gib: {}, source: {} }},\n",
+        string(i, "instance_type"),
+        string(i, "gpu"),
+        uint(i, "gpu_count", None),
+        flag(i, "efa_supported"),
+        flag(i, "multi_node_efa_training"),
+        network_code(i.get("network_gbps")),
+        option(i.get("nccl").filter(|n| !n.is_null()), nccl_code),
+        opt_float(i, "host_ram_gib"),
+        if with_source { string(i, "source") } else { "\"\"".into() },
+    )
+}
+
+/// `GPUS` and `INSTANCES`, data/hardware.json as `Gpu` and `Instance`
+/// literals (prices come from the price table at run time).
+fn hardware_code(h: &serde_json::Value, with_source: bool) -> String {
+    let mut code = String::from("pub static GPUS: &[Gpu] = &[\n");
+    for g in h["gpus"].as_array().expect("gpus") {
+        code += &gpu_code(g, with_source);
+    }
+    code += "];\nstatic INSTANCES: &[Instance] = &[\n";
+    for i in h["instances"].as_array().expect("instances") {
+        code += &instance_code(i, with_source);
+    }
+    code + "];\n"
+}
+
+// ---- data/models.json as Rust statics -----------------------------------------------
+//
+// The presets are compiled in as Rust values, not parsed at run time: the
+// JSON reader's code for them weighed 3.4 KB gzip on the page (#55's size
+// budget), and no maintained crate writes a const expression of our own
+// types from JSON. architecture.rs's `FromJson` reads the same file in a
+// test (`static_presets_match_the_file`), so the two cannot drift apart.
+
+/// `swiglu` -> `Swiglu`, `per_head` -> `PerHead`, `llama3` -> `Llama3`: the
+/// variant a key names (a key without one fails to compile).
+fn variant(key: &str) -> String {
+    key.split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+fn uint(v: &serde_json::Value, key: &str, default: Option<u64>) -> u64 {
+    v.get(key)
+        .and_then(serde_json::Value::as_u64)
+        .or(default)
+        .unwrap_or_else(|| panic!("models.json: `{key}` missing in {v}"))
+}
+
+fn flag(v: &serde_json::Value, key: &str) -> bool {
+    v.get(key)
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// A float literal Rust reads back as the same f64.
+fn float(x: f64) -> String {
+    format!("{x:?}")
+}
+
+fn option<T>(x: Option<T>, f: impl Fn(T) -> String) -> String {
+    x.map_or("None".into(), |x| format!("Some({})", f(x)))
+}
+
+fn string(v: &serde_json::Value, key: &str) -> String {
+    format!(
+        "{:?}",
+        v.get(key).and_then(serde_json::Value::as_str).unwrap_or("")
+    )
+}
+
+fn moe_code(m: &serde_json::Value) -> String {
+    format!(
+        "Moe {{ experts: {}, active: {}, shared: {}, expert_ffn: {}, router_bias: {}, dense_layers: {} }}",
+        uint(m, "experts", None),
+        uint(m, "active", None),
+        uint(m, "shared", Some(0)),
+        uint(m, "expert_ffn", None),
+        flag(m, "router_bias"),
+        uint(m, "dense_layers", Some(0)),
+    )
+}
+
+fn mla_code(m: &serde_json::Value) -> String {
+    format!(
+        "Mla {{ q_lora_rank: {}, kv_lora_rank: {}, qk_nope_dim: {}, qk_rope_dim: {}, v_head_dim: {} }}",
+        uint(m, "q_lora_rank", Some(0)),
+        uint(m, "kv_lora_rank", None),
+        uint(m, "qk_nope_dim", None),
+        uint(m, "qk_rope_dim", None),
+        uint(m, "v_head_dim", None),
+    )
+}
+
+fn scaling_code(s: &serde_json::Value) -> String {
+    let num = |k: &str| option(s.get(k).and_then(serde_json::Value::as_f64), float);
+    format!(
+        "crate::rope::RopeScaling {{ kind: crate::rope::RopeKind::{}, factor: {}, original_context: {}, low_freq_factor: {}, high_freq_factor: {}, beta_fast: {}, beta_slow: {}, mscale: {}, mscale_all_dim: {}, truncate: {} }}",
+        variant(s["kind"].as_str().expect("scaling kind")),
+        float(s["factor"].as_f64().expect("scaling factor")),
+        option(s.get("original_context").and_then(serde_json::Value::as_u64), |n| n.to_string()),
+        num("low_freq_factor"),
+        num("high_freq_factor"),
+        num("beta_fast"),
+        num("beta_slow"),
+        num("mscale"),
+        num("mscale_all_dim"),
+        option(s.get("truncate").and_then(serde_json::Value::as_bool), |b| b.to_string()),
+    )
+}
+
+fn rope_code(r: Option<&serde_json::Value>) -> String {
+    match r {
+        None => "crate::rope::Rope { theta: 10_000.0, scaling: None }".into(),
+        Some(r) => format!(
+            "crate::rope::Rope {{ theta: {}, scaling: {} }}",
+            float(r["theta"].as_f64().expect("rope theta")),
+            option(r.get("scaling").filter(|s| !s.is_null()), scaling_code),
+        ),
+    }
+}
+
+fn architecture_code(p: &serde_json::Value) -> String {
+    let u = |k: &str| uint(p, k, None);
+    let d = |k: &str, n: u64| uint(p, k, Some(n));
+    format!(
+        "Architecture {{ layers: {}, hidden: {}, heads: {}, kv_heads: {}, head_dim: {}, ffn: {}, vocab: {}, tied: {}, mlp: Mlp::{}, qkv_bias: {}, o_bias: {}, mlp_bias: {}, qk_norm: QkNorm::{}, norms_per_layer: {}, attn_sinks: {}, max_context: {}, sliding_window: {}, local_layers: {}, chunked: {}, moe: {}, mla: {}, mtp_layers: {}, rope: {} }}",
+        u("layers"),
+        u("hidden"),
+        u("heads"),
+        u("kv_heads"),
+        u("head_dim"),
+        u("ffn"),
+        u("vocab"),
+        p["tied"].as_bool().expect("tied"),
+        variant(p["mlp"].as_str().expect("mlp")),
+        flag(p, "qkv_bias"),
+        flag(p, "o_bias"),
+        flag(p, "mlp_bias"),
+        variant(p.get("qk_norm").and_then(serde_json::Value::as_str).unwrap_or("none")),
+        d("norms_per_layer", 2),
+        flag(p, "attn_sinks"),
+        d("max_context", 0),
+        d("sliding_window", 0),
+        d("local_layers", 0),
+        flag(p, "chunked"),
+        option(p.get("moe").filter(|m| !m.is_null()), moe_code),
+        option(p.get("mla").filter(|m| !m.is_null()), mla_code),
+        d("mtp_layers", 0),
+        rope_code(p.get("rope")),
+    )
+}
+
+/// `PRESETS`, every preset of data/models.json as a `Preset` literal; the
+/// page's copy without their `source` (`with_source` false).
+fn presets_code(models: &serde_json::Value, with_source: bool) -> String {
+    let mut code = String::from("pub static PRESETS: &[Preset] = &[\n");
+    for p in models.as_array().expect("models.json is an array") {
+        let source = if with_source {
+            string(p, "source")
+        } else {
+            "\"\"".into()
+        };
+        code += &format!(
+            "    Preset {{ id: {}, name: {}, hub: {}, source: {}, arch: {} }},\n",
+            string(p, "id"),
+            string(p, "name"),
+            string(p, "hub"),
+            source,
+            architecture_code(p),
+        );
+    }
+    code + "];\n"
 }

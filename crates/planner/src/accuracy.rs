@@ -127,7 +127,7 @@ pub fn compute() -> Coverage {
     let rows = throughput_rows();
     let all: Vec<&ThroughputRow> = rows.iter().collect();
     let total = stats(rows[0].group, &all);
-    let mut gpus: Vec<String> = cases().iter().map(|c| c.gpu.id.clone()).collect();
+    let mut gpus: Vec<String> = cases().iter().map(|c| c.gpu.id.to_string()).collect();
     gpus.sort();
     gpus.dedup();
     Coverage {

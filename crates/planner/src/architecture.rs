@@ -10,7 +10,6 @@ use crate::json::{named, opt, req, FromJson, Json};
 use crate::rope::Rope;
 use crate::text::{Arg, Phrase, Text};
 use serde::Serialize;
-use std::sync::OnceLock;
 
 /// Feed-forward block shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -797,36 +796,23 @@ impl Architecture {
 /// A named architecture with its source.
 #[derive(Clone, Debug, Serialize)]
 pub struct Preset {
-    pub id: String,
-    pub name: String,
+    pub id: &'static str,
+    pub name: &'static str,
     /// The Hugging Face Hub repository of the weights (what train.py loads).
-    pub hub: String,
+    pub hub: &'static str,
     /// Where the shape comes from (left out of the page's copy of the data).
-    pub source: String,
+    pub source: &'static str,
     #[serde(flatten)]
     pub arch: Architecture,
 }
 
-/// The shape's fields beside the preset's own, as `Serialize` flattens them.
-impl FromJson for Preset {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        Ok(Preset {
-            id: req(j, "id")?,
-            name: req(j, "name")?,
-            hub: opt(j, "hub")?.unwrap_or_default(),
-            source: opt(j, "source")?.unwrap_or_default(),
-            arch: Architecture::from_json(j)?,
-        })
-    }
-}
+// `PRESETS`: data/models.json as Rust values, written by build.rs
+// (`presets_code`): the page parses no JSON for them.
+include!(concat!(env!("OUT_DIR"), "/presets.rs"));
 
-/// Every preset, parsed once from `data/models.json` (compiled in).
+/// Every preset of `data/models.json`, compiled in.
 pub fn presets() -> &'static [Preset] {
-    static PRESETS: OnceLock<Vec<Preset>> = OnceLock::new();
-    PRESETS.get_or_init(|| {
-        let text = include_str!(concat!(env!("OUT_DIR"), "/models.json"));
-        crate::json::read(text).expect("data/models.json is valid (checked by tests)")
-    })
+    PRESETS
 }
 
 /// The preset with this id, if any.
@@ -851,7 +837,7 @@ pub fn suggest_presets(typed: &str) -> Vec<&'static str> {
     let mut scored: Vec<(usize, &'static str)> = presets()
         .iter()
         .map(|p| {
-            let id = norm(&p.id);
+            let id = norm(p.id);
             let contains = id.windows(want.len()).any(|w| w == want.as_slice());
             (
                 if contains {
@@ -859,7 +845,7 @@ pub fn suggest_presets(typed: &str) -> Vec<&'static str> {
                 } else {
                     edit_distance(&want, &id)
                 },
-                p.id.as_str(),
+                p.id,
             )
         })
         .filter(|(d, _)| *d <= (want.len() / 3).max(2))
@@ -1261,5 +1247,35 @@ impl HfConfig<'_> {
             _ => 0,
         };
         Ok((if local > 0 { window } else { 0 }, local))
+    }
+}
+
+#[cfg(test)]
+mod preset_tests {
+    use super::*;
+
+    /// build.rs writes the presets as Rust values; the reader every other
+    /// shape goes through (`FromJson`) reads the same file to the same
+    /// values, field by field.
+    #[test]
+    fn static_presets_match_the_file() {
+        let text = include_str!("../data/models.json");
+        let file = crate::json::parse(text).expect("models.json parses");
+        let entries = file.as_array().expect("an array");
+        assert_eq!(entries.len(), PRESETS.len());
+        for (j, p) in entries.iter().zip(PRESETS) {
+            let text = |k: &str| j.get(k).and_then(crate::json::Json::as_str).unwrap_or("");
+            let strings = (p.id, p.name, p.hub, p.source);
+            assert_eq!(
+                strings,
+                (text("id"), text("name"), text("hub"), text("source"))
+            );
+            assert_eq!(
+                p.arch,
+                Architecture::from_json(j).expect("a shape"),
+                "{}",
+                p.id
+            );
+        }
     }
 }

@@ -25,7 +25,7 @@ pub struct Case {
 impl Case {
     /// The SageMaker instance with this row's GPU.
     pub fn instance(&self) -> &'static str {
-        match self.gpu.id.as_str() {
+        match self.gpu.id {
             id if id.starts_with("A100") => "ml.p4de.24xlarge",
             id if id.starts_with("H100") => "ml.p5.48xlarge",
             id if id.starts_with("H200") => "ml.p5en.48xlarge",
@@ -45,7 +45,7 @@ impl Case {
             .iter()
             .find(|pre| a.moe.is_some() && pre.arch == *a)
         {
-            Some(pre) => p.model.preset = pre.id.clone(),
+            Some(pre) => p.model.preset = pre.id.to_string(),
             None => {
                 p.model.preset = "custom".into();
                 p.model.arch = crate::plan::ArchOverrides {

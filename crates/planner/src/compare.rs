@@ -58,7 +58,7 @@ pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
         if inst.gpu_count < 4 && inst.instance_type != plan.hardware.instance {
             continue;
         }
-        let Some(gpu) = hardware::gpu(&inst.gpu) else {
+        let Some(gpu) = hardware::gpu(inst.gpu) else {
             continue;
         };
         let mut p = plan.clone();
@@ -66,7 +66,7 @@ pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
             // The user's price override is for their own instance type.
             p.hardware.price = None;
         }
-        p.hardware.instance = inst.instance_type.clone();
+        p.hardware.instance = inst.instance_type.to_string();
         p.hardware.nodes = total_gpus.div_ceil(inst.gpu_count).max(1);
         if !inst.multi_node_efa_training {
             p.hardware.nodes = 1;
@@ -85,8 +85,8 @@ pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
         let tp = r.throughput(&r.efficiency());
         let (time, _, cost) = cost::estimate(&r, &tp);
         out.push(InstanceOption {
-            instance: inst.instance_type.clone(),
-            gpu: inst.gpu.clone(),
+            instance: inst.instance_type.to_string(),
+            gpu: inst.gpu.to_string(),
             nodes: p.hardware.nodes,
             gpus: r.layout.gpus,
             precision: p.numerics.precision.key(),

@@ -154,8 +154,8 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
         parameters_active: r.counts.active,
         architecture: r.arch.clone(),
         layout: r.layout,
-        gpu: r.gpu.id.clone(),
-        instance: r.instance.instance_type.clone(),
+        gpu: r.gpu.id.to_string(),
+        instance: r.instance.instance_type.to_string(),
         memory: MemoryReport {
             peak_bytes_per_gpu: mem.peak_bytes,
             least_bytes_per_gpu: mem.least_bytes,

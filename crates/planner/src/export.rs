@@ -7,7 +7,6 @@
 //! `py_str`, so nothing typed can leave its literal.
 
 use crate::evaluate::evaluate;
-use crate::json::{req, FromJson, Json};
 use crate::plan::{
     Attention, Checkpointing, Loss, Optimizer, Plan, Precision, Training, TrainingStage,
 };
@@ -15,7 +14,6 @@ use crate::report::{Report, Verdict};
 use crate::throughput::Generation;
 use serde::Serialize;
 use std::fmt::Write;
-use std::sync::OnceLock;
 
 /// The code formats a plan exports to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -47,96 +45,47 @@ impl Format {
 }
 
 struct Pt {
-    version: String,
-    py: String,
-    cuda: String,
+    version: &'static str,
+    py: &'static str,
+    cuda: &'static str,
 }
 struct Smp {
-    version: String,
-    py: String,
-    smp: String,
+    version: &'static str,
+    py: &'static str,
+    smp: &'static str,
 }
 struct Hf {
-    transformers: String,
-    pytorch: String,
-    py: String,
-    cuda: String,
+    transformers: &'static str,
+    pytorch: &'static str,
+    py: &'static str,
+    cuda: &'static str,
 }
 struct SdkV2 {
-    package: String,
-    pytorch: Vec<Pt>,
-    smp_pytorch: Vec<Smp>,
-    huggingface: Vec<Hf>,
+    package: &'static str,
+    pytorch: &'static [Pt],
+    smp_pytorch: &'static [Smp],
+    huggingface: &'static [Hf],
 }
 struct SdkV3 {
-    package: String,
-    pytorch: Vec<Pt>,
-    smp_pytorch: Vec<Smp>,
+    package: &'static str,
+    pytorch: &'static [Pt],
+    smp_pytorch: &'static [Smp],
 }
 struct Sdk {
     v2: SdkV2,
     v3: SdkV3,
 }
 
-impl FromJson for Pt {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        Ok(Pt {
-            version: req(j, "version")?,
-            py: req(j, "py")?,
-            cuda: req(j, "cuda")?,
-        })
-    }
-}
-impl FromJson for Smp {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        Ok(Smp {
-            version: req(j, "version")?,
-            py: req(j, "py")?,
-            smp: req(j, "smp")?,
-        })
-    }
-}
-impl FromJson for Hf {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        Ok(Hf {
-            transformers: req(j, "transformers")?,
-            pytorch: req(j, "pytorch")?,
-            py: req(j, "py")?,
-            cuda: req(j, "cuda")?,
-        })
-    }
-}
-impl FromJson for Sdk {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        let v2 = j.get("v2").ok_or("missing field `v2`")?;
-        let v3 = j.get("v3").ok_or("missing field `v3`")?;
-        Ok(Sdk {
-            v2: SdkV2 {
-                package: req(v2, "package")?,
-                pytorch: req(v2, "pytorch")?,
-                smp_pytorch: req(v2, "smp_pytorch")?,
-                huggingface: req(v2, "huggingface")?,
-            },
-            v3: SdkV3 {
-                package: req(v3, "package")?,
-                pytorch: req(v3, "pytorch")?,
-                smp_pytorch: req(v3, "smp_pytorch")?,
-            },
-        })
-    }
-}
+// `SDK`: data/sdk.json as Rust values, written by build.rs (`sdk_code`).
+include!(concat!(env!("OUT_DIR"), "/sdk_data.rs"));
 
 fn sdk() -> &'static Sdk {
-    static SDK: OnceLock<Sdk> = OnceLock::new();
-    SDK.get_or_init(|| {
-        crate::json::read(include_str!(concat!(env!("OUT_DIR"), "/sdk.json")))
-            .expect("data/sdk.json is valid (checked by tests)")
-    })
+    &SDK
 }
 
 /// The SDK packages the generated code is written for.
 pub fn sdk_packages() -> (&'static str, &'static str) {
-    (&sdk().v2.package, &sdk().v3.package)
+    (sdk().v2.package, sdk().v3.package)
 }
 
 /// A Python string literal that holds exactly `s`: double-quoted, with
@@ -204,7 +153,7 @@ impl Ctx<'_> {
 
 fn ctx<'a>(plan: &'a Plan, report: &'a Report) -> Ctx<'a> {
     let gpu = crate::hardware::instance(&plan.hardware.instance)
-        .and_then(|i| crate::hardware::gpu(&i.gpu));
+        .and_then(|i| crate::hardware::gpu(i.gpu));
     let blackwell = report.throughput.generation == Generation::Blackwell;
     // train.py runs tensor parallelism itself (DTensor, #37): SMP v2 only for
     // hybrid sharding and activation offloading.
@@ -429,7 +378,7 @@ pub(crate) fn model_id<'a>(p: &'a Plan, r: &Report) -> Option<&'a str> {
     }
     crate::architecture::preset(&p.model.preset)
         .filter(|m| m.name == r.model_name.english() && !m.hub.is_empty())
-        .map(|m| m.hub.as_str())
+        .map(|m| m.hub)
 }
 
 /// The hyperparameters as a Python dict, and the trial switch: `python launch.py --trial`
@@ -593,15 +542,15 @@ fn pytorch(c: &Ctx<'_>) -> String {
     let (version, py, note) = if c.smp {
         let v = &sdk.smp_pytorch[0];
         (
-            v.version.as_str(),
-            v.py.as_str(),
+            v.version,
+            v.py,
             format!("SMP v2 {} image (PyTorch {})", v.smp, v.version),
         )
     } else {
         let v = &sdk.pytorch[0];
         (
-            v.version.as_str(),
-            v.py.as_str(),
+            v.version,
+            v.py,
             format!(
                 "PyTorch {} ({}){}",
                 v.version,
@@ -693,9 +642,9 @@ fn huggingface(c: &Ctx<'_>) -> String {
         c,
         "HuggingFace",
         &[
-            ("transformers_version", py_str(&v.transformers)),
-            ("pytorch_version", py_str(&v.pytorch)),
-            ("py_version", py_str(&v.py)),
+            ("transformers_version", py_str(v.transformers)),
+            ("pytorch_version", py_str(v.pytorch)),
+            ("py_version", py_str(v.py)),
         ],
         "{\"torch_distributed\": {\"enabled\": True}}",
     ));
@@ -750,12 +699,9 @@ fn modeltrainer(c: &Ctx<'_>) -> String {
         &format!("SageMaker Python SDK v3 ModelTrainer ({})", sdk.package),
     );
     let (version, py) = if c.smp {
-        (
-            sdk.smp_pytorch[0].version.as_str(),
-            sdk.smp_pytorch[0].py.as_str(),
-        )
+        (sdk.smp_pytorch[0].version, sdk.smp_pytorch[0].py)
     } else {
-        (sdk.pytorch[0].version.as_str(), sdk.pytorch[0].py.as_str())
+        (sdk.pytorch[0].version, sdk.pytorch[0].py)
     };
     let _ = writeln!(s, "# Image: {}", trainer_image_note(c, version));
     if let Some(n) = c.smp_fallback_note() {
@@ -933,5 +879,87 @@ pub fn export_of(plan: &Plan, report: &Report, format: Format) -> Export {
         format,
         code,
         filename,
+    }
+}
+
+#[cfg(test)]
+mod sdk_tests {
+    use super::*;
+    use crate::json::Json;
+
+    /// build.rs writes data/sdk.json as Rust values; read again, the file
+    /// holds the same versions in the same order.
+    #[test]
+    fn sdk_matches_the_file() {
+        let file = crate::json::parse(include_str!("../data/sdk.json")).expect("parses");
+        let rows = |v: &str, list: &str, keys: &[&str]| -> Vec<Vec<String>> {
+            let items = file
+                .get(v)
+                .and_then(|x| x.get(list))
+                .and_then(Json::as_array);
+            items
+                .expect("a list")
+                .iter()
+                .map(|e| {
+                    keys.iter()
+                        .map(|k| e.get(k).and_then(Json::as_str).unwrap().to_string())
+                        .collect()
+                })
+                .collect()
+        };
+        let pt = |l: &[Pt]| -> Vec<Vec<String>> {
+            l.iter()
+                .map(|p| vec![p.version.into(), p.py.into(), p.cuda.into()])
+                .collect()
+        };
+        let smp = |l: &[Smp]| -> Vec<Vec<String>> {
+            l.iter()
+                .map(|p| vec![p.version.into(), p.py.into(), p.smp.into()])
+                .collect()
+        };
+        let s = sdk();
+        assert_eq!(
+            pt(s.v2.pytorch),
+            rows("v2", "pytorch", &["version", "py", "cuda"])
+        );
+        assert_eq!(
+            pt(s.v3.pytorch),
+            rows("v3", "pytorch", &["version", "py", "cuda"])
+        );
+        assert_eq!(
+            smp(s.v2.smp_pytorch),
+            rows("v2", "smp_pytorch", &["version", "py", "smp"])
+        );
+        assert_eq!(
+            smp(s.v3.smp_pytorch),
+            rows("v3", "smp_pytorch", &["version", "py", "smp"])
+        );
+        let hf: Vec<Vec<String>> =
+            s.v2.huggingface
+                .iter()
+                .map(|h| {
+                    vec![
+                        h.transformers.into(),
+                        h.pytorch.into(),
+                        h.py.into(),
+                        h.cuda.into(),
+                    ]
+                })
+                .collect();
+        assert_eq!(
+            hf,
+            rows(
+                "v2",
+                "huggingface",
+                &["transformers", "pytorch", "py", "cuda"]
+            )
+        );
+        let package = |v: &str| {
+            file.get(v)
+                .and_then(|x| x.get("package"))
+                .and_then(Json::as_str)
+        };
+        assert_eq!(Some(s.v2.package), package("v2"));
+        assert_eq!(Some(s.v3.package), package("v3"));
     }
 }

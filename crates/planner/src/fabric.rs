@@ -277,7 +277,7 @@ impl Fabric {
     pub fn of(gpu: &Gpu, instance: &Instance, ultraserver: u64) -> Fabric {
         let per_node = instance.gpu_count.max(1);
         let network = Network::of(instance);
-        if crate::hardware::is_ultraserver(&instance.instance_type) {
+        if crate::hardware::is_ultraserver(instance.instance_type) {
             Fabric {
                 hierarchical: true,
                 ..Fabric::new(gpu, ultraserver.max(per_node), network)

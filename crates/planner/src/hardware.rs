@@ -1,14 +1,14 @@
 //! GPUs and SageMaker training instances, read from `data/hardware.json`
 //! (a copy of ../shared/data/hardware.json; every entry names its source).
 
-use crate::json::{opt, req, FromJson, Json};
+use crate::json::{req, FromJson, Json};
 use serde::Serialize;
 use std::sync::OnceLock;
 
 /// One GPU model. Peaks are dense (non-sparse) TFLOP/s per GPU.
 #[derive(Clone, Debug, Serialize)]
 pub struct Gpu {
-    pub id: String,
+    pub id: &'static str,
     /// Marketed memory in decimal GB.
     pub memory_gb: f64,
     /// What `nvidia-smi`/PyTorch can allocate, in GiB, where known.
@@ -31,7 +31,7 @@ pub struct Gpu {
     /// The link to host memory, GB/s per direction at line rate (PCIe Gen4
     /// or Gen5 x16, or GB200's NVLink-C2C): what activation offloading uses.
     pub host_link_gbs: Option<f64>,
-    pub source: String,
+    pub source: &'static str,
 }
 
 impl Gpu {
@@ -53,8 +53,8 @@ impl Gpu {
 /// One SageMaker training instance type.
 #[derive(Clone, Debug, Serialize)]
 pub struct Instance {
-    pub instance_type: String,
-    pub gpu: String,
+    pub instance_type: &'static str,
+    pub gpu: &'static str,
     pub gpu_count: u64,
     pub efa_supported: bool,
     pub multi_node_efa_training: bool,
@@ -77,7 +77,7 @@ pub struct Instance {
     pub sold_by_plan_only: bool,
     /// Network bandwidth per instance in Gbit/s: a number, "up to N", or absent.
     #[serde(skip)]
-    pub network_gbps: Json,
+    pub network: Network,
     /// How NCCL used its network in published nccl-tests runs, where one
     /// was found (its own, or the nearest instance's).
     #[serde(skip)]
@@ -86,7 +86,18 @@ pub struct Instance {
     /// pages): what activation offloading can fill.
     #[serde(skip)]
     pub host_ram_gib: Option<f64>,
-    pub source: String,
+    pub source: &'static str,
+}
+
+/// An instance's network as hardware.json states it (`network_gbps`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Network {
+    /// A sustained figure, Gbit/s.
+    Gbps(f64),
+    /// "up to N" Gbit/s (burst credits).
+    UpTo(f64),
+    /// Not stated.
+    Unknown,
 }
 
 /// Of a node's RAM, the share pinned offload buffers can take: the rest is
@@ -147,12 +158,10 @@ impl Instance {
 
     pub fn network_gbps(&self) -> f64 {
         let unknown = if self.efa_supported { 100.0 } else { 10.0 };
-        match &self.network_gbps {
-            Json::Num(n) => *n,
-            Json::Str(s) => crate::decimal::parse_f64(s.trim_start_matches("up to "))
-                .map(|x| x / 4.0)
-                .unwrap_or(unknown),
-            _ => unknown,
+        match self.network {
+            Network::Gbps(n) => n,
+            Network::UpTo(n) => n / 4.0,
+            Network::Unknown => unknown,
         }
     }
 }
@@ -204,62 +213,6 @@ fn price_instances(instances: &mut [Instance]) {
     }
 }
 
-struct Catalog {
-    gpus: Vec<Gpu>,
-    instances: Vec<Instance>,
-}
-
-impl FromJson for Gpu {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        Ok(Gpu {
-            id: req(j, "id")?,
-            memory_gb: req(j, "memory_gb")?,
-            usable_gib_approx: opt(j, "usable_gib_approx")?,
-            mem_bw_tbs: req(j, "mem_bw_tbs")?,
-            bf16_dense_tflops: opt(j, "bf16_dense_tflops")?,
-            fp8_dense_tflops: opt(j, "fp8_dense_tflops")?,
-            fp4_dense_tflops: opt(j, "fp4_dense_tflops")?,
-            fp32_tflops: opt(j, "fp32_tflops")?,
-            fp8_tensor_cores: opt(j, "fp8_tensor_cores")?.unwrap_or(false),
-            fp4_tensor_cores: opt(j, "fp4_tensor_cores")?.unwrap_or(false),
-            fp8_tn_only: !req::<String>(j, "arch")?.contains("sm_10"),
-            nvlink_gbs_per_gpu: opt(j, "nvlink_gbs_per_gpu")?,
-            host_link_gbs: opt(j, "host_link_gbs")?,
-            source: opt(j, "source")?.unwrap_or_default(),
-        })
-    }
-}
-
-impl FromJson for Instance {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        Ok(Instance {
-            instance_type: req(j, "instance_type")?,
-            gpu: req(j, "gpu")?,
-            gpu_count: req(j, "gpu_count")?,
-            efa_supported: opt(j, "efa_supported")?.unwrap_or(false),
-            multi_node_efa_training: opt(j, "multi_node_efa_training")?.unwrap_or(false),
-            price_usd_hr: None,
-            price_basis: PriceBasis::Unknown,
-            price_as_of: String::new(),
-            ec2_usd_hr: None,
-            sold_by_plan_only: false,
-            network_gbps: j.get("network_gbps").cloned().unwrap_or(Json::Null),
-            nccl: opt(j, "nccl")?,
-            host_ram_gib: opt(j, "host_ram_gib")?,
-            source: opt(j, "source")?.unwrap_or_default(),
-        })
-    }
-}
-
-impl FromJson for Catalog {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        Ok(Catalog {
-            gpus: req(j, "gpus")?,
-            instances: req(j, "instances")?,
-        })
-    }
-}
-
 /// ml.p6e-gb200.36xlarge is sold only inside P6e-GB200 UltraServers, whose
 /// 36 or 72 GPUs share one NVLink domain (shared/data/gb200_nvl72_and_uneven_pp.md §1.1).
 pub fn is_ultraserver(instance_type: &str) -> bool {
@@ -270,17 +223,6 @@ pub fn is_ultraserver(instance_type: &str) -> bool {
 
 /// 2^30 bytes.
 pub const GIB: u64 = 1 << 30;
-
-fn catalog() -> &'static Catalog {
-    static CATALOG: OnceLock<Catalog> = OnceLock::new();
-    CATALOG.get_or_init(|| {
-        let text = include_str!(concat!(env!("OUT_DIR"), "/hardware.json"));
-        let mut c: Catalog =
-            crate::json::read(text).expect("data/hardware.json is valid (checked by tests)");
-        price_instances(&mut c.instances);
-        c
-    })
-}
 
 /// A GPU that is not in the catalogue (`instance=custom`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -320,7 +262,7 @@ impl Default for CustomGpu {
 pub fn custom(c: &CustomGpu) -> (Gpu, Instance) {
     let fp8 = c.fp8_tflops > 0.0;
     let gpu = Gpu {
-        id: "Custom GPU".into(),
+        id: "Custom GPU",
         memory_gb: c.memory_gb,
         usable_gib_approx: None,
         mem_bw_tbs: c.bandwidth_tbs,
@@ -334,11 +276,11 @@ pub fn custom(c: &CustomGpu) -> (Gpu, Instance) {
         fp8_tn_only: true,
         nvlink_gbs_per_gpu: (c.nvlink_gbs > 0.0).then_some(c.nvlink_gbs),
         host_link_gbs: None,
-        source: "entered by the user".into(),
+        source: "entered by the user",
     };
     let instance = Instance {
-        instance_type: "custom".into(),
-        gpu: gpu.id.clone(),
+        instance_type: "custom",
+        gpu: gpu.id,
         gpu_count: c.per_node.max(1),
         efa_supported: true,
         multi_node_efa_training: true,
@@ -347,21 +289,31 @@ pub fn custom(c: &CustomGpu) -> (Gpu, Instance) {
         price_as_of: String::new(),
         ec2_usd_hr: None,
         sold_by_plan_only: false,
-        network_gbps: Json::Num(c.network_gbps),
+        network: Network::Gbps(c.network_gbps),
         nccl: None,
         host_ram_gib: None,
-        source: "entered by the user".into(),
+        source: "entered by the user",
     };
     (gpu, instance)
 }
 
 pub fn gpus() -> &'static [Gpu] {
-    &catalog().gpus
+    GPUS
 }
 
+/// Every instance type, priced from the price table.
 pub fn instances() -> &'static [Instance] {
-    &catalog().instances
+    static PRICED: OnceLock<Vec<Instance>> = OnceLock::new();
+    PRICED.get_or_init(|| {
+        let mut instances = INSTANCES.to_vec();
+        price_instances(&mut instances);
+        instances
+    })
 }
+
+// `GPUS` and `INSTANCES`: data/hardware.json as Rust values, written by
+// build.rs (`hardware_code`): the page parses no JSON for them.
+include!(concat!(env!("OUT_DIR"), "/hardware_data.rs"));
 
 pub fn instance(instance_type: &str) -> Option<&'static Instance> {
     instances()
@@ -402,7 +354,7 @@ impl Generation {
 pub fn generation(gpu: &Gpu) -> Generation {
     // The first letter decides, before any search of the name: the search
     // calls this for every plan it times.
-    let id = gpu.id.as_str();
+    let id = gpu.id;
     match id.as_bytes().first() {
         // The 500 W H100 of torchtitan's Grand Teton runs.
         Some(b'H') if id.ends_with("500W") => Generation::HopperPowerCapped,
@@ -426,6 +378,75 @@ mod tests {
         use Generation::*;
         for g in [Ampere, Ada, Hopper, HopperPowerCapped, Blackwell] {
             assert_eq!(g.name(), format!("{g:?}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod catalog_tests {
+    use super::*;
+    use crate::json::opt;
+
+    /// build.rs writes the catalogue as Rust values; read again from the
+    /// file, field by field, it is the same.
+    #[test]
+    fn static_catalog_matches_the_file() {
+        let file = crate::json::parse(include_str!("../data/hardware.json")).expect("parses");
+        let gpus = file.get("gpus").and_then(Json::as_array).expect("gpus");
+        assert_eq!(gpus.len(), GPUS.len());
+        for (j, g) in gpus.iter().zip(GPUS) {
+            let f = |k: &str| opt::<f64>(j, k).expect("a number");
+            let b = |k: &str| opt::<bool>(j, k).expect("a flag").unwrap_or(false);
+            assert_eq!(g.id, req::<String>(j, "id").unwrap());
+            assert_eq!(
+                g.source,
+                opt::<String>(j, "source").unwrap().unwrap_or_default()
+            );
+            assert_eq!(Some(g.memory_gb), f("memory_gb"));
+            assert_eq!(Some(g.mem_bw_tbs), f("mem_bw_tbs"));
+            assert_eq!(g.usable_gib_approx, f("usable_gib_approx"));
+            assert_eq!(g.bf16_dense_tflops, f("bf16_dense_tflops"));
+            assert_eq!(g.fp8_dense_tflops, f("fp8_dense_tflops"));
+            assert_eq!(g.fp4_dense_tflops, f("fp4_dense_tflops"));
+            assert_eq!(g.fp32_tflops, f("fp32_tflops"));
+            assert_eq!(g.nvlink_gbs_per_gpu, f("nvlink_gbs_per_gpu"));
+            assert_eq!(g.host_link_gbs, f("host_link_gbs"));
+            assert_eq!(g.fp8_tensor_cores, b("fp8_tensor_cores"));
+            assert_eq!(g.fp4_tensor_cores, b("fp4_tensor_cores"));
+            let arch: String = req(j, "arch").unwrap();
+            assert_eq!(g.fp8_tn_only, !arch.contains("sm_10"), "{}", g.id);
+        }
+        let instances = file
+            .get("instances")
+            .and_then(Json::as_array)
+            .expect("instances");
+        assert_eq!(instances.len(), INSTANCES.len());
+        for (j, i) in instances.iter().zip(INSTANCES) {
+            assert_eq!(i.instance_type, req::<String>(j, "instance_type").unwrap());
+            assert_eq!(i.gpu, req::<String>(j, "gpu").unwrap());
+            assert_eq!(i.gpu_count, req::<u64>(j, "gpu_count").unwrap());
+            assert_eq!(
+                i.source,
+                opt::<String>(j, "source").unwrap().unwrap_or_default()
+            );
+            let b = |k: &str| opt::<bool>(j, k).expect("a flag").unwrap_or(false);
+            assert_eq!(i.efa_supported, b("efa_supported"));
+            assert_eq!(i.multi_node_efa_training, b("multi_node_efa_training"));
+            assert_eq!(i.host_ram_gib, opt::<f64>(j, "host_ram_gib").unwrap());
+            assert_eq!(
+                i.nccl,
+                opt::<Nccl>(j, "nccl").unwrap(),
+                "{}",
+                i.instance_type
+            );
+            let network = match j.get("network_gbps") {
+                Some(Json::Num(n)) => Network::Gbps(*n),
+                Some(Json::Str(s)) => {
+                    Network::UpTo(s.trim_start_matches("up to ").parse().expect("up to N"))
+                }
+                _ => Network::Unknown,
+            };
+            assert_eq!(i.network, network, "{}", i.instance_type);
         }
     }
 }

@@ -514,7 +514,7 @@ fn dpo_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
 pub(crate) fn throughput_accuracy(r: &Job<'_>, gen: Generation, fabric: &Fabric) -> Accuracy {
     use crate::coverage::{checked_group, Group};
     let group = Group::of(r.plan, &r.arch, &r.layout, gen, fabric);
-    let mut a = match checked_group(&group, &r.gpu.id) {
+    let mut a = match checked_group(&group, r.gpu.id) {
         Some(stats) => checked_throughput(r, stats),
         None => unchecked_throughput(r, &group),
     };

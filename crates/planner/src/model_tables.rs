@@ -68,7 +68,7 @@ pub fn modelled_busbw(
     c: Collective,
     bytes: f64,
 ) -> f64 {
-    let Some(gpu) = hardware::instance(instance).and_then(|i| hardware::gpu(&i.gpu)) else {
+    let Some(gpu) = hardware::instance(instance).and_then(|i| hardware::gpu(i.gpu)) else {
         return 0.0;
     };
     let fabric = Fabric::new(gpu, per_node, *network);
@@ -116,7 +116,7 @@ pub fn network_markdown() -> String {
                 let network = Network::of(i);
                 let shape = (nodes, per_node);
                 let modelled =
-                    modelled_busbw(&i.instance_type, &network, shape, c, r.num("size_bytes")?);
+                    modelled_busbw(i.instance_type, &network, shape, c, r.num("size_bytes")?);
                 Some(100.0 * (modelled / r.num("busbw_gbs")? - 1.0))
             })
             .collect();

@@ -23,7 +23,7 @@ pub fn resolve_architecture(plan: &Plan) -> (Architecture, Phrase) {
         None => match architecture::preset(&plan.model.preset) {
             Some(p) => (
                 p.arch.clone(),
-                Phrase::new(Text::Verbatim).with("text", &p.name),
+                Phrase::new(Text::Verbatim).with("text", p.name),
             ),
             None => {
                 let p = architecture::preset(&Plan::default().model.preset)
@@ -159,7 +159,7 @@ fn resolve_model(plan: &Plan, errors: &mut Vec<Message>) -> (Architecture, Phras
 fn custom_name(arch: &Architecture, base: &str) -> Phrase {
     let total = arch.parameter_counts().total as f64;
     let near =
-        |p: &&architecture::Preset| (preset_total(&p.id) / total).ln().abs() < 0.15f64.ln_1p();
+        |p: &&architecture::Preset| (preset_total(p.id) / total).ln().abs() < 0.15f64.ln_1p();
     let nearest = architecture::preset(base)
         .filter(near)
         .map(|p| (p, 0.0))
@@ -167,7 +167,7 @@ fn custom_name(arch: &Architecture, base: &str) -> Phrase {
             architecture::presets()
                 .iter()
                 .filter(near)
-                .map(|p| (p, (preset_total(&p.id) / total).ln().abs()))
+                .map(|p| (p, (preset_total(p.id) / total).ln().abs()))
                 .min_by(|a, b| a.1.total_cmp(&b.1))
         });
     match nearest {
@@ -178,16 +178,16 @@ fn custom_name(arch: &Architecture, base: &str) -> Phrase {
 
 /// A preset's parameter count, computed once per preset.
 fn preset_total(id: &str) -> f64 {
-    static TOTALS: std::sync::OnceLock<Vec<(String, f64)>> = std::sync::OnceLock::new();
+    static TOTALS: std::sync::OnceLock<Vec<(&str, f64)>> = std::sync::OnceLock::new();
     TOTALS
         .get_or_init(|| {
             architecture::presets()
                 .iter()
-                .map(|p| (p.id.clone(), p.arch.parameter_counts().total as f64))
+                .map(|p| (p.id, p.arch.parameter_counts().total as f64))
                 .collect()
         })
         .iter()
-        .find(|(i, _)| i == id)
+        .find(|(i, _)| *i == id)
         .map_or(f64::NAN, |(_, n)| *n)
 }
 
@@ -203,7 +203,7 @@ fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
         let instance = hardware::instance(&plan.hardware.instance)
             .or_else(|| hardware::instance(&Plan::default().hardware.instance))
             .expect("default instance exists");
-        let gpu = hardware::gpu(&instance.gpu).expect("every instance names a catalogued GPU");
+        let gpu = hardware::gpu(instance.gpu).expect("every instance names a catalogued GPU");
         (Cow::Borrowed(gpu), Cow::Borrowed(instance))
     };
     if plan.hardware.nodes > 1 && instance.network_gbps() <= 0.0 {

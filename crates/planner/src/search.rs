@@ -423,7 +423,7 @@ fn candidate_instances(plan: &Plan) -> Vec<InstanceInfo> {
             }
         })
         .filter_map(|i| {
-            let gpu = hardware::gpu(&i.gpu)?;
+            let gpu = hardware::gpu(i.gpu)?;
             Some(instance_info(plan, Cow::Borrowed(i), Cow::Borrowed(gpu)))
         })
         .collect();
@@ -596,7 +596,7 @@ impl Search {
         let (instance, (zero, hybrid)) = (&info.instance, self.space.zeros[o[7]]);
         let w = &mut self.work;
         if w.hardware.instance != instance.instance_type {
-            w.hardware.instance = instance.instance_type.clone();
+            w.hardware.instance = instance.instance_type.to_string();
         }
         w.hardware.nodes = nodes;
         w.numerics.precision = precision;
@@ -863,7 +863,7 @@ impl Search {
         let s = &self.space;
         let i = f.idx;
         let mut p = self.base.clone();
-        p.hardware.instance = s.instances[i[0]].instance.instance_type.clone();
+        p.hardware.instance = s.instances[i[0]].instance.instance_type.to_string();
         p.hardware.nodes = s.nodes[i[1]];
         p.numerics.precision = s.precisions[i[2]];
         p.parallelism.tp = s.tps[i[3]];
@@ -934,8 +934,8 @@ impl Search {
         let vs = self.why(speed, f);
         Candidate {
             query: p.to_query(),
-            instance: info.instance.instance_type.clone(),
-            gpu: info.gpu.id.clone(),
+            instance: info.instance.instance_type.to_string(),
+            gpu: info.gpu.id.to_string(),
             nodes: p.hardware.nodes,
             gpus: p.hardware.nodes * info.instance.gpu_count,
             tp: p.parallelism.tp,

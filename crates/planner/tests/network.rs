@@ -206,7 +206,7 @@ fn every_network_figure_has_a_source() {
     let measured: Vec<&str> = hardware::instances()
         .iter()
         .filter(|i| i.nccl.is_some_and(|n| n.measured))
-        .map(|i| i.instance_type.as_str())
+        .map(|i| i.instance_type)
         .collect();
     assert_eq!(
         measured,

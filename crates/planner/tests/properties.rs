@@ -112,7 +112,7 @@ fn any_link() -> impl Strategy<Value = String> {
 
 /// The model: a preset and every shape key.
 fn model_keys() -> Vec<BoxedStrategy<String>> {
-    let models: Vec<String> = presets().iter().map(|p| p.id.clone()).collect();
+    let models: Vec<String> = presets().iter().map(|p| p.id.to_string()).collect();
     vec![
         key("model", prop::sample::select(models)),
         key("layers", whole(1, 1024)),
@@ -183,7 +183,7 @@ fn training_keys() -> Vec<BoxedStrategy<String>> {
 fn layout_and_hardware_keys() -> Vec<BoxedStrategy<String>> {
     let insts: Vec<String> = instances()
         .iter()
-        .map(|i| i.instance_type.clone())
+        .map(|i| i.instance_type.to_string())
         .chain(["custom".to_string()])
         .collect();
     vec![

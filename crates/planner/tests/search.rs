@@ -152,9 +152,9 @@ fn memory_does_not_depend_on_the_instance_type() {
             .memory
             .peak_bytes_per_gpu
     };
-    let first = peak(&eight[0].instance_type);
+    let first = peak(eight[0].instance_type);
     for i in &eight {
-        assert_eq!(peak(&i.instance_type), first, "{}", i.instance_type);
+        assert_eq!(peak(i.instance_type), first, "{}", i.instance_type);
     }
 }
 

@@ -1083,7 +1083,7 @@ fn b200_bf16_plans_say_their_efficiency_comes_from_gb200() {
     use planner::text::{t, Text};
     let b200_bf16: Vec<_> = planner::calibration::cases()
         .into_iter()
-        .filter(|c| matches!(c.gpu.id.as_str(), "B200" | "B300"))
+        .filter(|c| matches!(c.gpu.id, "B200" | "B300"))
         .filter(|c| !c.plan.numerics.precision.is_low_precision())
         .collect();
     assert!(
