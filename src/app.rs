@@ -1,18 +1,18 @@
 //! The page. State is one `Plan` signal; the report and the charts are memos
 //! of planner functions; the URL follows the plan through `replaceState`.
 
-use crate::autoplan::AutoPlan;
-use crate::charts::{InstanceChart, SequenceChart};
-use crate::compare::ComparePanel;
 use crate::ctx::Ctx;
-use crate::export::ExportPanel;
 use crate::format::tr;
-use crate::inputs::Inputs;
-use crate::live::LiveSummary;
-use crate::measured::MeasuredPanel;
-use crate::results::Results;
+use crate::panels::autoplan::AutoPlan;
+use crate::panels::charts::{InstanceChart, SequenceChart};
+use crate::panels::compare::ComparePanel;
+use crate::panels::export::ExportPanel;
+use crate::panels::inputs::Inputs;
+use crate::panels::live::LiveSummary;
+use crate::panels::measured::MeasuredPanel;
+use crate::panels::results::Results;
 use leptos::prelude::*;
-use planner::plan::with_pinned;
+use planner::model::plan::with_pinned;
 use planner::text::{render, Lang, Text};
 use planner::{Decoded, Plan};
 use std::collections::BTreeMap;
@@ -181,5 +181,5 @@ fn page_link(_: &Ctx) -> String {
 fn plan_markdown(ctx: &Ctx) -> String {
     let lang = ctx.lang.get_untracked();
     ctx.report
-        .with_untracked(|r| crate::summary::markdown(r, &page_link(ctx), lang))
+        .with_untracked(|r| crate::panels::summary::markdown(r, &page_link(ctx), lang))
 }

@@ -1,7 +1,7 @@
 //! What the page asks of the browser: its language, the clipboard and the
 //! site's own files.
 
-use planner::plan::Lang;
+use planner::model::plan::Lang;
 use wasm_bindgen::JsCast;
 
 /// The browser's preferred language, when the link does not say.

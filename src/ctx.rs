@@ -4,7 +4,7 @@
 
 use crate::format::tr;
 use leptos::prelude::*;
-use planner::evaluate::Evaluation;
+use planner::estimate::evaluate::Evaluation;
 use planner::text::{render, Lang, Text};
 use planner::Plan;
 use std::collections::BTreeMap;
@@ -17,7 +17,7 @@ pub struct Ctx {
     /// Messages for fields whose typed value was rejected, by URL key.
     /// Typed values the parser refused, by key; rendered in the language of
     /// the moment (#24), so switching to Russian translates them too.
-    pub field_errors: RwSignal<BTreeMap<String, planner::plan::Problem>>,
+    pub field_errors: RwSignal<BTreeMap<String, planner::model::plan::Problem>>,
     /// The language the reader chose (the link's `lang=`, or a button).
     pub chosen_lang: RwSignal<Option<Lang>>,
     /// The language shown: the chosen one, else the browser's.
@@ -104,7 +104,7 @@ pub const SEQS: [u64; 8] = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 /// The page's one evaluation of an edit: the report and both charts,
 /// its count shown.
 pub fn evaluate_page(plan: &Plan) -> Evaluation {
-    let evaluation = planner::evaluate::evaluate_with_charts(plan, &SEQS);
+    let evaluation = planner::estimate::evaluate::evaluate_with_charts(plan, &SEQS);
     show_evaluations();
     evaluation
 }
@@ -112,7 +112,10 @@ pub fn evaluate_page(plan: &Plan) -> Evaluation {
 /// Show how many evaluations have run (after any that did not pass
 /// through [`evaluate_page`]).
 pub fn show_evaluations() {
-    show("data-evaluations", planner::evaluate::evaluations());
+    show(
+        "data-evaluations",
+        planner::estimate::evaluate::evaluations(),
+    );
 }
 
 /// Count one auto-plan search started.

@@ -1,6 +1,6 @@
 //! Formatting at the edge: bytes, counts, durations, money, per language.
 
-use planner::plan::Lang;
+use planner::model::plan::Lang;
 use planner::text::Text;
 
 pub const GIB: f64 = (1u64 << 30) as f64;
@@ -29,7 +29,7 @@ pub fn sig(x: f64, lang: Lang) -> String {
 /// The verdict's word and its CSS class: fits, tight (it runs, inside the
 /// margin it names) or does not fit (Report::verdict).
 pub fn verdict(r: &planner::Report) -> (Text, &'static str) {
-    use planner::report::{Tight, Verdict};
+    use planner::estimate::report::{Tight, Verdict};
     match (r.verdict, r.memory.tight) {
         (Verdict::Fits, _) => (Text::Fits, "fits"),
         (Verdict::Tight, Some(Tight::Headroom)) => (Text::TightHeadroom, "tight"),

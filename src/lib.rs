@@ -2,20 +2,12 @@
 //! planner for a `Report`, and draws it. No number is computed here.
 
 pub mod app;
-pub mod autoplan;
 pub mod browser;
-pub mod charts;
-pub mod compare;
 pub mod ctx;
-pub mod export;
 pub mod format;
-pub mod inputs;
-pub mod live;
-pub mod measured;
+pub mod panels;
 pub mod panic;
-pub mod results;
 pub mod russian;
-pub mod summary;
 
 /// Mount the page on `<body>` (called by `main`); a page that opens in
 /// Russian first fetches its catalog.

@@ -5,7 +5,7 @@
 //! trap; see `build_release` in `dev`): index.html's error handler then
 //! shows the same notice, from the text `install` leaves on the root element.
 
-use planner::plan::Lang;
+use planner::model::plan::Lang;
 use planner::text::{t, Text};
 use wasm_bindgen::JsCast;
 

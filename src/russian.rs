@@ -6,7 +6,7 @@
 
 use crate::ctx::Ctx;
 use leptos::prelude::Set;
-use planner::plan::Plan;
+use planner::model::plan::Plan;
 use planner::text::Lang;
 
 /// Where Trunk copies the catalog (index.html).

@@ -1,9 +1,9 @@
 //! Speed of one plan evaluation (`cargo bench -p planner --bench evaluate`).
 //! A plain bench binary: times many iterations and prints ns per call.
 
-use planner::evaluate::evaluate_with_charts;
-use planner::memory::breakdown;
-use planner::resolve::resolve;
+use planner::estimate::evaluate::evaluate_with_charts;
+use planner::model::memory::breakdown;
+use planner::model::resolve::resolve;
 use planner::{evaluate, Plan};
 use std::hint::black_box;
 use std::time::Instant;
@@ -47,7 +47,9 @@ fn main() {
     let searches = if quick { 1 } else { 10 };
     let mut result = None;
     let ns = time("auto-plan search (default plan)", searches, || {
-        result = Some(black_box(planner::search::search(black_box(&default))));
+        result = Some(black_box(planner::estimate::search::search(black_box(
+            &default,
+        ))));
     });
     if let Some(r) = result {
         println!(

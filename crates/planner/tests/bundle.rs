@@ -1,9 +1,9 @@
 //! The launch bundle and the measured line read back (tests/bundle trains with
 //! the bundle's script for real; these check the planner's side).
 
-use planner::bundle::{entry_path, files, requirements};
-use planner::export::Format;
-use planner::measured::{compare, parse, Problem};
+use planner::launch::bundle::{entry_path, files, requirements};
+use planner::launch::export::Format;
+use planner::runs::measured::{compare, parse, Problem};
 use planner::{evaluate, Plan};
 
 fn plan(q: &str) -> Plan {
@@ -75,7 +75,7 @@ fn requirements_name_only_what_the_image_lacks() {
 fn launch_code_carries_the_plan_and_a_trial_switch() {
     let p =
         plan("model=llama-3.1-70b&nodes=4&shard=8&instance=ml.p5.48xlarge&ckpt=full&loss=fused");
-    let code = planner::export::export(&p, Format::ModelTrainer).code;
+    let code = planner::launch::export::export(&p, Format::ModelTrainer).code;
     for want in [
         "\"model_id\": \"meta-llama/Llama-3.1-70B\"",
         "\"shard_degree\": 8",
@@ -90,7 +90,7 @@ fn launch_code_carries_the_plan_and_a_trial_switch() {
     }
     // A custom shape has no Hub weights: the script asks for a model instead of guessing.
     let custom = plan("model=llama-3.1-8b&hidden=5120");
-    assert!(!planner::export::export(&custom, Format::Pytorch)
+    assert!(!planner::launch::export::export(&custom, Format::Pytorch)
         .code
         .contains("model_id"));
 }
@@ -146,7 +146,7 @@ fn bad_lines_say_what_is_wrong() {
     let other = parse(&LINE.replace("llama-3.1-8b", "llama-3.1-70b")).unwrap();
     let err = compare(&p, &r, &other).unwrap_err();
     assert!(matches!(err, Problem::OtherPlan(_)));
-    let lang = planner::plan::Lang::Ru;
+    let lang = planner::model::plan::Lang::Ru;
     assert!(planner::text::render(lang, &err.phrase()).contains("другого плана"));
     let cpu = parse(
         &LINE

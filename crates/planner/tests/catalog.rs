@@ -3,7 +3,7 @@
 //! planner or the page, and no user-facing Russian is written outside the
 //! Russian catalog (`ru.txt` lists every id of `en.rs`, in its order).
 
-use planner::plan::Lang;
+use planner::model::plan::Lang;
 use planner::text::{fill, placeholders, t, Text};
 use std::path::{Path, PathBuf};
 
@@ -197,15 +197,15 @@ fn warnings_and_labels_format_numbers_as_the_language_does() {
     let ru_note = render_all(Lang::Ru, &r.memory.accuracy.note);
     assert!(!decimal_point(&ru_note), "{ru_note}");
     assert_eq!(
-        planner::text::num(12345.67, 1, planner::plan::Lang::Ru),
+        planner::text::num(12345.67, 1, planner::model::plan::Lang::Ru),
         "12\u{202f}345,7"
     );
     assert_eq!(
-        planner::text::num(12345.67, 1, planner::plan::Lang::En),
+        planner::text::num(12345.67, 1, planner::model::plan::Lang::En),
         "12,345.7"
     );
     assert_eq!(
-        planner::text::signed(-0.04, 1, planner::plan::Lang::En),
+        planner::text::signed(-0.04, 1, planner::model::plan::Lang::En),
         "+0.0"
     );
 }
@@ -282,7 +282,7 @@ fn counts_take_their_plural_forms() {
 #[test]
 fn derived_shape_size_uses_the_decimal_mark() {
     let plan = planner::Plan::from_query("params_b=1.5").plan;
-    let (_, name) = planner::resolve::resolve_architecture(&plan);
+    let (_, name) = planner::model::resolve::resolve_architecture(&plan);
     assert_eq!(
         planner::text::render(Lang::En, &name),
         "~1.5B (derived shape)"

@@ -7,10 +7,10 @@
 mod common;
 
 use common::{report, term};
-use planner::evaluate::evaluate;
-use planner::export::hyperparameter_items;
-use planner::memory::Term;
-use planner::plan::Plan;
+use planner::estimate::evaluate::evaluate;
+use planner::launch::export::hyperparameter_items;
+use planner::model::memory::Term;
+use planner::model::plan::Plan;
 
 /// The report's error `code`, which it must have.
 const P5: &str = "model=llama-3.1-8b&instance=ml.p5.48xlarge&zero=3&seq=2048&ckpt=full";

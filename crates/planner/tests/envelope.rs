@@ -4,7 +4,9 @@
 //! group's runs never ran and the figure moves by more than the label's ±,
 //! the label must change. Keys that move no figure must move none.
 
-use planner::plan::{Attention, Loss, Optimizer, Precision, SaveKind, Stack, Training, KEYS};
+use planner::model::plan::{
+    Attention, Loss, Optimizer, Precision, SaveKind, Stack, Training, KEYS,
+};
 use planner::{evaluate, Plan, Report};
 
 /// Keys that move neither memory nor speed (launch, cost and page state).
@@ -126,7 +128,7 @@ fn effective(plan: &Plan, key: &str) -> Option<String> {
     if !SHAPE.contains(&key) {
         return value_of(&plan.to_query(), key);
     }
-    let a = planner::resolve::resolve(plan).0.arch;
+    let a = planner::model::resolve::resolve(plan).0.arch;
     let moe = a.moe;
     Some(match key {
         "layers" => a.layers.to_string(),
@@ -270,12 +272,12 @@ fn perturb(base: &str, runs: &[Plan], memory: bool) -> Vec<String> {
 /// by key against its group's runs.
 #[test]
 fn every_key_moves_the_speed_label_when_it_leaves_the_checks() {
-    use planner::coverage::{shipped, Group};
-    let cases = planner::calibration::cases();
+    use planner::accuracy::coverage::{shipped, Group};
+    let cases = planner::accuracy::calibration::cases();
     let mut bases = 0;
     let mut failures = Vec::new();
     for g in shipped().groups.iter().filter(|g| g.quotes_an_error()) {
-        let rows: Vec<&planner::calibration::Case> = cases
+        let rows: Vec<&planner::accuracy::calibration::Case> = cases
             .iter()
             .filter(|c| Group::of_case(c) == g.group)
             .collect();
@@ -331,7 +333,7 @@ fn every_key_has_a_place() {
     ];
     // Read together as one setting.
     let pairs = ["pp_first", "pp_last"];
-    let settings = planner::envelope::setting_keys();
+    let settings = planner::accuracy::envelope::setting_keys();
     assert!(settings.contains(&"pp_ends"));
     for key in KEYS {
         assert!(
@@ -349,11 +351,11 @@ fn every_key_has_a_place() {
 /// by key against those runs.
 #[test]
 fn every_key_moves_the_memory_label_when_it_leaves_the_checks() {
-    use planner::memory_checks::{torchtitan_layout, torchtitan_memory_rows};
+    use planner::accuracy::memory_checks::{torchtitan_layout, torchtitan_memory_rows};
     let runs: Vec<Plan> = torchtitan_memory_rows()
         .iter()
         .filter(|(layout, _)| *layout == "data parallel")
-        .filter_map(|(_, row)| planner::published::case_of(&row.label))
+        .filter_map(|(_, row)| planner::accuracy::published::case_of(&row.label))
         .filter(|c| torchtitan_layout(&c.layout) == "data parallel")
         .map(|c| Plan::from_query(&c.link()).plan)
         .collect();

@@ -1,6 +1,6 @@
 //! Launch-code decisions that need no Python (the SDK checks are in tests/sdk).
 
-use planner::export::{export, py_str, sdk_packages, Format};
+use planner::launch::export::{export, py_str, sdk_packages, Format};
 use planner::{evaluate, Plan};
 
 fn code(q: &str, f: Format) -> String {

@@ -5,8 +5,8 @@
 mod common;
 
 use common::{report, term};
-use planner::memory::Term;
-use planner::report::Verdict;
+use planner::estimate::report::Verdict;
+use planner::model::memory::Term;
 
 /// Llama-3.1-8B's shape (its config.json): 32 layers, hidden 4,096, 32
 /// query and 8 KV heads of 128, MLP 14,336, vocabulary 128,256.
@@ -171,10 +171,10 @@ const RTX3090: &str = "model=llama-2-7b&instance=custom&gpu_mem=25.77&gpu_bf16=7
 /// beside HF006) does not fit.
 #[test]
 fn small_gpus_get_the_verdict_the_runs_had() {
-    let rows = planner::memory_checks::GPU_MEMORY_ROWS
+    let rows = planner::accuracy::memory_checks::GPU_MEMORY_ROWS
         .iter()
         .map(|(id, q)| (id, format!("{A100}&{q}")));
-    let reserved = planner::memory_checks::RESERVED_GPU_MEMORY_ROWS
+    let reserved = planner::accuracy::memory_checks::RESERVED_GPU_MEMORY_ROWS
         .iter()
         .map(|(id, q)| (id, format!("{RTX3090}&{q}")));
     for (id, q) in rows.chain(reserved) {
@@ -191,7 +191,7 @@ fn small_gpus_get_the_verdict_the_runs_had() {
 /// allocator's measured reserves as the planner holds them.
 #[test]
 fn the_doc_states_what_these_tests_check() {
-    use planner::memory::allowances::*;
+    use planner::model::memory::allowances::*;
     let doc = include_str!("../../../docs/fine_tuning.md");
     let pct = |x: f64| format!("{:.2}%", 100.0 * x);
     for figure in [
@@ -210,7 +210,7 @@ fn the_doc_states_what_these_tests_check() {
     ] {
         assert!(doc.contains(&figure), "docs/fine_tuning.md lacks {figure}");
     }
-    let runs = planner::memory_checks::GPU_MEMORY_ROWS.len()
-        + planner::memory_checks::RESERVED_GPU_MEMORY_ROWS.len();
+    let runs = planner::accuracy::memory_checks::GPU_MEMORY_ROWS.len()
+        + planner::accuracy::memory_checks::RESERVED_GPU_MEMORY_ROWS.len();
     assert_eq!(runs, 19);
 }

@@ -5,8 +5,8 @@
 //! with `UPDATE_GOLDEN=1 cargo test -p planner --test golden_reports` and says
 //! why in its commit.
 
-use planner::evaluate::{compare_instances, memory_vs_sequence};
-use planner::plan::{Lang, Plan};
+use planner::estimate::evaluate::{compare_instances, memory_vs_sequence};
+use planner::model::plan::{Lang, Plan};
 use planner::text::render;
 
 /// Presets, precisions, checkpointing, kernels, sharding, every parallel

@@ -9,14 +9,14 @@
 mod common;
 
 use common::{error, report, term};
-use planner::memory::Term;
-use planner::plan::Plan;
+use planner::model::memory::Term;
+use planner::model::plan::Plan;
 
 /// The logits-and-loss buffers at the start of backward.
 fn logits(q: &str) -> u64 {
     let d = Plan::from_query(q);
-    let (r, _) = planner::resolve::resolve(&d.plan);
-    planner::memory::breakdown(&r.arch, &r.counts, &d.plan, &r.layout).logits_bytes
+    let (r, _) = planner::model::resolve::resolve(&d.plan);
+    planner::model::memory::breakdown(&r.arch, &r.counts, &d.plan, &r.layout).logits_bytes
 }
 
 /// Llama-3.1-8B on one H100 (79.1 GiB usable, hardware.json), DDP.
@@ -174,7 +174,7 @@ fn the_search_offers_only_runnable_grpo_plans() {
     let d = Plan::from_query(
         "model=llama-3.1-8b&stage=grpo&seq=2048&completion=512&mb=4&ga=2&instance=ml.p5.48xlarge",
     );
-    let result = planner::search::search(&d.plan);
+    let result = planner::estimate::search::search(&d.plan);
     assert!(!result.pareto.is_empty());
     for c in &result.pareto {
         let r = report(&c.query);
@@ -204,9 +204,17 @@ fn the_engine_splits_the_heads_evenly() {
 /// over 16 GPUs still one head a GPU (16,384 B).
 #[test]
 fn the_kv_cache_splits_by_heads() {
-    let arch = &planner::architecture::preset("llama-3.1-8b").unwrap().arch;
-    assert_eq!(planner::rollout::kv_bytes_per_token(arch, 2), 65_536.0);
-    assert_eq!(planner::rollout::kv_bytes_per_token(arch, 16), 16_384.0);
+    let arch = &planner::model::architecture::preset("llama-3.1-8b")
+        .unwrap()
+        .arch;
+    assert_eq!(
+        planner::model::rollout::kv_bytes_per_token(arch, 2),
+        65_536.0
+    );
+    assert_eq!(
+        planner::model::rollout::kv_bytes_per_token(arch, 16),
+        16_384.0
+    );
 }
 
 /// Qwen2.5-7B with vLLM as a server on 4 of a p5's 8 GPUs (TRL's
@@ -238,14 +246,19 @@ fn a_vllm_server_takes_gpus_of_its_own() {
 fn the_server_receives_every_tensor_after_a_step() {
     let q = "model=qwen2.5-7b&stage=grpo&seq=1280&completion=1024&mb=4&ga=8&instance=ml.p5.48xlarge&zero=3&gen_gpus=4";
     let d = Plan::from_query(q);
-    let (r, _) = planner::resolve::resolve(&d.plan);
-    let fabric = planner::fabric::Fabric::of(&r.gpu, &r.instance, 0);
-    let e =
-        planner::rollout::VllmEngine::of(&r.arch, &r.counts, &d.plan, &r.gpu, (&fabric, &r.layout))
-            .unwrap();
-    assert_eq!(planner::rollout::state_dict_tensors(&r.arch), 339);
+    let (r, _) = planner::model::resolve::resolve(&d.plan);
+    let fabric = planner::model::fabric::Fabric::of(&r.gpu, &r.instance, 0);
+    let e = planner::model::rollout::VllmEngine::of(
+        &r.arch,
+        &r.counts,
+        &d.plan,
+        &r.gpu,
+        (&fabric, &r.layout),
+    )
+    .unwrap();
+    assert_eq!(planner::model::rollout::state_dict_tensors(&r.arch), 339);
     let bytes = 7_615_616_512.0 * 4.0;
-    let s = planner::rollout::server_sync_seconds(&e, &r.arch, &fabric, bytes);
+    let s = planner::model::rollout::server_sync_seconds(&e, &r.arch, &fabric, bytes);
     let want = bytes / 370e9 + 0.339;
     assert!((s - want).abs() < 1e-9, "{s} against {want}");
 }
@@ -276,7 +289,7 @@ fn the_search_offers_a_server_where_colocating_cannot_run() {
     let d = Plan::from_query(
         "model=llama-3.1-70b&stage=grpo&train=lora&seq=2048&completion=1024&mb=2&ga=4&instance=ml.p5.48xlarge&gen_share=0.05&lock=instance,nodes",
     );
-    let result = planner::search::search(&d.plan);
+    let result = planner::estimate::search::search(&d.plan);
     assert!(!result.pareto.is_empty());
     for c in &result.pareto {
         let r = report(&c.query);
@@ -308,7 +321,7 @@ fn the_training_gpus_stage_an_asynchronous_save() {
     );
     let t = &r.figures.time;
     assert!((t.gpu_hours - 8.0 * t.total_hours).abs() <= 1e-9 * t.gpu_hours);
-    let e = planner::evaluate::evaluate_with_charts(&Plan::from_query(q).plan, &[]);
+    let e = planner::estimate::evaluate::evaluate_with_charts(&Plan::from_query(q).plan, &[]);
     let own = e
         .instances
         .iter()

@@ -2,8 +2,8 @@
 //! with the issue's own query (`P report '...'`), and what an honest answer
 //! is for it.
 
-use planner::report::Verdict;
-use planner::{evaluate, search::search, Plan};
+use planner::estimate::report::Verdict;
+use planner::{estimate::search::search, evaluate, Plan};
 
 fn report(q: &str) -> planner::Report {
     let d = Plan::from_query(q);
@@ -161,13 +161,13 @@ fn offload_costs_time_where_the_link_is_slower_than_a_layer() {
 /// covers the planner's own miss on it.
 #[test]
 fn the_2602_moe_rows_are_fitted_and_their_groups_quote_their_scatter() {
-    let ids: Vec<String> = planner::calibration::cases()
+    let ids: Vec<String> = planner::accuracy::calibration::cases()
         .into_iter()
         .map(|c| c.id)
         .filter(|id| id.starts_with("mb2602_"))
         .collect();
     assert_eq!(ids.len(), 19, "the 26.02 table's MoE rows: {ids:?}");
-    let case = planner::calibration::cases()
+    let case = planner::accuracy::calibration::cases()
         .into_iter()
         .find(|c| c.id == "mb2602_qwen3_235b_b200_fp8")
         .expect("the row");

@@ -1,17 +1,17 @@
-//! planner::json against serde_json (the reference, with its correctly
+//! planner::formats::json against serde_json (the reference, with its correctly
 //! rounded float parser): every text both accept or both refuse, and what both
 //! accept reads as the same value (#25). The page reads pasted config.json
-//! files and measured lines with planner::json, so a difference here is a
+//! files and measured lines with planner::formats::json, so a difference here is a
 //! misread or a crash a user can reach.
 //!
 //! CI runs `JSON_CASES` (default 20,000) random and mutated texts per test;
 //! `./dev fuzz` runs a million.
 
-use planner::json::{self, Json};
+use planner::formats::json::{self, Json};
 use serde_json::Value;
 
 /// Same value: numbers as f64 (serde_json's integers included: an f64 is
-/// what planner::json keeps), objects by key with the last of repeated keys.
+/// what planner::formats::json keeps), objects by key with the last of repeated keys.
 fn same(ours: &Json, theirs: &Value) -> bool {
     match (ours, theirs) {
         (Json::Null, Value::Null) => true,

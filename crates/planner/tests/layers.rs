@@ -70,6 +70,32 @@ fn paths_after(code: &str, prefix: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The core's folders by job, lowest first: each builds only on those
+/// before it (lib.rs says what each holds). `text` is one module.
+const JOB_FOLDERS: &[&str] = &[
+    "formats", "text", "model", "accuracy", "estimate", "launch", "runs",
+];
+
+/// The page's folders of modules (src/panels), each module a unit.
+const PAGE_FOLDERS: &[&str] = &["panels"];
+
+/// Whether a folder holds units of its own rather than being one.
+fn holds_units(folder: &str) -> bool {
+    (JOB_FOLDERS.contains(&folder) && folder != "text") || PAGE_FOLDERS.contains(&folder)
+}
+
+/// The unit a path below `crate::` names: a module of a job folder
+/// (`model::memory`), or a top-level module (`text`).
+fn unit(path: &[String]) -> String {
+    match path {
+        [folder, module, ..] if holds_units(folder) => {
+            format!("{folder}::{module}")
+        }
+        [first, ..] => first.clone(),
+        [] => String::new(),
+    }
+}
+
 /// A module's code outside its tests: a file, or a folder's files.
 fn module_code(path: &Path) -> Option<(String, String)> {
     let (name, files) = if path.is_dir() {
@@ -96,41 +122,68 @@ fn module_code(path: &Path) -> Option<(String, String)> {
     (!files.is_empty()).then_some((name, code))
 }
 
-/// What modules re-export from others: (module, item) to the module the
-/// item comes from; the crate root's (`lib.rs`: `pub use report::Report`)
-/// under the module "".
+/// Every unit of a source folder with its code: the page's modules (its
+/// `src`), or the core's modules inside its job folders and its top-level
+/// ones (`lib` among them). A job folder's own `mod.rs` only lists its
+/// modules and is not a unit.
+fn units(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("source folder") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if path.is_dir() && holds_units(&name) {
+            for inner in std::fs::read_dir(&path).expect("job folder") {
+                let inner = inner.expect("entry").path();
+                if let Some((module, code)) = module_code(&inner) {
+                    if module != "mod" {
+                        out.push((format!("{name}::{module}"), code));
+                    }
+                }
+            }
+        } else if let Some(unit) = module_code(&path) {
+            out.push(unit);
+        }
+    }
+    out
+}
+
+/// What modules re-export from others: (unit, item) to the unit the item
+/// comes from; the crate root's (`lib.rs`: `pub use estimate::report::Report`)
+/// under the unit "".
 fn reexports(dir: &Path) -> BTreeMap<(String, String), String> {
     let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).expect("source folder") {
-        let Some((name, code)) = module_code(&entry.expect("entry").path()) else {
-            continue;
-        };
+    for (name, code) in units(dir) {
         let (module, prefix) = match name.as_str() {
             "lib" => (String::new(), "pub use "),
             _ => (name, "pub use crate::"),
         };
         for path in full_paths_after(&code, prefix) {
-            if let [from, .., item] = path.as_slice() {
-                out.insert((module.clone(), item.clone()), from.clone());
+            if let Some(item) = path.last() {
+                out.insert((module.clone(), item.clone()), unit(&path));
             }
         }
     }
     out
 }
 
-/// The module a path names, through re-exports to the one that defines
-/// its item: `crate::Report` is report's, and `crate::report::Message`
-/// (report re-exports resolve's, which re-exports text's) is text's.
+/// The unit a path names, through re-exports to the one that defines its
+/// item: `crate::Report` is estimate::report's, and
+/// `crate::estimate::report::Message` (report re-exports resolve's, which
+/// re-exports text's) is text's.
 fn origin(path: &[String], reexports: &BTreeMap<(String, String), String>) -> String {
     // An item of the crate's root stands alone or is a type (`crate::Report`,
-    // `crate::evaluate(..)`); a module path goes on (`crate::evaluate::x`).
+    // `crate::evaluate(..)`); a module path goes on (`crate::model::x`).
     let root_item = path.len() == 1 || path[0].starts_with(|c: char| c.is_ascii_uppercase());
     let root = root_item
         .then(|| reexports.get(&(String::new(), path[0].clone())))
         .flatten();
     let (mut module, item) = match root {
         Some(m) => (m.clone(), &path[0]),
-        None => (path[0].clone(), path.get(1).unwrap_or(&path[0])),
+        None => {
+            let module = unit(path);
+            let depth = module.matches("::").count() + 1;
+            (module, path.get(depth).unwrap_or(&path[0]))
+        }
     };
     for _ in 0..8 {
         match reexports.get(&(module.clone(), item.clone())) {
@@ -141,15 +194,12 @@ fn origin(path: &[String], reexports: &BTreeMap<(String, String), String>) -> St
     module
 }
 
-/// Each module of `dir` (a file, or a folder's files) and the modules it
-/// names as `crate::name`, each item counted where it is defined.
+/// Each unit of `dir` and the units it names as `crate::…`, each item
+/// counted where it is defined.
 fn imports(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let reexports = reexports(dir);
     let mut graph = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).expect("source folder") {
-        let Some((name, code)) = module_code(&entry.expect("entry").path()) else {
-            continue;
-        };
+    for (name, code) in units(dir) {
         if ["lib", "main", "bin"].contains(&name.as_str()) {
             continue;
         }
@@ -209,7 +259,7 @@ fn the_core_has_no_import_circle() {
 #[test]
 fn the_page_has_no_import_circle() {
     let graph = imports(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../src"));
-    assert!(graph.contains_key("ctx") && graph.contains_key("app"));
+    assert!(graph.contains_key("ctx") && graph.contains_key("panels::inputs"));
     assert_eq!(circle(&graph), None);
 }
 
@@ -233,11 +283,9 @@ fn a_circle_is_found() {
 /// the labels return phrases, and the fronts render them.
 #[test]
 fn no_core_function_takes_a_language() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut offenders = vec![];
-    for entry in std::fs::read_dir(&src).expect("src") {
-        let path = entry.expect("entry").path();
-        if path.extension().is_none_or(|e| e != "rs") {
+    for path in core_files() {
+        if path.components().any(|c| c.as_os_str() == "text") {
             continue;
         }
         let text = std::fs::read_to_string(&path).expect("source");
@@ -251,7 +299,25 @@ fn no_core_function_takes_a_language() {
             }
         }
     }
+    assert!(core_files().len() > 40, "read the core's files");
     assert!(offenders.is_empty(), "{offenders:#?}");
+}
+
+/// Every `.rs` file of the core, in every folder.
+fn core_files() -> Vec<std::path::PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("folder") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = vec![];
+    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut out);
+    out
 }
 
 /// The check reads grouped imports and nested groups.
@@ -285,10 +351,10 @@ fn paths_and_reexports_are_followed() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let r = reexports(&src);
     let at = |p: &str| origin(&p.split("::").map(String::from).collect::<Vec<_>>(), &r);
-    assert_eq!(at("Report"), "report");
-    assert_eq!(at("report::Message"), "text");
-    assert_eq!(at("throughput::Fabric"), "fabric");
-    assert_eq!(at("throughput::efficiency"), "throughput");
+    assert_eq!(at("Report"), "estimate::report");
+    assert_eq!(at("estimate::report::Message"), "text");
+    assert_eq!(at("model::throughput::Fabric"), "model::fabric");
+    assert_eq!(at("model::throughput::efficiency"), "model::throughput");
 }
 
 /// Layers in the order they build on each other, lowest first: no module
@@ -299,15 +365,15 @@ fn paths_and_reexports_are_followed() {
 /// search, export and bundle on top.
 const LAYER_ORDER: &[&str] = &[
     "text",
-    "plan",
-    "layout",
-    "job",
-    "memory",
-    "throughput",
-    "evaluate",
-    "search",
-    "export",
-    "bundle",
+    "model::plan",
+    "model::layout",
+    "model::job",
+    "model::memory",
+    "model::throughput",
+    "estimate::evaluate",
+    "estimate::search",
+    "launch::export",
+    "launch::bundle",
 ];
 
 fn reaches(graph: &BTreeMap<String, BTreeSet<String>>, from: &str) -> BTreeSet<String> {
@@ -337,9 +403,9 @@ fn the_core_keeps_its_layer_order() {
         }
     }
     assert!(
-        graph["layout"].is_empty(),
+        graph["model::layout"].is_empty(),
         "layout builds on nothing: {:?}",
-        graph["layout"]
+        graph["model::layout"]
     );
 }
 
@@ -349,7 +415,7 @@ fn the_core_keeps_its_layer_order() {
 /// siblings form no circle, and mod.rs builds on them from the top.
 #[test]
 fn folder_files_import_only_downwards() {
-    for folder in ["memory", "plan", "throughput"] {
+    for folder in ["model/memory", "model/plan", "model/throughput"] {
         files_import_only_siblings(folder);
     }
 }
@@ -381,7 +447,7 @@ fn files_import_only_siblings(folder: &str) {
         assert!(
             !full_paths_after(code, "crate::")
                 .iter()
-                .any(|p| p[0] == folder),
+                .any(|p| p.join("/").starts_with(folder)),
             "{folder}/{name}.rs reads its folder's mod.rs back through `crate::{folder}`"
         );
         named.remove(&name);
@@ -389,4 +455,64 @@ fn files_import_only_siblings(folder: &str) {
     }
     assert!(graph.len() >= 3, "{folder}: {:?}", graph.keys());
     assert_eq!(circle(&graph), None, "{folder}");
+}
+
+/// #59: the job folders build on each other in the order of `JOB_FOLDERS`:
+/// no module imports one of a later folder.
+#[test]
+fn job_folders_build_only_on_earlier_ones() {
+    let graph = imports(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let folder_rank = |unit: &str| {
+        let folder = unit.split("::").next().unwrap_or(unit);
+        JOB_FOLDERS.iter().position(|f| *f == folder)
+    };
+    let mut upward = vec![];
+    for (from, named) in &graph {
+        let rank = folder_rank(from).unwrap_or_else(|| panic!("{from} is in no job folder"));
+        for to in named {
+            if folder_rank(to).is_some_and(|r| r > rank) {
+                upward.push(format!("{from} -> {to}"));
+            }
+        }
+    }
+    assert!(
+        graph.len() >= 40,
+        "read the core's units: {:?}",
+        graph.keys()
+    );
+    assert!(upward.is_empty(), "{upward:#?}");
+}
+
+/// #59: a newcomer reads a file at once and a folder at a glance: no file
+/// of the core or the page over 800 lines, no folder with more than 15
+/// `.rs` files side by side.
+#[test]
+fn files_and_folders_stay_small() {
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../src");
+    let mut files = core_files();
+    for entry in std::fs::read_dir(&page).expect("page") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    let long: Vec<_> = files
+        .iter()
+        .map(|f| {
+            (
+                f,
+                std::fs::read_to_string(f).expect("source").lines().count(),
+            )
+        })
+        .filter(|(_, n)| *n > 800)
+        .collect();
+    assert!(long.is_empty(), "files over 800 lines: {long:#?}");
+    let mut per_folder: BTreeMap<std::path::PathBuf, usize> = BTreeMap::new();
+    for f in &files {
+        *per_folder
+            .entry(f.parent().expect("folder").to_path_buf())
+            .or_default() += 1;
+    }
+    let crowded: Vec<_> = per_folder.iter().filter(|(_, n)| **n > 15).collect();
+    assert!(crowded.is_empty(), "folders over 15 files: {crowded:#?}");
 }

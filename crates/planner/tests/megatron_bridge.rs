@@ -4,8 +4,8 @@
 //! tests/megatron/check.py validates the same files against the pinned
 //! megatron-core and megatron-bridge.
 
-use planner::bundle::{files, script_name};
-use planner::export::{export, Format};
+use planner::launch::bundle::{files, script_name};
+use planner::launch::export::{export, Format};
 use planner::{evaluate, Plan};
 use serde_json::Value;
 
@@ -194,7 +194,7 @@ fn the_settings_text_is_serde_jsons() {
     ];
     for q in plans {
         let plan = Plan::from_query(q).plan;
-        let text = planner::megatron_bridge::settings_text(&plan, &evaluate(&plan));
+        let text = planner::launch::megatron_bridge::settings_text(&plan, &evaluate(&plan));
         let value: Value = serde_json::from_str(&text).expect("valid JSON");
         assert_eq!(
             text,
@@ -202,7 +202,7 @@ fn the_settings_text_is_serde_jsons() {
             "{q}"
         );
     }
-    use planner::json_writer::Value as W;
+    use planner::formats::json_writer::Value as W;
     for s in [
         "a\"b",
         "back\\slash",
@@ -235,7 +235,7 @@ fn the_settings_text_is_serde_jsons() {
 /// auto-plan's offers (#37 item 3).
 #[test]
 fn every_plan_and_offer_names_its_engine() {
-    use planner::plan::Engine;
+    use planner::model::plan::Engine;
     let engine = |q: &str| evaluate(&Plan::from_query(q).plan).engine;
     assert_eq!(engine("model=llama-3.1-8b"), Engine::TrainPy);
     assert_eq!(engine(L405B), Engine::MegatronBridge);
@@ -257,7 +257,7 @@ fn every_plan_and_offer_names_its_engine() {
         ("model=llama-3.1-70b&stack=megatron", Engine::MegatronBridge),
         ("model=llama-3.1-8b", Engine::TrainPy),
     ] {
-        let found = planner::search::search(&Plan::from_query(q).plan);
+        let found = planner::estimate::search::search(&Plan::from_query(q).plan);
         let offers: Vec<_> = found.pareto.iter().chain(found.fastest.iter()).collect();
         assert!(!offers.is_empty(), "{q}");
         assert!(offers.iter().all(|c| c.engine == want), "{q}");
@@ -316,7 +316,7 @@ fn megatron_refusals_are_notes_whose_fix_runs() {
 #[test]
 fn the_auto_plan_offers_only_what_the_launcher_runs() {
     let offers = |q: &str| {
-        let found = planner::search::search(&Plan::from_query(q).plan);
+        let found = planner::estimate::search::search(&Plan::from_query(q).plan);
         let all: Vec<_> = found.pareto.into_iter().chain(found.fastest).collect();
         all
     };
@@ -347,8 +347,9 @@ fn the_auto_plan_offers_only_what_the_launcher_runs() {
         );
     }
     // Megatron's selective recomputation, not op-level.
-    let found =
-        planner::search::search(&Plan::from_query("model=llama-3.1-70b&stack=megatron").plan);
+    let found = planner::estimate::search::search(
+        &Plan::from_query("model=llama-3.1-70b&stack=megatron").plan,
+    );
     assert!(found.pareto.iter().all(|c| c.checkpointing != "op"));
 }
 
@@ -495,7 +496,7 @@ fn rope_is_the_models_own() {
         assert!(rope["theta"].as_f64().is_some_and(|t| t >= 10_000.0));
         // Read back as written: every number of the file reaches the preset.
         let id = m["id"].as_str().unwrap();
-        let preset = planner::architecture::preset(id).unwrap();
+        let preset = planner::model::architecture::preset(id).unwrap();
         assert_eq!(
             serde_json::to_value(preset.arch.rope).unwrap(),
             rope,

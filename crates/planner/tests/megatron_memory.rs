@@ -7,8 +7,8 @@
 //! chunks, not one micro-batch; unfused attention without dropout keeps one
 //! bf16 copy of the probabilities, not Korthikanti et al.'s five bytes).
 
-use planner::coverage::shipped;
-use planner::memory_checks::megatron_memory_rows;
+use planner::accuracy::coverage::shipped;
+use planner::accuracy::memory_checks::megatron_memory_rows;
 use planner::{evaluate, Plan};
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -86,7 +86,7 @@ fn megatron_plans_quote_the_ci_runs_or_say_how_far_they_are() {
 /// rank's 45.8.
 #[test]
 fn a_module_list_without_core_attn_keeps_the_scores() {
-    use planner::memory::Term;
+    use planner::model::memory::Term;
     let base = "model=deepseek-v3&layers=16&hidden=1024&heads=32&kv_heads=32&ffn=4096&experts=32&active_experts=4&expert_ffn=1024&vocab=51712&impl=megatron&precision=bf16&instance=ml.p5.48xlarge&tp=2&sp=1&pp=2&ep=4&zero=1&mb=4&ga=4&seq=4096&attn=eager&ckpt=selective";
     let scores = |modules: &str| {
         let plan = Plan::from_query(&format!("{base}{modules}")).plan;
@@ -116,13 +116,15 @@ fn a_module_list_without_core_attn_keeps_the_scores() {
 /// bundle's train.py has no module list).
 #[test]
 fn recompute_lists_round_trip_and_stay_megatron_s() {
-    use planner::plan::RecomputeModules;
+    use planner::model::plan::RecomputeModules;
     let none = RecomputeModules::from_key("none").expect("none");
     assert!(!none.core_attn && none.key() == "none");
     assert_eq!(RecomputeModules::from_key(&none.key()), Some(none));
     let q = "model=llama-3.2-1b&attn=eager&ckpt=selective&seq=2048&recompute_modules=layernorm";
     let hf = Plan::from_query(q).plan;
-    assert!(planner::memory::recomputes_core_attention(&hf));
+    assert!(planner::model::memory::recomputes_core_attention(&hf));
     let megatron = Plan::from_query(&format!("{q}&stack=megatron")).plan;
-    assert!(!planner::memory::recomputes_core_attention(&megatron));
+    assert!(!planner::model::memory::recomputes_core_attention(
+        &megatron
+    ));
 }

@@ -8,8 +8,8 @@
 //! read off these rows, so the claim is that they stay exact, not that they
 //! predict new models.
 
-use planner::accuracy::compute;
-use planner::memory_checks::{single_rank_memory_rows, MemoryRow};
+use planner::accuracy::memory_checks::{single_rank_memory_rows, MemoryRow};
+use planner::accuracy::summary::compute;
 
 /// Rows allowed more than 0.5%, and why.
 fn tolerance(r: &MemoryRow) -> (f64, &'static str) {
@@ -86,9 +86,9 @@ fn hf_profile_matches_measured_peaks() {
 /// docs say, and what an HF plan of that kind is labelled with.
 #[test]
 fn real_gpu_runs_check_hf_plans_of_their_kind() {
-    let rows = planner::memory_checks::gpu_memory_rows();
+    let rows = planner::accuracy::memory_checks::gpu_memory_rows();
     assert_eq!(rows.len(), 19, "every listed row parses");
-    let c = planner::accuracy::compute();
+    let c = planner::accuracy::summary::compute();
     let g = &c.memory_gpu;
     assert!((g.median - 5.5).abs() < 0.05, "median {:.2}", g.median);
     assert!(
@@ -97,7 +97,7 @@ fn real_gpu_runs_check_hf_plans_of_their_kind() {
         g.under,
         g.over
     );
-    let o = planner::memory_checks::out_of_sample_gpu_memory();
+    let o = planner::accuracy::memory_checks::out_of_sample_gpu_memory();
     assert_eq!(o.rows, 9);
     assert!(
         (o.median - 5.5).abs() < 0.05 && (o.over - 10.2).abs() < 0.05,
@@ -105,7 +105,7 @@ fn real_gpu_runs_check_hf_plans_of_their_kind() {
         o.median,
         o.over
     );
-    let off = planner::memory_checks::off_path_gpu_memory_rows();
+    let off = planner::accuracy::memory_checks::off_path_gpu_memory_rows();
     assert_eq!(off.len(), 1);
     assert!((off[0].0.error_percent - 31.7).abs() < 0.05);
     let readme =

@@ -1,15 +1,15 @@
 //! Hand-derived checks of the memory terms for parallelism and profiles.
 
-use planner::architecture::{preset, Architecture, Mlp};
+use planner::estimate::report::Verdict;
 use planner::evaluate;
-use planner::layout::{Layout, Stages};
-use planner::memory::{breakdown, Term};
-use planner::plan::{
+use planner::model::architecture::{preset, Architecture, Mlp};
+use planner::model::layout::{Layout, Stages};
+use planner::model::memory::{breakdown, Term};
+use planner::model::plan::{
     Activations, Checkpointing, Data, Implementation, ModelChoice, Numerics, Parallelism, Plan,
     Precision, Stack,
 };
-use planner::report::Verdict;
-use planner::resolve::resolve;
+use planner::model::resolve::resolve;
 
 /// A layout of `gpus` for a model of `layers`, split evenly over `pp` stages.
 fn layout(gpus: u64, tp: u64, pp: u64, dp: u64, layers: u64) -> Layout {
@@ -85,7 +85,7 @@ fn selective_recomputation_drops_the_attention_scores() {
     let plan = |ckpt| Plan {
         implementation: Implementation {
             stack: Stack::Megatron,
-            attention: planner::plan::Attention::Eager,
+            attention: planner::model::plan::Attention::Eager,
             ..Implementation::default()
         },
         numerics: Numerics {
@@ -192,7 +192,7 @@ fn pipeline_first_stage_holds_p_microbatches() {
         },
         implementation: Implementation {
             stack: Stack::Megatron,
-            loss: planner::plan::Loss::Fused,
+            loss: planner::model::plan::Loss::Fused,
             ..Implementation::default()
         },
         ..Plan::default()
@@ -301,7 +301,7 @@ fn logits_term_at_128k_vocab() {
         &r.counts,
         &Plan {
             implementation: Implementation {
-                loss: planner::plan::Loss::Fused,
+                loss: planner::model::plan::Loss::Fused,
                 ..plan.implementation.clone()
             },
             ..plan.clone()
@@ -351,7 +351,7 @@ fn inconsistent_parallelism_is_reported_not_panicking() {
 fn sequence_chart_lines_show_each_options_savings() {
     let seqs = [32768];
     let at = |q: &str| -> Vec<(Checkpointing, u64)> {
-        planner::evaluate::memory_vs_sequence(&Plan::from_query(q).plan, &seqs)
+        planner::estimate::evaluate::memory_vs_sequence(&Plan::from_query(q).plan, &seqs)
             .into_iter()
             .map(|(c, v)| (c, v[0]))
             .collect()
@@ -416,7 +416,7 @@ fn llama_405b_pipelines_split_as_megatron_does() {
 #[test]
 fn every_published_recipe_is_accepted() {
     let mut moe_rows = 0;
-    for c in planner::calibration::cases() {
+    for c in planner::accuracy::calibration::cases() {
         let q = c.link();
         let d = Plan::from_query(&q);
         if c.arch.moe.is_some() {

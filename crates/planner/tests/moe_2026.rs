@@ -2,7 +2,7 @@
 //! with multi-head latent attention, dense layers among the MoE ones and
 //! chunked attention (../shared/data/moe_models_2026.md).
 
-use planner::architecture::{from_hf_config, preset};
+use planner::model::architecture::{from_hf_config, preset};
 use planner::{evaluate, Plan};
 
 /// Parameters by hand from each config, layer by layer:
@@ -136,7 +136,7 @@ fn presets_plan_on_the_page() {
         r.memory.usable_bytes as f64 / (1u64 << 30) as f64,
         r.throughput.tokens_per_second_per_gpu
     );
-    assert_ne!(r.verdict, planner::report::Verdict::DoesNotFit);
+    assert_ne!(r.verdict, planner::estimate::report::Verdict::DoesNotFit);
 }
 
 /// Chunked attention: a query sees the keys of its own chunk, `w / 2` on
@@ -189,7 +189,7 @@ const QWEN3_30B_ON_8_B200: &str = "model=qwen3-30b-a3b&impl=megatron&precision=f
 /// both read back from the link. Hugging Face's MoE block has neither.
 #[test]
 fn fused_dispatcher_and_router_graphs_save_their_launch_costs() {
-    use planner::throughput::HOST;
+    use planner::model::throughput::HOST;
     let base = QWEN3_30B_ON_8_B200;
     let compute = |extra: &str| {
         let d = Plan::from_query(&format!("{base}{extra}"));
@@ -230,7 +230,7 @@ fn launch_bound_moe_plans_offer_the_fused_dispatcher() {
     let step = |q: &str| evaluate(&Plan::from_query(q).plan).throughput.step_seconds;
     let saved = 1.0 - step(&format!("{base}&moe_flex=1&moe_graphs=1")) / step(base);
     let said = format!("{:.0}%", 100.0 * saved);
-    let text = planner::text::render(planner::plan::Lang::En, &w.phrase);
+    let text = planner::text::render(planner::model::plan::Lang::En, &w.phrase);
     assert!(text.contains(&said), "{said} in {text}");
     assert!(saved > 0.05, "{saved}");
     let graphs_only = launch_bound(&format!("{base}&moe_flex=1")).expect("router outside graphs");
@@ -251,7 +251,7 @@ fn moe_speed_labels_follow_their_group() {
              &instance=ml.p6-b200.48xlarge&nodes=32&pp=16&pp_first=3&pp_last=2&ep=8&seq=4096&mb=1&ga=256&zero=1";
     let report = evaluate(&Plan::from_query(q).plan);
     let a = &report.throughput_accuracy;
-    let coverage = planner::accuracy::compute();
+    let coverage = planner::accuracy::summary::compute();
     let group = coverage
         .groups
         .iter()

@@ -3,12 +3,12 @@
 //! reproduced from the instance's fitted figures in data/hardware.json
 //! (`nccl`), and the FSDP scaling the published multi-node runs show.
 
-use planner::fabric::{Collective, Network};
-use planner::hardware::{self, Nccl};
-use planner::model_tables;
-use planner::table::read_csv;
+use planner::accuracy::model_tables;
+use planner::formats::table::read_csv;
+use planner::model::fabric::{Collective, Network};
+use planner::model::hardware::{self, Nccl};
 
-use planner::model_tables::NCCL_TESTS_CSV;
+use planner::accuracy::model_tables::NCCL_TESTS_CSV;
 
 /// One published nccl-tests figure.
 struct Run {

@@ -3,8 +3,8 @@
 //! `compare_instances` draw on their own, from one resolved job, and counts
 //! once. One test in its own binary: the count is per process.
 
-use planner::evaluate::{compare_instances, memory_vs_sequence};
-use planner::evaluate::{evaluate_with_charts, evaluations};
+use planner::estimate::evaluate::{compare_instances, memory_vs_sequence};
+use planner::estimate::evaluate::{evaluate_with_charts, evaluations};
 use planner::Plan;
 
 #[test]

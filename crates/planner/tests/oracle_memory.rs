@@ -11,7 +11,7 @@
 //! 9.1%: Mistral-7B's op-level ZeRO-3 row (+7.99% when #12 set 8%) is +9.01%
 //! since the oracle runs attention as CUDA does (docs/accuracy.md).
 
-use planner::memory_checks::{oracle_groups, oracle_memory_rows, OracleRow};
+use planner::accuracy::memory_checks::{oracle_groups, oracle_memory_rows, OracleRow};
 
 fn signed_median(rows: &[&OracleRow]) -> f64 {
     let mut e: Vec<f64> = rows.iter().map(|r| r.row.error_percent).collect();
@@ -123,11 +123,11 @@ fn the_oracle_reproduces_the_cuda_measured_steps() {
 /// the README.
 #[test]
 fn heldout_rows_give_the_out_of_sample_error() {
-    let rows = planner::memory_checks::oracle_heldout_rows();
+    let rows = planner::accuracy::memory_checks::oracle_heldout_rows();
     // 45 seeded plans over three held-out families, and five whole models at
     // the presets' real shapes (#39), Gemma-3-27B among them.
     assert_eq!(rows.len(), 50, "every held-out row parses and is predicted");
-    let c = planner::accuracy::compute();
+    let c = planner::accuracy::summary::compute();
     let h = &c.memory_oracle_heldout;
     assert!(h.median <= 0.66, "median {:.2}%", h.median);
     assert!(
@@ -167,7 +167,7 @@ fn the_plans_users_open_are_counted_at_their_size() {
     }
     // The oracle's own count of those two plans (ga 1: the peak does not
     // depend on it), against the planner's.
-    let rows = planner::memory_checks::oracle_real_size_rows();
+    let rows = planner::accuracy::memory_checks::oracle_real_size_rows();
     for id in [
         "llama-3.1-8b/zero3/32-layers,world=8,seq=8192",
         "llama-3.1-70b/zero3/80-layers,world=16,seq=8192,ckpt=full",

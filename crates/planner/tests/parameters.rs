@@ -1,6 +1,6 @@
 //! Exact parameter counts of the presets against published figures.
 
-use planner::architecture::{from_hf_config, preset, presets, Architecture};
+use planner::model::architecture::{from_hf_config, preset, presets, Architecture};
 
 /// (preset, total, active, source)
 const PUBLISHED: &[(&str, u64, u64, &str)] = &[
@@ -148,7 +148,7 @@ fn hf_config_import_reads_llama_3_1_8b() {
 /// figure PEFT prints in its Llama-3 LoRA examples.
 #[test]
 fn lora_adapters_match_peft_counts() {
-    use planner::plan::LoraTargets;
+    use planner::model::plan::LoraTargets;
     let qv = LoraTargets::QV;
     let attention = LoraTargets::ATTENTION;
     let all = LoraTargets::ALL_LINEAR;

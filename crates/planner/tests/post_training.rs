@@ -2,7 +2,7 @@
 //! docs/post_training.md is their generated table, and the page's DPO labels
 //! say what these rows show (text: MemoryDerivedDpo, SpeedDerivedDpo).
 
-use planner::post_training::{markdown, rows, Compare};
+use planner::runs::post_training::{markdown, rows, Compare};
 
 const DOCS: &str = include_str!("../../../docs/post_training.md");
 
@@ -24,7 +24,7 @@ fn the_docs_table_is_the_rows_table() {
 #[test]
 fn ten_or_more_published_dpo_figures_are_compared() {
     let all = rows();
-    let dpo = |r: &&planner::post_training::PostTrainingRow| r.id.starts_with("dpo");
+    let dpo = |r: &&planner::runs::post_training::PostTrainingRow| r.id.starts_with("dpo");
     let compared = all
         .iter()
         .filter(dpo)

@@ -1,12 +1,12 @@
 //! Invariants of the memory model over arbitrary plans (proptest).
 
-use planner::architecture::presets;
 use planner::evaluate;
-use planner::hardware::instances;
-use planner::layout::Layout;
-use planner::memory::breakdown;
-use planner::plan::{Checkpointing, Plan};
-use planner::resolve::resolve;
+use planner::model::architecture::presets;
+use planner::model::hardware::instances;
+use planner::model::layout::Layout;
+use planner::model::memory::breakdown;
+use planner::model::plan::{Checkpointing, Plan};
+use planner::model::resolve::resolve;
 use planner::text::Text;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -244,7 +244,7 @@ proptest! {
     fn every_accepted_link_gives_finite_numbers(link in any_link()) {
         let decoded = Plan::from_query(&link);
         // A custom GPU's key beside a known instance is read, and said to be ignored.
-        let ignored = |n: &planner::plan::Notice| n.problem.id == planner::text::Text::CustomGpuKeyIgnored;
+        let ignored = |n: &planner::model::plan::Notice| n.problem.id == planner::text::Text::CustomGpuKeyIgnored;
         prop_assert!(decoded.notices.iter().all(ignored), "{:?}", decoded.notices);
         let r = evaluate(&decoded.plan);
         let t = &r.throughput;
@@ -286,8 +286,8 @@ proptest! {
         let host_full = r.errors.iter().any(|e| e.code() == "offload_exceeds_host");
         prop_assert_eq!(r.fits, m.least_bytes_per_gpu <= m.usable_bytes && !host_full);
         let comfortable = m.peak_bytes_per_gpu <= m.budget_bytes && !host_full;
-        prop_assert_eq!(r.verdict == planner::report::Verdict::Fits, comfortable);
-        prop_assert_eq!(m.tight.is_some(), r.verdict == planner::report::Verdict::Tight);
+        prop_assert_eq!(r.verdict == planner::estimate::report::Verdict::Fits, comfortable);
+        prop_assert_eq!(m.tight.is_some(), r.verdict == planner::estimate::report::Verdict::Tight);
         prop_assert!(r.parameters_active <= r.parameters);
         // The JSON report always serialises.
         prop_assert!(serde_json::to_string(&r).is_ok());
@@ -370,7 +370,7 @@ proptest! {
     fn solvers_return_the_exact_boundary(plan in any_plan()) {
         let r = evaluate(&plan);
         // The largest that fit with the allocator's usual cache (#55).
-        let fits = |p: &Plan| evaluate(p).verdict == planner::report::Verdict::Fits;
+        let fits = |p: &Plan| evaluate(p).verdict == planner::estimate::report::Verdict::Fits;
         let mb = r.max_micro_batch;
         if mb > 0 {
             prop_assert!(fits(&with(&plan, |p| p.data.micro_batch = mb)));
@@ -526,7 +526,7 @@ proptest! {
     /// without such a note.
     #[test]
     fn the_auto_plan_offers_only_plans_their_export_runs(plan in any_plan()) {
-        let found = planner::search::search(&plan);
+        let found = planner::estimate::search::search(&plan);
         for c in found.pareto.iter().chain(found.fastest.iter()) {
             let r = evaluate(&Plan::from_query(&c.query).plan);
             let codes: Vec<String> = r.errors.iter().map(|e| e.code().to_string()).collect();

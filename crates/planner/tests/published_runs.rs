@@ -2,9 +2,9 @@
 //! each row of the four published_2026 tables once, with the figure the
 //! table printed, and every row it compares with becomes a case.
 
-use planner::plan::Stack;
-use planner::published::{cases, excluded, PUBLISHED_RUNS_CSV};
-use planner::table::read_csv;
+use planner::accuracy::published::{cases, excluded, PUBLISHED_RUNS_CSV};
+use planner::formats::table::read_csv;
+use planner::model::plan::Stack;
 
 const TABLES: [(&str, &str); 4] = [
     (
@@ -75,7 +75,7 @@ fn runs_compared_and_left_out() {
     assert_eq!(left.len(), 39);
     let lora = compared
         .iter()
-        .filter(|c| c.plan.training.train == planner::plan::Training::Lora)
+        .filter(|c| c.plan.training.train == planner::model::plan::Training::Lora)
         .count();
     assert_eq!(lora, 6, "automodel_11 to automodel_16");
     assert_eq!(compared.len() + left.len() + 2, 92);
@@ -97,9 +97,9 @@ fn runs_compared_and_left_out() {
 /// and sequence band" table prints the same figures.
 #[test]
 fn cross_validated_errors_meet_the_stack_and_band_targets() {
-    use planner::sequence_bands::{errors, Band};
-    let rows = planner::accuracy::throughput_rows();
-    let errs = planner::accuracy_docs::row_errors(&rows);
+    use planner::accuracy::sequence_bands::{errors, Band};
+    let rows = planner::accuracy::summary::throughput_rows();
+    let errs = planner::accuracy::docs::row_errors(&rows);
     for stack in [Stack::Megatron, Stack::Torchtitan, Stack::Hf] {
         let e = errors(&errs, |r| r.stack == stack);
         assert!(e.rows > 0, "{stack:?} has no rows");

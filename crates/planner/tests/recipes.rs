@@ -3,7 +3,7 @@
 //! from each recipe at its table's release, `recipe_source` saying where),
 //! must find that each fits its GPU.
 
-use planner::report::Verdict;
+use planner::estimate::report::Verdict;
 use planner::{evaluate, Plan};
 
 /// Rows the test cannot hold the model to, each with why. The test fails
@@ -29,10 +29,10 @@ const GIB: f64 = 1_073_741_824.0;
 fn every_published_recipe_fits_its_gpu() {
     let mut checked = 0;
     let mut within_headroom = 0;
-    for c in planner::calibration::cases() {
+    for c in planner::accuracy::calibration::cases() {
         // The PyTorch stacks' rows are FSDP benchmarks with measured memory:
         // their own tests hold them (torchtitan_memory.rs).
-        if c.plan.implementation.stack != planner::plan::Stack::Megatron {
+        if c.plan.implementation.stack != planner::model::plan::Stack::Megatron {
             continue;
         }
         let d = Plan::from_query(&c.link());
@@ -103,7 +103,7 @@ fn every_published_recipe_fits_its_gpu() {
 /// Rows whose recipe was not found say so, and only those are excused.
 #[test]
 fn unchecked_rows_say_why() {
-    for c in planner::calibration::cases() {
+    for c in planner::accuracy::calibration::cases() {
         let listed = UNCHECKED.iter().any(|(id, _)| *id == c.id);
         if !c.recipe_found() {
             assert!(

@@ -1,9 +1,9 @@
 //! The auto-plan against brute force, and its locks.
 
-use planner::plan::{Plan, Precision};
-use planner::search::{search, Search};
+use planner::estimate::search::{search, Search};
+use planner::model::plan::{Plan, Precision};
 
-fn front(r: &planner::search::SearchResult) -> Vec<(String, u64, u64)> {
+fn front(r: &planner::estimate::search::SearchResult) -> Vec<(String, u64, u64)> {
     let mut v: Vec<_> = r
         .pareto
         .iter()
@@ -47,7 +47,7 @@ fn pruned_search_equals_brute_force() {
 }
 
 /// The candidate's plan, reopened from its link: the same peak and time.
-fn reopens_as_offered(c: &planner::search::Candidate) -> planner::Report {
+fn reopens_as_offered(c: &planner::estimate::search::Candidate) -> planner::Report {
     let rep = planner::evaluate(&Plan::from_query(&c.query).plan);
     let peak = rep.memory.peak_bytes_per_gpu;
     assert_eq!(peak, c.peak_bytes_per_gpu, "{}", c.query);
@@ -135,7 +135,7 @@ fn moe_search_chooses_expert_parallelism() {
 /// The same BF16 plan peaks at the same bytes on every 8-GPU instance.
 #[test]
 fn memory_does_not_depend_on_the_instance_type() {
-    let eight: Vec<_> = planner::hardware::instances()
+    let eight: Vec<_> = planner::model::hardware::instances()
         .iter()
         .filter(|i| i.gpu_count == 8 && i.multi_node_efa_training)
         .collect();
@@ -221,7 +221,9 @@ fn note_of(q: &str, code: &str) -> Option<Flagged> {
 }
 
 /// The plans a search offers: its Pareto front and its fastest.
-fn offered(r: &planner::search::SearchResult) -> impl Iterator<Item = &planner::search::Candidate> {
+fn offered(
+    r: &planner::estimate::search::SearchResult,
+) -> impl Iterator<Item = &planner::estimate::search::Candidate> {
     r.pareto.iter().chain(r.fastest.iter())
 }
 

@@ -3,13 +3,13 @@
 //! differ in precision alone. A ratio of two runs on the same GPUs cancels
 //! what the pair shares (the power-limited B200s' unknown clocks).
 
-use planner::case::Case;
-use planner::throughput::{efficiency, generation, throughput};
+use planner::accuracy::case::Case;
+use planner::model::throughput::{efficiency, generation, throughput};
 
 fn case(id: &str) -> Case {
-    planner::published::case_of(id)
+    planner::accuracy::published::case_of(id)
         .or_else(|| {
-            planner::calibration::cases()
+            planner::accuracy::calibration::cases()
                 .into_iter()
                 .find(|c| c.id == id)
         })
@@ -95,7 +95,7 @@ fn low_precision_speed_ups_follow_the_stack() {
     // without it the same torchtitan plan would gain more.
     let mut c = case("titan_36");
     let with = tokens_per_s(&c);
-    c.plan.implementation.stack = planner::plan::Stack::Megatron;
+    c.plan.implementation.stack = planner::model::plan::Stack::Megatron;
     c.plan.implementation.compile = true;
     assert!(tokens_per_s(&c) > with);
 }
@@ -150,7 +150,7 @@ fn low_precision_memory_follows_the_stack() {
         r.memory
             .terms
             .iter()
-            .find(|(t, _)| *t == planner::memory::Term::Activations)
+            .find(|(t, _)| *t == planner::model::memory::Term::Activations)
             .map_or(0, |(_, b)| *b)
     };
     assert!(

@@ -1,9 +1,9 @@
 //! Throughput against published runs (data/calibration.csv), and hand checks
 //! of FLOPs, time and cost.
 
-use planner::calibration::{median_abs_error, predictions};
+use planner::accuracy::calibration::{median_abs_error, predictions};
 use planner::evaluate;
-use planner::plan::{Data, ModelChoice, Plan, Saving};
+use planner::model::plan::{Data, ModelChoice, Plan, Saving};
 
 /// Each published run's tolerances, percent: in-sample, its error when the
 /// parameters were last fitted plus half a point (at least 1), so that moving
@@ -181,7 +181,7 @@ fn calibration_rows_within_their_tolerances() {
         );
     }
     // Cross-validated errors are bounded too (#25), row by row.
-    for p in planner::calibration::cross_validated() {
+    for p in planner::accuracy::calibration::cross_validated() {
         let bound = tolerances(&p.id).1;
         assert!(
             p.error_percent.abs() <= bound,
@@ -190,7 +190,7 @@ fn calibration_rows_within_their_tolerances() {
             p.error_percent
         );
     }
-    let c = planner::accuracy::compute();
+    let c = planner::accuracy::summary::compute();
     // With the 12 MoE rows (their scatter is the MoE note's) the medians rose
     // from 3.4% / 6.2% to 5.7% / 7.4%; leaving out every row of the same
     // model (#25) instead of one row at a time, the cross-validated one is 8.7%.
@@ -210,8 +210,8 @@ fn calibration_rows_within_their_tolerances() {
 /// leaves it, so the docs' claim follows.
 #[test]
 fn every_calibrated_constant_is_pinned_by_a_row() {
-    use planner::calibration::{cases, predict_with, FITTED};
-    use planner::throughput::{efficiency, generation, Efficiency, Generation};
+    use planner::accuracy::calibration::{cases, predict_with, FITTED};
+    use planner::model::throughput::{efficiency, generation, Efficiency, Generation};
     // No FP8 tensor cores on Ampere; no Megatron MoE row on Ampere or the
     // capped H100s (the Hugging Face-stack test checks Ampere's MoE rows).
     let unseen = |g: Generation, field: &str| {
@@ -325,18 +325,18 @@ const UNPINNED: &[&str] = &[
 /// they are the fit's result, not a hand-tuned copy of it.
 #[test]
 fn fit_from_a_neutral_start_reproduces_the_shipped_parameters() {
-    use planner::throughput::efficiency;
-    for (g, fitted, _) in planner::calibration::fit() {
+    use planner::model::throughput::efficiency;
+    for (g, fitted, _) in planner::accuracy::calibration::fit() {
         let shipped = efficiency(g);
-        let rows = planner::calibration::cases();
+        let rows = planner::accuracy::calibration::cases();
         let mine = || {
             rows.iter()
-                .filter(|c| planner::throughput::generation(c.gpu) == g)
+                .filter(|c| planner::model::throughput::generation(c.gpu) == g)
         };
         let has = |fp8: bool| {
             mine().any(|c| {
                 c.arch.moe.is_none()
-                    && (c.plan.numerics.precision == planner::plan::Precision::Fp8) == fp8
+                    && (c.plan.numerics.precision == planner::model::plan::Precision::Fp8) == fp8
             })
         };
         let mut pairs = vec![("attention", fitted.attention, shipped.attention)];
@@ -350,8 +350,8 @@ fn fit_from_a_neutral_start_reproduces_the_shipped_parameters() {
             ));
         }
         // The host's launch costs, fitted on Blackwell's MoE rows.
-        if g == planner::throughput::Generation::Blackwell {
-            let host = planner::throughput::HOST;
+        if g == planner::model::throughput::Generation::Blackwell {
+            let host = planner::model::throughput::HOST;
             for (name, f, s) in [
                 (
                     "moe_expert_launch",
@@ -391,10 +391,10 @@ fn fit_from_a_neutral_start_reproduces_the_shipped_parameters() {
 /// `step_time_s=12.91`): the interleave, the accumulation and the step time.
 #[test]
 fn each_rows_parsed_settings_match_its_notes() {
-    use planner::calibration::{read_csv, stated, CALIBRATION_CSV};
+    use planner::accuracy::calibration::{read_csv, stated, CALIBRATION_CSV};
     let rows = read_csv(CALIBRATION_CSV);
     let mut checked = 0;
-    for c in planner::calibration::cases() {
+    for c in planner::accuracy::calibration::cases() {
         // The other stacks' runs state their settings in columns (published_runs.rs).
         let Some(r) = rows.iter().find(|r| r.get("id") == c.id) else {
             continue;
@@ -423,7 +423,7 @@ fn each_rows_parsed_settings_match_its_notes() {
 /// Rows left out are listed by id with a reason, in the tests and the docs.
 #[test]
 fn excluded_rows_are_named_with_reasons() {
-    let out = planner::calibration::excluded();
+    let out = planner::accuracy::calibration::excluded();
     let ids: Vec<&str> = out.iter().map(|(id, _)| id.as_str()).collect();
     assert_eq!(
         ids,
@@ -436,8 +436,10 @@ fn excluded_rows_are_named_with_reasons() {
         ]
     );
     assert_eq!(
-        planner::calibration::cases().len() - planner::published::cases().len() + out.len(),
-        planner::calibration::read_csv(planner::calibration::CALIBRATION_CSV).len()
+        planner::accuracy::calibration::cases().len() - planner::accuracy::published::cases().len()
+            + out.len(),
+        planner::accuracy::calibration::read_csv(planner::accuracy::calibration::CALIBRATION_CSV)
+            .len()
     );
 }
 
@@ -491,7 +493,8 @@ fn cost_is_price_times_instance_hours() {
     let hours = r.time.total_hours;
     assert!((r.cost.total_usd.unwrap() - 40.0 * 2.0 * hours).abs() < 1e-6);
     assert!(
-        (r.cost.spot_usd.unwrap() - 40.0 * 2.0 * hours * (1.0 - planner::cost::SPOT_DISCOUNT))
+        (r.cost.spot_usd.unwrap()
+            - 40.0 * 2.0 * hours * (1.0 - planner::model::cost::SPOT_DISCOUNT))
             .abs()
             < 1e-6
     );
@@ -550,8 +553,8 @@ fn prices_come_with_their_basis() {
         w.english()
     );
     // Every catalogued instance the table prices has its price.
-    for i in planner::hardware::instances() {
-        let listed = planner::calibration::read_csv(planner::hardware::PRICES_CSV)
+    for i in planner::model::hardware::instances() {
+        let listed = planner::accuracy::calibration::read_csv(planner::model::hardware::PRICES_CSV)
             .into_iter()
             .find(|r| r.get("instance") == i.instance_type);
         if let Some(r) = listed.filter(|r| r.get("basis") != "unknown") {
@@ -576,7 +579,7 @@ fn checkpoint_size_and_async_share() {
     assert!(asy.checkpoint.wall_share < sync.checkpoint.wall_share / 5.0);
     let weights = evaluate(&Plan {
         saving: Saving {
-            save: planner::plan::SaveKind::Weights,
+            save: planner::model::plan::SaveKind::Weights,
             ..Saving::default()
         },
         ..Plan::default()
@@ -588,14 +591,14 @@ fn checkpoint_size_and_async_share() {
 /// the README's figures are all the current computation's.
 #[test]
 fn coverage_docs_and_readme_are_current() {
-    use planner::accuracy::{compute, throughput_rows};
-    use planner::accuracy_docs::markdown;
-    use planner::coverage::shipped;
+    use planner::accuracy::coverage::shipped;
+    use planner::accuracy::docs::markdown;
+    use planner::accuracy::summary::{compute, throughput_rows};
     let c = compute();
     let json = serde_json::to_string_pretty(&c).expect("serialises");
     assert_eq!(
         json.trim(),
-        planner::coverage::COVERAGE_JSON.trim(),
+        planner::accuracy::coverage::COVERAGE_JSON.trim(),
         "data/coverage.json is stale: `cargo run -p planner --bin plan -- calibrate --coverage > /tmp/c.json && mv /tmp/c.json crates/planner/data/coverage.json`"
     );
     assert_eq!(shipped().groups.len(), c.groups.len());
@@ -609,7 +612,7 @@ fn coverage_docs_and_readme_are_current() {
     let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("README.md");
     let t = &c.throughput;
     for claim in [
-        planner::accuracy_docs::readme_groups(&throughput_rows()),
+        planner::accuracy::docs::readme_groups(&throughput_rows()),
         format!("{} published runs", t.rows),
         format!("cross-validated median error {:.1}%", t.cv_median),
         format!("in-sample {:.1}%", t.in_sample_median),
@@ -625,7 +628,7 @@ fn coverage_docs_and_readme_are_current() {
 
 /// The README's figures for the memory oracle's whole table (in-sample) and
 /// its held-out plans.
-fn oracle_claim(c: &planner::coverage::Coverage) -> String {
+fn oracle_claim(c: &planner::accuracy::coverage::Coverage) -> String {
     let all = c.oracle("all").expect("the oracle's table has rows");
     let h = &c.memory_oracle_heldout;
     format!(
@@ -664,8 +667,9 @@ fn custom_gpu_with_h100_figures_matches_p5() {
 /// The instance comparison marks one fastest and one cheapest option, both fitting.
 #[test]
 fn instance_comparison_marks_fastest_and_cheapest() {
-    let opts =
-        planner::evaluate::compare_instances(&Plan::from_query("model=llama-3.1-8b&seq=4096").plan);
+    let opts = planner::estimate::evaluate::compare_instances(
+        &Plan::from_query("model=llama-3.1-8b&seq=4096").plan,
+    );
     assert!(opts.len() >= 10);
     let fastest: Vec<_> = opts.iter().filter(|o| o.fastest).collect();
     assert_eq!(fastest.len(), 1);
@@ -688,7 +692,7 @@ fn instance_comparison_marks_fastest_and_cheapest() {
 /// attention FLOPs per token = 12 * a*d * (12 * w(1 - w/2s) + 12 * s/2).
 #[test]
 fn sliding_window_attention_flops() {
-    let arch = planner::architecture::preset("gpt-oss-20b")
+    let arch = planner::model::architecture::preset("gpt-oss-20b")
         .unwrap()
         .arch
         .clone();
@@ -699,19 +703,19 @@ fn sliding_window_attention_flops() {
             + (arch.vocab * arch.hidden) as f64);
     let keys = 12.0 * 128.0 * (1.0 - 128.0 / (2.0 * s)) + 12.0 * s / 2.0;
     let want = dense + 12.0 * arch.q_width() as f64 * keys;
-    let got = planner::throughput::model_flops_per_token(&arch, &counts, 131_072);
+    let got = planner::model::throughput::model_flops_per_token(&arch, &counts, 131_072);
     assert!((got - want).abs() / want < 1e-12, "{got} vs {want}");
     // Without windows the attention term would be about twice as large.
-    let global = planner::architecture::Architecture {
+    let global = planner::model::architecture::Architecture {
         sliding_window: 0,
         local_layers: 0,
         ..arch.clone()
     };
-    let full = planner::throughput::model_flops_per_token(&global, &counts, 131_072);
+    let full = planner::model::throughput::model_flops_per_token(&global, &counts, 131_072);
     assert!((full - dense) / (got - dense) > 1.99);
     // Imported from its config.json (layer_types), the same windows come back.
     let cfg = r#"{"model_type":"gpt_oss","hidden_size":2880,"intermediate_size":2880,"num_attention_heads":64,"num_hidden_layers":4,"num_key_value_heads":8,"head_dim":64,"num_local_experts":32,"num_experts_per_tok":4,"vocab_size":201088,"sliding_window":128,"layer_types":["sliding_attention","full_attention","sliding_attention","full_attention"]}"#;
-    let a = planner::architecture::from_hf_config(cfg).unwrap();
+    let a = planner::model::architecture::from_hf_config(cfg).unwrap();
     assert_eq!((a.sliding_window, a.local_layers), (128, 2));
 }
 
@@ -800,7 +804,7 @@ fn odd_plans_say_what_they_extrapolate() {
         assert!(r.errors.is_empty(), "{q}: {:?}", r.errors);
         (r.figures.throughput_accuracy, r.figures.memory.accuracy)
     };
-    let extrapolated = |a: &planner::report::Accuracy, axis: &str, q: &str| {
+    let extrapolated = |a: &planner::estimate::report::Accuracy, axis: &str, q: &str| {
         assert_eq!(a.level, "extrapolated", "{q}: {}", a.note_english());
         assert!(
             a.expected_error.is_none(),
@@ -1008,8 +1012,8 @@ fn ring_attention_merges_by_hand() {
 
 #[test]
 fn hugging_face_stack_rows_within_ten_percent_median() {
-    use planner::calibration::{hf_cases, median_abs_error, predict_with};
-    use planner::throughput::{efficiency, generation};
+    use planner::accuracy::calibration::{hf_cases, median_abs_error, predict_with};
+    use planner::model::throughput::{efficiency, generation};
     let preds: Vec<_> = hf_cases()
         .iter()
         .map(|c| predict_with(c, &efficiency(generation(c.gpu))))
@@ -1051,12 +1055,12 @@ fn hugging_face_stack_rows_within_ten_percent_median() {
 /// per node, which crosses the network whole.
 #[test]
 fn expert_parameters_reduce_over_their_group() {
-    use planner::fabric::Collective;
+    use planner::model::fabric::Collective;
     let q = "model=mixtral-8x7b&impl=megatron&zero=0&instance=ml.p5.48xlarge&nodes=2&overlap=0";
     let plan = Plan::from_query(&format!("{q}&ep=8")).plan;
-    let (r, errors) = planner::resolve::resolve(&plan);
+    let (r, errors) = planner::model::resolve::resolve(&plan);
     assert!(errors.is_empty(), "{errors:?}");
-    let fabric = planner::fabric::Fabric::of(&r.gpu, &r.instance, plan.hardware.ultraserver);
+    let fabric = planner::model::fabric::Fabric::of(&r.gpu, &r.instance, plan.hardware.ultraserver);
     let eight = evaluate(&plan);
     let experts = 32.0 * 8.0 * 3.0 * 4096.0 * 14336.0;
     let dense = eight.parameters as f64 - experts;
@@ -1081,7 +1085,7 @@ fn expert_parameters_reduce_over_their_group() {
 #[test]
 fn b200_bf16_plans_say_their_efficiency_comes_from_gb200() {
     use planner::text::{t, Text};
-    let b200_bf16: Vec<_> = planner::calibration::cases()
+    let b200_bf16: Vec<_> = planner::accuracy::calibration::cases()
         .into_iter()
         .filter(|c| matches!(c.gpu.id, "B200" | "B300"))
         .filter(|c| !c.plan.numerics.precision.is_low_precision())
@@ -1098,7 +1102,7 @@ fn b200_bf16_plans_say_their_efficiency_comes_from_gb200() {
         b200_bf16.iter().all(|c| c.arch == b200_bf16[0].arch),
         "more than one model"
     );
-    let said = t(planner::plan::Lang::En, Text::BlackwellBf16FromGb200);
+    let said = t(planner::model::plan::Lang::En, Text::BlackwellBf16FromGb200);
     let note = |q: &str| {
         evaluate(&Plan::from_query(q).plan)
             .throughput_accuracy
@@ -1115,19 +1119,19 @@ fn b200_bf16_plans_say_their_efficiency_comes_from_gb200() {
 #[test]
 fn moe_note_states_the_cross_validated_scatter() {
     use planner::text::{t, Text};
-    let ids: Vec<String> = planner::calibration::cases()
+    let ids: Vec<String> = planner::accuracy::calibration::cases()
         .into_iter()
         .filter(|c| c.arch.moe.is_some())
         .map(|c| c.id)
         .collect();
-    let errors: Vec<f64> = planner::calibration::cross_validated()
+    let errors: Vec<f64> = planner::accuracy::calibration::cross_validated()
         .into_iter()
         .filter(|p| ids.contains(&p.id))
         .map(|p| p.error_percent)
         .collect();
     let lo = errors.iter().copied().fold(f64::MAX, f64::min);
     let hi = errors.iter().copied().fold(f64::MIN, f64::max);
-    let note = t(planner::plan::Lang::En, Text::MoeComputeRough);
+    let note = t(planner::model::plan::Lang::En, Text::MoeComputeRough);
     for claim in [
         format!("{} published", errors.len()),
         format!("between {:.0}% and +{:.0}%", lo, hi),
@@ -1144,14 +1148,17 @@ fn moe_note_states_the_cross_validated_scatter() {
 /// tenth of a percent.
 #[test]
 fn moe_family_errors_in_the_docs_are_the_harness_figures() {
-    let cv = planner::calibration::cross_validated();
+    let cv = planner::accuracy::calibration::cross_validated();
     let median = |ids: &dyn Fn(&str) -> bool| {
         let rows: Vec<_> = cv
             .iter()
             .filter(|p| p.id.starts_with("mb") && ids(&p.id))
             .cloned()
             .collect();
-        (rows.len(), planner::calibration::median_abs_error(&rows))
+        (
+            rows.len(),
+            planner::accuracy::calibration::median_abs_error(&rows),
+        )
     };
     let doc = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -1181,14 +1188,17 @@ fn moe_family_errors_in_the_docs_are_the_harness_figures() {
     );
 }
 
-/// The page reads data/coverage.json with planner::json (not serde_json):
+/// The page reads data/coverage.json with planner::formats::json (not serde_json):
 /// what it reads serialises back to the very file.
 #[test]
 fn shipped_coverage_reads_back_to_its_file() {
-    let c = planner::coverage::shipped();
+    let c = planner::accuracy::coverage::shipped();
     assert!(c.throughput.rows > 0 && !c.groups.is_empty() && !c.memory_oracle.is_empty());
     let text = serde_json::to_string_pretty(c).unwrap();
-    assert_eq!(text.trim(), planner::coverage::COVERAGE_JSON.trim());
+    assert_eq!(
+        text.trim(),
+        planner::accuracy::coverage::COVERAGE_JSON.trim()
+    );
 }
 
 /// `GROUPED_GEMM_HALF_TOKENS` is what SimuMax's B200 grouped-GEMM
@@ -1237,7 +1247,7 @@ fn grouped_gemm_fall_is_the_measured_one() {
         }
     }
     let (_, e_inf, m0) = best;
-    let shipped = planner::throughput::GROUPED_GEMM_HALF_TOKENS;
+    let shipped = planner::model::throughput::GROUPED_GEMM_HALF_TOKENS;
     assert!(
         (m0 - shipped).abs() <= 10.0,
         "the file fits m0 = {m0} tokens, the model ships {shipped}"
@@ -1260,8 +1270,8 @@ fn grouped_gemm_fall_is_the_measured_one() {
 /// DeepSeek-V3 on GB200); no dense row sets either.
 #[test]
 fn moe_rows_carry_their_recipes_dispatcher_and_graphs() {
-    let cases = planner::calibration::cases();
-    let ids = |f: fn(&planner::calibration::Case) -> bool| -> Vec<String> {
+    let cases = planner::accuracy::calibration::cases();
+    let ids = |f: fn(&planner::accuracy::calibration::Case) -> bool| -> Vec<String> {
         cases
             .iter()
             .filter(|c| f(c))

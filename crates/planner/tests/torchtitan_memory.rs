@@ -5,8 +5,8 @@
 //! pipeline stages kept gathered, its chunked loss where the run used it).
 //! No memory parameter is fitted on these rows.
 
-use planner::coverage::shipped;
-use planner::memory_checks::torchtitan_memory_rows;
+use planner::accuracy::coverage::shipped;
+use planner::accuracy::memory_checks::torchtitan_memory_rows;
 
 /// Each layout's measured range, percent (predicted against published): the
 /// bounds the page's labels quote. Data-parallel runs of 2024 on 500 W H100s

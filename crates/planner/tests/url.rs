@@ -1,7 +1,7 @@
 //! The sharing contract (SPEC §8): forgiving decode, exact round trip, and
 //! export strings that cannot carry code.
 
-use planner::plan::{
+use planner::model::plan::{
     valid_entry, valid_hf_model, valid_job, valid_role, valid_s3, with_pinned, Lang, Plan,
 };
 
@@ -93,11 +93,11 @@ fn the_key_list_is_the_schema() {
     for pair in p.to_query().split('&') {
         let key = pair.split('=').next().unwrap();
         assert!(
-            planner::plan::KEYS.contains(&key),
+            planner::model::plan::KEYS.contains(&key),
             "{key} is written but not listed"
         );
     }
-    for key in planner::plan::KEYS {
+    for key in planner::model::plan::KEYS {
         // The link reads `lang=` beside the plan (#24: not part of it).
         let err = Plan::from_query(&format!("{key}=%01"))
             .notices
@@ -122,7 +122,7 @@ fn unknown_model_names_get_suggestions() {
             .map(|n| planner::text::render(lang, &n.problem))
             .unwrap_or_default()
     };
-    use planner::plan::Lang::{En, Ru};
+    use planner::model::plan::Lang::{En, Ru};
     assert!(
         notice("model=mistral-7b", En).contains("did you mean mistral-7b-v0.1, mistral-7b-v0.3?")
     );
@@ -209,7 +209,7 @@ fn a_pinned_plan_survives_the_link() {
 /// keep their bytes); DPO's does; a wrong value keeps the other settings.
 #[test]
 fn the_training_stage_travels_only_when_it_is_not_sft() {
-    use planner::plan::TrainingStage;
+    use planner::model::plan::TrainingStage;
     let sft = Plan::from_query("model=llama-3.1-8b&seq=4096").plan;
     assert!(!sft.to_query().contains("stage="));
     let dpo = Plan::from_query("model=llama-3.1-8b&seq=4096&stage=dpo");
@@ -249,8 +249,8 @@ fn the_training_stage_travels_only_when_it_is_not_sft() {
 /// left empty it is twice the rank, what train.py always set.
 #[test]
 fn lora_alpha_travels_and_defaults_to_twice_the_rank() {
-    use planner::evaluate::evaluate;
-    use planner::export::hyperparameter_items;
+    use planner::estimate::evaluate::evaluate;
+    use planner::launch::export::hyperparameter_items;
     let alpha_of = |q: &str| {
         let p = Plan::from_query(q).plan;
         let items = hyperparameter_items(&p, &evaluate(&p));
@@ -297,8 +297,8 @@ fn custom_gpu_keys_beside_a_known_instance_say_they_are_ignored() {
 /// keeps FP32 adapters; GRPO's trainer refuses BF16 ones.
 #[test]
 fn lora_dtype_travels_and_halves_the_adapters() {
-    use planner::evaluate::evaluate;
-    use planner::export::hyperparameter_items;
+    use planner::estimate::evaluate::evaluate;
+    use planner::launch::export::hyperparameter_items;
     let q = "model=llama-3.1-8b&train=lora&lora_targets=q,v&zero=0&instance=ml.p5.4xlarge";
     let adapters = |q: &str| {
         let r = evaluate(&Plan::from_query(q).plan);
@@ -306,7 +306,7 @@ fn lora_dtype_travels_and_halves_the_adapters() {
             .memory
             .terms
             .iter()
-            .filter(|(t, _)| *t == planner::memory::Term::Adapters)
+            .filter(|(t, _)| *t == planner::model::memory::Term::Adapters)
             .map(|(_, b)| *b)
             .sum::<u64>()
     };

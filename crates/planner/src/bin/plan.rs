@@ -1,6 +1,6 @@
 //! `plan report '<URL or query string>'`: the JSON report of SPEC §8.
 
-use planner::plan::with_pinned;
+use planner::model::plan::with_pinned;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string\n  plan search '<URL or query string>'   auto-plan: ranked plans and the Pareto front as JSON\n  plan report '<URL or query string>' --measured '<the TRAIN_PLANNER_MEASURED line>'\n  plan export '<URL or query string>' --format pytorch|huggingface|modeltrainer|training-args\n  plan export '<URL or query string>' --format bundle --out DIR|FILE.zip [--launcher pytorch|huggingface|modeltrainer]\n  plan calibrate [--fit] [--markdown]     predicted vs measured throughput (data/calibration.csv)";
@@ -67,7 +67,7 @@ fn main() -> ExitCode {
     }
     if let [cmd, text] = args.as_slice() {
         if cmd == "py-literal" {
-            outln!("{}", planner::export::py_str(text));
+            outln!("{}", planner::launch::export::py_str(text));
             return ExitCode::SUCCESS;
         }
     }
@@ -86,7 +86,7 @@ fn main() -> ExitCode {
             #[derive(serde::Serialize)]
             struct Out<'a> {
                 query: String,
-                notices: &'a [planner::plan::Notice],
+                notices: &'a [planner::model::plan::Notice],
                 #[serde(flatten)]
                 report: &'a planner::Report,
             }
@@ -113,11 +113,11 @@ fn main() -> ExitCode {
 /// start, `--markdown` prints docs/accuracy.md's generated part, `--coverage`
 /// the JSON of data/coverage.json; without a flag, every row.
 fn calibrate(flags: &[String]) {
-    use planner::accuracy::{compute, throughput_rows};
-    use planner::accuracy_docs::markdown;
+    use planner::accuracy::docs::markdown;
+    use planner::accuracy::summary::{compute, throughput_rows};
     let has = |f: &str| flags.iter().any(|x| x == f);
     if has("--fit") {
-        for (g, e, loss) in planner::calibration::fit() {
+        for (g, e, loss) in planner::accuracy::calibration::fit() {
             outln!(
                 "{g:?}: gemm {:.3} fp8_gemm {:.3} attention {:.3} moe {:.3} moe_layer_overhead {:.6} (mean |ln error| {loss:.3})",
                 e.gemm,
@@ -126,7 +126,7 @@ fn calibrate(flags: &[String]) {
                 e.moe,
                 e.moe_layer_overhead
             );
-            if g == planner::throughput::Generation::Blackwell {
+            if g == planner::model::throughput::Generation::Blackwell {
                 outln!(
                     "host (every generation): moe_expert_launch {:.6} moe_router_launch {:.6} moe_alltoall_launch {:.6}",
                     e.host.moe_expert_launch,
@@ -143,7 +143,10 @@ fn calibrate(flags: &[String]) {
     } else if has("--markdown") {
         let rows = throughput_rows();
         out!("{}", markdown(&compute(), &rows));
-        outln!("\nREADME: {}", planner::accuracy_docs::readme_groups(&rows));
+        outln!(
+            "\nREADME: {}",
+            planner::accuracy::docs::readme_groups(&rows)
+        );
     } else {
         outln!(
             "{:<34} {:<44} {:>9} {:>10} {:>8}",
@@ -169,14 +172,14 @@ fn calibrate(flags: &[String]) {
 /// `plan search`: the auto-plan as JSON, with the count and the time taken.
 fn search(plan: &planner::Plan) -> ExitCode {
     let start = std::time::Instant::now();
-    let result = planner::search::search(plan);
+    let result = planner::estimate::search::search(plan);
     let seconds = start.elapsed().as_secs_f64();
     #[derive(serde::Serialize)]
     struct Out<'a> {
         seconds: f64,
         candidates_per_second: f64,
         #[serde(flatten)]
-        result: &'a planner::search::SearchResult,
+        result: &'a planner::estimate::search::SearchResult,
     }
     let out = Out {
         seconds,
@@ -193,8 +196,8 @@ fn report_measured(query: &str, line: &str) -> ExitCode {
     let plan = &decoded.plan;
     let lang = decoded.lang.unwrap_or(planner::text::Lang::En);
     let report = planner::evaluate(plan);
-    let compared =
-        planner::measured::parse(line).and_then(|m| planner::measured::compare(plan, &report, &m));
+    let compared = planner::runs::measured::parse(line)
+        .and_then(|m| planner::runs::measured::compare(plan, &report, &m));
     let comparison = match compared {
         Ok(c) => c,
         Err(p) => {
@@ -205,7 +208,7 @@ fn report_measured(query: &str, line: &str) -> ExitCode {
     #[derive(serde::Serialize)]
     struct Out<'a> {
         query: String,
-        measured: &'a planner::measured::Comparison,
+        measured: &'a planner::runs::measured::Comparison,
         #[serde(flatten)]
         report: &'a planner::Report,
     }
@@ -219,14 +222,14 @@ fn report_measured(query: &str, line: &str) -> ExitCode {
 /// `plan export` options: the query, the format, and for a bundle its launcher and folder.
 struct ExportArgs<'a> {
     query: &'a str,
-    format: Option<planner::export::Format>,
+    format: Option<planner::launch::export::Format>,
     bundle: bool,
-    launcher: planner::export::Format,
+    launcher: planner::launch::export::Format,
     out: Option<&'a str>,
 }
 
 fn export_args(args: &[String]) -> Result<ExportArgs<'_>, String> {
-    use planner::export::Format;
+    use planner::launch::export::Format;
     let mut e = ExportArgs {
         query: "",
         format: Some(Format::Pytorch),
@@ -248,7 +251,7 @@ fn export_args(args: &[String]) -> Result<ExportArgs<'_>, String> {
                 e.launcher = it
                     .next()
                     .and_then(|f| Format::from_key(f))
-                    .filter(|f| planner::bundle::launchers().contains(f))
+                    .filter(|f| planner::launch::bundle::launchers().contains(f))
                     .ok_or("--launcher takes pytorch, huggingface or modeltrainer")?
             }
             "--out" => e.out = Some(it.next().ok_or("--out takes a folder")?.as_str()),
@@ -275,7 +278,10 @@ fn export(args: &[String]) -> ExitCode {
     };
     let decoded = decode(e.query);
     match (e.format, e.out) {
-        (Some(format), _) => out!("{}", planner::export::export(&decoded.plan, format).code),
+        (Some(format), _) => out!(
+            "{}",
+            planner::launch::export::export(&decoded.plan, format).code
+        ),
         (None, Some(dir)) => return write_bundle(&decoded.plan, e.launcher, dir),
         (None, None) => unreachable!("export_args requires --out for a bundle"),
     }
@@ -284,18 +290,22 @@ fn export(args: &[String]) -> ExitCode {
 
 /// The bundle's files under `dir`, one path per line on stdout; or, when
 /// `dir` ends in `.zip`, the ZIP archive the page downloads.
-fn write_bundle(plan: &planner::Plan, launcher: planner::export::Format, dir: &str) -> ExitCode {
+fn write_bundle(
+    plan: &planner::Plan,
+    launcher: planner::launch::export::Format,
+    dir: &str,
+) -> ExitCode {
     const TRAIN_PY: &str = include_str!("../../bundle/train.py");
     const MEGATRON_BRIDGE_PY: &str = include_str!("../../bundle/pretrain_megatron_bridge.py");
     const GRPO_PY: &str = include_str!("../../bundle/grpo.py");
-    let script = match planner::bundle::script_name(plan) {
+    let script = match planner::launch::bundle::script_name(plan) {
         "train.py" => TRAIN_PY,
-        planner::plan::GRPO_SCRIPT => GRPO_PY,
+        planner::model::plan::GRPO_SCRIPT => GRPO_PY,
         _ => MEGATRON_BRIDGE_PY,
     };
-    let files = planner::bundle::files(plan, launcher, script);
+    let files = planner::launch::bundle::files(plan, launcher, script);
     if dir.ends_with(".zip") {
-        if let Err(err) = std::fs::write(dir, planner::bundle::zip(&files)) {
+        if let Err(err) = std::fs::write(dir, planner::launch::bundle::zip(&files)) {
             eprintln!("error: {dir}: {err}");
             return ExitCode::FAILURE;
         }

@@ -197,7 +197,7 @@ catalog! {
     MdLink => "Open this plan in Train Planner",
     CopyFailedUseTheAddress => "Copy failed: use the address bar",
 
-    // ---- the page: inputs (src/inputs.rs) ----
+    // ---- the page: inputs (src/panels/inputs.rs) ----
     Model => "Model",
     OrAboutNBillionParameters => "or about N billion parameters",
     CustomArchitecture => "Custom architecture",
@@ -304,7 +304,7 @@ catalog! {
     SageMakerInstance => "SageMaker instance",
     CustomGPU => "Custom GPU…",
 
-    // ---- the page: results (src/results.rs) ----
+    // ---- the page: results (src/panels/results.rs) ----
     Results => "Results",
     Fits => "Fits",
     DoesNotFit => "Does not fit",
@@ -374,7 +374,7 @@ catalog! {
     EndOfBackwardAllGradients => "end of backward, all gradients alive",
     OptimizerStep => "optimizer step",
 
-    // ---- the page: charts (src/charts.rs) ----
+    // ---- the page: charts (src/panels/charts.rs) ----
     MemoryPerGPUAgainstSequence => "Memory per GPU against sequence length",
     NoCheckpointing => "no checkpointing",
     LegendSelective => "selective",
@@ -392,7 +392,7 @@ catalog! {
     WordBudget => "budget",
     TimeToTrainAndCost => "Time to train and cost of this job per instance type; bars are hours",
 
-    // ---- the page: auto-plan (src/autoplan.rs) ----
+    // ---- the page: auto-plan (src/panels/autoplan.rs) ----
     AutoPlanTheBestPlans => "Auto-plan: the best plans that fit",
     SearchesInstanceTypeAndCount => "Searches instance type and count, parallelism, ZeRO stage, micro-batch (keeping your global batch), precision, checkpointing and loss, with the same model as above; it offers only plans the launch bundle runs as they stand.",
     KeepAsIs => "Keep as is",
@@ -426,7 +426,7 @@ catalog! {
     TimeToTrainLog => "time to train (log)",
     CostUSDLog => "cost, USD (log)",
 
-    // ---- the page: export panel (src/export.rs) ----
+    // ---- the page: export panel (src/panels/export.rs) ----
     LaunchItOnSageMaker => "Launch it on SageMaker",
     ExecutionRoleARN => "Execution role ARN",
     S3Prefix => "S3 prefix",

@@ -2,15 +2,15 @@
 //! binary uses some of them.
 #![allow(dead_code)]
 
-use planner::memory::Term;
-use planner::plan::Plan;
-use planner::report::Report;
+use planner::estimate::report::Report;
+use planner::model::memory::Term;
+use planner::model::plan::Plan;
 
 /// The report of a link that must read without a notice.
 pub fn report(q: &str) -> Report {
     let d = Plan::from_query(q);
     assert!(d.notices.is_empty(), "{:?}", d.notices);
-    planner::evaluate::evaluate(&d.plan)
+    planner::estimate::evaluate::evaluate(&d.plan)
 }
 
 /// One term of the peak's breakdown, bytes (0 when absent).

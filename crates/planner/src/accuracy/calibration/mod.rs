@@ -1,0 +1,10 @@
+//! Published training throughput (data/calibration.csv, a copy of
+//! ../shared/data/calibration.csv) and the model's error on it.
+
+mod fitting;
+mod hf_rows;
+mod rows;
+
+pub use fitting::*;
+pub use hf_rows::*;
+pub use rows::*;

@@ -1,0 +1,665 @@
+//! The resumable walk over the space: prune by bounds, evaluate, keep the
+//! front (see mod.rs for why nothing on the front is missed).
+
+use crate::model::architecture::{Architecture, ParameterCounts};
+
+use super::results::*;
+use super::space::*;
+use crate::estimate::launchers;
+use crate::model::hardware::Gpu;
+use crate::model::layout::Layout;
+use crate::model::memory;
+use crate::model::plan::{Checkpointing, Plan, Precision};
+use crate::model::rules;
+use crate::model::throughput::{self};
+use crate::text::{Arg, Join, Phrase, Text};
+
+/// A resumable search.
+pub struct Search {
+    base: Plan,
+    work: Plan,
+    arch: Architecture,
+    counts: ParameterCounts,
+    space: Space,
+    next_outer: usize,
+    global_sequences: u64,
+    /// Each block's fastest fitting plan.
+    found: Vec<Found>,
+    pareto: Vec<Found>,
+    fitting: u64,
+    peaks: PeakCache,
+    evaluated: u64,
+    pruned: u64,
+    /// Prune by bounds (off only in tests, to compare with brute force).
+    pub use_bounds: bool,
+    user_hours: f64,
+    user_usd: Option<f64>,
+    user_fits: bool,
+    adapters: f64,
+    /// Whether the launchers refuse each precision, ZeRO stage and pipeline
+    /// degree of the space (`refusal_index`), asked once per search
+    /// rather than once per block.
+    refused: Vec<bool>,
+}
+impl Search {
+    /// The full space around `plan`, respecting its locks.
+    pub fn new(plan: &Plan) -> Search {
+        Search::around(plan, &crate::estimate::evaluate::evaluate(plan))
+    }
+
+    /// The space around `plan`, whose report `user` the caller already has
+    /// (the page's one evaluation of an edit serves its search too, #34).
+    pub fn around(plan: &Plan, user: &crate::estimate::report::Report) -> Search {
+        // The user's own plan: the resolved shape, its global batch, and the baseline to beat.
+        let arch = user.architecture.clone();
+        let counts = arch.parameter_counts();
+        let arch_adapters = plan.lora_params(&arch);
+        let global_sequences = user.global_batch_sequences.max(1);
+        let mut work = plan.clone();
+        work.parallelism.shard = None;
+        let space = Space::around(plan, &arch);
+        let mut search = Search {
+            base: plan.clone(),
+            work,
+            arch,
+            counts,
+            space,
+            next_outer: 0,
+            global_sequences,
+            found: Vec::new(),
+            pareto: Vec::new(),
+            fitting: 0,
+            peaks: PeakCache::default(),
+            evaluated: 0,
+            pruned: 0,
+            use_bounds: true,
+            adapters: arch_adapters,
+            user_hours: user.time.total_hours,
+            user_fits: user.fits,
+            user_usd: user.cost.total_usd,
+            refused: Vec::new(),
+        };
+        search.refused = search.refusals();
+        search
+    }
+
+    /// `launcher_refuses` for every precision, ZeRO stage, pipeline degree
+    /// and checkpointing of the space, in `refusal_index` order (then the
+    /// checkpointing's).
+    fn refusals(&self) -> Vec<bool> {
+        let s = &self.space;
+        let n = s.precisions.len() * s.zeros.len() * s.pps.len() * s.ckpts.len();
+        let mut refused = Vec::with_capacity(n);
+        for &precision in &s.precisions {
+            for &(zero, _) in &s.zeros {
+                for &pp in &s.pps {
+                    for &checkpointing in &s.ckpts {
+                        let choice = launchers::Choice {
+                            precision,
+                            zero,
+                            pp,
+                            checkpointing,
+                        };
+                        refused.push(self.launcher_refuses(choice));
+                    }
+                }
+            }
+        }
+        refused
+    }
+
+    /// Where a block's precision, ZeRO stage and pipeline degree sit in
+    /// `refused`, counted in runs of the space's checkpointings.
+    fn refusal_index(&self, o: [usize; 9]) -> usize {
+        let s = &self.space;
+        (o[2] * s.zeros.len() + o[7]) * s.pps.len() + o[4]
+    }
+
+    /// Whether the launchers refuse each checkpointing of a block, in the
+    /// space's order.
+    fn refused_checkpointings(&self, o: [usize; 9]) -> &[bool] {
+        let n = self.space.ckpts.len();
+        let at = self.refusal_index(o) * n;
+        &self.refused[at..at + n]
+    }
+
+    /// Size of the space.
+    pub fn candidates(&self) -> u64 {
+        (self.space.outer_len() * self.space.inner_len()) as u64
+    }
+
+    /// Fraction done, 0..1.
+    pub fn progress(&self) -> f64 {
+        self.next_outer as f64 / self.space.outer_len().max(1) as f64
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.next_outer >= self.space.outer_len()
+    }
+
+    /// Work through at least `candidates` more combinations; true when finished.
+    pub fn run(&mut self, candidates: u64) -> bool {
+        let inner = self.space.inner_len().max(1) as u64;
+        let blocks = candidates.div_ceil(inner).max(1) as usize;
+        let end = (self.next_outer + blocks).min(self.space.outer_len());
+        while self.next_outer < end {
+            let o = self.space.outer(self.next_outer);
+            self.block(o);
+            self.next_outer += 1;
+        }
+        self.is_done()
+    }
+
+    /// Run to the end.
+    pub fn finish(&mut self) -> SearchResult {
+        while !self.run(100_000) {}
+        self.result()
+    }
+
+    /// One outer block: a layout on an instance type at a precision, tried
+    /// with every checkpointing, loss and micro-batch.
+    fn block(&mut self, o: [usize; 9]) {
+        let inner = self.space.inner_len() as u64;
+        let info = &self.space.instances[o[0]];
+        let (nodes, precision) = (self.space.nodes[o[1]], self.space.precisions[o[2]]);
+        let Some(layout) = self.layout(o) else {
+            self.pruned += inner;
+            return;
+        };
+        if self.use_bounds && self.beaten(&info.gpu, info.price, precision, nodes, layout.gpus) {
+            self.pruned += inner;
+            return;
+        }
+        let (instance, (zero, hybrid)) = (&info.instance, self.space.zeros[o[7]]);
+        let w = &mut self.work;
+        if w.hardware.instance != instance.instance_type {
+            w.hardware.instance = instance.instance_type.to_string();
+        }
+        w.hardware.nodes = nodes;
+        w.numerics.precision = precision;
+        (
+            w.parallelism.tp,
+            w.parallelism.pp,
+            w.parallelism.cp,
+            w.parallelism.sp,
+            w.parallelism.vp,
+            w.parallelism.ep,
+        ) = (layout.tp, layout.pp, layout.cp, layout.tp > 1, 1, layout.ep);
+        w.parallelism.zero = zero;
+        w.parallelism.shard = hybrid.then_some(layout.shard);
+        w.training.rollout.gen_gpus = self.space.servers[o[8]]
+            .gpus(instance.gpu_count, nodes)
+            .unwrap_or(0);
+        self.inner(o, &layout);
+    }
+
+    /// The block's layout, or None where it cannot run (or repeats another).
+    fn layout(&self, o: [usize; 9]) -> Option<Layout> {
+        let s = &self.space;
+        let (instance, gpu) = (&s.instances[o[0]].instance, &s.instances[o[0]].gpu);
+        let (nodes, precision, tp, pp, cp, ep, (zero, hybrid)) = (
+            s.nodes[o[1]],
+            s.precisions[o[2]],
+            s.tps[o[3]],
+            s.pps[o[4]],
+            s.cps[o[5]],
+            s.eps[o[6]],
+            s.zeros[o[7]],
+        );
+        let gpn = instance.gpu_count;
+        let server = s.servers[o[8]].gpus(gpn, nodes)?;
+        let gpus = gpn * nodes - server;
+        let arch = &self.arch;
+        // Uneven splits too, as the stack makes them (Megatron counts the
+        // embedding and loss as slots; torchtitan splits as evenly as it goes).
+        let stack = self.base.implementation.stack;
+        let stages = rules::pipeline_stages(stack, arch.layers, pp, 1)?;
+        let valid = rules::nodes_run(instance, nodes)
+            && rules::tp_in_domain(tp, s.instances[o[0]].fabric.gpus_per_domain)
+            && rules::tp_splits_heads(arch, tp)
+            && rules::cp_splits_sequence(self.base.data.seq, cp)
+            && rules::ep_splits_experts(arch, ep)
+            && rules::degrees_tile(gpus, tp, pp, cp)
+            && rules::precision_unsupported(precision, gpu).is_none();
+        let b = &self.base;
+        let bundled_hf_refuses = || {
+            b.bundled_hf()
+                && launchers::hf_tp_refusal(
+                    arch,
+                    (b.training.train, b.training.stage),
+                    precision,
+                    zero,
+                    tp,
+                )
+                .is_some()
+        };
+        if !valid || bundled_hf_refuses() || self.refused_checkpointings(o).iter().all(|&r| r) {
+            return None;
+        }
+        let tiled = Layout::tiled(gpus, [tp, pp, cp, ep], stages, gpu.fp8_tn_only);
+        let dp = tiled.dp;
+        // Hybrid sharding groups the data-parallel ranks of one node.
+        let shard = if hybrid {
+            (gpn / (tp * cp).min(gpn)).max(1)
+        } else {
+            dp
+        };
+        // ZeRO over one rank is DDP, and a hybrid group as large as the whole is full sharding: count each once.
+        // grpo.py shards over every rank (`launchers::grpo_refusal`: no hybrid groups).
+        let grpo_hybrid = hybrid && b.training.stage == crate::model::plan::TrainingStage::Grpo;
+        let repeats = (zero > 0 && dp < 2)
+            || grpo_hybrid
+            || (hybrid && (shard >= dp || shard < 2 || !rules::shard_divides_dp(shard, dp)));
+        if repeats || !self.global_sequences.is_multiple_of(dp) {
+            return None;
+        }
+        let layout = Layout { shard, ..tiled };
+        // GRPO: a vLLM engine whose share cannot hold its weights and a row's
+        // KV cache does not start (the resolver's `grpo_engine_too_small`).
+        let fabric = &s.instances[o[0]].fabric;
+        let placement = (fabric, &layout);
+        let engine = crate::model::rollout::VllmEngine::placed(
+            arch,
+            &self.counts,
+            b,
+            gpu,
+            placement,
+            server,
+        );
+        if engine.is_some_and(|e| !e.runs()) {
+            return None;
+        }
+        // Offers keep the experts' TP at the dense TP (Megatron-Core's default).
+        (layout.expert_tensor_parallel() == Some(tp)).then_some(layout)
+    }
+
+    /// Whether a plan already found is both faster and cheaper than this
+    /// block could ever be: its ideal time at every GPU's dense peak.
+    fn beaten(
+        &self,
+        gpu: &Gpu,
+        price: Option<f64>,
+        precision: Precision,
+        nodes: u64,
+        gpus: u64,
+    ) -> bool {
+        if self.pareto.is_empty() {
+            return false;
+        }
+        let peak = rules::dense_peak_flops(gpu, precision);
+        let flops = throughput::plan_model_flops_per_token(&self.arch, &self.counts, &self.base)
+            * self.base.data.tokens;
+        let hours = flops / (gpus as f64 * peak) / 3600.0;
+        let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);
+        self.pareto.iter().any(|f| f.hours <= hours && f.usd <= usd)
+    }
+
+    /// Whether the bundle's Megatron-Bridge or GRPO launcher refuses a
+    /// candidate's precision, ZeRO stage, pipeline and checkpointing with the
+    /// plan's other settings (`launchers`).
+    fn launcher_refuses(&self, choice: launchers::Choice) -> bool {
+        let b = &self.base;
+        launchers::megatron_refusal(b, &self.arch, choice).is_some()
+            || launchers::grpo_refusal(b, choice).is_some()
+    }
+
+    /// Whether the working plan offloads more activations than the block's
+    /// instance can hold in host memory (`host::offload_overflow`).
+    fn host_overflows(&self, o: [usize; 9], layout: &Layout) -> bool {
+        let w = &self.work;
+        if !w.activations.offload {
+            return false;
+        }
+        let offload = memory::offload(&self.arch, &self.counts, w, layout);
+        let instance = &self.space.instances[o[0]].instance;
+        crate::model::host::offload_overflow(w, &offload, instance, layout.gpus).is_some()
+    }
+
+    /// The first micro-batch after `mbs[mi]` (ascending) that may fit when
+    /// `mbs[mi]` does not: larger ones need more memory while they still
+    /// accumulate gradients, but the one of a single micro-batch a step
+    /// sheds the earlier micro-batches' gradients (`memory::moments`) where
+    /// no buffer holds them, so it is tried; past the end when none is left.
+    fn next_after_overflow(&self, mbs: &[u64], mi: usize, layout: &Layout) -> usize {
+        let ends_accumulation = |m: u64| m * layout.dp == self.global_sequences;
+        if ends_accumulation(mbs[mi]) || memory::gradients_held(&self.work, layout) {
+            return mbs.len();
+        }
+        (mi + 1..mbs.len())
+            .find(|&j| ends_accumulation(mbs[j]))
+            .unwrap_or(mbs.len())
+    }
+
+    /// Every checkpointing, loss and micro-batch on the block's layout.
+    fn inner(&mut self, o: [usize; 9], layout: &Layout) {
+        let s = &self.space;
+        let colocated = s.servers[o[8]] == Server::Colocated;
+        let budget = s.instances[o[0]].budget;
+        let pool = if colocated { s.instances[o[0]].pool } else { 0 };
+        let (ckpts, losses, mbs) = (s.ckpts.clone(), s.losses.clone(), s.mbs.clone());
+        let key = s.layout_key(o);
+        let mut peaks = self.peaks.take(key, s.inner_len());
+        // One layer forward per micro-batch serves every checkpointing and loss.
+        let mut forwards = vec![None; mbs.len()];
+        let mut best: Option<Found> = None;
+        let dp = layout.dp;
+        for (ci, &ck) in ckpts.iter().enumerate() {
+            if self.refused_checkpointings(o)[ci] {
+                self.pruned += (losses.len() * mbs.len()) as u64;
+                continue;
+            }
+            for (li, &loss) in losses.iter().enumerate() {
+                // Micro-batches ascending: once one overflows, skip to the
+                // one that ends accumulation (or stop).
+                let mut skip_below = 0;
+                for (mi, &mb) in mbs.iter().enumerate() {
+                    if mi < skip_below {
+                        self.pruned += 1;
+                        continue;
+                    }
+                    if !self.global_sequences.is_multiple_of(mb * dp) {
+                        self.pruned += 1;
+                        continue;
+                    }
+                    let w = &mut self.work;
+                    w.activations.checkpointing = ck;
+                    w.implementation.loss = loss;
+                    w.data.micro_batch = mb;
+                    w.data.grad_accum = self.global_sequences / (mb * dp);
+                    self.evaluated += 1;
+                    let (arch, counts) = (&self.arch, &self.counts);
+                    let peak =
+                        *peaks[(ci * losses.len() + li) * mbs.len() + mi].get_or_insert_with(
+                            || memory::breakdown(arch, counts, w, layout).peak_bytes,
+                        ) + pool;
+                    if peak > budget {
+                        if self.use_bounds {
+                            skip_below = self.next_after_overflow(&mbs, mi, layout);
+                        }
+                        continue;
+                    }
+                    if self.host_overflows(o, layout) {
+                        continue;
+                    }
+                    let f = self.timed(o, [ci, li, mi], layout, peak, &mut forwards[mi]);
+                    self.fitting += 1;
+                    // Same price per hour: the fastest is also the cheapest (the first of equals stays).
+                    if best.is_none_or(|b| f.hours < b.hours) {
+                        best = Some(f);
+                    }
+                }
+            }
+        }
+        self.peaks.put(key, peaks);
+        if let Some(f) = best {
+            self.found_fit(f);
+        }
+    }
+
+    /// The plan in `work`, which fits at `peak`, timed and priced as the page
+    /// would (checkpoint saving included). `at` is its checkpointing, loss and
+    /// micro-batch index; `forward` its micro-batch's layer forward.
+    fn timed(
+        &self,
+        o: [usize; 9],
+        at: [usize; 3],
+        layout: &Layout,
+        peak: u64,
+        forward: &mut Option<throughput::LayerForward>,
+    ) -> Found {
+        let i = &self.space.instances[o[0]];
+        let (w, counts) = (&self.work, &self.counts);
+        let tp = throughput::throughput_reusing(
+            &self.arch, counts, w, layout, &i.gpu, &i.fabric, &i.eff, forward,
+        );
+        let (time, _) = crate::model::cost::time(w, counts, self.adapters, &tp, layout.gpus);
+        let hours = time.total_hours;
+        let nodes = self.space.nodes[o[1]] as f64;
+        Found {
+            hours,
+            usd: i.price.map_or(f64::INFINITY, |p| p * nodes * hours),
+            idx: [
+                o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], at[0], at[1], at[2],
+            ],
+            peak,
+            tps: tp.tokens_per_second,
+            mfu: tp.mfu,
+            ga: w.data.grad_accum,
+        }
+    }
+
+    fn found_fit(&mut self, f: Found) {
+        self.found.push(f);
+        if self
+            .pareto
+            .iter()
+            .any(|p| p.hours <= f.hours && p.usd <= f.usd)
+        {
+            return;
+        }
+        self.pareto
+            .retain(|p| !(f.hours <= p.hours && f.usd <= p.usd));
+        self.pareto.push(f);
+    }
+
+    fn plan_of(&self, f: &Found) -> Plan {
+        let s = &self.space;
+        let i = f.idx;
+        let mut p = self.base.clone();
+        p.hardware.instance = s.instances[i[0]].instance.instance_type.to_string();
+        p.hardware.nodes = s.nodes[i[1]];
+        p.numerics.precision = s.precisions[i[2]];
+        p.parallelism.tp = s.tps[i[3]];
+        p.parallelism.pp = s.pps[i[4]];
+        p.parallelism.cp = s.cps[i[5]];
+        p.parallelism.sp = p.parallelism.tp > 1;
+        p.parallelism.vp = 1;
+        p.parallelism.ep = s.eps[i[6]];
+        let (zero, hybrid) = s.zeros[i[7]];
+        p.parallelism.zero = zero;
+        let gpn = s.instances[i[0]].instance.gpu_count;
+        p.parallelism.shard =
+            hybrid.then(|| (gpn / (p.parallelism.tp * p.parallelism.cp).min(gpn)).max(1));
+        p.training.rollout.gen_gpus = s.servers[i[8]].gpus(gpn, p.hardware.nodes).unwrap_or(0);
+        p.activations.checkpointing = s.ckpts[i[9]];
+        p.implementation.loss = s.losses[i[10]];
+        p.data.micro_batch = s.mbs[i[11]];
+        p.data.grad_accum = f.ga;
+        if p.hardware.instance != self.base.hardware.instance {
+            p.hardware.price = None;
+        }
+        p
+    }
+
+    /// Why a candidate wins, against the user's own plan: speed and cost
+    /// ratios, or that it fits where the user's plan does not.
+    fn why(&self, speed: f64, f: &Found) -> Phrase {
+        let mut parts = vec![];
+        if speed > 1.05 {
+            parts.push(Phrase::new(Text::TimesFaster).with("x", Arg::Number(speed, 1)));
+        } else if speed < 0.95 {
+            parts.push(Phrase::new(Text::TimesSlower).with("x", Arg::Number(1.0 / speed, 1)));
+        }
+        if let (Some(u), true) = (self.user_usd, f.usd.is_finite()) {
+            let d = 1.0 - f.usd / u;
+            if d > 0.02 {
+                parts.push(
+                    Phrase::new(Text::PercentCheaper).with("percent", Arg::Number(d * 100.0, 0)),
+                );
+            } else if d < -0.02 {
+                parts.push(
+                    Phrase::new(Text::PercentDearer).with("percent", Arg::Number(-d * 100.0, 0)),
+                );
+            }
+        }
+        if !self.user_fits {
+            let mut said = vec![Phrase::new(Text::FitsUnlikeYours)];
+            if f.usd.is_finite() {
+                let cost = Phrase::new(Text::CostForHours)
+                    .with("usd", Arg::Number(f.usd, 0))
+                    .with("hours", Arg::Number(f.hours, 1));
+                said.push(cost);
+            }
+            Phrase::new(Text::Verbatim).with("text", Arg::List(said, Join::Nothing))
+        } else if parts.is_empty() {
+            Phrase::new(Text::OnAParWithYours)
+        } else {
+            Phrase::new(Text::ComparedWithYours).with("parts", Arg::List(parts, Join::And))
+        }
+    }
+
+    fn candidate(&self, f: &Found) -> Candidate {
+        let p = self.plan_of(f);
+        let info = &self.space.instances[f.idx[0]];
+        let short = info.instance.instance_type.trim_start_matches("ml.");
+        let what = plan_summary(&p, short);
+        let speed = self.user_hours / f.hours.max(1e-12);
+        let vs = self.why(speed, f);
+        Candidate {
+            query: p.to_query(),
+            instance: info.instance.instance_type.to_string(),
+            gpu: info.gpu.id.to_string(),
+            nodes: p.hardware.nodes,
+            gpus: p.hardware.nodes * info.instance.gpu_count,
+            tp: p.parallelism.tp,
+            pp: p.parallelism.pp,
+            cp: p.parallelism.cp,
+            ep: p.parallelism.ep,
+            zero: p.parallelism.zero,
+            micro_batch: p.data.micro_batch,
+            grad_accum: p.data.grad_accum,
+            precision: p.numerics.precision.key(),
+            checkpointing: p.activations.checkpointing.key().into_owned(),
+            loss: p.implementation.loss.key(),
+            peak_bytes_per_gpu: f.peak,
+            tokens_per_second: f.tps,
+            mfu: f.mfu,
+            hours: f.hours,
+            usd: f.usd.is_finite().then_some(f.usd),
+            why: Phrase::new(Text::CandidateWhy)
+                .with("what", what)
+                .with("vs", vs),
+            engine: p.engine(),
+        }
+    }
+
+    /// The ranked result so far.
+    pub fn result(&self) -> SearchResult {
+        let mut pareto = self.pareto.clone();
+        pareto.sort_by(|a, b| a.hours.total_cmp(&b.hours).then(a.usd.total_cmp(&b.usd)));
+        // Ties (equal cost where the price is unknown or zero) go to the
+        // faster plan, then the cheaper, then the first found.
+        let best = |f: &dyn Fn(&Found) -> bool, key: &dyn Fn(&Found) -> f64| {
+            self.found
+                .iter()
+                .filter(|x| f(x))
+                .min_by(|a, b| {
+                    key(a)
+                        .total_cmp(&key(b))
+                        .then(a.hours.total_cmp(&b.hours))
+                        .then(a.usd.total_cmp(&b.usd))
+                })
+                .map(|x| self.candidate(x))
+        };
+        let budget = self.base.auto.budget_usd;
+        let deadline = self.base.auto.deadline_hours;
+        SearchResult {
+            candidates: self.candidates(),
+            evaluated: self.evaluated,
+            pruned: self.pruned,
+            fitting: self.fitting,
+            fastest: pareto.first().map(|f| self.candidate(f)),
+            cheapest: pareto
+                .iter()
+                .filter(|f| f.usd.is_finite())
+                .min_by(|a, b| a.usd.total_cmp(&b.usd))
+                .map(|f| self.candidate(f)),
+            best_under_budget: budget.and_then(|b| best(&|f| f.usd <= b, &|f| f.hours)),
+            best_under_deadline: deadline.and_then(|d| best(&|f| f.hours <= d, &|f| f.usd)),
+            pareto: pareto.iter().map(|f| self.candidate(f)).collect(),
+        }
+    }
+}
+
+/// Search the whole space around `plan` (native callers, tests, the CLI).
+pub fn search(plan: &Plan) -> SearchResult {
+    Search::new(plan).finish()
+}
+
+/// A candidate in a few words (`2 × p5.48xlarge, BF16 + ckpt full, ZeRO-3,
+/// mb 2`), as a phrase of the catalog: each optional part is its own text,
+/// or nothing.
+fn plan_summary(p: &Plan, instance: &str) -> Phrase {
+    let part = |on: bool, phrase: Phrase| -> Arg {
+        if on {
+            Arg::from(phrase)
+        } else {
+            Arg::List(vec![], Join::Nothing)
+        }
+    };
+    // A fraction of layers is a number the page's language writes (0,5).
+    let mode = match p.activations.checkpointing {
+        Checkpointing::Fraction(f) => Arg::Real(f),
+        c => Arg::from(c.key()),
+    };
+    let ckpt = Phrase::new(Text::CandidateCkpt).with("mode", mode);
+    let hybrid = Phrase::new(Text::CandidateHybrid).with("group", p.parallelism.shard.unwrap_or(0));
+    let parallel = Phrase::new(Text::CandidateParallel)
+        .with("tp", p.parallelism.tp)
+        .with("pp", p.parallelism.pp)
+        .with("cp", p.parallelism.cp)
+        .with("ep", p.parallelism.ep);
+    let server = Phrase::new(Text::CandidateServer).with("gpus", p.training.rollout.gen_gpus);
+    Phrase::new(Text::CandidatePlan)
+        .with("nodes", p.hardware.nodes)
+        .with("instance", instance.to_string())
+        .with("precision", p.numerics.precision.key().to_ascii_uppercase())
+        .with(
+            "ckpt",
+            part(p.activations.checkpointing != Checkpointing::None, ckpt),
+        )
+        .with("zero", Arg::Count(u64::from(p.parallelism.zero)))
+        .with("hybrid", part(p.parallelism.shard.is_some(), hybrid))
+        .with(
+            "parallel",
+            part(
+                p.parallelism.tp * p.parallelism.pp * p.parallelism.cp * p.parallelism.ep > 1,
+                parallel,
+            ),
+        )
+        .with("mb", p.data.micro_batch)
+        .with("server", part(p.training.rollout.gen_gpus > 0, server))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::{render, Lang};
+
+    /// A candidate's summary is a phrase, not English text (#34): the same
+    /// plan reads in both catalogs, every optional part present or absent.
+    #[test]
+    fn plan_summaries_render_in_each_language() {
+        let q = "nodes=2&zero=3&shard=8&ckpt=full&tp=2&stage=grpo&gen_gpus=1";
+        let full = plan_summary(&Plan::from_query(q).plan, "p5.48xlarge");
+        assert_eq!(
+            render(Lang::En, &full),
+            "2 × p5.48xlarge, BF16 + ckpt full, ZeRO-3 (hybrid 8), TP2 PP1 CP1 EP1, mb 1, vLLM server 1 GPU"
+        );
+        let ru = render(Lang::Ru, &full);
+        let server = Phrase::new(Text::CandidateServer).with("gpus", 1u64);
+        let hybrid = Phrase::new(Text::CandidateHybrid).with("group", 8u64);
+        assert!(ru != render(Lang::En, &full), "{ru}");
+        assert!(ru.contains(&render(Lang::Ru, &server)), "{ru}");
+        assert!(ru.contains(&render(Lang::Ru, &hybrid)), "{ru}");
+        let bare = plan_summary(&Plan::from_query("ckpt=none").plan, "p5.48xlarge");
+        assert_eq!(
+            render(Lang::En, &bare),
+            "1 × p5.48xlarge, BF16, ZeRO-3, mb 1"
+        );
+        // Half the layers recomputed: a number with the language's mark.
+        let half = plan_summary(&Plan::from_query("ckpt=0.5").plan, "p5.48xlarge");
+        assert!(render(Lang::En, &half).contains("ckpt 0.5"));
+        assert!(render(Lang::Ru, &half).contains("ckpt 0,5"));
+    }
+}

@@ -1,0 +1,48 @@
+//! What a node's host holds: activation offloading against the node's RAM
+//! (#36: offloading all 80 layers of a 70B plan sent 1.1 TiB to a node with
+//! 960 GiB and was said to fit).
+
+use crate::model::hardware::{Instance, OFFLOADABLE_HOST_SHARE};
+use crate::model::memory::Offload;
+use crate::model::plan::{Plan, Stack};
+use crate::text::{Arg, Message, Text};
+
+/// The error when the node's GPUs offload more activations than its RAM
+/// can pin, with the largest offload that fits as the fix (Megatron's
+/// `--cpu-offloading-num-layers`; the other stacks offload all but a
+/// horizon, so the fix turns it off). An instance whose RAM the data does
+/// not give (a custom GPU) is not checked.
+pub fn offload_overflow(
+    plan: &Plan,
+    offload: &Offload,
+    instance: &Instance,
+    gpus: u64,
+) -> Option<Message> {
+    let available = instance.offloadable_host_bytes()?;
+    let per_node = instance.gpu_count.min(gpus).max(1);
+    let needed = offload.host_bytes_per_gpu() * per_node as f64;
+    if offload.layers <= 0.0 || needed <= available {
+        return None;
+    }
+    let most = offload.layers_within(available, per_node);
+    let args: [(&'static str, Arg); 6] = [
+        ("layers", Arg::Count(offload.layers as u64)),
+        ("needed", Arg::Bytes(needed as u64)),
+        ("available", Arg::Bytes(available as u64)),
+        ("share", Arg::Number(OFFLOADABLE_HOST_SHARE * 100.0, 0)),
+        (
+            "ram",
+            Arg::Bytes(
+                instance
+                    .host_ram_gib
+                    .map_or(0, |g| (g * (1u64 << 30) as f64) as u64),
+            ),
+        ),
+        ("most", Arg::Count(most)),
+    ];
+    let m = Message::new("offload", Text::OffloadExceedsHost, args);
+    Some(match (plan.implementation.stack, most) {
+        (Stack::Megatron, n) if n > 0 => m.fix("offload_layers", n.to_string()),
+        _ => m.fix("offload", "0"),
+    })
+}

@@ -1,0 +1,233 @@
+//! The per-GPU memory model (SPEC §3): model states, activations, logits and
+//! loss, sharding and parallelism, and the allocator/CUDA overheads.
+//!
+//! The peak of a training step is the largest of three moments, each built
+//! from the tensors alive then:
+//! - `loss_backward`: weights and optimizer states, every saved activation of
+//!   the forward pass, and the loss's own buffers (grads were freed by
+//!   `zero_grad(set_to_none=True)`);
+//! - `end_of_backward`: all gradients exist; a tied embedding's second
+//!   gradient is being accumulated into the first;
+//! - `optimizer_step`: states plus the optimizer's temporaries.
+//!
+//! The `hf` profile follows what PyTorch autograd keeps for Transformers'
+//! `LlamaForCausalLM` under `bf16=True` autocast; each coefficient below is
+//! derived from the ops and checked against ../shared/data/memory_examples.csv
+//! (tests/memory_accuracy.rs). The `megatron` profile follows Megatron-Core
+//! with TransformerEngine fused kernels (Korthikanti et al. 2022 without
+//! dropout, SwiGLU, flash attention); it is derived, not measured here.
+
+use crate::model::architecture::{Architecture, ParameterCounts};
+use crate::model::job::Job;
+use crate::model::layout::Layout;
+use crate::model::plan::Plan;
+
+mod activations;
+pub mod allowances;
+mod loss;
+mod moments;
+mod parts;
+mod profile;
+mod shape;
+mod sharding;
+mod state_bytes;
+mod states;
+
+pub use activations::{offload, offloaded_layer_count, recomputes_core_attention, Offload};
+pub(crate) use loss::gradients_held;
+use moments::Terms;
+pub use parts::{MemoryBreakdown, Phase, Term, CUDA_CONTEXT_BYTES};
+pub use profile::{compute_path, qlora_fp32_residual};
+pub(crate) use shape::runs_fsdp2;
+use shape::{Stage, StageShape};
+
+/// The full per-GPU breakdown for a resolved plan: with pipeline parallelism,
+/// the more loaded of the first and the last stage.
+pub fn breakdown(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    plan: &Plan,
+    layout: &Layout,
+) -> MemoryBreakdown {
+    if layout.pp <= 1 {
+        return stage_breakdown(&StageShape::new(arch, counts, plan, layout, Stage::Only));
+    }
+    let first = stage_breakdown(&StageShape::new(arch, counts, plan, layout, Stage::First));
+    let last = stage_breakdown(&StageShape::new(arch, counts, plan, layout, Stage::Last));
+    let mut peak = if last.peak_bytes > first.peak_bytes {
+        last
+    } else {
+        first
+    };
+    if layout.pp > 2 && layout.stages.middle > layout.stages.first {
+        let second = stage_breakdown(&StageShape::new(arch, counts, plan, layout, Stage::Second));
+        if second.peak_bytes > peak.peak_bytes {
+            peak = second;
+        }
+    }
+    peak
+}
+
+impl Job<'_> {
+    /// The job's per-GPU breakdown (its plan's, on its model and layout).
+    pub fn memory(&self) -> MemoryBreakdown {
+        let m = breakdown(&self.arch, &self.counts, self.plan, &self.layout);
+        let _ = self.peak.set(m.allocated_peak_bytes);
+        m
+    }
+
+    /// The job's allocated peak bytes per GPU (what the memory checks
+    /// measure: `torch.cuda.max_memory_allocated()`), broken down once per job.
+    pub fn allocated_peak_bytes(&self) -> u64 {
+        match self.peak.get() {
+            Some(p) => *p,
+            None => self.memory().allocated_peak_bytes,
+        }
+    }
+}
+
+/// The last pipeline rank's breakdown (the LM head, the loss and the
+/// micro-batches the schedule keeps in flight there), the whole model when
+/// `pp == 1`: what Megatron-LM's last rank logs as `mem-max-allocated-bytes`
+/// (its TensorBoard writer lives on rank `world_size - 1`).
+pub fn last_stage_breakdown(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    plan: &Plan,
+    layout: &Layout,
+) -> MemoryBreakdown {
+    let stage = if layout.pp <= 1 {
+        Stage::Only
+    } else {
+        Stage::Last
+    };
+    stage_breakdown(&StageShape::new(arch, counts, plan, layout, stage))
+}
+
+/// The peak of one stage: the largest moment, then the overheads on top.
+fn stage_breakdown(s: &StageShape) -> MemoryBreakdown {
+    let terms = Terms::of(s);
+    let moments = terms.totals();
+    #[cfg(debug_assertions)]
+    terms.check_totals(&moments);
+    let top = moments.iter().map(|m| m.1).fold(0.0, f64::max);
+    // Ties go to the earlier moment.
+    let phase = moments
+        .iter()
+        .find(|m| m.1 >= top)
+        .map_or(Phase::OptimizerStep, |m| m.0);
+    let mut peak = terms.at(phase);
+    let allocated: f64 = peak.iter().map(|(_, b)| b).sum();
+    peak.push((Term::CudaContext, CUDA_CONTEXT_BYTES as f64));
+    peak.push((
+        Term::Workspaces,
+        allowances::workspaces(s.plan, s.layout.gpus),
+    ));
+    let caching = allowances::caching_share(s.plan, s.layout.gpus);
+    peak.push((Term::Fragmentation, allocated * caching));
+    let spare = allocated * (caching - allowances::least_caching_share(s.plan, s.layout.gpus));
+    let a = &terms.saved;
+    let activation_bytes =
+        a.activations + terms.recompute + terms.final_norm + a.scores + terms.logits;
+    let mut m = finish(
+        peak,
+        phase,
+        activation_bytes,
+        terms.states() + terms.gradients + terms.unsharded,
+        a.activations + terms.final_norm,
+        terms.logits,
+    );
+    m.least_bytes = m.peak_bytes.saturating_sub(whole_bytes(spare));
+    m
+}
+
+/// `x.round() as u64` (nearest whole byte, halves up; 0 for a negative or
+/// NaN; saturating), without `round`: WebAssembly has no instruction for
+/// it, and the page rounds a dozen terms per stage of every plan the
+/// auto-plan tries. The cast truncates; the fraction left decides.
+fn whole_bytes(x: f64) -> u64 {
+    if x.is_nan() || x <= 0.0 {
+        return 0;
+    }
+    let whole = x as u64;
+    // Exact: below 2^53 `whole` is a double, above it `x` has no fraction.
+    if x - whole as f64 >= 0.5 {
+        whole.saturating_add(1)
+    } else {
+        whole
+    }
+}
+
+/// Round every term to bytes and add up the totals.
+fn finish(
+    terms: Vec<(Term, f64)>,
+    phase: Phase,
+    activation_bytes: f64,
+    model_state_bytes: f64,
+    saved_activation_bytes: f64,
+    logits_bytes: f64,
+) -> MemoryBreakdown {
+    let terms: Vec<(Term, u64)> = terms
+        .into_iter()
+        .map(|(t, b)| (t, if b.is_finite() { whole_bytes(b) } else { 0 }))
+        .collect();
+    // Saturating: a plan the URL accepts can ask for more than 2^64 bytes.
+    let allocated_peak_bytes = terms
+        .iter()
+        .filter(|(t, _)| !t.is_overhead())
+        .fold(0u64, |sum, (_, b)| sum.saturating_add(*b));
+    let peak_bytes = terms
+        .iter()
+        .fold(0u64, |sum, (_, b)| sum.saturating_add(*b));
+    MemoryBreakdown {
+        terms,
+        phase,
+        allocated_peak_bytes,
+        peak_bytes,
+        least_bytes: peak_bytes,
+        activation_bytes: activation_bytes.max(0.0) as u64,
+        model_state_bytes: whole_bytes(model_state_bytes),
+        saved_activation_bytes: whole_bytes(saved_activation_bytes),
+        logits_bytes: whole_bytes(logits_bytes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_bytes;
+
+    /// `whole_bytes` against `f64::round`: the same byte count, halves,
+    /// the last fractions below 2^53, huge, negative and not-a-number
+    /// values, and a spread of random magnitudes.
+    #[test]
+    fn whole_bytes_rounds_as_round_does() {
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            0.5,
+            1.5,
+            2.5,
+            0.49999999999999994,
+            4503599627370495.5,
+            4503599627370497.0,
+            9007199254740993.0,
+            1.8446744073709552e19,
+            1e300,
+            f64::INFINITY,
+            -0.5,
+            -3.7,
+            f64::NAN,
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..100_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let magnitude = (seed % 70) as i32 - 5;
+            xs.push((seed >> 11) as f64 / (1u64 << 53) as f64 * 2f64.powi(magnitude));
+        }
+        for x in xs {
+            assert_eq!(whole_bytes(x), x.round() as u64, "{x:e}");
+        }
+    }
+}

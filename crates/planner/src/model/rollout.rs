@@ -1,0 +1,284 @@
+//! GRPO's rollouts (#38): the vLLM engine TRL's `GRPOTrainer` runs beside
+//! training on the same GPUs (`vllm_mode="colocate"`), what it holds and how
+//! long it takes to generate a step's completions. From TRL 0.24.0's source
+//! (docs/research/post_training/trl_facts.md §6-7):
+//!
+//! - every rank generates its own `mb x ga` rows once per optimizer step
+//!   (`steps_per_generation = gradient_accumulation_steps`); an engine of
+//!   `vllm_tensor_parallel_size` GPUs gathers its ranks' prompts;
+//! - the engine is `LLM(gpu_memory_utilization = gen_share, max_num_seqs =
+//!   its rows, max_num_batched_tokens = 4096)`: a BF16 copy of the weights
+//!   and a KV cache inside `gen_share` of each GPU's memory;
+//! - after every optimizer step the trained weights are copied into it
+//!   (`_move_model_to_vllm`), gathered parameter by parameter under FSDP2.
+//!
+//! With `gen_gpus` > 0 vLLM runs as a server instead (`vllm_mode="server"`,
+//! `trl vllm-serve` on the first `gen_gpus` GPUs of a single node, at its
+//! default `--gpu-memory-utilization 0.9`, split into `--data-parallel-size`
+//! engines of `--tensor-parallel-size` GPUs): the main process gathers every
+//! rank's prompts and the server generates them all; after each step rank 0
+//! sends each trained tensor to it (`VLLMClient.update_named_param`: an
+//! HTTP request, then an NCCL broadcast to the server's GPUs).
+//!
+//! Decoding is bound by memory bandwidth: each of the `completion` steps
+//! reads the engine's weights once and the running rows' KV cache (Pope et
+//! al. 2022, "Efficiently Scaling Transformer Inference", §2), or by its
+//! GEMMs at large batches, whichever is longer. Rows beyond what the KV
+//! cache holds wait for a later wave.
+
+use crate::model::architecture::{Architecture, ParameterCounts};
+use crate::model::fabric::Fabric;
+use crate::model::hardware::Gpu;
+use crate::model::layout::Layout;
+use crate::model::plan::{Plan, TrainingStage};
+
+/// vLLM's tensor-parallel size: the smallest power of two that divides the
+/// GPUs of the fast link (TRL needs the world to divide into engines) and
+/// the attention heads (vLLM splits them evenly), and that
+/// leaves half the share to the KV cache, or the largest such size when
+/// none does (the engine may then hold too little cache: `runs`).
+fn engine_tp(arch: &Architecture, weights: f64, pool: f64, gpus_per_node: u64) -> u64 {
+    let sizes: Vec<u64> = (0..7)
+        .map(|i| 1u64 << i)
+        .filter(|t| gpus_per_node.max(1).is_multiple_of(*t) && arch.heads.is_multiple_of(*t))
+        .collect();
+    sizes
+        .iter()
+        .copied()
+        .find(|t| weights / *t as f64 <= pool / 2.0)
+        .or(sizes.last().copied())
+        .unwrap_or(1)
+}
+
+/// The GPUs a colocated engine may span: those that share the fast link
+/// (vLLM's tensor parallelism runs inside it), at most the plan's.
+fn engine_gpus(fabric: &Fabric, layout: &Layout) -> u64 {
+    fabric.gpus_per_domain.min(layout.gpus).max(1)
+}
+
+/// `trl vllm-serve`'s `--gpu-memory-utilization` default (TRL 0.24.0
+/// `trl/scripts/vllm_serve.py`), which grpo.py keeps.
+pub const SERVER_SHARE: f64 = 0.9;
+
+/// Seconds per tensor sent to a vLLM server besides its bytes: one HTTP
+/// request on a kept-alive connection and an NCCL barrier
+/// (`update_named_param`). An allowance, not measured.
+const SERVER_REQUEST_SECONDS: f64 = 1e-3;
+
+/// The GPUs of a GRPO plan's vLLM server, or 0 when vLLM is colocated (or
+/// the plan is not GRPO). `Err` carries the nearest count that runs: a
+/// server runs beside training on one node, on fewer than its GPUs
+/// (grpo.py starts both there; several nodes keep vLLM colocated).
+pub fn server_gpus(plan: &Plan, gpus_per_node: u64, nodes: u64) -> Result<u64, u64> {
+    let k = plan.training.rollout.gen_gpus;
+    if plan.training.stage != TrainingStage::Grpo || k == 0 {
+        return Ok(0);
+    }
+    let gpn = gpus_per_node.max(1);
+    match nodes {
+        _ if nodes > 1 || gpn < 2 => Err(0),
+        _ if k < gpn => Ok(k),
+        _ => Err(gpn / 2),
+    }
+}
+
+/// vLLM's share of each training GPU's memory on a GRPO plan (`gen_share`
+/// of what CUDA reports, which `gpu_memory_utilization` takes a fraction
+/// of), or 0 (another stage, or vLLM on its own GPUs).
+pub fn pool_bytes(plan: &Plan, gpu: &Gpu) -> u64 {
+    if plan.training.stage == TrainingStage::Grpo && plan.training.rollout.gen_gpus == 0 {
+        (plan.training.rollout.gen_share * gpu.usable_bytes() as f64) as u64
+    } else {
+        0
+    }
+}
+
+/// vLLM's own buffers inside its share besides weights and KV cache (the
+/// profile run's activations at `max_num_batched_tokens = 4096` and the
+/// sampler's logits): taken as 4096 tokens x hidden x 16 B plus the rows'
+/// fp32 logits. vLLM measures them at start; this is an allowance.
+fn engine_buffers(arch: &Architecture, rows: f64) -> f64 {
+    4096.0 * arch.hidden as f64 * 16.0 + rows * arch.vocab as f64 * 4.0
+}
+
+/// Bytes of BF16 KV cache per token on each of an engine's `tp` GPUs: the
+/// keys and values of every layer, their KV heads split over the GPUs and
+/// copied where there are fewer heads than GPUs (`2 x layers x
+/// ceil(kv_heads / tp) x head_dim x 2 B`); or MLA's compressed latent and
+/// RoPE key, which vLLM keeps whole on every GPU (`layers x (kv_lora_rank +
+/// qk_rope_dim) x 2 B`).
+pub fn kv_bytes_per_token(arch: &Architecture, tp: u64) -> f64 {
+    let l = arch.layers as f64;
+    match &arch.mla {
+        Some(m) => l * (m.kv_lora_rank + m.qk_rope_dim) as f64 * 2.0,
+        None => {
+            let heads = arch.kv_heads.max(1).div_ceil(tp.max(1));
+            l * 2.0 * (heads * arch.kv_width() / arch.kv_heads.max(1)) as f64 * 2.0
+        }
+    }
+}
+
+/// One vLLM engine of a GRPO plan: colocated with training, or one of a
+/// server's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VllmEngine {
+    /// GPUs per engine (`vllm_tensor_parallel_size`, `engine_tp`).
+    pub tp: u64,
+    /// Engines generating at once: one per `tp` training GPUs colocated, the
+    /// server's `--data-parallel-size` otherwise.
+    pub engines: u64,
+    /// GPUs of the vLLM server (0: colocated).
+    pub server_gpus: u64,
+    /// Its share of each GPU's memory, bytes.
+    pub pool_bytes: f64,
+    /// BF16 weights per GPU of the engine.
+    pub weight_bytes: f64,
+    /// Rows it generates per step (`mb x ga` of each training rank it serves).
+    pub rows: f64,
+    /// Rows its KV cache holds at once at full length (at most `rows`).
+    pub concurrent: f64,
+}
+
+impl VllmEngine {
+    /// The engine of a GRPO plan on `gpu` whose training runs on `layout`,
+    /// or `None` for another stage. `layout.gpus` are the training GPUs.
+    pub fn of(
+        arch: &Architecture,
+        counts: &ParameterCounts,
+        plan: &Plan,
+        gpu: &Gpu,
+        placement: (&Fabric, &Layout),
+    ) -> Option<VllmEngine> {
+        Self::placed(
+            arch,
+            counts,
+            plan,
+            gpu,
+            placement,
+            plan.training.rollout.gen_gpus,
+        )
+    }
+
+    /// The engine with `server` GPUs of a vLLM server (0: colocated), as if
+    /// the plan's `gen_gpus` were that: the search and the resolver's fix
+    /// try counts without copying the plan.
+    pub fn placed(
+        arch: &Architecture,
+        counts: &ParameterCounts,
+        plan: &Plan,
+        gpu: &Gpu,
+        (fabric, layout): (&Fabric, &Layout),
+        server: u64,
+    ) -> Option<VllmEngine> {
+        if plan.training.stage != TrainingStage::Grpo {
+            return None;
+        }
+        let weights = counts.total as f64 * 2.0;
+        let (pool, tp, engines, ranks);
+        if server == 0 {
+            pool = plan.training.rollout.gen_share * gpu.usable_bytes() as f64;
+            tp = engine_tp(arch, weights, pool, engine_gpus(fabric, layout));
+            (engines, ranks) = ((layout.gpus / tp).max(1), tp);
+        } else {
+            pool = SERVER_SHARE * gpu.usable_bytes() as f64;
+            tp = engine_tp(arch, weights, pool, server);
+            engines = (server / tp).max(1);
+            ranks = layout.gpus.div_ceil(engines);
+        }
+        let rows = (plan.data.micro_batch * plan.data.grad_accum * ranks) as f64;
+        let per_gpu = weights / tp as f64;
+        let row_kv = plan.data.seq as f64 * kv_bytes_per_token(arch, tp);
+        let room = pool - per_gpu - engine_buffers(arch, rows) / tp as f64;
+        Some(VllmEngine {
+            tp,
+            engines,
+            server_gpus: server,
+            pool_bytes: pool,
+            weight_bytes: per_gpu,
+            rows,
+            concurrent: (room / row_kv).floor().clamp(0.0, rows),
+        })
+    }
+
+    /// Whether its KV cache holds one whole row (vLLM refuses to start
+    /// otherwise: "not enough KV cache space").
+    pub fn runs(&self) -> bool {
+        self.concurrent >= 1.0
+    }
+
+    /// The smallest share (in steps of 0.05, at most 0.95) whose KV cache
+    /// holds the engine's rows at once, or `None` past 0.95.
+    pub fn share_for_all_rows(&self, arch: &Architecture, plan: &Plan, gpu: &Gpu) -> Option<f64> {
+        let tp = self.tp as f64;
+        let need = self.weight_bytes
+            + engine_buffers(arch, self.rows) / tp
+            + self.rows * plan.data.seq as f64 * kv_bytes_per_token(arch, self.tp);
+        let share = (need / gpu.usable_bytes() as f64 * 20.0).ceil() / 20.0;
+        (share <= 0.95).then_some(share.max(0.05))
+    }
+}
+
+/// Seconds one engine takes to generate its rows: each wave's prefill (the
+/// prompts' GEMMs and causal attention) and `completion` decode steps, each
+/// the longer of reading the weights and the running rows' KV cache at
+/// `memory_eff` of the HBM bandwidth, and its GEMMs at `gemm_eff` of the
+/// BF16 peak.
+pub fn generation_seconds(
+    e: &VllmEngine,
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    plan: &Plan,
+    gpu: &Gpu,
+    (gemm_eff, memory_eff): (f64, f64),
+) -> f64 {
+    if !e.runs() {
+        return 0.0;
+    }
+    let tp = e.tp as f64;
+    let waves = (e.rows / e.concurrent).ceil();
+    let n = e.rows / waves;
+    let c = plan.training.rollout.completion as f64;
+    let p = plan.training.rollout.prompt(plan.data.seq) as f64;
+    let flops_per_token = 2.0 * counts.active as f64;
+    let attention_width = arch.attention_width() as f64 * arch.layers as f64;
+    let peak = gpu.bf16_dense_tflops.unwrap_or(1.0) * 1e12 * gemm_eff * tp;
+    let bandwidth = gpu.mem_bw_tbs * 1e12 * memory_eff;
+    // Causal attention over the prompt: 2 matmuls of p^2/2 keys x width.
+    let prefill = n * (p * flops_per_token + 2.0 * p * p * attention_width) / peak;
+    let mean_context = p + c / 2.0;
+    let kv = n * mean_context * kv_bytes_per_token(arch, e.tp);
+    let read = (e.weight_bytes + kv) / bandwidth;
+    let compute = n * (flops_per_token + 4.0 * mean_context * attention_width) / peak;
+    waves * (prefill + c * read.max(compute))
+}
+
+/// Seconds a server takes to receive the trained weights after a step:
+/// rank 0 sends every tensor of the model (`state_dict`, `bytes` in all)
+/// to the server's GPUs over the node's NVLink, one request per tensor.
+pub fn server_sync_seconds(
+    e: &VllmEngine,
+    arch: &Architecture,
+    fabric: &Fabric,
+    bytes: f64,
+) -> f64 {
+    if e.server_gpus == 0 {
+        return 0.0;
+    }
+    let bandwidth = fabric
+        .intra
+        .bus_bandwidth(crate::model::fabric::Collective::AllGather);
+    bytes / bandwidth + state_dict_tensors(arch) as f64 * SERVER_REQUEST_SECONDS
+}
+
+/// Tensors in a decoder's `state_dict`: per layer the attention's four
+/// projections (and q, k and v biases), two norms and either the MLP's
+/// three matrices or a router and three per expert (a shared expert's
+/// three too); the embedding, the final norm and an untied head.
+pub fn state_dict_tensors(arch: &Architecture) -> u64 {
+    let mlp = match &arch.moe {
+        Some(m) => 1 + 3 * u64::from(m.experts + m.shared),
+        None => 3,
+    };
+    let biases = if arch.qkv_bias { 3 } else { 0 };
+    arch.layers * (4 + biases + 2 + mlp) + 2 + u64::from(!arch.tied)
+}
