@@ -9,9 +9,8 @@ minifies dist/."""
 
 import base64
 import hashlib
-import pathlib
-import re
 import os
+import pathlib
 import subprocess
 import sys
 

@@ -24,6 +24,7 @@ gradients), and a malformed or foreign line gets a clear message.
 
 Prints one closing line: "bundle: N passed, M failed".
 """
+
 import ast
 import importlib.util
 import json
@@ -45,16 +46,28 @@ WORK = os.environ.get("BUNDLE_WORK", "target/bundle-test")
 # (plan, launcher): dense and MoE, full/LoRA/QLoRA, BF16/FP8, FSDP on 1-4 nodes, spot.
 PLANS = [
     ("model=llama-3.1-8b", "pytorch"),
-    ("model=llama-3.1-8b&train=lora&lora_rank=32&lora_alpha=16&lora_targets=q,v&save=adapter&spot=1",
-     "huggingface"),
-    ("model=llama-3.1-8b&train=qlora&zero=0&instance=ml.g5.2xlarge&optimizer=adamw8bit&ckpt=full", "huggingface"),
-    ("model=llama-3.1-70b&instance=ml.p5.48xlarge&nodes=4&shard=8&precision=fp8&ckpt=full&loss=fused&spot=1",
-     "modeltrainer"),
+    (
+        "model=llama-3.1-8b&train=lora&lora_rank=32&lora_alpha=16&lora_targets=q,v&save=adapter&spot=1",
+        "huggingface",
+    ),
+    (
+        "model=llama-3.1-8b&train=qlora&zero=0&instance=ml.g5.2xlarge&optimizer=adamw8bit&ckpt=full",
+        "huggingface",
+    ),
+    (
+        "model=llama-3.1-70b&instance=ml.p5.48xlarge&nodes=4&shard=8&precision=fp8&ckpt=full&loss=fused&spot=1",
+        "modeltrainer",
+    ),
     ("model=qwen2.5-7b&precision=mxfp8&ckpt=selective&nodes=2", "pytorch"),
-    ("model=llama-3.2-1b&precision=bf16-pure&zero=2&optimizer=adamw-foreach&attn=eager&ckpt=op&seq=2048",
-     "modeltrainer"),
+    (
+        "model=llama-3.2-1b&precision=bf16-pure&zero=2&optimizer=adamw-foreach&attn=eager&ckpt=op&seq=2048",
+        "modeltrainer",
+    ),
     ("model=gemma-2-9b&zero=1&ckpt=0.5&async_save=1&instance=ml.p4de.24xlarge", "pytorch"),
-    ("model=mistral-7b-v0.3&train=lora&ckpt=full&instance=ml.g6e.12xlarge&nodes=2&lora_dtype=bf16", "modeltrainer"),
+    (
+        "model=mistral-7b-v0.3&train=lora&ckpt=full&instance=ml.g6e.12xlarge&nodes=2&lora_dtype=bf16",
+        "modeltrainer",
+    ),
     ("model=mixtral-8x7b&nodes=4&ckpt=full&loss=fused&instance=ml.p5en.48xlarge", "pytorch"),
     ("model=qwen3-30b-a3b&train=lora&nodes=2&ckpt=full&offload=1&async_save=1", "huggingface"),
     # Tensor parallelism under FSDP2 (#37): with sequence parallelism, and without on HSDP.
@@ -62,19 +75,29 @@ PLANS = [
     ("model=qwen2.5-7b&tp=2&zero=3&shard=4&nodes=2&loss=fused", "modeltrainer"),
     # DPO (#38): a frozen reference sharded beside the policy; LoRA's adapters switched off.
     ("model=llama-3.1-8b&stage=dpo&seq=2048&mb=2&ckpt=full", "pytorch"),
-    ("model=qwen2.5-7b&stage=dpo&train=lora&lora_targets=q,v&zero=0&instance=ml.g6e.2xlarge&seq=1024",
-     "huggingface"),
+    (
+        "model=qwen2.5-7b&stage=dpo&train=lora&lora_targets=q,v&zero=0&instance=ml.g6e.2xlarge&seq=1024",
+        "huggingface",
+    ),
 ]
 MOE = ("mixtral", "qwen3-30b-a3b")
 # GRPO (#38): grpo.py, TRL's GRPOTrainer; FSDP2 with vLLM over two GPUs, and LoRA + a reference on DDP.
 GRPO_PLANS = [
-    ("model=qwen2.5-7b&stage=grpo&seq=1280&completion=1024&mb=4&ga=8&instance=ml.p5.48xlarge&zero=3&ckpt=full",
-     "pytorch"),
-    ("model=llama-3.1-8b&stage=grpo&train=lora&lora_targets=q,v&beta=0.04&generations=4&mb=4&ga=2&zero=0"
-     "&instance=ml.g6e.12xlarge&seq=1024&completion=512&gen_share=0.4", "huggingface"),
+    (
+        "model=qwen2.5-7b&stage=grpo&seq=1280&completion=1024&mb=4&ga=8&instance=ml.p5.48xlarge&zero=3&ckpt=full",
+        "pytorch",
+    ),
+    (
+        "model=llama-3.1-8b&stage=grpo&train=lora&lora_targets=q,v&beta=0.04&generations=4&mb=4&ga=2&zero=0"
+        "&instance=ml.g6e.12xlarge&seq=1024&completion=512&gen_share=0.4",
+        "huggingface",
+    ),
     # vLLM as a server on 2 of the node's 8 GPUs, training on the other 6.
-    ("model=qwen2.5-1.5b&stage=grpo&seq=1024&completion=512&mb=4&ga=4&zero=3&ckpt=full"
-     "&instance=ml.p5.48xlarge&gen_gpus=2", "modeltrainer"),
+    (
+        "model=qwen2.5-1.5b&stage=grpo&seq=1024&completion=512&mb=4&ga=4&zero=3&ckpt=full"
+        "&instance=ml.p5.48xlarge&gen_gpus=2",
+        "modeltrainer",
+    ),
 ]
 RESULTS = []
 
@@ -90,7 +113,9 @@ def case(name):
                 RESULTS.append((name, e))
                 print(f"FAIL {name}: {e}", flush=True)
                 traceback.print_exc(file=sys.stderr)
+
         return run
+
     return wrap
 
 
@@ -152,18 +177,27 @@ def expected_setup(report):
         "loss": plan["loss"],
         "train_mode": plan["train"],
         "lora_r": int(plan.get("lora_rank", 0)) if plan["train"] != "full" else 0,
-        "lora_alpha": (int(plan.get("lora_alpha", 2 * int(plan.get("lora_rank", 0))))
-                       if plan["train"] != "full" else 0),
+        "lora_alpha": (
+            int(plan.get("lora_alpha", 2 * int(plan.get("lora_rank", 0))))
+            if plan["train"] != "full"
+            else 0
+        ),
         "lora_targets": plan.get("lora_targets") if plan["train"] != "full" else None,
         "lora_dtype": (plan.get("lora_dtype", "fp32") if plan["precision"] != "fp32" else "fp32")
-        if plan["train"] != "full" else None,
+        if plan["train"] != "full"
+        else None,
         "optim": plan["optimizer"],
         "micro_batch": int(plan["mb"]),
         "grad_accum": int(plan["ga"]),
         "seq": int(plan["seq"]),
         "stage": plan.get("stage", "sft"),
-        "reference": (None if plan.get("stage", "sft") == "sft"
-                      else "frozen copy" if plan["train"] == "full" else "adapters off"),
+        "reference": (
+            None
+            if plan.get("stage", "sft") == "sft"
+            else "frozen copy"
+            if plan["train"] == "full"
+            else "adapters off"
+        ),
     }
 
 
@@ -178,7 +212,7 @@ def run_script(script, argv, world, env_extra=None):
 
 
 def measured_line(out):
-    lines = [l for l in out.splitlines() if l.startswith("TRAIN_PLANNER_MEASURED ")]
+    lines = [line for line in out.splitlines() if line.startswith("TRAIN_PLANNER_MEASURED ")]
     assert len(lines) == 1, f"expected one measured line, got {len(lines)}"
     return lines[0]
 
@@ -188,19 +222,35 @@ def small_argv(hp, model_dir, data_dir, out_dir, steps):
     hp = dict(hp)
     if int(hp.get("tp", 1)) > 1:
         hp["tp"] = 2
-    hp.update(model_id=model_dir, max_seq_length=64, per_device_train_batch_size=2,
-              gradient_accumulation_steps=min(int(hp["gradient_accumulation_steps"]), 2),
-              max_steps=steps, save_steps=2, log_steps=1)
-    return as_argv(hp) + ["--data_dir", data_dir, "--output_dir", out_dir,
-                          "--model_dir", os.path.join(out_dir, "model")]
+    hp.update(
+        model_id=model_dir,
+        max_seq_length=64,
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=min(int(hp["gradient_accumulation_steps"]), 2),
+        max_steps=steps,
+        save_steps=2,
+        log_steps=1,
+    )
+    return as_argv(hp) + [
+        "--data_dir",
+        data_dir,
+        "--output_dir",
+        out_dir,
+        "--model_dir",
+        os.path.join(out_dir, "model"),
+    ]
 
 
 def check_plan(i, query, launcher, models, data_dir, pairs_dir):
     bundle = os.path.join(WORK, f"plan{i}")
     shutil.rmtree(bundle, ignore_errors=True)
     plan_cli("export", query, "--format", "bundle", "--launcher", launcher, "--out", bundle)
-    files = sorted(os.path.relpath(os.path.join(d, f), bundle) for d, _, fs in os.walk(bundle) for f in fs)
-    assert files == ["README.md", "launch.py", "scripts/requirements.txt", "scripts/train.py"], files
+    files = sorted(
+        os.path.relpath(os.path.join(d, f), bundle) for d, _, fs in os.walk(bundle) for f in fs
+    )
+    assert files == ["README.md", "launch.py", "scripts/requirements.txt", "scripts/train.py"], (
+        files
+    )
     report = json.loads(plan_cli("report", query).stdout)
     hp = hyperparameters(os.path.join(bundle, "launch.py"))
     script = os.path.join(bundle, "scripts", "train.py")
@@ -208,7 +258,9 @@ def check_plan(i, query, launcher, models, data_dir, pairs_dir):
 
     @case(f"plan {i} one truth: {query}")
     def one_truth():
-        args = train.parse_args(as_argv(hp) if "model_id" in hp else as_argv(hp) + ["--model_id", "x"])
+        args = train.parse_args(
+            as_argv(hp) if "model_id" in hp else as_argv(hp) + ["--model_id", "x"]
+        )
         setup = train.resolve_setup(args, report["layout"]["gpus"])
         want = expected_setup(report)
         diff = {k: (setup.get(k), v) for k, v in want.items() if setup.get(k) != v}
@@ -229,7 +281,9 @@ def check_plan(i, query, launcher, models, data_dir, pairs_dir):
         if low_precision:
             r = run_script(script, argv, 1)
             assert r.returncode == 2, f"FP8 on a CPU should stop with exit 2, got {r.returncode}"
-            assert "--fp8_fallback True" in r.stderr and "Traceback" not in r.stderr, r.stderr[-400:]
+            assert "--fp8_fallback True" in r.stderr and "Traceback" not in r.stderr, r.stderr[
+                -400:
+            ]
             argv += ["--fp8_fallback", "True"]
         r = run_script(script, argv, world)
         assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
@@ -273,7 +327,9 @@ def resume(models, data_dir):
     assert first.returncode == 0, first.stderr[-2000:]
     second = run_script(script, small_argv(hp, models["llama"], data_dir, out_dir, steps=6), 2)
     assert second.returncode == 0, second.stderr[-2000:]
-    assert "resumed from" in second.stdout and "step-00000004" in second.stdout, second.stdout[-800:]
+    assert "resumed from" in second.stdout and "step-00000004" in second.stdout, second.stdout[
+        -800:
+    ]
     m = json.loads(measured_line(second.stdout).split(" ", 1)[1])
     assert m["first_step"] == 5 and m["steps"] == 2, m
 
@@ -284,7 +340,7 @@ def losses(out):
 
 
 def setup_line(out):
-    lines = [l for l in out.splitlines() if l.startswith("TRAIN_PLANNER_SETUP ")]
+    lines = [line for line in out.splitlines() if line.startswith("TRAIN_PLANNER_SETUP ")]
     assert len(lines) == 1, f"expected one setup line, got {len(lines)}"
     return json.loads(lines[0].split(" ", 1)[1])
 
@@ -295,12 +351,29 @@ def equals_one_process(models, data_dir, layout_args, data_parallel):
     logged 4 decimals (tolerance 2e-4); the loss falls over 5 steps; the ranks hold a
     quarter (FSDP 2 x TP 2) or half (HSDP 2 x 2) of the parameters."""
     script = os.path.join(WORK, "plan10", "scripts", "train.py")
-    common = ["--model_id", models["llama"], "--data_dir", data_dir, "--max_seq_length", "64",
-              "--max_steps", "5", "--log_steps", "1", "--precision", "fp32", "--learning_rate", "1e-3",
-              "--model_dir", ""]
+    common = [
+        "--model_id",
+        models["llama"],
+        "--data_dir",
+        data_dir,
+        "--max_seq_length",
+        "64",
+        "--max_steps",
+        "5",
+        "--log_steps",
+        "1",
+        "--precision",
+        "fp32",
+        "--learning_rate",
+        "1e-3",
+        "--model_dir",
+        "",
+    ]
     runs = {}
-    for name, world, extra in (("one", 1, ["--per_device_train_batch_size", str(2 * data_parallel)]),
-                               ("four", 4, ["--per_device_train_batch_size", "2", *layout_args])):
+    for name, world, extra in (
+        ("one", 1, ["--per_device_train_batch_size", str(2 * data_parallel)]),
+        ("four", 4, ["--per_device_train_batch_size", "2", *layout_args]),
+    ):
         out_dir = tempfile.mkdtemp(prefix=f"equal-{name}-", dir=WORK)
         r = run_script(script, common + extra + ["--output_dir", out_dir], world)
         assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
@@ -312,21 +385,32 @@ def equals_one_process(models, data_dir, layout_args, data_parallel):
     assert setup["data_parallel"] == data_parallel, setup
     share = single["local_parameters"] / setup["local_parameters"]
     want = 4 if setup["tensor_parallel"] > 1 else setup["shard_group"]
-    assert want * 0.95 <= share <= want * 1.0001, f"each rank holds 1/{share:.2f} of the parameters, not 1/{want}"
+    assert want * 0.95 <= share <= want * 1.0001, (
+        f"each rank holds 1/{share:.2f} of the parameters, not 1/{want}"
+    )
     return setup
 
 
 @case("FSDP 2 x TP 2 with sequence parallelism on 4 ranks trains as one process does")
 def fsdp_tp_equals_one_process(models, data_dir):
-    setup = equals_one_process(models, data_dir, ["--zero_stage", "3", "--tp", "2",
-                                                  "--sequence_parallel", "True"], data_parallel=2)
-    assert (setup["tensor_parallel"], setup["sequence_parallel"], setup["shard_group"]) == (2, True, 2), setup
+    setup = equals_one_process(
+        models,
+        data_dir,
+        ["--zero_stage", "3", "--tp", "2", "--sequence_parallel", "True"],
+        data_parallel=2,
+    )
+    assert (setup["tensor_parallel"], setup["sequence_parallel"], setup["shard_group"]) == (
+        2,
+        True,
+        2,
+    ), setup
 
 
 @case("HSDP 2 x 2 (two replicas of two shards) on 4 ranks trains as one process does")
 def hsdp_equals_one_process(models, data_dir):
-    setup = equals_one_process(models, data_dir, ["--zero_stage", "3", "--shard_degree", "2"],
-                               data_parallel=4)
+    setup = equals_one_process(
+        models, data_dir, ["--zero_stage", "3", "--shard_degree", "2"], data_parallel=4
+    )
     assert (setup["replicas"], setup["shard_group"], setup["tensor_parallel"]) == (2, 2, 1), setup
 
 
@@ -344,18 +428,29 @@ def attention_as_planned():
 
     def spy(q, k, v, attn_mask=None, **kw):
         mask = None if attn_mask is None else tuple(attn_mask.shape)
-        seen.append((mask, kw.get("is_causal"), kw.get("enable_gqa", False), k.shape[1] == q.shape[1]))
+        seen.append(
+            (mask, kw.get("is_causal"), kw.get("enable_gqa", False), k.shape[1] == q.shape[1])
+        )
         return original(q, k, v, attn_mask=attn_mask, **kw)
 
-    llama = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                        num_attention_heads=4, num_key_value_heads=2, vocab_size=100)
+    llama = LlamaConfig(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=100,
+    )
     torch.nn.functional.scaled_dot_product_attention = spy
     try:
         grouped, repeated = (None, True, True, False), (None, True, False, True)
         # BF16; FP32 (repeated heads: no fused kernel takes grouped ones); FP32 weights
         # under BF16 autocast (the keys arrive in FP32, SDPA computes in BF16: grouped).
-        for dtype, autocast, want in ((torch.bfloat16, False, grouped), (torch.float32, False, repeated),
-                                      (torch.float32, True, grouped)):
+        for dtype, autocast, want in (
+            (torch.bfloat16, False, grouped),
+            (torch.float32, False, repeated),
+            (torch.float32, True, grouped),
+        ):
             seen.clear()
             model = LlamaModel._from_config(llama, attn_implementation="sdpa", dtype=dtype)
             model.config.use_cache = False
@@ -364,10 +459,20 @@ def attention_as_planned():
             assert seen == [want] * 2, (dtype, autocast, seen)
         # Gemma 2's sliding layer (window 8 < 16 tokens) keeps its mask.
         seen.clear()
-        gemma = Gemma2Model._from_config(Gemma2Config(
-            hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, head_dim=16, vocab_size=100, sliding_window=8),
-            attn_implementation="sdpa", dtype=torch.bfloat16)
+        gemma = Gemma2Model._from_config(
+            Gemma2Config(
+                hidden_size=64,
+                intermediate_size=128,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                num_key_value_heads=2,
+                head_dim=16,
+                vocab_size=100,
+                sliding_window=8,
+            ),
+            attn_implementation="sdpa",
+            dtype=torch.bfloat16,
+        )
         gemma.config.use_cache = False
         gemma(input_ids=torch.randint(0, 100, (2, 16)))
         assert [m for m, *_ in seen] == [(2, 1, 16, 16), None], seen
@@ -386,8 +491,9 @@ def lora_dtype_as_planned(models):
     train = load_script(os.path.join(HERE, "..", "..", "crates", "planner", "bundle", "train.py"))
     for dtype, want in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
         model = AutoModelForCausalLM.from_pretrained(models["llama"], dtype=torch.bfloat16)
-        args = argparse.Namespace(train_mode="lora", lora_r=4, lora_alpha=0, lora_targets="q,v",
-                                  lora_dtype=dtype)
+        args = argparse.Namespace(
+            train_mode="lora", lora_r=4, lora_alpha=0, lora_targets="q,v", lora_dtype=dtype
+        )
         trained = {p.dtype for p in train.add_adapters(args, model).parameters() if p.requires_grad}
         assert trained == {want}, (dtype, trained)
 
@@ -403,21 +509,40 @@ def lora_targets_on_mla():
     # Hidden 256; MLA q_lora_rank 64, kv_lora_rank 32, qk 32+16, v 32, 4 heads; layer 0 dense (512),
     # layer 1 with 4 routed + 1 shared experts of 64.
     config = DeepseekV3Config(
-        hidden_size=256, intermediate_size=512, moe_intermediate_size=64, num_hidden_layers=2,
-        first_k_dense_replace=1, num_attention_heads=4, num_key_value_heads=4, n_routed_experts=4,
-        num_experts_per_tok=2, n_shared_experts=1, n_group=1, topk_group=1, q_lora_rank=64,
-        kv_lora_rank=32, qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32, vocab_size=100)
+        hidden_size=256,
+        intermediate_size=512,
+        moe_intermediate_size=64,
+        num_hidden_layers=2,
+        first_k_dense_replace=1,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        n_routed_experts=4,
+        num_experts_per_tok=2,
+        n_shared_experts=1,
+        n_group=1,
+        topk_group=1,
+        q_lora_rank=64,
+        kv_lora_rank=32,
+        qk_nope_head_dim=32,
+        qk_rope_head_dim=16,
+        v_head_dim=32,
+        vocab_size=100,
+    )
     # r * (in + out) at r = 4, derived by hand as the planner sums it (architecture.rs,
     # lora_params_per_layer): q_a 256->64 (1,280), q_b 64->192 (1,024), kv_a 256->48 (1,216),
     # kv_b 32->256 (1,152), o 128->256 (1,536); MLPs 3 x 4 x (256 + 512) = 9,216 on the dense
     # layer and 5 x 3 x 4 x (256 + 64) = 19,200 on the MoE one.
-    want = {"q,v": 2 * (1280 + 1024 + 1216 + 1152), "attention": 2 * (1280 + 1024 + 1216 + 1152 + 1536)}
+    want = {
+        "q,v": 2 * (1280 + 1024 + 1216 + 1152),
+        "attention": 2 * (1280 + 1024 + 1216 + 1152 + 1536),
+    }
     want["all-linear"] = want["attention"] + 9216 + 19200
     for targets, count in want.items():
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_config(config)
-        args = argparse.Namespace(train_mode="lora", lora_r=4, lora_alpha=0, lora_targets=targets,
-                                  lora_dtype="fp32")
+        args = argparse.Namespace(
+            train_mode="lora", lora_r=4, lora_alpha=0, lora_targets=targets, lora_dtype="fp32"
+        )
         peft_model = train.add_adapters(args, model)
         got = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
         assert got == count, (targets, got, count)
@@ -431,24 +556,47 @@ def dpo_learns(models, fixtures):
     FSDP2 logs the losses one process does."""
     two = os.path.join(fixtures, "two-pairs")
     os.makedirs(two, exist_ok=True)
-    with open(os.path.join(fixtures, "pairs", "train.jsonl")) as f, \
-            open(os.path.join(two, "train.jsonl"), "w") as g:
+    with (
+        open(os.path.join(fixtures, "pairs", "train.jsonl")) as f,
+        open(os.path.join(two, "train.jsonl"), "w") as g,
+    ):
         g.writelines(f.readlines()[:2])
     script = os.path.join(WORK, f"plan{len(PLANS) - 2}", "scripts", "train.py")
-    common = ["--model_id", models["llama"], "--data_dir", two, "--max_seq_length", "32", "--max_steps", "5",
-              "--log_steps", "1", "--precision", "fp32", "--learning_rate", "1e-3", "--model_dir", "",
-              "--stage", "dpo"]
+    common = [
+        "--model_id",
+        models["llama"],
+        "--data_dir",
+        two,
+        "--max_seq_length",
+        "32",
+        "--max_steps",
+        "5",
+        "--log_steps",
+        "1",
+        "--precision",
+        "fp32",
+        "--learning_rate",
+        "1e-3",
+        "--model_dir",
+        "",
+        "--stage",
+        "dpo",
+    ]
     runs = {}
-    for name, world, extra in (("one", 1, ["--per_device_train_batch_size", "2"]),
-                               ("fsdp2", 2, ["--per_device_train_batch_size", "1", "--zero_stage", "3"]),
-                               ("lora", 1, ["--per_device_train_batch_size", "2", "--train_mode", "lora"])):
+    for name, world, extra in (
+        ("one", 1, ["--per_device_train_batch_size", "2"]),
+        ("fsdp2", 2, ["--per_device_train_batch_size", "1", "--zero_stage", "3"]),
+        ("lora", 1, ["--per_device_train_batch_size", "2", "--train_mode", "lora"]),
+    ):
         out_dir = tempfile.mkdtemp(prefix=f"dpo-{name}-", dir=WORK)
         r = run_script(script, common + extra + ["--output_dir", out_dir], world)
         assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
         runs[name] = losses(r.stdout)
         assert len(runs[name]) == 5 and abs(runs[name][0] - 0.6931) <= 1e-4, (name, runs[name])
-        assert runs[name][-1] < runs[name][0] - 0.02, f"{name}: the DPO loss does not fall: {runs[name]}"
-    assert max(abs(a - b) for a, b in zip(runs["one"], runs["fsdp2"])) <= 2e-4, runs
+        assert runs[name][-1] < runs[name][0] - 0.02, (
+            f"{name}: the DPO loss does not fall: {runs[name]}"
+        )
+    assert max(abs(a - b) for a, b in zip(runs["one"], runs["fsdp2"], strict=True)) <= 2e-4, runs
 
 
 @case("DPO: train.py's pairs, log-probabilities, loss and gradients equal TRL 0.24's DPOTrainer's")
@@ -477,25 +625,61 @@ def dpo_matches_trl(models, fixtures):
         for p in reference.parameters():
             p.add_(0.05 * torch.randn_like(p))
     beta = 0.3
-    config = DPOConfig(output_dir=tempfile.mkdtemp(prefix="dpo-trl-", dir=WORK), beta=beta, report_to=[],
-                       per_device_train_batch_size=len(lines), use_cpu=True, bf16=False, max_length=None,
-                       max_prompt_length=None, max_completion_length=None)
-    trainer = DPOTrainer(model=policy, ref_model=reference, args=config, train_dataset=Dataset.from_list(lines),
-                         processing_class=tok)
+    config = DPOConfig(
+        output_dir=tempfile.mkdtemp(prefix="dpo-trl-", dir=WORK),
+        beta=beta,
+        report_to=[],
+        per_device_train_batch_size=len(lines),
+        use_cpu=True,
+        bf16=False,
+        max_length=None,
+        max_prompt_length=None,
+        max_completion_length=None,
+    )
+    trainer = DPOTrainer(
+        model=policy,
+        ref_model=reference,
+        args=config,
+        train_dataset=Dataset.from_list(lines),
+        processing_class=tok,
+    )
     rows = [trainer.train_dataset[i] for i in range(len(lines))]
-    longest = max(len(r["prompt_input_ids"]) + len(r[k]) for r in rows for k in ("chosen_input_ids",
-                                                                                  "rejected_input_ids"))
+    longest = max(
+        len(r["prompt_input_ids"]) + len(r[k])
+        for r in rows
+        for k in ("chosen_input_ids", "rejected_input_ids")
+    )
     seq = longest - 1  # no row is cut: pair_row keeps seq + 1 ids
     pairs_dir = tempfile.mkdtemp(prefix="dpo-pairs-", dir=WORK)
     with open(os.path.join(pairs_dir, "train.jsonl"), "w") as f:
         f.writelines(json.dumps(line) + "\n" for line in lines)
-    args = train.parse_args(["--model_id", models["llama"], "--data_dir", pairs_dir, "--stage", "dpo",
-                             "--max_seq_length", str(seq), "--precision", "fp32", "--max_steps", "1"])
+    args = train.parse_args(
+        [
+            "--model_id",
+            models["llama"],
+            "--data_dir",
+            pairs_dir,
+            "--stage",
+            "dpo",
+            "--max_seq_length",
+            str(seq),
+            "--precision",
+            "fp32",
+            "--max_steps",
+            "1",
+        ]
+    )
     pairs = train.load_pairs(args, 0, 1)
-    for r, (chosen, rejected) in zip(rows, pairs):
+    for r, (chosen, rejected) in zip(rows, pairs, strict=True):
         prompt = r["prompt_input_ids"]
-        assert chosen == train.pair_row(prompt, r["chosen_input_ids"], seq, tok.eos_token_id), (r, chosen)
-        assert rejected == train.pair_row(prompt, r["rejected_input_ids"], seq, tok.eos_token_id), (r, rejected)
+        assert chosen == train.pair_row(prompt, r["chosen_input_ids"], seq, tok.eos_token_id), (
+            r,
+            chosen,
+        )
+        assert rejected == train.pair_row(prompt, r["rejected_input_ids"], seq, tok.eos_token_id), (
+            r,
+            rejected,
+        )
     tokens, labels = next(train.pair_batches(pairs, len(pairs), 0, torch))
 
     batch = trainer.data_collator(rows)
@@ -514,10 +698,18 @@ def dpo_matches_trl(models, fixtures):
 
     torch.testing.assert_close(our_policy, trl_policy, rtol=1e-5, atol=1e-4)
     torch.testing.assert_close(our_reference, trl_reference, rtol=1e-5, atol=1e-4)
-    assert abs(trl_loss.item() - 0.6931) > 0.01, f"the reference moved too little to test: {trl_loss.item()}"
+    assert abs(trl_loss.item() - 0.6931) > 0.01, (
+        f"the reference moved too little to test: {trl_loss.item()}"
+    )
     torch.testing.assert_close(our_loss, trl_loss, rtol=1e-5, atol=1e-6)
-    for name, (a, b) in zip([n for n, _ in policy.named_parameters()], zip(our_grads, trl_grads)):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6, msg=lambda m, name=name: f"{name}: {m}")
+    for name, (a, b) in zip(
+        [n for n, _ in policy.named_parameters()],
+        zip(our_grads, trl_grads, strict=True),
+        strict=True,
+    ):
+        torch.testing.assert_close(
+            a, b, rtol=1e-4, atol=1e-6, msg=lambda m, name=name: f"{name}: {m}"
+        )
 
 
 GRPO_CONFIG = """
@@ -553,14 +745,23 @@ def grpo_checks(i, query, launcher, models, prompts_dir):
     @case(f"grpo {i} one truth: {query}")
     def one_truth():
         # The adapters' targets are named as train.py names them (the planner's one list).
-        train_py = load_script(os.path.join(HERE, "..", "..", "crates", "planner", "bundle", "train.py"))
+        train_py = load_script(
+            os.path.join(HERE, "..", "..", "crates", "planner", "bundle", "train.py")
+        )
         assert load_script(script).LORA_TARGET_SETS == train_py.LORA_TARGET_SETS
-        files = sorted(os.path.relpath(os.path.join(d, f), bundle) for d, _, fs in os.walk(bundle) for f in fs)
-        assert files == ["README.md", "launch.py", "scripts/grpo.py", "scripts/requirements.txt"], files
+        files = sorted(
+            os.path.relpath(os.path.join(d, f), bundle) for d, _, fs in os.walk(bundle) for f in fs
+        )
+        assert files == ["README.md", "launch.py", "scripts/grpo.py", "scripts/requirements.txt"], (
+            files
+        )
         need = open(os.path.join(bundle, "scripts", "requirements.txt")).read().split()
         import importlib.metadata as md
+
         assert f"trl=={md.version('trl')}" in need, need
-        assert any(r.startswith("vllm==") and r.split(";")[0].strip() in need for r in md.requires("trl")), need
+        assert any(
+            r.startswith("vllm==") and r.split(";")[0].strip() in need for r in md.requires("trl")
+        ), need
         world = report["layout"]["gpus"]
         # The tiny model's config stands for the Hub's (FSDP2 wraps its decoder layer class).
         argv = as_argv(dict(hp, model_id=models["llama"])) + ["--use_vllm", "True"]
@@ -574,17 +775,25 @@ def grpo_checks(i, query, launcher, models, prompts_dir):
         os.remove(written)
         seq, completion = int(plan["seq"]), int(plan["completion"])
         want = {
-            "num_generations": int(plan["generations"]), "max_completion_length": completion,
-            "max_prompt_length": seq - completion, "beta": float(plan["beta"]), "loss_type": "dapo",
-            "use_vllm": True, "per_device_train_batch_size": int(plan["mb"]),
-            "gradient_accumulation_steps": int(plan["ga"]), "bf16": True,
+            "num_generations": int(plan["generations"]),
+            "max_completion_length": completion,
+            "max_prompt_length": seq - completion,
+            "beta": float(plan["beta"]),
+            "loss_type": "dapo",
+            "use_vllm": True,
+            "per_device_train_batch_size": int(plan["mb"]),
+            "gradient_accumulation_steps": int(plan["ga"]),
+            "bf16": True,
         }
         if report["rollout"]["server_gpus"]:
             # The server's size and share are its command line's (server_launch).
             want.update(vllm_mode="server", vllm_server_host="127.0.0.1", vllm_server_port=8000)
         else:
-            want.update(vllm_mode="colocate", vllm_gpu_memory_utilization=float(plan["gen_share"]),
-                        vllm_tensor_parallel_size=report["rollout"]["vllm_tp"])
+            want.update(
+                vllm_mode="colocate",
+                vllm_gpu_memory_utilization=float(plan["gen_share"]),
+                vllm_tensor_parallel_size=report["rollout"]["vllm_tp"],
+            )
         diff = {k: (c[k], v) for k, v in want.items() if c[k] != v}
         assert not diff, f"GRPOConfig (got, planner) differ: {diff}"
         fsdp = plan["zero"] == "3" and world > 1
@@ -600,11 +809,29 @@ def grpo_checks(i, query, launcher, models, prompts_dir):
     @case(f"grpo {i} trains (2 processes, DDP, Transformers generating)")
     def trains():
         out_dir = tempfile.mkdtemp(prefix=f"grpo{i}-", dir=WORK)
-        small = dict(hp, model_id=models["llama"], max_seq_length=24, max_completion_length=8,
-                     per_device_train_batch_size=4, gradient_accumulation_steps=1, num_generations=4,
-                     max_steps=3, zero_stage=0, learning_rate=1e-3, save_steps=0)
-        argv = as_argv(small) + ["--use_vllm", "False", "--data_dir", prompts_dir, "--output_dir", out_dir,
-                                 "--model_dir", os.path.join(out_dir, "model")]
+        small = dict(
+            hp,
+            model_id=models["llama"],
+            max_seq_length=24,
+            max_completion_length=8,
+            per_device_train_batch_size=4,
+            gradient_accumulation_steps=1,
+            num_generations=4,
+            max_steps=3,
+            zero_stage=0,
+            learning_rate=1e-3,
+            save_steps=0,
+        )
+        argv = as_argv(small) + [
+            "--use_vllm",
+            "False",
+            "--data_dir",
+            prompts_dir,
+            "--output_dir",
+            out_dir,
+            "--model_dir",
+            os.path.join(out_dir, "model"),
+        ]
         r = run_script(script, argv, 2)
         assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
         m = json.loads(measured_line(r.stdout).split(" ", 1)[1])
@@ -624,25 +851,45 @@ def grpo_checks(i, query, launcher, models, prompts_dir):
         rollout = report["rollout"]
         k, gpn = rollout["server_gpus"], report["layout"]["gpus"] + rollout["server_gpus"]
         argv = as_argv(hp)
-        r = run_script(script, argv, 1, {"GRPO_DRY_RUN": "1", "SM_NUM_GPUS": str(gpn), "SM_HOSTS": '["algo-1"]'})
+        r = run_script(
+            script,
+            argv,
+            1,
+            {"GRPO_DRY_RUN": "1", "SM_NUM_GPUS": str(gpn), "SM_HOSTS": '["algo-1"]'},
+        )
         assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
-        got = json.loads(next(l for l in r.stdout.splitlines() if l.startswith("GRPO_LAUNCH "))[12:])
+        got = json.loads(
+            next(line for line in r.stdout.splitlines() if line.startswith("GRPO_LAUNCH "))[12:]
+        )
         assert got["server"][:2] == ["trl", "vllm-serve"], got
         (served,) = HfArgumentParser(ScriptArguments).parse_args_into_dataclasses(got["server"][2:])
-        want = {"model": hp["model_id"], "tensor_parallel_size": rollout["vllm_tp"],
-                "data_parallel_size": rollout["engines"], "gpu_memory_utilization": 0.9,
-                "max_model_len": int(plan["seq"]), "port": 8000}
+        want = {
+            "model": hp["model_id"],
+            "tensor_parallel_size": rollout["vllm_tp"],
+            "data_parallel_size": rollout["engines"],
+            "gpu_memory_utilization": 0.9,
+            "max_model_len": int(plan["seq"]),
+            "port": 8000,
+        }
         diff = {f: (getattr(served, f), v) for f, v in want.items() if getattr(served, f) != v}
         assert not diff, f"vllm-serve (got, planner) differ: {diff}"
         assert got["server_gpus"] == ",".join(map(str, range(k))), got
         assert got["train_gpus"] == ",".join(map(str, range(k, gpn))), got
         train = got["train"]
         assert train[train.index("--nproc_per_node") + 1] == str(report["layout"]["gpus"]), train
-        assert train[-len(argv):] == argv and train[-len(argv) - 1] == os.path.abspath(script), train
+        assert train[-len(argv) :] == argv and train[-len(argv) - 1] == os.path.abspath(script), (
+            train
+        )
         launch = open(os.path.join(bundle, "launch.py")).read()
-        assert re.search(r"^    distribut(ed|ion)=None,$", launch, re.M), "SageMaker must run grpo.py once per instance"
-        several = run_script(script, argv, 1, {"GRPO_DRY_RUN": "1", "SM_NUM_GPUS": str(gpn),
-                                               "SM_HOSTS": '["algo-1", "algo-2"]'})
+        assert re.search(r"^    distribut(ed|ion)=None,$", launch, re.M), (
+            "SageMaker must run grpo.py once per instance"
+        )
+        several = run_script(
+            script,
+            argv,
+            1,
+            {"GRPO_DRY_RUN": "1", "SM_NUM_GPUS": str(gpn), "SM_HOSTS": '["algo-1", "algo-2"]'},
+        )
         assert several.returncode == 2 and "one instance" in several.stderr, several.stderr[-600:]
 
     one_truth()
@@ -661,10 +908,19 @@ def run_script_code(code, argv, world):
 @case("grpo.py refuses what the planner did not model, with one line")
 def grpo_refuses():
     script = os.path.join(WORK, "grpo0", "scripts", "grpo.py")
-    for extra, want in ((["--zero_stage", "2"], "zero=1/2"), (["--precision", "fp8"], "precision=fp8"),
-                        (["--train_mode", "qlora"], "QLoRA"), (["--loss", "fused"], "loss=fused")):
-        r = run_script(script, ["--model_id", "x", "--max_seq_length", "64", "--max_steps", "1", *extra], 1)
-        assert r.returncode == 2 and want in r.stderr and "Traceback" not in r.stderr, (extra, r.stderr[-600:])
+    for extra, want in (
+        (["--zero_stage", "2"], "zero=1/2"),
+        (["--precision", "fp8"], "precision=fp8"),
+        (["--train_mode", "qlora"], "QLoRA"),
+        (["--loss", "fused"], "loss=fused"),
+    ):
+        r = run_script(
+            script, ["--model_id", "x", "--max_seq_length", "64", "--max_steps", "1", *extra], 1
+        )
+        assert r.returncode == 2 and want in r.stderr and "Traceback" not in r.stderr, (
+            extra,
+            r.stderr[-600:],
+        )
 
 
 @case("the ZIP the page builds opens with Python's zipfile and holds the CLI's files")
@@ -677,7 +933,12 @@ def zip_matches():
     with zipfile.ZipFile(path) as z:
         assert z.testzip() is None, "every CRC checks"
         names = z.namelist()
-        assert names == ["README.md", "launch.py", "scripts/train.py", "scripts/requirements.txt"], names
+        assert names == [
+            "README.md",
+            "launch.py",
+            "scripts/train.py",
+            "scripts/requirements.txt",
+        ], names
         for name in names:
             on_disk = open(os.path.join(WORK, "plan1", name), encoding="utf-8").read()
             assert z.read(name).decode("utf-8") == on_disk, f"{name} differs from the folder bundle"
@@ -687,16 +948,24 @@ def zip_matches():
 def bad_lines():
     q = PLANS[0][0]
     cases = [
-        ("TRAIN_PLANNER_MEASURED {\"v\": 1,", "not valid JSON"),
+        ('TRAIN_PLANNER_MEASURED {"v": 1,', "not valid JSON"),
         ("loss 2.3 step 40", "no TRAIN_PLANNER_MEASURED line found"),
-        ('TRAIN_PLANNER_MEASURED {"v": 2, "world_size": 8, "step_time_s": 1, "tokens_per_second_per_gpu": 9}',
-         "format v2"),
-        ('TRAIN_PLANNER_MEASURED {"v": 1, "plan": "model=llama-3.1-70b", "world_size": 8, "step_time_s": 1,'
-         ' "tokens_per_second_per_gpu": 9}', "another plan"),
+        (
+            'TRAIN_PLANNER_MEASURED {"v": 2, "world_size": 8, "step_time_s": 1, "tokens_per_second_per_gpu": 9}',
+            "format v2",
+        ),
+        (
+            'TRAIN_PLANNER_MEASURED {"v": 1, "plan": "model=llama-3.1-70b", "world_size": 8, "step_time_s": 1,'
+            ' "tokens_per_second_per_gpu": 9}',
+            "another plan",
+        ),
     ]
     for line, want in cases:
         r = plan_cli("report", q, "--measured", line, check=False)
-        assert r.returncode == 2 and want in r.stderr and "panicked" not in r.stderr, (line, r.stderr)
+        assert r.returncode == 2 and want in r.stderr and "panicked" not in r.stderr, (
+            line,
+            r.stderr,
+        )
 
 
 def main():

@@ -4,11 +4,14 @@ make(root, family) writes root/<family>/ (config, random weights, a word-level
 tokenizer) and root/data/train.jsonl, and returns both paths; make_pairs(root)
 writes DPO preference pairs in root/pairs/; make_prompts(root) GRPO prompts in root/prompts/.
 """
+
 import json
 import os
 
-WORDS = ("the of and to in is was for on that with as by at from his her an it were are which this be "
-         "gpu memory step token batch shard layer loss model train plan fits cost hour node").split()
+WORDS = (
+    "the of and to in is was for on that with as by at from his her an it were are which this be "
+    "gpu memory step token batch shard layer loss model train plan fits cost hour node"
+).split()
 
 
 def tokenizer(path):
@@ -20,7 +23,9 @@ def tokenizer(path):
         vocab.setdefault(w, len(vocab))
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>"
+    )
     fast.save_pretrained(path)
     return len(vocab)
 
@@ -28,9 +33,18 @@ def tokenizer(path):
 def config(family, vocab):
     from transformers import LlamaConfig, MixtralConfig
 
-    shape = dict(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                 bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
+    shape = dict(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        bos_token_id=1,
+        eos_token_id=2,
+        tie_word_embeddings=False,
+    )
     if family == "mixtral":
         return MixtralConfig(num_local_experts=4, num_experts_per_tok=2, **shape)
     return LlamaConfig(**shape)
@@ -61,8 +75,10 @@ def make_pairs(root, count=32):
     os.makedirs(pairs_dir, exist_ok=True)
     with open(os.path.join(pairs_dir, "train.jsonl"), "w") as f:
         for i in range(count):
-            prompt, chosen, rejected = (" ".join(WORDS[(i * k + j) % len(WORDS)] for j in range(n + i % 5))
-                                        for k, n in ((5, 6), (3, 8), (11, 5)))
+            prompt, chosen, rejected = (
+                " ".join(WORDS[(i * k + j) % len(WORDS)] for j in range(n + i % 5))
+                for k, n in ((5, 6), (3, 8), (11, 5))
+            )
             f.write(json.dumps({"prompt": prompt, "chosen": chosen, "rejected": rejected}) + "\n")
     return pairs_dir
 

@@ -13,6 +13,7 @@ count, distribution and batch settings must equal the plan's.
 
 Prints one closing line: "<mode>: N passed, M failed".
 """
+
 import ast
 import os
 import py_compile
@@ -27,7 +28,12 @@ PLAN = os.environ.get("PLAN_BIN", "target/debug/plan")
 FORMATS = ["pytorch", "huggingface", "modeltrainer", "training-args"]
 BLACKWELL = ("ml.p6-b200", "ml.p6-b300", "ml.g7e", "ml.p6e-gb200")
 SMP_FAMILIES = ("ml.p4d.", "ml.p4de.", "ml.p5.", "ml.p5e.", "ml.p5en.")
-GPUS_PER_NODE = {"ml.g5.2xlarge": 1, "ml.g5.12xlarge": 4, "ml.g6e.12xlarge": 4, "ml.g7e.24xlarge": 4}
+GPUS_PER_NODE = {
+    "ml.g5.2xlarge": 1,
+    "ml.g5.12xlarge": 4,
+    "ml.g6e.12xlarge": 4,
+    "ml.g7e.24xlarge": 4,
+}
 
 
 def plans():
@@ -49,16 +55,35 @@ def plans():
         ("ml.g5.2xlarge", ["bf16"]),
         ("ml.g6.48xlarge", ["bf16"]),
     ]
-    models = ["llama-3.2-1b", "llama-3.1-8b", "qwen2.5-7b", "mixtral-8x7b", "llama-3.1-70b", "gemma-2-9b"]
+    models = [
+        "llama-3.2-1b",
+        "llama-3.1-8b",
+        "qwen2.5-7b",
+        "mixtral-8x7b",
+        "llama-3.1-70b",
+        "gemma-2-9b",
+    ]
     sharding = [
-        "zero=0", "zero=1", "zero=2", "zero=3", "zero=3&shard=8", "zero=3&offload=1",
-        "zero=3&tp=2", "zero=3&shard=8&offload=1&tp=2",
+        "zero=0",
+        "zero=1",
+        "zero=2",
+        "zero=3",
+        "zero=3&shard=8",
+        "zero=3&offload=1",
+        "zero=3&tp=2",
+        "zero=3&shard=8&offload=1&tp=2",
     ]
     extras = [
-        "", "spot=1", "role=arn:aws:iam::123456789012:role/service-role/SM-Exec&s3=s3://my-bucket/runs/2026",
-        "job=llama-ft-01&entry=src/train_fsdp.py&hf_model=meta-llama/Llama-3.1-8B", "ckpt=full&loss=fused",
-        "train=lora&lora_rank=32&save=adapter", "train=qlora&optimizer=adamw8bit", "async_save=1&save_every=200&spot=1",
-        "stage=dpo&ckpt=full", "stage=dpo&train=lora&lora_targets=q,v",
+        "",
+        "spot=1",
+        "role=arn:aws:iam::123456789012:role/service-role/SM-Exec&s3=s3://my-bucket/runs/2026",
+        "job=llama-ft-01&entry=src/train_fsdp.py&hf_model=meta-llama/Llama-3.1-8B",
+        "ckpt=full&loss=fused",
+        "train=lora&lora_rank=32&save=adapter",
+        "train=qlora&optimizer=adamw8bit",
+        "async_save=1&save_every=200&spot=1",
+        "stage=dpo&ckpt=full",
+        "stage=dpo&train=lora&lora_targets=q,v",
         "stage=grpo&ckpt=full&seq=2048&completion=1024&mb=8&ga=1",
         "stage=grpo&train=lora&beta=0.04&generations=4&gen_share=0.4&mb=4&ga=2",
         # hostile strings: rejected at the URL, so the code keeps safe defaults
@@ -106,6 +131,7 @@ NEMO_IMAGE = "111111111111.dkr.ecr.us-east-1.amazonaws.com/nemo:test"
 def planned_steps(q):
     r = subprocess.run([PLAN, "report", q], capture_output=True, text=True, check=True)
     import json
+
     return json.loads(r.stdout)["time"]["steps"]
 
 
@@ -145,6 +171,7 @@ def syntax_mode():
     tmp = tempfile.mkdtemp()
     for i, q in enumerate(plans() + MEGATRON):
         for fmt in FORMATS:
+
             def one(q=q, fmt=fmt, i=i):
                 code = export(q, fmt)
                 ast.parse(code)
@@ -152,17 +179,33 @@ def syntax_mode():
                 with open(path, "w") as f:
                     f.write(code)
                 py_compile.compile(path, doraise=True)
+
             res.check(f"{fmt} {q}", one)
     # The string escaper: whatever goes in comes back out of the literal, and nothing else runs.
-    hostile = ['a"b', "a'b", 'x"""y', "back\\slash", "new\nline", "tab\tcr\r", "\x01\x1b\x7f (argv cannot carry NUL)", "ünïcødé 日本 🦙",
-               '"); import os; os.system("echo pwned"); ("', "\\\"\n'''", "\u2028\u2029", "{x}", "%s"]
+    hostile = [
+        'a"b',
+        "a'b",
+        'x"""y',
+        "back\\slash",
+        "new\nline",
+        "tab\tcr\r",
+        "\x01\x1b\x7f (argv cannot carry NUL)",
+        "ünïcødé 日本 🦙",
+        '"); import os; os.system("echo pwned"); ("',
+        "\\\"\n'''",
+        "\u2028\u2029",
+        "{x}",
+        "%s",
+    ]
     for s in hostile:
+
         def lit(s=s):
             r = subprocess.run([PLAN, "py-literal", s], capture_output=True, text=True, check=True)
             out = r.stdout.rstrip("\n")
             node = ast.parse(out, mode="eval")
             assert isinstance(node.body, ast.Constant), "a single literal"
             assert ast.literal_eval(out) == s, f"{out!r} reads back as {s!r}"
+
         res.check(f"py-literal {s!r}", lit)
     return res.close()
 
@@ -208,7 +251,9 @@ def stub_session(base, settings=None):
             self._default_bucket_set_by_sdk = False
             if settings is not None:
                 self.settings = settings()
-            self.s3_client = self.s3_resource = self.sagemaker_client = self.sagemaker_runtime_client = None
+            self.s3_client = self.s3_resource = self.sagemaker_client = (
+                self.sagemaker_runtime_client
+            ) = None
 
         @property
         def boto_region_name(self):
@@ -225,7 +270,9 @@ def v2_mode():
     import sagemaker
     import sagemaker.session
 
-    StubSession = stub_session(sagemaker.session.Session, settings=sagemaker.session.SessionSettings)
+    StubSession = stub_session(
+        sagemaker.session.Session, settings=sagemaker.session.SessionSettings
+    )
 
     sagemaker.Session = StubSession
     sagemaker.session.Session = StubSession
@@ -235,6 +282,7 @@ def v2_mode():
     for q in plans():
         p = query_of(q)
         for fmt in ("pytorch", "huggingface"):
+
             def one(q=q, fmt=fmt, p=p):
                 g = run_snippet(export(q, fmt), work)
                 est = g["estimator"]
@@ -242,7 +290,9 @@ def v2_mode():
                 assert est.instance_count == int(p["nodes"]), est.instance_count
                 uri = est.training_image_uri()
                 assert ".dkr.ecr.us-east-1.amazonaws.com/" in uri, uri
-                smp = fmt == "pytorch" and expected_smp(q) and not p["instance"].startswith(BLACKWELL)
+                smp = (
+                    fmt == "pytorch" and expected_smp(q) and not p["instance"].startswith(BLACKWELL)
+                )
                 dist = est.distribution
                 assert dist.get("torch_distributed", {}).get("enabled") is True, dist
                 assert ("smdistributed" in dist) == smp, f"SMP expected={smp}: {dist}"
@@ -251,9 +301,14 @@ def v2_mode():
                 elif fmt == "pytorch":
                     assert "pytorch-training:2.8.0-gpu-py312" in uri, uri
                 else:
-                    assert "huggingface-pytorch-training:2.8.0-transformers4.56.2-gpu-py312-cu129" in uri, uri
+                    assert (
+                        "huggingface-pytorch-training:2.8.0-transformers4.56.2-gpu-py312-cu129"
+                        in uri
+                    ), uri
                 if p["instance"].startswith(BLACKWELL):
-                    assert ":2.8.0-" in uri, f"Blackwell needs CUDA >= 12.8 (PyTorch >= 2.7.1): {uri}"
+                    assert ":2.8.0-" in uri, (
+                        f"Blackwell needs CUDA >= 12.8 (PyTorch >= 2.7.1): {uri}"
+                    )
                 hp = g["hyperparameters"]
                 grpo = p.get("stage") == "grpo" and "entry" not in p
                 assert (est.entry_point == "grpo.py") == grpo, est.entry_point
@@ -266,29 +321,40 @@ def v2_mode():
                 assert est.use_spot_instances == (p.get("spot") == "1")
                 if est.use_spot_instances:
                     assert est.max_wait >= est.max_run
+
             res.check(f"{fmt} {q}", one)
     os.environ["NEMO_IMAGE_URI"] = NEMO_IMAGE
     for q in MEGATRON:
         p = query_of(q)
         for fmt in ("pytorch", "huggingface"):
+
             def nemo(q=q, fmt=fmt, p=p):
                 g = run_snippet(export(q, fmt), work)
                 est = g["estimator"]
                 assert est.training_image_uri() == NEMO_IMAGE, est.training_image_uri()
                 assert est.entry_point == "pretrain_megatron_bridge.py", est.entry_point
                 assert est.instance_type == p["instance"] and est.instance_count == int(p["nodes"])
-                assert est.distribution == {"torch_distributed": {"enabled": True}}, est.distribution
+                assert est.distribution == {"torch_distributed": {"enabled": True}}, (
+                    est.distribution
+                )
                 assert g["hyperparameters"]["max_steps"] == planned_steps(q)
                 assert est.use_spot_instances == (p.get("spot") == "1")
+
             res.check(f"megatron {fmt} {q}", nemo)
     for q in GRPO_SERVER:
         p = query_of(q)
         for fmt in ("pytorch", "huggingface"):
+
             def server(q=q, fmt=fmt, p=p):
                 g = run_snippet(export(q, fmt), work)
                 est = g["estimator"]
-                assert est.entry_point == "grpo.py" and not est.distribution, est.distribution  # None is kept as {}
-                assert g["hyperparameters"]["vllm_server_gpus"] == int(p["gen_gpus"]), g["hyperparameters"]
+                assert est.entry_point == "grpo.py" and not est.distribution, (
+                    est.distribution
+                )  # None is kept as {}
+                assert g["hyperparameters"]["vllm_server_gpus"] == int(p["gen_gpus"]), g[
+                    "hyperparameters"
+                ]
+
             res.check(f"grpo server {fmt} {q}", server)
     return res.close()
 
@@ -308,6 +374,7 @@ def v3_mode():
     work = tempfile.mkdtemp()
     for q in plans():
         p = query_of(q)
+
         def one(q=q, p=p):
             g = run_snippet(export(q, "modeltrainer"), work)
             t = g["trainer"]
@@ -324,25 +391,32 @@ def v3_mode():
             assert t.stopping_condition.max_runtime_in_seconds >= 3600
             assert bool(t.compute.enable_managed_spot_training) == (p.get("spot") == "1")
             assert t.hyperparameters["per_device_train_batch_size"] == int(p.get("mb", 1))
+
         res.check(f"modeltrainer {q}", one)
     os.environ["NEMO_IMAGE_URI"] = NEMO_IMAGE
     for q in MEGATRON:
         p = query_of(q)
+
         def nemo(q=q, p=p):
             t = run_snippet(export(q, "modeltrainer"), work)["trainer"]
             assert t.training_image == NEMO_IMAGE, t.training_image
             assert t.source_code.entry_script == "pretrain_megatron_bridge.py"
-            assert t.compute.instance_type == p["instance"] and t.compute.instance_count == int(p["nodes"])
+            assert t.compute.instance_type == p["instance"] and t.compute.instance_count == int(
+                p["nodes"]
+            )
             assert t.distributed.process_count_per_node == GPUS_PER_NODE.get(p["instance"], 8)
             assert t.hyperparameters["max_steps"] == planned_steps(q)
+
         res.check(f"megatron modeltrainer {q}", nemo)
     for q in GRPO_SERVER:
         p = query_of(q)
+
         def server(q=q, p=p):
             t = run_snippet(export(q, "modeltrainer"), work)["trainer"]
             assert t.source_code.entry_script == "grpo.py" and t.distributed is None, t.distributed
             assert t.compute.instance_count == 1
             assert t.hyperparameters["vllm_server_gpus"] == int(p["gen_gpus"]), t.hyperparameters
+
         res.check(f"grpo server modeltrainer {q}", server)
     return res.close()
 

@@ -37,7 +37,6 @@ HELDOUT = os.path.join(ROOT, "crates", "planner", "data", "oracle_heldout.jsonl"
 
 sys.path.insert(0, HERE)
 import rows as grid  # noqa: E402
-
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch._subclasses.fake_tensor import FakeTensor  # noqa: E402
@@ -201,16 +200,28 @@ def cuda_attention_kernels(train):
 
     def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
         dtype = train.sdpa_dtype(torch, q)
-        flash = (attn_mask is None and is_causal and dropout_p == 0.0
-                 and dtype in (torch.bfloat16, torch.float16)
-                 and q.shape[-1] == k.shape[-1] == v.shape[-1] <= 256)
+        flash = (
+            attn_mask is None
+            and is_causal
+            and dropout_p == 0.0
+            and dtype in (torch.bfloat16, torch.float16)
+            and q.shape[-1] == k.shape[-1] == v.shape[-1] <= 256
+        )
         if flash:
             # Autocast casts the inputs (new tensors, which the kernel keeps), as on CUDA.
             with torch.autocast("cpu", enabled=False):
                 q, k, v = (t if t.dtype == dtype else t.to(dtype) for t in (q, k, v))
                 return CudaFlashAttention.apply(q, k, v)
-        return original(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
-                        scale=scale, enable_gqa=enable_gqa)
+        return original(
+            q,
+            k,
+            v,
+            attn_mask=attn_mask,
+            dropout_p=dropout_p,
+            is_causal=is_causal,
+            scale=scale,
+            enable_gqa=enable_gqa,
+        )
 
     torch.nn.functional.scaled_dot_product_attention = sdpa
     try:
@@ -226,27 +237,47 @@ def train_args(train, row):
     """train.py's arguments for the row's plan (the names the launcher passes)."""
     p = row["plan"]
     argv = [
-        "--model_id", "oracle",
-        "--max_seq_length", str(p["seq"]),
-        "--per_device_train_batch_size", str(p["mb"]),
-        "--gradient_accumulation_steps", str(p.get("ga", 1)),
-        "--precision", p["precision"],
-        "--checkpointing", p["ckpt"],
-        "--attn_implementation", "eager" if p["attn"] == "eager" else "sdpa",
-        "--loss", p["loss"],
-        "--optim", p["optimizer"],
-        "--max_steps", "2",
-        "--train_mode", p.get("train", "full"),
-        "--lora_r", str(p.get("lora_rank", 16)),
-        "--lora_targets", p.get("lora_targets", "all-linear"),
-        "--lora_dtype", p.get("lora_dtype", "fp32"),
-        "--zero_stage", str(p.get("zero", 0)),
-        "--shard_degree", str(p.get("shard", 0)),
-        "--planned_world_size", str(row["world"]),
-        "--tp", str(p.get("tp", 1)),
-        "--sequence_parallel", str(p.get("sp", 0) == 1),
+        "--model_id",
+        "oracle",
+        "--max_seq_length",
+        str(p["seq"]),
+        "--per_device_train_batch_size",
+        str(p["mb"]),
+        "--gradient_accumulation_steps",
+        str(p.get("ga", 1)),
+        "--precision",
+        p["precision"],
+        "--checkpointing",
+        p["ckpt"],
+        "--attn_implementation",
+        "eager" if p["attn"] == "eager" else "sdpa",
+        "--loss",
+        p["loss"],
+        "--optim",
+        p["optimizer"],
+        "--max_steps",
+        "2",
+        "--train_mode",
+        p.get("train", "full"),
+        "--lora_r",
+        str(p.get("lora_rank", 16)),
+        "--lora_targets",
+        p.get("lora_targets", "all-linear"),
+        "--lora_dtype",
+        p.get("lora_dtype", "fp32"),
+        "--zero_stage",
+        str(p.get("zero", 0)),
+        "--shard_degree",
+        str(p.get("shard", 0)),
+        "--planned_world_size",
+        str(row["world"]),
+        "--tp",
+        str(p.get("tp", 1)),
+        "--sequence_parallel",
+        str(p.get("sp", 0) == 1),
         # GRPO's update runs train.py's model, sharding and optimizer with TRL's loss (grpo_step).
-        "--stage", "sft" if p.get("stage") == "grpo" else p.get("stage", "sft"),
+        "--stage",
+        "sft" if p.get("stage") == "grpo" else p.get("stage", "sft"),
     ]
     return train.parse_args(argv)
 
@@ -257,8 +288,9 @@ def build_model(train, args, config, torch):
 
     dtype = train.weights_dtype(args, torch)
     train.attention_as_planned(torch)
-    model = AutoModelForCausalLM.from_config(config, attn_implementation=args.attn_implementation,
-                                             **{train.dtype_key(): dtype})
+    model = AutoModelForCausalLM.from_config(
+        config, attn_implementation=args.attn_implementation, **{train.dtype_key(): dtype}
+    )
     model.config.use_cache = False
     if args.train_mode != "full":
         model = train.add_adapters(args, model)
@@ -306,8 +338,7 @@ def run_rank(train, row, rank, steps=2):
         # DTensor's sharding rules read the device mesh's (real, tiny) rank tensor:
         # tensor-parallel rows let it in; the model and its data are built fake either way.
         fake = FakeTensorMode(allow_non_fake_inputs=setup["tensor_parallel"] > 1)
-        with real_device_mesh(), cuda_attention_kernels(train), fake, \
-                counter.counting():
+        with real_device_mesh(), cuda_attention_kernels(train), fake, counter.counting():
             torch.manual_seed(0)
             mesh = train.device_mesh(setup, torch.device("cpu"))
             model = build_model(train, args, config, torch)
@@ -320,11 +351,20 @@ def run_rank(train, row, rank, steps=2):
             model = train.shard_model(args, setup, model, torch, torch.device("cpu"), mesh)
             reference = None
             if setup["reference"] == "frozen copy":
-                reference = train.frozen_reference(args, setup, build_reference(train, args, config),
-                                                   torch, torch.device("cpu"), mesh)
+                reference = train.frozen_reference(
+                    args,
+                    setup,
+                    build_reference(train, args, config),
+                    torch,
+                    torch.device("cpu"),
+                    mesh,
+                )
             optimizer = train.make_optimizer(args, model, torch, torch.device("cpu"), setup)
-            autocast = (torch.autocast("cpu", dtype=torch.bfloat16)
-                        if setup["compute"] == "autocast bf16" else contextlib.nullcontext())
+            autocast = (
+                torch.autocast("cpu", dtype=torch.bfloat16)
+                if setup["compute"] == "autocast bf16"
+                else contextlib.nullcontext()
+            )
             model.train()
             # Reference cycles are freed only when the cyclic collector runs, and when it
             # runs depends on what the process did before: collect by hand, at fixed points.
@@ -335,13 +375,29 @@ def run_rank(train, row, rank, steps=2):
                         counter.phase = "between steps"
                         counter.reset_peak()
                     if grpo:
-                        grpo_step(row["plan"], args, model, optimizer, autocast, counter.mark,
-                                  config.vocab_size)
+                        grpo_step(
+                            row["plan"],
+                            args,
+                            model,
+                            optimizer,
+                            autocast,
+                            counter.mark,
+                            config.vocab_size,
+                        )
                         continue
                     data = random_tokens(args, config.vocab_size)
-                    train.train_step(args, model, optimizer, data, torch.device("cpu"), autocast,
-                                     contextlib.nullcontext(), mark=counter.mark,
-                                     loss_context=train.loss_context(setup), reference=reference)
+                    train.train_step(
+                        args,
+                        model,
+                        optimizer,
+                        data,
+                        torch.device("cpu"),
+                        autocast,
+                        contextlib.nullcontext(),
+                        mark=counter.mark,
+                        loss_context=train.loss_context(setup),
+                        reference=reference,
+                    )
             finally:
                 gc.enable()
             gc.collect()
@@ -361,7 +417,9 @@ def random_tokens(args, vocab):
     rows, seq = args.per_device_train_batch_size, args.max_seq_length
     if args.stage != "dpo":
         shape = (rows, seq + 1)
-        return iter([torch.randint(0, vocab, shape) for _ in range(args.gradient_accumulation_steps)])
+        return iter(
+            [torch.randint(0, vocab, shape) for _ in range(args.gradient_accumulation_steps)]
+        )
     out = []
     for _ in range(args.gradient_accumulation_steps):
         ids = torch.randint(0, vocab, (2 * rows, seq + 1))
@@ -383,7 +441,7 @@ def grpo_step(plan, args, model, optimizer, autocast, mark, vocab):
     run without gradients and keep only (rows, C) log-probabilities: not counted."""
     rows, seq, c = args.per_device_train_batch_size, args.max_seq_length, plan["completion"]
     ga = args.gradient_accumulation_steps
-    for micro in range(ga):
+    for _micro in range(ga):
         ids = torch.randint(0, vocab, (rows, seq))
         advantages = torch.randn(rows)
         mark("forward")
@@ -419,8 +477,9 @@ def build_reference(train, args, config):
     from transformers import AutoModelForCausalLM
 
     dtype = torch.float32 if args.precision == "fp32" else torch.bfloat16
-    lm = AutoModelForCausalLM.from_config(config, attn_implementation=args.attn_implementation,
-                                          **{train.dtype_key(): dtype})
+    lm = AutoModelForCausalLM.from_config(
+        config, attn_implementation=args.attn_implementation, **{train.dtype_key(): dtype}
+    )
     lm.config.use_cache = False
     return lm
 
@@ -469,8 +528,8 @@ def config_name(keys):
 
 
 def versions():
-    import transformers
     import peft
+    import transformers
 
     return {
         "torch": torch.__version__,
@@ -511,13 +570,22 @@ def init_worker():
     import peft  # noqa: F401
     import transformers.masking_utils  # noqa: F401
     from transformers import AutoConfig, AutoModelForCausalLM  # noqa: F401
+
     for keys in grid.FAMILIES.values():
-        AutoModelForCausalLM.from_config(AutoConfig.for_model(**dict(keys, num_hidden_layers=1,
-                                                                     vocab_size=64, hidden_size=64,
-                                                                     intermediate_size=64,
-                                                                     num_attention_heads=2,
-                                                                     num_key_value_heads=1,
-                                                                     head_dim=32)))
+        AutoModelForCausalLM.from_config(
+            AutoConfig.for_model(
+                **dict(
+                    keys,
+                    num_hidden_layers=1,
+                    vocab_size=64,
+                    hidden_size=64,
+                    intermediate_size=64,
+                    num_attention_heads=2,
+                    num_key_value_heads=1,
+                    head_dim=32,
+                )
+            )
+        )
 
 
 def report_row(i, n, row, m):
@@ -526,24 +594,44 @@ def report_row(i, n, row, m):
         m["measured"] = row["measured"]
         error = 100 * (m["peak_bytes"] / row["measured"] - 1)
         versus = f" measured {row['measured'] / 2**20:.1f} MiB {error:+.2f}%"
-    print(f"[{i}/{n}] {m['id']:<56} {m['peak_bytes'] / 2**20:>10.1f} MiB "
-          f"({m['peak_phase']}, {m['seconds']} s){versus}", flush=True)
+    print(
+        f"[{i}/{n}] {m['id']:<56} {m['peak_bytes'] / 2**20:>10.1f} MiB "
+        f"({m['peak_phase']}, {m['seconds']} s){versus}",
+        flush=True,
+    )
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--smoke", action="store_true", help="only the smoke subset (what CI runs)")
     ap.add_argument("--only", help="one row id")
-    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
-    ap.add_argument("--out", help=f"write the table here (the full grid writes {os.path.relpath(TABLE, ROOT)})")
-    ap.add_argument("--reproduce", action="store_true",
-                    help="run data/memory_examples.csv's measured steps and print the oracle's error")
-    ap.add_argument("--heldout", action="store_true",
-                    help="the held-out plans (rows.heldout), written to data/oracle_heldout.jsonl")
-    ap.add_argument("--check", help="compare the measured rows with this table's and fail on any difference")
+    ap.add_argument(
+        "--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes"
+    )
+    ap.add_argument(
+        "--out", help=f"write the table here (the full grid writes {os.path.relpath(TABLE, ROOT)})"
+    )
+    ap.add_argument(
+        "--reproduce",
+        action="store_true",
+        help="run data/memory_examples.csv's measured steps and print the oracle's error",
+    )
+    ap.add_argument(
+        "--heldout",
+        action="store_true",
+        help="the held-out plans (rows.heldout), written to data/oracle_heldout.jsonl",
+    )
+    ap.add_argument(
+        "--check", help="compare the measured rows with this table's and fail on any difference"
+    )
     ap.add_argument("--explain", action="store_true", help="with --only: what is alive at the peak")
-    ap.add_argument("--missing", action="store_true",
-                    help="measure only the grid's rows the table lacks, and write the table with them")
+    ap.add_argument(
+        "--missing",
+        action="store_true",
+        help="measure only the grid's rows the table lacks, and write the table with them",
+    )
     a = ap.parse_args()
     if a.missing and (a.smoke or a.only or a.check or a.out):
         ap.error("--missing completes the whole table: no --smoke, --only, --check or --out")
@@ -562,17 +650,22 @@ def main():
         with open(table) as f:
             kept = {r["id"]: r for r in map(json.loads, f) if "id" in r}
         every, rows = rows, [r for r in rows if r["id"] not in kept]
-    out = a.out or (None if (a.smoke or a.only or a.check) else
-                    (REPRODUCTION if a.reproduce else HELDOUT if a.heldout else TABLE))
+    out = a.out or (
+        None
+        if (a.smoke or a.only or a.check)
+        else (REPRODUCTION if a.reproduce else HELDOUT if a.heldout else TABLE)
+    )
     measured, began = [], time.perf_counter()
     if a.jobs == 0:
         init_worker()
         results = map(measure, rows)
     else:
         # A fresh process a row: DTensor caches sharding decisions by shape across models.
-        pool = multiprocessing.get_context("spawn").Pool(a.jobs, initializer=init_worker, maxtasksperchild=1)
+        pool = multiprocessing.get_context("spawn").Pool(
+            a.jobs, initializer=init_worker, maxtasksperchild=1
+        )
         results = pool.imap(measure, rows)
-    for i, (row, m) in enumerate(zip(rows, results), 1):
+    for i, (row, m) in enumerate(zip(rows, results, strict=True), 1):
         report_row(i, len(rows), row, m)
         measured.append(m)
     print(f"oracle: {len(measured)} rows in {time.perf_counter() - began:.0f} s", flush=True)
@@ -611,7 +704,9 @@ def check(measured, path):
         want = table.get(m["id"])
         if want is None or abs(want["peak_bytes"] - m["peak_bytes"]) > CHECK_TOLERANCE_BYTES:
             bad += 1
-            print(f"MISMATCH {m['id']}: table {want and want['peak_bytes']} oracle {m['peak_bytes']}")
+            print(
+                f"MISMATCH {m['id']}: table {want and want['peak_bytes']} oracle {m['peak_bytes']}"
+            )
     print(f"oracle-check: {len(measured) - bad} passed, {bad} failed")
     return 1 if bad else 0
 

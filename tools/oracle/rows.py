@@ -10,26 +10,74 @@ import random
 
 # Each family's widths as its Hugging Face config.json gives them.
 FAMILIES = {
-    "llama-3.2-1b": dict(model_type="llama", vocab_size=128256, hidden_size=2048,
-                         intermediate_size=8192, num_hidden_layers=4, num_attention_heads=32,
-                         num_key_value_heads=8, head_dim=64, tie_word_embeddings=True),
-    "llama-3.1-8b": dict(model_type="llama", vocab_size=128256, hidden_size=4096,
-                         intermediate_size=14336, num_hidden_layers=2, num_attention_heads=32,
-                         num_key_value_heads=8, head_dim=128, tie_word_embeddings=False),
-    "qwen2.5-7b": dict(model_type="qwen2", vocab_size=152064, hidden_size=3584,
-                       intermediate_size=18944, num_hidden_layers=2, num_attention_heads=28,
-                       num_key_value_heads=4, tie_word_embeddings=False),
-    "qwen3-1.7b": dict(model_type="qwen3", vocab_size=151936, hidden_size=2048,
-                       intermediate_size=6144, num_hidden_layers=4, num_attention_heads=16,
-                       num_key_value_heads=8, head_dim=128, tie_word_embeddings=True),
-    "mistral-7b": dict(model_type="mistral", vocab_size=32768, hidden_size=4096,
-                       intermediate_size=14336, num_hidden_layers=2, num_attention_heads=32,
-                       num_key_value_heads=8, head_dim=128, tie_word_embeddings=False,
-                       sliding_window=None),
-    "gemma-2-2b": dict(model_type="gemma2", vocab_size=256000, hidden_size=2304,
-                       intermediate_size=9216, num_hidden_layers=4, num_attention_heads=8,
-                       num_key_value_heads=4, head_dim=256, tie_word_embeddings=True,
-                       final_logit_softcapping=None, attn_logit_softcapping=None),
+    "llama-3.2-1b": dict(
+        model_type="llama",
+        vocab_size=128256,
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=4,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=64,
+        tie_word_embeddings=True,
+    ),
+    "llama-3.1-8b": dict(
+        model_type="llama",
+        vocab_size=128256,
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=2,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        tie_word_embeddings=False,
+    ),
+    "qwen2.5-7b": dict(
+        model_type="qwen2",
+        vocab_size=152064,
+        hidden_size=3584,
+        intermediate_size=18944,
+        num_hidden_layers=2,
+        num_attention_heads=28,
+        num_key_value_heads=4,
+        tie_word_embeddings=False,
+    ),
+    "qwen3-1.7b": dict(
+        model_type="qwen3",
+        vocab_size=151936,
+        hidden_size=2048,
+        intermediate_size=6144,
+        num_hidden_layers=4,
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        head_dim=128,
+        tie_word_embeddings=True,
+    ),
+    "mistral-7b": dict(
+        model_type="mistral",
+        vocab_size=32768,
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=2,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        tie_word_embeddings=False,
+        sliding_window=None,
+    ),
+    "gemma-2-2b": dict(
+        model_type="gemma2",
+        vocab_size=256000,
+        hidden_size=2304,
+        intermediate_size=9216,
+        num_hidden_layers=4,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        head_dim=256,
+        tie_word_embeddings=True,
+        final_logit_softcapping=None,
+        attn_logit_softcapping=None,
+    ),
 }
 
 # (name, world size, plan keys)
@@ -77,8 +125,18 @@ SMOKE = {
 
 
 def plan(**kw):
-    base = dict(seq=2048, mb=1, ga=1, precision="bf16", ckpt="none", attn="flash", loss="plain",
-                optimizer="adamw", train="full", zero=0)
+    base = dict(
+        seq=2048,
+        mb=1,
+        ga=1,
+        precision="bf16",
+        ckpt="none",
+        attn="flash",
+        loss="plain",
+        optimizer="adamw",
+        train="full",
+        zero=0,
+    )
     base.update(kw)
     return base
 
@@ -89,8 +147,13 @@ def row(family, sharding, world, keys, name):
         return None
     if p["train"] != "full":
         name = f"world={world}," + name
-    return dict(id=f"{family}/{sharding}/{name}", group=sharding, config=FAMILIES[family],
-                world=world, plan=p)
+    return dict(
+        id=f"{family}/{sharding}/{name}",
+        group=sharding,
+        config=FAMILIES[family],
+        world=world,
+        plan=p,
+    )
 
 
 def label(variation):
@@ -117,12 +180,16 @@ def combinations(n=90, seed=12):
         family = rng.choice(families)
         zero = rng.choice([2, 3, 3])
         world = rng.choice([2, 8, 32, 64])
-        keys = dict(zero=zero, precision=rng.choice(["bf16", "bf16", "bf16-pure", "fp32"]),
-                    ckpt=rng.choice(["none", "full", "full", "selective", "op"]),
-                    attn=rng.choice(["flash", "flash", "eager"]),
-                    loss=rng.choice(["plain", "fused"]),
-                    optimizer=rng.choice(["adamw", "adamw-foreach"]),
-                    seq=rng.choice([1024, 2048, 4096, 8192]), mb=rng.choice([1, 2]))
+        keys = dict(
+            zero=zero,
+            precision=rng.choice(["bf16", "bf16", "bf16-pure", "fp32"]),
+            ckpt=rng.choice(["none", "full", "full", "selective", "op"]),
+            attn=rng.choice(["flash", "flash", "eager"]),
+            loss=rng.choice(["plain", "fused"]),
+            optimizer=rng.choice(["adamw", "adamw-foreach"]),
+            seq=rng.choice([1024, 2048, 4096, 8192]),
+            mb=rng.choice([1, 2]),
+        )
         if keys["attn"] == "eager" and keys["seq"] * keys["mb"] > 4096:
             keys["seq"] = 2048
         yield row(family, f"zero{zero}", world, keys, f"mix{i}")
@@ -131,11 +198,20 @@ def combinations(n=90, seed=12):
 def whole_models():
     """A few plans at a whole model's depth (Llama-3.2-1B's 16 layers)."""
     deep = dict(FAMILIES["llama-3.2-1b"], num_hidden_layers=16)
-    for name, world, keys in [("zero3", 8, dict(zero=3)), ("zero3", 8, dict(zero=3, ckpt="full")),
-                              ("zero2", 8, dict(zero=2, ckpt="full")), ("single", 1, dict(ckpt="full")),
-                              ("single", 1, dict(precision="bf16-pure"))]:
-        r = row("llama-3.2-1b", name, world, keys, "16-layers," + label({k: v for k, v in keys.items()
-                                                                           if k != "zero"}))
+    for name, world, keys in [
+        ("zero3", 8, dict(zero=3)),
+        ("zero3", 8, dict(zero=3, ckpt="full")),
+        ("zero2", 8, dict(zero=2, ckpt="full")),
+        ("single", 1, dict(ckpt="full")),
+        ("single", 1, dict(precision="bf16-pure")),
+    ]:
+        r = row(
+            "llama-3.2-1b",
+            name,
+            world,
+            keys,
+            "16-layers," + label({k: v for k, v in keys.items() if k != "zero"}),
+        )
         r["config"] = deep
         yield r
 
@@ -148,17 +224,41 @@ REAL_SHAPES = {
     "qwen3-1.7b": dict(FAMILIES["qwen3-1.7b"], num_hidden_layers=28),
     "gemma-2-2b": dict(FAMILIES["gemma-2-2b"], num_hidden_layers=26),
     # Held out only: Gemma 3 (QK norm, 1024-token windows on 5 layers of 6, 262K vocabulary).
-    "gemma-3-27b": dict(model_type="gemma3_text", vocab_size=262208, hidden_size=5376,
-                        intermediate_size=21504, num_hidden_layers=62, num_attention_heads=32,
-                        num_key_value_heads=16, head_dim=128, tie_word_embeddings=True,
-                        sliding_window=1024, query_pre_attn_scalar=168),
-    "llama-3.1-70b": dict(model_type="llama", vocab_size=128256, hidden_size=8192,
-                          intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64,
-                          num_key_value_heads=8, head_dim=128, tie_word_embeddings=False),
-    "llama-3.1-405b": dict(model_type="llama", vocab_size=128256, hidden_size=16384,
-                           intermediate_size=53248, num_hidden_layers=126,
-                           num_attention_heads=128, num_key_value_heads=8, head_dim=128,
-                           tie_word_embeddings=False),
+    "gemma-3-27b": dict(
+        model_type="gemma3_text",
+        vocab_size=262208,
+        hidden_size=5376,
+        intermediate_size=21504,
+        num_hidden_layers=62,
+        num_attention_heads=32,
+        num_key_value_heads=16,
+        head_dim=128,
+        tie_word_embeddings=True,
+        sliding_window=1024,
+        query_pre_attn_scalar=168,
+    ),
+    "llama-3.1-70b": dict(
+        model_type="llama",
+        vocab_size=128256,
+        hidden_size=8192,
+        intermediate_size=28672,
+        num_hidden_layers=80,
+        num_attention_heads=64,
+        num_key_value_heads=8,
+        head_dim=128,
+        tie_word_embeddings=False,
+    ),
+    "llama-3.1-405b": dict(
+        model_type="llama",
+        vocab_size=128256,
+        hidden_size=16384,
+        intermediate_size=53248,
+        num_hidden_layers=126,
+        num_attention_heads=128,
+        num_key_value_heads=8,
+        head_dim=128,
+        tie_word_embeddings=False,
+    ),
 }
 
 
@@ -181,8 +281,12 @@ def real_sizes():
         ("gemma-2-2b", "zero3", 8, dict(zero=3, seq=8192, ckpt="full")),
         ("llama-3.1-70b", "zero3", 16, dict(zero=3, seq=8192, ckpt="full")),
         ("llama-3.1-70b", "zero3", 64, dict(zero=3, seq=8192, ckpt="full")),
-        ("llama-3.1-70b", "lora", 8, dict(zero=3, train="lora", lora_rank=16, seq=4096,
-                                          ckpt="full")),
+        (
+            "llama-3.1-70b",
+            "lora",
+            8,
+            dict(zero=3, train="lora", lora_rank=16, seq=4096, ckpt="full"),
+        ),
         ("llama-3.1-405b", "zero3", 64, dict(zero=3, seq=8192, ckpt="full")),
     ]
     for p in plans:
@@ -199,8 +303,13 @@ def whole_model(family, sharding, world, keys, prefix=""):
     config = REAL_SHAPES[family]
     shown = {k: v for k, v in keys.items() if k != "zero"}
     name = f"{config['num_hidden_layers']}-layers,world={world}," + label(shown)
-    return dict(id=f"{prefix}{family}/{sharding}/{name}", group=sharding, config=config,
-                world=world, plan=plan(**keys))
+    return dict(
+        id=f"{prefix}{family}/{sharding}/{name}",
+        group=sharding,
+        config=config,
+        world=world,
+        plan=plan(**keys),
+    )
 
 
 def lora_targets():
@@ -211,12 +320,27 @@ def lora_targets():
         for sharding, world, keys in [s for s in SHARDINGS if s[0] == "lora"]:
             for targets in ("q,v", "attention"):
                 for v in [dict(), dict(ckpt="full"), dict(precision="bf16-pure")]:
-                    yield row(family, sharding, world, {**keys, "lora_targets": targets, **v},
-                              label({"lora_targets": targets, **v}))
+                    yield row(
+                        family,
+                        sharding,
+                        world,
+                        {**keys, "lora_targets": targets, **v},
+                        label({"lora_targets": targets, **v}),
+                    )
             # Adapters in the base's BF16 (PEFT's autocast_adapter_dtype=False).
-            for v in [dict(), dict(ckpt="full"), dict(precision="bf16-pure"), dict(lora_targets="q,v")]:
-                yield row(family, sharding, world, {**keys, "lora_dtype": "bf16", **v},
-                          label({"lora_dtype": "bf16", **v}))
+            for v in [
+                dict(),
+                dict(ckpt="full"),
+                dict(precision="bf16-pure"),
+                dict(lora_targets="q,v"),
+            ]:
+                yield row(
+                    family,
+                    sharding,
+                    world,
+                    {**keys, "lora_dtype": "bf16", **v},
+                    label({"lora_dtype": "bf16", **v}),
+                )
 
 
 def tensor_parallel():
@@ -224,14 +348,36 @@ def tensor_parallel():
     node of 8, with and without sequence parallelism, one setting at a time, a tied embedding
     (Llama-3.2-1B) and a whole 70B at 32K tokens on 16 and 64 ranks; 8 micro-batches a step."""
     base = dict(zero=3, tp=2, sp=1)
-    for family, world in [("llama-3.1-8b", 8), ("qwen2.5-7b", 8), ("mistral-7b", 16), ("llama-3.2-1b", 8)]:
-        for v in [dict(), dict(sp=0), dict(ckpt="full"), dict(loss="fused"), dict(tp=4), dict(ga=8)]:
+    for family, world in [
+        ("llama-3.1-8b", 8),
+        ("qwen2.5-7b", 8),
+        ("mistral-7b", 16),
+        ("llama-3.2-1b", 8),
+    ]:
+        for v in [
+            dict(),
+            dict(sp=0),
+            dict(ckpt="full"),
+            dict(loss="fused"),
+            dict(tp=4),
+            dict(ga=8),
+        ]:
             yield row(family, "tp", world, {**base, **v}, label(v))
-    for v in [dict(zero=2), dict(ckpt="op"), dict(ckpt="selective"), dict(seq=8192), dict(mb=2),
-              dict(tp=8), dict(precision="fp32"), dict(sp=0, loss="fused", ckpt="full")]:
+    for v in [
+        dict(zero=2),
+        dict(ckpt="op"),
+        dict(ckpt="selective"),
+        dict(seq=8192),
+        dict(mb=2),
+        dict(tp=8),
+        dict(precision="fp32"),
+        dict(sp=0, loss="fused", ckpt="full"),
+    ]:
         yield row("llama-3.1-8b", "tp", 8, {**base, **v}, label(v))
     for world in (16, 64):
-        yield whole_model("llama-3.1-70b", "tp", world, dict(zero=3, tp=8, sp=1, seq=32768, ckpt="full"))
+        yield whole_model(
+            "llama-3.1-70b", "tp", world, dict(zero=3, tp=8, sp=1, seq=32768, ckpt="full")
+        )
 
 
 def dpo():
@@ -239,22 +385,39 @@ def dpo():
     BF16 copy (sharded by FSDP2 beside the policy) or, under LoRA, the base with its adapters
     off; one GPU, ZeRO-3 and ZeRO-2 on 8 ranks and LoRA, with and without checkpointing and the
     fused loss. Counted in their own group (`stage=dpo`)."""
-    shardings = [("single", 1, dict(zero=0)), ("zero3", 8, dict(zero=3)), ("zero2", 8, dict(zero=2)),
-                 ("lora", 1, dict(zero=0, train="lora", lora_rank=16)),
-                 ("lora", 8, dict(zero=3, train="lora", lora_rank=16))]
+    shardings = [
+        ("single", 1, dict(zero=0)),
+        ("zero3", 8, dict(zero=3)),
+        ("zero2", 8, dict(zero=2)),
+        ("lora", 1, dict(zero=0, train="lora", lora_rank=16)),
+        ("lora", 8, dict(zero=3, train="lora", lora_rank=16)),
+    ]
     for family in ("llama-3.2-1b", "llama-3.1-8b", "qwen2.5-7b"):
-        more = ([dict(mb=2, seq=1024), dict(precision="fp32"), dict(ga=8)]
-                if family == "llama-3.2-1b" else [])
+        more = (
+            [dict(mb=2, seq=1024), dict(precision="fp32"), dict(ga=8)]
+            if family == "llama-3.2-1b"
+            else []
+        )
         for sharding, world, keys in shardings:
             for v in [dict(), dict(ckpt="full"), dict(loss="fused", ckpt="full"), *more]:
-                r = row(family, sharding, world, {**keys, "stage": "dpo", **v}, label({"stage": "dpo", **v}))
+                r = row(
+                    family,
+                    sharding,
+                    world,
+                    {**keys, "stage": "dpo", **v},
+                    label({"stage": "dpo", **v}),
+                )
                 if r:
                     r["group"] = "dpo"
                     yield r
     # Whole models at the presets' real depth: full training under FSDP2 and LoRA on one GPU.
     yield whole_model("llama-3.1-8b", "dpo", 8, dict(zero=3, stage="dpo", seq=4096, ckpt="full"))
-    yield whole_model("qwen2.5-7b", "dpo", 1, dict(zero=0, train="lora", lora_rank=16, stage="dpo",
-                                                    seq=2048, ckpt="full"))
+    yield whole_model(
+        "qwen2.5-7b",
+        "dpo",
+        1,
+        dict(zero=0, train="lora", lora_rank=16, stage="dpo", seq=2048, ckpt="full"),
+    )
 
 
 def grpo():
@@ -263,22 +426,47 @@ def grpo():
     ZeRO-3 on 8 ranks and LoRA, completions of 256 and 1,024 tokens of 2,048-token rows, with
     and without checkpointing. Counted in their own group (`stage=grpo`); vLLM's share is a
     setting beside it, not counted."""
-    shardings = [("single", 1, dict(zero=0)), ("zero3", 8, dict(zero=3)),
-                 ("lora", 1, dict(zero=0, train="lora", lora_rank=16))]
+    shardings = [
+        ("single", 1, dict(zero=0)),
+        ("zero3", 8, dict(zero=3)),
+        ("lora", 1, dict(zero=0, train="lora", lora_rank=16)),
+    ]
     for family in ("llama-3.2-1b", "qwen2.5-7b"):
         more = [dict(completion=256, ga=8)] if family == "llama-3.2-1b" else []
         for sharding, world, keys in shardings:
-            for v in [dict(completion=256), dict(completion=1024, ckpt="full"), dict(completion=1024, mb=2),
-                      *more]:
-                r = row(family, sharding, world, {**keys, "stage": "grpo", **v}, label({"stage": "grpo", **v}))
+            for v in [
+                dict(completion=256),
+                dict(completion=1024, ckpt="full"),
+                dict(completion=1024, mb=2),
+                *more,
+            ]:
+                r = row(
+                    family,
+                    sharding,
+                    world,
+                    {**keys, "stage": "grpo", **v},
+                    label({"stage": "grpo", **v}),
+                )
                 if r:
                     r["group"] = "grpo"
                     yield r
 
 
 def rows():
-    return [r for r in [*one_at_a_time(), *combinations(), *whole_models(), *real_sizes(),
-                        *tensor_parallel(), *lora_targets(), *dpo(), *grpo()] if r]
+    return [
+        r
+        for r in [
+            *one_at_a_time(),
+            *combinations(),
+            *whole_models(),
+            *real_sizes(),
+            *tensor_parallel(),
+            *lora_targets(),
+            *dpo(),
+            *grpo(),
+        ]
+        if r
+    ]
 
 
 # Held out (#25): shapes and settings the planner's memory model was never changed on, measured
@@ -286,15 +474,37 @@ def rows():
 # q/k norms and untied 100K vocabulary, Qwen2.5-0.5B's 896 width and 2 KV heads, Llama-3.2-3B's
 # 3072 width), sequence lengths and micro-batches it never used, and 128 ranks.
 HELDOUT_FAMILIES = {
-    "olmo-2-7b": dict(model_type="olmo2", vocab_size=100352, hidden_size=4096,
-                      intermediate_size=11008, num_hidden_layers=2, num_attention_heads=32,
-                      num_key_value_heads=32, tie_word_embeddings=False),
-    "qwen2.5-0.5b": dict(model_type="qwen2", vocab_size=151936, hidden_size=896,
-                         intermediate_size=4864, num_hidden_layers=4, num_attention_heads=14,
-                         num_key_value_heads=2, tie_word_embeddings=True),
-    "llama-3.2-3b": dict(model_type="llama", vocab_size=128256, hidden_size=3072,
-                         intermediate_size=8192, num_hidden_layers=3, num_attention_heads=24,
-                         num_key_value_heads=8, head_dim=128, tie_word_embeddings=True),
+    "olmo-2-7b": dict(
+        model_type="olmo2",
+        vocab_size=100352,
+        hidden_size=4096,
+        intermediate_size=11008,
+        num_hidden_layers=2,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        tie_word_embeddings=False,
+    ),
+    "qwen2.5-0.5b": dict(
+        model_type="qwen2",
+        vocab_size=151936,
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=4,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+    ),
+    "llama-3.2-3b": dict(
+        model_type="llama",
+        vocab_size=128256,
+        hidden_size=3072,
+        intermediate_size=8192,
+        num_hidden_layers=3,
+        num_attention_heads=24,
+        num_key_value_heads=8,
+        head_dim=128,
+        tie_word_embeddings=True,
+    ),
 }
 
 
@@ -305,18 +515,28 @@ def heldout(n=45, seed=25):
     out = []
     for i in range(n):
         family = sorted(HELDOUT_FAMILIES)[i % len(HELDOUT_FAMILIES)]
-        sharding, world, keys = rng.choice([
-            ("single", 1, dict(zero=0)),
-            ("zero3", rng.choice([4, 8, 128]), dict(zero=3)),
-            ("zero2", rng.choice([2, 8, 128]), dict(zero=2)),
-            ("lora", rng.choice([1, 8]), dict(zero=3, train="lora", lora_rank=rng.choice([8, 32]))),
-        ])
-        keys = dict(keys, precision=rng.choice(["bf16", "bf16", "bf16-pure", "fp32"]),
-                    ckpt=rng.choice(["none", "full", "selective", "op"]),
-                    attn=rng.choice(["flash", "flash", "eager"]),
-                    loss=rng.choice(["plain", "fused"]),
-                    optimizer=rng.choice(["adamw", "adamw-foreach"]),
-                    seq=rng.choice([1536, 3072, 6144]), mb=rng.choice([1, 2, 3]))
+        sharding, world, keys = rng.choice(
+            [
+                ("single", 1, dict(zero=0)),
+                ("zero3", rng.choice([4, 8, 128]), dict(zero=3)),
+                ("zero2", rng.choice([2, 8, 128]), dict(zero=2)),
+                (
+                    "lora",
+                    rng.choice([1, 8]),
+                    dict(zero=3, train="lora", lora_rank=rng.choice([8, 32])),
+                ),
+            ]
+        )
+        keys = dict(
+            keys,
+            precision=rng.choice(["bf16", "bf16", "bf16-pure", "fp32"]),
+            ckpt=rng.choice(["none", "full", "selective", "op"]),
+            attn=rng.choice(["flash", "flash", "eager"]),
+            loss=rng.choice(["plain", "fused"]),
+            optimizer=rng.choice(["adamw", "adamw-foreach"]),
+            seq=rng.choice([1536, 3072, 6144]),
+            mb=rng.choice([1, 2, 3]),
+        )
         if keys.get("train") == "lora" and world == 1:
             keys["zero"] = 0
         if keys["attn"] == "eager" and keys["seq"] * keys["mb"] > 6144:
@@ -324,8 +544,15 @@ def heldout(n=45, seed=25):
         p = plan(**keys)
         if p["train"] != "full" and p["precision"] == "fp32":
             p["precision"] = "bf16"
-        out.append(dict(id=f"heldout/{family}/{sharding}/h{i}", group=sharding,
-                        config=HELDOUT_FAMILIES[family], world=world, plan=p))
+        out.append(
+            dict(
+                id=f"heldout/{family}/{sharding}/h{i}",
+                group=sharding,
+                config=HELDOUT_FAMILIES[family],
+                world=world,
+                plan=p,
+            )
+        )
     return out + list(real_size_heldout())
 
 
@@ -336,8 +563,7 @@ def real_size_heldout():
     plans = [
         ("qwen2.5-7b", "zero2", 16, dict(zero=2, seq=16384, ckpt="full")),
         ("llama-3.1-8b", "zero3", 32, dict(zero=3, seq=16384, ckpt="selective")),
-        ("mistral-7b", "lora", 8, dict(zero=3, train="lora", lora_rank=32, seq=8192,
-                                       ckpt="full")),
+        ("mistral-7b", "lora", 8, dict(zero=3, train="lora", lora_rank=32, seq=8192, ckpt="full")),
         ("llama-3.1-70b", "zero3", 32, dict(zero=3, seq=4096, ckpt="full", mb=2)),
         ("gemma-3-27b", "zero3", 8, dict(zero=3, seq=4096)),
     ]
@@ -352,22 +578,40 @@ def reproductions():
     import csv
     import os
 
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "crates", "planner", "data",
-                        "memory_examples.csv")
+    path = os.path.join(
+        os.path.dirname(__file__), "..", "..", "crates", "planner", "data", "memory_examples.csv"
+    )
     out = []
     with open(path) as f:
         for i, r in enumerate(csv.DictReader(f)):
             if r["attn"] == "math":
                 continue
-            cfg = dict(model_type="llama", vocab_size=int(r["vocab"]), hidden_size=int(r["hidden"]),
-                       intermediate_size=int(r["intermediate"]), num_hidden_layers=int(r["layers"]),
-                       num_attention_heads=int(r["heads"]), num_key_value_heads=int(r["kv_heads"]),
-                       tie_word_embeddings=r["tied"] == "1")
-            p = plan(seq=int(r["s"]), mb=int(r["b"]),
-                     precision={"mixed": "bf16", "bf16": "bf16-pure", "fp32": "fp32"}[r["precision"]],
-                     ckpt="full" if r["ac"] == "1" else "none",
-                     attn="eager" if r["attn"] == "eager" else "flash",
-                     optimizer="adamw-foreach" if r["optim"] == "adamw_foreach" else "adamw")
-            out.append(dict(id=f"csv{i + 2}", group="memory_examples.csv", config=cfg, world=1, plan=p,
-                            measured=int(r["peak_bytes"])))
+            cfg = dict(
+                model_type="llama",
+                vocab_size=int(r["vocab"]),
+                hidden_size=int(r["hidden"]),
+                intermediate_size=int(r["intermediate"]),
+                num_hidden_layers=int(r["layers"]),
+                num_attention_heads=int(r["heads"]),
+                num_key_value_heads=int(r["kv_heads"]),
+                tie_word_embeddings=r["tied"] == "1",
+            )
+            p = plan(
+                seq=int(r["s"]),
+                mb=int(r["b"]),
+                precision={"mixed": "bf16", "bf16": "bf16-pure", "fp32": "fp32"}[r["precision"]],
+                ckpt="full" if r["ac"] == "1" else "none",
+                attn="eager" if r["attn"] == "eager" else "flash",
+                optimizer="adamw-foreach" if r["optim"] == "adamw_foreach" else "adamw",
+            )
+            out.append(
+                dict(
+                    id=f"csv{i + 2}",
+                    group="memory_examples.csv",
+                    config=cfg,
+                    world=1,
+                    plan=p,
+                    measured=int(r["peak_bytes"]),
+                )
+            )
     return out

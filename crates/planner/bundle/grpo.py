@@ -51,13 +51,24 @@ MLA_QUERY = ("q_a_proj", "q_b_proj")
 MLA_KEY_VALUE = ("kv_a_proj_with_mqa", "kv_b_proj")
 ATTENTION_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj") + MLA_QUERY + MLA_KEY_VALUE
 LORA_TARGETS = ATTENTION_TARGETS + ("gate_proj", "up_proj", "down_proj", "w1", "w2", "w3")
-LORA_TARGET_SETS = {"all-linear": LORA_TARGETS, "attention": ATTENTION_TARGETS,
-                    "q,v": ("q_proj", "v_proj") + MLA_QUERY + MLA_KEY_VALUE}
-LORA_FAMILY_NAMES = {"gate_proj": ("gate_proj", "w1"), "up_proj": ("up_proj", "w3"),
-                     "down_proj": ("down_proj", "w2")}
+LORA_TARGET_SETS = {
+    "all-linear": LORA_TARGETS,
+    "attention": ATTENTION_TARGETS,
+    "q,v": ("q_proj", "v_proj") + MLA_QUERY + MLA_KEY_VALUE,
+}
+LORA_FAMILY_NAMES = {
+    "gate_proj": ("gate_proj", "w1"),
+    "up_proj": ("up_proj", "w3"),
+    "down_proj": ("down_proj", "w2"),
+}
 # TRL's PyTorch Trainer names for the planner's optimizers.
-OPTIMIZERS = {"adamw": "adamw_torch_fused", "adamw-foreach": "adamw_torch",
-              "adamw8bit": "adamw_bnb_8bit", "adafactor": "adafactor", "sgd": "sgd"}
+OPTIMIZERS = {
+    "adamw": "adamw_torch_fused",
+    "adamw-foreach": "adamw_torch",
+    "adamw8bit": "adamw_bnb_8bit",
+    "adafactor": "adafactor",
+    "sgd": "sgd",
+}
 
 
 class PlanError(Exception):
@@ -98,19 +109,30 @@ def parse_args(argv=None):
     p.add_argument("--train_mode", choices=("full", "lora", "qlora"), default="full")
     p.add_argument("--lora_r", type=int, default=16)
     p.add_argument("--lora_alpha", type=int, default=0, help="0 = twice the rank")
-    p.add_argument("--lora_targets", default="all-linear",
-                   help="all-linear, attention, q,v or PEFT module names (q_proj,v_proj)")
+    p.add_argument(
+        "--lora_targets",
+        default="all-linear",
+        help="all-linear, attention, q,v or PEFT module names (q_proj,v_proj)",
+    )
     p.add_argument("--lora_dtype", choices=("fp32", "bf16"), default="fp32")
     p.add_argument("--stage", choices=("grpo",), default="grpo")
     p.add_argument("--num_generations", type=int, default=8)
     p.add_argument("--max_completion_length", type=int, default=256)
     p.add_argument("--beta", type=float, default=0.0, help="the KL penalty (TRL's default 0)")
-    p.add_argument("--use_vllm", type=str2bool, default=True,
-                   help="False: Transformers generates (CPU tests; not what the planner times)")
+    p.add_argument(
+        "--use_vllm",
+        type=str2bool,
+        default=True,
+        help="False: Transformers generates (CPU tests; not what the planner times)",
+    )
     p.add_argument("--vllm_gpu_memory_utilization", type=float, default=0.3)
     p.add_argument("--vllm_tensor_parallel_size", type=int, default=1)
-    p.add_argument("--vllm_server_gpus", type=int, default=0,
-                   help="GPUs for a `trl vllm-serve` server (0: vLLM colocated with training)")
+    p.add_argument(
+        "--vllm_server_gpus",
+        type=int,
+        default=0,
+        help="GPUs for a `trl vllm-serve` server (0: vLLM colocated with training)",
+    )
     p.add_argument("--save_steps", type=int, default=0, help="0 = only at the end")
     p.add_argument("--save", choices=("full", "weights", "adapter"), default="full")
     p.add_argument("--async_save", type=str2bool, default=False)
@@ -130,25 +152,37 @@ def refusals(args):
     """The settings this script does not run as the planner modelled them (its grpo_refusal)."""
     world = world_size()
     rules = [
-        (args.tp > 1 or args.pp > 1 or args.cp > 1 or args.ep > 1,
-         "GRPO trains data parallel here: use tp=pp=cp=ep=1"),
+        (
+            args.tp > 1 or args.pp > 1 or args.cp > 1 or args.ep > 1,
+            "GRPO trains data parallel here: use tp=pp=cp=ep=1",
+        ),
         (args.zero_stage in (1, 2), "zero=1/2 would need DeepSpeed: use zero=3 (FSDP2) or 0 (DDP)"),
-        (args.zero_stage == 3 and 0 < args.shard_degree < world,
-         "hybrid sharding is not run here: shard over every rank"),
+        (
+            args.zero_stage == 3 and 0 < args.shard_degree < world,
+            "hybrid sharding is not run here: shard over every rank",
+        ),
         (args.precision != "bf16", f"precision={args.precision}: GRPO runs in BF16 here"),
-        (args.checkpointing not in ("none", "full"),
-         f"checkpointing={args.checkpointing}: use none or full"),
+        (
+            args.checkpointing not in ("none", "full"),
+            f"checkpointing={args.checkpointing}: use none or full",
+        ),
         (args.activation_offloading, "activation offloading is not run here"),
         (args.loss != "plain", "loss=fused: TRL computes its own loss over the completion"),
         (args.train_mode == "qlora", "QLoRA: vLLM takes merged weights, a 4-bit base has none"),
-        (args.train_mode != "full" and args.lora_dtype != "fp32",
-         "lora_dtype=bf16: TRL's GRPOTrainer keeps PEFT's FP32 adapters"),
-        (args.max_completion_length >= args.max_seq_length,
-         "the completion must be shorter than max_seq_length (the prompt comes first)"),
+        (
+            args.train_mode != "full" and args.lora_dtype != "fp32",
+            "lora_dtype=bf16: TRL's GRPOTrainer keeps PEFT's FP32 adapters",
+        ),
+        (
+            args.max_completion_length >= args.max_seq_length,
+            "the completion must be shorter than max_seq_length (the prompt comes first)",
+        ),
         (args.save == "full" and args.async_save, "async_save is not run here"),
         # TRL 0.24 wraps the reference in FSDP1 with FSDP2's policy, which fails (trl#3581).
-        (args.beta > 0 and args.train_mode == "full" and args.zero_stage == 3 and world > 1,
-         "a reference model (beta > 0) under FSDP2: use beta=0, LoRA or zero=0"),
+        (
+            args.beta > 0 and args.train_mode == "full" and args.zero_stage == 3 and world > 1,
+            "a reference model (beta > 0) under FSDP2: use beta=0, LoRA or zero=0",
+        ),
     ]
     return [why for bad, why in rules if bad]
 
@@ -223,12 +257,18 @@ def grpo_config(args, use_cpu):
             "state_dict_type": "FULL_STATE_DICT",
         }
     if args.use_vllm and args.vllm_server_gpus:
-        kwargs.update(vllm_mode="server", vllm_server_host="127.0.0.1", vllm_server_port=SERVER_PORT,
-                      vllm_server_timeout=SERVER_START_SECONDS)
+        kwargs.update(
+            vllm_mode="server",
+            vllm_server_host="127.0.0.1",
+            vllm_server_port=SERVER_PORT,
+            vllm_server_timeout=SERVER_START_SECONDS,
+        )
     elif args.use_vllm:
-        kwargs.update(vllm_mode="colocate",
-                      vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
-                      vllm_tensor_parallel_size=args.vllm_tensor_parallel_size)
+        kwargs.update(
+            vllm_mode="colocate",
+            vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+            vllm_tensor_parallel_size=args.vllm_tensor_parallel_size,
+        )
     return GRPOConfig(
         output_dir=args.output_dir,
         per_device_train_batch_size=args.per_device_train_batch_size,
@@ -248,8 +288,10 @@ def grpo_config(args, use_cpu):
         # DDP marks each parameter ready once: reentrant checkpoints would mark it twice.
         gradient_checkpointing_kwargs={"use_reentrant": False},
         ddp_find_unused_parameters=False,
-        model_init_kwargs={"dtype": "float32" if args.train_mode == "full" else "bfloat16",
-                           "attn_implementation": args.attn_implementation},
+        model_init_kwargs={
+            "dtype": "float32" if args.train_mode == "full" else "bfloat16",
+            "attn_implementation": args.attn_implementation,
+        },
         save_strategy="steps" if args.save_steps else "no",
         save_steps=args.save_steps or 500,
         save_only_model=args.save != "full",
@@ -265,9 +307,13 @@ def lora_config(args):
         return None
     from peft import LoraConfig
 
-    return LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha or 2 * args.lora_r,
-                      lora_dropout=0.0, target_modules=list(lora_target_names(args.lora_targets)),
-                      task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=args.lora_r,
+        lora_alpha=args.lora_alpha or 2 * args.lora_r,
+        lora_dropout=0.0,
+        target_modules=list(lora_target_names(args.lora_targets)),
+        task_type="CAUSAL_LM",
+    )
 
 
 def lora_target_names(targets):
@@ -276,8 +322,10 @@ def lora_target_names(targets):
         return LORA_TARGET_SETS[targets]
     names = [n.strip() for n in targets.split(",") if n.strip()]
     if not names or any(n not in LORA_TARGETS for n in names):
-        raise PlanError(f"--lora_targets {targets!r}: expected one of {', '.join(LORA_TARGET_SETS)} "
-                        f"or module names among {', '.join(LORA_TARGETS)}")
+        raise PlanError(
+            f"--lora_targets {targets!r}: expected one of {', '.join(LORA_TARGET_SETS)} "
+            f"or module names among {', '.join(LORA_TARGETS)}"
+        )
     return tuple(alias for n in names for alias in LORA_FAMILY_NAMES.get(n, (n,)))
 
 
@@ -304,15 +352,20 @@ def train(args):
     if problems:
         raise PlanError("; ".join(problems))
     use_cpu = not torch.cuda.is_available()
-    tokenizer = AutoTokenizer.from_pretrained(args.model_id, truncation_side="left",
-                                              model_input_names=["input_ids", "attention_mask"])
+    tokenizer = AutoTokenizer.from_pretrained(
+        args.model_id, truncation_side="left", model_input_names=["input_ids", "attention_mask"]
+    )
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     times = StepTimes()
-    callback = type("PlannerSteps", (TrainerCallback,), {
-        "on_step_begin": lambda self, *a, **k: times.on_step_begin(),
-        "on_step_end": lambda self, *a, **k: times.on_step_end(),
-    })()
+    callback = type(
+        "PlannerSteps",
+        (TrainerCallback,),
+        {
+            "on_step_begin": lambda self, *a, **k: times.on_step_begin(),
+            "on_step_end": lambda self, *a, **k: times.on_step_end(),
+        },
+    )()
     trainer = GRPOTrainer(
         model=args.model_id,
         reward_funcs=reward_function(),
@@ -362,21 +415,45 @@ def server_commands(args, argv, gpus):
     k, tp = args.vllm_server_gpus, args.vllm_tensor_parallel_size
     hosts = json.loads(os.environ.get("SM_HOSTS", "[]"))
     if len(hosts) > 1:
-        raise PlanError("a vLLM server runs beside training on one instance: use one instance, "
-                        "or vLLM colocated (--vllm_server_gpus 0)")
+        raise PlanError(
+            "a vLLM server runs beside training on one instance: use one instance, "
+            "or vLLM colocated (--vllm_server_gpus 0)"
+        )
     if not 0 < k < gpus or k % tp:
-        raise PlanError(f"--vllm_server_gpus {k}: fewer than the instance's {gpus} GPUs, "
-                        f"in whole engines of {tp}")
+        raise PlanError(
+            f"--vllm_server_gpus {k}: fewer than the instance's {gpus} GPUs, "
+            f"in whole engines of {tp}"
+        )
 
     def devices(ids):
         return dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(str(i) for i in ids))
 
-    server = ["trl", "vllm-serve", "--model", args.model_id, "--tensor_parallel_size", str(tp),
-              "--data_parallel_size", str(k // tp),
-              "--gpu_memory_utilization", str(args.vllm_gpu_memory_utilization),
-              "--max_model_len", str(args.max_seq_length), "--port", str(SERVER_PORT)]
-    trainer = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               "--nproc_per_node", str(gpus - k), os.path.abspath(__file__), *argv]
+    server = [
+        "trl",
+        "vllm-serve",
+        "--model",
+        args.model_id,
+        "--tensor_parallel_size",
+        str(tp),
+        "--data_parallel_size",
+        str(k // tp),
+        "--gpu_memory_utilization",
+        str(args.vllm_gpu_memory_utilization),
+        "--max_model_len",
+        str(args.max_seq_length),
+        "--port",
+        str(SERVER_PORT),
+    ]
+    trainer = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        str(gpus - k),
+        os.path.abspath(__file__),
+        *argv,
+    ]
     return (server, devices(range(k))), (trainer, devices(range(k, gpus)))
 
 
@@ -385,7 +462,9 @@ def wait_for_server(server):
     deadline = time.monotonic() + SERVER_START_SECONDS
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise PlanError(f"the vLLM server stopped with exit code {server.returncode} before it served")
+            raise PlanError(
+                f"the vLLM server stopped with exit code {server.returncode} before it served"
+            )
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{SERVER_PORT}/health/", timeout=5) as r:
                 if r.status == 200:
@@ -404,9 +483,18 @@ def launch_with_server(args, argv):
     gpus = int(os.environ.get("SM_NUM_GPUS") or torch.cuda.device_count())
     (server_cmd, server_env), (train_cmd, train_env) = server_commands(args, argv, gpus)
     if os.environ.get("GRPO_DRY_RUN"):
-        print("GRPO_LAUNCH " + json.dumps({
-            "server": server_cmd, "server_gpus": server_env["CUDA_VISIBLE_DEVICES"],
-            "train": train_cmd, "train_gpus": train_env["CUDA_VISIBLE_DEVICES"]}), flush=True)
+        print(
+            "GRPO_LAUNCH "
+            + json.dumps(
+                {
+                    "server": server_cmd,
+                    "server_gpus": server_env["CUDA_VISIBLE_DEVICES"],
+                    "train": train_cmd,
+                    "train_gpus": train_env["CUDA_VISIBLE_DEVICES"],
+                }
+            ),
+            flush=True,
+        )
         return 0
     server = subprocess.Popen(server_cmd, env=server_env)
     try:

@@ -37,6 +37,7 @@ constructors validate the parallel layout, recomputation and precision) and
 stops at the first setting they refuse. It needs only `megatron-core` and
 PyTorch, so CI runs it on a CPU.
 """
+
 import argparse
 import dataclasses
 import glob
@@ -65,11 +66,12 @@ def resolve(values):
     out = {}
     for key, value in values.items():
         if isinstance(value, str) and value.startswith("torch."):
-            value = getattr(torch, value[len("torch."):])
+            value = getattr(torch, value[len("torch.") :])
         elif key in CALLABLES:
             value = getattr(F, value)
         elif key == "attention_backend":
             from megatron.core.transformer.enums import AttnBackend
+
             value = AttnBackend[value]
         out[key] = value
     return out
@@ -122,8 +124,9 @@ def check(plan):
     values = strict(OptimizerConfig, resolve(plan["optimizer"]))
     if values.get("use_precision_aware_optimizer"):
         # What Megatron-Core asserts beside TransformerEngine's FusedAdam.
-        assert values["optimizer"] == "adam" and values["use_distributed_optimizer"], \
+        assert values["optimizer"] == "adam" and values["use_distributed_optimizer"], (
             "the precision-aware optimizer needs the distributed Adam"
+        )
     if values.get("use_precision_aware_optimizer") and not have_te():
         # Megatron-Core checks for TransformerEngine's FusedAdam here, which
         # only the container has: the names and the rest are checked.
@@ -131,7 +134,9 @@ def check(plan):
         print(f"not checked without TransformerEngine: {', '.join(unchecked)}", file=sys.stderr)
         values = {k: v for k, v in values.items() if k not in unchecked}
     optimizer = OptimizerConfig(**values)
-    ddp = DistributedDataParallelConfig(**strict(DistributedDataParallelConfig, resolve(plan["ddp"])))
+    ddp = DistributedDataParallelConfig(
+        **strict(DistributedDataParallelConfig, resolve(plan["ddp"]))
+    )
     built = {
         type(model).__name__: {k: getattr(model, k) for k in plan["model"] if k not in CALLABLES},
         "OptimizerConfig": {k: getattr(optimizer, k) for k in plan["optimizer"]},
@@ -148,10 +153,15 @@ def peft_config(plan):
         return None
     if p["class"] == "CanonicalLoRA":
         from megatron.bridge.peft.canonical_lora import CanonicalLoRA
-        return CanonicalLoRA(target_modules=p["target_modules"], dim=p["dim"], alpha=p["alpha"],
-                             dropout=p["dropout"])
+
+        return CanonicalLoRA(
+            target_modules=p["target_modules"], dim=p["dim"], alpha=p["alpha"], dropout=p["dropout"]
+        )
     from megatron.bridge.peft.lora import LoRA
-    return LoRA(target_modules=p["target_modules"], dim=p["dim"], alpha=p["alpha"], dropout=p["dropout"])
+
+    return LoRA(
+        target_modules=p["target_modules"], dim=p["dim"], alpha=p["alpha"], dropout=p["dropout"]
+    )
 
 
 def check_peft(plan):
@@ -189,7 +199,9 @@ def pretrained_checkpoint(plan, args):
 def data_blend(data_dir):
     """Megatron's indexed datasets in `data_dir`: every `<prefix>.bin` with
     its `<prefix>.idx` (made by Megatron-LM's tools/preprocess_data.py)."""
-    prefixes = sorted(p[: -len(".bin")] for p in glob.glob(os.path.join(data_dir, "**", "*.bin"), recursive=True))
+    prefixes = sorted(
+        p[: -len(".bin")] for p in glob.glob(os.path.join(data_dir, "**", "*.bin"), recursive=True)
+    )
     prefixes = [p for p in prefixes if os.path.exists(p + ".idx")]
     return (prefixes, None) if prefixes else None
 
@@ -200,8 +212,16 @@ def build(plan, args):
     from megatron.bridge.models.mla_provider import MLAModelProvider
     from megatron.bridge.training.comm_overlap import CommOverlapConfig
     from megatron.bridge.training.config import (
-        CheckpointConfig, ConfigContainer, DistributedDataParallelConfig, GPTDatasetConfig,
-        LoggerConfig, OptimizerConfig, RNGConfig, SchedulerConfig, TrainingConfig)
+        CheckpointConfig,
+        ConfigContainer,
+        DistributedDataParallelConfig,
+        GPTDatasetConfig,
+        LoggerConfig,
+        OptimizerConfig,
+        RNGConfig,
+        SchedulerConfig,
+        TrainingConfig,
+    )
     from megatron.bridge.training.mixed_precision import MixedPrecisionConfig
     from megatron.bridge.training.tokenizers.config import TokenizerConfig
 
@@ -217,8 +237,10 @@ def build(plan, args):
         train["train_iters"] = args.max_steps
     blend = None if args.mock_data else data_blend(args.data_dir)
     if blend is None and not args.mock_data:
-        raise SystemExit(f"no Megatron indexed dataset (<prefix>.bin + .idx) under {args.data_dir}: "
-                         "preprocess the data with Megatron-LM's tools/preprocess_data.py, or pass --mock_data")
+        raise SystemExit(
+            f"no Megatron indexed dataset (<prefix>.bin + .idx) under {args.data_dir}: "
+            "preprocess the data with Megatron-LM's tools/preprocess_data.py, or pass --mock_data"
+        )
     checkpoints = args.checkpoint_dir if plan["save_interval"] else None
     # Megatron-FSDP saves only in its own format (Megatron-Bridge asserts it).
     ckpt_format = "fsdp_dtensor" if plan["ddp"]["use_megatron_fsdp"] else "torch_dist"
@@ -228,45 +250,83 @@ def build(plan, args):
         model=model,
         train=TrainingConfig(**strict(TrainingConfig, train)),
         optimizer=OptimizerConfig(**strict(OptimizerConfig, resolve(plan["optimizer"]))),
-        ddp=DistributedDataParallelConfig(**strict(DistributedDataParallelConfig, resolve(plan["ddp"]))),
+        ddp=DistributedDataParallelConfig(
+            **strict(DistributedDataParallelConfig, resolve(plan["ddp"]))
+        ),
         scheduler=SchedulerConfig(lr_decay_style="constant", lr_warmup_iters=0),
         dataset=GPTDatasetConfig(
-            **strict(GPTDatasetConfig, plan["dataset"]), random_seed=1234, blend=blend, blend_per_split=None,
-            split="9999,8,2", reset_attention_mask=False, reset_position_ids=False, eod_mask_loss=False,
-            num_dataset_builder_threads=1, data_sharding=True, dataloader_type="single",
-            ),
+            **strict(GPTDatasetConfig, plan["dataset"]),
+            random_seed=1234,
+            blend=blend,
+            blend_per_split=None,
+            split="9999,8,2",
+            reset_attention_mask=False,
+            reset_position_ids=False,
+            eod_mask_loss=False,
+            num_dataset_builder_threads=1,
+            data_sharding=True,
+            dataloader_type="single",
+        ),
         logger=LoggerConfig(log_interval=10, log_throughput=True),
-        tokenizer=TokenizerConfig(tokenizer_type="NullTokenizer", vocab_size=plan["provider"]["vocab_size"]),
-        checkpoint=CheckpointConfig(save_interval=plan["save_interval"], save=checkpoints, load=checkpoints,
-                                    ckpt_format=ckpt_format, pretrained_checkpoint=pretrained),
+        tokenizer=TokenizerConfig(
+            tokenizer_type="NullTokenizer", vocab_size=plan["provider"]["vocab_size"]
+        ),
+        checkpoint=CheckpointConfig(
+            save_interval=plan["save_interval"],
+            save=checkpoints,
+            load=checkpoints,
+            ckpt_format=ckpt_format,
+            pretrained_checkpoint=pretrained,
+        ),
         peft=peft,
         rng=RNGConfig(seed=1234),
-        mixed_precision=MixedPrecisionConfig(**strict(MixedPrecisionConfig, resolve(plan["mixed_precision"]))),
+        mixed_precision=MixedPrecisionConfig(
+            **strict(MixedPrecisionConfig, resolve(plan["mixed_precision"]))
+        ),
         comm_overlap=CommOverlapConfig(**strict(CommOverlapConfig, plan["comm_overlap"]))
-        if plan["comm_overlap"] else None,
+        if plan["comm_overlap"]
+        else None,
     )
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--check", action="store_true", help="validate the settings with Megatron-Core; no GPU")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--check", action="store_true", help="validate the settings with Megatron-Core; no GPU"
+    )
     ap.add_argument("--plan_file", default=PLAN_FILE)
     ap.add_argument("--data_dir", default=os.environ.get("SM_CHANNEL_TRAIN", "data"))
     ap.add_argument("--checkpoint_dir", default="/opt/ml/checkpoints")
     ap.add_argument("--max_steps", type=int, default=0, help="train this many iterations (a trial)")
-    ap.add_argument("--mock_data", type=lambda s: s.lower() in ("1", "true", "yes"), default=False,
-                    help="train on Megatron's mock data (a trial of speed and memory only)")
-    ap.add_argument("--pretrained_checkpoint", default=os.environ.get("SM_CHANNEL_PRETRAINED", ""),
-                    help="LoRA: the Megatron checkpoint to fine-tune (else hf_model is converted)")
-    ap.add_argument("--work_dir", default=os.environ.get("TMPDIR", "/tmp"),
-                    help="LoRA: where hf_model is converted to Megatron's format")
+    ap.add_argument(
+        "--mock_data",
+        type=lambda s: s.lower() in ("1", "true", "yes"),
+        default=False,
+        help="train on Megatron's mock data (a trial of speed and memory only)",
+    )
+    ap.add_argument(
+        "--pretrained_checkpoint",
+        default=os.environ.get("SM_CHANNEL_PRETRAINED", ""),
+        help="LoRA: the Megatron checkpoint to fine-tune (else hf_model is converted)",
+    )
+    ap.add_argument(
+        "--work_dir",
+        default=os.environ.get("TMPDIR", "/tmp"),
+        help="LoRA: where hf_model is converted to Megatron's format",
+    )
     ap.add_argument("--plan", default="", help="the plan's link (recorded, not read)")
     args, _ = ap.parse_known_args(argv)
     plan = load_plan(args.plan_file)
     if plan.get("unsupported"):
-        raise SystemExit(f"this launcher does not run {plan['unsupported']} (the planner's error says so)")
+        raise SystemExit(
+            f"this launcher does not run {plan['unsupported']} (the planner's error says so)"
+        )
     if plan.get("errors"):
-        raise SystemExit(f"the planner found errors in this plan ({', '.join(plan['errors'])}): fix them first")
+        raise SystemExit(
+            f"the planner found errors in this plan ({', '.join(plan['errors'])}): fix them first"
+        )
     if args.check:
         check(plan)
         return 0

@@ -51,11 +51,17 @@ MLA_KEY_VALUE = ("kv_a_proj_with_mqa", "kv_b_proj")
 ATTENTION_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj") + MLA_QUERY + MLA_KEY_VALUE
 LORA_TARGETS = ATTENTION_TARGETS + ("gate_proj", "up_proj", "down_proj", "w1", "w2", "w3")
 # The planner's lora_targets, as PEFT module names (q,v: PEFT's default for Llama-style models).
-LORA_TARGET_SETS = {"all-linear": LORA_TARGETS, "attention": ATTENTION_TARGETS,
-                    "q,v": ("q_proj", "v_proj") + MLA_QUERY + MLA_KEY_VALUE}
+LORA_TARGET_SETS = {
+    "all-linear": LORA_TARGETS,
+    "attention": ATTENTION_TARGETS,
+    "q,v": ("q_proj", "v_proj") + MLA_QUERY + MLA_KEY_VALUE,
+}
 # A module the planner names as Llama does, under each family's own names (Mixtral's experts).
-LORA_FAMILY_NAMES = {"gate_proj": ("gate_proj", "w1"), "up_proj": ("up_proj", "w3"),
-                     "down_proj": ("down_proj", "w2")}
+LORA_FAMILY_NAMES = {
+    "gate_proj": ("gate_proj", "w1"),
+    "up_proj": ("up_proj", "w3"),
+    "down_proj": ("down_proj", "w2"),
+}
 
 
 def lora_target_names(targets):
@@ -65,8 +71,10 @@ def lora_target_names(targets):
     names = [n.strip() for n in targets.split(",") if n.strip()]
     unknown = [n for n in names if n not in LORA_TARGETS]
     if unknown or not names:
-        raise PlanError(f"--lora_targets {targets!r}: expected one of {', '.join(LORA_TARGET_SETS)} "
-                        f"or module names among {', '.join(LORA_TARGETS)}")
+        raise PlanError(
+            f"--lora_targets {targets!r}: expected one of {', '.join(LORA_TARGET_SETS)} "
+            f"or module names among {', '.join(LORA_TARGETS)}"
+        )
     return tuple(alias for n in names for alias in LORA_FAMILY_NAMES.get(n, (n,)))
 
 
@@ -108,8 +116,12 @@ def parse_args(argv=None):
     p.add_argument("--max_steps", type=int, required=True)
     p.add_argument("--learning_rate", type=float, default=2e-5)
     p.add_argument("--precision", choices=PRECISIONS, default="bf16")
-    p.add_argument("--fp8_fallback", type=str2bool, default=False,
-                   help="train in BF16 where the low-precision path is unavailable")
+    p.add_argument(
+        "--fp8_fallback",
+        type=str2bool,
+        default=False,
+        help="train in BF16 where the low-precision path is unavailable",
+    )
     p.add_argument("--checkpointing", type=checkpointing_value, default="none")
     p.add_argument("--activation_offloading", type=str2bool, default=False)
     p.add_argument("--zero_stage", type=int, choices=(0, 1, 2, 3), default=3)
@@ -117,19 +129,35 @@ def parse_args(argv=None):
     p.add_argument("--planned_world_size", type=int, default=0)
     for name in ("tp", "pp", "cp", "ep"):
         p.add_argument(f"--{name}", type=int, default=1)
-    p.add_argument("--sequence_parallel", type=str2bool, default=False,
-                   help="with tp > 1: split the norms and the residual stream along the sequence")
+    p.add_argument(
+        "--sequence_parallel",
+        type=str2bool,
+        default=False,
+        help="with tp > 1: split the norms and the residual stream along the sequence",
+    )
     p.add_argument("--attn_implementation", choices=("sdpa", "eager"), default="sdpa")
     p.add_argument("--loss", choices=("plain", "fused"), default="plain")
-    p.add_argument("--optim", choices=("adamw", "adamw-foreach", "adamw8bit", "adafactor", "sgd"),
-                   default="adamw")
+    p.add_argument(
+        "--optim",
+        choices=("adamw", "adamw-foreach", "adamw8bit", "adafactor", "sgd"),
+        default="adamw",
+    )
     p.add_argument("--train_mode", choices=("full", "lora", "qlora"), default="full")
     p.add_argument("--lora_r", type=int, default=16)
-    p.add_argument("--lora_alpha", type=int, default=0, help="PEFT's lora_alpha; 0 = twice the rank")
-    p.add_argument("--lora_targets", default="all-linear",
-                   help="the Linear layers the adapters train: all-linear, attention, q,v or PEFT module names")
-    p.add_argument("--lora_dtype", choices=("fp32", "bf16"), default="fp32",
-                   help="the adapters' dtype: fp32 (PEFT's autocast_adapter_dtype) or the base's")
+    p.add_argument(
+        "--lora_alpha", type=int, default=0, help="PEFT's lora_alpha; 0 = twice the rank"
+    )
+    p.add_argument(
+        "--lora_targets",
+        default="all-linear",
+        help="the Linear layers the adapters train: all-linear, attention, q,v or PEFT module names",
+    )
+    p.add_argument(
+        "--lora_dtype",
+        choices=("fp32", "bf16"),
+        default="fp32",
+        help="the adapters' dtype: fp32 (PEFT's autocast_adapter_dtype) or the base's",
+    )
     p.add_argument("--stage", choices=("sft", "dpo"), default="sft")
     p.add_argument("--beta", type=float, default=0.1, help="DPO's beta (TRL's default)")
     p.add_argument("--save_steps", type=int, default=0, help="0 = only at the end")
@@ -149,7 +177,9 @@ def parse_args(argv=None):
 def resolve_setup(args, world_size):
     """Every decision the script takes from the plan, as plain data (tested against the planner)."""
     if not args.model_id:
-        raise PlanError("no model: give the plan a Hugging Face model (hf_model=...) or pass --model_id")
+        raise PlanError(
+            "no model: give the plan a Hugging Face model (hf_model=...) or pass --model_id"
+        )
     for name in ("pp", "cp", "ep"):
         if getattr(args, name) > 1:
             raise PlanError(
@@ -159,9 +189,13 @@ def resolve_setup(args, world_size):
     if args.train_mode == "qlora" and args.zero_stage > 0 and world_size > 1:
         raise PlanError("QLoRA with ZeRO/FSDP sharding is not supported here: plan it with zero=0")
     if args.precision in LOW_PRECISION and args.train_mode != "full":
-        raise PlanError(f"{args.precision} with {args.train_mode}: low-precision GEMMs train full models only")
+        raise PlanError(
+            f"{args.precision} with {args.train_mode}: low-precision GEMMs train full models only"
+        )
     if args.stage == "dpo" and args.tp > 1:
-        raise PlanError(f"tp={args.tp} with DPO: the reference model runs data parallel only (tp=1)")
+        raise PlanError(
+            f"tp={args.tp} with DPO: the reference model runs data parallel only (tp=1)"
+        )
     tp = check_tensor_parallel(args, world_size)
     dp = world_size // tp
     # Under TP, FSDP2 runs even over one data-parallel rank (its BF16 cast), as the planner models.
@@ -197,7 +231,9 @@ def resolve_setup(args, world_size):
         "lora_alpha": (args.lora_alpha or 2 * args.lora_r) if args.train_mode != "full" else 0,
         "lora_targets": args.lora_targets if args.train_mode != "full" else None,
         # In an FP32 plan the base's dtype is FP32 too.
-        "lora_dtype": (args.lora_dtype if args.precision != "fp32" else "fp32") if args.train_mode != "full" else None,
+        "lora_dtype": (args.lora_dtype if args.precision != "fp32" else "fp32")
+        if args.train_mode != "full"
+        else None,
         "optim": args.optim,
         "micro_batch": args.per_device_train_batch_size,
         "grad_accum": args.gradient_accumulation_steps,
@@ -221,13 +257,17 @@ def check_tensor_parallel(args, world_size):
     if tp <= 1:
         return 1
     if args.zero_stage < 2:
-        raise PlanError(f"tp={tp} with zero={args.zero_stage}: tensor parallelism runs under FSDP2 "
-                        "here (zero=2 or 3); DDP does not take tensor-parallel weights")
+        raise PlanError(
+            f"tp={tp} with zero={args.zero_stage}: tensor parallelism runs under FSDP2 "
+            "here (zero=2 or 3); DDP does not take tensor-parallel weights"
+        )
     if args.train_mode != "full":
         raise PlanError(f"tp={tp} with {args.train_mode}: adapters train data parallel only (tp=1)")
     if args.precision in LOW_PRECISION:
-        raise PlanError(f"tp={tp} with {args.precision}: tensor-parallel layers run BF16 GEMMs here; "
-                        "plan low precision with tp=1 or stack=megatron")
+        raise PlanError(
+            f"tp={tp} with {args.precision}: tensor-parallel layers run BF16 GEMMs here; "
+            "plan low precision with tp=1 or stack=megatron"
+        )
     if world_size % tp:
         raise PlanError(f"tp={tp} does not divide the world size {world_size}")
     return tp
@@ -296,8 +336,11 @@ def load_model(args, torch, device):
         from transformers import BitsAndBytesConfig
 
         kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-            bnb_4bit_compute_dtype=torch.bfloat16)
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch.bfloat16,
+        )
         kwargs["device_map"] = {"": device}
     kwargs[dtype_key()] = weights_dtype(args, torch)
     if args.train_mode != "qlora":
@@ -337,8 +380,11 @@ def attention_as_planned(torch):
         return
     grouped = getattr(sdpa_attention, "use_gqa_in_sdpa", None)
     if grouped is not None and not getattr(grouped, "as_planned", False):
+
         def use_gqa_in_sdpa(attention_mask, key, *args, **kwargs):
-            return sdpa_dtype(torch, key) != torch.float32 and grouped(attention_mask, key, *args, **kwargs)
+            return sdpa_dtype(torch, key) != torch.float32 and grouped(
+                attention_mask, key, *args, **kwargs
+            )
 
         use_gqa_in_sdpa.as_planned = True
         sdpa_attention.use_gqa_in_sdpa = use_gqa_in_sdpa
@@ -372,13 +418,20 @@ def add_adapters(args, model):
     present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
     targets = [t for t in lora_target_names(args.lora_targets) if t in present]
     if not targets:
-        raise PlanError(f"--lora_targets {args.lora_targets}: none of these modules is in {type(model).__name__}")
+        raise PlanError(
+            f"--lora_targets {args.lora_targets}: none of these modules is in {type(model).__name__}"
+        )
     # PEFT's preparation turns the norms, embedding and head to fp32 for autocast; in pure bf16
     # they stay bf16, as the planner models it (memory::qlora_fp32_residual).
     if args.train_mode == "qlora" and args.precision != "bf16-pure":
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
-    lora = LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha or 2 * args.lora_r, lora_dropout=0.0,
-                      target_modules=targets, task_type="CAUSAL_LM")
+    lora = LoraConfig(
+        r=args.lora_r,
+        lora_alpha=args.lora_alpha or 2 * args.lora_r,
+        lora_dropout=0.0,
+        target_modules=targets,
+        task_type="CAUSAL_LM",
+    )
     # PEFT keeps the adapters in fp32 (autocast_adapter_dtype): 16 B per adapter parameter;
     # --lora_dtype bf16 keeps them in the base's dtype.
     return get_peft_model(model, lora, autocast_adapter_dtype=args.lora_dtype == "fp32")
@@ -391,7 +444,9 @@ def decoder_layers(model):
     inner = getattr(base, "model", base)
     layers = getattr(inner, "layers", None)
     if layers is None:
-        raise PlanError(f"{type(base).__name__}: cannot find its decoder layers (model.model.layers)")
+        raise PlanError(
+            f"{type(base).__name__}: cannot find its decoder layers (model.model.layers)"
+        )
     return base, inner, layers
 
 
@@ -414,14 +469,21 @@ def apply_low_precision(args, model, torch, capability):
         return f"bf16 (fallback: {why})"
 
     def linear_filter(module, fqn):
-        return (isinstance(module, torch.nn.Linear) and "lm_head" not in fqn
-                and module.in_features % 16 == 0 and module.out_features % 16 == 0)
+        return (
+            isinstance(module, torch.nn.Linear)
+            and "lm_head" not in fqn
+            and module.in_features % 16 == 0
+            and module.out_features % 16 == 0
+        )
 
     if args.precision == "fp8":
         from torchao.float8 import Float8LinearConfig, convert_to_float8_training
 
-        convert_to_float8_training(model, config=Float8LinearConfig.from_recipe_name("tensorwise"),
-                                   module_filter_fn=linear_filter)
+        convert_to_float8_training(
+            model,
+            config=Float8LinearConfig.from_recipe_name("tensorwise"),
+            module_filter_fn=linear_filter,
+        )
         return "fp8 tensorwise (torchao)"
     from torchao.prototype.mx_formats import MXLinearConfig
     from torchao.quantization import quantize_
@@ -441,13 +503,17 @@ def apply_checkpointing(args, model, torch):
     if mode == "selective":
         return recompute_attention_core(model, torch)
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
-        CheckpointImpl, checkpoint_wrapper)
+        CheckpointImpl,
+        checkpoint_wrapper,
+    )
 
     _, _, layers = decoder_layers(model)
     count = len(layers) if mode in ("full", "op") else round(float(mode) * len(layers))
     extra = {"context_fn": op_level_policy(torch)} if mode == "op" else {}
     for i in range(count):
-        layers[i] = checkpoint_wrapper(layers[i], checkpoint_impl=CheckpointImpl.NO_REENTRANT, **extra)
+        layers[i] = checkpoint_wrapper(
+            layers[i], checkpoint_impl=CheckpointImpl.NO_REENTRANT, **extra
+        )
     return count
 
 
@@ -459,8 +525,12 @@ def op_level_policy(torch):
 
     aten = torch.ops.aten
     keep = {aten.mm.default, aten.addmm.default, aten.bmm.default}
-    for name in ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-                 "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu"):
+    for name in (
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_cudnn_attention",
+        "_scaled_dot_product_flash_attention_for_cpu",
+    ):
         op = getattr(aten, name, None)
         if op is not None:
             keep.add(op.default)
@@ -489,7 +559,9 @@ def recompute_attention_core(model, torch):
         core = ALL_ATTENTION_FUNCTIONS[impl]
 
     def recomputed(module, query, key, value, attention_mask, **kwargs):
-        return checkpoint(core, module, query, key, value, attention_mask, use_reentrant=False, **kwargs)
+        return checkpoint(
+            core, module, query, key, value, attention_mask, use_reentrant=False, **kwargs
+        )
 
     name = f"{impl}_recompute_core"
     AttentionInterface.register(name, recomputed)
@@ -509,9 +581,19 @@ def recompute_attention_core(model, torch):
 # ---- tensor parallelism ----------------------------------------------------------------
 
 # The decoder-layer modules train.py splits: a Llama-style layer (Llama, Mistral, Qwen2).
-TP_LAYER = {"input_layernorm", "post_attention_layernorm", "self_attn", "mlp",
-            "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-            "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"}
+TP_LAYER = {
+    "input_layernorm",
+    "post_attention_layernorm",
+    "self_attn",
+    "mlp",
+    "self_attn.q_proj",
+    "self_attn.k_proj",
+    "self_attn.v_proj",
+    "self_attn.o_proj",
+    "mlp.gate_proj",
+    "mlp.up_proj",
+    "mlp.down_proj",
+}
 
 
 def device_mesh(setup, device):
@@ -524,7 +606,9 @@ def device_mesh(setup, device):
     tp = setup["tensor_parallel"]
     dims = [("replicate", setup["replicas"])] if setup["replicas"] > 1 else []
     dims += [("shard", setup["shard_group"])] + ([("tp", tp)] if tp > 1 else [])
-    return init_device_mesh(device.type, tuple(k for _, k in dims), mesh_dim_names=tuple(n for n, _ in dims))
+    return init_device_mesh(
+        device.type, tuple(k for _, k in dims), mesh_dim_names=tuple(n for n, _ in dims)
+    )
 
 
 def data_parallel_mesh(mesh):
@@ -540,27 +624,44 @@ def apply_tensor_parallel(args, model, tp_mesh):
     residual stream are split along the sequence (all-gather in, reduce-scatter out); without,
     they are whole on every rank (all-reduce out)."""
     from torch.distributed.tensor import Replicate, Shard
-    from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
-                                                   SequenceParallel, parallelize_module)
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        PrepareModuleInput,
+        RowwiseParallel,
+        SequenceParallel,
+        parallelize_module,
+    )
 
     base, inner, layers = decoder_layers(model)
     for layer in layers:
-        names = {n for n, m in layer.named_modules() if n and any(True for _ in m.parameters(recurse=False))}
+        names = {
+            n
+            for n, m in layer.named_modules()
+            if n and any(True for _ in m.parameters(recurse=False))
+        }
         names |= {"self_attn", "mlp"}
         unknown = sorted(names - TP_LAYER)
         if unknown or not TP_LAYER <= {n for n, _ in layer.named_modules()}:
-            raise PlanError(f"tp={args.tp}: {type(layer).__name__} is not a Llama-style layer "
-                            f"(it has {', '.join(unknown) or 'other modules'}); plan it with tp=1")
+            raise PlanError(
+                f"tp={args.tp}: {type(layer).__name__} is not a Llama-style layer "
+                f"(it has {', '.join(unknown) or 'other modules'}); plan it with tp=1"
+            )
     sp = args.sequence_parallel
     stream = Shard(1) if sp else Replicate()  # the residual stream between the layers
     head_input = stream if args.loss == "plain" else Replicate()
-    parallelize_module(base, tp_mesh, {
-        "model.embed_tokens": RowwiseParallel(input_layouts=Replicate(), output_layouts=stream,
-                                              use_local_output=not sp),
-        "lm_head": ColwiseParallel(input_layouts=head_input, output_layouts=Shard(-1),
-                                   use_local_output=False),
-        **({"model.norm": SequenceParallel()} if sp else {}),
-    })
+    parallelize_module(
+        base,
+        tp_mesh,
+        {
+            "model.embed_tokens": RowwiseParallel(
+                input_layouts=Replicate(), output_layouts=stream, use_local_output=not sp
+            ),
+            "lm_head": ColwiseParallel(
+                input_layouts=head_input, output_layouts=Shard(-1), use_local_output=False
+            ),
+            **({"model.norm": SequenceParallel()} if sp else {}),
+        },
+    )
     if not sp:  # whole norms, their weights on the TP mesh too (one mesh for FSDP2 and AdamW)
         replicate_over(inner.norm, tp_mesh)
         for layer in layers:
@@ -576,15 +677,22 @@ def apply_tensor_parallel(args, model, tp_mesh):
         "mlp.down_proj": RowwiseParallel(output_layouts=stream, use_local_output=not sp),
     }
     if sp:
-        plan.update({
-            "input_layernorm": SequenceParallel(),
-            "self_attn": PrepareModuleInput(input_kwarg_layouts={"hidden_states": Shard(1)},
-                                            desired_input_kwarg_layouts={"hidden_states": Replicate()},
-                                            use_local_output=True),
-            "post_attention_layernorm": SequenceParallel(),
-            "mlp": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),),
-                                      use_local_output=True),
-        })
+        plan.update(
+            {
+                "input_layernorm": SequenceParallel(),
+                "self_attn": PrepareModuleInput(
+                    input_kwarg_layouts={"hidden_states": Shard(1)},
+                    desired_input_kwarg_layouts={"hidden_states": Replicate()},
+                    use_local_output=True,
+                ),
+                "post_attention_layernorm": SequenceParallel(),
+                "mlp": PrepareModuleInput(
+                    input_layouts=(Shard(1),),
+                    desired_input_layouts=(Replicate(),),
+                    use_local_output=True,
+                ),
+            }
+        )
     for layer in layers:
         parallelize_module(layer, tp_mesh, plan)
     if base.config.tie_word_embeddings:
@@ -598,8 +706,10 @@ def replicate_over(module, tp_mesh):
     from torch.distributed.tensor import DTensor, Replicate, distribute_module
 
     def to_dtensor(_, inputs, mesh):
-        return tuple(DTensor.from_local(x, mesh, [Replicate()], run_check=False)
-                     if hasattr(x, "dim") else x for x in inputs)
+        return tuple(
+            DTensor.from_local(x, mesh, [Replicate()], run_check=False) if hasattr(x, "dim") else x
+            for x in inputs
+        )
 
     def to_local(_, output, mesh):
         return output.to_local()
@@ -671,7 +781,9 @@ def data_root(args):
     """The train channel's directory, or a clear stop."""
     root = args.data_dir
     if not root or not os.path.isdir(root):
-        raise PlanError(f"no training data: the train channel ({root or 'SM_CHANNEL_TRAIN'}) is empty")
+        raise PlanError(
+            f"no training data: the train channel ({root or 'SM_CHANNEL_TRAIN'}) is empty"
+        )
     return root
 
 
@@ -696,32 +808,39 @@ def json_lines(files, fields):
                     if not all(isinstance(v, str) for v in values):
                         raise TypeError
                 except (ValueError, KeyError, TypeError):
-                    names = ", ".join(f'\"{k}\"' for k in fields)
-                    raise PlanError(f"{path}:{number}: expected a JSON object with {names} "
-                                    "as strings") from None
+                    names = ", ".join(f'"{k}"' for k in fields)
+                    raise PlanError(
+                        f"{path}:{number}: expected a JSON object with {names} as strings"
+                    ) from None
                 yield values
 
 
 def load_blocks(args, rank, world):
     """Token blocks of max_seq_length + 1 for this rank, packed across documents."""
     root = data_root(args)
-    if os.path.exists(os.path.join(root, "dataset_info.json")) or os.path.exists(os.path.join(root, "state.json")):
+    if os.path.exists(os.path.join(root, "dataset_info.json")) or os.path.exists(
+        os.path.join(root, "state.json")
+    ):
         from datasets import load_from_disk
 
         ids = [i for row in load_from_disk(root)["input_ids"] for i in row]
     else:
         ids = tokenize_jsonl(args, root)
     n = args.max_seq_length + 1
-    blocks = [ids[i:i + n] for i in range(0, len(ids) - n + 1, args.max_seq_length)]
+    blocks = [ids[i : i + n] for i in range(0, len(ids) - n + 1, args.max_seq_length)]
     if len(blocks) < world:
-        raise PlanError(f"the data packs into {len(blocks)} blocks of {args.max_seq_length} tokens: "
-                        f"fewer than the {world} ranks")
+        raise PlanError(
+            f"the data packs into {len(blocks)} blocks of {args.max_seq_length} tokens: "
+            f"fewer than the {world} ranks"
+        )
     return blocks[rank::world]
 
 
 def tokenize_jsonl(args, root):
-    files = sorted(glob.glob(os.path.join(root, "**", "*.jsonl"), recursive=True)
-                   + glob.glob(os.path.join(root, "**", "*.json"), recursive=True))
+    files = sorted(
+        glob.glob(os.path.join(root, "**", "*.jsonl"), recursive=True)
+        + glob.glob(os.path.join(root, "**", "*.json"), recursive=True)
+    )
     if not files:
         raise PlanError(f"{root}: no .jsonl files and no saved dataset")
     tok, eos = tokenizer_and_eos(args)
@@ -742,8 +861,12 @@ def load_pairs(args, rank, world):
     pairs = []
     for texts in json_lines(files, ("prompt", "chosen", "rejected")):
         prompt, chosen, rejected = (tok(t, add_special_tokens=False)["input_ids"] for t in texts)
-        pairs.append((pair_row(prompt, chosen + [eos], args.max_seq_length, eos),
-                      pair_row(prompt, rejected + [eos], args.max_seq_length, eos)))
+        pairs.append(
+            (
+                pair_row(prompt, chosen + [eos], args.max_seq_length, eos),
+                pair_row(prompt, rejected + [eos], args.max_seq_length, eos),
+            )
+        )
     if len(pairs) < world:
         raise PlanError(f"{len(pairs)} preference pairs: fewer than the {world} ranks")
     return pairs[rank::world]
@@ -754,7 +877,7 @@ def pair_row(prompt, completion, seq, pad):
     A row too long keeps its completion's start and its prompt's end (TRL's keep_end)."""
     room = seq + 1
     keep = min(len(completion), room - min(len(prompt), room // 2))
-    prompt = prompt[max(0, len(prompt) - (room - keep)):]
+    prompt = prompt[max(0, len(prompt) - (room - keep)) :]
     ids = prompt + completion[:keep]
     if prompt:
         labels = [-100] * (len(prompt) - 1) + completion[:keep]
@@ -772,8 +895,10 @@ def pair_batches(pairs, micro_batch, start, torch):
         chunk = [pairs[(i + j) % len(pairs)] for j in range(micro_batch)]
         i += micro_batch
         rows = [c[0] for c in chunk] + [c[1] for c in chunk]
-        yield (torch.tensor([r[0] for r in rows], dtype=torch.long),
-               torch.tensor([r[1] for r in rows], dtype=torch.long))
+        yield (
+            torch.tensor([r[0] for r in rows], dtype=torch.long),
+            torch.tensor([r[1] for r in rows], dtype=torch.long),
+        )
 
 
 def batches(blocks, micro_batch, start, torch):
@@ -823,8 +948,14 @@ def with_loss(args, model, torch):
             head = base.get_output_embeddings()
             total, parts = 0.0, []
             for s in range(0, hidden.shape[0], 1024):
-                part = checkpoint(piece, head, hidden[s:s + 1024], labels[s:s + 1024], reduction,
-                                  use_reentrant=False)
+                part = checkpoint(
+                    piece,
+                    head,
+                    hidden[s : s + 1024],
+                    labels[s : s + 1024],
+                    reduction,
+                    use_reentrant=False,
+                )
                 if per_row:
                     parts.append(part)
                 else:
@@ -834,7 +965,9 @@ def with_loss(args, model, torch):
             return total / labels.numel()
 
     def piece(head, h, y, reduction):
-        return F.cross_entropy(head(h).float(), y, reduction="none" if reduction == "none" else "sum")
+        return F.cross_entropy(
+            head(h).float(), y, reduction="none" if reduction == "none" else "sum"
+        )
 
     return CausalLMLoss(model)
 
@@ -880,8 +1013,9 @@ def load_reference(args, torch):
 
     dtype = torch.float32 if args.precision == "fp32" else torch.bfloat16
     attention_as_planned(torch)
-    lm = AutoModelForCausalLM.from_pretrained(args.model_id, attn_implementation=args.attn_implementation,
-                                              **{dtype_key(): dtype})
+    lm = AutoModelForCausalLM.from_pretrained(
+        args.model_id, attn_implementation=args.attn_implementation, **{dtype_key(): dtype}
+    )
     lm.config.use_cache = False
     return lm
 
@@ -960,8 +1094,10 @@ def save_zero1(model, optimizer, path, rank):
     optimizer.consolidate_state_dict(to=0)
     if rank == 0:
         os.makedirs(path, exist_ok=True)
-        torch.save({"model": model.module.state_dict(), "optim": optimizer.state_dict()},
-                   os.path.join(path, "zero1.pt"))
+        torch.save(
+            {"model": model.module.state_dict(), "optim": optimizer.state_dict()},
+            os.path.join(path, "zero1.pt"),
+        )
     dist.barrier()
     mark_done(path, rank)
 
@@ -984,8 +1120,11 @@ def mark_done(path, rank):
 
 def resume(args, model, optimizer, rank):
     import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.state_dict import (StateDictOptions, set_model_state_dict,
-                                                          set_state_dict)
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        set_model_state_dict,
+        set_state_dict,
+    )
 
     step = newest_checkpoint(args.output_dir)
     if step == 0:
@@ -997,12 +1136,20 @@ def resume(args, model, optimizer, rank):
     dcp.load(state, checkpoint_id=path)
     opts = StateDictOptions(ignore_frozen_params=args.train_mode != "full", strict=False)
     if "optim" in state:
-        set_state_dict(model, optimizer, model_state_dict=state["model"],
-                       optim_state_dict=state["optim"], options=opts)
+        set_state_dict(
+            model,
+            optimizer,
+            model_state_dict=state["model"],
+            optim_state_dict=state["optim"],
+            options=opts,
+        )
     else:
         set_model_state_dict(model, state["model"], options=opts)
-    log(rank, f"resumed from {path} (step {step})"
-        + ("" if "optim" in state else "; optimizer states start afresh (save=weights/adapter)"))
+    log(
+        rank,
+        f"resumed from {path} (step {step})"
+        + ("" if "optim" in state else "; optimizer states start afresh (save=weights/adapter)"),
+    )
     return step
 
 
@@ -1012,15 +1159,19 @@ def save_final(args, model, rank):
 
     if not args.model_dir:
         return
-    opts = StateDictOptions(full_state_dict=True, cpu_offload=True,
-                            ignore_frozen_params=args.train_mode != "full")
+    opts = StateDictOptions(
+        full_state_dict=True, cpu_offload=True, ignore_frozen_params=args.train_mode != "full"
+    )
     inner = model.module if hasattr(model, "module") else model
     state = get_model_state_dict(inner, options=opts)
     if rank == 0:
         lm = inner.lm
-        state = {k[len("lm."):] if k.startswith("lm.") else k: v for k, v in state.items()}
+        state = {k[len("lm.") :] if k.startswith("lm.") else k: v for k, v in state.items()}
         lm.save_pretrained(args.model_dir, state_dict=state)
-        log(rank, f"saved the trained {'model' if args.train_mode == 'full' else 'adapter'} to {args.model_dir}")
+        log(
+            rank,
+            f"saved the trained {'model' if args.train_mode == 'full' else 'adapter'} to {args.model_dir}",
+        )
 
 
 # ---- the run ----------------------------------------------------------------------------
@@ -1030,8 +1181,10 @@ def memory_gib(torch, device):
     if device.type != "cuda":
         return None, None
     gib = float(1 << 30)
-    return (round(torch.cuda.max_memory_allocated(device) / gib, 3),
-            round(torch.cuda.max_memory_reserved(device) / gib, 3))
+    return (
+        round(torch.cuda.max_memory_allocated(device) / gib, 3),
+        round(torch.cuda.max_memory_reserved(device) / gib, 3),
+    )
 
 
 def train(args):
@@ -1058,8 +1211,11 @@ def train(args):
         reference = frozen_reference(args, setup, load_reference(args, torch), torch, device, mesh)
     optimizer = make_optimizer(args, model, torch, device, setup)
     setup["local_parameters"] = local_parameters(model)
-    log(rank, f"Train Planner: {gpu} x {world} (world size {world}), {setup['compute_applied']}, "
-              f"{setup['strategy']} (shard group {setup['shard_group']}), torch {torch.__version__}")
+    log(
+        rank,
+        f"Train Planner: {gpu} x {world} (world size {world}), {setup['compute_applied']}, "
+        f"{setup['strategy']} (shard group {setup['shard_group']}), torch {torch.__version__}",
+    )
     log(rank, SETUP_TAG + " " + json.dumps(setup, sort_keys=True))
     start = resume(args, model, optimizer, rank)
     # The ranks of one tensor-parallel group (consecutive) read the same tokens.
@@ -1070,16 +1226,31 @@ def train(args):
     else:
         blocks = load_blocks(args, rank // setup["tensor_parallel"], setup["data_parallel"])
         data = batches(blocks, args.per_device_train_batch_size, first, torch)
-    autocast = (torch.autocast(device.type, dtype=torch.bfloat16)
-                if setup["compute"] == "autocast bf16" else contextlib.nullcontext())
-    offload = (torch.autograd.graph.save_on_cpu(pin_memory=device.type == "cuda")
-               if args.activation_offloading else contextlib.nullcontext())
+    autocast = (
+        torch.autocast(device.type, dtype=torch.bfloat16)
+        if setup["compute"] == "autocast bf16"
+        else contextlib.nullcontext()
+    )
+    offload = (
+        torch.autograd.graph.save_on_cpu(pin_memory=device.type == "cuda")
+        if args.activation_offloading
+        else contextlib.nullcontext()
+    )
     times, pending, loss_value = [], None, float("nan")
     model.train()
     for step in range(start + 1, args.max_steps + 1):
         began = time.perf_counter()
-        loss = train_step(args, model, optimizer, data, device, autocast, offload,
-                          loss_context=loss_context(setup), reference=reference)
+        loss = train_step(
+            args,
+            model,
+            optimizer,
+            data,
+            device,
+            autocast,
+            offload,
+            loss_context=loss_context(setup),
+            reference=reference,
+        )
         # The mean over the data-parallel ranks (a TP group's ranks hold the same loss).
         dist.all_reduce(loss)
         loss_value = loss.item() / world
@@ -1111,8 +1282,18 @@ def loss_context(setup):
     return contextlib.nullcontext
 
 
-def train_step(args, model, optimizer, data, device, autocast, offload, mark=lambda phase: None,
-               loss_context=contextlib.nullcontext, reference=None):
+def train_step(
+    args,
+    model,
+    optimizer,
+    data,
+    device,
+    autocast,
+    offload,
+    mark=lambda phase: None,
+    loss_context=contextlib.nullcontext,
+    reference=None,
+):
     """One optimizer step over the accumulated micro-batches; returns the loss as a tensor.
     `mark` names each phase as it starts (the memory oracle, tools/oracle, counts by phase);
     `loss_context` makes the context forward and backward run in (a fresh one each).
@@ -1125,7 +1306,7 @@ def train_step(args, model, optimizer, data, device, autocast, offload, mark=lam
         batch = next(data)
         tokens, labels = (t.to(device) for t in batch) if dpo else (batch.to(device), None)
         sync = micro == ga - 1 or not hasattr(model, "no_sync")
-        with (contextlib.nullcontext() if sync else model.no_sync()), loss_context():
+        with contextlib.nullcontext() if sync else model.no_sync(), loss_context():
             if dpo:
                 mark("reference")
                 with autocast:
@@ -1157,7 +1338,9 @@ def report_measured(args, setup, gpu, times, start, torch, device, rank, loss_va
     dist.all_gather_object(mems, (allocated, reserved))
     # A tensor-parallel group of GPUs works on the same tokens; a DPO pair is two rows.
     rows = args.per_device_train_batch_size * (2 if args.stage == "dpo" else 1)
-    tokens = rows * args.gradient_accumulation_steps * args.max_seq_length / setup["tensor_parallel"]
+    tokens = (
+        rows * args.gradient_accumulation_steps * args.max_seq_length / setup["tensor_parallel"]
+    )
     line = {
         "v": LINE_VERSION,
         "plan": args.plan,
