@@ -10,5 +10,6 @@ pub mod envelope;
 pub mod memory_checks;
 pub mod model_tables;
 pub mod published;
+pub mod readme;
 pub mod sequence_bands;
 pub mod summary;

@@ -3,7 +3,7 @@
 use planner::model::plan::with_pinned;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string\n  plan search '<URL or query string>'   auto-plan: ranked plans and the Pareto front as JSON\n  plan report '<URL or query string>' --measured '<the TRAIN_PLANNER_MEASURED line>'\n  plan export '<URL or query string>' --format pytorch|huggingface|modeltrainer|training-args\n  plan export '<URL or query string>' --format bundle --out DIR|FILE.zip [--launcher pytorch|huggingface|modeltrainer]\n  plan calibrate [--fit] [--markdown]     predicted vs measured throughput (data/calibration.csv)";
+const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string\n  plan search '<URL or query string>'   auto-plan: ranked plans and the Pareto front as JSON\n  plan report '<URL or query string>' --measured '<the TRAIN_PLANNER_MEASURED line>'\n  plan export '<URL or query string>' --format pytorch|huggingface|modeltrainer|training-args\n  plan export '<URL or query string>' --format bundle --out DIR|FILE.zip [--launcher pytorch|huggingface|modeltrainer]\n  plan calibrate [--fit] [--markdown] [--coverage] [--readme]   predicted vs measured throughput (data/calibration.csv)";
 
 /// `print!` that ends the program quietly when its reader has gone
 /// (`plan search ... | head -1`): a closed pipe is not an error here.
@@ -111,7 +111,8 @@ fn main() -> ExitCode {
 
 /// Print the calibration tables: `--fit` refits the parameters from a neutral
 /// start, `--markdown` prints docs/accuracy.md's generated part, `--coverage`
-/// the JSON of data/coverage.json; without a flag, every row.
+/// the JSON of data/coverage.json, `--readme` the README's accuracy section;
+/// without a flag, every row.
 fn calibrate(flags: &[String]) {
     use planner::accuracy::docs::markdown;
     use planner::accuracy::summary::{compute, throughput_rows};
@@ -140,6 +141,8 @@ fn calibrate(flags: &[String]) {
             Ok(s) => outln!("{s}"),
             Err(e) => eprintln!("error: {e}"),
         }
+    } else if has("--readme") {
+        outln!("{}", planner::runs::readme::accuracy_section());
     } else if has("--markdown") {
         let rows = throughput_rows();
         out!("{}", markdown(&compute(), &rows));

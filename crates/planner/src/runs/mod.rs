@@ -3,3 +3,4 @@
 
 pub mod measured;
 pub mod post_training;
+pub mod readme;

@@ -163,3 +163,34 @@ pub fn markdown(rows: &[PostTrainingRow]) -> String {
     }
     s
 }
+
+/// The README's line on published DPO and GRPO runs (its accuracy section,
+/// `accuracy::readme`): how many DPO figures are compared and which checks
+/// hold, and how far the GRPO steps are from NeMo RL's.
+pub fn readme_line(rows: &[PostTrainingRow]) -> String {
+    let stage = |s: &'static str| rows.iter().filter(move |r| r.id.starts_with(s));
+    let compared = stage("dpo").filter(|r| r.compare != Compare::None).count();
+    let checks: Vec<bool> = stage("dpo").filter_map(|r| r.holds()).collect();
+    let failed: Vec<&str> = stage("dpo")
+        .filter(|r| r.holds() == Some(false))
+        .map(|r| r.id.as_str())
+        .collect();
+    let grpo: Vec<f64> = stage("grpo").filter_map(|r| r.error_percent()).collect();
+    let range = |xs: &[f64]| {
+        let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lo, hi)
+    };
+    let (shortest, longest) = range(&grpo.iter().map(|e| -e).collect::<Vec<_>>());
+    format!(
+        "- **Published DPO and GRPO runs** (docs/post_training.md): DPO plans are compared with {compared} published DPO figures; {} of {} bounds and GPU classes hold{}. On {} published NeMo RL GRPO steps, planned at their mean lengths, the planner's step comes out {shortest:.0}–{longest:.0}% shorter than measured (its generation waits for the mean, theirs for the longest row).",
+        checks.iter().filter(|h| **h).count(),
+        checks.len(),
+        if failed.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} does not: see there)", failed.join(", "))
+        },
+        grpo.len(),
+    )
+}
