@@ -144,11 +144,23 @@ fn opt_float(v: &serde_json::Value, key: &str) -> String {
     option(v.get(key).and_then(serde_json::Value::as_f64), float)
 }
 
+/// A GPU's generation as data/hardware.json names it; any other name stops
+/// the build (hardware.rs `Generation`, each with its own fitted values).
+fn generation_code(g: &serde_json::Value) -> String {
+    let name = g["generation"].as_str().expect("gpu generation");
+    assert!(
+        ["Ampere", "Ada", "Hopper", "HopperPowerCapped", "Blackwell"].contains(&name),
+        "unknown GPU generation {name:?} in data/hardware.json"
+    );
+    format!("Generation::{name}")
+}
+
 fn gpu_code(g: &serde_json::Value, with_source: bool) -> String {
     let arch = g["arch"].as_str().expect("gpu arch");
     format!(
-        "    Gpu {{ id: {}, memory_gb: {}, usable_gib_approx: {}, mem_bw_tbs: {}, bf16_dense_tflops: {}, fp8_dense_tflops: {}, fp4_dense_tflops: {}, fp32_tflops: {}, fp8_tensor_cores: {}, fp4_tensor_cores: {}, fp8_tn_only: {}, nvlink_gbs_per_gpu: {}, host_link_gbs: {}, source: {} }},\n",
+        "    Gpu {{ id: {}, generation: {}, memory_gb: {}, usable_gib_approx: {}, mem_bw_tbs: {}, bf16_dense_tflops: {}, fp8_dense_tflops: {}, fp4_dense_tflops: {}, fp32_tflops: {}, fp8_tensor_cores: {}, fp4_tensor_cores: {}, fp8_tn_only: {}, nvlink_gbs_per_gpu: {}, host_link_gbs: {}, source: {} }},\n",
         string(g, "id"),
+        generation_code(g),
         float(g["memory_gb"].as_f64().expect("memory_gb")),
         opt_float(g, "usable_gib_approx"),
         float(g["mem_bw_tbs"].as_f64().expect("mem_bw_tbs")),

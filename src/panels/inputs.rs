@@ -80,7 +80,7 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
         <SelectField ctx=ctx key="stage" label=Text::TrainingStage
             options=vec![("sft", Text::StageSft), ("dpo", Text::StageDpo), ("grpo", Text::StageGrpo)]
             get=|p| p.training.stage.key().to_string() />
-        <Show when=move || plan_is(ctx, |p| p.training.stage == planner::model::plan::TrainingStage::Grpo)>
+        <Show when=move || plan_is(ctx, |p| p.training.stage.generates())>
             <div class="row2">
                 <NumberField ctx=ctx key="generations" label=Text::GrpoGenerations get=|p| p.training.rollout.generations.to_string() />
                 <NumberField ctx=ctx key="completion" label=Text::GrpoCompletion get=|p| p.training.rollout.completion.to_string() />

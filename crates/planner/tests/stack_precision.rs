@@ -4,7 +4,7 @@
 //! what the pair shares (the power-limited B200s' unknown clocks).
 
 use planner::accuracy::case::Case;
-use planner::model::throughput::{efficiency, generation, throughput};
+use planner::model::throughput::{efficiency, throughput};
 
 fn case(id: &str) -> Case {
     planner::accuracy::published::case_of(id)
@@ -18,7 +18,7 @@ fn case(id: &str) -> Case {
 
 fn tokens_per_s(c: &Case) -> f64 {
     let counts = c.arch.parameter_counts();
-    let eff = efficiency(generation(c.gpu));
+    let eff = efficiency(c.gpu.generation);
     throughput(&c.arch, &counts, &c.plan, &c.layout, c.gpu, &c.fabric, &eff)
         .tokens_per_second_per_gpu
 }

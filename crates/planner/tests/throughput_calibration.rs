@@ -211,7 +211,7 @@ fn calibration_rows_within_their_tolerances() {
 #[test]
 fn every_calibrated_constant_is_pinned_by_a_row() {
     use planner::accuracy::calibration::{cases, predict_with, FITTED};
-    use planner::model::throughput::{efficiency, generation, Efficiency, Generation};
+    use planner::model::throughput::{efficiency, Efficiency, Generation};
     // No FP8 tensor cores on Ampere; no Megatron MoE row on Ampere or the
     // capped H100s (the Hugging Face-stack test checks Ampere's MoE rows).
     let unseen = |g: Generation, field: &str| {
@@ -248,7 +248,7 @@ fn every_calibrated_constant_is_pinned_by_a_row() {
     let mut unpinned = Vec::new();
     let mut moves = 0;
     for g in FITTED {
-        let mine: Vec<_> = cases.iter().filter(|c| generation(c.gpu) == g).collect();
+        let mine: Vec<_> = cases.iter().filter(|c| c.gpu.generation == g).collect();
         for (name, field) in fields {
             if unseen(g, name) {
                 continue;
@@ -329,10 +329,7 @@ fn fit_from_a_neutral_start_reproduces_the_shipped_parameters() {
     for (g, fitted, _) in planner::accuracy::calibration::fit() {
         let shipped = efficiency(g);
         let rows = planner::accuracy::calibration::cases();
-        let mine = || {
-            rows.iter()
-                .filter(|c| planner::model::throughput::generation(c.gpu) == g)
-        };
+        let mine = || rows.iter().filter(|c| c.gpu.generation == g);
         let has = |fp8: bool| {
             mine().any(|c| {
                 c.arch.moe.is_none()
@@ -1013,10 +1010,10 @@ fn ring_attention_merges_by_hand() {
 #[test]
 fn hugging_face_stack_rows_within_ten_percent_median() {
     use planner::accuracy::calibration::{hf_cases, median_abs_error, predict_with};
-    use planner::model::throughput::{efficiency, generation};
+    use planner::model::throughput::efficiency;
     let preds: Vec<_> = hf_cases()
         .iter()
-        .map(|c| predict_with(c, &efficiency(generation(c.gpu))))
+        .map(|c| predict_with(c, &efficiency(c.gpu.generation)))
         .collect();
     assert_eq!(preds.len(), 9, "HF001-HF009");
     for p in &preds {

@@ -10,7 +10,7 @@ use crate::formats::json::{named, req, FromJson, Json};
 use crate::model::architecture::Architecture;
 use crate::model::layout::Layout;
 use crate::model::plan::{Plan, Stack};
-use crate::model::throughput::{generation, Fabric, Generation};
+use crate::model::throughput::{Fabric, Generation};
 use crate::text::{Arg, Phrase, Text};
 use serde::Serialize;
 use std::sync::OnceLock;
@@ -78,7 +78,7 @@ impl Group {
             ..Group::with_stack(
                 &c.plan,
                 &c.layout,
-                generation(c.gpu),
+                c.gpu.generation,
                 &c.fabric,
                 c.plan.implementation.stack,
             )

@@ -240,8 +240,7 @@ fn oracle_rows_of(jsonl: &str) -> Vec<OracleRow> {
             let m = breakdown(&arch, &arch.parameter_counts(), &plan, &layout);
             let predicted = m.allocated_peak_bytes as f64;
             let sharding = match (plan.training.train, plan.parallelism.zero, r.world) {
-                _ if plan.training.stage == crate::model::plan::TrainingStage::Dpo => "dpo",
-                _ if plan.training.stage == crate::model::plan::TrainingStage::Grpo => "grpo",
+                _ if !plan.training.stage.next_token_loss() => plan.training.stage.key(),
                 _ if tp > 1 => "tp",
                 (crate::model::plan::Training::Full, _, 1) => "single",
                 (crate::model::plan::Training::Full, 1, _) => "zero1",

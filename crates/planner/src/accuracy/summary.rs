@@ -18,7 +18,6 @@ use crate::accuracy::memory_checks::{
     gpu_memory_rows, megatron_memory_rows, memory_stats, oracle_groups, oracle_heldout_rows,
     oracle_memory_rows, single_rank_memory_rows, torchtitan_groups, torchtitan_memory_rows,
 };
-use crate::model::throughput::generation;
 use serde::Serialize;
 
 /// One published run against the model.
@@ -55,7 +54,7 @@ pub fn throughput_rows() -> Vec<ThroughputRow> {
         })
         .collect();
     for c in hf_cases() {
-        let p = predict_with(&c, &crate::model::throughput::efficiency(generation(c.gpu)));
+        let p = predict_with(&c, &crate::model::throughput::efficiency(c.gpu.generation));
         rows.push(ThroughputRow {
             id: c.id.clone(),
             group: Group::of_case(&c),

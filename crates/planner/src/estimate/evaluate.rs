@@ -144,7 +144,7 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
     let global_batch_sequences = (plan.data.micro_batch)
         .saturating_mul(plan.data.grad_accum)
         .saturating_mul(r.layout.dp);
-    let gen = throughput::generation(&r.gpu);
+    let gen = r.gpu.generation;
     let tp = r.throughput(&r.efficiency());
     let (time, checkpoint, cost) = cost::estimate(r, &tp);
     let rollout = rollout_figures(r, fabric, &tp, global_batch_sequences);

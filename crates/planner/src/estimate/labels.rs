@@ -259,7 +259,7 @@ pub(crate) fn memory_accuracy(r: &Job<'_>) -> Accuracy {
     let c = crate::accuracy::coverage::shipped();
     let stage = r.plan.training.stage;
     // The fine-tuning runs measured on GPUs are SFT steps.
-    if let Some(a) = measured_on_gpu(r, &c.memory_gpu).filter(|_| stage == TrainingStage::Sft) {
+    if let Some(a) = measured_on_gpu(r, &c.memory_gpu).filter(|_| stage.next_token_loss()) {
         return a;
     }
     match checked_memory_kind(r) {
@@ -529,17 +529,17 @@ pub(crate) fn throughput_accuracy(r: &Job<'_>, gen: Generation, fabric: &Fabric)
     if gen == Generation::Blackwell && !r.plan.numerics.precision.is_low_precision() && !gb200 {
         a.note.push(Phrase::new(Text::BlackwellBf16FromGb200));
     }
-    if r.plan.training.stage != TrainingStage::Sft {
+    let derived_step = match r.plan.training.stage {
+        TrainingStage::Sft => None,
+        TrainingStage::Dpo => Some(Text::SpeedDerivedDpo),
+        TrainingStage::Grpo => Some(Text::SpeedDerivedGrpo),
+    };
+    if let Some(text) = derived_step {
         // No published DPO or GRPO run checks the step: its reference forward
         // and generation are derived; the SFT part's check, if any, stays as
         // a note for scale.
         a.level = Level::Derived;
         a.expected_error = None;
-        let text = if r.plan.training.stage == TrainingStage::Dpo {
-            Text::SpeedDerivedDpo
-        } else {
-            Text::SpeedDerivedGrpo
-        };
         a.note.insert(0, Phrase::new(text));
     }
     if r.arch.moe.is_some() {

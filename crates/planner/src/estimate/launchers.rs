@@ -220,11 +220,11 @@ fn setting_rules(
         // Its training step is the next-token loss; DPO runs in train.py,
         // GRPO in grpo.py.
         (
-            plan.training.stage != TrainingStage::Sft,
-            if plan.training.stage == TrainingStage::Dpo {
-                "stage=dpo"
-            } else {
-                "stage=grpo"
+            !plan.training.stage.next_token_loss(),
+            match plan.training.stage {
+                TrainingStage::Dpo => "stage=dpo",
+                TrainingStage::Grpo => "stage=grpo",
+                TrainingStage::Sft => "stage=sft",
             },
             "stage",
             to_hf.or(Some(("stage", "sft"))),
@@ -366,7 +366,7 @@ pub fn hf_tp_refusal(
         Some(HfTpRefusal::Layer)
     } else if train != Training::Full {
         Some(HfTpRefusal::Adapters)
-    } else if stage != TrainingStage::Sft {
+    } else if !stage.next_token_loss() {
         Some(HfTpRefusal::Dpo)
     } else if precision.is_low_precision() {
         Some(HfTpRefusal::LowPrecision)
@@ -403,7 +403,7 @@ impl HfTpRefusal {
 /// LoRA through PEFT (vLLM takes the merged weights; a 4-bit base has none
 /// to merge into), no offloading and no `torch.compile`.
 pub fn grpo_refusal(plan: &Plan, c: Choice) -> Option<Refusal> {
-    if plan.training.stage != TrainingStage::Grpo || plan.engine() != Engine::Grpo {
+    if !plan.training.stage.generates() || plan.engine() != Engine::Grpo {
         return None;
     }
     let full_reference = plan.training.rollout.beta > 0.0 && plan.training.train == Training::Full;

@@ -141,7 +141,7 @@ pub fn requirements(plan: &Plan, launcher: Format) -> String {
     if matches!(plan.numerics.precision, Precision::Fp8 | Precision::Mxfp8) {
         lines.push(TORCHAO);
     }
-    if plan.training.stage == crate::model::plan::TrainingStage::Grpo {
+    if plan.training.stage.generates() {
         lines.extend([TRL, VLLM]);
     }
     lines.join("\n") + "\n"

@@ -9,6 +9,10 @@ use std::sync::OnceLock;
 #[derive(Clone, Debug, Serialize)]
 pub struct Gpu {
     pub id: &'static str,
+    /// Its generation, from data/hardware.json (`generation`): which fitted
+    /// efficiencies it runs at. A user-entered GPU gets Hopper's.
+    #[serde(skip)]
+    pub generation: Generation,
     /// Marketed memory in decimal GB.
     pub memory_gb: f64,
     /// What `nvidia-smi`/PyTorch can allocate, in GiB, where known.
@@ -263,6 +267,7 @@ pub fn custom(c: &CustomGpu) -> (Gpu, Instance) {
     let fp8 = c.fp8_tflops > 0.0;
     let gpu = Gpu {
         id: "Custom GPU",
+        generation: Generation::Hopper,
         memory_gb: c.memory_gb,
         usable_gib_approx: None,
         mem_bw_tbs: c.bandwidth_tbs,
@@ -351,22 +356,6 @@ impl Generation {
     }
 }
 
-pub fn generation(gpu: &Gpu) -> Generation {
-    // The first letter decides, before any search of the name: the search
-    // calls this for every plan it times.
-    let id = gpu.id;
-    match id.as_bytes().first() {
-        // The 500 W H100 of torchtitan's Grand Teton runs.
-        Some(b'H') if id.ends_with("500W") => Generation::HopperPowerCapped,
-        Some(b'H') => Generation::Hopper,
-        // A user-entered GPU gets the fitted Hopper values.
-        Some(b'C') if id.starts_with("Custom") => Generation::Hopper,
-        Some(b'A') if id.starts_with("A1") => Generation::Ampere,
-        Some(b'L') => Generation::Ada,
-        _ => Generation::Blackwell,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::Generation;
@@ -399,6 +388,7 @@ mod catalog_tests {
             let f = |k: &str| opt::<f64>(j, k).expect("a number");
             let b = |k: &str| opt::<bool>(j, k).expect("a flag").unwrap_or(false);
             assert_eq!(g.id, req::<String>(j, "id").unwrap());
+            assert_eq!(g.generation.name(), req::<String>(j, "generation").unwrap());
             assert_eq!(
                 g.source,
                 opt::<String>(j, "source").unwrap().unwrap_or_default()

@@ -7,7 +7,7 @@ use crate::model::fabric::Fabric;
 use crate::model::hardware::{self, Gpu, Instance};
 use crate::model::job::Job;
 use crate::model::layout::{Layout, Stages};
-use crate::model::plan::{Plan, Stack, Training, TrainingStage};
+use crate::model::plan::{Plan, Stack, Training};
 use crate::model::rules::{self, Unsupported};
 pub use crate::text::Message;
 use crate::text::{Arg, Phrase, Text};
@@ -236,7 +236,7 @@ fn check_rollout(
     (fabric, layout): (&Fabric, &Layout),
     errors: &mut Vec<Message>,
 ) {
-    if plan.training.stage != TrainingStage::Grpo {
+    if !plan.training.stage.generates() {
         return;
     }
     let r = &plan.training.rollout;

@@ -30,7 +30,7 @@ use crate::model::architecture::{Architecture, ParameterCounts};
 use crate::model::fabric::Fabric;
 use crate::model::hardware::Gpu;
 use crate::model::layout::Layout;
-use crate::model::plan::{Plan, TrainingStage};
+use crate::model::plan::Plan;
 
 /// vLLM's tensor-parallel size: the smallest power of two that divides the
 /// GPUs of the fast link (TRL needs the world to divide into engines) and
@@ -71,7 +71,7 @@ const SERVER_REQUEST_SECONDS: f64 = 1e-3;
 /// (grpo.py starts both there; several nodes keep vLLM colocated).
 pub fn server_gpus(plan: &Plan, gpus_per_node: u64, nodes: u64) -> Result<u64, u64> {
     let k = plan.training.rollout.gen_gpus;
-    if plan.training.stage != TrainingStage::Grpo || k == 0 {
+    if !plan.training.stage.generates() || k == 0 {
         return Ok(0);
     }
     let gpn = gpus_per_node.max(1);
@@ -86,7 +86,7 @@ pub fn server_gpus(plan: &Plan, gpus_per_node: u64, nodes: u64) -> Result<u64, u
 /// of what CUDA reports, which `gpu_memory_utilization` takes a fraction
 /// of), or 0 (another stage, or vLLM on its own GPUs).
 pub fn pool_bytes(plan: &Plan, gpu: &Gpu) -> u64 {
-    if plan.training.stage == TrainingStage::Grpo && plan.training.rollout.gen_gpus == 0 {
+    if plan.training.stage.generates() && plan.training.rollout.gen_gpus == 0 {
         (plan.training.rollout.gen_share * gpu.usable_bytes() as f64) as u64
     } else {
         0
@@ -170,7 +170,7 @@ impl VllmEngine {
         (fabric, layout): (&Fabric, &Layout),
         server: u64,
     ) -> Option<VllmEngine> {
-        if plan.training.stage != TrainingStage::Grpo {
+        if !plan.training.stage.generates() {
             return None;
         }
         let weights = counts.total as f64 * 2.0;

@@ -3,9 +3,7 @@
 
 use crate::model::architecture::Architecture;
 use crate::model::plan::{Precision, Stack};
-use crate::model::throughput::{
-    efficiency, generation, throughput, Efficiency, Generation, HostCosts, HOST,
-};
+use crate::model::throughput::{efficiency, throughput, Efficiency, Generation, HostCosts, HOST};
 use serde::Serialize;
 
 use super::rows::*;
@@ -37,7 +35,7 @@ pub fn predict_with(case: &Case, eff: &Efficiency) -> Prediction {
     let predicted = tp.tokens_per_second_per_gpu;
     Prediction {
         id: case.id.clone(),
-        generation: generation(case.gpu),
+        generation: case.gpu.generation,
         measured: case.measured_tokens_per_s_per_gpu,
         predicted,
         error_percent: 100.0 * (predicted - case.measured_tokens_per_s_per_gpu)
@@ -51,7 +49,7 @@ pub fn predict_with(case: &Case, eff: &Efficiency) -> Prediction {
 pub fn predictions() -> Vec<Prediction> {
     cases()
         .iter()
-        .map(|c| predict_with(c, &efficiency(generation(c.gpu))))
+        .map(|c| predict_with(c, &efficiency(c.gpu.generation)))
         .collect()
 }
 
@@ -227,7 +225,7 @@ pub(super) fn host_fit(cases: &[&Case]) -> HostCosts {
     let b: Vec<&Case> = cases
         .iter()
         .copied()
-        .filter(|c| generation(c.gpu) == Generation::Blackwell)
+        .filter(|c| c.gpu.generation == Generation::Blackwell)
         .collect();
     fit_on(Generation::Blackwell, &b, &HOST).0.host
 }
@@ -256,7 +254,7 @@ pub fn fit() -> Vec<(Generation, Efficiency, f64)> {
     FITTED
         .iter()
         .map(|&g| {
-            let mine: Vec<&Case> = cases.iter().filter(|c| generation(c.gpu) == g).collect();
+            let mine: Vec<&Case> = cases.iter().filter(|c| c.gpu.generation == g).collect();
             let (e, l) = fit_on(g, &mine, &host);
             (g, e, l)
         })
@@ -277,12 +275,12 @@ pub fn cross_validated() -> Vec<Prediction> {
     cases
         .iter()
         .map(|c| {
-            let g = generation(c.gpu);
+            let g = c.gpu.generation;
             let others: Vec<&Case> = cases.iter().filter(|o| o.arch != c.arch).collect();
             let mine: Vec<&Case> = others
                 .iter()
                 .copied()
-                .filter(|o| generation(o.gpu) == g)
+                .filter(|o| o.gpu.generation == g)
                 .collect();
             let needs_host =
                 g != Generation::Blackwell && mine.iter().any(|o| o.arch.moe.is_some());

@@ -181,7 +181,7 @@ impl Space {
         let ckpts = checkpointings_around(plan);
         let servers = servers_around(plan);
         // grpo.py computes TRL's own loss (`launchers::grpo_refusal`).
-        let losses = if plan.training.stage == crate::model::plan::TrainingStage::Grpo {
+        let losses = if plan.training.stage.generates() {
             vec![Loss::Plain]
         } else {
             vec![Loss::Plain, Loss::Fused]
@@ -279,7 +279,7 @@ pub(super) fn checkpointings_around(plan: &Plan) -> Vec<Checkpointing> {
 /// GRPO's vLLM colocated, or a server on 1, 2 or 4 of one node's GPUs;
 /// kept where the user set it (and for other stages, colocated).
 pub(super) fn servers_around(plan: &Plan) -> Vec<Server> {
-    let grpo = plan.training.stage == crate::model::plan::TrainingStage::Grpo;
+    let grpo = plan.training.stage.generates();
     if !grpo || plan.auto.locks.parallelism {
         return vec![match plan.training.rollout.gen_gpus {
             0 => Server::Colocated,
@@ -353,7 +353,7 @@ pub(super) fn instance_info(
     };
     InstanceInfo {
         fabric: Fabric::of(&gpu, &instance, plan.hardware.ultraserver),
-        eff: throughput::efficiency(throughput::generation(&gpu)),
+        eff: throughput::efficiency(gpu.generation),
         price,
         budget: budget_bytes(gpu.usable_bytes(), plan.allowances.headroom),
         pool: crate::model::rollout::pool_bytes(plan, &gpu),

@@ -246,7 +246,7 @@ impl Search {
         };
         // ZeRO over one rank is DDP, and a hybrid group as large as the whole is full sharding: count each once.
         // grpo.py shards over every rank (`launchers::grpo_refusal`: no hybrid groups).
-        let grpo_hybrid = hybrid && b.training.stage == crate::model::plan::TrainingStage::Grpo;
+        let grpo_hybrid = hybrid && b.training.stage.generates();
         let repeats = (zero > 0 && dp < 2)
             || grpo_hybrid
             || (hybrid && (shard >= dp || shard < 2 || !rules::shard_divides_dp(shard, dp)));

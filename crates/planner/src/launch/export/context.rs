@@ -4,7 +4,7 @@
 
 use super::python::*;
 use crate::estimate::report::{Report, Verdict};
-use crate::model::plan::{Attention, Optimizer, Plan, Training, TrainingStage};
+use crate::model::plan::{Attention, Optimizer, Plan, Training};
 use crate::model::throughput::Generation;
 use serde::Serialize;
 use std::fmt::Write;
@@ -218,7 +218,7 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
     items.push(("loss", py_str(p.implementation.loss.key())));
     items.push(("optim", py_str(p.training.optimizer.key())));
     items.push(("train_mode", py_str(p.training.train.key())));
-    if p.training.stage != TrainingStage::Sft {
+    if !p.training.stage.next_token_loss() {
         items.push(("stage", py_str(p.training.stage.key())));
     }
     if let Some(g) = &r.rollout {

@@ -6,7 +6,7 @@ use super::shape::{Stage, StageShape};
 use super::sharding::fsdp_compute_bytes;
 use super::states::{gradients, pipelined_fsdp};
 use crate::model::layout::Layout;
-use crate::model::plan::{Loss, Optimizer, Plan, Stack, TrainingStage};
+use crate::model::plan::{Loss, Optimizer, Plan, Stack};
 
 /// The final norm's saved tensors, in the profile's dtypes (memory_examples.csv).
 pub(super) fn final_norm(s: &StageShape) -> f64 {
@@ -43,7 +43,7 @@ pub(super) fn logits_and_loss(s: &StageShape) -> f64 {
     if !s.has_head {
         return 0.0;
     }
-    let temperature_copy = if s.plan.training.stage == TrainingStage::Grpo {
+    let temperature_copy = if s.plan.training.stage.tempers_logits() {
         16.0 / 12.0
     } else {
         1.0

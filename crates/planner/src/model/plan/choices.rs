@@ -221,6 +221,40 @@ pub struct Rollout {
     pub gen_gpus: u64,
 }
 
+/// What each stage does, one exhaustive `match` per concern: a new stage is
+/// a compile error here until it answers each (#59), and the code asks
+/// these, never `stage == …`.
+impl TrainingStage {
+    /// Whether a step is the plain next-token loss (pre-training, SFT): what
+    /// the published and measured fine-tuning runs ran, and all that the
+    /// Megatron-Bridge launcher and train.py's tensor parallelism run.
+    pub fn next_token_loss(self) -> bool {
+        match self {
+            TrainingStage::Sft => true,
+            TrainingStage::Dpo | TrainingStage::Grpo => false,
+        }
+    }
+
+    /// Whether a step generates completions (vLLM) before it trains: the
+    /// rollout's engine, its memory share and GPUs, grpo.py and its
+    /// requirements (TRL, vLLM).
+    pub fn generates(self) -> bool {
+        match self {
+            TrainingStage::Grpo => true,
+            TrainingStage::Sft | TrainingStage::Dpo => false,
+        }
+    }
+
+    /// Whether the loss divides the policy's logits by the sampling
+    /// temperature first (TRL's GRPO loss: one more copy of the logits).
+    pub fn tempers_logits(self) -> bool {
+        match self {
+            TrainingStage::Grpo => true,
+            TrainingStage::Sft | TrainingStage::Dpo => false,
+        }
+    }
+}
+
 impl Default for Rollout {
     fn default() -> Self {
         Rollout {

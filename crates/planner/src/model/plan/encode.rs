@@ -52,10 +52,13 @@ impl Plan {
     /// What is trained and how.
     fn training_pairs(&self, out: &mut Pairs) {
         out.push(("train", self.training.train.key().into()));
-        if self.training.stage != TrainingStage::Sft {
-            out.push(("stage", self.training.stage.key().into()));
+        match self.training.stage {
+            // The default stage: the link leaves it out.
+            TrainingStage::Sft => {}
+            s @ (TrainingStage::Dpo | TrainingStage::Grpo) => out.push(("stage", s.key().into())),
         }
-        if self.training.stage == TrainingStage::Grpo {
+        // The rollout's keys, for a stage that generates.
+        if self.training.stage.generates() {
             let r = &self.training.rollout;
             out.push(("generations", r.generations.to_string()));
             out.push(("completion", r.completion.to_string()));

@@ -658,7 +658,7 @@ impl Plan {
     pub fn launch_entry(&self) -> &str {
         if self.implementation.stack == Stack::Megatron && self.launch.entry == "train.py" {
             MEGATRON_BRIDGE_SCRIPT
-        } else if self.bundled_hf() && self.training.stage == TrainingStage::Grpo {
+        } else if self.bundled_hf() && self.training.stage.generates() {
             GRPO_SCRIPT
         } else {
             &self.launch.entry

@@ -16,8 +16,8 @@ mod shape;
 use crate::model::architecture::{Architecture, ParameterCounts};
 use crate::model::fabric::Collective;
 pub use crate::model::fabric::Fabric;
+pub use crate::model::hardware::Generation;
 use crate::model::hardware::Gpu;
-pub use crate::model::hardware::{generation, Generation};
 use crate::model::job::Job;
 use crate::model::layout::Layout;
 use crate::model::plan::{Checkpointing, Optimizer, Plan, Stack};
@@ -377,7 +377,7 @@ pub fn throughput_reusing(
         peak_flops,
         mfu: model_flops * tokens_per_second_per_gpu / peak_flops,
         hfu: hardware_flops * tokens_per_second_per_gpu / peak_flops,
-        generation: generation(gpu),
+        generation: gpu.generation,
     }
 }
 
@@ -477,6 +477,6 @@ impl Job<'_> {
 
     /// The generation's calibrated efficiency on this GPU.
     pub fn efficiency(&self) -> Efficiency {
-        efficiency(generation(&self.gpu))
+        efficiency(self.gpu.generation)
     }
 }

@@ -5,7 +5,6 @@ use super::fitted::Efficiency;
 use crate::model::architecture::{Architecture, ParameterCounts};
 use crate::model::fabric::Collective;
 use crate::model::fabric::Fabric;
-use crate::model::hardware::generation;
 use crate::model::hardware::Gpu;
 use crate::model::layout::Layout;
 use crate::model::plan::{Plan, Precision};
@@ -240,7 +239,7 @@ pub(super) fn attention_efficiency(
     gpu: &Gpu,
 ) -> f64 {
     use crate::model::kernels::{attention_efficiency, AttentionKernel};
-    let g = generation(gpu);
+    let g = gpu.generation;
     let seq = plan.data.seq as f64 / layout.cp.max(1) as f64;
     let head_dim = arch.attention_width() / arch.heads.max(1);
     let kernel = match plan.implementation.attention {
