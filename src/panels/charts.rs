@@ -118,7 +118,7 @@ pub fn InstanceChart(ctx: Ctx) -> impl IntoView {
         let l = lang.get();
         let (current, precision) = ctx
             .plan
-            .with(|p| (p.hardware.instance.clone(), p.numerics.precision.key()));
+            .with(|p| (p.hardware.instance.clone(), p.numerics.precision));
         ctx.report
             .with(|e| instance_rows(&e.instances, &current, precision, l))
     });
@@ -159,7 +159,7 @@ fn instance_bar(rows: Memo<Vec<InstanceRow>>, i: usize) -> impl IntoView {
 fn instance_rows(
     opts: &[InstanceOption],
     current: &str,
-    precision: &str,
+    precision: planner::model::plan::Precision,
     l: Lang,
 ) -> Vec<InstanceRow> {
     let max_h = opts
@@ -184,7 +184,7 @@ fn instance_rows(
                 o.nodes,
                 o.instance.trim_start_matches("ml."),
                 if o.precision != precision {
-                    format!(" ({})", o.precision)
+                    format!(" ({})", o.precision.key())
                 } else {
                     String::new()
                 }

@@ -66,7 +66,7 @@ fn locks_are_respected() {
     );
     assert!(!r.pareto.is_empty());
     for c in &r.pareto {
-        assert_eq!(c.precision, "bf16");
+        assert_eq!(c.precision, planner::model::plan::Precision::Bf16);
         assert_eq!(c.instance, "ml.p6-b200.48xlarge");
         let p = Plan::from_query(&c.query).plan;
         assert_eq!(p.numerics.precision, Precision::Bf16);
@@ -244,7 +244,7 @@ fn adapters_never_train_in_low_precision_on_the_hf_stack() {
     );
     let r = search(&Plan::from_query("model=llama-3.1-8b&train=lora&price=60").plan);
     assert!(r.fastest.is_some());
-    assert!(offered(&r).all(|c| c.precision == "bf16"));
+    assert!(offered(&r).all(|c| c.precision == planner::model::plan::Precision::Bf16));
     assert_eq!(
         note_of("train=lora&precision=fp8&impl=megatron", code),
         None

@@ -89,7 +89,7 @@ pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
             gpu: inst.gpu.to_string(),
             nodes: p.hardware.nodes,
             gpus: r.layout.gpus,
-            precision: p.numerics.precision.key(),
+            precision: p.numerics.precision,
             fits: mem.peak_bytes <= budget_bytes(usable, p.allowances.headroom),
             peak_bytes_per_gpu: mem.peak_bytes,
             usable_bytes: usable,

@@ -35,7 +35,7 @@ pub struct MemoryReport {
     /// (`Term::is_assumed`: CUDA context, workspaces, fragmentation).
     pub assumed_bytes: u64,
     /// How the GEMMs get their weights (`memory::compute_path`), as train.py reports it.
-    pub compute: &'static str,
+    pub compute: crate::model::memory::ComputePath,
     /// How far this kind of plan has been checked against measurements.
     pub accuracy: Accuracy,
 }
@@ -263,7 +263,8 @@ pub struct InstanceOption {
     pub nodes: u64,
     pub gpus: u64,
     /// The precision used (FP8 falls back to BF16 where the GPU has none).
-    pub precision: &'static str,
+    #[serde(serialize_with = "crate::model::plan::as_key")]
+    pub precision: crate::model::plan::Precision,
     pub fits: bool,
     pub peak_bytes_per_gpu: u64,
     pub usable_bytes: u64,

@@ -19,9 +19,11 @@ pub struct Candidate {
     pub zero: u8,
     pub micro_batch: u64,
     pub grad_accum: u64,
-    pub precision: &'static str,
+    #[serde(serialize_with = "crate::model::plan::as_key")]
+    pub precision: crate::model::plan::Precision,
     pub checkpointing: String,
-    pub loss: &'static str,
+    #[serde(serialize_with = "crate::model::plan::as_key")]
+    pub loss: crate::model::plan::Loss,
     pub peak_bytes_per_gpu: u64,
     pub tokens_per_second: f64,
     pub mfu: f64,

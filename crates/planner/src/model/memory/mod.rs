@@ -37,7 +37,7 @@ pub use activations::{offload, offloaded_layer_count, recomputes_core_attention,
 pub(crate) use loss::gradients_held;
 use moments::Terms;
 pub use parts::{MemoryBreakdown, Phase, Term, CUDA_CONTEXT_BYTES};
-pub use profile::{compute_path, qlora_fp32_residual};
+pub use profile::{compute_path, qlora_fp32_residual, ComputePath};
 pub(crate) use shape::runs_fsdp2;
 use shape::{Stage, StageShape};
 

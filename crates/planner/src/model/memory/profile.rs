@@ -48,14 +48,49 @@ pub(super) fn profile(plan: &Plan) -> Profile {
 
 /// How the plan's GEMMs get their weights, in the words train.py reports
 /// (`compute_path`), so a test can hold the script to the model.
-pub fn compute_path(plan: &Plan) -> &'static str {
+pub fn compute_path(plan: &Plan) -> ComputePath {
     match (profile(plan), plan.numerics.precision) {
-        (Profile::Megatron, _) => "megatron",
-        (Profile::HfFp32, _) => "fp32",
-        (_, Precision::Bf16Pure) => "bf16 weights",
-        _ if plan.training.train != Training::Full => "autocast bf16",
-        (Profile::HfBf16, _) => "fsdp bf16 gather, fp32 reduce",
-        (Profile::HfAutocast, _) => "autocast bf16",
+        (Profile::Megatron, _) => ComputePath::Megatron,
+        (Profile::HfFp32, _) => ComputePath::Fp32,
+        (_, Precision::Bf16Pure) => ComputePath::Bf16Weights,
+        _ if plan.training.train != Training::Full => ComputePath::AutocastBf16,
+        (Profile::HfBf16, _) => ComputePath::FsdpBf16Gather,
+        (Profile::HfAutocast, _) => ComputePath::AutocastBf16,
+    }
+}
+
+/// How the GEMMs get their weights: the paths train.py reports (its
+/// `compute_path`), written as it writes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ComputePath {
+    /// Megatron-Core with TransformerEngine.
+    Megatron,
+    /// FP32 weights and GEMMs.
+    Fp32,
+    /// The weights are BF16 (pure BF16).
+    Bf16Weights,
+    /// FP32 weights cast to BF16 under autocast (and every adapter plan).
+    AutocastBf16,
+    /// FSDP's mixed precision: BF16 gathered, FP32 reduced.
+    FsdpBf16Gather,
+}
+
+impl ComputePath {
+    /// The name train.py reports.
+    pub fn key(self) -> &'static str {
+        match self {
+            ComputePath::Megatron => "megatron",
+            ComputePath::Fp32 => "fp32",
+            ComputePath::Bf16Weights => "bf16 weights",
+            ComputePath::AutocastBf16 => "autocast bf16",
+            ComputePath::FsdpBf16Gather => "fsdp bf16 gather, fp32 reduce",
+        }
+    }
+}
+
+impl serde::Serialize for ComputePath {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.key())
     }
 }
 

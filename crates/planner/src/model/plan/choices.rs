@@ -7,6 +7,17 @@ use std::borrow::Cow;
 /// Version of the query-string schema (`v=`).
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// A value written as its URL key (`bf16`, `fused`): what the reports'
+/// typed fields serialize to (`#[serde(serialize_with = "as_key")]`).
+pub trait Keyed: Copy {
+    fn url_key(self) -> &'static str;
+}
+
+/// Serializes a keyed value as its URL key.
+pub fn as_key<T: Keyed, S: serde::Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(value.url_key())
+}
+
 /// Enums whose values appear in the URL: a stable key per variant.
 macro_rules! keyed_enum {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident => $key:literal),+ $(,)? }) => {
@@ -25,6 +36,11 @@ macro_rules! keyed_enum {
             /// The accepted values, for messages.
             pub fn keys() -> String {
                 [$($key),+].join(", ")
+            }
+        }
+        impl Keyed for $name {
+            fn url_key(self) -> &'static str {
+                self.key()
             }
         }
     };
