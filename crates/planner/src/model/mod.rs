@@ -5,7 +5,6 @@
 pub mod architecture;
 pub mod cost;
 pub mod fabric;
-pub mod failures;
 pub mod fit;
 pub mod hardware;
 pub mod host;
@@ -16,5 +15,6 @@ pub mod memory;
 pub mod plan;
 pub mod resolve;
 pub mod rollout;
+pub mod rope;
 pub mod rules;
 pub mod throughput;
