@@ -26,38 +26,38 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
             </div>
             <MemoryBar ctx=ctx />
             <dl class="stats">
-                <Stat lang=lang id="model-name" label=Text::Model value=move |l| report.with(|r| render(l, &r.model_name)) />
-                <Stat lang=lang id="params" label=Text::Parameters value=move |l| report.with(|r| if r.parameters == r.parameters_active { params(r.parameters, l) } else { format!("{} ({} {})", params(r.parameters, l), params(r.parameters_active, l), tr(l, Text::WordActive)) }) />
-                <Stat lang=lang id="gpus" label=Text::Gpus value=move |l| report.with(|r| gpus_line(r, l)) />
+                <Stat ctx=ctx id="model-name" label=Text::Model value=|_, r, l| render(l, &r.model_name) />
+                <Stat ctx=ctx id="params" label=Text::Parameters value=|_, r, l| if r.parameters == r.parameters_active { params(r.parameters, l) } else { format!("{} ({} {})", params(r.parameters, l), params(r.parameters_active, l), tr(l, Text::WordActive)) } />
+                <Stat ctx=ctx id="gpus" label=Text::Gpus value=|_, r, l| gpus_line(r, l) />
                 <Show when=move || report.with(|r| r.layout.pp > 1)>
-                    <Stat lang=lang id="pp-layers" label=Text::LayersPerPipelineRank value=move |l| report.with(|r| {
+                    <Stat ctx=ctx id="pp-layers" label=Text::LayersPerPipelineRank value=|_, r, l| {
                         let s = &r.layout.stages;
                         let ends = if s.embedding_and_loss_slots { tr(l, Text::EmbeddingAndLossSlots) } else { "" };
                         format!("{} | {} × {} | {}{}", s.first, s.middle, r.layout.pp.saturating_sub(2), s.last, ends)
-                    }) />
+                    } />
                 </Show>
-                <Stat lang=lang id="nvlink" label=Text::NvlinkDomains value=move |l| report.with(|r| {
+                <Stat ctx=ctx id="nvlink" label=Text::NvlinkDomains value=|_, r, l| {
                     let n = &r.nvlink;
                     let crossing = if n.crossing.is_empty() { tr(l, Text::NoGroupCrosses).to_string() } else { n.crossing.join(", ").to_ascii_uppercase() };
                     format!("{} × {} GPU — {}: {}", n.domains, n.gpus_per_domain, tr(l, Text::CrossingDomains), crossing)
-                }) />
-                <Stat lang=lang id="tps-gpu" label=Text::TokensSPerGPU value=move |l| report.with(|r| sig(r.throughput.tokens_per_second_per_gpu, l)) />
-                <Stat lang=lang id="tps" label=Text::TokensSWholeJob value=move |l| report.with(|r| format!("{} ({} {})", tokens(r.throughput.tokens_per_second, l), sig(r.throughput.samples_per_second, l), tr(l, samples_unit(ctx)))) />
-                <Stat lang=lang id="step" label=Text::StepTime value=move |l| report.with(|r| step_split(&r.throughput, l)) />
+                } />
+                <Stat ctx=ctx id="tps-gpu" label=Text::TokensSPerGPU value=|_, r, l| sig(r.throughput.tokens_per_second_per_gpu, l) />
+                <Stat ctx=ctx id="tps" label=Text::TokensSWholeJob value=|ctx, r, l| format!("{} ({} {})", tokens(r.throughput.tokens_per_second, l), sig(r.throughput.samples_per_second, l), tr(l, samples_unit(ctx))) />
+                <Stat ctx=ctx id="step" label=Text::StepTime value=|_, r, l| step_split(&r.throughput, l) />
                 <Show when=move || report.with(|r| r.rollout.is_some())>
-                    <Stat lang=lang id="rollout" label=Text::RolloutTokensS value=move |l| report.with(|r| r.rollout.as_ref().map(|g| rollout_line(g, l)).unwrap_or_default()) />
+                    <Stat ctx=ctx id="rollout" label=Text::RolloutTokensS value=|_, r, l| r.rollout.as_ref().map(|g| rollout_line(g, l)).unwrap_or_default() />
                 </Show>
-                <Stat lang=lang id="mfu" label=Text::MFUHFU value=move |l| report.with(|r| format!("{} / {}", percent(r.throughput.mfu, l), percent(r.throughput.hfu, l))) />
-                <Stat lang=lang id="time" label=Text::TimeToTrain value=move |l| report.with(|r| format!("{} ({} {}, {} {})", hours(r.time.total_hours, l), num(r.time.steps as f64, 0, l), tr(l, Text::WordSteps), sig(r.time.gpu_hours, l), tr(l, Text::GPUHours))) />
-                <Stat lang=lang id="cost" label=Text::CostOnDemandSpot value=move |l| report.with(|r| match (r.cost.total_usd, r.cost.spot_usd) {
+                <Stat ctx=ctx id="mfu" label=Text::MFUHFU value=|_, r, l| format!("{} / {}", percent(r.throughput.mfu, l), percent(r.throughput.hfu, l)) />
+                <Stat ctx=ctx id="time" label=Text::TimeToTrain value=|_, r, l| format!("{} ({} {}, {} {})", hours(r.time.total_hours, l), num(r.time.steps as f64, 0, l), tr(l, Text::WordSteps), sig(r.time.gpu_hours, l), tr(l, Text::GPUHours)) />
+                <Stat ctx=ctx id="cost" label=Text::CostOnDemandSpot value=|ctx, r, l| match (r.cost.total_usd, r.cost.spot_usd) {
                     (Some(a), Some(b)) => format!("{} / {} ({}; {})", usd(a, l), usd(b, l), unit_cost(ctx, r.cost.usd_per_million_tokens.unwrap_or(0.0), l), price_basis(&r.cost, l)),
                     _ => tr(l, Text::PriceUnknownEnterItUnder).to_string(),
-                }) />
-                <Stat lang=lang id="checkpoint" label=Text::Checkpoint value=move |l| report.with(|r| format!("{} {} {}, {} {}",
+                } />
+                <Stat ctx=ctx id="checkpoint" label=Text::Checkpoint value=|_, r, l| format!("{} {} {}, {} {}",
                     gb(r.checkpoint.size_bytes, l), tr(l, Text::PerSave), seconds(r.checkpoint.seconds_per_save, l),
-                    percent(r.checkpoint.wall_share, l), tr(l, Text::OfWallTime))) />
-                <Stat lang=lang id="max-mb" label=Text::LargestMicroBatchThatFits value=move |l| report.with(|r| if r.max_micro_batch == 0 { tr(l, Text::NoMicroBatchFits).to_string() } else { r.max_micro_batch.to_string() }) />
-                <Stat lang=lang id="max-seq" label=Text::LongestSequenceThatFits value=move |l| report.with(|r| if r.max_sequence == 0 { tr(l, Text::NoSequenceFits).to_string() } else { num(r.max_sequence as f64, 0, l) }) />
+                    percent(r.checkpoint.wall_share, l), tr(l, Text::OfWallTime)) />
+                <Stat ctx=ctx id="max-mb" label=Text::LargestMicroBatchThatFits value=|_, r, l| if r.max_micro_batch == 0 { tr(l, Text::NoMicroBatchFits).to_string() } else { r.max_micro_batch.to_string() } />
+                <Stat ctx=ctx id="max-seq" label=Text::LongestSequenceThatFits value=|_, r, l| if r.max_sequence == 0 { tr(l, Text::NoSequenceFits).to_string() } else { num(r.max_sequence as f64, 0, l) } />
             </dl>
             <p class=move || report.with(|r| format!("accuracy accuracy-{}", r.throughput_accuracy.level)) id="throughput-accuracy">
                 {move || { let l = lang.get(); report.with(|r| accuracy_line(&r.throughput_accuracy, Text::SpeedAndCostAreExpected, Text::SpeedAndCostUnchecked, l)) }}</p>
@@ -165,15 +165,18 @@ fn samples_unit(ctx: Ctx) -> Text {
     }
 }
 
+/// How one figure of the results list is written from the evaluation.
+type Figure = fn(Ctx, &planner::estimate::evaluate::Evaluation, Lang) -> String;
+
+/// One figure of the results list. Its value is a plain function, not a
+/// generic closure: one copy of the component serves every figure (#59:
+/// the generic one was compiled once per figure, 7 KB of the page).
 #[component]
-fn Stat<F>(lang: Signal<Lang>, id: &'static str, label: Text, value: F) -> impl IntoView
-where
-    F: Fn(Lang) -> String + Send + Sync + 'static,
-{
-    let l = move || lang.get();
+fn Stat(ctx: Ctx, id: &'static str, label: Text, value: Figure) -> impl IntoView {
+    let l = move || ctx.lang.get();
     view! {
         <dt>{move || tr(l(), label)}</dt>
-        <dd id=id>{move || value(l())}</dd>
+        <dd id=id>{move || ctx.report.with(|r| value(ctx, r, l()))}</dd>
     }
 }
 
