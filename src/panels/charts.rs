@@ -118,7 +118,7 @@ pub fn InstanceChart(ctx: Ctx) -> impl IntoView {
         let l = lang.get();
         let (current, precision) = ctx
             .plan
-            .with(|p| (p.hardware.instance.clone(), p.numerics.precision));
+            .with(|p| (p.hardware.instance.key().to_string(), p.numerics.precision));
         ctx.report
             .with(|e| instance_rows(&e.instances, &current, precision, l))
     });

@@ -215,7 +215,7 @@ fn hardware_inputs(ctx: Ctx) -> impl IntoView {
     view! {
         <legend>{ctx.t(Text::HardwareAndCost)}</legend>
         <InstancePicker ctx=ctx />
-        <Show when=move || plan_is(ctx, |p| p.hardware.instance == "custom")>
+        <Show when=move || plan_is(ctx, |p| p.hardware.instance.is_custom())>
             <div class="row2">
                 <NumberField ctx=ctx key="gpu_mem" label=Text::GPUMemoryGB step="any" get=|p| p.hardware.custom_gpu.memory_gb.to_string() />
                 <NumberField ctx=ctx key="gpu_bf16" label=Text::Bf16DenseTflops step="any" get=|p| p.hardware.custom_gpu.bf16_tflops.to_string() />
@@ -230,7 +230,7 @@ fn hardware_inputs(ctx: Ctx) -> impl IntoView {
             <NumberField ctx=ctx key="price" label=Text::PriceUSDPerInstanceHour step="any"
                 get=|p| p.hardware.price.map(|x| x.to_string()).unwrap_or_default() />
         </div>
-        <Show when=move || plan_is(ctx, |p| planner::model::hardware::is_ultraserver(&p.hardware.instance))>
+        <Show when=move || plan_is(ctx, |p| planner::model::hardware::is_ultraserver(p.hardware.instance.key()))>
             <SelectField ctx=ctx key="ultraserver" label=Text::UltraServerLabel
                 options=vec![("72", Text::UltraServer72), ("36", Text::UltraServer36)]
                 get=|p| p.hardware.ultraserver.to_string() />
@@ -534,10 +534,10 @@ fn InstancePicker(ctx: Ctx) -> impl IntoView {
                         let label = format!("{} — {} × {} {} GB — {}", i.instance_type, i.gpu_count, short_gpu(i.gpu), mem, price);
                         let id = i.instance_type;
                         let sel = id;
-                        view! { <option value=id selected=move || ctx.plan.with(|p| p.hardware.instance == sel)>{label}</option> }
+                        view! { <option value=id selected=move || ctx.plan.with(|p| p.hardware.instance.is(sel))>{label}</option> }
                     }).collect_view()
                 }}
-                <option value="custom" selected=move || ctx.plan.with(|p| p.hardware.instance == "custom")>{move || tr(lang.get(), Text::CustomGPU)}</option>
+                <option value=planner::model::plan::InstanceId::CUSTOM_KEY selected=move || ctx.plan.with(|p| p.hardware.instance.is_custom())>{move || tr(lang.get(), Text::CustomGPU)}</option>
             </select>
             <span class="field-error" role="alert">{err}</span>
         </div>

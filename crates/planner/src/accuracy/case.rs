@@ -6,6 +6,7 @@ use crate::model::architecture::Architecture;
 use crate::model::fabric::Fabric;
 use crate::model::hardware;
 use crate::model::layout::Layout;
+use crate::model::plan::InstanceId;
 use crate::model::plan::{Plan, Stack};
 
 /// A calibration row turned into a plan on its own hardware.
@@ -74,8 +75,9 @@ impl Case {
             // train.py: its 2D rows run tensor parallelism.
             p.launch.entry = "torchtitan/train.py".into();
         }
-        p.hardware.instance = self.instance().to_string();
-        let per_node = hardware::instance(&p.hardware.instance).map_or(8, |i| i.gpu_count.max(1));
+        p.hardware.instance = InstanceId::parse(self.instance());
+        let per_node =
+            hardware::instance(p.hardware.instance.key()).map_or(8, |i| i.gpu_count.max(1));
         p.hardware.nodes = l.gpus.div_ceil(per_node);
         p.to_query()
     }

@@ -7,6 +7,7 @@ use crate::model::hardware;
 use crate::model::job::Job;
 use crate::model::memory;
 use crate::model::plan::Checkpointing;
+use crate::model::plan::InstanceId;
 use crate::model::resolve::resolve_for;
 
 /// The sequence chart's data: peak memory per GPU at each sequence length,
@@ -55,18 +56,18 @@ pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
     let total_gpus = r0.layout.gpus;
     let mut out = Vec::new();
     for inst in hardware::instances() {
-        if inst.gpu_count < 4 && inst.instance_type != plan.hardware.instance {
+        if inst.gpu_count < 4 && !plan.hardware.instance.is(inst.instance_type) {
             continue;
         }
         let Some(gpu) = hardware::gpu(inst.gpu) else {
             continue;
         };
         let mut p = plan.clone();
-        if inst.instance_type != plan.hardware.instance {
+        if !plan.hardware.instance.is(inst.instance_type) {
             // The user's price override is for their own instance type.
             p.hardware.price = None;
         }
-        p.hardware.instance = inst.instance_type.to_string();
+        p.hardware.instance = InstanceId::Listed(inst.instance_type.to_string());
         p.hardware.nodes = total_gpus.div_ceil(inst.gpu_count).max(1);
         if !inst.multi_node_efa_training {
             p.hardware.nodes = 1;

@@ -455,7 +455,7 @@ fn network_bound(c: &Context) -> Option<Message> {
 /// the warning says where its network figure comes from.
 fn no_efa(c: &Context) -> Option<Message> {
     let (plan, r) = (c.plan(), c.r);
-    if plan.hardware.nodes <= 1 || r.instance.efa_supported || plan.hardware.instance == "custom" {
+    if plan.hardware.nodes <= 1 || r.instance.efa_supported || plan.hardware.instance.is_custom() {
         return None;
     }
     let args: [(&'static str, Arg); 2] = [

@@ -195,13 +195,13 @@ type Hardware = (Cow<'static, Gpu>, Cow<'static, Instance>);
 
 /// The GPU and the instance: a catalogued SageMaker type or the user's custom GPU.
 fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
-    let (gpu, instance): Hardware = if plan.hardware.instance == "custom" {
+    let (gpu, instance): Hardware = if plan.hardware.instance.is_custom() {
         check_custom_fp8(&plan.hardware.custom_gpu, errors);
         let (g, i) = hardware::custom(&plan.hardware.custom_gpu);
         (Cow::Owned(g), Cow::Owned(i))
     } else {
-        let instance = hardware::instance(&plan.hardware.instance)
-            .or_else(|| hardware::instance(&Plan::default().hardware.instance))
+        let instance = hardware::instance(plan.hardware.instance.key())
+            .or_else(|| hardware::instance(Plan::default().hardware.instance.key()))
             .expect("default instance exists");
         let gpu = hardware::gpu(instance.gpu).expect("every instance names a catalogued GPU");
         (Cow::Borrowed(gpu), Cow::Borrowed(instance))

@@ -298,7 +298,7 @@ pub(super) fn servers_around(plan: &Plan) -> Vec<Server> {
 /// GPU when the plan has one (it is the only hardware the user described),
 /// else the multi-GPU training instances and the smallest size of each GPU.
 pub(super) fn candidate_instances(plan: &Plan) -> Vec<InstanceInfo> {
-    if plan.hardware.instance == "custom" {
+    if plan.hardware.instance.is_custom() {
         let (gpu, instance) = hardware::custom(&plan.hardware.custom_gpu);
         return vec![instance_info(plan, Cow::Owned(instance), Cow::Owned(gpu))];
     }
@@ -313,11 +313,11 @@ pub(super) fn candidate_instances(plan: &Plan) -> Vec<InstanceInfo> {
         .iter()
         .filter(|i| {
             if locks.instance {
-                i.instance_type == plan.hardware.instance
+                plan.hardware.instance.is(i.instance_type)
             } else {
                 // Multi-GPU training instances, plus the smallest size of each GPU.
                 i.gpu_count >= 4
-                    || i.instance_type == plan.hardware.instance
+                    || plan.hardware.instance.is(i.instance_type)
                     || smallest_of_its_gpu(i)
             }
         })
@@ -346,7 +346,7 @@ pub(super) fn instance_info(
     instance: Cow<'static, Instance>,
     gpu: Cow<'static, Gpu>,
 ) -> InstanceInfo {
-    let price = if instance.instance_type == plan.hardware.instance {
+    let price = if plan.hardware.instance.is(instance.instance_type) {
         plan.hardware.price.or(instance.price_usd_hr)
     } else {
         instance.price_usd_hr

@@ -2,6 +2,7 @@
 //! front (see mod.rs for why nothing on the front is missed).
 
 use crate::model::architecture::{Architecture, ParameterCounts};
+use crate::model::plan::InstanceId;
 
 use super::results::*;
 use super::space::*;
@@ -172,8 +173,8 @@ impl Search {
         }
         let (instance, (zero, hybrid)) = (&info.instance, self.space.zeros[o[7]]);
         let w = &mut self.work;
-        if w.hardware.instance != instance.instance_type {
-            w.hardware.instance = instance.instance_type.to_string();
+        if !w.hardware.instance.is(instance.instance_type) {
+            w.hardware.instance = InstanceId::Listed(instance.instance_type.to_string());
         }
         w.hardware.nodes = nodes;
         w.numerics.precision = precision;
@@ -446,7 +447,8 @@ impl Search {
         let s = &self.space;
         let i = f.idx;
         let mut p = self.base.clone();
-        p.hardware.instance = s.instances[i[0]].instance.instance_type.to_string();
+        p.hardware.instance =
+            InstanceId::Listed(s.instances[i[0]].instance.instance_type.to_string());
         p.hardware.nodes = s.nodes[i[1]];
         p.numerics.precision = s.precisions[i[2]];
         p.parallelism.tp = s.tps[i[3]];

@@ -38,7 +38,7 @@ impl Ctx<'_> {
 }
 
 pub(super) fn ctx<'a>(plan: &'a Plan, report: &'a Report) -> Ctx<'a> {
-    let gpu = crate::model::hardware::instance(&plan.hardware.instance)
+    let gpu = crate::model::hardware::instance(plan.hardware.instance.key())
         .and_then(|i| crate::model::hardware::gpu(i.gpu));
     let blackwell = report.throughput.generation == Generation::Blackwell;
     // train.py runs tensor parallelism itself (DTensor, #37): SMP v2 only for
@@ -49,7 +49,7 @@ pub(super) fn ctx<'a>(plan: &'a Plan, report: &'a Report) -> Ctx<'a> {
     // SMP v2 images run on ml.p4d, ml.p4de and ml.p5* (Ampere/Hopper).
     let smp_instance = ["ml.p4d.", "ml.p4de.", "ml.p5.", "ml.p5e.", "ml.p5en."]
         .iter()
-        .any(|p| plan.hardware.instance.starts_with(p));
+        .any(|p| plan.hardware.instance.key().starts_with(p));
     let smp = smp_wanted && !blackwell && smp_instance && gpu.is_some();
     let server = report.rollout.as_ref().map_or(0, |g| g.server_gpus);
     let gpus_per_node = (report.layout.gpus + server) / plan.hardware.nodes.max(1);

@@ -17,7 +17,11 @@ pub(super) fn estimator(
     let _ = writeln!(s, "    entry_point={},", entry(p));
     let _ = writeln!(s, "    source_dir=\"scripts\",");
     let _ = writeln!(s, "    role=role,");
-    let _ = writeln!(s, "    instance_type={},", py_str(&p.hardware.instance));
+    let _ = writeln!(
+        s,
+        "    instance_type={},",
+        py_str(p.hardware.instance.key())
+    );
     let _ = writeln!(s, "    instance_count={},", p.hardware.nodes);
     for (k, v) in versions {
         let _ = writeln!(s, "    {k}={v},");

@@ -20,7 +20,7 @@ pub(super) fn image_lookup(c: &Ctx<'_>, version: &str, py: &str) -> String {
     let _ = writeln!(
         s,
         "    instance_type={},",
-        py_str(&c.plan.hardware.instance)
+        py_str(c.plan.hardware.instance.key())
     );
     let _ = writeln!(s, "    image_scope=\"training\",");
     if c.smp {
@@ -104,7 +104,7 @@ pub(super) fn modeltrainer(c: &Ctx<'_>) -> String {
     let _ = writeln!(
         s,
         "    compute=Compute(instance_type={}, instance_count={}, enable_managed_spot_training={}),",
-        py_str(&p.hardware.instance),
+        py_str(p.hardware.instance.key()),
         p.hardware.nodes,
         py_bool(p.hardware.spot)
     );

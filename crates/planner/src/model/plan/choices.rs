@@ -478,3 +478,50 @@ pub fn fmt_num(x: f64) -> String {
     let s = format!("{x}");
     s
 }
+
+/// The instance a plan runs on: a SageMaker instance type of the catalogue
+/// (or one the link names, which the resolver checks), or the user's own GPU
+/// figures (`custom_gpu`), whose URL key is `custom`. One type, so no code
+/// compares the name with the string `custom` (#59).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InstanceId {
+    Listed(String),
+    Custom,
+}
+
+impl InstanceId {
+    /// The URL value of a custom instance.
+    pub const CUSTOM_KEY: &'static str = "custom";
+
+    /// The instance a URL value names.
+    pub fn parse(s: &str) -> InstanceId {
+        if s == Self::CUSTOM_KEY {
+            InstanceId::Custom
+        } else {
+            InstanceId::Listed(s.to_string())
+        }
+    }
+
+    /// Its URL value: the instance type, or `custom`.
+    pub fn key(&self) -> &str {
+        match self {
+            InstanceId::Listed(s) => s,
+            InstanceId::Custom => Self::CUSTOM_KEY,
+        }
+    }
+
+    pub fn is_custom(&self) -> bool {
+        matches!(self, InstanceId::Custom)
+    }
+
+    /// Whether it is the listed instance type `name`.
+    pub fn is(&self, name: &str) -> bool {
+        matches!(self, InstanceId::Listed(s) if s == name)
+    }
+}
+
+impl Serialize for InstanceId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.key())
+    }
+}

@@ -5,7 +5,7 @@
 use super::choices::{
     Attention, LoraDtype, Loss, Optimizer, Precision, SaveKind, Stack, Training, TrainingStage,
 };
-use super::choices::{Checkpointing, RecomputeModules, SCHEMA_VERSION};
+use super::choices::{Checkpointing, InstanceId, RecomputeModules, SCHEMA_VERSION};
 use super::fields::{valid_entry, valid_hf_model, valid_job, valid_role, valid_s3};
 use super::types::{Locks, LoraTargets, Plan};
 use crate::text::{Arg, Lang, Phrase, Text};
@@ -253,10 +253,10 @@ impl Plan {
         }
         // A custom GPU's figures describe `instance=custom` only: beside a
         // known instance they would be read and silently ignored.
-        if plan.hardware.instance != "custom" {
+        if !plan.hardware.instance.is_custom() {
             for key in custom_keys {
                 let args: [(&str, &dyn Display); 2] =
-                    [("key", &key), ("instance", &plan.hardware.instance)];
+                    [("key", &key), ("instance", &plan.hardware.instance.key())];
                 let problem = problem(Text::CustomGpuKeyIgnored, &args);
                 notices.push(Notice { key, problem });
             }
@@ -444,9 +444,10 @@ impl Plan {
             "gpu_nvlink" => g.nvlink_gbs = f.num(0.0, 100_000.0)?,
             "gpu_net" => g.network_gbps = f.num(0.0, 1_000_000.0)?,
             "instance" => {
-                let known =
-                    f.value == "custom" || crate::model::hardware::instance(f.value).is_some();
-                self.hardware.instance = f.text(known, Text::UnknownInstance)?;
+                let id = InstanceId::parse(f.value);
+                let known = id.is_custom() || crate::model::hardware::instance(f.value).is_some();
+                f.text(known, Text::UnknownInstance)?;
+                self.hardware.instance = id;
             }
             "nodes" => self.hardware.nodes = f.int(1, 4096)?,
             "overlap" => self.parallelism.overlap = f.flag()?,

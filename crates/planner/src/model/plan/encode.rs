@@ -141,8 +141,8 @@ impl Plan {
 
     /// The instance (or custom GPU), nodes, network and price.
     fn hardware_pairs(&self, out: &mut Pairs) {
-        out.push(("instance", self.hardware.instance.clone()));
-        if self.hardware.instance == "custom" {
+        out.push(("instance", self.hardware.instance.key().to_string()));
+        if self.hardware.instance.is_custom() {
             let g = &self.hardware.custom_gpu;
             out.push(("gpu_mem", fmt_num(g.memory_gb)));
             out.push(("gpu_bf16", fmt_num(g.bf16_tflops)));
@@ -171,7 +171,7 @@ impl Plan {
         if self.moe.moe_imbalance != 1.0 {
             out.push(("moe_imbalance", fmt_num(self.moe.moe_imbalance)));
         }
-        if crate::model::hardware::is_ultraserver(&self.hardware.instance)
+        if crate::model::hardware::is_ultraserver(self.hardware.instance.key())
             || self.hardware.ultraserver != 72
         {
             out.push(("ultraserver", self.hardware.ultraserver.to_string()));

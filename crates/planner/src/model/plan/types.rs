@@ -487,8 +487,8 @@ impl Default for ModelChoice {
 /// many, a GB200 UltraServer's NVLink domain, and the hour's price.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Hardware {
-    /// The SageMaker instance type, or `custom`.
-    pub instance: String,
+    /// The SageMaker instance type, or the user's own GPU.
+    pub instance: InstanceId,
     /// The GPU when `instance` is `custom`.
     pub custom_gpu: CustomGpu,
     pub nodes: u64,
@@ -503,7 +503,7 @@ pub struct Hardware {
 impl Default for Hardware {
     fn default() -> Self {
         Hardware {
-            instance: "ml.p6-b200.48xlarge".into(),
+            instance: InstanceId::Listed("ml.p6-b200.48xlarge".into()),
             custom_gpu: CustomGpu::default(),
             nodes: 1,
             ultraserver: 72,
