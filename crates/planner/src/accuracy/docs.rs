@@ -70,7 +70,8 @@ pub fn readme_groups(rows: &[ThroughputRow]) -> String {
     )
 }
 
-fn pct(x: f64) -> String {
+/// A signed percentage to a tenth (`+4.2%`).
+pub(crate) fn pct(x: f64) -> String {
     format!("{x:+.1}%")
 }
 

@@ -45,15 +45,10 @@ pub fn hf_excluded() -> Vec<(String, String)> {
         .collect()
 }
 
-pub(super) fn hf_case(r: &Row) -> Option<Case> {
-    let usable = r.get("trust") == "high"
-        && r.get("measured_unit").starts_with("tokens/s/GPU")
-        && r.get("gpu").starts_with("A100 80GB");
-    if !usable {
-        return None;
-    }
-    let model = r.get("model");
-    let arch = if model.contains("Mistral-7B-v0.1") {
+/// The architecture a row's model names: two presets, and Llama 2 70B by
+/// its Hugging Face config (no preset).
+fn hf_row_architecture(model: &str) -> Option<Architecture> {
+    Some(if model.contains("Mistral-7B-v0.1") {
         crate::model::architecture::preset("mistral-7b-v0.1")?
             .arch
             .clone()
@@ -66,9 +61,12 @@ pub(super) fn hf_case(r: &Row) -> Option<Case> {
         Architecture::dense(80, 8192, 64, 8, 28672, 32000, false, Mlp::Swiglu)
     } else {
         return None;
-    };
-    let kind = r.get("train_type");
-    // "LoRA r=16 (alpha16, q/k/v/o)": the rank and the attention's four.
+    })
+}
+
+/// What a row's `train_type` trains, and its adapters: "LoRA r=16
+/// (alpha16, q/k/v/o)" is rank 16 on the attention's four Linears.
+fn hf_row_adapters(kind: &str) -> (crate::model::plan::Training, crate::model::plan::Lora) {
     let lora = crate::model::plan::Lora {
         lora_rank: kind
             .split("r=")
@@ -90,6 +88,18 @@ pub(super) fn hf_case(r: &Row) -> Option<Case> {
     } else {
         crate::model::plan::Training::Full
     };
+    (train, lora)
+}
+
+pub(super) fn hf_case(r: &Row) -> Option<Case> {
+    let usable = r.get("trust") == "high"
+        && r.get("measured_unit").starts_with("tokens/s/GPU")
+        && r.get("gpu").starts_with("A100 80GB");
+    if !usable {
+        return None;
+    }
+    let arch = hf_row_architecture(r.get("model"))?;
+    let (train, lora) = hf_row_adapters(r.get("train_type"));
     let gpus = r.num("gpus")? as u64;
     let mb = r.num("micro_batch")? as u64;
     let plan = Plan {
