@@ -382,14 +382,23 @@ await test('one edit runs one evaluation: the export, both charts and a pinned p
   const before = await evaluations();
   await page.fill('#seq', '8192');
   await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"max_seq_length": 8192'));
-  // The export shows the new plan and was written from the page's one
-  // evaluation of it; the charts were drawn from it, and the pinned plan
-  // (unchanged) was not evaluated again.
+  // The page evaluated the new plan once (the export's worker writes its
+  // code off the page's thread); the charts were drawn from that one
+  // evaluation, and the pinned plan (unchanged) was not evaluated again.
   assert((await evaluations()) === before + 1, `evaluations ${before} -> ${await evaluations()}`);
   const chartsBefore = await page.evaluate(() => document.querySelector('#instance-chart').textContent);
   await page.fill('#nodes', '2');
   await page.waitForFunction((old) => document.querySelector('#instance-chart').textContent !== old, chartsBefore);
   assert((await evaluations()) === before + 2, `evaluations after a second edit: ${before} -> ${await evaluations()}`);
+});
+
+await test('the launch code is loaded when its panel comes into view, not with the first verdict (#59)', async (page) => {
+  await open(page, base + '?lang=en&model=llama-3.1-8b');
+  const workerFetched = async () => page.workers().some((w) => w.url().includes('export/loader.js'));
+  assert(!(await workerFetched()), 'the first verdict did not fetch the code worker');
+  await page.locator('#export-code').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('PyTorch('));
+  assert(await workerFetched(), 'the code came from the worker');
 });
 
 await test('export: copy the ModelTrainer code and read it from the clipboard', async (page) => {
@@ -453,7 +462,8 @@ await test("bundle: a Megatron plan's .zip carries the Megatron-Bridge launcher,
   await open(page, base + '?' + query);
   assert((await page.textContent('#export-engine')).includes('Megatron-Bridge'), 'the page says what runs the plan');
   assert((await page.inputValue('#entry')) === 'pretrain_megatron_bridge.py', 'the entry field names the launcher');
-  assert((await page.textContent('#export-code')).includes('image_uri=NEMO_IMAGE_URI'), 'the NeMo container');
+  await page.locator('#export-code').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('image_uri=NEMO_IMAGE_URI'));
   await page.locator('.export').screenshot({ path: `${shots}/export-megatron.png` });
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-bundle')]);
   const zipped = unzipStored(readFileSync(await download.path()));

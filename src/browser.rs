@@ -82,3 +82,26 @@ pub async fn yield_to_browser() {
     });
     wasm_bindgen_futures::JsFuture::from(promise).await.ok();
 }
+
+/// Save `bytes` as the file `name` through a temporary object URL.
+pub fn download_bytes(name: &str, bytes: &[u8], mime: &str) {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
+    let opts = web_sys::BlobPropertyBag::new();
+    opts.set_type(mime);
+    let Ok(blob) = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts) else {
+        return;
+    };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
+        return;
+    };
+    if let Ok(el) = doc.create_element("a") {
+        let a: web_sys::HtmlAnchorElement = el.unchecked_into();
+        a.set_href(&url);
+        a.set_download(name);
+        a.click();
+    }
+    web_sys::Url::revoke_object_url(&url).ok();
+}

@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod browser;
+pub mod code_worker;
 pub mod ctx;
 pub mod format;
 pub mod panels;

@@ -1,13 +1,13 @@
 //! The code panel: the planner's SageMaker launch code for the plan on
 //! screen, with light syntax colouring, Copy and Download .py.
 
+use crate::code_worker::{Code, CodeWorker};
 use crate::ctx::Ctx;
 use crate::format::tr;
 use crate::panels::inputs::NumberField;
 use leptos::prelude::*;
-use planner::launch::export::{export_of, Format};
+use planner::launch::export::Format;
 use planner::text::Text;
-use wasm_bindgen::JsCast;
 
 /// A Python token class for colouring.
 #[derive(Clone, Copy, PartialEq)]
@@ -122,20 +122,34 @@ fn format_label(f: Format) -> &'static str {
 pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
     let format = RwSignal::new(Format::Pytorch);
-    // The page's one evaluation of the plan serves the export too (#34).
-    let code = Memo::new(move |_| {
+    let worker = CodeWorker::default();
+    // The page evaluates each edit once; the worker writes its code from
+    // the plan's link, off the page's thread.
+    Effect::new(move |_| {
         let f = format.get();
-        let code = ctx.plan.with(|p| ctx.report.with(|r| export_of(p, r, f)));
-        crate::ctx::show_evaluations();
-        code
+        ctx.plan.with(|p| worker.ask_code(&p.to_query(), f));
     });
-    let copied = RwSignal::new(0u8);
-    let copy = move |_| copy_code(code.with_untracked(|e| e.code.clone()), copied);
-    let download = move |_| {
-        let (text, name) = code.with_untracked(|e| (e.code.clone(), e.filename.clone()));
-        download_file(&name, &text);
+    let section = NodeRef::<leptos::html::Section>::new();
+    Effect::new(move |_| {
+        if let Some(el) = section.get() {
+            crate::code_worker::when_near_view(&el, move || worker.start());
+        }
+    });
+    let written = move || match worker.code.get() {
+        Code::Written { code, filename } => Some((code, filename)),
+        _ => None,
     };
-    let bundle_error = RwSignal::new(None::<String>);
+    let copied = RwSignal::new(0u8);
+    let copy = move |_| {
+        if let Some((code, _)) = written() {
+            copy_code(code, copied)
+        }
+    };
+    let download = move |_| {
+        if let Some((code, name)) = written() {
+            crate::browser::download_bytes(&name, code.as_bytes(), "text/x-python");
+        }
+    };
     let download_zip = move |_| {
         let plan = ctx.plan.get_untracked();
         let launcher = match format.get_untracked() {
@@ -143,18 +157,14 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
             f => f,
         };
         leptos::task::spawn_local(async move {
-            match bundle_zip(ctx, &plan, launcher).await {
-                Ok(bytes) => {
-                    bundle_error.set(None);
-                    download_bytes(&zip_name(&plan), &bytes, "application/zip");
-                }
-                Err(detail) => bundle_error.set(Some(detail)),
+            if let Err(detail) = ask_bundle(worker, &plan, launcher).await {
+                worker.zip_error.set(Some(detail));
             }
         });
     };
     let t = move |id| tr(lang.get(), id);
     view! {
-        <section class="chart export" aria-labelledby="export-title">
+        <section class="chart export" aria-labelledby="export-title" node_ref=section>
             <h2 id="export-title">{move || t(Text::LaunchItOnSageMaker)}</h2>
             <p class="engine-note" id="export-engine">{move || ctx.plan.with(|p| {
                 let entry = p.launch_entry().to_string();
@@ -192,11 +202,16 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
                         title=move || t(Text::BundleHint)>{move || t(Text::DownloadBundle)}</button>
                 </div>
             </div>
-            {move || bundle_error.get().map(|d| view! {
+            {move || worker.zip_error.get().map(|d| view! {
                 <p class="field-error" role="alert">{planner::text::fill(lang.get(), Text::BundleFailed, &[("detail", &d)])}</p>
             })}
-            <pre class="code" id="export-code" tabindex="0" aria-label=move || t(Text::GeneratedPython)><code>
-                {move || code.with(|e| tokens(&e.code)).into_iter().map(|(tok, text)| {
+            <pre class="code" id="export-code" tabindex="0" aria-label=move || t(Text::GeneratedPython)
+                aria-busy=move || (worker.code.get() == Code::Writing).to_string()><code>
+                {move || worker.code.with(|c| match c {
+                    Code::Written { code, .. } => tokens(code),
+                    Code::Writing => vec![(Tok::Comment, format!("# {}", t(Text::CodeWriting)))],
+                    Code::Failed(d) => vec![(Tok::Comment, format!("# {}", planner::text::fill(lang.get(), Text::CodeFailed, &[("detail", d)])))],
+                }).into_iter().map(|(tok, text)| {
                     let class = match tok {
                         Tok::Plain => "",
                         Tok::Comment => "tok-c",
@@ -211,30 +226,21 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
     }
 }
 
-/// The bundle as a ZIP: launch.py, the README and the settings from the
-/// planner, and the plan's script (train.py, or a Megatron plan's
-/// Megatron-Bridge launcher) and the README's static sections fetched from
-/// the site (they never weigh on the wasm).
-/// The files come from the page's report (#34: the download evaluates
-/// nothing again; a clone of the report would cost the page 1.4 KB), unless
-/// the plan changed while the script was fetched.
-async fn bundle_zip(ctx: Ctx, plan: &planner::Plan, launcher: Format) -> Result<Vec<u8>, String> {
-    use planner::launch::bundle::{files, files_of, zip};
-    let name = planner::launch::bundle::script_name(plan);
-    let script = crate::browser::fetch_text(&format!("bundle/{name}")).await?;
-    if !planner::launch::bundle::readme_parts_loaded() {
-        let parts = crate::browser::fetch_text(planner::launch::bundle::README_PARTS_URL).await?;
-        planner::launch::bundle::load_readme_parts(parts);
-    }
-    let same = ctx
-        .plan
-        .with_untracked(|now| now.to_query() == plan.to_query());
-    Ok(zip(&match same {
-        true => ctx
-            .report
-            .with_untracked(|e| files_of(plan, &e.report, launcher, &script)),
-        false => files(plan, launcher, &script),
-    }))
+/// Ask the worker for the bundle as a ZIP: launch.py, the README and the
+/// settings from the planner around the plan's script (train.py, or a
+/// Megatron plan's Megatron-Bridge launcher) and the README's static
+/// sections, both fetched from the site (they never weigh on the wasm).
+async fn ask_bundle(
+    worker: CodeWorker,
+    plan: &planner::Plan,
+    launcher: Format,
+) -> Result<(), String> {
+    use planner::launch::bundle::{script_name, README_PARTS_URL};
+    worker.start();
+    let script = crate::browser::fetch_text(&format!("bundle/{}", script_name(plan))).await?;
+    let parts = crate::browser::fetch_text(README_PARTS_URL).await?;
+    worker.ask_zip(&plan.to_query(), launcher, script, parts, zip_name(plan));
+    Ok(())
 }
 
 /// `<job name>-bundle.zip`.
@@ -245,31 +251,4 @@ fn zip_name(plan: &planner::Plan) -> String {
         &plan.launch.job
     };
     format!("{job}-bundle.zip")
-}
-
-/// Save `text` as a file through a temporary object URL.
-fn download_file(name: &str, text: &str) {
-    download_bytes(name, text.as_bytes(), "text/x-python");
-}
-
-fn download_bytes(name: &str, bytes: &[u8], mime: &str) {
-    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
-        return;
-    };
-    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
-    let opts = web_sys::BlobPropertyBag::new();
-    opts.set_type(mime);
-    let Ok(blob) = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts) else {
-        return;
-    };
-    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
-        return;
-    };
-    if let Ok(el) = doc.create_element("a") {
-        let a: web_sys::HtmlAnchorElement = el.unchecked_into();
-        a.set_href(&url);
-        a.set_download(name);
-        a.click();
-    }
-    web_sys::Url::revoke_object_url(&url).ok();
 }

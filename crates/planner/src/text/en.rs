@@ -439,6 +439,8 @@ catalog! {
     CopyButton => "Copy",
     DownloadPy => "Download .py",
     GeneratedPython => "Generated Python",
+    CodeWriting => "writing the launch code…",
+    CodeFailed => "the launch code could not be written: {detail}",
 
     // ---- the page: units and memory terms (src/format.rs) ----
     UnitGib => "GiB",

@@ -1,0 +1,199 @@
+//! The launch-code worker (src/bin/export_worker.rs) as the page sees it.
+//! The launchers, the Megatron-Bridge settings and the ZIP writer live in
+//! that worker's wasm, not in the page's (#59: the first verdict does not
+//! need them): the code panel starts it when it first comes into view, asks
+//! it for each plan's code and for the bundle, and keeps only the reply to
+//! its latest question.
+
+use leptos::prelude::*;
+use planner::launch::export::Format;
+use wasm_bindgen::{closure::Closure, JsCast, JsValue};
+
+/// The worker's loader (index.html copies it next to the worker's files).
+const LOADER: &str = "export/loader.js";
+
+/// The code panel's launch code.
+#[derive(Clone, PartialEq)]
+pub enum Code {
+    /// Asked for, not written yet (the worker is loading).
+    Writing,
+    Written {
+        code: String,
+        filename: String,
+    },
+    /// The worker could not load, or refused the plan.
+    Failed(String),
+}
+
+/// The worker, its readiness, and the questions it has not answered.
+#[derive(Clone, Copy)]
+pub struct CodeWorker {
+    worker: StoredValue<Option<web_sys::Worker>, LocalStorage>,
+    ready: StoredValue<bool>,
+    /// The latest code and bundle questions asked before the worker was ready.
+    waiting: StoredValue<[Option<js_sys::Array>; 2], LocalStorage>,
+    asked: StoredValue<u32>,
+    /// The latest code question's id, and the bundle's with its file name.
+    code_id: StoredValue<u32>,
+    zip: StoredValue<Option<(u32, String)>>,
+    pub code: RwSignal<Code>,
+    pub zip_error: RwSignal<Option<String>>,
+}
+
+impl Default for CodeWorker {
+    fn default() -> Self {
+        CodeWorker {
+            worker: StoredValue::new_local(None),
+            ready: StoredValue::new(false),
+            waiting: StoredValue::new_local([None, None]),
+            asked: StoredValue::new(0),
+            code_id: StoredValue::new(0),
+            zip: StoredValue::new(None),
+            code: RwSignal::new(Code::Writing),
+            zip_error: RwSignal::new(None),
+        }
+    }
+}
+
+impl CodeWorker {
+    /// Load the worker (once).
+    pub fn start(self) {
+        if self.worker.with_value(Option::is_some) {
+            return;
+        }
+        let worker = match web_sys::Worker::new(LOADER) {
+            Ok(w) => w,
+            Err(e) => return self.code.set(Code::Failed(describe(&e))),
+        };
+        let on_message =
+            Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
+                self.receive(e.data().unchecked_into())
+            });
+        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        on_message.forget();
+        let on_error =
+            Closure::<dyn Fn(web_sys::ErrorEvent)>::new(move |e: web_sys::ErrorEvent| {
+                let failed = format!("{LOADER}: {}", e.message());
+                self.code.set(Code::Failed(failed.clone()));
+                self.zip_error.set(Some(failed));
+            });
+        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        on_error.forget();
+        self.worker.set_value(Some(worker));
+    }
+
+    /// Ask for the launch code of the plan `query` in `format`.
+    pub fn ask_code(self, query: &str, format: Format) {
+        let id = self.send(0, "code", query, format, String::new(), String::new());
+        self.code_id.set_value(id);
+    }
+
+    /// Ask for the bundle around `script`, saved as `name` when it comes.
+    pub fn ask_zip(
+        self,
+        query: &str,
+        launcher: Format,
+        script: String,
+        parts: String,
+        name: String,
+    ) {
+        let id = self.send(1, "zip", query, launcher, script, parts);
+        self.zip.set_value(Some((id, name)));
+    }
+
+    fn send(
+        self,
+        slot: usize,
+        kind: &str,
+        query: &str,
+        format: Format,
+        script: String,
+        parts: String,
+    ) -> u32 {
+        self.asked.update_value(|n| *n += 1);
+        let id = self.asked.get_value();
+        let request = js_sys::Array::of3(&id.into(), &kind.into(), &query.into());
+        for s in [format.key().to_string(), script, parts] {
+            request.push(&s.into());
+        }
+        if self.ready.get_value() {
+            self.post(&request);
+        } else {
+            self.waiting.update_value(|w| w[slot] = Some(request));
+        }
+        id
+    }
+
+    fn post(self, request: &js_sys::Array) {
+        self.worker
+            .with_value(|w| w.as_ref().map(|w| w.post_message(request)));
+    }
+
+    /// A reply: `["ready"]`, or an answer to a question (the module doc of
+    /// src/bin/export_worker.rs), kept only if it is the latest.
+    fn receive(self, reply: js_sys::Array) {
+        if reply.get(0).as_string().as_deref() == Some("ready") {
+            self.ready.set_value(true);
+            let waiting = self
+                .waiting
+                .try_update_value(std::mem::take)
+                .unwrap_or_default();
+            waiting.iter().flatten().for_each(|r| self.post(r));
+            return;
+        }
+        let id = reply.get(0).as_f64().unwrap_or(-1.0) as u32;
+        let ok = reply.get(1).is_truthy();
+        if id == self.code_id.get_value() {
+            self.code.set(match ok {
+                true => Code::Written {
+                    code: reply.get(2).as_string().unwrap_or_default(),
+                    filename: reply.get(3).as_string().unwrap_or_default(),
+                },
+                false => Code::Failed(reply.get(2).as_string().unwrap_or_default()),
+            });
+        }
+        if let Some((_, name)) = self.zip.get_value().filter(|(z, _)| *z == id) {
+            self.zip.set_value(None);
+            match ok {
+                true => {
+                    let bytes = js_sys::Uint8Array::new(&reply.get(2)).to_vec();
+                    crate::browser::download_bytes(&name, &bytes, "application/zip");
+                    self.zip_error.set(None);
+                }
+                false => self.zip_error.set(reply.get(2).as_string()),
+            }
+        }
+    }
+}
+
+/// Call `then` once, when `el` first comes within 600 px of the viewport
+/// (at once where the browser cannot tell).
+pub fn when_near_view(el: &web_sys::Element, then: impl Fn() + 'static) {
+    let then = std::rc::Rc::new(then);
+    let call = then.clone();
+    let seen = Closure::<dyn Fn(js_sys::Array, web_sys::IntersectionObserver)>::new(
+        move |entries: js_sys::Array, observer: web_sys::IntersectionObserver| {
+            let near = entries.iter().any(|e| {
+                e.unchecked_into::<web_sys::IntersectionObserverEntry>()
+                    .is_intersecting()
+            });
+            if near {
+                observer.disconnect();
+                call();
+            }
+        },
+    );
+    let options = web_sys::IntersectionObserverInit::new();
+    options.set_root_margin("600px");
+    match web_sys::IntersectionObserver::new_with_options(seen.as_ref().unchecked_ref(), &options) {
+        Ok(observer) => observer.observe(el),
+        Err(_) => then(),
+    }
+    seen.forget();
+}
+
+fn describe(e: &JsValue) -> String {
+    js_sys::JSON::stringify(e)
+        .map(String::from)
+        .unwrap_or_default()
+}
