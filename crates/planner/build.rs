@@ -313,7 +313,7 @@ fn mla_code(m: &serde_json::Value) -> String {
 fn scaling_code(s: &serde_json::Value) -> String {
     let num = |k: &str| option(s.get(k).and_then(serde_json::Value::as_f64), float);
     format!(
-        "crate::model::rope::RopeScaling {{ kind: crate::model::rope::RopeKind::{}, factor: {}, original_context: {}, low_freq_factor: {}, high_freq_factor: {}, beta_fast: {}, beta_slow: {}, mscale: {}, mscale_all_dim: {}, truncate: {} }}",
+        "crate::model::architecture::rope::RopeScaling {{ kind: crate::model::architecture::rope::RopeKind::{}, factor: {}, original_context: {}, low_freq_factor: {}, high_freq_factor: {}, beta_fast: {}, beta_slow: {}, mscale: {}, mscale_all_dim: {}, truncate: {} }}",
         variant(s["kind"].as_str().expect("scaling kind")),
         float(s["factor"].as_f64().expect("scaling factor")),
         option(s.get("original_context").and_then(serde_json::Value::as_u64), |n| n.to_string()),
@@ -329,9 +329,9 @@ fn scaling_code(s: &serde_json::Value) -> String {
 
 fn rope_code(r: Option<&serde_json::Value>) -> String {
     match r {
-        None => "crate::model::rope::Rope { theta: 10_000.0, scaling: None }".into(),
+        None => "crate::model::architecture::rope::Rope { theta: 10_000.0, scaling: None }".into(),
         Some(r) => format!(
-            "crate::model::rope::Rope {{ theta: {}, scaling: {} }}",
+            "crate::model::architecture::rope::Rope {{ theta: {}, scaling: {} }}",
             float(r["theta"].as_f64().expect("rope theta")),
             option(r.get("scaling").filter(|s| !s.is_null()), scaling_code),
         ),

@@ -252,6 +252,10 @@ fn saving_inputs(ctx: Ctx) -> impl IntoView {
             <NumberField ctx=ctx key="save_every" label=Text::SaveEveryNSteps get=|p| p.saving.save_every.to_string() />
             <NumberField ctx=ctx key="save_bw" label=Text::WriteBandwidthGBSPer step="any" get=|p| p.saving.save_bw.to_string() />
         </div>
+        <div class="row2">
+            <NumberField ctx=ctx key="fail_rate" label=Text::FailRatePerMillion step="any" get=|p| planner::model::plan::fmt_num((p.saving.fail_rate * 100.0).round() / 100.0) />
+            <NumberField ctx=ctx key="restart_min" label=Text::RestartMinutes step="any" get=|p| planner::model::plan::fmt_num(p.saving.restart_minutes) />
+        </div>
         <SelectField ctx=ctx key="save" label=Text::WhatIsSaved
             options=vec![("full", Text::FullStateResumable), ("weights", Text::WeightsOnly), ("adapter", Text::LoRAAdapter)]
             get=|p| p.saving.save.key().to_string() />

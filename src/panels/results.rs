@@ -56,6 +56,7 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
                 <Stat ctx=ctx id="checkpoint" label=Text::Checkpoint value=|_, r, l| format!("{} {} {}, {} {}",
                     gb(r.checkpoint.size_bytes, l), tr(l, Text::PerSave), seconds(r.checkpoint.seconds_per_save, l),
                     percent(r.checkpoint.wall_share, l), tr(l, Text::OfWallTime)) />
+                <Stat ctx=ctx id="failures" label=Text::Interruptions value=|_, r, l| failures_line(&r.failures, l) />
                 <Stat ctx=ctx id="max-mb" label=Text::LargestMicroBatchThatFits value=|_, r, l| if r.max_micro_batch == 0 { tr(l, Text::NoMicroBatchFits).to_string() } else { r.max_micro_batch.to_string() } />
                 <Stat ctx=ctx id="max-seq" label=Text::LongestSequenceThatFits value=|_, r, l| if r.max_sequence == 0 { tr(l, Text::NoSequenceFits).to_string() } else { num(r.max_sequence as f64, 0, l) } />
             </dl>
@@ -311,5 +312,23 @@ pub fn price_basis(cost: &planner::model::cost::Cost, l: Lang) -> String {
         "listed" => planner::text::fill(l, Text::PriceBasisListed, &[("as_of", &as_of)]),
         "derived" => tr(l, Text::PriceBasisDerived).to_string(),
         _ => tr(l, Text::PriceBasisUser).to_string(),
+    }
+}
+
+/// Interruptions in the time to train: how many, how often, what they cost
+/// (#58), or that the job would not finish.
+fn failures_line(f: &planner::model::failures::Failures, l: Lang) -> String {
+    match (f.expected_interruptions, f.mtbf_hours, f.lost_hours) {
+        _ if f.never_finishes => tr(l, Text::InterruptionsNever).to_string(),
+        (Some(n), Some(mtbf), Some(lost)) => format!(
+            "≈{} {} {}, +{} ({} {})",
+            num(n, if n < 10.0 { 1 } else { 0 }, l),
+            tr(l, Text::InterruptionsExpected),
+            hours(mtbf, l),
+            hours(lost, l),
+            percent(f.wall_share, l),
+            tr(l, Text::OfWallTime)
+        ),
+        _ => "—".into(),
     }
 }

@@ -21,6 +21,8 @@ const NO_FIGURE: &[&str] = &[
     "save",
     "async_save",
     "save_bw",
+    "fail_rate",
+    "restart_min",
     "headroom",
     // The memory allowances: the labels vouch for the allocated peak, which
     // the checks measure; the verdict adds these apart (#55).

@@ -485,8 +485,10 @@ fn full_recompute_raises_hfu_by_a_third() {
 /// Cost: price x instances x hours; spot at the stated discount.
 #[test]
 fn cost_is_price_times_instance_hours() {
-    let r =
-        evaluate(&Plan::from_query("instance=ml.p4d.24xlarge&nodes=2&price=40&save_every=0").plan);
+    let r = evaluate(
+        &Plan::from_query("instance=ml.p4d.24xlarge&nodes=2&price=40&save_every=0&fail_rate=0")
+            .plan,
+    );
     let hours = r.time.total_hours;
     assert!((r.cost.total_usd.unwrap() - 40.0 * 2.0 * hours).abs() < 1e-6);
     assert!(

@@ -84,7 +84,7 @@ pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
         let mem = r.memory().with_pool(pool);
         let usable = r.gpu.usable_bytes();
         let tp = r.throughput(&r.efficiency());
-        let (time, _, cost) = cost::estimate(&r, &tp);
+        let (time, _, _, cost) = cost::estimate(&r, &tp);
         out.push(InstanceOption {
             instance: inst.instance_type.to_string(),
             gpu: inst.gpu.to_string(),

@@ -146,7 +146,7 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
         .saturating_mul(r.layout.dp);
     let gen = r.gpu.generation;
     let tp = r.throughput(&r.efficiency());
-    let (time, checkpoint, cost) = cost::estimate(r, &tp);
+    let (time, checkpoint, failures, cost) = cost::estimate(r, &tp);
     let rollout = rollout_figures(r, fabric, &tp, global_batch_sequences);
     let mut figures = Figures {
         model_name: r.model_name.clone(),
@@ -185,6 +185,7 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
         throughput: tp,
         time,
         checkpoint,
+        failures,
         cost,
         layers_per_pipeline_rank: r.layout.stages.per_rank(r.layout.pp),
         engine: plan.engine(),

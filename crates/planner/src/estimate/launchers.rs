@@ -4,12 +4,12 @@
 //! refuses) and, for Megatron, by the launcher's settings file (its
 //! `unsupported` field, which the launcher itself refuses to start on).
 
+use crate::model::architecture::rope::RopeKind;
 use crate::model::architecture::{Architecture, QkNorm};
 use crate::model::job::Job;
 use crate::model::plan::{
     Checkpointing, Engine, Optimizer, Plan, Precision, Stack, Training, TrainingStage,
 };
-use crate::model::rope::RopeKind;
 use crate::text::{Arg, Message, Text};
 
 /// What the launch bundle does not run of a job, each a note on its export

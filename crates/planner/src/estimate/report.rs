@@ -208,6 +208,9 @@ pub struct Figures {
     pub throughput_accuracy: Accuracy,
     pub time: Time,
     pub checkpoint: CheckpointCost,
+    /// Interruptions in the time to train, and the save interval that
+    /// keeps them cheapest (#58).
+    pub failures: crate::model::failures::Failures,
     pub cost: Cost,
     /// Decoder layers on each pipeline rank, first to last.
     pub layers_per_pipeline_rank: Vec<u64>,

@@ -48,6 +48,7 @@ const RULES: &[Rule] = &[
     sequence_beyond_context,
     micro_batch_one_low_utilisation,
     checkpoint_overhead,
+    interruptions,
     crosses_nvlink_domain,
     stack_not_bundled,
     price_unknown,
@@ -315,6 +316,42 @@ fn checkpoint_overhead(c: &Context) -> Option<Message> {
         ("fix", Arg::Text(fix_text)),
     ];
     Some(c.warn(key, Text::CheckpointOverhead, args).fix(key, value))
+}
+
+/// Interruptions that cost over 1% of the wall time where another save
+/// interval (Young's) costs clearly less, or that never let the job finish
+/// (#58); the fix is that interval.
+fn interruptions(c: &Context) -> Option<Message> {
+    let (plan, f) = (c.plan(), &c.figures.failures);
+    let best = f.best_save_every?;
+    let now = plan.saving.save_every;
+    let total = c.figures.time.total_hours;
+    let best_hours = f.best_total_hours?;
+    let clearly_better = best_hours < 0.99 * total && (now == 0 || best.abs_diff(now) * 4 > now);
+    if !f.never_finishes && (f.wall_share <= 0.01 || !clearly_better) {
+        return None;
+    }
+    let count = Arg::Number(f.expected_interruptions.unwrap_or(0.0), 0);
+    let mtbf = Arg::Number(f.mtbf_hours.unwrap_or(0.0), 1);
+    let percent = Arg::Number(f.wall_share * 100.0, 1);
+    let best_arg = Arg::Number(best as f64, 0);
+    let hours = Arg::Number(best_hours, 0);
+    let args: [(&'static str, Arg); 5] = [
+        ("count", Arg::from(&count)),
+        ("mtbf", Arg::from(&mtbf)),
+        ("percent", Arg::from(&percent)),
+        ("best", Arg::from(&best_arg)),
+        ("hours", Arg::from(&hours)),
+    ];
+    let text = if f.never_finishes {
+        Text::InterruptionsNeverFinish
+    } else {
+        Text::InterruptionsCost
+    };
+    Some(
+        c.warn("save_every", text, args)
+            .fix("save_every", best.to_string()),
+    )
 }
 
 /// TP, CP or EP traffic leaving the NVLink domain runs on the network, an

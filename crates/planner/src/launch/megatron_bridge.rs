@@ -13,9 +13,9 @@
 
 use crate::estimate::report::Report;
 use crate::formats::json_writer::Value;
+use crate::model::architecture::rope::{Rope, RopeKind};
 use crate::model::architecture::{Adapted, Architecture, Mlp, QkNorm};
 use crate::model::plan::{Attention, Checkpointing, Loss, Optimizer, Plan, Precision};
-use crate::model::rope::{Rope, RopeKind};
 
 /// An object's members, in the order they are built (written sorted).
 type Members = Vec<(&'static str, Value)>;

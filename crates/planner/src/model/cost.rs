@@ -1,6 +1,8 @@
-//! Time to train, GPU-hours, USD, and the cost of saving checkpoints.
+//! Time to train, GPU-hours, USD, the cost of saving checkpoints, and the
+//! interruptions a job of its size expects (`failures`).
 
 use crate::model::architecture::ParameterCounts;
+use crate::model::failures::{failures, Failures, Reliability, Saves};
 use crate::model::hardware::Instance;
 use crate::model::job::Job;
 use crate::model::plan::{Plan, Precision, SaveKind, Training};
@@ -34,6 +36,9 @@ pub struct Time {
     pub steps: u64,
     pub training_hours: f64,
     pub checkpoint_hours: f64,
+    /// Hours interruptions add: restarts, reloads and lost work (#58).
+    pub failure_hours: f64,
+    /// Training, saves and interruptions; the job's whole wall time.
     pub total_hours: f64,
     pub gpu_hours: f64,
 }
@@ -91,13 +96,13 @@ pub fn checkpoint_bytes(plan: &Plan, counts: &ParameterCounts, adapter_params: f
 /// The training GPUs stage an asynchronous save; the GPU-hours count every
 /// GPU paid for, a GRPO plan's vLLM server's too (the report, the instance
 /// comparison and the search read the same time, #34).
-pub fn estimate(job: &Job, tp: &Throughput) -> (Time, Checkpointing, Cost) {
+pub fn estimate(job: &Job, tp: &Throughput) -> (Time, Checkpointing, Failures, Cost) {
     let plan = job.plan;
     let adapters = plan.lora_params(&job.arch);
-    let (mut time, ckpt) = time(plan, &job.counts, adapters, tp, job.layout.gpus);
+    let (mut time, ckpt, failures) = time(plan, &job.counts, adapters, tp, job.layout.gpus);
     time.gpu_hours = time.total_hours * paid_gpus(job) as f64;
     let cost = price(plan, &job.instance, tp, time.total_hours);
-    (time, ckpt, cost)
+    (time, ckpt, failures, cost)
 }
 
 /// The GPUs the job pays for: training's, and a GRPO plan's vLLM server's.
@@ -106,15 +111,16 @@ fn paid_gpus(job: &Job) -> u64 {
     job.layout.gpus + crate::model::rollout::server_gpus(p, gpn, p.hardware.nodes).unwrap_or(0)
 }
 
-/// The job's wall-clock time: its steps and the checkpoints it saves (the
-/// search ranks on this alone, for every plan it times).
+/// The job's wall-clock time: its steps, the checkpoints it saves and the
+/// interruptions its GPUs expect (the search ranks on this alone, for every
+/// plan it times, so at scale a plan that saves faster can win).
 pub fn time(
     plan: &Plan,
     counts: &ParameterCounts,
     adapter_params: f64,
     tp: &Throughput,
     gpus: u64,
-) -> (Time, Checkpointing) {
+) -> (Time, Checkpointing, Failures) {
     let steps = (plan.data.tokens / tp.tokens_per_step.max(1) as f64)
         .ceil()
         .max(1.0) as u64;
@@ -139,11 +145,29 @@ pub fn time(
         }
     };
     let checkpoint_seconds = saves as f64 * blocking;
-    let total_hours = (training_seconds + checkpoint_seconds) / 3600.0;
+    let failures = failures(
+        &Saves {
+            step_seconds: tp.step_seconds,
+            steps,
+            every: plan.saving.save_every,
+            blocking_seconds: blocking,
+            reload_seconds: seconds_per_save,
+        },
+        &Reliability {
+            rate_per_million_gpu_hours: plan.saving.fail_rate,
+            gpus,
+            restart_seconds: plan.saving.restart_minutes * 60.0,
+        },
+    );
+    // A job that never finishes keeps its time without interruptions; the
+    // report's failures say why it cannot be trusted.
+    let failure_hours = failures.lost_hours.unwrap_or(0.0);
+    let total_hours = (training_seconds + checkpoint_seconds) / 3600.0 + failure_hours;
     let time = Time {
         steps,
         training_hours: training_seconds / 3600.0,
         checkpoint_hours: checkpoint_seconds / 3600.0,
+        failure_hours,
         total_hours,
         gpu_hours: total_hours * gpus as f64,
     };
@@ -155,7 +179,7 @@ pub fn time(
         wall_share: share(blocking),
         wall_share_sync: share(seconds_per_save),
     };
-    (time, ckpt)
+    (time, ckpt, failures)
 }
 
 /// What `total_hours` costs on `nodes` instances, and where the price comes from.

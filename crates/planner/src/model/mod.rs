@@ -5,6 +5,7 @@
 pub mod architecture;
 pub mod cost;
 pub mod fabric;
+pub mod failures;
 pub mod fit;
 pub mod hardware;
 pub mod host;
@@ -15,6 +16,5 @@ pub mod memory;
 pub mod plan;
 pub mod resolve;
 pub mod rollout;
-pub mod rope;
 pub mod rules;
 pub mod throughput;

@@ -31,7 +31,7 @@ pub fn resolve_architecture(plan: &Plan) -> (Architecture, Phrase) {
                 // A custom shape's RoPE is Transformers' Llama default, as
                 // a quick size's: not the default preset's own scaling.
                 let arch = Architecture {
-                    rope: crate::model::rope::Rope::default(),
+                    rope: crate::model::architecture::rope::Rope::default(),
                     ..p.arch.clone()
                 };
                 (arch, Phrase::new(Text::CustomModel))

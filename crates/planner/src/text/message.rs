@@ -271,6 +271,8 @@ impl Text {
         Some(match self {
             Text::BlackwellOnly => "blackwell_only",
             Text::CheckpointOverhead => "checkpoint_overhead",
+            Text::InterruptionsCost => "interruptions_cost",
+            Text::InterruptionsNeverFinish => "interruptions_never_finish",
             Text::CountsSaturated => "counts_saturated",
             Text::CpDoesNotDivideSeq => "cp_does_not_divide_seq",
             Text::CrossesNvlinkDomain => "crosses_nvlink_domain",

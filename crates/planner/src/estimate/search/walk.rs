@@ -413,7 +413,7 @@ impl Search {
         let tp = throughput::throughput_reusing(
             &self.arch, counts, w, layout, &i.gpu, &i.fabric, &i.eff, forward,
         );
-        let (time, _) = crate::model::cost::time(w, counts, self.adapters, &tp, layout.gpus);
+        let (time, _, _) = crate::model::cost::time(w, counts, self.adapters, &tp, layout.gpus);
         let hours = time.total_hours;
         let nodes = self.space.nodes[o[1]] as f64;
         Found {

@@ -2,7 +2,7 @@
 
 use super::presets::preset;
 use super::types::*;
-use crate::model::rope::Rope;
+use crate::model::architecture::rope::Rope;
 use crate::text::{Phrase, Text};
 
 impl Architecture {

@@ -3,7 +3,7 @@
 
 use super::types::*;
 use crate::formats::json::Json;
-use crate::model::rope::Rope;
+use crate::model::architecture::rope::Rope;
 use crate::text::{Arg, Phrase, Text};
 
 /// Why a pasted `config.json` could not be read.

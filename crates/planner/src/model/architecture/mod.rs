@@ -9,6 +9,7 @@
 mod counts;
 mod hf_config;
 mod presets;
+pub mod rope;
 mod types;
 
 pub use hf_config::*;

@@ -2,7 +2,7 @@
 //! presets, config.json and the URL give it.
 
 use crate::formats::json::{named, opt, req, FromJson, Json};
-use crate::model::rope::Rope;
+use crate::model::architecture::rope::Rope;
 use serde::Serialize;
 
 /// Feed-forward block shape.

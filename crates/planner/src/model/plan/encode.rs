@@ -188,6 +188,8 @@ impl Plan {
         out.push(("save", self.saving.save.key().into()));
         out.push(("async_save", flag(self.saving.async_save).into()));
         out.push(("save_bw", fmt_num(self.saving.save_bw)));
+        out.push(("fail_rate", fmt_num(self.saving.fail_rate)));
+        out.push(("restart_min", fmt_num(self.saving.restart_minutes)));
         out.push(("headroom", fmt_num(self.allowances.headroom)));
         if let Some(gib) = self.allowances.workspace_gib {
             out.push(("ws_gib", fmt_num(gib)));

@@ -284,6 +284,12 @@ pub struct Saving {
     pub async_save: bool,
     /// Checkpoint destination write bandwidth per node, GB/s.
     pub save_bw: f64,
+    /// Unexpected interruptions per million GPU-hours (`fail_rate`; default
+    /// the published Llama 3 405B run's, `failures::published_rate_...`).
+    pub fail_rate: f64,
+    /// Minutes from an interruption to training again, before reloading
+    /// the last save (`restart_min`): an assumption to edit, not measured.
+    pub restart_minutes: f64,
 }
 
 impl Default for Saving {
@@ -293,6 +299,8 @@ impl Default for Saving {
             save: SaveKind::Full,
             async_save: false,
             save_bw: 1.0,
+            fail_rate: crate::model::failures::published_rate_per_million_gpu_hours(),
+            restart_minutes: 10.0,
         }
     }
 }
