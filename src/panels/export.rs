@@ -184,6 +184,7 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
                 <NumberField ctx=ctx key="job" label=Text::BaseJobName step="text" get=|p| p.launch.job.clone() />
                 <NumberField ctx=ctx key="entry" label=Text::EntryScript step="text" get=|p| p.launch_entry().to_string() />
                 <NumberField ctx=ctx key="hf_model" label=Text::HuggingFaceModelId step="text" get=|p| p.launch.hf_model.clone() />
+                <NumberField ctx=ctx key="training_plan" label=Text::TrainingPlanArn step="text" get=|p| p.launch.training_plan.clone() />
             </div>
             <div class="export-bar">
                 <div class="formats" role="group" aria-label=move || t(Text::CodeFormat)>

@@ -127,6 +127,36 @@ MEGATRON = [
 ]
 NEMO_IMAGE = "111111111111.dkr.ecr.us-east-1.amazonaws.com/nemo:test"
 
+# Capacity bought as a training plan (#58): the GB200 UltraServer plan of the
+# issue (32 instances on two u-p6e-gb200x72: 18 + 14, as its NVLink domains
+# were planned), the same without an ARN (None, to be filled in), and a
+# P6-B200 plan on a plan's capacity (no placement: not an UltraServer).
+ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/gb200-405b"
+CAPACITY = [
+    (
+        "model=llama-3.1-405b&stack=megatron&instance=ml.p6e-gb200.36xlarge&nodes=32"
+        "&ultraserver=72&training_plan=" + ARN,
+        ARN,
+        [18, 14],
+    ),
+    (
+        "model=llama-3.1-405b&stack=megatron&instance=ml.p6e-gb200.36xlarge&nodes=32&ultraserver=36",
+        None,
+        [9, 9, 9, 5],
+    ),
+    ("model=llama-3.1-8b&instance=ml.p6-b200.48xlarge&nodes=4&training_plan=" + ARN, ARN, None),
+]
+
+
+def accepted_resource_config(config):
+    """CreateTrainingJob's ResourceConfig as botocore's pinned service model validates it."""
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    report = ParamValidator().validate(config, model.shape_for("ResourceConfig"))
+    assert not report.has_errors(), report.generate_report()
+
 
 def planned_steps(q):
     r = subprocess.run([PLAN, "report", q], capture_output=True, text=True, check=True)
@@ -356,6 +386,29 @@ def v2_mode():
                 ]
 
             res.check(f"grpo server {fmt} {q}", server)
+    for q, arn, servers in CAPACITY:
+        for fmt in ("pytorch", "huggingface"):
+
+            def capacity(q=q, fmt=fmt, arn=arn, servers=servers):
+                from sagemaker.job import _Job
+
+                est = run_snippet(export(q, fmt), work)["estimator"]
+                assert est.training_plan == arn, est.training_plan
+                placement = est.instance_placement_config
+                if servers is None:
+                    assert placement is None, placement
+                else:
+                    specs = placement["PlacementSpecifications"]
+                    assert [s["InstanceCount"] for s in specs] == servers, placement
+                    assert sum(servers) == est.instance_count
+                config = _Job._prepare_resource_config(
+                    est.instance_count, est.instance_type, None, est.volume_size, None, None,
+                    est.training_plan, est.instance_placement_config,
+                )  # fmt: skip
+                assert config.get("TrainingPlanArn") == arn, config
+                accepted_resource_config(config)
+
+            res.check(f"capacity {fmt} {q}", capacity)
     return res.close()
 
 
@@ -418,6 +471,23 @@ def v3_mode():
             assert t.hyperparameters["vllm_server_gpus"] == int(p["gen_gpus"]), t.hyperparameters
 
         res.check(f"grpo server modeltrainer {q}", server)
+    for q, arn, servers in CAPACITY:
+
+        def capacity(q=q, arn=arn, servers=servers):
+            from sagemaker.core.utils.utils import serialize
+
+            t = run_snippet(export(q, "modeltrainer"), work)["trainer"]
+            config = serialize(t.compute._to_resource_config())
+            assert config.get("TrainingPlanArn") == arn, config
+            placement = config.get("InstancePlacementConfig")
+            if servers is None:
+                assert placement is None, placement
+            else:
+                specs = placement["PlacementSpecifications"]
+                assert [s["InstanceCount"] for s in specs] == servers, placement
+            accepted_resource_config(config)
+
+        res.check(f"capacity modeltrainer {q}", capacity)
     return res.close()
 
 

@@ -33,6 +33,7 @@ const NO_FIGURE: &[&str] = &[
     "job",
     "entry",
     "hf_model",
+    "training_plan",
     "lock",
     "budget",
     "deadline",
@@ -76,6 +77,9 @@ fn perturbations(key: &str, current: Option<&str>) -> Vec<String> {
         "job" => vec!["job-1".into()],
         "entry" => vec!["torchtitan/train.py".into()],
         "hf_model" => vec!["meta-llama/Llama-3.1-8B".into()],
+        "training_plan" => {
+            vec!["arn:aws:sagemaker:us-east-1:123456789012:training-plan/gb200-405b".into()]
+        }
         "vs" => vec!["tp=2".into()],
         _ => Vec::new(),
     };

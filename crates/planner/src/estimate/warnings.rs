@@ -51,6 +51,7 @@ const RULES: &[Rule] = &[
     interruptions,
     crosses_nvlink_domain,
     stack_not_bundled,
+    training_plan,
     price_unknown,
     price_derived,
     price_dated,
@@ -388,6 +389,40 @@ fn stack_not_bundled(c: &Context) -> Option<Message> {
     Some(
         c.warn("entry", Text::StackNotBundled, args)
             .fix("entry", entry),
+    )
+}
+
+/// Capacity bought as a training plan (#58): an instance sold only that way
+/// needs the plan's ARN in the launch code; plans come in 1 to 64 instances
+/// by powers of two; a job spans at most 10 UltraServers.
+fn training_plan(c: &Context) -> Option<Message> {
+    use crate::model::hardware::{ultraservers, MAX_ULTRASERVERS, TRAINING_PLAN_COUNTS};
+    let (plan, i) = (c.plan(), &c.r.instance);
+    let nodes = plan.hardware.nodes;
+    if plan.hardware.instance.is_custom() {
+        return None;
+    }
+    let servers = ultraservers(i, plan.hardware.ultraserver, nodes);
+    if let Some(s) = servers.as_ref().filter(|s| s.len() > MAX_ULTRASERVERS) {
+        let max = Arg::from(s[0] * MAX_ULTRASERVERS as u64);
+        let args: [(&'static str, Arg); 2] = [("max", max), ("count", Arg::from(nodes))];
+        return Some(c.warn("nodes", Text::UltraServerPlacementLimit, args));
+    }
+    if plan.launch.training_plan.is_empty() {
+        if !i.sold_by_plan_only && servers.is_none() {
+            return None;
+        }
+        let args: [(&'static str, Arg); 1] = [("instance", Arg::from(&c.figures.instance))];
+        return Some(c.warn("training_plan", Text::NeedsTrainingPlan, args));
+    }
+    if servers.is_some() || TRAINING_PLAN_COUNTS.contains(&nodes) {
+        return None;
+    }
+    let up = *TRAINING_PLAN_COUNTS.iter().find(|&&n| n >= nodes)?;
+    let args: [(&'static str, Arg); 2] = [("nodes", Arg::from(nodes)), ("up", Arg::from(up))];
+    Some(
+        c.warn("nodes", Text::TrainingPlanCount, args)
+            .fix("nodes", up.to_string()),
     )
 }
 

@@ -225,6 +225,29 @@ pub fn is_ultraserver(instance_type: &str) -> bool {
     instance_type.as_bytes().windows(5).any(|w| w == b"gb200")
 }
 
+/// The instances a job places on each UltraServer it spans, filled in
+/// order as `Fabric::of` fills its NVLink domains of `ultraserver_gpus`
+/// GPUs; `None` off UltraServers.
+pub fn ultraservers(instance: &Instance, ultraserver_gpus: u64, nodes: u64) -> Option<Vec<u64>> {
+    if !is_ultraserver(instance.instance_type) {
+        return None;
+    }
+    let per = (ultraserver_gpus / instance.gpu_count.max(1)).max(1);
+    Some(
+        (0..nodes.div_ceil(per))
+            .map(|k| per.min(nodes - k * per))
+            .collect(),
+    )
+}
+
+/// The most UltraServers one training job is placed on (botocore's
+/// CreateTrainingJob model: `PlacementSpecifications`, at most 10).
+pub const MAX_ULTRASERVERS: usize = 10;
+
+/// The instance counts a SageMaker training plan offers
+/// (shared/data/sagemaker_at_scale.md, from the training-plan docs).
+pub const TRAINING_PLAN_COUNTS: [u64; 7] = [1, 2, 4, 8, 16, 32, 64];
+
 /// 2^30 bytes.
 pub const GIB: u64 = 1 << 30;
 

@@ -322,6 +322,9 @@ impl Text {
             Text::PpDoesNotDivideLayers => "pp_does_not_divide_layers",
             Text::PpExceedsLayers => "pp_exceeds_layers",
             Text::PpSplitInvalid => "pp_split_invalid",
+            Text::NeedsTrainingPlan => "needs_training_plan",
+            Text::TrainingPlanCount => "training_plan_count",
+            Text::UltraServerPlacementLimit => "ultra_server_placement_limit",
             Text::PriceDated => "price_dated",
             Text::PriceDerived => "price_derived",
             Text::PriceTrainingPlansOnly | Text::PriceUltraServerOnly | Text::PriceUnknown => {

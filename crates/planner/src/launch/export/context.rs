@@ -27,6 +27,11 @@ pub(super) struct Ctx<'a> {
     /// GPUs of GRPO's vLLM server: grpo.py then starts it and torchrun
     /// itself, one process per instance (no SageMaker distribution).
     pub(super) server_gpus: u64,
+    /// The job runs on a training plan's capacity: the user gave its ARN,
+    /// or the instance is sold no other way (#58).
+    pub(super) training_plan: bool,
+    /// Instances on each GB200 UltraServer, as the fabric placed them.
+    pub(super) ultraservers: Option<Vec<u64>>,
 }
 
 impl Ctx<'_> {
@@ -38,8 +43,13 @@ impl Ctx<'_> {
 }
 
 pub(super) fn ctx<'a>(plan: &'a Plan, report: &'a Report) -> Ctx<'a> {
-    let gpu = crate::model::hardware::instance(plan.hardware.instance.key())
-        .and_then(|i| crate::model::hardware::gpu(i.gpu));
+    let instance = crate::model::hardware::instance(plan.hardware.instance.key());
+    let gpu = instance.and_then(|i| crate::model::hardware::gpu(i.gpu));
+    let h = &plan.hardware;
+    let ultraservers =
+        instance.and_then(|i| crate::model::hardware::ultraservers(i, h.ultraserver, h.nodes));
+    let training_plan = !plan.launch.training_plan.is_empty()
+        || instance.is_some_and(|i| i.sold_by_plan_only || ultraservers.is_some());
     let blackwell = report.throughput.generation == Generation::Blackwell;
     // train.py runs tensor parallelism itself (DTensor, #37): SMP v2 only for
     // hybrid sharding and activation offloading.
@@ -61,6 +71,8 @@ pub(super) fn ctx<'a>(plan: &'a Plan, report: &'a Report) -> Ctx<'a> {
         smp,
         gpus_per_node,
         server_gpus: server,
+        training_plan,
+        ultraservers,
     }
 }
 
@@ -309,6 +321,68 @@ pub(super) fn preamble(c: &Ctx<'_>, session: &str) -> String {
         let _ = writeln!(s, "s3_prefix = {}", py_str(&p.launch.s3));
     }
     s
+}
+
+/// The capacity the job runs on (#58), as Python lines: the training
+/// plan's ARN (`None` with a note where the instance is sold only through
+/// plans and none is given), and on a GB200 UltraServer the placement the
+/// plan's NVLink domains assumed, instances per UltraServer in order.
+/// Empty for on-demand capacity.
+pub(super) fn capacity(c: &Ctx<'_>, v3: bool) -> String {
+    let p = c.plan;
+    let mut s = String::new();
+    if c.training_plan {
+        match p.launch.training_plan.as_str() {
+            "" => {
+                let kind = p.hardware.instance.key();
+                let _ = writeln!(s, "training_plan = None  # {kind} runs only on a SageMaker training plan: its ARN here");
+            }
+            arn => {
+                let _ = writeln!(
+                    s,
+                    "training_plan = {}  # the capacity booked for this job",
+                    py_str(arn)
+                );
+            }
+        }
+    }
+    let Some(servers) = &c.ultraservers else {
+        return s;
+    };
+    let _ = writeln!(
+        s,
+        "# {} instances on {} UltraServers of {} GPUs (one NVLink domain each), filled in order as planned",
+        p.hardware.nodes,
+        servers.len(),
+        p.hardware.ultraserver
+    );
+    let specs: Vec<String> = servers
+        .iter()
+        .map(|n| match v3 {
+            // sagemaker-train 3.x re-validates Compute when it builds the
+            // request: an unset ultra_server_id fails that (tests/sdk/check.py).
+            true => format!("PlacementSpecification(instance_count={n}, ultra_server_id=None)"),
+            false => format!("{{\"InstanceCount\": {n}}}"),
+        })
+        .collect();
+    let _ = match v3 {
+        true => writeln!(s, "instance_placement_config = InstancePlacementConfig(enable_multiple_jobs=False, placement_specifications=[{}])", specs.join(", ")),
+        false => writeln!(s, "instance_placement_config = {{\"EnableMultipleJobs\": False, \"PlacementSpecifications\": [{}]}}", specs.join(", ")),
+    };
+    s
+}
+
+/// The estimator's or `Compute`'s capacity arguments, named `plan_key` and
+/// `placement_key` in the SDK's spelling.
+pub(super) fn capacity_arguments(c: &Ctx<'_>, plan_key: &str, placement_key: &str) -> Vec<String> {
+    let mut args = Vec::new();
+    if c.training_plan {
+        args.push(format!("{plan_key}=training_plan"));
+    }
+    if c.ultraservers.is_some() {
+        args.push(format!("{placement_key}=instance_placement_config"));
+    }
+    args
 }
 
 pub(super) fn job_name(p: &Plan) -> String {

@@ -23,6 +23,9 @@ pub(super) fn estimator(
         py_str(p.hardware.instance.key())
     );
     let _ = writeln!(s, "    instance_count={},", p.hardware.nodes);
+    for a in capacity_arguments(c, "training_plan", "instance_placement_config") {
+        let _ = writeln!(s, "    {a},");
+    }
     for (k, v) in versions {
         let _ = writeln!(s, "    {k}={v},");
     }
@@ -92,6 +95,7 @@ pub(super) fn pytorch(c: &Ctx<'_>) -> String {
         s.push('\n');
     }
     s.push_str(&preamble(c, "sagemaker.Session()"));
+    s.push_str(&capacity(c, false));
     s.push('\n');
     s.push_str(&hyperparameters(c));
     s.push('\n');
@@ -147,6 +151,7 @@ pub(super) fn huggingface(c: &Ctx<'_>) -> String {
     }
     s.push_str("import sys\n\nimport sagemaker\nfrom sagemaker.huggingface import HuggingFace\n\n");
     s.push_str(&preamble(c, "sagemaker.Session()"));
+    s.push_str(&capacity(c, false));
     s.push('\n');
     s.push_str(&hyperparameters(c));
     s.push('\n');

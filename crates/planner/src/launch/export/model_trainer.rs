@@ -63,6 +63,11 @@ pub(super) fn modeltrainer(c: &Ctx<'_>) -> String {
     s.push_str("from sagemaker.core.helper.session_helper import Session, get_execution_role\n");
     s.push_str("from sagemaker.train import ModelTrainer\n");
     s.push_str("from sagemaker.core.training.configs import CheckpointConfig, Compute, OutputDataConfig, SourceCode, StoppingCondition\n");
+    if c.ultraservers.is_some() {
+        s.push_str(
+            "from sagemaker.core.shapes import InstancePlacementConfig, PlacementSpecification\n",
+        );
+    }
     s.push_str(if c.smp {
         "from sagemaker.train.distributed import SMP, Torchrun\n\n"
     } else {
@@ -71,6 +76,7 @@ pub(super) fn modeltrainer(c: &Ctx<'_>) -> String {
     s.push_str(
         &preamble(c, "Session()").replace("sagemaker.get_execution_role()", "get_execution_role()"),
     );
+    s.push_str(&capacity(c, true));
     s.push('\n');
     s.push_str(&hyperparameters(c));
     s.push('\n');
@@ -101,9 +107,13 @@ pub(super) fn modeltrainer(c: &Ctx<'_>) -> String {
         "    source_code=SourceCode(source_dir=\"scripts\", entry_script={}),",
         entry(p)
     );
+    let capacity: String = capacity_arguments(c, "training_plan_arn", "instance_placement_config")
+        .iter()
+        .map(|a| format!(", {a}"))
+        .collect();
     let _ = writeln!(
         s,
-        "    compute=Compute(instance_type={}, instance_count={}, enable_managed_spot_training={}),",
+        "    compute=Compute(instance_type={}, instance_count={}, enable_managed_spot_training={}{capacity}),",
         py_str(p.hardware.instance.key()),
         p.hardware.nodes,
         py_bool(p.hardware.spot)

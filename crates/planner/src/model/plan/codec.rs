@@ -6,7 +6,9 @@ use super::choices::{
     Attention, LoraDtype, Loss, Optimizer, Precision, SaveKind, Stack, Training, TrainingStage,
 };
 use super::choices::{Checkpointing, InstanceId, RecomputeModules, SCHEMA_VERSION};
-use super::fields::{valid_entry, valid_hf_model, valid_job, valid_role, valid_s3};
+use super::fields::{
+    valid_entry, valid_hf_model, valid_job, valid_role, valid_s3, valid_training_plan,
+};
 use super::types::{Locks, LoraTargets, Plan};
 use crate::text::{Arg, Lang, Phrase, Text};
 use serde::Serialize;
@@ -201,6 +203,7 @@ pub const KEYS: &[&str] = &[
     "job",
     "entry",
     "hf_model",
+    "training_plan",
     "lock",
     "budget",
     "deadline",
@@ -494,6 +497,10 @@ impl Plan {
             "entry" => self.launch.entry = f.text(valid_entry(v), Text::ExpectedEntry)?,
             "hf_model" => {
                 self.launch.hf_model = f.text(valid_hf_model(v), Text::ExpectedHfModel)?
+            }
+            "training_plan" => {
+                let arn = valid_training_plan(v);
+                self.launch.training_plan = f.text(arn, Text::ExpectedTrainingPlan)?
             }
             _ => return Ok(false),
         }

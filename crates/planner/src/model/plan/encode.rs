@@ -203,6 +203,7 @@ impl Plan {
             ("job", &self.launch.job),
             ("entry", &self.launch.entry),
             ("hf_model", &self.launch.hf_model),
+            ("training_plan", &self.launch.training_plan),
         ] {
             if !v.is_empty() {
                 out.push((k, v.clone()));

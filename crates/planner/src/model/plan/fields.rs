@@ -62,6 +62,29 @@ pub fn valid_entry(s: &str) -> bool {
         && all_chars(s, |c| c.is_ascii_alphanumeric() || "_./-".contains(c))
 }
 
+/// A SageMaker training plan's ARN, as CreateTrainingJob's `TrainingPlanArn`
+/// pattern has it (botocore's service model: 50 to 2,048 characters,
+/// `arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:training-plan/.*`), its
+/// name limited to the characters plans are named with; empty for none.
+pub fn valid_training_plan(s: &str) -> bool {
+    let parts: Vec<&str> = s.splitn(6, ':').collect();
+    s.is_empty()
+        || (parts.len() == 6
+            && (50..=2048).contains(&s.len())
+            && parts[0] == "arn"
+            && parts[1].starts_with("aws")
+            && all_chars(parts[1], |c| c.is_ascii_lowercase() || c == '-')
+            && parts[2] == "sagemaker"
+            && all_chars(parts[3], |c| {
+                c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'
+            })
+            && parts[4].len() == 12
+            && all_chars(parts[4], |c| c.is_ascii_digit())
+            && parts[5].strip_prefix("training-plan/").is_some_and(|n| {
+                !n.is_empty() && all_chars(n, |c| c.is_ascii_alphanumeric() || c == '-')
+            }))
+}
+
 /// `org/name` (or `name`) as on the Hugging Face Hub.
 pub fn valid_hf_model(s: &str) -> bool {
     let part = |p: &str| {

@@ -536,6 +536,9 @@ pub struct Launch {
     pub entry: String,
     /// The Hugging Face model id the script loads.
     pub hf_model: String,
+    /// The ARN of the SageMaker training plan whose capacity runs the job
+    /// (empty: on-demand capacity).
+    pub training_plan: String,
 }
 
 impl Default for Launch {
@@ -546,6 +549,7 @@ impl Default for Launch {
             job: String::new(),
             entry: "train.py".into(),
             hf_model: String::new(),
+            training_plan: String::new(),
         }
     }
 }
