@@ -401,6 +401,19 @@ await test('the launch code is loaded when its panel comes into view, not with t
   assert(await workerFetched(), 'the code came from the worker');
 });
 
+await test('a GB200 UltraServer plan asks for its training plan, and the code books it and places 18 + 14 instances (#58)', async (page) => {
+  await open(page, base + '?lang=en&model=llama-3.1-405b&stack=megatron&instance=ml.p6e-gb200.36xlarge&nodes=32&ultraserver=72');
+  await page.waitForFunction(() => document.body.textContent.includes('runs only on capacity bought as a SageMaker training plan'));
+  await page.fill('#training_plan', 'arn:aws:sagemaker:us-east-1:123456789012:training-plan/gb200-405b');
+  await page.press('#training_plan', 'Tab');
+  await page.locator('#export-code').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('training-plan/gb200-405b'));
+  const code = await page.textContent('#export-code');
+  assert(code.includes('training_plan=training_plan,') && code.includes('[{"InstanceCount": 18}, {"InstanceCount": 14}]'), 'plan and placement in the code');
+  assert(page.url().includes('training_plan=arn'), 'the ARN travels in the link');
+  assert(!(await page.textContent('body')).includes('runs only on capacity bought'), 'the warning goes once the ARN is given');
+});
+
 await test('export: copy the ModelTrainer code and read it from the clipboard', async (page) => {
   await open(page, base + '?lang=en&instance=ml.p5.48xlarge&nodes=2&role=arn:aws:iam::123456789012:role/SM&s3=s3://my-bucket/runs');
   await page.click('#fmt-modeltrainer');
