@@ -412,6 +412,10 @@ await test('a GB200 UltraServer plan asks for its training plan, and the code bo
   assert(code.includes('training_plan=training_plan,') && code.includes('[{"InstanceCount": 18}, {"InstanceCount": 14}]'), 'plan and placement in the code');
   assert(page.url().includes('training_plan=arn'), 'the ARN travels in the link');
   assert(!(await page.textContent('body')).includes('runs only on capacity bought'), 'the warning goes once the ARN is given');
+  await page.click('#fmt-hyperpod');
+  await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('hyperpodrun'));
+  const yaml = await page.textContent('#export-code');
+  assert(yaml.includes('preferred_topology: topology.k8s.aws/ultraserver-id') && !yaml.includes('efa:'), 'HyperPod: packed by UltraServer, no EFA request on GB200');
 });
 
 await test('export: copy the ModelTrainer code and read it from the clipboard', async (page) => {

@@ -115,6 +115,7 @@ fn format_label(f: Format) -> &'static str {
         Format::Huggingface => "HuggingFace (SDK v2)",
         Format::ModelTrainer => "ModelTrainer (SDK v3)",
         Format::TrainingArgs => "TrainingArguments",
+        Format::Hyperpod => "HyperPod (hyp CLI)",
     }
 }
 
@@ -153,7 +154,7 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
     let download_zip = move |_| {
         let plan = ctx.plan.get_untracked();
         let launcher = match format.get_untracked() {
-            Format::TrainingArgs => Format::Pytorch,
+            Format::TrainingArgs | Format::Hyperpod => Format::Pytorch,
             f => f,
         };
         leptos::task::spawn_local(async move {

@@ -4,6 +4,7 @@
   check.py syntax   every format for every plan (and hostile strings): ast.parse + py_compile
   check.py v2       run the PyTorch and HuggingFace snippets with sagemaker 2.x
   check.py v3       run the ModelTrainer snippets with sagemaker 3.x
+  check.py hyperpod validate and render the HyperPod config.yaml with sagemaker-hyperpod
 
 Snippets run with a stub session and no AWS credentials, up to the
 construction of the estimator or trainer (their `fit`/`train` sits under
@@ -491,6 +492,119 @@ def v3_mode():
     return res.close()
 
 
+# HyperPod (#58): the issue's plans. 8B FSDP on 4 P6-B200 nodes; the 405B
+# GB200 plan on two x72 UltraServers (preferred topology) and on one
+# (required); a GRPO plan whose grpo.py starts its vLLM server itself.
+HYPERPOD = [
+    "model=llama-3.1-8b&instance=ml.p6-b200.48xlarge&nodes=4&zero=3",
+    "model=llama-3.1-405b&stack=megatron&instance=ml.p6e-gb200.36xlarge&nodes=32&ultraserver=72",
+    "model=llama-3.1-405b&stack=megatron&instance=ml.p6e-gb200.36xlarge&nodes=18&ultraserver=72",
+    GRPO_SERVER[0],
+]
+
+
+def hyperpod_body(yaml_text, workdir):
+    """config.yaml as `hyp create` reads it, and the job body `create()` would submit."""
+    import pathlib
+
+    from hyperpod_pytorch_job_template.registry import SCHEMA_REGISTRY
+    from sagemaker.hyperpod.cli.init_utils import load_config_and_validate
+    from sagemaker.hyperpod.training.hyperpod_pytorch_job import (
+        HyperPodPytorchJob,
+        _HyperPodPytorchJob,
+    )
+
+    path = pathlib.Path(workdir)
+    (path / "config.yaml").write_text(yaml_text)
+    data, template, version = load_config_and_validate(path)
+    assert (template, version) == ("hyp-pytorch-job", "1.1"), (template, version)
+    fields = {k: v for k, v in data.items() if k not in ("template", "version")}
+    job = SCHEMA_REGISTRY[version](**fields).to_domain()
+    spec = _HyperPodPytorchJob(**job.model_dump(by_alias=True, exclude_none=True))
+    spec = HyperPodPytorchJob.allocate_quotas_if_applicable(spec)
+    return fields, spec.model_dump(exclude_none=True)
+
+
+def hyperpod_mode():
+    import json
+
+    from sagemaker.hyperpod.training.constants import INSTANCE_RESOURCES
+
+    res = Results("hyperpod")
+    work = tempfile.mkdtemp()
+    for q in HYPERPOD:
+        p = query_of(q)
+
+        def one(q=q, p=p):
+            fields, body = hyperpod_body(export(q, "hyperpod"), work)
+            replica = body["replicaSpecs"][0]
+            nodes = int(p.get("nodes", 1))
+            assert replica["replicas"] == nodes, replica["replicas"]
+            pod = replica["template"]
+            container = pod["spec"]["containers"][0]
+            gpus = GPUS_PER_NODE.get(p["instance"], 8 if "gb200" not in p["instance"] else 4)
+            server = "gen_gpus" in p
+            if server:
+                assert container["command"][0] == "python3", container["command"]
+            else:
+                assert container["command"][:3] == [
+                    "hyperpodrun",
+                    f"--nnodes={nodes}",
+                    f"--nproc-per-node={gpus}",
+                ], container["command"]
+            args = container["args"]
+            planned = dict(zip(args[::2], args[1::2], strict=True))
+            assert query_of(planned["--plan"])["model"] == p["model"], planned["--plan"]
+            assert int(planned["--max_steps"]) == planned_steps(q)
+            limits = container["resources"]["limits"]
+            efa = INSTANCE_RESOURCES[p["instance"]]["efa"]
+            assert int(limits.get("vpc.amazonaws.com/efa", 0)) == efa, limits
+            assert pod["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] == p["instance"]
+            annotations = pod["metadata"].get("annotations", {})
+            if "gb200" in p["instance"]:
+                one_server = nodes <= 18
+                key = "required" if one_server else "preferred"
+                wanted = {
+                    f"kueue.x-k8s.io/podset-{key}-topology": "topology.k8s.aws/ultraserver-id"
+                }
+                assert annotations == wanted, annotations
+            else:
+                assert not annotations, annotations
+            assert body["runPolicy"]["jobMaxRetryCount"] == 3, body.get("runPolicy")
+            mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+            assert mounts["checkpoints"] == "/opt/ml/checkpoints", mounts
+            # train.py saves there; grpo.py and the Megatron launcher save under it too.
+            assert planned.get("--output_dir", "/opt/ml/checkpoints") == "/opt/ml/checkpoints"
+
+        res.check(f"hyperpod {q}", one)
+
+    # The package refuses an EFA request on GB200, so the export must never make one.
+    def gb200_refuses_efa():
+        text = export(HYPERPOD[1], "hyperpod") + "efa: 1\nefa_limit: 1\n"
+        try:
+            hyperpod_body(text, work)
+        except ValueError as e:
+            assert "efa" in str(e).lower(), e
+            return
+        raise AssertionError("an EFA request on ml.p6e-gb200.36xlarge was accepted")
+
+    res.check("hyperpod refuses EFA on GB200", gb200_refuses_efa)
+
+    # EFA per instance, as the package allocates it, for every catalogue instance.
+    with open("crates/planner/data/hardware.json") as f:
+        catalogue = json.load(f)["instances"]
+    for inst in catalogue:
+        t = inst["instance_type"]
+
+        def efa(t=t):
+            fields, _ = hyperpod_body(export(f"model=llama-3.2-1b&instance={t}", "hyperpod"), work)
+            assert fields.get("efa", 0) == INSTANCE_RESOURCES[t]["efa"], (t, fields.get("efa"))
+
+        res.check(f"hyperpod efa {t}", efa)
+    return res.close()
+
+
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "syntax"
-    sys.exit({"syntax": syntax_mode, "v2": v2_mode, "v3": v3_mode}[mode]())
+    modes = {"syntax": syntax_mode, "v2": v2_mode, "v3": v3_mode, "hyperpod": hyperpod_mode}
+    sys.exit(modes[mode]())

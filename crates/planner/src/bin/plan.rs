@@ -3,7 +3,7 @@
 use planner::model::plan::with_pinned;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string\n  plan search '<URL or query string>'   auto-plan: ranked plans and the Pareto front as JSON\n  plan report '<URL or query string>' --measured '<the TRAIN_PLANNER_MEASURED line>'\n  plan export '<URL or query string>' --format pytorch|huggingface|modeltrainer|training-args\n  plan export '<URL or query string>' --format bundle --out DIR|FILE.zip [--launcher pytorch|huggingface|modeltrainer]\n  plan calibrate [--fit] [--markdown] [--coverage] [--readme]   predicted vs measured throughput (data/calibration.csv)";
+const USAGE: &str = "usage:\n  plan report '<URL or query string>'   JSON report on stdout\n  plan query  '<URL or query string>'   the normalised query string\n  plan search '<URL or query string>'   auto-plan: ranked plans and the Pareto front as JSON\n  plan report '<URL or query string>' --measured '<the TRAIN_PLANNER_MEASURED line>'\n  plan export '<URL or query string>' --format pytorch|huggingface|modeltrainer|training-args|hyperpod\n  plan export '<URL or query string>' --format bundle --out DIR|FILE.zip [--launcher pytorch|huggingface|modeltrainer]\n  plan calibrate [--fit] [--markdown] [--coverage] [--readme]   predicted vs measured throughput (data/calibration.csv)";
 
 /// `print!` that ends the program quietly when its reader has gone
 /// (`plan search ... | head -1`): a closed pipe is not an error here.
@@ -247,7 +247,7 @@ fn export_args(args: &[String]) -> Result<ExportArgs<'_>, String> {
             "--format" => match it.next().map(String::as_str) {
                 Some("bundle") => (e.bundle, e.format) = (true, None),
                 f => e.format = Some(f.and_then(Format::from_key).ok_or(
-                    "--format takes pytorch, huggingface, modeltrainer, training-args or bundle",
+                    "--format takes pytorch, huggingface, modeltrainer, training-args, hyperpod or bundle",
                 )?),
             },
             "--launcher" => {

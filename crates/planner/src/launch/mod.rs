@@ -4,4 +4,5 @@
 
 pub mod bundle;
 pub mod export;
+pub mod hyperpod;
 pub mod megatron_bridge;

@@ -25,9 +25,11 @@ pub fn export_of(plan: &Plan, report: &Report, format: Format) -> Export {
         Format::Huggingface => huggingface(&c),
         Format::ModelTrainer => modeltrainer(&c),
         Format::TrainingArgs => training_args(&c),
+        Format::Hyperpod => crate::launch::hyperpod::config_yaml(plan, report),
     };
     let filename = match format {
         Format::TrainingArgs => "training_args.py".into(),
+        Format::Hyperpod => "hyperpod_config.yaml".into(),
         f => format!("launch_{}.py", f.key().replace('-', "_")),
     };
     Export {

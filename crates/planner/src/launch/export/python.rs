@@ -11,14 +11,17 @@ pub enum Format {
     Huggingface,
     ModelTrainer,
     TrainingArgs,
+    /// A SageMaker HyperPod (EKS) job's config.yaml for `hyp create`.
+    Hyperpod,
 }
 
 impl Format {
-    pub const ALL: [Format; 4] = [
+    pub const ALL: [Format; 5] = [
         Format::Pytorch,
         Format::Huggingface,
         Format::ModelTrainer,
         Format::TrainingArgs,
+        Format::Hyperpod,
     ];
     pub fn key(self) -> &'static str {
         match self {
@@ -26,6 +29,7 @@ impl Format {
             Format::Huggingface => "huggingface",
             Format::ModelTrainer => "modeltrainer",
             Format::TrainingArgs => "training-args",
+            Format::Hyperpod => "hyperpod",
         }
     }
     pub fn from_key(s: &str) -> Option<Format> {
