@@ -530,7 +530,7 @@ def hyperpod_mode():
 
     from sagemaker.hyperpod.training.constants import INSTANCE_RESOURCES
 
-    res = Results("hyperpod")
+    res = Results("sdk-hyperpod")
     work = tempfile.mkdtemp()
     for q in HYPERPOD:
         p = query_of(q)

@@ -2,8 +2,8 @@
 //! plan and ../shared/data/sagemaker_at_scale.md; tests/sdk/check.py
 //! validates and renders it through the pinned sagemaker-hyperpod.
 
+use planner::launch::export::hyperpod::efa_interfaces;
 use planner::launch::export::{export, Format};
-use planner::launch::hyperpod::efa_interfaces;
 use planner::Plan;
 
 fn yaml(q: &str) -> String {

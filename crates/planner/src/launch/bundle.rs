@@ -7,6 +7,7 @@
 
 use crate::estimate::evaluate::evaluate;
 use crate::estimate::report::{Report, Verdict};
+pub use crate::launch::export::entry_path;
 use crate::launch::export::{export_of, hyperparameter_items, sdk_packages, Format, TRIAL_STEPS};
 use crate::model::plan::{Optimizer, Plan, Precision, Training};
 use std::fmt::Write;
@@ -101,27 +102,6 @@ pub fn zip(files: &[File]) -> Vec<u8> {
         .map(|f| (f.path.as_str(), f.text.as_bytes()))
         .collect();
     crate::formats::zip::archive(&entries)
-}
-
-/// Where the entry script goes under `scripts/`: the plan's `entry` when it is a
-/// plain relative path, else `train.py` (a bundle never writes outside itself).
-pub fn entry_path(plan: &Plan) -> String {
-    let e = plan.launch_entry().trim();
-    let plain = !e.is_empty()
-        && e.ends_with(".py")
-        && e.split('/').all(|part| {
-            !part.is_empty()
-                && part != ".."
-                && part != "."
-                && part
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-        });
-    if plain {
-        e.to_string()
-    } else {
-        "train.py".into()
-    }
 }
 
 /// What the image lacks, pinned: transformers on the PyTorch images, PEFT for

@@ -4,5 +4,4 @@
 
 pub mod bundle;
 pub mod export;
-pub mod hyperpod;
 pub mod megatron_bridge;

@@ -467,3 +467,24 @@ pub(super) fn launch_argument(c: &Ctx<'_>, key: &str, value: &str) -> String {
         format!("    {key}={value},\n")
     }
 }
+
+/// Where the entry script goes under `scripts/`: the plan's `entry` when it is a
+/// plain relative path, else `train.py` (a bundle never writes outside itself).
+pub fn entry_path(plan: &Plan) -> String {
+    let e = plan.launch_entry().trim();
+    let plain = !e.is_empty()
+        && e.ends_with(".py")
+        && e.split('/').all(|part| {
+            !part.is_empty()
+                && part != ".."
+                && part != "."
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        });
+    if plain {
+        e.to_string()
+    } else {
+        "train.py".into()
+    }
+}

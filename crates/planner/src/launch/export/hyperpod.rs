@@ -10,8 +10,8 @@
 //! one process per GPU; the arguments are the hyperparameters the SageMaker
 //! launchers pass, so the script trains the same plan.
 
+use super::context::{header_of, hyperparameter_items};
 use crate::estimate::report::Report;
-use crate::launch::export::{header_of, hyperparameter_items};
 use crate::model::plan::Plan;
 use std::fmt::Write;
 
@@ -58,7 +58,7 @@ pub fn config_yaml(plan: &Plan, report: &Report) -> String {
     };
     let _ = writeln!(s, "job_name: {job}");
     let _ = writeln!(s, "image: 123456789012.dkr.ecr.us-east-1.amazonaws.com/train-planner:latest  # yours: see above");
-    let script = format!("{SCRIPTS_DIR}/{}", crate::launch::bundle::entry_path(plan));
+    let script = format!("{SCRIPTS_DIR}/{}", super::context::entry_path(plan));
     // grpo.py with a vLLM server starts the server and torchrun itself.
     let command: Vec<String> = match server {
         0 => vec![
@@ -141,7 +141,7 @@ volume:
 /// A YAML double-quoted scalar: the Python literal `py_str` writes uses the
 /// escapes YAML reads the same way (`\\\"`, `\\\\`, `\\n`, `\\xNN`, `\\uNNNN`).
 fn yaml_str(s: &str) -> String {
-    crate::launch::export::py_str(s)
+    super::python::py_str(s)
 }
 
 /// A hyperparameter as the string argument it becomes (SageMaker passes
