@@ -418,6 +418,16 @@ await test('a GB200 UltraServer plan asks for its training plan, and the code bo
   assert(yaml.includes('preferred_topology: topology.k8s.aws/ultraserver-id') && !yaml.includes('efa:'), 'HyperPod: packed by UltraServer, no EFA request on GB200');
 });
 
+await test('spot interruptions and checkpointless recovery travel in the link and say what the bundle does not run (#58)', async (page) => {
+  await open(page, base + '?lang=en&model=llama-3.1-70b&instance=ml.p5.48xlarge&nodes=16&spot=1&spot_rate=20');
+  assert((await page.inputValue('#spot_rate')) === '20', 'the spot rate field');
+  const before = await page.textContent('#failures');
+  await page.selectOption('#recovery', 'memory');
+  await page.waitForFunction((old) => document.querySelector('#failures').textContent !== old, before);
+  assert(page.url().includes('recovery=memory') && page.url().includes('spot_rate=20'), 'both in the link: ' + page.url());
+  assert((await page.textContent('#export-notes')).includes("checkpointless training"), 'the export says the bundle recovers from its saves');
+});
+
 await test('export: copy the ModelTrainer code and read it from the clipboard', async (page) => {
   await open(page, base + '?lang=en&instance=ml.p5.48xlarge&nodes=2&role=arn:aws:iam::123456789012:role/SM&s3=s3://my-bucket/runs');
   await page.click('#fmt-modeltrainer');

@@ -256,6 +256,12 @@ fn saving_inputs(ctx: Ctx) -> impl IntoView {
             <NumberField ctx=ctx key="fail_rate" label=Text::FailRatePerMillion step="any" get=|p| planner::model::plan::fmt_num((p.saving.fail_rate * 100.0).round() / 100.0) />
             <NumberField ctx=ctx key="restart_min" label=Text::RestartMinutes step="any" get=|p| planner::model::plan::fmt_num(p.saving.restart_minutes) />
         </div>
+        <div class="row2">
+            <NumberField ctx=ctx key="spot_rate" label=Text::SpotRatePercent step="any" get=|p| planner::model::plan::fmt_num(p.saving.spot_rate) />
+            <SelectField ctx=ctx key="recovery" label=Text::RecoveryAfterInterruption
+                options=vec![("save", Text::RecoverFromSave), ("memory", Text::RecoverFromMemory)]
+                get=|p| p.saving.recovery.key().to_string() />
+        </div>
         <SelectField ctx=ctx key="save" label=Text::WhatIsSaved
             options=vec![("full", Text::FullStateResumable), ("weights", Text::WeightsOnly), ("adapter", Text::LoRAAdapter)]
             get=|p| p.saving.save.key().to_string() />

@@ -23,6 +23,8 @@ const NO_FIGURE: &[&str] = &[
     "save_bw",
     "fail_rate",
     "restart_min",
+    "spot_rate",
+    "recovery",
     "headroom",
     // The memory allowances: the labels vouch for the allocated peak, which
     // the checks measure; the verdict adds these apart (#55).

@@ -31,11 +31,14 @@ fn a_small_job_by_hand() {
         every: 100,
         blocking_seconds: 20.0,
         reload_seconds: 60.0,
+        in_memory: false,
     };
     let r = Reliability {
         rate_per_million_gpu_hours: 360.0,
         gpus: 1000,
         restart_seconds: 120.0,
+        spot_per_instance_hour: 0.0,
+        instances: 125,
     };
     let f = failures(&saves, &r);
     let wall = 10_200.0 / (1.0 - 1e-4 * 690.0);
@@ -59,6 +62,58 @@ fn a_small_job_by_hand() {
         },
     );
     assert!(stuck.never_finishes && stuck.lost_hours.is_none());
+    // Checkpointless recovery (the peers' memory): each interruption loses
+    // the restart and half a step, 120 + 10 / 2 = 125 s, and reads no save:
+    // W = 10,200 / (1 - 1e-4 x 125); no save interval to offer.
+    let memory = failures(
+        &Saves {
+            in_memory: true,
+            ..saves
+        },
+        &r,
+    );
+    let wall = 10_200.0 / (1.0 - 1e-4 * 125.0);
+    assert!((memory.lost_hours.unwrap() - (wall - 10_200.0) / 3600.0).abs() < 1e-9);
+    assert!((memory.hours_per_interruption - 125.0 / 3600.0).abs() < 1e-12);
+    assert_eq!(memory.best_save_every, None);
+    // Managed spot adds its own rate: 125 instances, 20 % of them reclaimed
+    // a month (AWS's Spot Instance Advisor band 15-20 %), 0.2 / 730 per
+    // instance-hour: 125 x 0.2 / 730 / 3600 = 9.513e-6 per s on top of 1e-4.
+    let spot = Reliability {
+        spot_per_instance_hour: 0.2 / 730.0,
+        ..r
+    };
+    let lambda = 1e-4 + 125.0 * 0.2 / 730.0 / 3600.0;
+    let f = failures(&saves, &spot);
+    assert!((f.mtbf_hours.unwrap() - 1.0 / lambda / 3600.0).abs() < 1e-9);
+    let wall = 10_200.0 / (1.0 - lambda * 690.0);
+    assert!((f.lost_hours.unwrap() - (wall - 10_200.0) / 3600.0).abs() < 1e-9);
+}
+
+/// A spot plan counts the spot market's interruptions at `spot_rate` (5 %
+/// of instances a month by default); on-demand capacity does not; the link
+/// writes the rate only for spot plans, and `recovery=memory` travels too.
+#[test]
+fn spot_and_checkpointless_plans() {
+    let q = "model=llama-3.1-70b&instance=ml.p5.48xlarge&nodes=16&tokens=1e11&save_every=200";
+    let on_demand = evaluate(&Plan::from_query(q).plan);
+    let spot_q = format!("{q}&spot=1&spot_rate=20");
+    let spot_plan = Plan::from_query(&spot_q).plan;
+    let spot = evaluate(&spot_plan);
+    // MTBF by hand: 128 GPUs at 19.73 per million GPU-hours plus 16
+    // instances at 0.2 / 730 per hour.
+    let rate = 128.0 * planner::model::failures::published_rate_per_million_gpu_hours() / 1e6
+        + 16.0 * 0.2 / 730.0;
+    let mtbf = spot.failures.mtbf_hours.unwrap();
+    assert!((mtbf - 1.0 / rate).abs() < 1e-6 * mtbf, "{mtbf}");
+    assert!(spot.time.failure_hours > on_demand.time.failure_hours);
+    assert!(spot_plan.to_query().contains("spot_rate=20"));
+    assert!(!Plan::from_query(q).plan.to_query().contains("spot_rate"));
+    let memory = Plan::from_query(&format!("{spot_q}&recovery=memory")).plan;
+    assert!(memory.to_query().contains("recovery=memory"));
+    let m = evaluate(&memory);
+    assert!(m.time.failure_hours < spot.time.failure_hours);
+    assert_eq!(m.failures.best_save_every, None);
 }
 
 /// The plan: Llama 3.1 405B on 512 GPUs (64 p5) for 15T tokens.

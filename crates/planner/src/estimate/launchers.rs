@@ -31,6 +31,10 @@ pub fn export_notes(job: &Job) -> Vec<Message> {
         grpo_refusal(plan, Choice::of(plan)),
         Text::GrpoRefuses,
     ));
+    if plan.saving.recovery == crate::model::plan::Recovery::Memory {
+        let m = Message::new("recovery", Text::CheckpointlessNotBundled, []);
+        notes.push(m.fix("recovery", "save"));
+    }
     notes
 }
 

@@ -152,11 +152,14 @@ pub fn time(
             every: plan.saving.save_every,
             blocking_seconds: blocking,
             reload_seconds: seconds_per_save,
+            in_memory: plan.saving.recovery == crate::model::plan::Recovery::Memory,
         },
         &Reliability {
             rate_per_million_gpu_hours: plan.saving.fail_rate,
             gpus,
             restart_seconds: plan.saving.restart_minutes * 60.0,
+            spot_per_instance_hour: spot_per_instance_hour(plan),
+            instances: plan.hardware.nodes,
         },
     );
     // A job that never finishes keeps its time without interruptions; the
@@ -210,4 +213,14 @@ fn price(plan: &Plan, instance: &Instance, tp: &Throughput, total_hours: f64) ->
 /// `usd_per_million_tokens`.
 pub fn usd_per_thousand_samples(plan: &Plan, usd_per_million_tokens: f64) -> f64 {
     usd_per_million_tokens * plan.tokens_per_sample() as f64 * 1e3 / 1e6
+}
+
+/// Managed spot's interruptions per instance-hour: the monthly share of
+/// instances reclaimed (`spot_rate`, percent) over the 730 hours of an
+/// average month (8,760 / 12); none on on-demand capacity.
+fn spot_per_instance_hour(plan: &Plan) -> f64 {
+    match plan.hardware.spot {
+        true => plan.saving.spot_rate / 100.0 / 730.0,
+        false => 0.0,
+    }
 }

@@ -39,6 +39,10 @@ pub struct Saves {
     pub blocking_seconds: f64,
     /// Seconds to read the last save back (at the write bandwidth).
     pub reload_seconds: f64,
+    /// Checkpointless recovery: the state comes back from the peers'
+    /// memory, so an interruption loses the step under way (half a step on
+    /// average) and reads no save; the saves no longer bound the loss.
+    pub in_memory: bool,
 }
 
 impl Saves {
@@ -52,6 +56,9 @@ impl Saves {
     /// interval between saves, or half the whole run when it never saves
     /// (or ends before its first save).
     fn lost_work_seconds(&self) -> f64 {
+        if self.in_memory {
+            return self.step_seconds / 2.0;
+        }
         let run = self.base_seconds() / 2.0;
         match self.every {
             0 => run,
@@ -69,12 +76,18 @@ pub struct Reliability {
     pub gpus: u64,
     /// Seconds from an interruption to training again, before reloading.
     pub restart_seconds: f64,
+    /// Managed spot: interruptions per instance-hour the spot market adds,
+    /// and the instances it can reclaim.
+    pub spot_per_instance_hour: f64,
+    pub instances: u64,
 }
 
 impl Reliability {
     /// Interruptions per second of the whole job.
     fn per_second(&self) -> f64 {
-        self.rate_per_million_gpu_hours.max(0.0) / 1e6 * self.gpus as f64 / 3600.0
+        let gpus = self.rate_per_million_gpu_hours.max(0.0) / 1e6 * self.gpus as f64;
+        let spot = self.spot_per_instance_hour.max(0.0) * self.instances as f64;
+        (gpus + spot) / 3600.0
     }
 }
 
@@ -104,15 +117,25 @@ pub struct Failures {
 
 /// Wall seconds with interruptions, or None when the job never finishes.
 fn wall_seconds(saves: &Saves, r: &Reliability) -> Option<f64> {
-    let loss =
-        r.per_second() * (r.restart_seconds + saves.reload_seconds + saves.lost_work_seconds());
+    let loss = r.per_second() * seconds_per_interruption(saves, r);
     (loss < 1.0).then(|| saves.base_seconds() / (1.0 - loss))
+}
+
+/// Seconds one interruption costs: the restart, reading the last save back
+/// (none from the peers' memory) and the work lost.
+fn seconds_per_interruption(saves: &Saves, r: &Reliability) -> f64 {
+    let reload = if saves.in_memory {
+        0.0
+    } else {
+        saves.reload_seconds
+    };
+    r.restart_seconds + reload + saves.lost_work_seconds()
 }
 
 /// Young's interval in steps: `√(2·δ·M)` seconds of training between saves.
 fn best_every(saves: &Saves, r: &Reliability) -> Option<u64> {
     let lambda = r.per_second();
-    if lambda <= 0.0 || saves.step_seconds <= 0.0 {
+    if lambda <= 0.0 || saves.step_seconds <= 0.0 || saves.in_memory {
         return None;
     }
     let tau = (2.0 * saves.blocking_seconds / lambda).sqrt();
@@ -130,10 +153,7 @@ pub fn failures(saves: &Saves, r: &Reliability) -> Failures {
         rate_per_million_gpu_hours: r.rate_per_million_gpu_hours,
         mtbf_hours: (lambda > 0.0).then(|| 1.0 / lambda / 3600.0),
         expected_interruptions: wall.map(|w| lambda * w),
-        hours_per_interruption: (r.restart_seconds
-            + saves.reload_seconds
-            + saves.lost_work_seconds())
-            / 3600.0,
+        hours_per_interruption: seconds_per_interruption(saves, r) / 3600.0,
         lost_hours: wall.map(|w| (w - base) / 3600.0),
         wall_share: wall.map_or(1.0, |w| if w > 0.0 { (w - base) / w } else { 0.0 }),
         never_finishes: wall.is_none(),

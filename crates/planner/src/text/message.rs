@@ -326,6 +326,7 @@ impl Text {
             Text::TrainingPlanCount => "training_plan_count",
             Text::UltraServerPlacementLimit => "ultra_server_placement_limit",
             Text::PriceDated => "price_dated",
+            Text::CheckpointlessNotBundled => "checkpointless_not_bundled",
             Text::PriceDerived => "price_derived",
             Text::PriceTrainingPlansOnly | Text::PriceUltraServerOnly | Text::PriceUnknown => {
                 "price_unknown"

@@ -300,6 +300,18 @@ keyed_enum!(
     }
 );
 
+keyed_enum!(
+    /// How a job comes back from an interruption (#58).
+    Recovery {
+        /// Reload the last complete save: the work since it is lost.
+        Save => "save",
+        /// Checkpointless: the state comes back from the peers' memory
+        /// (SageMaker HyperPod's in-process recovery), losing the step under
+        /// way and reading no save.
+        Memory => "memory",
+    }
+);
+
 /// The languages live with their catalogs (`text`); plans name them.
 pub use crate::text::Lang;
 

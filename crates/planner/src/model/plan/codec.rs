@@ -5,7 +5,7 @@
 use super::choices::{
     Attention, LoraDtype, Loss, Optimizer, Precision, SaveKind, Stack, Training, TrainingStage,
 };
-use super::choices::{Checkpointing, InstanceId, RecomputeModules, SCHEMA_VERSION};
+use super::choices::{Checkpointing, InstanceId, RecomputeModules, Recovery, SCHEMA_VERSION};
 use super::fields::{
     valid_entry, valid_hf_model, valid_job, valid_role, valid_s3, valid_training_plan,
 };
@@ -195,6 +195,8 @@ pub const KEYS: &[&str] = &[
     "save_bw",
     "fail_rate",
     "restart_min",
+    "spot_rate",
+    "recovery",
     "headroom",
     "ws_gib",
     "frag",
@@ -485,6 +487,8 @@ impl Plan {
             "save_bw" => self.saving.save_bw = f.num(0.001, 1000.0)?,
             "fail_rate" => self.saving.fail_rate = f.num(0.0, 1_000_000.0)?,
             "restart_min" => self.saving.restart_minutes = f.num(0.0, 10_000.0)?,
+            "spot_rate" => self.saving.spot_rate = f.num(0.0, 100.0)?,
+            "recovery" => self.saving.recovery = f.one_of(Recovery::from_key, Recovery::keys)?,
             "headroom" => self.allowances.headroom = f.num(0.0, 50.0)?,
             "ws_gib" => self.allowances.workspace_gib = Some(f.num(0.0, 64.0)?),
             "frag" => self.allowances.fragmentation = Some(f.num(0.0, 50.0)?),

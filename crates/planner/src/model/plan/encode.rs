@@ -2,9 +2,9 @@
 //! form a link carries, and the keys where two plans differ.
 
 use super::choices::{fmt_num, RecomputeModules, SCHEMA_VERSION};
-use super::choices::{LoraDtype, Stack, Training, TrainingStage};
+use super::choices::{LoraDtype, Recovery, Stack, Training, TrainingStage};
 use super::codec::{percent_decode, percent_encode, KEYS};
-use super::types::{Locks, Plan};
+use super::types::{Locks, Plan, Saving};
 
 impl Plan {
     /// The plan as a query string (without `?`). Every key is written, so a
@@ -190,6 +190,14 @@ impl Plan {
         out.push(("save_bw", fmt_num(self.saving.save_bw)));
         out.push(("fail_rate", fmt_num(self.saving.fail_rate)));
         out.push(("restart_min", fmt_num(self.saving.restart_minutes)));
+        // Written where they count (a spot plan; checkpointless recovery), so
+        // that every other link stays as it was.
+        if self.hardware.spot || self.saving.spot_rate != Saving::default().spot_rate {
+            out.push(("spot_rate", fmt_num(self.saving.spot_rate)));
+        }
+        if self.saving.recovery != Recovery::Save {
+            out.push(("recovery", self.saving.recovery.key().into()));
+        }
         out.push(("headroom", fmt_num(self.allowances.headroom)));
         if let Some(gib) = self.allowances.workspace_gib {
             out.push(("ws_gib", fmt_num(gib)));

@@ -290,6 +290,13 @@ pub struct Saving {
     /// Minutes from an interruption to training again, before reloading
     /// the last save (`restart_min`): an assumption to edit, not measured.
     pub restart_minutes: f64,
+    /// Managed spot: the share of instances the spot market reclaims in a
+    /// month, percent (`spot_rate`), in the unit of AWS's Spot Instance
+    /// Advisor ("frequency of interruption": <5 %, 5-10 %, ... >20 %). The
+    /// default 5 is the lowest band's edge: an assumption to edit.
+    pub spot_rate: f64,
+    /// How the job comes back from an interruption (`recovery`).
+    pub recovery: Recovery,
 }
 
 impl Default for Saving {
@@ -301,6 +308,8 @@ impl Default for Saving {
             save_bw: 1.0,
             fail_rate: crate::model::failures::published_rate_per_million_gpu_hours(),
             restart_minutes: 10.0,
+            spot_rate: 5.0,
+            recovery: Recovery::Save,
         }
     }
 }
