@@ -7,7 +7,7 @@ use crate::format::tr;
 use crate::panels::inputs::NumberField;
 use leptos::prelude::*;
 use planner::launch::export::Format;
-use planner::text::Text;
+use planner::text::{Lang, Text};
 
 /// A Python token class for colouring.
 #[derive(Clone, Copy, PartialEq)]
@@ -136,7 +136,7 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
             crate::code_worker::when_near_view(&el, move || worker.start());
         }
     });
-    let written = move || match worker.code.get() {
+    let written = move || match worker.code.get_untracked() {
         Code::Written { code, filename } => Some((code, filename)),
         _ => None,
     };
@@ -179,14 +179,7 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
                         .collect_view())
                 }}
             </ul>
-            <div class="row3">
-                <NumberField ctx=ctx key="role" label=Text::ExecutionRoleARN step="text" get=|p| p.launch.role.clone() />
-                <NumberField ctx=ctx key="s3" label=Text::S3Prefix step="text" get=|p| p.launch.s3.clone() />
-                <NumberField ctx=ctx key="job" label=Text::BaseJobName step="text" get=|p| p.launch.job.clone() />
-                <NumberField ctx=ctx key="entry" label=Text::EntryScript step="text" get=|p| p.launch_entry().to_string() />
-                <NumberField ctx=ctx key="hf_model" label=Text::HuggingFaceModelId step="text" get=|p| p.launch.hf_model.clone() />
-                <NumberField ctx=ctx key="training_plan" label=Text::TrainingPlanArn step="text" get=|p| p.launch.training_plan.clone() />
-            </div>
+            {launch_fields(ctx)}
             <div class="export-bar">
                 <div class="formats" role="group" aria-label=move || t(Text::CodeFormat)>
                     {Format::ALL.into_iter().map(|f| view! {
@@ -207,6 +200,29 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
             {move || worker.zip_error.get().map(|d| view! {
                 <p class="field-error" role="alert">{planner::text::fill(lang.get(), Text::BundleFailed, &[("detail", &d)])}</p>
             })}
+            {code_view(worker, lang)}
+        </section>
+    }
+}
+
+/// The names and paths the launch code uses, and the training plan it books.
+fn launch_fields(ctx: Ctx) -> impl IntoView {
+    view! {
+        <div class="row3">
+                <NumberField ctx=ctx key="role" label=Text::ExecutionRoleARN step="text" get=|p| p.launch.role.clone() />
+                <NumberField ctx=ctx key="s3" label=Text::S3Prefix step="text" get=|p| p.launch.s3.clone() />
+                <NumberField ctx=ctx key="job" label=Text::BaseJobName step="text" get=|p| p.launch.job.clone() />
+                <NumberField ctx=ctx key="entry" label=Text::EntryScript step="text" get=|p| p.launch_entry().to_string() />
+                <NumberField ctx=ctx key="hf_model" label=Text::HuggingFaceModelId step="text" get=|p| p.launch.hf_model.clone() />
+                <NumberField ctx=ctx key="training_plan" label=Text::TrainingPlanArn step="text" get=|p| p.launch.training_plan.clone() />
+        </div>
+    }
+}
+
+/// The launch code, coloured; what the worker is doing while it writes it.
+fn code_view(worker: CodeWorker, lang: Signal<Lang>) -> impl IntoView {
+    let t = move |id| tr(lang.get(), id);
+    view! {
             <pre class="code" id="export-code" tabindex="0" aria-label=move || t(Text::GeneratedPython)
                 aria-busy=move || (worker.code.get() == Code::Writing).to_string()><code>
                 {move || worker.code.with(|c| match c {
@@ -224,7 +240,6 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
                     view! { <span class=class>{text}</span> }
                 }).collect_view()}
             </code></pre>
-        </section>
     }
 }
 

@@ -25,7 +25,7 @@ pub fn export_of(plan: &Plan, report: &Report, format: Format) -> Export {
         Format::Huggingface => huggingface(&c),
         Format::ModelTrainer => modeltrainer(&c),
         Format::TrainingArgs => training_args(&c),
-        Format::Hyperpod => super::hyperpod::config_yaml(plan, report),
+        Format::Hyperpod => super::hyperpod::config_yaml(&c),
     };
     let filename = match format {
         Format::TrainingArgs => "training_args.py".into(),

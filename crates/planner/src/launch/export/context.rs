@@ -82,13 +82,6 @@ pub(super) fn max_run(c: &Ctx<'_>) -> u64 {
     ((predicted * 1.25 + 3600.0).ceil() as u64).clamp(3600, 28 * 24 * 3600)
 }
 
-/// The header comments of the code for `plan` (what it is, the plan, the
-/// verdict, the prediction, what the bundle does not cover), for other
-/// launchers (HyperPod) to open with.
-pub fn header_of(plan: &Plan, report: &Report, title: &str) -> String {
-    header(&ctx(plan, report), title)
-}
-
 pub(super) fn header(c: &Ctx<'_>, title: &str) -> String {
     let r = c.report;
     let p = c.plan;

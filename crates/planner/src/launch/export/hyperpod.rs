@@ -10,9 +10,7 @@
 //! one process per GPU; the arguments are the hyperparameters the SageMaker
 //! launchers pass, so the script trains the same plan.
 
-use super::context::{header_of, hyperparameter_items};
-use crate::estimate::report::Report;
-use crate::model::plan::Plan;
+use super::context::{entry_path, header, hyperparameter_items, Ctx};
 use std::fmt::Write;
 
 /// Where the image holds the bundle's `scripts/` folder.
@@ -40,16 +38,10 @@ pub fn efa_interfaces(instance_type: &str) -> u64 {
 }
 
 /// The job's `config.yaml`, its comments saying how to run it.
-pub fn config_yaml(plan: &Plan, report: &Report) -> String {
-    let h = &plan.hardware;
-    let server = report.rollout.as_ref().map_or(0, |g| g.server_gpus);
-    let gpus_per_node = (report.layout.gpus + server) / h.nodes.max(1);
+pub(super) fn config_yaml(c: &Ctx<'_>) -> String {
+    let plan = c.plan;
     let mut s = String::from("# template: hyp-pytorch-job\n# version: 1.1\n");
-    s.push_str(&header_of(
-        plan,
-        report,
-        "SageMaker HyperPod (EKS) job for hyp create",
-    ));
+    s.push_str(&header(c, "SageMaker HyperPod (EKS) job for hyp create"));
     s.push_str(RUN_IT);
     let job = if plan.launch.job.is_empty() {
         "train-planner"
@@ -58,56 +50,8 @@ pub fn config_yaml(plan: &Plan, report: &Report) -> String {
     };
     let _ = writeln!(s, "job_name: {job}");
     let _ = writeln!(s, "image: 123456789012.dkr.ecr.us-east-1.amazonaws.com/train-planner:latest  # yours: see above");
-    let script = format!("{SCRIPTS_DIR}/{}", super::context::entry_path(plan));
-    // grpo.py with a vLLM server starts the server and torchrun itself.
-    let command: Vec<String> = match server {
-        0 => vec![
-            "hyperpodrun".into(),
-            format!("--nnodes={}", h.nodes),
-            format!("--nproc-per-node={gpus_per_node}"),
-            script,
-        ],
-        _ => vec!["python3".into(), script],
-    };
-    let _ = writeln!(s, "command:");
-    for c in &command {
-        let _ = writeln!(s, "  - {}", yaml_str(c));
-    }
-    let _ = writeln!(s, "args:");
-    for (k, v) in hyperparameter_items(plan, report) {
-        let _ = writeln!(s, "  - \"--{k}\"");
-        let _ = writeln!(s, "  - {}", yaml_value(&v));
-    }
-    let _ = writeln!(
-        s,
-        "environment:\n  PYTORCH_CUDA_ALLOC_CONF: \"expandable_segments:True\""
-    );
-    let _ = writeln!(s, "instance_type: {}", h.instance.key());
-    let _ = writeln!(s, "replica_count: {}", h.nodes);
-    let tasks = if server > 0 { 1 } else { gpus_per_node };
-    let _ = writeln!(s, "tasks_per_node: \"{tasks}\"");
-    let _ = writeln!(
-        s,
-        "accelerators: {gpus_per_node}\naccelerators_limit: {gpus_per_node}"
-    );
-    match efa_interfaces(h.instance.key()) {
-        0 => {}
-        n => {
-            let _ = writeln!(s, "efa: {n}\nefa_limit: {n}");
-        }
-    }
-    if let Some(servers) = crate::model::hardware::instance(h.instance.key())
-        .and_then(|i| crate::model::hardware::ultraservers(i, h.ultraserver, h.nodes))
-    {
-        // One UltraServer holds the whole job: require it; else prefer
-        // packing pods by UltraServer, as the NVLink domains were planned.
-        let key = if servers.len() == 1 {
-            "required_topology"
-        } else {
-            "preferred_topology"
-        };
-        let _ = writeln!(s, "{key}: topology.k8s.aws/ultraserver-id");
-    }
+    container(c, &mut s);
+    resources(c, &mut s);
     s.push_str(CHECKPOINTS);
     let _ = writeln!(s, "deep_health_check_passed_nodes_only: true");
     let _ = writeln!(
@@ -116,6 +60,63 @@ pub fn config_yaml(plan: &Plan, report: &Report) -> String {
     );
     let _ = writeln!(s, "max_retry: 3");
     s
+}
+
+/// The command (the script under `hyperpodrun`, one process per GPU; grpo.py
+/// with a vLLM server starts the server and torchrun itself), its arguments
+/// and environment.
+fn container(c: &Ctx<'_>, s: &mut String) {
+    let script = format!("{SCRIPTS_DIR}/{}", entry_path(c.plan));
+    let command: Vec<String> = match c.server_gpus {
+        0 => vec![
+            "hyperpodrun".into(),
+            format!("--nnodes={}", c.plan.hardware.nodes),
+            format!("--nproc-per-node={}", c.gpus_per_node),
+            script,
+        ],
+        _ => vec!["python3".into(), script],
+    };
+    let _ = writeln!(s, "command:");
+    for part in &command {
+        let _ = writeln!(s, "  - {}", yaml_str(part));
+    }
+    let _ = writeln!(s, "args:");
+    for (k, v) in hyperparameter_items(c.plan, c.report) {
+        let _ = writeln!(s, "  - \"--{k}\"");
+        let _ = writeln!(s, "  - {}", yaml_value(&v));
+    }
+    let _ = writeln!(
+        s,
+        "environment:\n  PYTORCH_CUDA_ALLOC_CONF: \"expandable_segments:True\""
+    );
+}
+
+/// Instances, GPUs and EFA per pod, and the UltraServer topology: one
+/// UltraServer holding the whole job is required; across several, pods
+/// prefer packing by UltraServer, as the NVLink domains were planned.
+fn resources(c: &Ctx<'_>, s: &mut String) {
+    let h = &c.plan.hardware;
+    let _ = writeln!(s, "instance_type: {}", h.instance.key());
+    let _ = writeln!(s, "replica_count: {}", h.nodes);
+    let tasks = if c.server_gpus > 0 {
+        1
+    } else {
+        c.gpus_per_node
+    };
+    let _ = writeln!(s, "tasks_per_node: \"{tasks}\"");
+    let gpus = c.gpus_per_node;
+    let _ = writeln!(s, "accelerators: {gpus}\naccelerators_limit: {gpus}");
+    if let n @ 1.. = efa_interfaces(h.instance.key()) {
+        let _ = writeln!(s, "efa: {n}\nefa_limit: {n}");
+    }
+    if let Some(servers) = &c.ultraservers {
+        let key = if servers.len() == 1 {
+            "required_topology"
+        } else {
+            "preferred_topology"
+        };
+        let _ = writeln!(s, "{key}: topology.k8s.aws/ultraserver-id");
+    }
 }
 
 const RUN_IT: &str = "\

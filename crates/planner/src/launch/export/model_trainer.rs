@@ -107,17 +107,7 @@ pub(super) fn modeltrainer(c: &Ctx<'_>) -> String {
         "    source_code=SourceCode(source_dir=\"scripts\", entry_script={}),",
         entry(p)
     );
-    let capacity: String = capacity_arguments(c, "training_plan_arn", "instance_placement_config")
-        .iter()
-        .map(|a| format!(", {a}"))
-        .collect();
-    let _ = writeln!(
-        s,
-        "    compute=Compute(instance_type={}, instance_count={}, enable_managed_spot_training={}{capacity}),",
-        py_str(p.hardware.instance.key()),
-        p.hardware.nodes,
-        py_bool(p.hardware.spot)
-    );
+    s.push_str(&compute_line(c));
     s.push_str(&launch_argument(c, "distributed", &distributed));
     let _ = writeln!(s, "    hyperparameters=hyperparameters,");
     let _ = writeln!(s, "    role=role,");
@@ -131,17 +121,36 @@ pub(super) fn modeltrainer(c: &Ctx<'_>) -> String {
         s,
         "    output_data_config=OutputDataConfig(s3_output_path=s3_prefix + \"/output\"),"
     );
-    if p.hardware.spot {
-        let wait = max_wait(run);
-        let _ = writeln!(s, "    stopping_condition=StoppingCondition(max_runtime_in_seconds={run}, max_wait_time_in_seconds={wait}),");
-    } else {
-        let _ = writeln!(
-            s,
-            "    stopping_condition=StoppingCondition(max_runtime_in_seconds={run}),"
-        );
-    }
+    s.push_str(&stopping_line(run, p.hardware.spot));
     let _ = writeln!(s, "    sagemaker_session=session,");
     s.push_str(")\n\n");
     s.push_str("if __name__ == \"__main__\":\n    trainer.train(wait=False)\n");
     s
+}
+
+/// `compute=Compute(...)`: the instances, spot, and the training plan's
+/// capacity and UltraServer placement where the plan has them.
+fn compute_line(c: &Ctx<'_>) -> String {
+    let h = &c.plan.hardware;
+    let capacity: String = capacity_arguments(c, "training_plan_arn", "instance_placement_config")
+        .iter()
+        .map(|a| format!(", {a}"))
+        .collect();
+    format!(
+        "    compute=Compute(instance_type={}, instance_count={}, enable_managed_spot_training={}{capacity}),\n",
+        py_str(h.instance.key()),
+        h.nodes,
+        py_bool(h.spot)
+    )
+}
+
+/// `stopping_condition=...`: `max_run` seconds, and a spot job's wait.
+fn stopping_line(run: u64, spot: bool) -> String {
+    match spot {
+        true => format!(
+            "    stopping_condition=StoppingCondition(max_runtime_in_seconds={run}, max_wait_time_in_seconds={}),\n",
+            max_wait(run)
+        ),
+        false => format!("    stopping_condition=StoppingCondition(max_runtime_in_seconds={run}),\n"),
+    }
 }
