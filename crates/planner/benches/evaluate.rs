@@ -70,7 +70,7 @@ fn main() {
                 black_box(breakdown(
                     black_box(&r.arch),
                     &r.counts,
-                    black_box(plan),
+                    &(black_box(plan)).recipe(),
                     &r.layout,
                 ));
             },

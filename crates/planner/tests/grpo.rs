@@ -16,7 +16,7 @@ use planner::model::plan::Plan;
 fn logits(q: &str) -> u64 {
     let d = Plan::from_query(q);
     let (r, _) = planner::model::resolve::resolve(&d.plan);
-    planner::model::memory::breakdown(&r.arch, &r.counts, &d.plan, &r.layout).logits_bytes
+    planner::model::memory::breakdown(&r.arch, &r.counts, &d.plan.recipe(), &r.layout).logits_bytes
 }
 
 /// Llama-3.1-8B on one H100 (79.1 GiB usable, hardware.json), DDP.
@@ -251,7 +251,7 @@ fn the_server_receives_every_tensor_after_a_step() {
     let e = planner::model::rollout::VllmEngine::of(
         &r.arch,
         &r.counts,
-        &d.plan,
+        &d.plan.recipe(),
         &r.gpu,
         (&fabric, &r.layout),
     )

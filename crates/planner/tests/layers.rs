@@ -366,7 +366,9 @@ fn paths_and_reexports_are_followed() {
 const LAYER_ORDER: &[&str] = &[
     "text",
     "model::plan",
+    "model::recipe",
     "model::layout",
+    "model::stage",
     "model::job",
     "model::memory",
     "model::throughput",
@@ -407,6 +409,36 @@ fn the_core_keeps_its_layer_order() {
         "layout builds on nothing: {:?}",
         graph["model::layout"]
     );
+}
+
+/// #59: memory/ and throughput/ read the job's recipe, never the plan: no
+/// `Plan` type and no `plan.` read in their code (comments may name it).
+#[test]
+fn the_models_read_the_recipe_not_the_plan() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let job = std::fs::read_to_string(src.join("model/job.rs")).expect("job.rs");
+    assert!(!job.contains("Plan"), "the Job holds no plan");
+    for folder in ["model/memory", "model/throughput"] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("src")
+            .join(folder);
+        for entry in std::fs::read_dir(&dir).expect("module folder") {
+            let path = entry.expect("entry").path();
+            let text = std::fs::read_to_string(&path).expect("source");
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                let words: Vec<&str> = code
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                    .collect();
+                assert!(
+                    !words.iter().any(|w| *w == "Plan" || w.starts_with("plan.")),
+                    "{}:{}: {line}",
+                    path.display(),
+                    i + 1
+                );
+            }
+        }
+    }
 }
 
 /// Inside memory/, plan/ and throughput/ every file imports only its siblings,

@@ -122,9 +122,11 @@ fn recompute_lists_round_trip_and_stay_megatron_s() {
     assert_eq!(RecomputeModules::from_key(&none.key()), Some(none));
     let q = "model=llama-3.2-1b&attn=eager&ckpt=selective&seq=2048&recompute_modules=layernorm";
     let hf = Plan::from_query(q).plan;
-    assert!(planner::model::memory::recomputes_core_attention(&hf));
+    assert!(planner::model::memory::recomputes_core_attention(
+        &hf.recipe()
+    ));
     let megatron = Plan::from_query(&format!("{q}&stack=megatron")).plan;
     assert!(!planner::model::memory::recomputes_core_attention(
-        &megatron
+        &megatron.recipe()
     ));
 }

@@ -60,7 +60,7 @@ fn megatron_profile_matches_korthikanti_without_dropout() {
     let m = breakdown(
         &arch,
         &arch.parameter_counts(),
-        &plan,
+        &plan.recipe(),
         &layout(1, 1, 1, 1, layers),
     );
     let per_layer = s * b * (32 * h + 4 * a);
@@ -113,7 +113,7 @@ fn selective_recomputation_drops_the_attention_scores() {
         breakdown(
             &arch,
             &arch.parameter_counts(),
-            &plan(ckpt),
+            &plan(ckpt).recipe(),
             &layout(t, t, 1, 1, layers),
         )
     };
@@ -159,8 +159,13 @@ fn tensor_and_sequence_parallel_divide_activations() {
             },
             ..base.clone()
         };
-        breakdown(&arch, &c, &p, &layout(8, tp, 1, 8 / tp, arch.layers)).saved_activation_bytes
-            as f64
+        breakdown(
+            &arch,
+            &c,
+            &p.recipe(),
+            &layout(8, tp, 1, 8 / tp, arch.layers),
+        )
+        .saved_activation_bytes as f64
     };
     let ratio = act(1, false) / act(8, true);
     assert!(
@@ -206,7 +211,12 @@ fn pipeline_first_stage_holds_p_microbatches() {
             },
             ..plan.clone()
         };
-        let m = breakdown(&arch, &c, &p, &layout(8, 1, pp, 8 / pp, arch.layers));
+        let m = breakdown(
+            &arch,
+            &c,
+            &p.recipe(),
+            &layout(8, 1, pp, 8 / pp, arch.layers),
+        );
         m.saved_activation_bytes as f64
     };
     let tokens = 8192.0;
@@ -294,18 +304,19 @@ fn logits_term_at_128k_vocab() {
         ..Plan::default()
     };
     let (r, _) = resolve(&plan);
-    let m = breakdown(&r.arch, &r.counts, &plan, &r.layout);
+    let m = breakdown(&r.arch, &r.counts, &plan.recipe(), &r.layout);
     assert_eq!(m.logits_bytes, 12 * 4096 * 8 * 128_256);
     let fused = breakdown(
         &r.arch,
         &r.counts,
-        &Plan {
+        &(Plan {
             implementation: Implementation {
                 loss: planner::model::plan::Loss::Fused,
                 ..plan.implementation.clone()
             },
             ..plan.clone()
-        },
+        })
+        .recipe(),
         &r.layout,
     );
     assert!(fused.logits_bytes * 8 <= m.logits_bytes);

@@ -326,7 +326,7 @@ proptest! {
         let states = |zero: u8, shard: u64| {
             let p = with(&plan, |p| p.parallelism.zero = zero);
             let layout = Layout { shard, ..r.layout };
-            breakdown(&r.arch, &r.counts, &p, &layout).model_state_bytes
+            breakdown(&r.arch, &r.counts, &p.recipe(), &layout).model_state_bytes
         };
         let g = r.layout.dp;
         if g < 2 {
@@ -350,7 +350,7 @@ proptest! {
         let (r, _) = resolve(&plan);
         let act = |ck: Checkpointing| {
             let p = with(&plan, |p| p.activations.checkpointing = ck);
-            breakdown(&r.arch, &r.counts, &p, &r.layout).activation_bytes
+            breakdown(&r.arch, &r.counts, &p.recipe(), &r.layout).activation_bytes
         };
         prop_assert!(act(Checkpointing::Full) <= act(Checkpointing::None));
     }
@@ -358,7 +358,7 @@ proptest! {
     #[test]
     fn memory_grows_with_micro_batch_and_sequence(plan in any_plan()) {
         let (r, _) = resolve(&plan);
-        let peak = |p: &Plan| breakdown(&r.arch, &r.counts, p, &r.layout).peak_bytes;
+        let peak = |p: &Plan| breakdown(&r.arch, &r.counts, &p.recipe(), &r.layout).peak_bytes;
         let base = peak(&plan);
         prop_assert!(peak(&with(&plan, |p| p.data.micro_batch *= 2)) >= base);
         if plan.data.seq * 2 <= 131_072 {
@@ -439,7 +439,7 @@ proptest! {
             "step {} s under its FLOPs / peak for {}", t.step_seconds, link
         );
         let (res, _) = resolve(&plan);
-        let b = breakdown(&res.arch, &res.counts, &plan, &res.layout);
+        let b = breakdown(&res.arch, &res.counts, &plan.recipe(), &res.layout);
         prop_assert!(b.model_state_bytes <= b.peak_bytes, "peak under the model states for {}", link);
         let kept = evaluate(&with(&plan, |p| p.activations.offload = false)).throughput.step_seconds;
         let offloaded = evaluate(&with(&plan, |p| p.activations.offload = true)).throughput.step_seconds;

@@ -19,8 +19,16 @@ fn case(id: &str) -> Case {
 fn tokens_per_s(c: &Case) -> f64 {
     let counts = c.arch.parameter_counts();
     let eff = efficiency(c.gpu.generation);
-    throughput(&c.arch, &counts, &c.plan, &c.layout, c.gpu, &c.fabric, &eff)
-        .tokens_per_second_per_gpu
+    throughput(
+        &c.arch,
+        &counts,
+        &c.plan.recipe(),
+        &c.layout,
+        c.gpu,
+        &c.fabric,
+        &eff,
+    )
+    .tokens_per_second_per_gpu
 }
 
 /// The modelled and published speed-up of `low` over `base`.
@@ -55,7 +63,7 @@ const PAIRS: &[(&str, &str, &str, f64)] = &[
     ("titan_40", "titan_41", "torchtitan MXFP8, GB200", 0.10),
     ("titan_43", "titan_44", "torchtitan MXFP8, GB200", 0.10),
     // NVFP4's quantized layers recompute all their GEMMs under torchtitan's
-    // op-level checkpointing (`Plan::op_level_recomputed_gemm_share`),
+    // op-level checkpointing (`Recipe::op_level_recomputed_gemm_share`),
     // which takes back part of the FP4 rate.
     ("titan_39", "titan_41", "torchtitan NVFP4, GB200", 0.15),
     ("titan_42", "titan_44", "torchtitan NVFP4, GB200", 0.20),
@@ -117,7 +125,7 @@ fn peak_gib(c: &Case) -> f64 {
 /// - torchao's NVFP4 saves what op-level checkpointing no longer keeps:
 ///   its quantized layers' GEMM outputs, which the policy's save list
 ///   (`aten.mm`, `aten.linear`, `_scaled_mm`) does not name
-///   (`Plan::op_level_recomputed_gemm_share`). Qwen3 8B on 4 GB200s: 78.6
+///   (`Recipe::op_level_recomputed_gemm_share`). Qwen3 8B on 4 GB200s: 78.6
 ///   GiB against 112.9 in BF16 (-34.3). Llama 3 8B's BF16 run filled 94.7 %
 ///   of the device, where the caching allocator frees its cache and retries
 ///   rather than reserve more, so its published saving (111.0 against

@@ -112,7 +112,7 @@ pub fn single_rank_memory_rows() -> Vec<MemoryRow> {
                 stages: Stages::even(arch.layers, 1),
                 fp8_tn_only: true,
             };
-            let m = breakdown(&arch, &arch.parameter_counts(), &plan, &one);
+            let m = breakdown(&arch, &arch.parameter_counts(), &plan.recipe(), &one);
             let measured = r.num("peak_bytes")?;
             let predicted = m.allocated_peak_bytes as f64;
             let label = format!(
@@ -237,7 +237,7 @@ fn oracle_rows_of(jsonl: &str) -> Vec<OracleRow> {
                 stages: Stages::even(arch.layers, 1),
                 fp8_tn_only: true,
             };
-            let m = breakdown(&arch, &arch.parameter_counts(), &plan, &layout);
+            let m = breakdown(&arch, &arch.parameter_counts(), &plan.recipe(), &layout);
             let predicted = m.allocated_peak_bytes as f64;
             let sharding = match (plan.training.train, plan.parallelism.zero, r.world) {
                 _ if !plan.training.stage.next_token_loss() => plan.training.stage.key(),
@@ -550,7 +550,7 @@ pub fn megatron_memory_rows() -> Vec<MemoryRow> {
             let mem = crate::model::memory::last_stage_breakdown(
                 &res.arch,
                 &res.counts,
-                &plan,
+                &res.recipe,
                 &res.layout,
             );
             let measured = r.num("measured_max_allocated_bytes")? / (1u64 << 30) as f64;

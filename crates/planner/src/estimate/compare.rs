@@ -7,7 +7,7 @@ use crate::model::hardware;
 use crate::model::job::Job;
 use crate::model::memory;
 use crate::model::plan::Checkpointing;
-use crate::model::plan::InstanceId;
+use crate::model::plan::{InstanceId, Plan};
 use crate::model::resolve::resolve_for;
 
 /// The sequence chart's data: peak memory per GPU at each sequence length,
@@ -16,8 +16,8 @@ pub type SequenceChart = Vec<(Checkpointing, Vec<u64>)>;
 
 /// Peak memory per GPU at each sequence length, for each checkpointing
 /// mode, of the resolved job (its model, hardware and layout).
-pub fn sequence_chart(r: &Job<'_>, seqs: &[u64]) -> SequenceChart {
-    let plan = r.plan;
+pub fn sequence_chart(r: &Job, seqs: &[u64]) -> SequenceChart {
+    let plan = &r.recipe;
     // GRPO's vLLM share sits beside every sequence length, as in the peak.
     let pool = crate::model::rollout::pool_bytes(plan, &r.gpu);
     [
@@ -47,8 +47,7 @@ pub fn sequence_chart(r: &Job<'_>, seqs: &[u64]) -> SequenceChart {
 /// This job on every multi-GPU training instance type, at the same number
 /// of GPUs where the instance size allows it (at least one instance). The
 /// job's model is reused; each instance resolves its hardware and layout.
-pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
-    let plan = r0.plan;
+pub fn instance_options(plan: &Plan, r0: &Job) -> Vec<InstanceOption> {
     // A model with an error has it on every instance: no option runs.
     if !r0.model_valid {
         return Vec::new();
@@ -80,11 +79,11 @@ pub fn instance_options(r0: &Job<'_>) -> Vec<InstanceOption> {
         if !errors.is_empty() {
             continue;
         }
-        let pool = crate::model::rollout::pool_bytes(&p, &r.gpu);
+        let pool = crate::model::rollout::pool_bytes(&r.recipe, &r.gpu);
         let mem = r.memory().with_pool(pool);
         let usable = r.gpu.usable_bytes();
         let tp = r.throughput(&r.efficiency());
-        let (time, _, _, cost) = cost::estimate(&r, &tp);
+        let (time, _, _, cost) = cost::estimate(&p, &r, &tp);
         out.push(InstanceOption {
             instance: inst.instance_type.to_string(),
             gpu: inst.gpu.to_string(),

@@ -84,7 +84,7 @@ pub fn memory_vs_sequence(plan: &Plan, seqs: &[u64]) -> SequenceChart {
 /// The instance comparison of a plan, resolved here: one evaluation of its own.
 pub fn compare_instances(plan: &Plan) -> Vec<InstanceOption> {
     count_evaluation();
-    instance_options(&resolve(plan).0)
+    instance_options(plan, &resolve(plan).0)
 }
 
 /// [`evaluate`], and the sequence chart at `seqs` and the instance
@@ -93,9 +93,9 @@ pub fn evaluate_with_charts(plan: &Plan, seqs: &[u64]) -> Evaluation {
     count_evaluation();
     let (r, errors) = resolve(plan);
     Evaluation {
-        report: report_of(&r, errors),
+        report: report_of(plan, &r, errors),
         sequence_chart: sequence_chart(&r, seqs),
-        instances: instance_options(&r),
+        instances: instance_options(plan, &r),
     }
 }
 
@@ -124,19 +124,19 @@ pub(crate) fn verdict_of(
 pub fn evaluate(plan: &Plan) -> Report {
     count_evaluation();
     let (r, errors) = resolve(plan);
-    report_of(&r, errors)
+    report_of(plan, &r, errors)
 }
 
 /// The report of a resolved plan; `errors` are its resolver's.
-fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
-    let plan = r.plan;
+fn report_of(plan: &Plan, r: &Job, mut errors: Vec<crate::text::Message>) -> Report {
+    let recipe = &r.recipe;
     let fabric = &r.fabric;
-    let pool = crate::model::rollout::pool_bytes(plan, &r.gpu);
+    let pool = crate::model::rollout::pool_bytes(recipe, &r.gpu);
     let mem = r.memory().with_pool(pool);
     let usable = r.gpu.usable_bytes();
     let budget = budget_bytes(usable, plan.allowances.headroom);
-    let offload = memory::offload(&r.arch, &r.counts, plan, &r.layout);
-    let host = crate::model::host::offload_overflow(plan, &offload, &r.instance, r.layout.gpus);
+    let offload = memory::offload(&r.arch, &r.counts, recipe, &r.layout);
+    let host = crate::model::host::offload_overflow(recipe, &offload, &r.instance, r.layout.gpus);
     let host_full = host.is_some();
     errors.extend(host);
     let (verdict, tight) = verdict_of((mem.peak_bytes, mem.least_bytes), budget, usable, host_full);
@@ -146,7 +146,7 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
         .saturating_mul(r.layout.dp);
     let gen = r.gpu.generation;
     let tp = r.throughput(&r.efficiency());
-    let (time, checkpoint, failures, cost) = cost::estimate(r, &tp);
+    let (time, checkpoint, failures, cost) = cost::estimate(plan, r, &tp);
     let rollout = rollout_figures(r, fabric, &tp, global_batch_sequences);
     let mut figures = Figures {
         model_name: r.model_name.clone(),
@@ -172,8 +172,8 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
                 .iter()
                 .filter(|(t, _)| t.is_assumed())
                 .fold(0u64, |sum, (_, b)| sum.saturating_add(*b)),
-            compute: memory::compute_path(plan),
-            accuracy: memory_accuracy(r),
+            compute: memory::compute_path(recipe),
+            accuracy: memory_accuracy(plan, r),
         },
         fits: verdict != Verdict::DoesNotFit,
         verdict,
@@ -181,7 +181,7 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
         max_sequence,
         global_batch_sequences,
         global_batch_tokens: tp.tokens_per_step,
-        throughput_accuracy: throughput_accuracy(r, gen, fabric),
+        throughput_accuracy: throughput_accuracy(plan, r, gen, fabric),
         throughput: tp,
         time,
         checkpoint,
@@ -209,19 +209,19 @@ fn report_of(r: &Job<'_>, mut errors: Vec<crate::text::Message>) -> Report {
         figures.memory.accuracy = unrun();
         figures.throughput_accuracy = unrun();
     }
-    let warnings = warnings::check(r, &figures, &errors, &mem);
+    let warnings = warnings::check(plan, r, &figures, &errors, &mem);
     Report {
         figures,
         warnings,
         errors,
-        export_notes: crate::estimate::launchers::export_notes(r),
+        export_notes: crate::estimate::launchers::export_notes(plan, r),
     }
 }
 
 /// A GRPO plan's vLLM engine, prompts and rollout tokens per second.
 /// `rows` is the step's global batch of rows (`mb x ga x dp`).
 fn rollout_figures(
-    r: &Job<'_>,
+    r: &Job,
     fabric: &Fabric,
     tp: &throughput::Throughput,
     rows: u64,
@@ -229,11 +229,11 @@ fn rollout_figures(
     let e = crate::model::rollout::VllmEngine::of(
         &r.arch,
         &r.counts,
-        r.plan,
+        &r.recipe,
         &r.gpu,
         (fabric, &r.layout),
     )?;
-    let rollout = &r.plan.training.rollout;
+    let rollout = &r.recipe.training.rollout;
     Some(crate::estimate::report::RolloutFigures {
         vllm_tp: e.tp,
         server_gpus: e.server_gpus,

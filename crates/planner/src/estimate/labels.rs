@@ -18,13 +18,14 @@ use crate::accuracy::envelope::{Envelope, Outside};
 /// plan leaves it on, and an expected error only from `ROWS_FOR_AN_ERROR`
 /// rows up.
 fn checked_memory(
-    r: &Job<'_>,
+    plan: &Plan,
+    r: &Job,
     level: Level,
     stats: &crate::accuracy::coverage::MemoryStats,
     note_id: Text,
     kind: &'static str,
 ) -> Accuracy {
-    let outside = memory_outside(r, &stats.envelope, stats.quoted_error());
+    let outside = memory_outside(plan, r, &stats.envelope, stats.quoted_error());
     checked_memory_outside(outside, level, stats, note_id, kind)
 }
 
@@ -51,16 +52,16 @@ fn checked_memory_outside(
 
 /// Where a plan leaves its memory checks' envelope, along the axes that
 /// move its peak by more than `tolerance`.
-fn memory_outside(r: &Job<'_>, env: &Envelope, tolerance: f64) -> Vec<Outside> {
-    let outside = env.outside(r.plan, &r.arch, r.layout.gpus);
-    material(r, env, outside, Figure::Peak, tolerance)
+fn memory_outside(plan: &Plan, r: &Job, env: &Envelope, tolerance: f64) -> Vec<Outside> {
+    let outside = env.outside(plan, &r.arch, r.layout.gpus);
+    material(plan, r, env, outside, Figure::Peak, tolerance)
 }
 
 /// Where a plan leaves its speed checks' envelope, along the axes that
 /// move its tokens/s per GPU by more than `tolerance`.
-fn speed_outside(r: &Job<'_>, env: &Envelope, tolerance: f64) -> Vec<Outside> {
-    let outside = env.outside(r.plan, &r.arch, r.layout.gpus);
-    material(r, env, outside, Figure::Speed, tolerance)
+fn speed_outside(plan: &Plan, r: &Job, env: &Envelope, tolerance: f64) -> Vec<Outside> {
+    let outside = env.outside(plan, &r.arch, r.layout.gpus);
+    material(plan, r, env, outside, Figure::Speed, tolerance)
 }
 
 /// The figure a label vouches for: the allocated peak bytes per GPU (what
@@ -74,7 +75,7 @@ enum Figure {
 
 impl Figure {
     /// The figure of a resolved plan, or `None` where it has an error.
-    fn of_job(self, r: &Job<'_>) -> Option<f64> {
+    fn of_job(self, r: &Job) -> Option<f64> {
         r.valid.then(|| match self {
             Figure::Peak => r.allocated_peak_bytes() as f64,
             Figure::Speed => r.throughput(&r.efficiency()).tokens_per_second_per_gpu,
@@ -90,8 +91,8 @@ impl Figure {
     /// The figure of `p`, a plan `r`'s with a setting put back: resolved
     /// on `r`'s model where it names the same one (a model with an error
     /// has an error in any plan).
-    fn of_put_back(self, r: &Job<'_>, p: &Plan) -> Option<f64> {
-        if p.model != r.plan.model {
+    fn of_put_back(self, base: &Plan, r: &Job, p: &Plan) -> Option<f64> {
+        if p.model != base.model {
             return self.of_job(&resolve(p).0);
         }
         let model = (r.arch.clone(), r.model_name.clone());
@@ -109,7 +110,8 @@ impl Figure {
 /// too when, put back together, they move it further (#36: two MoE flags
 /// each within a group's 18% moved the step 84% together).
 fn material(
-    r: &Job<'_>,
+    plan: &Plan,
+    r: &Job,
     env: &Envelope,
     outside: Vec<Outside>,
     figure: Figure,
@@ -126,7 +128,7 @@ fn material(
     // from what they measured.
     let shift = |p: &Plan| {
         figure
-            .of_put_back(r, p)
+            .of_put_back(plan, r, p)
             .map_or(f64::INFINITY, |f| (base / f - 1.0).abs())
     };
     // Per setting (only settings are left): the checked value that moves
@@ -139,9 +141,9 @@ fn material(
             };
             let key: &'static str = key;
             let best = env
-                .inside_values(r.plan, &r.arch, key)
+                .inside_values(plan, &r.arch, key)
                 .into_iter()
-                .filter_map(|v| Envelope::put_back(r.plan, key, &v).map(|p| (v, shift(&p))))
+                .filter_map(|v| Envelope::put_back(plan, key, &v).map(|p| (v, shift(&p))))
                 .min_by(|a, b| a.1.total_cmp(&b.1));
             Some((o, key, best))
         })
@@ -159,7 +161,7 @@ fn material(
         [(_, _, d)] => *d,
         _ => passing
             .iter()
-            .try_fold(r.plan.clone(), |p, (key, v, _)| {
+            .try_fold(plan.clone(), |p, (key, v, _)| {
                 Envelope::put_back(&p, key, v)
             })
             .map_or(f64::INFINITY, |p| shift(&p)),
@@ -255,16 +257,17 @@ fn outside_axis(o: &Outside) -> Phrase {
 /// against torchtitan's measured runs, Megatron full training against
 /// Megatron-LM's CI runs, everything else derived (data/coverage.json,
 /// computed by `plan calibrate`); each within its checks' envelope.
-pub(crate) fn memory_accuracy(r: &Job<'_>) -> Accuracy {
+pub(crate) fn memory_accuracy(plan: &Plan, r: &Job) -> Accuracy {
     let c = crate::accuracy::coverage::shipped();
-    let stage = r.plan.training.stage;
+    let stage = r.recipe.training.stage;
     // The fine-tuning runs measured on GPUs are SFT steps.
-    if let Some(a) = measured_on_gpu(r, &c.memory_gpu).filter(|_| stage.next_token_loss()) {
+    if let Some(a) = measured_on_gpu(plan, r, &c.memory_gpu).filter(|_| stage.next_token_loss()) {
         return a;
     }
     match checked_memory_kind(r) {
         Some(MemoryKind::SingleRank) => {
             let a = checked_memory(
+                plan,
                 r,
                 Level::Counted,
                 &c.memory_single_rank,
@@ -276,16 +279,17 @@ pub(crate) fn memory_accuracy(r: &Job<'_>) -> Accuracy {
             if a.level != Level::Extrapolated {
                 return a;
             }
-            oracle_memory(r, "sharding=single", "1 GPU")
+            oracle_memory(plan, r, "sharding=single", "1 GPU")
                 .filter(|o| o.level != Level::Extrapolated)
                 .unwrap_or(a)
         }
         Some(MemoryKind::Oracle(group, kind)) => {
-            oracle_memory(r, group, kind).unwrap_or_else(|| derived(stage))
+            oracle_memory(plan, r, group, kind).unwrap_or_else(|| derived(stage))
         }
         // torchtitan's published runs of the plan's layout: measured, loosely.
         Some(MemoryKind::Torchtitan(layout)) => match c.torchtitan(layout) {
             Some(stats) => checked_memory(
+                plan,
                 r,
                 Level::Approximate,
                 stats,
@@ -296,6 +300,7 @@ pub(crate) fn memory_accuracy(r: &Job<'_>) -> Accuracy {
         },
         // Megatron-LM's own CI runs: measured, on a few shapes.
         Some(MemoryKind::Megatron) if c.memory_megatron.rows > 0 => checked_memory(
+            plan,
             r,
             Level::Approximate,
             &c.memory_megatron,
@@ -309,10 +314,17 @@ pub(crate) fn memory_accuracy(r: &Job<'_>) -> Accuracy {
 /// The memory oracle's group `group` (its steps of `kind`) for a plan:
 /// counted within its envelope, with its held-out figure where held-out
 /// steps check that kind; `None` where the group has no rows.
-fn oracle_memory(r: &Job<'_>, group: &str, kind: &'static str) -> Option<Accuracy> {
+fn oracle_memory(plan: &Plan, r: &Job, group: &str, kind: &'static str) -> Option<Accuracy> {
     let c = crate::accuracy::coverage::shipped();
     let stats = c.oracle(group)?;
-    let mut a = checked_memory(r, Level::Counted, stats, Text::MemoryCheckedOracle, kind);
+    let mut a = checked_memory(
+        plan,
+        r,
+        Level::Counted,
+        stats,
+        Text::MemoryCheckedOracle,
+        kind,
+    );
     if let Some(n) = a.note.last_mut() {
         n.args.push(("gpus", stats.envelope.gpus.1.into()));
     }
@@ -323,7 +335,7 @@ fn oracle_memory(r: &Job<'_>, group: &str, kind: &'static str) -> Option<Accurac
         return Some(a);
     }
     if group == "stage=grpo" {
-        let text = if r.plan.training.rollout.gen_gpus > 0 {
+        let text = if r.recipe.training.rollout.gen_gpus > 0 {
             Text::MemoryOracleGrpoServer
         } else {
             Text::MemoryOracleGrpoShare
@@ -344,11 +356,12 @@ fn oracle_memory(r: &Job<'_>, group: &str, kind: &'static str) -> Option<Accurac
 /// data-parallel plan inside what they ran: "measured" on GPU, with their
 /// worst error either way. Outside, the other checks speak.
 fn measured_on_gpu(
-    r: &Job<'_>,
+    plan: &Plan,
+    r: &Job,
     stats: &crate::accuracy::coverage::MemoryStats,
 ) -> Option<Accuracy> {
     let l = &r.layout;
-    let hf_dp = r.plan.implementation.stack == crate::model::plan::Stack::Hf
+    let hf_dp = r.recipe.implementation.stack == crate::model::plan::Stack::Hf
         && l.tp == 1
         && l.pp == 1
         && l.cp == 1
@@ -356,7 +369,7 @@ fn measured_on_gpu(
     if !hf_dp || stats.rows == 0 {
         return None;
     }
-    let outside = memory_outside(r, &stats.envelope, stats.quoted_error());
+    let outside = memory_outside(plan, r, &stats.envelope, stats.quoted_error());
     if !outside.is_empty() {
         return None;
     }
@@ -431,9 +444,9 @@ enum MemoryKind {
 /// The oracle runs the HF stack data parallel (FSDP2 or one GPU) and tensor
 /// parallel under FSDP2, dense models, AdamW, fp32 / BF16 / pure BF16, full
 /// training or LoRA, no offloading.
-fn checked_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
+fn checked_memory_kind(r: &Job) -> Option<MemoryKind> {
     use crate::model::plan::{Optimizer, Stack, Training};
-    let (plan, layout) = (r.plan, &r.layout);
+    let (plan, layout) = (&r.recipe, &r.layout);
     let hf_tp = plan.implementation.stack == Stack::Hf && layout.tp > 1;
     match plan.training.stage {
         TrainingStage::Dpo => return dpo_memory_kind(r),
@@ -484,8 +497,8 @@ fn checked_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
 /// The oracle's GRPO updates (`stage=grpo`, #38): TRL's loss on train.py's
 /// model, one GPU or FSDP2, full or LoRA, BF16; what grpo.py refuses is an
 /// error already. vLLM's share beside it is the setting, not counted.
-fn grpo_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
-    let (plan, l) = (r.plan, &r.layout);
+fn grpo_memory_kind(r: &Job) -> Option<MemoryKind> {
+    let (plan, l) = (&r.recipe, &r.layout);
     let one_or_fsdp2 = l.dp == 1 || memory::runs_fsdp2(plan, l);
     let oracle_ran = one_or_fsdp2 && r.arch.moe.is_none() && !plan.activations.offload;
     oracle_ran.then_some(MemoryKind::Oracle("stage=grpo", "GRPO update"))
@@ -494,9 +507,9 @@ fn grpo_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
 /// The oracle's DPO steps (`stage=dpo`, #38): train.py on the HF stack,
 /// dense, AdamW, BF16 / FP32, full training or LoRA, one GPU or FSDP2, no
 /// offloading. Anything else is derived.
-fn dpo_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
+fn dpo_memory_kind(r: &Job) -> Option<MemoryKind> {
     use crate::model::plan::{Optimizer, Stack};
-    let (plan, l) = (r.plan, &r.layout);
+    let (plan, l) = (&r.recipe, &r.layout);
     let data_parallel = l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1;
     let one_or_fsdp2 = l.dp == 1 || memory::runs_fsdp2(plan, l);
     let oracle_ran = plan.implementation.stack == Stack::Hf
@@ -518,18 +531,23 @@ fn dpo_memory_kind(r: &Job<'_>) -> Option<MemoryKind> {
 /// "extrapolated" along the axes it leaves; a ± only from five rows of two
 /// models or more (#36). Outside every checked group, "derived", with its
 /// own stack's error over every kind for scale (data/coverage.json).
-pub(crate) fn throughput_accuracy(r: &Job<'_>, gen: Generation, fabric: &Fabric) -> Accuracy {
+pub(crate) fn throughput_accuracy(
+    plan: &Plan,
+    r: &Job,
+    gen: Generation,
+    fabric: &Fabric,
+) -> Accuracy {
     use crate::accuracy::coverage::{checked_group, Group};
-    let group = Group::of(r.plan, &r.arch, &r.layout, gen, fabric);
+    let group = Group::of(plan, &r.arch, &r.layout, gen, fabric);
     let mut a = match checked_group(&group, r.gpu.id) {
-        Some(stats) => checked_throughput(r, stats),
+        Some(stats) => checked_throughput(plan, r, stats),
         None => unchecked_throughput(r, &group),
     };
     let gb200 = r.gpu.id.starts_with("GB200");
-    if gen == Generation::Blackwell && !r.plan.numerics.precision.is_low_precision() && !gb200 {
+    if gen == Generation::Blackwell && !r.recipe.numerics.precision.is_low_precision() && !gb200 {
         a.note.push(Phrase::new(Text::BlackwellBf16FromGb200));
     }
-    let derived_step = match r.plan.training.stage {
+    let derived_step = match r.recipe.training.stage {
         TrainingStage::Sft => None,
         TrainingStage::Dpo => Some(Text::SpeedDerivedDpo),
         TrainingStage::Grpo => Some(Text::SpeedDerivedGrpo),
@@ -554,7 +572,11 @@ pub(crate) fn throughput_accuracy(r: &Job<'_>, gen: Generation, fabric: &Fabric)
 /// A plan of a checked group: calibrated with the group's ± inside its
 /// envelope and with enough rows, without one on fewer, extrapolated
 /// outside.
-fn checked_throughput(r: &Job<'_>, stats: &crate::accuracy::coverage::GroupStats) -> Accuracy {
+fn checked_throughput(
+    plan: &Plan,
+    r: &Job,
+    stats: &crate::accuracy::coverage::GroupStats,
+) -> Accuracy {
     let figures = error_figures(stats.cv_median, stats.cv_under, stats.cv_over);
     let note = |id| {
         Phrase::of(id, figures.clone())
@@ -562,7 +584,7 @@ fn checked_throughput(r: &Job<'_>, stats: &crate::accuracy::coverage::GroupStats
             .with("models", stats.models)
             .with("group", stats.group.phrase())
     };
-    let outside = speed_outside(r, &stats.envelope, stats.quoted_error());
+    let outside = speed_outside(plan, r, &stats.envelope, stats.quoted_error());
     if !outside.is_empty() {
         extrapolated(&outside, note(Text::ThroughputChecked))
     } else if !stats.quotes_an_error() {
@@ -583,8 +605,8 @@ fn checked_throughput(r: &Job<'_>, stats: &crate::accuracy::coverage::GroupStats
 /// A plan of a kind no published run checked: "derived", naming its own
 /// stack's cross-validated error over every kind of its runs for scale, or
 /// none where the stack has no published run.
-fn unchecked_throughput(r: &Job<'_>, group: &crate::accuracy::coverage::Group) -> Accuracy {
-    let note = match crate::accuracy::coverage::stack_stats(r.plan.implementation.stack) {
+fn unchecked_throughput(r: &Job, group: &crate::accuracy::coverage::Group) -> Accuracy {
+    let note = match crate::accuracy::coverage::stack_stats(r.recipe.implementation.stack) {
         Some(s) => Phrase::of(
             Text::ThroughputStackOnly,
             error_figures(s.cv_median, s.cv_under, s.cv_over),
@@ -594,7 +616,7 @@ fn unchecked_throughput(r: &Job<'_>, group: &crate::accuracy::coverage::Group) -
         .with(
             "stack",
             Arg::from(crate::accuracy::sequence_bands::stack_name(
-                r.plan.implementation.stack,
+                r.recipe.implementation.stack,
             )),
         ),
         None => Phrase::new(Text::ThroughputUnchecked),
@@ -625,8 +647,8 @@ mod tests {
         let named = |q: &str| -> Vec<&'static str> {
             let plan = Plan::from_query(&format!("{recipe}&{q}")).plan;
             let (r, _) = resolve(&plan);
-            let outside = env.outside(r.plan, &r.arch, r.layout.gpus);
-            material(&r, &env, outside, Figure::Speed, 0.10)
+            let outside = env.outside(&plan, &r.arch, r.layout.gpus);
+            material(&plan, &r, &env, outside, Figure::Speed, 0.10)
                 .into_iter()
                 .map(|o| match o {
                     crate::accuracy::envelope::Outside::Setting { key, .. } => key,

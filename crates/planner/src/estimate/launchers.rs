@@ -17,11 +17,10 @@ use crate::text::{Arg, Message, Text};
 /// plan keeps its figures: a setting the bundled scripts do not carry is
 /// the export's limit, not the job's. None where the user brings their own
 /// entry script (`entry=`), which the bundle does not judge.
-pub fn export_notes(job: &Job) -> Vec<Message> {
-    let plan = job.plan;
+pub fn export_notes(plan: &Plan, job: &Job) -> Vec<Message> {
     let mut notes: Vec<Message> = no_engine(plan).into_iter().collect();
     if plan.bundled_hf() {
-        notes.extend(train_py_notes(job));
+        notes.extend(train_py_notes(plan, job));
     }
     notes.extend(refusal_note(
         megatron_refusal(plan, &job.arch, Choice::of(plan)),
@@ -61,8 +60,8 @@ pub fn no_engine(plan: &Plan) -> Option<Message> {
 /// What the bundled train.py (and grpo.py) run of a Hugging Face plan:
 /// data and tensor parallelism only, tensor parallelism as
 /// `hf_tp_refusal` allows, adapters in 16 bits, and a 4-bit base unsharded.
-fn train_py_notes(job: &Job) -> Vec<Message> {
-    let (plan, layout) = (job.plan, &job.layout);
+fn train_py_notes(plan: &Plan, job: &Job) -> Vec<Message> {
+    let layout = &job.layout;
     let mut notes = Vec::new();
     let degrees = [("pp", layout.pp), ("cp", layout.cp), ("ep", layout.ep)];
     if let Some((key, _)) = degrees.iter().find(|(_, d)| *d > 1) {

@@ -12,7 +12,8 @@ use crate::text::{Arg, Text};
 
 /// What every rule reads.
 pub struct Context<'a> {
-    pub r: &'a Job<'a>,
+    pub plan: &'a Plan,
+    pub r: &'a Job,
     pub figures: &'a Figures,
     pub errors: &'a [Message],
     pub mem: &'a MemoryBreakdown,
@@ -20,7 +21,7 @@ pub struct Context<'a> {
 
 impl Context<'_> {
     fn plan(&self) -> &Plan {
-        self.r.plan
+        self.plan
     }
 
     fn warn(
@@ -67,12 +68,14 @@ const RULES: &[Rule] = &[
 /// All rules that apply to this plan, drawn from its finished figures and
 /// its errors.
 pub fn check(
-    r: &Job<'_>,
+    plan: &Plan,
+    r: &Job,
     figures: &Figures,
     errors: &[Message],
     mem: &MemoryBreakdown,
 ) -> Vec<Message> {
     let c = Context {
+        plan,
         r,
         figures,
         errors,
@@ -591,7 +594,7 @@ const ADAPTER_CASTS_SHARE: f64 = 0.05;
 /// adapters in BF16 to say how much.
 fn peft_fp32_adapter_casts(c: &Context) -> Option<Message> {
     let (plan, r) = (c.plan(), c.r);
-    let fp32_adapters = plan.hf_adapters() && plan.adapter_bytes() == 4.0;
+    let fp32_adapters = plan.hf_adapters() && plan.recipe().adapter_bytes() == 4.0;
     if !fp32_adapters || plan.numerics.precision == Precision::Fp32 || !c.errors.is_empty() {
         return None;
     }
@@ -599,8 +602,15 @@ fn peft_fp32_adapter_casts(c: &Context) -> Option<Message> {
     bf16.lora.lora_dtype = crate::model::plan::LoraDtype::Bf16;
     let (arch, counts, layout) = (&r.arch, &r.counts, &r.layout);
     let eff = r.efficiency();
-    let t =
-        crate::model::throughput::throughput(arch, counts, &bf16, layout, &r.gpu, &r.fabric, &eff);
+    let t = crate::model::throughput::throughput(
+        arch,
+        counts,
+        &bf16.recipe(),
+        layout,
+        &r.gpu,
+        &r.fabric,
+        &eff,
+    );
     let share = 1.0 - t.step_seconds / c.figures.throughput.step_seconds;
     if share.is_nan() || share <= ADAPTER_CASTS_SHARE {
         return None;

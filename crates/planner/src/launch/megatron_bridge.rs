@@ -102,13 +102,13 @@ pub fn settings(plan: &Plan, r: &Report) -> Value {
 /// as one, `linear_fc1` gate and up) where the plan's targets take whole
 /// fused modules, else its `CanonicalLoRA`, which adapts q, k, v, gate and
 /// up one by one, as PEFT does; MLA's projections by Megatron-Core's names
-/// (`Plan::adapted` fuses gate and up there). Rank, alpha and no dropout,
+/// (`Recipe::adapted` fuses gate and up there). Rank, alpha and no dropout,
 /// as the planner models them.
 fn peft(plan: &Plan, a: &Architecture) -> Value {
     if plan.training.train == crate::model::plan::Training::Full {
         return Value::Null;
     }
-    let (class, modules) = lora_modules(plan.adapted(a), a);
+    let (class, modules) = lora_modules(plan.recipe().adapted(a), a);
     Value::Obj(vec![
         ("class", class.into()),
         (
@@ -116,7 +116,7 @@ fn peft(plan: &Plan, a: &Architecture) -> Value {
             Value::List(modules.into_iter().map(Value::from).collect()),
         ),
         ("dim", plan.lora.lora_rank.into()),
-        ("alpha", plan.lora_alpha_or_default().into()),
+        ("alpha", plan.recipe().lora_alpha_or_default().into()),
         ("dropout", Value::Num(0.0)),
     ])
 }
@@ -443,7 +443,8 @@ fn offload(plan: &Plan, r: &Report) -> Members {
     if !plan.activations.offload {
         return Vec::new();
     }
-    let layers = crate::model::memory::offloaded_layer_count(plan, r.architecture.layers as f64);
+    let layers =
+        crate::model::memory::offloaded_layer_count(&plan.recipe(), r.architecture.layers as f64);
     vec![
         ("cpu_offloading", true.into()),
         ("cpu_offloading_num_layers", (layers as u64).into()),

@@ -96,19 +96,19 @@ pub fn checkpoint_bytes(plan: &Plan, counts: &ParameterCounts, adapter_params: f
 /// The training GPUs stage an asynchronous save; the GPU-hours count every
 /// GPU paid for, a GRPO plan's vLLM server's too (the report, the instance
 /// comparison and the search read the same time, #34).
-pub fn estimate(job: &Job, tp: &Throughput) -> (Time, Checkpointing, Failures, Cost) {
-    let plan = job.plan;
-    let adapters = plan.lora_params(&job.arch);
+pub fn estimate(plan: &Plan, job: &Job, tp: &Throughput) -> (Time, Checkpointing, Failures, Cost) {
+    let adapters = job.recipe.lora_params(&job.arch);
     let (mut time, ckpt, failures) = time(plan, &job.counts, adapters, tp, job.layout.gpus);
-    time.gpu_hours = time.total_hours * paid_gpus(job) as f64;
+    time.gpu_hours = time.total_hours * paid_gpus(plan, job) as f64;
     let cost = price(plan, &job.instance, tp, time.total_hours);
     (time, ckpt, failures, cost)
 }
 
 /// The GPUs the job pays for: training's, and a GRPO plan's vLLM server's.
-fn paid_gpus(job: &Job) -> u64 {
-    let (p, gpn) = (job.plan, job.instance.gpu_count);
-    job.layout.gpus + crate::model::rollout::server_gpus(p, gpn, p.hardware.nodes).unwrap_or(0)
+fn paid_gpus(plan: &Plan, job: &Job) -> u64 {
+    let (nodes, gpn) = (plan.hardware.nodes, job.instance.gpu_count);
+    job.layout.gpus
+        + crate::model::rollout::server_gpus(&job.recipe.training, gpn, nodes).unwrap_or(0)
 }
 
 /// The job's wall-clock time: its steps, the checkpoints it saves and the
@@ -212,7 +212,7 @@ fn price(plan: &Plan, instance: &Instance, tp: &Throughput, total_hours: f64) ->
 /// The cost of a thousand samples (sequences, or DPO pairs of two rows) at
 /// `usd_per_million_tokens`.
 pub fn usd_per_thousand_samples(plan: &Plan, usd_per_million_tokens: f64) -> f64 {
-    usd_per_million_tokens * plan.tokens_per_sample() as f64 * 1e3 / 1e6
+    usd_per_million_tokens * plan.recipe().tokens_per_sample() as f64 * 1e3 / 1e6
 }
 
 /// Managed spot's interruptions per instance-hour: the monthly share of

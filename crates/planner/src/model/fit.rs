@@ -5,28 +5,29 @@
 
 use crate::model::job::Job;
 use crate::model::memory;
-use crate::model::plan::{Attention, Plan};
+use crate::model::plan::Attention;
+use crate::model::recipe::Recipe;
 
 /// The largest micro-batch (up to 4096) and the longest sequence (in steps
 /// of 128 up to 131072, at the plan's micro-batch) whose peak stays within
 /// the budget, and whose offloaded activations the host holds. `peak` is the
-/// plan's own. One working copy of the plan serves every probe of both
+/// plan's own. One working copy of the recipe serves every probe of both
 /// searches (a clone per probe cost more than the probe).
-pub(crate) fn largest_that_fit(r: &Job<'_>, budget: u64, peak: u64) -> (u64, u64) {
-    let plan = std::cell::RefCell::new(r.plan.clone());
-    let pool = crate::model::rollout::pool_bytes(r.plan, &r.gpu);
-    let peak_of = |p: &Plan| {
+pub(crate) fn largest_that_fit(r: &Job, budget: u64, peak: u64) -> (u64, u64) {
+    let plan = std::cell::RefCell::new(r.recipe.clone());
+    let pool = crate::model::rollout::pool_bytes(&r.recipe, &r.gpu);
+    let peak_of = |p: &Recipe| {
         memory::breakdown(&r.arch, &r.counts, p, &r.layout)
             .peak_bytes
             .saturating_add(pool)
     };
-    let host_holds = |p: &Plan| {
+    let host_holds = |p: &Recipe| {
         !p.activations.offload || {
             let offload = memory::offload(&r.arch, &r.counts, p, &r.layout);
             crate::model::host::offload_overflow(p, &offload, &r.instance, r.layout.gpus).is_none()
         }
     };
-    let x = r.plan.data.micro_batch.clamp(1, 4096);
+    let x = r.recipe.data.micro_batch.clamp(1, 4096);
     let (mb, per_sequence) = {
         let at = Probes::new(|mb| {
             let mut p = plan.borrow_mut();
@@ -42,7 +43,7 @@ pub(crate) fn largest_that_fit(r: &Job<'_>, budget: u64, peak: u64) -> (u64, u64
         });
         (mb, at.slope(x, 4096))
     };
-    plan.borrow_mut().data.micro_batch = r.plan.data.micro_batch;
+    plan.borrow_mut().data.micro_batch = r.recipe.data.micro_batch;
     let cp = r.layout.cp.max(1);
     let hi = 1024 / cp;
     let at = Probes::new(|steps| {
@@ -51,8 +52,8 @@ pub(crate) fn largest_that_fit(r: &Job<'_>, budget: u64, peak: u64) -> (u64, u64
         peak_of(&p)
     });
     // The plan's own sequence is a known point when it lies on the grid.
-    let steps = r.plan.data.seq / (128 * cp);
-    let on_grid = steps >= 1 && steps <= hi && r.plan.data.seq == steps * 128 * cp;
+    let steps = r.recipe.data.seq / (128 * cp);
+    let on_grid = steps >= 1 && steps <= hi && r.recipe.data.seq == steps * 128 * cp;
     let x = if on_grid {
         at.know(steps, peak);
         steps
@@ -81,17 +82,17 @@ pub(crate) fn largest_that_fit(r: &Job<'_>, budget: u64, peak: u64) -> (u64, u64
 /// probe (60 varied plans: 310 probes -> 252, none more); the probes find
 /// the exact answer whatever the guess. `None` where it does not apply.
 fn sequence_guess(
-    r: &Job<'_>,
+    r: &Job,
     per_sequence: Option<f64>,
     (steps, hi): (u64, u64),
     (budget, peak): (u64, u64),
 ) -> Option<u64> {
     let d = per_sequence.filter(|d| *d > 0.0)?;
-    if r.plan.implementation.attention == Attention::Eager {
+    if r.recipe.implementation.attention == Attention::Eager {
         return None;
     }
-    let (mb, cp) = (r.plan.data.micro_batch.clamp(1, 4096), r.layout.cp.max(1));
-    let per_step = d * (mb * 128 * cp) as f64 / r.plan.data.seq as f64;
+    let (mb, cp) = (r.recipe.data.micro_batch.clamp(1, 4096), r.layout.cp.max(1));
+    let per_step = d * (mb * 128 * cp) as f64 / r.recipe.data.seq as f64;
     let g = steps as f64 + (budget as f64 - peak as f64) / per_step;
     Some(g.clamp(0.0, hi as f64) as u64)
 }

@@ -4,7 +4,8 @@
 
 use crate::model::hardware::{Instance, OFFLOADABLE_HOST_SHARE};
 use crate::model::memory::Offload;
-use crate::model::plan::{Plan, Stack};
+use crate::model::plan::Stack;
+use crate::model::recipe::Recipe;
 use crate::text::{Arg, Message, Text};
 
 /// The error when the node's GPUs offload more activations than its RAM
@@ -13,7 +14,7 @@ use crate::text::{Arg, Message, Text};
 /// horizon, so the fix turns it off). An instance whose RAM the data does
 /// not give (a custom GPU) is not checked.
 pub fn offload_overflow(
-    plan: &Plan,
+    plan: &Recipe,
     offload: &Offload,
     instance: &Instance,
     gpus: u64,

@@ -1,5 +1,5 @@
-//! A job: a plan resolved once (its model and parameter counts, GPU and
-//! instance, the links its collectives cross, its parallel layout and
+//! A job: a plan resolved once (what its step runs, its model and parameter
+//! counts, GPU and instance, the links its collectives cross, its parallel layout and
 //! pipeline stages), which the memory, throughput, cost and label models
 //! read instead of resolving the plan again. `resolve::resolve` builds it,
 //! checking each part; the models add their methods where they live
@@ -10,13 +10,14 @@ use crate::model::architecture::{Architecture, ParameterCounts};
 use crate::model::fabric::Fabric;
 use crate::model::hardware::{Gpu, Instance};
 use crate::model::layout::Layout;
-use crate::model::plan::Plan;
+use crate::model::recipe::Recipe;
 use crate::text::Phrase;
 use std::borrow::Cow;
 
 /// A plan resolved: its model, hardware and layout, each checked once.
-pub struct Job<'a> {
-    pub plan: &'a Plan,
+pub struct Job {
+    /// What each step runs, as the plan set it.
+    pub recipe: Recipe,
     pub arch: Architecture,
     pub model_name: Phrase,
     pub counts: ParameterCounts,

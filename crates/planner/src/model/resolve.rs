@@ -8,6 +8,7 @@ use crate::model::hardware::{self, Gpu, Instance};
 use crate::model::job::Job;
 use crate::model::layout::{Layout, Stages};
 use crate::model::plan::{Plan, Stack, Training};
+use crate::model::recipe::Recipe;
 use crate::model::rules::{self, Unsupported};
 pub use crate::text::Message;
 use crate::text::{Arg, Phrase, Text};
@@ -78,7 +79,7 @@ pub fn resolve_architecture(plan: &Plan) -> (Architecture, Phrase) {
 
 /// Resolve and validate. Errors never stop the evaluation: each step falls
 /// back to the nearest valid value so the rest of the page keeps working.
-pub fn resolve(plan: &Plan) -> (Job<'_>, Vec<Message>) {
+pub fn resolve(plan: &Plan) -> (Job, Vec<Message>) {
     let mut errors = Vec::new();
     let model = resolve_model(plan, &mut errors);
     resolve_for(plan, model, errors)
@@ -91,7 +92,7 @@ pub fn resolve_for(
     plan: &Plan,
     (arch, model_name): (Architecture, Phrase),
     mut errors: Vec<Message>,
-) -> (Job<'_>, Vec<Message>) {
+) -> (Job, Vec<Message>) {
     let model_valid = errors.is_empty();
     let counts = arch.parameter_counts();
     let (gpu, instance) = resolve_hardware(plan, &mut errors);
@@ -101,16 +102,17 @@ pub fn resolve_for(
     if plan.parallelism.vp > 1 && layout.pp == 1 {
         errors.push(Message::new("vp", Text::VpWithoutPp, []).fix("vp", "1"));
     }
-    check_adapters(plan, &arch, &mut errors);
+    let recipe = plan.recipe();
+    check_adapters(&recipe, &arch, &mut errors);
     check_rollout(
-        plan,
+        &recipe,
         (&arch, &counts),
         &gpu,
         (&fabric, &layout),
         &mut errors,
     );
     let job = Job {
-        plan,
+        recipe,
         arch,
         model_name,
         counts,
@@ -216,7 +218,7 @@ fn resolve_hardware(plan: &Plan, errors: &mut Vec<Message>) -> Hardware {
 /// LoRA on modules the model has: PEFT refuses a `target_modules` that
 /// names none of them ("Target modules ... not found in the base model"),
 /// and nothing would train.
-fn check_adapters(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) {
+fn check_adapters(plan: &Recipe, arch: &Architecture, errors: &mut Vec<Message>) {
     if plan.training.train == Training::Full || plan.adapted(arch).any() {
         return;
     }
@@ -230,7 +232,7 @@ fn check_adapters(plan: &Plan, arch: &Architecture, errors: &mut Vec<Message>) {
 /// (`GRPOConfig.__post_init__` raises otherwise), and a vLLM engine whose
 /// share holds its weights and one row's KV cache.
 fn check_rollout(
-    plan: &Plan,
+    plan: &Recipe,
     (arch, counts): (&Architecture, &crate::model::architecture::ParameterCounts),
     gpu: &Gpu,
     (fabric, layout): (&Fabric, &Layout),
@@ -296,7 +298,7 @@ fn check_rollout(
 
 /// A vLLM server too small for one row of the plan, with its fix.
 fn server_too_small(
-    plan: &Plan,
+    plan: &Recipe,
     engine: &crate::model::rollout::VllmEngine,
     fix: Option<u64>,
 ) -> Message {
@@ -315,7 +317,7 @@ fn server_too_small(
 /// The fewest server GPUs above the plan's whose engine holds a row, while
 /// training keeps one GPU of the node at least.
 fn larger_server(
-    plan: &Plan,
+    plan: &Recipe,
     (arch, counts): (&Architecture, &crate::model::architecture::ParameterCounts),
     (gpu, fabric): (&Gpu, &crate::model::fabric::Fabric),
     layout: &Layout,
@@ -392,7 +394,7 @@ fn resolve_layout(
 /// an error and its fix where the count cannot run.
 fn resolve_server(plan: &Plan, instance: &Instance, nodes: u64, errors: &mut Vec<Message>) -> u64 {
     let gpn = instance.gpu_count;
-    crate::model::rollout::server_gpus(plan, gpn, nodes).unwrap_or_else(|fix| {
+    crate::model::rollout::server_gpus(&plan.training, gpn, nodes).unwrap_or_else(|fix| {
         let args: [(&'static str, Arg); 2] = [
             ("gen_gpus", Arg::from(&plan.training.rollout.gen_gpus)),
             ("gpn", Arg::from(&gpn)),

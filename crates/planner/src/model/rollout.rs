@@ -30,7 +30,8 @@ use crate::model::architecture::{Architecture, ParameterCounts};
 use crate::model::fabric::Fabric;
 use crate::model::hardware::Gpu;
 use crate::model::layout::Layout;
-use crate::model::plan::Plan;
+use crate::model::plan::TrainingSetup;
+use crate::model::recipe::Recipe;
 
 /// vLLM's tensor-parallel size: the smallest power of two that divides the
 /// GPUs of the fast link (TRL needs the world to divide into engines) and
@@ -69,9 +70,9 @@ const SERVER_REQUEST_SECONDS: f64 = 1e-3;
 /// the plan is not GRPO). `Err` carries the nearest count that runs: a
 /// server runs beside training on one node, on fewer than its GPUs
 /// (grpo.py starts both there; several nodes keep vLLM colocated).
-pub fn server_gpus(plan: &Plan, gpus_per_node: u64, nodes: u64) -> Result<u64, u64> {
-    let k = plan.training.rollout.gen_gpus;
-    if !plan.training.stage.generates() || k == 0 {
+pub fn server_gpus(training: &TrainingSetup, gpus_per_node: u64, nodes: u64) -> Result<u64, u64> {
+    let k = training.rollout.gen_gpus;
+    if !training.stage.generates() || k == 0 {
         return Ok(0);
     }
     let gpn = gpus_per_node.max(1);
@@ -85,9 +86,9 @@ pub fn server_gpus(plan: &Plan, gpus_per_node: u64, nodes: u64) -> Result<u64, u
 /// vLLM's share of each training GPU's memory on a GRPO plan (`gen_share`
 /// of what CUDA reports, which `gpu_memory_utilization` takes a fraction
 /// of), or 0 (another stage, or vLLM on its own GPUs).
-pub fn pool_bytes(plan: &Plan, gpu: &Gpu) -> u64 {
-    if plan.training.stage.generates() && plan.training.rollout.gen_gpus == 0 {
-        (plan.training.rollout.gen_share * gpu.usable_bytes() as f64) as u64
+pub fn pool_bytes(recipe: &Recipe, gpu: &Gpu) -> u64 {
+    if recipe.training.stage.generates() && recipe.training.rollout.gen_gpus == 0 {
+        (recipe.training.rollout.gen_share * gpu.usable_bytes() as f64) as u64
     } else {
         0
     }
@@ -145,17 +146,17 @@ impl VllmEngine {
     pub fn of(
         arch: &Architecture,
         counts: &ParameterCounts,
-        plan: &Plan,
+        recipe: &Recipe,
         gpu: &Gpu,
         placement: (&Fabric, &Layout),
     ) -> Option<VllmEngine> {
         Self::placed(
             arch,
             counts,
-            plan,
+            recipe,
             gpu,
             placement,
-            plan.training.rollout.gen_gpus,
+            recipe.training.rollout.gen_gpus,
         )
     }
 
@@ -165,18 +166,18 @@ impl VllmEngine {
     pub fn placed(
         arch: &Architecture,
         counts: &ParameterCounts,
-        plan: &Plan,
+        recipe: &Recipe,
         gpu: &Gpu,
         (fabric, layout): (&Fabric, &Layout),
         server: u64,
     ) -> Option<VllmEngine> {
-        if !plan.training.stage.generates() {
+        if !recipe.training.stage.generates() {
             return None;
         }
         let weights = counts.total as f64 * 2.0;
         let (pool, tp, engines, ranks);
         if server == 0 {
-            pool = plan.training.rollout.gen_share * gpu.usable_bytes() as f64;
+            pool = recipe.training.rollout.gen_share * gpu.usable_bytes() as f64;
             tp = engine_tp(arch, weights, pool, engine_gpus(fabric, layout));
             (engines, ranks) = ((layout.gpus / tp).max(1), tp);
         } else {
@@ -185,9 +186,9 @@ impl VllmEngine {
             engines = (server / tp).max(1);
             ranks = layout.gpus.div_ceil(engines);
         }
-        let rows = (plan.data.micro_batch * plan.data.grad_accum * ranks) as f64;
+        let rows = (recipe.data.micro_batch * recipe.data.grad_accum * ranks) as f64;
         let per_gpu = weights / tp as f64;
-        let row_kv = plan.data.seq as f64 * kv_bytes_per_token(arch, tp);
+        let row_kv = recipe.data.seq as f64 * kv_bytes_per_token(arch, tp);
         let room = pool - per_gpu - engine_buffers(arch, rows) / tp as f64;
         Some(VllmEngine {
             tp,
@@ -208,11 +209,16 @@ impl VllmEngine {
 
     /// The smallest share (in steps of 0.05, at most 0.95) whose KV cache
     /// holds the engine's rows at once, or `None` past 0.95.
-    pub fn share_for_all_rows(&self, arch: &Architecture, plan: &Plan, gpu: &Gpu) -> Option<f64> {
+    pub fn share_for_all_rows(
+        &self,
+        arch: &Architecture,
+        recipe: &Recipe,
+        gpu: &Gpu,
+    ) -> Option<f64> {
         let tp = self.tp as f64;
         let need = self.weight_bytes
             + engine_buffers(arch, self.rows) / tp
-            + self.rows * plan.data.seq as f64 * kv_bytes_per_token(arch, self.tp);
+            + self.rows * recipe.data.seq as f64 * kv_bytes_per_token(arch, self.tp);
         let share = (need / gpu.usable_bytes() as f64 * 20.0).ceil() / 20.0;
         (share <= 0.95).then_some(share.max(0.05))
     }
@@ -227,7 +233,7 @@ pub fn generation_seconds(
     e: &VllmEngine,
     arch: &Architecture,
     counts: &ParameterCounts,
-    plan: &Plan,
+    recipe: &Recipe,
     gpu: &Gpu,
     (gemm_eff, memory_eff): (f64, f64),
 ) -> f64 {
@@ -237,8 +243,8 @@ pub fn generation_seconds(
     let tp = e.tp as f64;
     let waves = (e.rows / e.concurrent).ceil();
     let n = e.rows / waves;
-    let c = plan.training.rollout.completion as f64;
-    let p = plan.training.rollout.prompt(plan.data.seq) as f64;
+    let c = recipe.training.rollout.completion as f64;
+    let p = recipe.training.rollout.prompt(recipe.data.seq) as f64;
     let flops_per_token = 2.0 * counts.active as f64;
     let attention_width = arch.attention_width() as f64 * arch.layers as f64;
     let peak = gpu.bf16_dense_tflops.unwrap_or(1.0) * 1e12 * gemm_eff * tp;

@@ -26,7 +26,7 @@ pub fn predict_with(case: &Case, eff: &Efficiency) -> Prediction {
     let tp = throughput(
         &case.arch,
         &counts,
-        &case.plan,
+        &case.plan.recipe(),
         &case.layout,
         case.gpu,
         &case.fabric,

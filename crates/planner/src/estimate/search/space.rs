@@ -356,7 +356,7 @@ pub(super) fn instance_info(
         eff: throughput::efficiency(gpu.generation),
         price,
         budget: budget_bytes(gpu.usable_bytes(), plan.allowances.headroom),
-        pool: crate::model::rollout::pool_bytes(plan, &gpu),
+        pool: crate::model::rollout::pool_bytes(&plan.recipe(), &gpu),
         per_node_class: 0,
         instance,
         gpu,

@@ -11,6 +11,7 @@ use crate::model::hardware::Gpu;
 use crate::model::layout::Layout;
 use crate::model::memory;
 use crate::model::plan::{Checkpointing, Plan, Precision};
+use crate::model::recipe::Recipe;
 use crate::model::rules;
 use crate::model::throughput::{self};
 use crate::text::{Arg, Join, Phrase, Text};
@@ -18,6 +19,8 @@ use crate::text::{Arg, Join, Phrase, Text};
 /// A resumable search.
 pub struct Search {
     base: Plan,
+    /// The base plan's recipe, which the models read.
+    base_recipe: Recipe,
     work: Plan,
     arch: Architecture,
     counts: ParameterCounts,
@@ -54,13 +57,14 @@ impl Search {
         // The user's own plan: the resolved shape, its global batch, and the baseline to beat.
         let arch = user.architecture.clone();
         let counts = arch.parameter_counts();
-        let arch_adapters = plan.lora_params(&arch);
+        let arch_adapters = plan.recipe().lora_params(&arch);
         let global_sequences = user.global_batch_sequences.max(1);
         let mut work = plan.clone();
         work.parallelism.shard = None;
         let space = Space::around(plan, &arch);
         let mut search = Search {
             base: plan.clone(),
+            base_recipe: plan.recipe(),
             work,
             arch,
             counts,
@@ -262,7 +266,7 @@ impl Search {
         let engine = crate::model::rollout::VllmEngine::placed(
             arch,
             &self.counts,
-            b,
+            &self.base_recipe,
             gpu,
             placement,
             server,
@@ -288,8 +292,9 @@ impl Search {
             return false;
         }
         let peak = rules::dense_peak_flops(gpu, precision);
-        let flops = throughput::plan_model_flops_per_token(&self.arch, &self.counts, &self.base)
-            * self.base.data.tokens;
+        let flops =
+            throughput::recipe_model_flops_per_token(&self.arch, &self.counts, &self.base_recipe)
+                * self.base.data.tokens;
         let hours = flops / (gpus as f64 * peak) / 3600.0;
         let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);
         self.pareto.iter().any(|f| f.hours <= hours && f.usd <= usd)
@@ -311,9 +316,10 @@ impl Search {
         if !w.activations.offload {
             return false;
         }
-        let offload = memory::offload(&self.arch, &self.counts, w, layout);
+        let recipe = w.recipe();
+        let offload = memory::offload(&self.arch, &self.counts, &recipe, layout);
         let instance = &self.space.instances[o[0]].instance;
-        crate::model::host::offload_overflow(w, &offload, instance, layout.gpus).is_some()
+        crate::model::host::offload_overflow(&recipe, &offload, instance, layout.gpus).is_some()
     }
 
     /// The first micro-batch after `mbs[mi]` (ascending) that may fit when
@@ -323,7 +329,7 @@ impl Search {
     /// no buffer holds them, so it is tried; past the end when none is left.
     fn next_after_overflow(&self, mbs: &[u64], mi: usize, layout: &Layout) -> usize {
         let ends_accumulation = |m: u64| m * layout.dp == self.global_sequences;
-        if ends_accumulation(mbs[mi]) || memory::gradients_held(&self.work, layout) {
+        if ends_accumulation(mbs[mi]) || memory::gradients_held(&self.work.recipe(), layout) {
             return mbs.len();
         }
         (mi + 1..mbs.len())
@@ -371,7 +377,7 @@ impl Search {
                     let (arch, counts) = (&self.arch, &self.counts);
                     let peak =
                         *peaks[(ci * losses.len() + li) * mbs.len() + mi].get_or_insert_with(
-                            || memory::breakdown(arch, counts, w, layout).peak_bytes,
+                            || memory::breakdown(arch, counts, &w.recipe(), layout).peak_bytes,
                         ) + pool;
                     if peak > budget {
                         if self.use_bounds {
@@ -411,7 +417,14 @@ impl Search {
         let i = &self.space.instances[o[0]];
         let (w, counts) = (&self.work, &self.counts);
         let tp = throughput::throughput_reusing(
-            &self.arch, counts, w, layout, &i.gpu, &i.fabric, &i.eff, forward,
+            &self.arch,
+            counts,
+            &w.recipe(),
+            layout,
+            &i.gpu,
+            &i.fabric,
+            &i.eff,
+            forward,
         );
         let (time, _, _) = crate::model::cost::time(w, counts, self.adapters, &tp, layout.gpus);
         let hours = time.total_hours;

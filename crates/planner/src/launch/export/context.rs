@@ -256,7 +256,7 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
     }
     if p.training.train != Training::Full {
         items.push(("lora_r", p.lora.lora_rank.to_string()));
-        items.push(("lora_alpha", p.lora_alpha_or_default().to_string()));
+        items.push(("lora_alpha", p.recipe().lora_alpha_or_default().to_string()));
         items.push(("lora_targets", py_str(&p.lora.lora_targets.key())));
         if p.lora.lora_dtype == crate::model::plan::LoraDtype::Bf16 {
             items.push(("lora_dtype", py_str("bf16")));

@@ -4,10 +4,12 @@
 use super::profile::{
     compute_bytes, lora_linear_inputs, residual_bytes, sliding_window_masked, Profile,
 };
-use super::shape::{Stage, StageShape};
+use super::shape::MemoryShape;
 use crate::model::architecture::{Architecture, ParameterCounts};
 use crate::model::layout::Layout;
-use crate::model::plan::{Checkpointing, Plan, Stack};
+use crate::model::plan::{Checkpointing, Stack};
+use crate::model::recipe::Recipe;
+use crate::model::stage::{Stage, StageShape};
 
 // ---- activations (SPEC §3.3) ------------------------------------------------
 
@@ -28,7 +30,7 @@ use crate::model::plan::{Checkpointing, Plan, Stack};
 /// (`in_flight_layers`). The last rank, `(vp - 1) p` forwards before its
 /// first backward, holds all its chunks but the last (Megatron-LM's CI runs,
 /// tests/megatron_memory.rs).
-pub(super) fn in_flight_micro_batches(s: &StageShape) -> f64 {
+pub(super) fn in_flight_micro_batches(s: &MemoryShape) -> f64 {
     let p = s.layout.pp;
     let rank = match s.stage {
         Stage::First => 0,
@@ -36,8 +38,8 @@ pub(super) fn in_flight_micro_batches(s: &StageShape) -> f64 {
         Stage::Last => p - 1,
         Stage::Only => return 1.0,
     };
-    let m = s.plan.data.grad_accum.max(1);
-    let vp = s.plan.parallelism.vp.max(1);
+    let m = s.recipe.data.grad_accum.max(1);
+    let vp = s.recipe.parallelism.vp.max(1);
     if vp == 1 {
         return (p - rank).min(m) as f64;
     }
@@ -93,7 +95,7 @@ fn in_flight_layers(p: u64, vp: u64, m: u64, warmup: u64, layers: impl Fn(u64) -
 
 /// Everything one non-checkpointed layer keeps for backward, scores included
 /// (Korthikanti et al. 2022, per profile above).
-pub(super) fn full_layer_bytes(s: &StageShape) -> f64 {
+pub(super) fn full_layer_bytes(s: &MemoryShape) -> f64 {
     let la = &s.layer;
     let per_layer_token = la.tp_split / s.t + la.replicated / s.sp_div + la.unsplit;
     let scores_token = la.scores / s.t;
@@ -101,19 +103,19 @@ pub(super) fn full_layer_bytes(s: &StageShape) -> f64 {
 }
 
 /// Eager attention's `s^2` part of one layer, per token.
-pub(super) fn scores_per_token(s: &StageShape) -> f64 {
+pub(super) fn scores_per_token(s: &MemoryShape) -> f64 {
     s.layer.scores / s.t
 }
 
 /// What a checkpointed layer keeps: its input in the residual dtype
 /// (SPEC §3.3); torchtitan's op-level SAC also keeps the outputs of wq, wv,
 /// w1, w2 and flash attention (output + logsumexp), all bf16.
-pub(super) fn checkpointed_layer_bytes(s: &StageShape) -> f64 {
+pub(super) fn checkpointed_layer_bytes(s: &MemoryShape) -> f64 {
     let h = s.arch.hidden as f64;
     let input = s.tokens * h * residual_bytes(s.profile) / s.sp_div;
     match (
-        s.plan.activations.checkpointing,
-        s.plan.implementation.stack,
+        s.recipe.activations.checkpointing,
+        s.recipe.implementation.stack,
     ) {
         (Checkpointing::Op, Stack::Hf | Stack::Torchtitan) => input + op_level_kept(s),
         (Checkpointing::Op, Stack::Megatron) => {
@@ -132,7 +134,7 @@ pub(super) fn checkpointed_layer_bytes(s: &StageShape) -> f64 {
 /// MLP's matrices) and attention's: SDPA's output and fp32 logsumexp, or
 /// eager attention's two batched matmuls (the scores among them), in the
 /// compute dtype (oracle rows `*/ckpt=op`).
-pub(super) fn op_level_kept(s: &StageShape) -> f64 {
+pub(super) fn op_level_kept(s: &MemoryShape) -> f64 {
     let w = &s.widths;
     let e = compute_bytes(s.profile);
     let attention = if w.eager {
@@ -140,19 +142,19 @@ pub(super) fn op_level_kept(s: &StageShape) -> f64 {
     } else {
         e * w.q + 4.0 * w.a
     };
-    // The matmul outputs the policy keeps (`Plan::op_level_recomputed_gemm_share`).
+    // The matmul outputs the policy keeps (`Recipe::op_level_recomputed_gemm_share`).
     let matmuls = (w.q + 2.0 * w.kv + w.h + w.routed * w.mlp_outputs)
-        * (1.0 - s.plan.op_level_recomputed_gemm_share());
+        * (1.0 - s.recipe.op_level_recomputed_gemm_share());
     // LoRA: each adapter's B matmul output is as wide as its base matrix's
     let adapters = if s.peft {
-        let a = s.plan.adapted(s.arch);
+        let a = s.recipe.adapted(s.arch);
         let on = |adapted: bool, width: f64| if adapted { width } else { 0.0 };
         let outputs = on(a.query(), w.q)
             + on(a.key(), w.kv)
             + on(a.value(), w.kv)
             + on(a.o, w.h)
             + w.routed * super::profile::mlp_widths(w, a, true).1;
-        outputs * (1.0 - s.plan.op_level_recomputed_gemm_share())
+        outputs * (1.0 - s.recipe.op_level_recomputed_gemm_share())
     } else {
         0.0
     };
@@ -205,10 +207,10 @@ impl Offload {
 pub fn offload(
     arch: &Architecture,
     counts: &ParameterCounts,
-    plan: &Plan,
+    recipe: &Recipe,
     layout: &Layout,
 ) -> Offload {
-    if !plan.activations.offload {
+    if !recipe.activations.offload {
         return Offload::default();
     }
     let stage = if layout.pp > 1 {
@@ -216,7 +218,7 @@ pub fn offload(
     } else {
         Stage::Only
     };
-    let s = StageShape::new(arch, counts, plan, layout, stage);
+    let s = MemoryShape::new(StageShape::new(arch, counts, recipe, layout, stage));
     let in_flight = in_flight_micro_batches(&s);
     Offload {
         bytes_per_layer: kept_activations(&s).activations / in_flight / s.layers.max(1.0),
@@ -231,26 +233,29 @@ pub(super) const OFFLOAD_HORIZON: f64 = 2.0;
 /// Layers of the stage whose activations offloading moves to the host:
 /// Megatron's `--cpu-offloading-num-layers` where given (at most all but the
 /// last, which Megatron never offloads), else all but SMP's horizon.
-pub(super) fn offloaded_layers(s: &StageShape) -> f64 {
-    offloaded_layer_count(s.plan, s.layers)
+pub(super) fn offloaded_layers(s: &MemoryShape) -> f64 {
+    offloaded_layer_count(s.recipe, s.layers)
 }
 
 /// [`offloaded_layers`] of a stage of `layers` layers (the Megatron-Bridge
 /// launcher's `cpu_offloading_num_layers`).
-pub fn offloaded_layer_count(plan: &Plan, layers: f64) -> f64 {
-    if !plan.activations.offload {
+pub fn offloaded_layer_count(recipe: &Recipe, layers: f64) -> f64 {
+    if !recipe.activations.offload {
         return 0.0;
     }
-    match (plan.implementation.stack, plan.activations.offload_layers) {
+    match (
+        recipe.implementation.stack,
+        recipe.activations.offload_layers,
+    ) {
         (Stack::Megatron, Some(n)) => (n as f64).min(layers - 1.0).max(0.0),
         _ => (layers - OFFLOAD_HORIZON).max(0.0),
     }
 }
 
-pub(super) fn saved_activations(s: &StageShape) -> SavedActivations {
+pub(super) fn saved_activations(s: &MemoryShape) -> SavedActivations {
     let kept = kept_activations(s);
     let (mut kept_all, mut scores) = (kept.activations, kept.scores);
-    if s.plan.activations.offload {
+    if s.recipe.activations.offload {
         let kept_layers = s.layers - offloaded_layers(s);
         let per_layer = kept_all / s.layers.max(1.0);
         kept_all = per_layer * kept_layers;
@@ -265,21 +270,21 @@ pub(super) fn saved_activations(s: &StageShape) -> SavedActivations {
 /// Selective recomputation of the attention core: Megatron's when its
 /// module list names `core_attn` (or it has none); the Hugging Face and
 /// PyTorch stacks' selective always recomputes it (the bundle's train.py).
-pub fn recomputes_core_attention(plan: &Plan) -> bool {
-    plan.activations.checkpointing == Checkpointing::Selective
-        && (plan.implementation.stack != Stack::Megatron
-            || plan.activations.recompute_modules.core_attn)
+pub fn recomputes_core_attention(recipe: &Recipe) -> bool {
+    recipe.activations.checkpointing == Checkpointing::Selective
+        && (recipe.implementation.stack != Stack::Megatron
+            || recipe.activations.recompute_modules.core_attn)
 }
 
 /// What the layers keep for their backward before any offloading:
 /// `activations` includes `scores`.
-pub(super) fn kept_activations(s: &StageShape) -> SavedActivations {
+pub(super) fn kept_activations(s: &MemoryShape) -> SavedActivations {
     let in_flight = in_flight_micro_batches(s);
     let kept_layers = s.layers * (1.0 - s.recomputed());
     let ckpt_layers = s.layers * s.recomputed();
     // Megatron's selective recomputation of `core_attn` drops the scores
     // term of Korthikanti et al. 2022 (eq. 1 vs §5, 34sbh).
-    let selective = recomputes_core_attention(s.plan);
+    let selective = recomputes_core_attention(s.recipe);
     let kept_layer = if selective {
         full_layer_bytes(s) - s.tokens * scores_per_token(s)
     } else {
@@ -302,24 +307,24 @@ pub(super) fn kept_activations(s: &StageShape) -> SavedActivations {
 /// window is shorter than the sequence (Gemma 2/3, Mistral v0.1): the
 /// sliding one and the causal one it is built from, held until backward
 /// (oracle rows `gemma-2-2b/*` at 8K tokens).
-pub(super) fn sliding_window_masks(s: &StageShape) -> f64 {
-    if !sliding_window_masked(s.arch, s.plan) {
+pub(super) fn sliding_window_masks(s: &MemoryShape) -> f64 {
+    if !sliding_window_masked(s.arch, s.recipe) {
         return 0.0;
     }
-    2.0 * s.plan.rows_per_micro_batch() as f64 * (s.plan.data.seq as f64).powi(2)
+    2.0 * s.recipe.rows_per_micro_batch() as f64 * (s.recipe.data.seq as f64).powi(2)
 }
 
 /// During recompute, one layer's full working set is rebuilt (SPEC §3.3);
 /// under selective recomputation, one layer's attention scores.
-pub(super) fn recompute_working_set(s: &StageShape) -> f64 {
-    if s.plan.activations.checkpointing == Checkpointing::Op
-        && s.plan.implementation.stack != Stack::Megatron
+pub(super) fn recompute_working_set(s: &MemoryShape) -> f64 {
+    if s.recipe.activations.checkpointing == Checkpointing::Op
+        && s.recipe.implementation.stack != Stack::Megatron
     {
         // the kept matmul outputs are counted with the checkpointed layers
         (full_layer_bytes(s) - op_level_kept(s)).max(0.0)
     } else if s.recomputed() > 0.0 {
         full_layer_bytes(s) + lora_recompute_copies(s)
-    } else if recomputes_core_attention(s.plan) {
+    } else if recomputes_core_attention(s.recipe) {
         s.tokens * scores_per_token(s)
     } else {
         0.0
@@ -330,15 +335,15 @@ pub(super) fn recompute_working_set(s: &StageShape) -> f64 {
 /// down projection's input, of the activation and of the up and gate
 /// outputs, while the MLP's saved tensors are still held (oracle rows with a
 /// small vocabulary, where a layer's backward is the peak: `mistral-7b/*`).
-pub(super) fn mlp_backward_transient(s: &StageShape) -> f64 {
-    if s.plan.implementation.stack == Stack::Megatron {
+pub(super) fn mlp_backward_transient(s: &MemoryShape) -> f64 {
+    if s.recipe.implementation.stack == Stack::Megatron {
         return 0.0;
     }
     let w = &s.widths;
     let e = compute_bytes(s.profile);
     // A recomputed layer's working set already holds two of them; the
     // op-level policy's kept matmul outputs hold the rest.
-    let widths = match s.plan.activations.checkpointing {
+    let widths = match s.recipe.activations.checkpointing {
         Checkpointing::Op => return 0.0,
         _ if s.recomputed() > 0.0 => MLP_BACKWARD_WIDTHS - 2.0,
         _ => MLP_BACKWARD_WIDTHS,
@@ -354,7 +359,7 @@ pub(super) const MLP_BACKWARD_WIDTHS: f64 = 3.0;
 /// gradient upcast to fp32 and softmax's backward output coexist, 12 B per
 /// score element against the 6 (4 in fp32) the forward saved (oracle rows
 /// `*/attn=eager`). Returns what comes on top of the saved scores.
-pub(super) fn eager_backward_extra(s: &StageShape) -> f64 {
+pub(super) fn eager_backward_extra(s: &MemoryShape) -> f64 {
     let saved_bytes = match s.profile {
         Profile::Megatron => return 0.0,
         Profile::HfFp32 => 4.0,
@@ -362,8 +367,8 @@ pub(super) fn eager_backward_extra(s: &StageShape) -> f64 {
     };
     let extra = s.tokens * scores_per_token(s) * (12.0 / saved_bytes - 1.0);
     // A selective list without `core_attn` saved the scores, as no recomputation does.
-    let checkpointing = match s.plan.activations.checkpointing {
-        Checkpointing::Selective if !recomputes_core_attention(s.plan) => Checkpointing::None,
+    let checkpointing = match s.recipe.activations.checkpointing {
+        Checkpointing::Selective if !recomputes_core_attention(s.recipe) => Checkpointing::None,
         c => c,
     };
     match checkpointing {
@@ -382,7 +387,7 @@ pub(super) fn eager_backward_extra(s: &StageShape) -> f64 {
 /// each layer's backward (memory_examples.csv `saved_wcopy_fwd_end_bytes`).
 /// Under QLoRA (its FP32 LM head, `qlora_prepared`) only the head's cast is
 /// held: the 4-bit Linears dequantize their own weights (`dequantized`).
-pub(super) fn autocast_casts(s: &StageShape) -> f64 {
+pub(super) fn autocast_casts(s: &MemoryShape) -> f64 {
     if s.profile != Profile::HfAutocast {
         return 0.0;
     }
@@ -407,8 +412,8 @@ pub(super) fn autocast_casts(s: &StageShape) -> f64 {
 /// QLoRA: the BF16 weight bitsandbytes dequantizes for each 4-bit Linear,
 /// alive while that Linear computes (`MatMul4Bit`: forward, recomputation
 /// and the input's gradient): the layer's largest, an MLP matrix.
-pub(super) fn dequantized_weight(s: &StageShape) -> f64 {
-    if s.plan.training.train != crate::model::plan::Training::Qlora {
+pub(super) fn dequantized_weight(s: &MemoryShape) -> f64 {
+    if s.recipe.training.train != crate::model::plan::Training::Qlora {
         return 0.0;
     }
     let f = s
@@ -432,25 +437,25 @@ pub(super) fn dequantized_weight(s: &StageShape) -> f64 {
 /// layer is recomputed (`*/lora/*` rows), not among a normal forward's saved
 /// tensors: 4 B per element of each adapted Linear's input (q, k, v, o and
 /// every MLP matrix's, under `all-linear`).
-pub(super) fn lora_recompute_copies(s: &StageShape) -> f64 {
+pub(super) fn lora_recompute_copies(s: &MemoryShape) -> f64 {
     let (attention, mlp) = lora_recompute_parts(s);
     attention + mlp
 }
 
 /// `lora_recompute_copies`, attention's part and the MLP's.
-pub(super) fn lora_recompute_parts(s: &StageShape) -> (f64, f64) {
+pub(super) fn lora_recompute_parts(s: &MemoryShape) -> (f64, f64) {
     // BF16 adapters cast nothing; PEFT's 4-bit layer casts nothing under
     // autocast (its input arrives in FP32, `qlora_prepared`).
     let four_bit_autocast = s.profile == Profile::HfAutocast;
     if !s.peft
-        || s.plan.implementation.stack == Stack::Megatron
-        || s.plan.adapter_bytes() < 4.0
+        || s.recipe.implementation.stack == Stack::Megatron
+        || s.recipe.adapter_bytes() < 4.0
         || four_bit_autocast
     {
         return (0.0, 0.0);
     }
     let per_token = s.tokens * 4.0 / s.t;
-    let (attention, mlp) = lora_linear_inputs(&s.widths, s.plan.adapted(s.arch), true);
+    let (attention, mlp) = lora_linear_inputs(&s.widths, s.recipe.adapted(s.arch), true);
     (per_token * attention, per_token * mlp)
 }
 

@@ -26,7 +26,8 @@
 //! QLoRA at four sequences a GPU, which ran out of memory
 //! (`tests/fine_tuning.rs`).
 
-use crate::model::plan::{Plan, Stack};
+use crate::model::plan::Stack;
+use crate::model::recipe::Recipe;
 
 /// The caching allocator's typical reserve over the allocated peak on
 /// Megatron-Core (and torchtitan): the median of data/allocator_caching.csv's
@@ -67,10 +68,10 @@ pub fn workspace_gib(gpus: u64) -> f64 {
 
 /// The caching allocator's typical reserve for a plan's stack on `gpus`
 /// GPUs, or the user's figure (`frag`, percent).
-pub fn caching_share(plan: &Plan, gpus: u64) -> f64 {
-    match plan.allowances.fragmentation {
+pub fn caching_share(recipe: &Recipe, gpus: u64) -> f64 {
+    match recipe.allowances.fragmentation {
         Some(percent) => percent / 100.0,
-        None if plan.implementation.stack != Stack::Hf => MEGATRON_CACHING,
+        None if recipe.implementation.stack != Stack::Hf => MEGATRON_CACHING,
         None if gpus > 1 => PYTORCH_FSDP_CACHING,
         None => PYTORCH_CACHING,
     }
@@ -78,19 +79,20 @@ pub fn caching_share(plan: &Plan, gpus: u64) -> f64 {
 
 /// The least reserve a run needs: its family's measured least, or the
 /// user's figure where it is smaller.
-pub fn least_caching_share(plan: &Plan, gpus: u64) -> f64 {
-    let least = if plan.implementation.stack == Stack::Hf {
+pub fn least_caching_share(recipe: &Recipe, gpus: u64) -> f64 {
+    let least = if recipe.implementation.stack == Stack::Hf {
         PYTORCH_LEAST_CACHING
     } else {
         MEGATRON_LEAST_CACHING
     };
-    caching_share(plan, gpus).min(least)
+    caching_share(recipe, gpus).min(least)
 }
 
 /// Workspaces for a plan on `gpus` GPUs, bytes: the user's figure (`ws_gib`)
 /// or `workspace_gib`.
-pub fn workspaces(plan: &Plan, gpus: u64) -> f64 {
-    plan.allowances
+pub fn workspaces(recipe: &Recipe, gpus: u64) -> f64 {
+    recipe
+        .allowances
         .workspace_gib
         .unwrap_or_else(|| workspace_gib(gpus))
         * crate::model::hardware::GIB as f64

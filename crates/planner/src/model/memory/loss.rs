@@ -2,14 +2,16 @@
 //! and the short-lived buffers of the backward's first moments.
 
 use super::profile::Profile;
-use super::shape::{Stage, StageShape};
+use super::shape::MemoryShape;
 use super::sharding::fsdp_compute_bytes;
 use super::states::{gradients, pipelined_fsdp};
 use crate::model::layout::Layout;
-use crate::model::plan::{Loss, Optimizer, Plan, Stack};
+use crate::model::plan::{Loss, Optimizer, Stack};
+use crate::model::recipe::Recipe;
+use crate::model::stage::Stage;
 
 /// The final norm's saved tensors, in the profile's dtypes (memory_examples.csv).
-pub(super) fn final_norm(s: &StageShape) -> f64 {
+pub(super) fn final_norm(s: &MemoryShape) -> f64 {
     if !s.has_head {
         return 0.0;
     }
@@ -39,22 +41,22 @@ pub(super) fn final_norm(s: &StageShape) -> f64 {
 /// GRPO (TRL's `_get_per_token_logps_and_entropies`) takes the logits of the
 /// completion's `C + 1` positions only, and divides them by the temperature
 /// into a new fp32 tensor: 4 B more per logit beside the 12 B of the loss.
-pub(super) fn logits_and_loss(s: &StageShape) -> f64 {
+pub(super) fn logits_and_loss(s: &MemoryShape) -> f64 {
     if !s.has_head {
         return 0.0;
     }
-    let temperature_copy = if s.plan.training.stage.tempers_logits() {
+    let temperature_copy = if s.recipe.training.stage.tempers_logits() {
         16.0 / 12.0
     } else {
         1.0
     };
     let vocab = s.arch.vocab as f64 / s.t;
     // Each MTP layer computes its own logits and loss beside the model's.
-    let heads = 1.0 + s.plan.training.mtp as f64;
+    let heads = 1.0 + s.recipe.training.mtp as f64;
     let tokens = s.logit_tokens;
     heads
         * temperature_copy
-        * match (s.plan.implementation.loss, s.plan.implementation.stack) {
+        * match (s.recipe.implementation.loss, s.recipe.implementation.stack) {
             (Loss::Plain, Stack::Hf | Stack::Torchtitan) => tokens * vocab * 12.0,
             (Loss::Plain, Stack::Megatron) => tokens * vocab * 10.0,
             (Loss::Fused, Stack::Hf) => tokens.min(FUSED_LOSS_CHUNK) * vocab * 12.0,
@@ -74,9 +76,9 @@ pub(super) const FUSED_LOSS_CHUNK: f64 = 1024.0;
 /// The LM head's gradient while the loss's later chunks are back-propagated:
 /// the first chunk's backward made it (train.py's chunked loss only; oracle
 /// rows `*/loss=fused`).
-pub(super) fn head_gradient_in_loss(s: &StageShape) -> f64 {
-    let chunked = s.plan.implementation.loss == Loss::Fused
-        && s.plan.implementation.stack != Stack::Megatron
+pub(super) fn head_gradient_in_loss(s: &MemoryShape) -> f64 {
+    let chunked = s.recipe.implementation.loss == Loss::Fused
+        && s.recipe.implementation.stack != Stack::Megatron
         && s.logit_tokens > FUSED_LOSS_CHUNK;
     if !chunked || !s.has_head || s.peft {
         0.0
@@ -98,7 +100,7 @@ pub(super) fn head_gradient_in_loss(s: &StageShape) -> f64 {
 // ---- short-lived buffers ----------------------------------------------------
 
 /// The LM head's gradient, alive while the last layers are recomputed.
-pub(super) fn head_gradient(s: &StageShape) -> f64 {
+pub(super) fn head_gradient(s: &MemoryShape) -> f64 {
     if s.has_head && !s.peft && !s.fsdp2 {
         s.shard_dense(s.emb * s.sb.grads, 2)
     } else {
@@ -115,8 +117,8 @@ pub(super) fn head_gradient(s: &StageShape) -> f64 {
 /// one GPU): its reducer allocates gradient buckets the size of all gradients
 /// when it is built and keeps them, and train.py's `gradient_as_bucket_view`
 /// makes the gradients views into them (PyTorch DDP docs).
-pub(super) fn persistent_gradient_buffer(s: &StageShape) -> f64 {
-    if keeps_gradient_buffer(s.plan, s.layout) {
+pub(super) fn persistent_gradient_buffer(s: &MemoryShape) -> f64 {
+    if keeps_gradient_buffer(s.recipe, s.layout) {
         gradients(s)
     } else {
         0.0
@@ -125,17 +127,17 @@ pub(super) fn persistent_gradient_buffer(s: &StageShape) -> f64 {
 
 /// Megatron, or DDP (ZeRO-0/1 on more than one GPU): a gradient buffer
 /// for the whole step (`persistent_gradient_buffer`).
-fn keeps_gradient_buffer(plan: &Plan, layout: &Layout) -> bool {
-    let megatron = plan.implementation.stack == Stack::Megatron;
-    let ddp = !megatron && plan.parallelism.zero < 2 && layout.dp > 1;
+fn keeps_gradient_buffer(recipe: &Recipe, layout: &Layout) -> bool {
+    let megatron = recipe.implementation.stack == Stack::Megatron;
+    let ddp = !megatron && recipe.parallelism.zero < 2 && layout.dp > 1;
     megatron || ddp
 }
 
 /// Whether something holds the step's gradients at any accumulation (a
 /// buffer, or torchtitan's pipelined stage), so that a step of one
 /// micro-batch keeps as many as one of several.
-pub(crate) fn gradients_held(plan: &Plan, layout: &Layout) -> bool {
-    keeps_gradient_buffer(plan, layout) || pipelined_fsdp(plan, layout)
+pub(crate) fn gradients_held(recipe: &Recipe, layout: &Layout) -> bool {
+    keeps_gradient_buffer(recipe, layout) || pipelined_fsdp(recipe, layout)
 }
 
 /// Gradient accumulation: the step's gradients are freed by `zero_grad`
@@ -148,8 +150,8 @@ pub(crate) fn gradients_held(plan: &Plan, layout: &Layout) -> bool {
 /// counted it: Llama-3.2-1B widths, 4 layers, one GPU: 11.34 GB at one
 /// micro-batch a step, 13.36 GB at 2 and at 4, the difference its 506 M
 /// FP32 gradients (2.02 GB); under ZeRO-2/3 on 8 ranks, an eighth of that.
-pub(super) fn accumulated_gradients(s: &StageShape) -> f64 {
-    if s.plan.data.grad_accum > 1 && !gradients_held(s.plan, s.layout) {
+pub(super) fn accumulated_gradients(s: &MemoryShape) -> f64 {
+    if s.recipe.data.grad_accum > 1 && !gradients_held(s.recipe, s.layout) {
         gradients(s)
     } else {
         0.0
@@ -158,7 +160,7 @@ pub(super) fn accumulated_gradients(s: &StageShape) -> f64 {
 
 /// Tied embedding: its gradient is added to the LM head's, two extra
 /// embedding-sized buffers in the gradient dtype (memory_examples.csv, Llama-3.2-1B rows).
-pub(super) fn tied_embedding_gradient(s: &StageShape) -> f64 {
+pub(super) fn tied_embedding_gradient(s: &MemoryShape) -> f64 {
     if s.arch.tied && s.stage == Stage::Only && !s.peft && !s.fsdp2 {
         2.0 * s.shard_dense(s.emb * s.sb.grads, 2).min(s.emb * s.sb.grads)
     } else {
@@ -168,12 +170,12 @@ pub(super) fn tied_embedding_gradient(s: &StageShape) -> f64 {
 
 /// foreach AdamW materialises one parameter-sized temporary list (measured:
 /// exactly the weights' size in memory_examples.csv).
-pub(super) fn foreach_temporaries(s: &StageShape, weights: f64) -> f64 {
+pub(super) fn foreach_temporaries(s: &MemoryShape, weights: f64) -> f64 {
     // LoRA: the temporaries are adapter-sized (negligible)
-    if s.plan.training.optimizer != Optimizer::AdamwForeach || s.peft {
+    if s.recipe.training.optimizer != Optimizer::AdamwForeach || s.peft {
         return 0.0;
     }
-    let g = if s.plan.parallelism.zero >= 3 || s.fsdp2 {
+    let g = if s.recipe.parallelism.zero >= 3 || s.fsdp2 {
         s.g
     } else {
         1.0

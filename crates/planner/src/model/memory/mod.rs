@@ -20,7 +20,7 @@
 use crate::model::architecture::{Architecture, ParameterCounts};
 use crate::model::job::Job;
 use crate::model::layout::Layout;
-use crate::model::plan::Plan;
+use crate::model::recipe::Recipe;
 
 mod activations;
 pub mod allowances;
@@ -33,34 +33,59 @@ mod sharding;
 mod state_bytes;
 mod states;
 
+use crate::model::stage::{Stage, StageShape};
 pub use activations::{offload, offloaded_layer_count, recomputes_core_attention, Offload};
 pub(crate) use loss::gradients_held;
 use moments::Terms;
 pub use parts::{MemoryBreakdown, Phase, Term, CUDA_CONTEXT_BYTES};
 pub use profile::{compute_path, qlora_fp32_residual, ComputePath};
 pub(crate) use shape::runs_fsdp2;
-use shape::{Stage, StageShape};
+use shape::MemoryShape;
 
 /// The full per-GPU breakdown for a resolved plan: with pipeline parallelism,
 /// the more loaded of the first and the last stage.
 pub fn breakdown(
     arch: &Architecture,
     counts: &ParameterCounts,
-    plan: &Plan,
+    recipe: &Recipe,
     layout: &Layout,
 ) -> MemoryBreakdown {
     if layout.pp <= 1 {
-        return stage_breakdown(&StageShape::new(arch, counts, plan, layout, Stage::Only));
+        return stage_breakdown(&MemoryShape::new(StageShape::new(
+            arch,
+            counts,
+            recipe,
+            layout,
+            Stage::Only,
+        )));
     }
-    let first = stage_breakdown(&StageShape::new(arch, counts, plan, layout, Stage::First));
-    let last = stage_breakdown(&StageShape::new(arch, counts, plan, layout, Stage::Last));
+    let first = stage_breakdown(&MemoryShape::new(StageShape::new(
+        arch,
+        counts,
+        recipe,
+        layout,
+        Stage::First,
+    )));
+    let last = stage_breakdown(&MemoryShape::new(StageShape::new(
+        arch,
+        counts,
+        recipe,
+        layout,
+        Stage::Last,
+    )));
     let mut peak = if last.peak_bytes > first.peak_bytes {
         last
     } else {
         first
     };
     if layout.pp > 2 && layout.stages.middle > layout.stages.first {
-        let second = stage_breakdown(&StageShape::new(arch, counts, plan, layout, Stage::Second));
+        let second = stage_breakdown(&MemoryShape::new(StageShape::new(
+            arch,
+            counts,
+            recipe,
+            layout,
+            Stage::Second,
+        )));
         if second.peak_bytes > peak.peak_bytes {
             peak = second;
         }
@@ -68,10 +93,10 @@ pub fn breakdown(
     peak
 }
 
-impl Job<'_> {
+impl Job {
     /// The job's per-GPU breakdown (its plan's, on its model and layout).
     pub fn memory(&self) -> MemoryBreakdown {
-        let m = breakdown(&self.arch, &self.counts, self.plan, &self.layout);
+        let m = breakdown(&self.arch, &self.counts, &self.recipe, &self.layout);
         let _ = self.peak.set(m.allocated_peak_bytes);
         m
     }
@@ -93,7 +118,7 @@ impl Job<'_> {
 pub fn last_stage_breakdown(
     arch: &Architecture,
     counts: &ParameterCounts,
-    plan: &Plan,
+    recipe: &Recipe,
     layout: &Layout,
 ) -> MemoryBreakdown {
     let stage = if layout.pp <= 1 {
@@ -101,11 +126,13 @@ pub fn last_stage_breakdown(
     } else {
         Stage::Last
     };
-    stage_breakdown(&StageShape::new(arch, counts, plan, layout, stage))
+    stage_breakdown(&MemoryShape::new(StageShape::new(
+        arch, counts, recipe, layout, stage,
+    )))
 }
 
 /// The peak of one stage: the largest moment, then the overheads on top.
-fn stage_breakdown(s: &StageShape) -> MemoryBreakdown {
+fn stage_breakdown(s: &MemoryShape) -> MemoryBreakdown {
     let terms = Terms::of(s);
     let moments = terms.totals();
     #[cfg(debug_assertions)]
@@ -121,11 +148,11 @@ fn stage_breakdown(s: &StageShape) -> MemoryBreakdown {
     peak.push((Term::CudaContext, CUDA_CONTEXT_BYTES as f64));
     peak.push((
         Term::Workspaces,
-        allowances::workspaces(s.plan, s.layout.gpus),
+        allowances::workspaces(s.recipe, s.layout.gpus),
     ));
-    let caching = allowances::caching_share(s.plan, s.layout.gpus);
+    let caching = allowances::caching_share(s.recipe, s.layout.gpus);
     peak.push((Term::Fragmentation, allocated * caching));
-    let spare = allocated * (caching - allowances::least_caching_share(s.plan, s.layout.gpus));
+    let spare = allocated * (caching - allowances::least_caching_share(s.recipe, s.layout.gpus));
     let a = &terms.saved;
     let activation_bytes =
         a.activations + terms.recompute + terms.final_norm + a.scores + terms.logits;

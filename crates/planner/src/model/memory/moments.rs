@@ -11,7 +11,7 @@ use super::loss::{
     logits_and_loss, persistent_gradient_buffer, tied_embedding_gradient, LOSS_FORWARD_SHARE,
 };
 use super::parts::{Phase, Term};
-use super::shape::StageShape;
+use super::shape::MemoryShape;
 use super::sharding::{fsdp2_units, Fsdp2Units};
 use super::states::{
     adapters, gradients, master_weights, optimizer_states, reference_weights, unsharded_unit,
@@ -61,7 +61,7 @@ pub(super) struct Terms {
 }
 
 impl Terms {
-    pub(super) fn of(s: &StageShape) -> Terms {
+    pub(super) fn of(s: &MemoryShape) -> Terms {
         let weights = weights(s);
         Terms {
             weights,

@@ -3,7 +3,8 @@
 //! Megatron-Core with TransformerEngine, with MLA, MoE and LoRA's extras.
 
 use crate::model::architecture::Architecture;
-use crate::model::plan::{Attention, Checkpointing, Plan, Precision, Stack, Training};
+use crate::model::plan::{Attention, Checkpointing, Precision, Stack, Training};
+use crate::model::recipe::Recipe;
 
 /// Which tensors the forward pass keeps, by implementation and precision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,26 +21,26 @@ pub(super) enum Profile {
     Megatron,
 }
 
-pub(super) fn profile(plan: &Plan) -> Profile {
-    match (plan.implementation.stack, plan.numerics.precision) {
+pub(super) fn profile(recipe: &Recipe) -> Profile {
+    match (recipe.implementation.stack, recipe.numerics.precision) {
         (Stack::Megatron, _) => Profile::Megatron,
         (Stack::Hf | Stack::Torchtitan, Precision::Fp32) => Profile::HfFp32,
         // QLoRA through PEFT and bitsandbytes: the residual stream is FP32
         // (`qlora_fp32_residual`), each 4-bit Linear casts its input to BF16.
-        (Stack::Hf, _) if qlora_fp32_residual(plan) => Profile::HfAutocast,
+        (Stack::Hf, _) if qlora_fp32_residual(recipe) => Profile::HfAutocast,
         (Stack::Hf | Stack::Torchtitan, Precision::Bf16Pure) => Profile::HfBf16,
         // FSDP (ZeRO-2/3) gathers BF16 copies of its fp32 shards; DDP and
         // ZeRO-1 (DDP + a sharded optimizer) keep fp32 weights under autocast:
         // what the bundle's train.py does (`compute_path` there).
         (Stack::Hf | Stack::Torchtitan, _)
-            if plan.parallelism.zero >= 2 && plan.training.train == Training::Full =>
+            if recipe.parallelism.zero >= 2 && recipe.training.train == Training::Full =>
         {
             Profile::HfBf16
         }
         // LoRA/QLoRA: the frozen base computes in BF16, so the residual stream
         // and the activations are BF16 though autocast is on (for the fp32
         // adapters): oracle rows `*/lora/*`.
-        (Stack::Hf | Stack::Torchtitan, _) if plan.training.train != Training::Full => {
+        (Stack::Hf | Stack::Torchtitan, _) if recipe.training.train != Training::Full => {
             Profile::HfBf16
         }
         (Stack::Hf | Stack::Torchtitan, _) => Profile::HfAutocast,
@@ -48,12 +49,12 @@ pub(super) fn profile(plan: &Plan) -> Profile {
 
 /// How the plan's GEMMs get their weights, in the words train.py reports
 /// (`compute_path`), so a test can hold the script to the model.
-pub fn compute_path(plan: &Plan) -> ComputePath {
-    match (profile(plan), plan.numerics.precision) {
+pub fn compute_path(recipe: &Recipe) -> ComputePath {
+    match (profile(recipe), recipe.numerics.precision) {
         (Profile::Megatron, _) => ComputePath::Megatron,
         (Profile::HfFp32, _) => ComputePath::Fp32,
         (_, Precision::Bf16Pure) => ComputePath::Bf16Weights,
-        _ if plan.training.train != Training::Full => ComputePath::AutocastBf16,
+        _ if recipe.training.train != Training::Full => ComputePath::AutocastBf16,
         (Profile::HfBf16, _) => ComputePath::FsdpBf16Gather,
         (Profile::HfAutocast, _) => ComputePath::AutocastBf16,
     }
@@ -101,8 +102,8 @@ impl serde::Serialize for ComputePath {
 /// stored as BF16 with `bnb_4bit_quant_storage`) skips it (TRL:
 /// `is_sharded_qlora`), and so does a pure-BF16 plan (train.py: BF16
 /// throughout); their embedding and head stay BF16.
-pub(super) fn qlora_prepared(plan: &Plan, gpus: u64) -> bool {
-    qlora_fp32_residual(plan) && !(plan.parallelism.zero >= 2 && gpus > 1)
+pub(super) fn qlora_prepared(recipe: &Recipe, gpus: u64) -> bool {
+    qlora_fp32_residual(recipe) && !(recipe.parallelism.zero >= 2 && gpus > 1)
 }
 
 /// Whether a Hugging Face QLoRA plan's residual stream is FP32: under
@@ -113,10 +114,10 @@ pub(super) fn qlora_prepared(plan: &Plan, gpus: u64) -> bool {
 /// of every checkpointed layer input than a BF16 stream). In pure BF16
 /// (Answer.AI's FSDP+QLoRA, Hugging Face's FSDP-QLoRA guide, train.py
 /// without PEFT's preparation) it is BF16 (HF064, HF065, HF068, HF069).
-pub fn qlora_fp32_residual(plan: &Plan) -> bool {
-    plan.training.train == Training::Qlora
-        && plan.implementation.stack == Stack::Hf
-        && plan.numerics.precision != Precision::Bf16Pure
+pub fn qlora_fp32_residual(recipe: &Recipe) -> bool {
+    recipe.training.train == Training::Qlora
+        && recipe.implementation.stack == Stack::Hf
+        && recipe.numerics.precision != Precision::Bf16Pure
 }
 
 /// Bytes per element HF's matmul outputs and activation gradients take: fp32
@@ -203,7 +204,7 @@ impl Widths {
         }
     }
 
-    pub(super) fn of(arch: &Architecture, plan: &Plan, seq_per_gpu: f64) -> Widths {
+    pub(super) fn of(arch: &Architecture, recipe: &Recipe, seq_per_gpu: f64) -> Widths {
         let (f, routed) = match &arch.moe {
             // Each token passes through `active` experts (+ shared ones).
             Some(m) => (m.expert_ffn as f64, (m.active + m.shared) as f64),
@@ -228,12 +229,12 @@ impl Widths {
                 crate::model::architecture::QkNorm::None => 0.0,
                 _ => q + kv,
             },
-            eager: plan.implementation.attention == Attention::Eager,
+            eager: recipe.implementation.attention == Attention::Eager,
             gemma_norm: arch.mlp == crate::model::architecture::Mlp::Geglu,
-            lin: linear_input_bytes(plan),
+            lin: linear_input_bytes(recipe),
             seq: seq_per_gpu,
             mlp_outputs: (arch.mlp.matrices() as f64 - 1.0) * f + arch.hidden as f64,
-            profile: profile(plan),
+            profile: profile(recipe),
         }
     }
 }
@@ -246,9 +247,9 @@ impl Widths {
 /// MXFP8 on 4 GB200s), and its NVFP4 one keeps the 4-bit input and one
 /// 8-bit scale per 16 elements (110.9 GiB), in all but the recipe's BF16
 /// layers (`plan::NVFP4_BF16_LAYER_SHARE`).
-fn linear_input_bytes(plan: &Plan) -> f64 {
+fn linear_input_bytes(recipe: &Recipe) -> f64 {
     let share = crate::model::plan::NVFP4_BF16_LAYER_SHARE;
-    match (plan.implementation.stack, plan.numerics.precision) {
+    match (recipe.implementation.stack, recipe.numerics.precision) {
         (_, p) if !p.is_low_precision() => 2.0,
         (Stack::Torchtitan, Precision::Nvfp4) => share * 2.0 + (1.0 - share) * (0.5 + 1.0 / 16.0),
         (Stack::Torchtitan, _) => 2.0,
@@ -256,20 +257,24 @@ fn linear_input_bytes(plan: &Plan) -> f64 {
     }
 }
 
-pub(super) fn layer_activations(arch: &Architecture, plan: &Plan, w: &Widths) -> LayerActivations {
-    let mut layer = profile_layer(plan, w);
+pub(super) fn layer_activations(
+    arch: &Architecture,
+    recipe: &Recipe,
+    w: &Widths,
+) -> LayerActivations {
+    let mut layer = profile_layer(recipe, w);
     // Dense layers among MoE ones (DeepSeek-V3's first 3, Llama 4
     // Maverick's every other): the mean layer over the stage.
     let dense = 1.0 - arch.moe_layer_share();
     if arch.moe.is_some() && dense > 0.0 {
-        layer = layer.blend(&profile_layer(plan, &w.dense(arch)), dense);
+        layer = layer.blend(&profile_layer(recipe, &w.dense(arch)), dense);
     }
-    layer.unsplit += mla_latents(arch, plan, w);
-    recompute_modules(&mut layer, arch, plan, w);
-    layer.replicated += sliding_window_float_mask(arch, plan);
-    layer.tp_split += lora_fp32_inputs(arch, plan, w);
-    layer.tp_split -= lora_frozen_inputs(arch, plan, w);
-    megatron_lora_inputs(&mut layer, arch, plan, w);
+    layer.unsplit += mla_latents(arch, recipe, w);
+    recompute_modules(&mut layer, arch, recipe, w);
+    layer.replicated += sliding_window_float_mask(arch, recipe);
+    layer.tp_split += lora_fp32_inputs(arch, recipe, w);
+    layer.tp_split -= lora_frozen_inputs(arch, recipe, w);
+    megatron_lora_inputs(&mut layer, arch, recipe, w);
     layer
 }
 
@@ -284,14 +289,14 @@ pub(super) fn layer_activations(arch: &Architecture, plan: &Plan, w: &Widths) ->
 fn megatron_lora_inputs(
     layer: &mut LayerActivations,
     arch: &Architecture,
-    plan: &Plan,
+    recipe: &Recipe,
     w: &Widths,
 ) {
-    if plan.implementation.stack != Stack::Megatron || plan.training.train == Training::Full {
+    if recipe.implementation.stack != Stack::Megatron || recipe.training.train == Training::Full {
         return;
     }
-    let a = plan.adapted(arch);
-    let e = if plan.numerics.precision == Precision::Fp32 {
+    let a = recipe.adapted(arch);
+    let e = if recipe.numerics.precision == Precision::Fp32 {
         2.0
     } else {
         1.0
@@ -326,24 +331,24 @@ fn megatron_lora_inputs(
 /// (-28.5 KB; here -24.6 KB), q,v 129.9 KB (-11.1 KB; here -8.2 KB); pure
 /// BF16 all-linear 205.3 KB, attention 156.0 KB (-49.3 KB; here -49.2 KB),
 /// q,v 137.4 KB (-18.6 KB; here -16.4 KB). The oracle's `lora_targets` rows.
-pub(super) fn lora_frozen_inputs(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
-    if plan.training.train == Training::Full || plan.implementation.stack == Stack::Megatron {
+pub(super) fn lora_frozen_inputs(arch: &Architecture, recipe: &Recipe, w: &Widths) -> f64 {
+    if recipe.training.train == Training::Full || recipe.implementation.stack == Stack::Megatron {
         return 0.0;
     }
-    let (attention, mlp) = lora_linear_inputs(w, plan.adapted(arch), false);
-    if plan.numerics.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0 {
+    let (attention, mlp) = lora_linear_inputs(w, recipe.adapted(arch), false);
+    if recipe.numerics.precision == Precision::Bf16Pure && recipe.adapter_bytes() == 4.0 {
         4.0 * attention
     } else {
         w.lin * (attention + mlp)
     }
 }
 
-pub(super) fn profile_layer(plan: &Plan, w: &Widths) -> LayerActivations {
+pub(super) fn profile_layer(recipe: &Recipe, w: &Widths) -> LayerActivations {
     match w.profile {
         Profile::HfFp32 => hf_fp32_layer(w),
         Profile::HfBf16 => hf_bf16_layer(w),
         Profile::HfAutocast => hf_autocast_layer(w),
-        Profile::Megatron => megatron_layer(w, plan.numerics.precision == Precision::Fp32),
+        Profile::Megatron => megatron_layer(w, recipe.numerics.precision == Precision::Fp32),
     }
 }
 
@@ -370,15 +375,15 @@ impl LayerActivations {
 pub(super) fn recompute_modules(
     layer: &mut LayerActivations,
     arch: &Architecture,
-    plan: &Plan,
+    recipe: &Recipe,
     w: &Widths,
 ) {
-    let megatron = plan.implementation.stack == Stack::Megatron;
-    if !megatron || plan.activations.checkpointing != Checkpointing::Selective {
+    let megatron = recipe.implementation.stack == Stack::Megatron;
+    if !megatron || recipe.activations.checkpointing != Checkpointing::Selective {
         return;
     }
-    let m = plan.activations.recompute_modules;
-    let e = if plan.numerics.precision == Precision::Fp32 {
+    let m = recipe.activations.recompute_modules;
+    let e = if recipe.numerics.precision == Precision::Fp32 {
         2.0
     } else {
         1.0
@@ -413,11 +418,11 @@ pub(super) fn recompute_modules(
 /// the up projections for their weight gradients (the Linear input dtype):
 /// `e (r_q + r_kv + rope) + lin (r_q + r_kv)` per token (HF
 /// `DeepseekV3Attention`, Megatron `MLASelfAttention`).
-pub(super) fn mla_latents(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
+pub(super) fn mla_latents(arch: &Architecture, recipe: &Recipe, w: &Widths) -> f64 {
     let Some(m) = &arch.mla else {
         return 0.0;
     };
-    let e = if plan.numerics.precision == Precision::Fp32 {
+    let e = if recipe.numerics.precision == Precision::Fp32 {
         4.0
     } else {
         2.0
@@ -436,18 +441,18 @@ pub(super) fn mla_latents(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
 /// matrix's input) and attention's not (oracle rows
 /// `*/lora/*precision=bf16-pure`). Under autocast the GEMM runs on the BF16
 /// input the base layer keeps already.
-pub(super) fn lora_fp32_inputs(arch: &Architecture, plan: &Plan, w: &Widths) -> f64 {
+pub(super) fn lora_fp32_inputs(arch: &Architecture, recipe: &Recipe, w: &Widths) -> f64 {
     // BF16 adapters take the BF16 input as it is.
-    let pure = plan.numerics.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0;
-    let mlp_adapted = plan.adapted(arch).any_mlp();
-    if plan.training.train == Training::Full
+    let pure = recipe.numerics.precision == Precision::Bf16Pure && recipe.adapter_bytes() == 4.0;
+    let mlp_adapted = recipe.adapted(arch).any_mlp();
+    if recipe.training.train == Training::Full
         || !pure
-        || plan.implementation.stack == Stack::Megatron
+        || recipe.implementation.stack == Stack::Megatron
         || !mlp_adapted
     {
         return 0.0;
     }
-    4.0 * w.routed * mlp_widths(w, plan.adapted(arch), true).0
+    4.0 * w.routed * mlp_widths(w, recipe.adapted(arch), true).0
 }
 
 /// The input widths per token of the Linears LoRA adapts (`adapted`) or
@@ -634,21 +639,21 @@ pub(super) fn megatron_layer(w: &Widths, fp32: bool) -> LayerActivations {
 /// SDPA turns a boolean mask into an additive one in the compute dtype and
 /// keeps it for backward: `2 x s` bytes per token on each sliding-window
 /// layer, averaged over the layers (oracle rows `gemma-2-2b/*` at 8K tokens).
-pub(super) fn sliding_window_float_mask(arch: &Architecture, plan: &Plan) -> f64 {
-    if !sliding_window_masked(arch, plan) {
+pub(super) fn sliding_window_float_mask(arch: &Architecture, recipe: &Recipe) -> f64 {
+    if !sliding_window_masked(arch, recipe) {
         return 0.0;
     }
     let share = arch.local_layers.min(arch.layers) as f64 / arch.layers.max(1) as f64;
-    2.0 * plan.data.seq as f64 * share
+    2.0 * recipe.data.seq as f64 * share
 }
 
 /// Transformers builds masks for SDPA only when some layer's sliding window
 /// is shorter than the sequence (otherwise SDPA runs causal, mask-free).
-pub(super) fn sliding_window_masked(arch: &Architecture, plan: &Plan) -> bool {
+pub(super) fn sliding_window_masked(arch: &Architecture, recipe: &Recipe) -> bool {
     let w = arch.sliding_window;
-    plan.implementation.stack != Stack::Megatron
-        && plan.implementation.attention != Attention::Eager
+    recipe.implementation.stack != Stack::Megatron
+        && recipe.implementation.attention != Attention::Eager
         && w > 0
-        && w < plan.data.seq
+        && w < recipe.data.seq
         && arch.local_layers > 0
 }

@@ -3,9 +3,11 @@
 
 use super::profile::{layer_activations, profile, LayerActivations, Profile, Widths};
 use super::state_bytes::{state_bytes, StateBytes};
-use crate::model::architecture::{Architecture, ParameterCounts};
+use crate::model::architecture::ParameterCounts;
 use crate::model::layout::Layout;
-use crate::model::plan::{Plan, Precision, Stack, Training};
+use crate::model::plan::{Precision, Stack, Training};
+use crate::model::recipe::Recipe;
+use crate::model::stage::{Stage, StageShape};
 
 /// Bytes per weight of bitsandbytes' NF4 with its default double
 /// quantization (QLoRA, Dettmers et al. 2023, §3): 4 bits, one 8-bit
@@ -18,48 +20,28 @@ pub(super) fn linear_params(counts: &ParameterCounts) -> f64 {
     (counts.per_layer - counts.norms_per_layer) as f64
 }
 
-/// Which pipeline stage a breakdown describes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Stage {
-    /// No pipeline: embedding, all layers, head and loss.
-    Only,
-    /// First of `p` stages: embedding, `min(p, m)` micro-batches in flight.
-    First,
-    /// The second rank: a middle stage, `min(p-1, m)` micro-batches in
-    /// flight (more loaded than the first when the embedding takes a slot).
-    Second,
-    /// Last stage: head, final norm, loss; one micro-batch in flight, or
-    /// `(vp - 1) p + 1` chunks under the interleaved schedule.
-    Last,
-}
-
 /// The HF stack sharded by FSDP2 (ZeRO-2/3 on more than one GPU):
 /// train.py's `fully_shard` on each decoder layer and on the root, over the
 /// data-parallel ranks; with tensor parallelism (train.py only) it shards
 /// the TP-split weights over the DP ranks, one mesh of `dp x tp`, even
 /// where `dp` is 1 (FSDP2 then casts the layer's weights to BF16).
-pub(crate) fn runs_fsdp2(plan: &Plan, layout: &Layout) -> bool {
+pub(crate) fn runs_fsdp2(recipe: &Recipe, layout: &Layout) -> bool {
     let data_parallel = layout.dp > 1 && layout.dp == layout.gpus;
-    let hf_tp = plan.implementation.stack == Stack::Hf
+    let hf_tp = recipe.implementation.stack == Stack::Hf
         && layout.tp > 1
         && layout.dp * layout.tp == layout.gpus;
-    plan.implementation.stack != Stack::Megatron
-        && plan.parallelism.zero >= 2
+    recipe.implementation.stack != Stack::Megatron
+        && recipe.parallelism.zero >= 2
         && (data_parallel || hf_tp)
 }
 
 /// What every memory term of one pipeline stage reads: the plan, and the
 /// share of the model and of the tokens this GPU holds.
-pub(super) struct StageShape<'a> {
-    pub(super) arch: &'a Architecture,
-    pub(super) counts: &'a ParameterCounts,
-    pub(super) plan: &'a Plan,
-    pub(super) layout: &'a Layout,
-    pub(super) stage: Stage,
+pub(super) struct MemoryShape<'a> {
+    /// The stage, its layers and its tokens (`stage::StageShape`).
+    pub(super) base: StageShape<'a>,
     pub(super) sb: StateBytes,
     pub(super) profile: Profile,
-    /// Tensor-parallel degree.
-    pub(super) t: f64,
     /// ZeRO/FSDP shard group size: the data-parallel shard group times the
     /// context-parallel ranks, which hold the same parameters. Megatron's
     /// distributed optimizer shards the fp32 main weights and Adam moments
@@ -70,14 +52,10 @@ pub(super) struct StageShape<'a> {
     /// torchtitan's FSDP mesh is `dp_shard_cp` likewise (#23: dividing by DP
     /// alone over-stated 405B on 128 GB200 by 35 GiB).
     pub(super) g: f64,
-    /// Decoder layers on this stage.
-    pub(super) layers: f64,
     /// Parameters of one decoder layer on this GPU (after TP and EP).
     pub(super) layer_params: f64,
     /// Embedding (and untied LM head) parameters on this GPU.
     pub(super) emb: f64,
-    /// Whether this stage computes the LM head and the loss.
-    pub(super) has_head: bool,
     /// Parameters this stage holds before ZeRO sharding.
     pub(super) params: f64,
     /// The routed experts' share of `params`.
@@ -95,10 +73,6 @@ pub(super) struct StageShape<'a> {
     /// train.py's `fully_shard` on each decoder layer and on the root
     /// (embedding, norm, head).
     pub(super) fsdp2: bool,
-    /// Tokens per GPU per micro-batch (CP splits the sequence).
-    pub(super) tokens: f64,
-    /// Of those, the tokens whose logits the loss takes (`Plan::logit_tokens`).
-    pub(super) logit_tokens: f64,
     /// What divides the norm/residual activations: TP with sequence parallelism.
     pub(super) sp_div: f64,
     /// The widths a decoder layer's tensors are made of.
@@ -107,29 +81,20 @@ pub(super) struct StageShape<'a> {
     pub(super) layer: LayerActivations,
 }
 
-impl<'a> StageShape<'a> {
-    pub(super) fn new(
-        arch: &'a Architecture,
-        counts: &'a ParameterCounts,
-        plan: &'a Plan,
-        layout: &'a Layout,
-        stage: Stage,
-    ) -> Self {
-        let t = layout.tp as f64;
-        let layers = match stage {
-            Stage::Only => arch.layers,
-            Stage::First => layout.stages.first,
-            Stage::Second => layout.stages.middle,
-            Stage::Last => layout.stages.last,
-        } as f64;
-        // The last stage also runs the multi-token-prediction layers.
-        let has_head = matches!(stage, Stage::Only | Stage::Last);
-        let mtp = if has_head {
-            plan.training.mtp as f64
-        } else {
-            0.0
-        };
-        let layers = layers + mtp;
+impl<'a> MemoryShape<'a> {
+    pub(super) fn new(base: StageShape<'a>) -> Self {
+        let StageShape {
+            arch,
+            counts,
+            recipe,
+            layout,
+            stage,
+            t,
+            layers,
+            mtp,
+            has_head,
+            ..
+        } = base;
         let expert_params = arch.routed_params_per_layer(counts);
         let dense_layer = counts.per_layer as f64 - expert_params;
         let layer_params = dense_layer / t + expert_params / layout.expert_split();
@@ -152,28 +117,21 @@ impl<'a> StageShape<'a> {
             } else {
                 0.0
             };
-        let peft = plan.training.train != Training::Full;
-        let sb = state_bytes(plan, layout);
-        let widths = Widths::of(arch, plan, plan.data.seq as f64);
-        StageShape {
-            arch,
-            counts,
-            plan,
-            layout,
-            stage,
+        let peft = recipe.training.train != Training::Full;
+        let sb = state_bytes(recipe, layout);
+        let widths = Widths::of(arch, recipe, recipe.data.seq as f64);
+        MemoryShape {
+            base,
             sb,
-            profile: profile(plan),
-            t,
+            profile: profile(recipe),
             g: (layout.shard.max(1) * layout.cp.max(1)) as f64,
-            layers,
             layer_params,
             emb,
-            has_head,
             params,
             expert_share: layers * expert_params / layout.expert_split() / params.max(1.0),
             trainable: if peft { 0.0 } else { params },
             peft,
-            weight_bytes: match plan.training.train {
+            weight_bytes: match recipe.training.train {
                 Training::Full => sb.weights,
                 // Frozen base in bf16 (LoRA) or NF4 with double-quantised constants (QLoRA).
                 Training::Lora => 2.0,
@@ -182,27 +140,25 @@ impl<'a> StageShape<'a> {
             // What bitsandbytes leaves unquantized (embedding, norms, LM
             // head): FP32 once PEFT prepares the model (`qlora_prepared`),
             // else the base's BF16.
-            other_weight_bytes: match plan.training.train {
+            other_weight_bytes: match recipe.training.train {
                 Training::Full => sb.weights,
                 Training::Lora => 2.0,
-                Training::Qlora if super::profile::qlora_prepared(plan, layout.gpus) => 4.0,
+                Training::Qlora if super::profile::qlora_prepared(recipe, layout.gpus) => 4.0,
                 Training::Qlora => 2.0,
             },
-            mixed_policy: plan.implementation.stack != Stack::Megatron
+            mixed_policy: recipe.implementation.stack != Stack::Megatron
                 && !matches!(
-                    plan.numerics.precision,
+                    recipe.numerics.precision,
                     Precision::Fp32 | Precision::Bf16Pure
                 )
                 && !peft,
-            fsdp2: runs_fsdp2(plan, layout),
-            tokens: plan.rows_per_micro_batch() as f64 * plan.data.seq as f64 / layout.cp as f64,
-            logit_tokens: plan.logit_tokens() as f64 / layout.cp as f64,
-            sp_div: if plan.parallelism.sp || layout.tp == 1 {
+            fsdp2: runs_fsdp2(recipe, layout),
+            sp_div: if recipe.parallelism.sp || layout.tp == 1 {
                 t
             } else {
                 1.0
             },
-            layer: layer_activations(arch, plan, &widths),
+            layer: layer_activations(arch, recipe, &widths),
             widths,
         }
     }
@@ -215,7 +171,7 @@ impl<'a> StageShape<'a> {
     /// `expert_data_parallel_group`). With EP as large as DP x CP nothing
     /// shards the experts' states.
     pub(super) fn shard(&self, x: f64, stage: u8) -> f64 {
-        if self.plan.parallelism.zero < stage {
+        if self.recipe.parallelism.zero < stage {
             return x;
         }
         let experts = x * self.expert_share;
@@ -224,7 +180,7 @@ impl<'a> StageShape<'a> {
 
     /// `x` of the embedding or head, divided over the whole shard group.
     pub(super) fn shard_dense(&self, x: f64, stage: u8) -> f64 {
-        if self.plan.parallelism.zero >= stage {
+        if self.recipe.parallelism.zero >= stage {
             x / self.g
         } else {
             x
@@ -237,6 +193,14 @@ impl<'a> StageShape<'a> {
     }
 
     pub(super) fn recomputed(&self) -> f64 {
-        self.plan.activations.checkpointing.recomputed_fraction()
+        self.recipe.activations.checkpointing.recomputed_fraction()
+    }
+}
+
+impl<'a> std::ops::Deref for MemoryShape<'a> {
+    type Target = StageShape<'a>;
+
+    fn deref(&self) -> &StageShape<'a> {
+        &self.base
     }
 }

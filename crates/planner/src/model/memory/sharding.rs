@@ -1,14 +1,14 @@
 //! FSDP2's units, as the memory oracle counts them (tools/oracle): the
 //! parameters a unit gathers to compute and the gradients it reduce-scatters.
 
-use super::shape::StageShape;
+use super::shape::MemoryShape;
 use crate::model::plan::Stack;
 
 // ---- FSDP2 units (what the oracle counts: tools/oracle) -----------------------
 
 /// Bytes per element FSDP2 gathers parameters in and computes gradients in:
 /// the mixed-precision policy's BF16, else the weights' own dtype.
-pub(super) fn fsdp_compute_bytes(s: &StageShape) -> f64 {
+pub(super) fn fsdp_compute_bytes(s: &MemoryShape) -> f64 {
     if s.mixed_policy {
         2.0
     } else {
@@ -18,7 +18,7 @@ pub(super) fn fsdp_compute_bytes(s: &StageShape) -> f64 {
 
 /// Bytes per element of FSDP2's reduce-scatter input: the policy's fp32
 /// `reduce_dtype`, else the gradients' dtype.
-pub(super) fn fsdp_reduce_bytes(s: &StageShape) -> f64 {
+pub(super) fn fsdp_reduce_bytes(s: &MemoryShape) -> f64 {
     if s.mixed_policy {
         4.0
     } else {
@@ -28,7 +28,7 @@ pub(super) fn fsdp_reduce_bytes(s: &StageShape) -> f64 {
 
 /// The root unit's parameters: embedding, final norm and (untied) LM head,
 /// everything outside the decoder layers.
-pub(super) fn root_params(s: &StageShape) -> f64 {
+pub(super) fn root_params(s: &MemoryShape) -> f64 {
     s.params - s.layers * s.layer_params
 }
 
@@ -58,7 +58,7 @@ pub(super) struct Fsdp2Units {
     pub(super) end: f64,
 }
 
-pub(super) fn fsdp2_units(s: &StageShape) -> Fsdp2Units {
+pub(super) fn fsdp2_units(s: &MemoryShape) -> Fsdp2Units {
     if !s.fsdp2 {
         return Fsdp2Units::default();
     }
@@ -73,7 +73,7 @@ pub(super) fn fsdp2_units(s: &StageShape) -> Fsdp2Units {
     };
     // the previous layer's reduce-scatter input and sharded output
     let scattered = rd * trainable_layer * (1.0 + 1.0 / s.g);
-    let (forward, loss, layer_backward, scatter) = if s.plan.parallelism.zero >= 3 {
+    let (forward, loss, layer_backward, scatter) = if s.recipe.parallelism.zero >= 3 {
         // The root, plus the last layer prefetched for backward; while a layer
         // runs, the next one is gathered too.
         let root_and_one = cd * (root + layer);
@@ -104,8 +104,8 @@ pub(super) fn fsdp2_units(s: &StageShape) -> Fsdp2Units {
 /// `aten.embedding_dense_backward` of `V x h`, then `aten.clone` of
 /// `V/t x h`). The root's sharded gradient, which the gradients term counts,
 /// does not exist yet at one micro-batch a step (`root_grads_to_come`).
-fn tp_embedding_backward(s: &StageShape, cd: f64, rd: f64) -> f64 {
-    if s.plan.implementation.stack != Stack::Hf || s.t <= 1.0 || s.peft {
+fn tp_embedding_backward(s: &MemoryShape, cd: f64, rd: f64) -> f64 {
+    if s.recipe.implementation.stack != Stack::Hf || s.t <= 1.0 || s.peft {
         return 0.0;
     }
     let whole = s.arch.vocab as f64 * s.arch.hidden as f64;
@@ -121,8 +121,8 @@ fn tp_embedding_backward(s: &StageShape, cd: f64, rd: f64) -> f64 {
 /// gradient accumulation the earlier micro-batches made it (oracle:
 /// `llama-3.1-8b/tp/ga=8`, 501 MiB more at the embedding's backward than
 /// at one micro-batch a step).
-fn root_grads_to_come(s: &StageShape, root: f64) -> f64 {
-    if s.plan.data.grad_accum > 1 {
+fn root_grads_to_come(s: &MemoryShape, root: f64) -> f64 {
+    if s.recipe.data.grad_accum > 1 {
         0.0
     } else {
         s.sb.grads * root / s.g
@@ -133,7 +133,7 @@ fn root_grads_to_come(s: &StageShape, root: f64) -> f64 {
 /// and their copy in the reduce dtype coexist (its sharded gradient, which
 /// the gradients term counts, may not exist yet: `root_grads_to_come`); then the sharded output
 /// joins the copy while the LM head's gradient is still held.
-pub(super) fn root_reduce_scatter(s: &StageShape, root: f64, cd: f64, rd: f64) -> f64 {
+pub(super) fn root_reduce_scatter(s: &MemoryShape, root: f64, cd: f64, rd: f64) -> f64 {
     if root == 0.0 {
         return 0.0;
     }

@@ -3,7 +3,8 @@
 //! precision, stack and optimizer.
 
 use crate::model::layout::Layout;
-use crate::model::plan::{Optimizer, Plan, Precision, Stack};
+use crate::model::plan::{Optimizer, Precision, Stack};
+use crate::model::recipe::Recipe;
 
 /// Bytes per parameter of each model state (SPEC §3.2 table).
 #[derive(Clone, Copy, Debug)]
@@ -16,30 +17,31 @@ pub(super) struct StateBytes {
     pub(super) copies: f64,
 }
 
-pub(super) fn state_bytes(plan: &Plan, layout: &Layout) -> StateBytes {
-    let megatron = plan.implementation.stack == Stack::Megatron;
-    let (weights, grads, master) = match plan.numerics.precision {
+pub(super) fn state_bytes(recipe: &Recipe, layout: &Layout) -> StateBytes {
+    let megatron = recipe.implementation.stack == Stack::Megatron;
+    let (weights, grads, master) = match recipe.numerics.precision {
         Precision::Fp32 => (4.0, 4.0, 0.0),
         Precision::Bf16Pure => (2.0, 2.0, 0.0),
         // Megatron: bf16 params, fp32 main grads (bf16 with
         // `--grad-reduce-in-bf16`: param_and_grad_buffer.py allocates the
         // gradient buffer in the reduction dtype), fp32 master in the optimizer.
-        _ if megatron && plan.numerics.grad_bf16 => (2.0, 2.0, 4.0),
+        _ if megatron && recipe.numerics.grad_bf16 => (2.0, 2.0, 4.0),
         _ if megatron => (2.0, 4.0, 4.0),
         // HF ZeRO-1 (DeepSpeed bf16): bf16 params, fp32 gradient accumulation,
         // fp32 master weights partitioned with the optimizer states.
-        _ if plan.parallelism.zero == 1 => (2.0, 4.0, 4.0),
+        _ if recipe.parallelism.zero == 1 => (2.0, 4.0, 4.0),
         // HF Trainer bf16=True: fp32 params and grads (DDP: autocast casts on
         // the fly; FSDP: sharded fp32 params, bf16 compute copies).
         _ => (4.0, 4.0, 0.0),
     };
-    let bf16_moments = plan.numerics.bf16_moments && plan.implementation.stack == Stack::Megatron;
-    let moment = if plan.numerics.precision == Precision::Bf16Pure || bf16_moments {
+    let bf16_moments =
+        recipe.numerics.bf16_moments && recipe.implementation.stack == Stack::Megatron;
+    let moment = if recipe.numerics.precision == Precision::Bf16Pure || bf16_moments {
         2.0
     } else {
         4.0
     };
-    let optimizer = match plan.training.optimizer {
+    let optimizer = match recipe.training.optimizer {
         Optimizer::Adamw | Optimizer::AdamwForeach => 2.0 * moment,
         Optimizer::Adamw8bit => 2.0,
         // Factored second moment: rows + columns per matrix, negligible per parameter.
@@ -55,8 +57,8 @@ pub(super) fn state_bytes(plan: &Plan, layout: &Layout) -> StateBytes {
     // high-precision weight in each forward and backward
     // (`hp_tensor_to_float8_dynamic`), a per-layer transient; its B200 runs
     // peak lower in float8 than in BF16 (titan_33 vs titan_36).
-    let copies = match plan.numerics.precision {
-        _ if plan.implementation.stack == Stack::Torchtitan => 0.0,
+    let copies = match recipe.numerics.precision {
+        _ if recipe.implementation.stack == Stack::Torchtitan => 0.0,
         Precision::Fp8 if !layout.fp8_tn_only => 1.0,
         Precision::Fp8 => 2.0,
         Precision::Mxfp8 => 2.0 * (1.0 + 1.0 / 32.0),

@@ -2,9 +2,10 @@
 //! master weights and optimizer states, and what each GPU holds of them
 //! after tensor, pipeline and expert parallelism and ZeRO sharding.
 
-use super::shape::{linear_params, StageShape};
+use super::shape::{linear_params, MemoryShape};
 use crate::model::layout::Layout;
-use crate::model::plan::{Plan, Precision, Stack, Training};
+use crate::model::plan::{Precision, Stack, Training};
+use crate::model::recipe::Recipe;
 
 // ---- model states (SPEC §3.2) --------------------------------------------
 
@@ -13,7 +14,7 @@ use crate::model::plan::{Plan, Precision, Stack, Training};
 ///
 /// The decoder layers' Linear weights at `weight_bytes` (NF4 under QLoRA),
 /// the rest at `other_weight_bytes`.
-pub(super) fn weights(s: &StageShape) -> f64 {
+pub(super) fn weights(s: &MemoryShape) -> f64 {
     let from = if s.fsdp2 { 2 } else { 3 };
     let linear = linear_stage_params(s);
     let bytes =
@@ -28,11 +29,11 @@ pub(super) fn weights(s: &StageShape) -> f64 {
 /// `prepare_deepspeed` shards it under ZeRO-3 and replicates it below,
 /// `prepare_fsdp` shards it). Under LoRA the reference is the base with the
 /// adapters switched off (TRL's `null_ref_context`): no copy.
-pub(super) fn reference_weights(s: &StageShape) -> f64 {
-    if !s.plan.has_reference() || s.peft {
+pub(super) fn reference_weights(s: &MemoryShape) -> f64 {
+    if !s.recipe.has_reference() || s.peft {
         return 0.0;
     }
-    let bytes = if s.plan.numerics.precision == Precision::Fp32 {
+    let bytes = if s.recipe.numerics.precision == Precision::Fp32 {
         4.0
     } else {
         2.0
@@ -42,7 +43,7 @@ pub(super) fn reference_weights(s: &StageShape) -> f64 {
 }
 
 /// Linear weights of this stage's decoder layers.
-pub(super) fn linear_stage_params(s: &StageShape) -> f64 {
+pub(super) fn linear_stage_params(s: &MemoryShape) -> f64 {
     linear_params(s.counts) / s.counts.per_layer.max(1) as f64 * s.layers * s.layer_params
 }
 
@@ -50,9 +51,9 @@ pub(super) fn linear_stage_params(s: &StageShape) -> f64 {
 /// `--fp8-param-gather` (Megatron-LM `fp8_param_gather` makes them
 /// TransformerEngine FP8 tensors; the fp32 master stays in the optimizer;
 /// megatron_and_b200_facts.md §1: MXFP8 parameters share one buffer).
-pub(super) fn fp8_only_params(s: &StageShape) -> f64 {
-    let megatron = s.plan.implementation.stack == Stack::Megatron;
-    if megatron && s.plan.numerics.fp8_params && s.sb.copies > 0.0 {
+pub(super) fn fp8_only_params(s: &MemoryShape) -> f64 {
+    let megatron = s.recipe.implementation.stack == Stack::Megatron;
+    if megatron && s.recipe.numerics.fp8_params && s.sb.copies > 0.0 {
         linear_stage_params(s)
     } else {
         0.0
@@ -60,22 +61,22 @@ pub(super) fn fp8_only_params(s: &StageShape) -> f64 {
 }
 
 /// Gradients: trainable Ψ x gradient bytes, sharded from ZeRO-2 (SPEC §3.2).
-pub(super) fn gradients(s: &StageShape) -> f64 {
+pub(super) fn gradients(s: &MemoryShape) -> f64 {
     s.shard(s.trainable * s.sb.grads, 2)
 }
 
 /// fp32 master weights of Megatron/DeepSpeed mixed precision (4 B/param), sharded from ZeRO-1 (SPEC §3.2).
-pub(super) fn master_weights(s: &StageShape) -> f64 {
+pub(super) fn master_weights(s: &MemoryShape) -> f64 {
     s.shard(s.trainable * s.sb.master, 1)
 }
 
 /// Optimizer states (AdamW: two moments), sharded from ZeRO-1 (SPEC §3.2).
-pub(super) fn optimizer_states(s: &StageShape) -> f64 {
+pub(super) fn optimizer_states(s: &MemoryShape) -> f64 {
     s.shard(s.trainable * s.sb.optimizer, 1)
 }
 
 /// TransformerEngine's quantised Linear-weight copies (sharded with the weights).
-pub(super) fn weight_copies(s: &StageShape) -> f64 {
+pub(super) fn weight_copies(s: &MemoryShape) -> f64 {
     s.shard(linear_stage_params(s) * s.sb.copies, 3)
 }
 
@@ -93,20 +94,20 @@ pub(super) fn weight_copies(s: &StageShape) -> f64 {
 /// gradient in the gradient buffer (BF16 with `grad_bf16`), and FP32
 /// master weights and Adam moments that the distributed optimizer shards
 /// over DP x CP (from ZeRO-1); the frozen base stays outside both.
-pub(super) fn adapters(s: &StageShape) -> f64 {
+pub(super) fn adapters(s: &MemoryShape) -> f64 {
     if !s.peft {
         return 0.0;
     }
     let params = s
         .arch
-        .lora_params_per_layer(s.plan.lora.lora_rank, s.plan.adapted(s.arch))
+        .lora_params_per_layer(s.recipe.lora.lora_rank, s.recipe.adapted(s.arch))
         * s.layers
         / s.t;
-    if s.plan.implementation.stack == Stack::Megatron {
+    if s.recipe.implementation.stack == Stack::Megatron {
         let states = s.sb.master + 2.0 * 4.0;
         return params * (2.0 + s.sb.grads) + s.shard_dense(params * states, 1);
     }
-    let b = s.plan.adapter_bytes();
+    let b = s.recipe.adapter_bytes();
     s.shard_dense(params * b, 3) + s.shard_dense(params * b, 2) + s.shard_dense(params * 2.0 * b, 1)
 }
 
@@ -118,30 +119,30 @@ pub(super) fn adapters(s: &StageShape) -> f64 {
 /// unsharded BF16 gradients accumulate over the micro-batches, reduced
 /// once after the last (the pipeline schedule turns gradient sync off for
 /// the others): 4 B per stage parameter.
-fn pipelined_fsdp_stage(s: &StageShape) -> Option<f64> {
-    pipelined_fsdp(s.plan, s.layout).then_some(4.0 * s.layers * s.layer_params)
+fn pipelined_fsdp_stage(s: &MemoryShape) -> Option<f64> {
+    pipelined_fsdp(s.recipe, s.layout).then_some(4.0 * s.layers * s.layer_params)
 }
 
 /// torchtitan's pipeline under FSDP over more than one rank
 /// (`pipelined_fsdp_stage`).
-pub(super) fn pipelined_fsdp(plan: &Plan, layout: &Layout) -> bool {
-    let pipelined = plan.implementation.stack == Stack::Torchtitan && layout.pp > 1;
+pub(super) fn pipelined_fsdp(recipe: &Recipe, layout: &Layout) -> bool {
+    let pipelined = recipe.implementation.stack == Stack::Torchtitan && layout.pp > 1;
     let sharded = layout.shard.max(1) * layout.cp.max(1) > 1;
-    pipelined && plan.parallelism.zero >= 3 && sharded
+    pipelined && recipe.parallelism.zero >= 3 && sharded
 }
 
 /// FSDP/ZeRO-3: one decoder layer gathered for compute and one prefetched,
 /// in the compute dtype (a frozen PEFT base in its own format), plus the
 /// layer's full gradient before its reduce-scatter (PyTorch FSDP, Zhao et al. 2023).
 /// torchtitan under pipeline parallelism keeps the whole stage gathered.
-pub(super) fn unsharded_unit(s: &StageShape) -> f64 {
+pub(super) fn unsharded_unit(s: &MemoryShape) -> f64 {
     if let Some(stage) = pipelined_fsdp_stage(s) {
         return stage;
     }
-    if s.plan.parallelism.zero < 3 || s.g <= 1.0 || s.fsdp2 {
+    if s.recipe.parallelism.zero < 3 || s.g <= 1.0 || s.fsdp2 {
         return 0.0;
     }
-    let gathered_bytes = match (s.plan.training.train, s.plan.numerics.precision) {
+    let gathered_bytes = match (s.recipe.training.train, s.recipe.numerics.precision) {
         (Training::Full, Precision::Fp32) => 4.0,
         (Training::Full, _) => 2.0,
         _ => s.weight_bytes,

@@ -4,7 +4,8 @@
 
 use super::shape::StepShape;
 use crate::model::fabric::Collective;
-use crate::model::plan::{Checkpointing, Plan, Precision, Stack};
+use crate::model::plan::{Checkpointing, Precision, Stack};
+use crate::model::recipe::Recipe;
 
 // ---- communication per micro-batch ------------------------------------------------
 
@@ -47,7 +48,7 @@ pub(super) fn tensor_parallel(s: &StepShape, gemm_forward: f64) -> f64 {
     let one = |c: Collective| link.seconds(c, s.t, activation_bytes(s));
     let r = s.recomputed();
     let regathers = if s.frozen { 0.0 } else { 2.0 };
-    let (exposed, async_backward) = if s.plan.parallelism.sp {
+    let (exposed, async_backward) = if s.recipe.parallelism.sp {
         let (ag, rs) = (one(Collective::AllGather), one(Collective::ReduceScatter));
         (
             (4.0 + 2.0 * r) * ag + (2.0 + 2.0 * r) * rs,
@@ -59,8 +60,8 @@ pub(super) fn tensor_parallel(s: &StepShape, gemm_forward: f64) -> f64 {
     };
     let all = exposed + async_backward;
     let backward_gemms = (s.gemm_passes() - 1.0) * gemm_forward;
-    let per_layer = match s.plan.implementation.stack {
-        Stack::Megatron | Stack::Torchtitan if s.plan.parallelism.tp_overlap => {
+    let per_layer = match s.recipe.implementation.stack {
+        Stack::Megatron | Stack::Torchtitan if s.recipe.parallelism.tp_overlap => {
             (all / s.t).max(all - backward_gemms - gemm_forward)
         }
         Stack::Megatron => exposed + (async_backward - backward_gemms).max(0.0),
@@ -105,7 +106,7 @@ pub(super) fn context_parallel(s: &StepShape, attention_train: f64) -> f64 {
 /// not charged. Seconds per layer and micro-batch; the forward's merges run
 /// again where the attention is recomputed.
 fn ring_merges(s: &StepShape) -> f64 {
-    if s.plan.implementation.stack == Stack::Megatron {
+    if s.recipe.implementation.stack == Stack::Megatron {
         return 0.0;
     }
     let c = s.c;
@@ -113,7 +114,7 @@ fn ring_merges(s: &StepShape) -> f64 {
     let kv = 2.0 * s.tokens * s.kv / s.t;
     let forward = out * (12.0 + 32.5 * (c - 1.0)) + kv * 4.0 * (c - 1.0);
     let backward = out * (10.0 + 11.5 * c) + kv * (10.0 + 23.5 * c);
-    let again = match s.plan.activations.checkpointing {
+    let again = match s.recipe.activations.checkpointing {
         Checkpointing::Full | Checkpointing::Fraction(_) => s.recomputed(),
         _ => 0.0,
     };
@@ -144,7 +145,7 @@ fn expert_parallel(s: &StepShape) -> f64 {
 /// what exceeds the micro-batch's compute.
 pub(super) fn expert_parallel_exposed(s: &StepShape, compute: f64) -> f64 {
     let comm = expert_parallel(s);
-    if s.plan.parallelism.ep_overlap && s.plan.implementation.stack == Stack::Megatron {
+    if s.recipe.parallelism.ep_overlap && s.recipe.implementation.stack == Stack::Megatron {
         (comm - compute).max(0.0)
     } else {
         comm
@@ -211,11 +212,11 @@ pub(super) fn reduce_groups(s: &StepShape) -> [ReduceGroup; 2] {
 /// Bytes per parameter element the data-parallel all-gathers move: FP8
 /// with Megatron's `--fp8-param-gather` or torchtitan's
 /// `enable_fsdp_float8_all_gather` (`fp8_params`), else BF16.
-fn parameter_bytes(plan: &Plan) -> f64 {
-    if plan.training.train == crate::model::plan::Training::Qlora {
+fn parameter_bytes(recipe: &Recipe) -> f64 {
+    if recipe.training.train == crate::model::plan::Training::Qlora {
         // The NF4 weights and their constants, gathered as stored.
         0.5 + (1.0 + 4.0 / 256.0) / 64.0
-    } else if plan.numerics.fp8_params && plan.numerics.precision.is_low_precision() {
+    } else if recipe.numerics.fp8_params && recipe.numerics.precision.is_low_precision() {
         1.0
     } else {
         2.0
@@ -223,18 +224,18 @@ fn parameter_bytes(plan: &Plan) -> f64 {
 }
 
 /// Bytes per gradient element the data-parallel reduction moves.
-fn gradient_bytes(plan: &Plan) -> f64 {
+fn gradient_bytes(recipe: &Recipe) -> f64 {
     match (
-        plan.implementation.stack,
-        plan.numerics.precision,
-        plan.parallelism.zero,
+        recipe.implementation.stack,
+        recipe.numerics.precision,
+        recipe.parallelism.zero,
     ) {
         (_, Precision::Fp32, _) => 4.0,
         (Stack::Hf, Precision::Bf16Pure, _) => 2.0,
         (Stack::Hf, _, 0) => 4.0,
         // Megatron reduces in the gradient buffer's dtype: fp32 unless
         // `--grad-reduce-in-bf16` (memory/states.rs, state_bytes).
-        (Stack::Megatron, _, _) if !plan.numerics.grad_bf16 => 4.0,
+        (Stack::Megatron, _, _) if !recipe.numerics.grad_bf16 => 4.0,
         // torchtitan's FSDP2 reduces in fp32 (`mixed_precision_reduce = "float32"`).
         (Stack::Torchtitan, _, _) => 4.0,
         _ => 2.0,
@@ -264,10 +265,10 @@ fn group_traffic(s: &StepShape, g: &ReduceGroup) -> f64 {
     let trainable = g.params * s.trainable;
     let run =
         |c: Collective, n: u64, stride: u64, bytes: f64| s.fabric.seconds(c, n, stride, bytes);
-    let param = parameter_bytes(s.plan);
+    let param = parameter_bytes(s.recipe);
     let gathers = s.m * 2.0 * g.params * param;
-    let grads = trainable * gradient_bytes(s.plan);
-    match s.plan.parallelism.zero {
+    let grads = trainable * gradient_bytes(s.recipe);
+    match s.recipe.parallelism.zero {
         0 => run(Collective::AllReduce, n, stride, grads),
         1 | 2 => {
             run(Collective::ReduceScatter, n, stride, grads)
@@ -302,7 +303,7 @@ fn group_traffic(s: &StepShape, g: &ReduceGroup) -> f64 {
 /// pipelines (Llama 3.1 405B, GPT-3 175B) run as if all of the step hid
 /// the traffic.
 pub(super) fn dp_window(s: &StepShape, per_micro_batch: f64) -> f64 {
-    if s.plan.parallelism.zero >= 3 || s.layout.pp > 1 {
+    if s.recipe.parallelism.zero >= 3 || s.layout.pp > 1 {
         s.m * per_micro_batch
     } else {
         per_micro_batch
@@ -312,7 +313,7 @@ pub(super) fn dp_window(s: &StepShape, per_micro_batch: f64) -> f64 {
 /// The part of the data-parallel traffic that compute does not hide.
 pub(super) fn data_parallel_exposed(s: &StepShape, compute: f64) -> f64 {
     let comm = data_parallel(s);
-    if !s.plan.parallelism.overlap {
+    if !s.recipe.parallelism.overlap {
         return comm;
     }
     (comm * (1.0 - s.eff.overlap)).max(comm - compute * DP_HIDDEN_AT_MOST)

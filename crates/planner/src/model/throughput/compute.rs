@@ -42,7 +42,7 @@ fn layer_gemms(s: &StepShape) -> f64 {
 /// (`plan::NVFP4_BF16_LAYER_SHARE`) at the 16-bit rate, the rest in FP4.
 fn mean_layer_gemms(s: &StepShape) -> f64 {
     let low = layer_gemms(s);
-    if s.plan.numerics.precision != Precision::Nvfp4 || s.lin_peak == s.wide_peak {
+    if s.recipe.numerics.precision != Precision::Nvfp4 || s.lin_peak == s.wide_peak {
         return low;
     }
     let wide = StepShape {
@@ -84,16 +84,16 @@ fn routed_gemms(s: &StepShape, m: &crate::model::architecture::Moe) -> f64 {
 /// (`moe_flex`). Hugging Face's MoE block has none of these: its loop over
 /// the experts runs in the fitted speed `moe`.
 fn moe_host_cost(s: &StepShape, m: &crate::model::architecture::Moe) -> f64 {
-    if s.plan.implementation.stack != Stack::Megatron {
+    if s.recipe.implementation.stack != Stack::Megatron {
         return s.eff.moe_layer_overhead;
     }
     let local = (m.experts as f64 / s.ep).max(1.0);
-    let router = if s.plan.moe.moe_graphs {
+    let router = if s.recipe.moe.moe_graphs {
         0.0
     } else {
         s.eff.host.moe_router_launch
     };
-    let dispatcher = if s.plan.moe.moe_flex {
+    let dispatcher = if s.recipe.moe.moe_flex {
         0.0
     } else {
         s.eff.host.moe_alltoall_launch
@@ -124,7 +124,7 @@ fn grouped_experts(s: &StepShape, m: &crate::model::architecture::Moe) -> f64 {
     let up = if s.arch.mlp.is_gated() { 2.0 * f } else { f };
     let local = (m.experts as f64 / s.ep).max(1.0);
     let per_expert = s.tokens * s.ep * m.active as f64 / m.experts as f64;
-    let routed = local * per_expert * s.plan.moe.moe_imbalance.max(1.0);
+    let routed = local * per_expert * s.recipe.moe.moe_imbalance.max(1.0);
     let e = s.lin_eff * s.eff.moe * grouped_fill(s, per_expert);
     let compute = 2.0 * routed * (up + f) * s.h / (s.lin_peak * e);
     let bytes = (local * (up + f) * s.h + routed * (2.0 * s.h + up + f)) * s.lin_bytes;
@@ -135,7 +135,7 @@ fn grouped_experts(s: &StepShape, m: &crate::model::architecture::Moe) -> f64 {
 /// `tokens` per expert (1 for Hugging Face's per-expert dense GEMMs;
 /// torchtitan's MoE runs grouped GEMMs, `torch._grouped_mm`, as Megatron's).
 fn grouped_fill(s: &StepShape, tokens: f64) -> f64 {
-    match s.plan.implementation.stack {
+    match s.recipe.implementation.stack {
         Stack::Megatron | Stack::Torchtitan => tokens / (tokens + GROUPED_GEMM_HALF_TOKENS),
         Stack::Hf => 1.0,
     }
@@ -149,14 +149,14 @@ fn grouped_fill(s: &StepShape, tokens: f64) -> f64 {
 fn attention_forward(s: &StepShape) -> f64 {
     let t0 = s.eff.kernel_overhead;
     let width = s.arch.attention_width() as f64;
-    let flops = 4.0 * s.tokens * s.arch.mean_keys_per_query(s.plan.data.seq) * width / s.t;
-    match s.plan.implementation.attention {
+    let flops = 4.0 * s.tokens * s.arch.mean_keys_per_query(s.recipe.data.seq) * width / s.t;
+    match s.recipe.implementation.attention {
         Attention::Flash | Attention::Fa2 | Attention::Cudnn => {
             flops / (s.wide_peak * s.attention_eff) + t0
         }
         Attention::Eager => {
             flops * 2.0 / (s.wide_peak * s.eff.gemm)
-                + s.tokens * s.plan.data.seq as f64 * s.arch.heads as f64 / s.t * 2.0 * 6.0 / s.bw
+                + s.tokens * s.recipe.data.seq as f64 * s.arch.heads as f64 / s.t * 2.0 * 6.0 / s.bw
                 + 4.0 * t0
         }
     }
@@ -175,12 +175,12 @@ fn elementwise_forward(s: &StepShape) -> f64 {
         sparse * m.expert_ffn as f64 * (m.active + m.shared) as f64
             + (1.0 - sparse) * s.arch.ffn as f64
     });
-    let (factor, kernels) = match s.plan.implementation.stack {
+    let (factor, kernels) = match s.recipe.implementation.stack {
         Stack::Megatron => (1.0, 8.0),
-        Stack::Torchtitan if s.plan.implementation.compile => (1.0, 8.0),
+        Stack::Torchtitan if s.recipe.implementation.compile => (1.0, 8.0),
         Stack::Hf | Stack::Torchtitan => (2.5, 30.0),
     };
-    let sp_div = if s.plan.parallelism.sp { s.t } else { 1.0 };
+    let sp_div = if s.recipe.parallelism.sp { s.t } else { 1.0 };
     factor * s.tokens * (20.0 * s.h / sp_div + (4.0 * (s.q + s.kv) + 6.0 * f_eff) / s.t) / s.bw
         + s.tokens * permute_bytes_per_token(s) / s.bw
         + kernels * s.eff.kernel_overhead
@@ -319,12 +319,13 @@ fn adapter(s: &StepShape, tokens: f64, u: &crate::model::architecture::AdapterUn
     let gemm = |m, n, k| s.gemm(m, n, k, s.adapter_peak, s.eff.gemm, s.adapter_bytes);
     let gemms = gemm(tokens, s.rank, inp) + gemm(tokens, out, s.rank);
     // The sum runs where the base's output lives.
-    let summed = if u.row_parallel && s.plan.parallelism.sp {
+    let summed = if u.row_parallel && s.recipe.parallelism.sp {
         out / s.t
     } else {
         out
     };
-    let fused = s.plan.implementation.stack == Stack::Torchtitan && s.plan.implementation.compile;
+    let fused =
+        s.recipe.implementation.stack == Stack::Torchtitan && s.recipe.implementation.compile;
     let (forward, backward) = if fused {
         (2.0 * summed, 0.0)
     } else {
@@ -349,9 +350,9 @@ fn adapter(s: &StepShape, tokens: f64, u: &crate::model::architecture::AdapterUn
 /// (peft/tuners/lora/bnb.py) casts nothing itself under autocast; its input
 /// arrives in FP32 there (`qlora_overhead`) and autocast casts it once.
 fn adapter_casts(s: &StepShape, inp: f64, out: f64) -> f64 {
-    let peft_fp32 = s.plan.implementation.stack == Stack::Hf && s.plan.adapter_bytes() == 4.0;
-    let four_bit = s.plan.training.train == crate::model::plan::Training::Qlora;
-    match s.plan.numerics.precision {
+    let peft_fp32 = s.recipe.implementation.stack == Stack::Hf && s.recipe.adapter_bytes() == 4.0;
+    let four_bit = s.recipe.training.train == crate::model::plan::Training::Qlora;
+    match s.recipe.numerics.precision {
         _ if !peft_fp32 => 0.0,
         Precision::Fp32 => 0.0,
         Precision::Bf16Pure => 6.0 * (inp + out),
@@ -386,7 +387,7 @@ fn qlora_overhead(s: &StepShape) -> (f64, f64) {
                 (m.experts as f64 / s.ep).max(1.0) + m.shared as f64
             });
     let dequantize = weights * s.dequantize / s.bw + kernels * s.eff.kernel_overhead;
-    if !crate::model::memory::qlora_fp32_residual(s.plan) {
+    if !crate::model::memory::qlora_fp32_residual(s.recipe) {
         return (dequantize, dequantize);
     }
     let (inputs, outputs, adapted) = linear_widths(s);
@@ -431,7 +432,7 @@ fn linear_widths(s: &StepShape) -> (f64, f64, f64) {
 /// eager one, like GEMMs, 2x.
 pub(super) fn attention_train(s: &StepShape, fwd: &LayerForward) -> f64 {
     fwd.attention
-        * if s.plan.implementation.attention.is_fused() {
+        * if s.recipe.implementation.attention.is_fused() {
             3.5
         } else {
             3.0
@@ -440,20 +441,20 @@ pub(super) fn attention_train(s: &StepShape, fwd: &LayerForward) -> f64 {
 
 /// Recomputation: a second forward of what checkpointing dropped. Op-level
 /// SAC recomputes the elementwise ops and the GEMMs its policy drops
-/// (`Plan::op_level_recomputed_gemm_share`); selective
+/// (`Recipe::op_level_recomputed_gemm_share`); selective
 /// recomputes the attention core where it does (eager: the scores;
 /// `recomputes_core_attention`) and, with `mla_up_proj` among Megatron's
 /// modules, MLA's up-projection GEMMs (the other modules recompute
 /// elementwise work, not counted).
 pub(super) fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
-    match s.plan.activations.checkpointing {
+    match s.recipe.activations.checkpointing {
         Checkpointing::Op => {
             let gemms = fwd.gemm + fwd.adapters + fwd.dequantize;
-            fwd.elementwise + s.plan.op_level_recomputed_gemm_share() * gemms
+            fwd.elementwise + s.recipe.op_level_recomputed_gemm_share() * gemms
         }
         Checkpointing::Selective => {
-            let core = if s.plan.implementation.attention == Attention::Eager
-                && crate::model::memory::recomputes_core_attention(s.plan)
+            let core = if s.recipe.implementation.attention == Attention::Eager
+                && crate::model::memory::recomputes_core_attention(s.recipe)
             {
                 fwd.attention
             } else {
@@ -467,8 +468,8 @@ pub(super) fn recompute_per_layer(s: &StepShape, fwd: &LayerForward) -> f64 {
 
 /// MLA's up projections forward, when Megatron recomputes them.
 fn mla_up_projections(s: &StepShape) -> f64 {
-    let recomputed = s.plan.activations.recompute_modules.mla_up_proj
-        && s.plan.implementation.stack == Stack::Megatron;
+    let recomputed = s.recipe.activations.recompute_modules.mla_up_proj
+        && s.recipe.implementation.stack == Stack::Megatron;
     match &s.arch.mla {
         Some(m) if recomputed => {
             let a = s.arch.heads as f64;
@@ -498,14 +499,14 @@ pub(super) fn lm_head(s: &StepShape) -> f64 {
 
 /// The LM head's forward alone (`lm_head`).
 pub(super) fn lm_head_forward(s: &StepShape) -> f64 {
-    if !s.head {
+    if !s.has_head {
         return 0.0;
     }
-    let mtp = s.plan.training.mtp as f64;
-    mtp * s.lin(s.head_tokens, s.h / s.t, 2.0 * s.h)
+    let mtp = s.recipe.training.mtp as f64;
+    mtp * s.lin(s.logit_tokens, s.h / s.t, 2.0 * s.h)
         + (1.0 + mtp)
             * s.gemm(
-                s.head_tokens,
+                s.logit_tokens,
                 s.arch.vocab as f64 / s.t,
                 s.h,
                 s.wide_peak,
@@ -517,11 +518,12 @@ pub(super) fn lm_head_forward(s: &StepShape) -> f64 {
 /// The loss's elementwise traffic: plain upcasts the logits and runs
 /// log-softmax forward and backward in fp32; a fused loss streams bf16 chunks.
 pub(super) fn loss_elementwise(s: &StepShape) -> f64 {
-    if !s.head {
+    if !s.has_head {
         return 0.0;
     }
-    let elements = s.head_tokens * s.arch.vocab as f64 / s.t * (1.0 + s.plan.training.mtp as f64);
-    match s.plan.implementation.loss {
+    let elements =
+        s.logit_tokens * s.arch.vocab as f64 / s.t * (1.0 + s.recipe.training.mtp as f64);
+    match s.recipe.implementation.loss {
         Loss::Plain => elements * 4.0 * 6.0 / s.bw,
         Loss::Fused => elements * 2.0 * 3.0 / s.bw,
     }

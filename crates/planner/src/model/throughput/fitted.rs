@@ -52,10 +52,10 @@ pub struct HostCosts {
     /// grouped GEMMs' per-expert launches.
     pub moe_expert_launch: f64,
     /// Seconds per MoE layer and micro-batch when the router and its
-    /// preprocessing are not CUDA graphs (`Plan::moe_graphs`).
+    /// preprocessing are not CUDA graphs (`MoeDispatch::moe_graphs`).
     pub moe_router_launch: f64,
     /// Seconds per MoE layer and micro-batch the all-to-all dispatcher costs
-    /// over a fused one (`Plan::moe_flex`).
+    /// over a fused one (`MoeDispatch::moe_flex`).
     pub moe_alltoall_launch: f64,
 }
 

@@ -20,7 +20,9 @@ pub use crate::model::hardware::Generation;
 use crate::model::hardware::Gpu;
 use crate::model::job::Job;
 use crate::model::layout::Layout;
-use crate::model::plan::{Checkpointing, Optimizer, Plan, Stack};
+use crate::model::plan::{Checkpointing, Optimizer, Stack};
+use crate::model::recipe::Recipe;
+use crate::model::stage::StageShape;
 pub use communication::DP_HIDDEN_AT_MOST;
 use communication::{
     activation_bytes, context_parallel, data_parallel_exposed, dp_window, expert_parallel_exposed,
@@ -121,17 +123,17 @@ pub fn model_flops_per_token(arch: &Architecture, counts: &ParameterCounts, seq:
 /// The training pass's FLOPs per token of a plan (`FlopsPerToken::model`):
 /// `model_flops_per_token` where every weight trains, 4 per frozen weight
 /// and 6 per adapter weight under LoRA, the LM head on the tokens it runs on.
-pub fn plan_model_flops_per_token(
+pub fn recipe_model_flops_per_token(
     arch: &Architecture,
     counts: &ParameterCounts,
-    plan: &Plan,
+    recipe: &Recipe,
 ) -> f64 {
-    let tokens = plan
+    let tokens = recipe
         .rows_per_micro_batch()
-        .saturating_mul(plan.data.seq)
+        .saturating_mul(recipe.data.seq)
         .max(1);
-    let head_share = (plan.logit_tokens() as f64 / tokens as f64).min(1.0);
-    FlopsPerToken::of(arch, counts, plan, head_share).model()
+    let head_share = (recipe.logit_tokens() as f64 / tokens as f64).min(1.0);
+    FlopsPerToken::of(arch, counts, recipe, head_share).model()
 }
 
 // ---- the step --------------------------------------------------------------------
@@ -141,7 +143,7 @@ fn pipeline_bubble(s: &StepShape, per_micro_batch: f64) -> f64 {
     if s.layout.pp <= 1 {
         return 0.0;
     }
-    let vp = s.plan.parallelism.vp.max(1) as f64;
+    let vp = s.recipe.parallelism.vp.max(1) as f64;
     (s.p - 1.0) / (s.m * vp) * s.m * per_micro_batch
 }
 
@@ -156,14 +158,14 @@ fn pipeline_p2p(s: &StepShape) -> f64 {
     let link = s.fabric.link(2, l.tp * l.cp * l.dp);
     let send =
         activation_bytes(s) / s.t / link.bus_bandwidth(Collective::AllGather) + link.hop_latency[0];
-    let chunks = s.plan.parallelism.vp.max(1) as f64;
+    let chunks = s.recipe.parallelism.vp.max(1) as f64;
     s.m * 2.0 * chunks * send * (1.0 - overlap(s))
 }
 
 /// The hidden share of overlappable traffic: the calibrated one, or none
 /// when the user says the run does not overlap (`overlap=0`).
 fn overlap(s: &StepShape) -> f64 {
-    if s.plan.parallelism.overlap {
+    if s.recipe.parallelism.overlap {
         s.eff.overlap
     } else {
         0.0
@@ -176,7 +178,7 @@ fn optimizer_step(s: &StepShape) -> f64 {
     // The distributed optimizer's shard spans the reduce group's ZeRO shard
     // (memory/states.rs).
     let shard = |g: &ReduceGroup| {
-        if s.plan.parallelism.zero >= 1 {
+        if s.recipe.parallelism.zero >= 1 {
             g.shard as f64
         } else {
             1.0
@@ -186,7 +188,7 @@ fn optimizer_step(s: &StepShape) -> f64 {
         .iter()
         .map(|g| g.params * s.trainable / shard(g))
         .sum::<f64>();
-    let bytes_per_param = match s.plan.training.optimizer {
+    let bytes_per_param = match s.recipe.training.optimizer {
         Optimizer::Adamw | Optimizer::AdamwForeach => 28.0,
         Optimizer::Adamw8bit => 16.0,
         Optimizer::Adafactor => 14.0,
@@ -194,7 +196,7 @@ fn optimizer_step(s: &StepShape) -> f64 {
     };
     // Moments read and written in bf16 (Megatron's precision-aware optimizer).
     let moments_saved =
-        if s.plan.numerics.bf16_moments && s.plan.implementation.stack == Stack::Megatron {
+        if s.recipe.numerics.bf16_moments && s.recipe.implementation.stack == Stack::Megatron {
             8.0
         } else {
             0.0
@@ -242,12 +244,12 @@ fn step_time(s: &StepShape, fwd: LayerForward) -> StepTime {
     }
 }
 
-/// The forwards without gradients per micro-batch (`Plan::scoring_forwards`):
+/// The forwards without gradients per micro-batch (`Recipe::scoring_forwards`):
 /// a reference is the frozen base, with no adapters (TRL's
 /// `null_ref_context` under LoRA); GRPO's old policy is the policy, with them.
 fn scoring(s: &StepShape, fwd: &LayerForward) -> f64 {
-    let forwards = s.plan.scoring_forwards() as f64;
-    let with_adapters = s.plan.policy_scoring_forwards() as f64;
+    let forwards = s.recipe.scoring_forwards() as f64;
+    let with_adapters = s.recipe.policy_scoring_forwards() as f64;
     forwards * forward_without_gradients(s, fwd) + with_adapters * s.layers * fwd.adapters
 }
 
@@ -300,13 +302,13 @@ fn offload_exposed(s: &StepShape, fwd: &LayerForward) -> f64 {
 pub fn throughput(
     arch: &Architecture,
     counts: &ParameterCounts,
-    plan: &Plan,
+    recipe: &Recipe,
     layout: &Layout,
     gpu: &Gpu,
     fabric: &Fabric,
     eff: &Efficiency,
 ) -> Throughput {
-    throughput_reusing(arch, counts, plan, layout, gpu, fabric, eff, &mut None)
+    throughput_reusing(arch, counts, recipe, layout, gpu, fabric, eff, &mut None)
 }
 
 /// `throughput`, with the layer's forward taken from `forward` when it holds
@@ -316,14 +318,14 @@ pub fn throughput(
 pub fn throughput_reusing(
     arch: &Architecture,
     counts: &ParameterCounts,
-    plan: &Plan,
+    recipe: &Recipe,
     layout: &Layout,
     gpu: &Gpu,
     fabric: &Fabric,
     eff: &Efficiency,
     forward: &mut Option<LayerForward>,
 ) -> Throughput {
-    let shape = StepShape::new(arch, counts, plan, layout, gpu, fabric, eff);
+    let shape = StepShape::new(arch, counts, recipe, layout, gpu, fabric, eff);
     let fwd = *forward.get_or_insert_with(|| LayerForward::of(&shape));
     debug_assert!(
         fwd.same_bits(&LayerForward::of(&shape)),
@@ -333,10 +335,14 @@ pub fn throughput_reusing(
     // head and the loss) or the busiest other one (an uneven split's middle).
     let mut step = step_time(&shape, fwd);
     let other = layout.stages.first.max(layout.stages.middle);
-    if layout.pp > 1 && other > layout.stages.last + plan.training.mtp {
+    if layout.pp > 1 && other > layout.stages.last + recipe.training.mtp {
         let busiest = StepShape {
-            layers: other as f64,
-            head: false,
+            base: StageShape {
+                layers: other as f64,
+                mtp: 0.0,
+                has_head: false,
+                ..shape.base
+            },
             ..shape
         };
         let alt = step_time(&busiest, fwd);
@@ -347,20 +353,20 @@ pub fn throughput_reusing(
     let step_seconds = step.total().max(1e-9);
     // Counts multiply in f64 (exact below 2^53): the URL accepts batches whose
     // token count overflows u64; the integer field saturates.
-    let rows = plan.rows_per_micro_batch();
+    let rows = recipe.rows_per_micro_batch();
     let tokens =
-        rows as f64 * plan.data.seq as f64 * plan.data.grad_accum as f64 * layout.dp as f64;
+        rows as f64 * recipe.data.seq as f64 * recipe.data.grad_accum as f64 * layout.dp as f64;
     let tokens_per_step = rows
-        .saturating_mul(plan.data.seq)
-        .saturating_mul(plan.data.grad_accum)
+        .saturating_mul(recipe.data.seq)
+        .saturating_mul(recipe.data.grad_accum)
         .saturating_mul(layout.dp);
     let tokens_per_second = tokens / step_seconds;
     let tokens_per_second_per_gpu = tokens_per_second / layout.gpus.max(1) as f64;
-    // GRPO runs the head on the completion's positions only (`Plan::logit_tokens`).
-    let head_share = (shape.head_tokens / shape.tokens.max(1.0)).min(1.0);
-    let flops = FlopsPerToken::of(arch, counts, plan, head_share);
+    // GRPO runs the head on the completion's positions only (`Recipe::logit_tokens`).
+    let head_share = (shape.logit_tokens / shape.tokens.max(1.0)).min(1.0);
+    let flops = FlopsPerToken::of(arch, counts, recipe, head_share);
     let model_flops = flops.model();
-    let hardware_flops = flops.hardware(plan);
+    let hardware_flops = flops.hardware(recipe);
     // MFU's denominator: the GEMM dtype's peak, or the 16-bit one where a
     // custom GPU's FP8 is slower (no op then runs faster than it: MFU <= 1).
     let peak_flops = shape.gemm_peak.max(shape.wide_peak);
@@ -371,7 +377,7 @@ pub fn throughput_reusing(
         tokens_per_second_per_gpu,
         tokens_per_second,
         // Samples: sequences, or DPO's pairs of two.
-        samples_per_second: tokens_per_second / plan.tokens_per_sample() as f64,
+        samples_per_second: tokens_per_second / recipe.tokens_per_sample() as f64,
         model_flops_per_token: model_flops,
         hardware_flops_per_token: hardware_flops,
         peak_flops,
@@ -407,13 +413,14 @@ struct FlopsPerToken {
 }
 
 impl FlopsPerToken {
-    fn of(arch: &Architecture, counts: &ParameterCounts, plan: &Plan, head_share: f64) -> Self {
+    fn of(arch: &Architecture, counts: &ParameterCounts, recipe: &Recipe, head_share: f64) -> Self {
         let norms = counts.norms_per_layer as f64;
         let layers = arch.layers as f64;
-        let adapters = match plan.training.train {
+        let adapters = match recipe.training.train {
             crate::model::plan::Training::Full => 0.0,
             _ => {
-                layers * arch.lora_active_params_per_layer(plan.lora.lora_rank, plan.adapted(arch))
+                layers
+                    * arch.lora_active_params_per_layer(recipe.lora.lora_rank, recipe.adapted(arch))
             }
         };
         FlopsPerToken {
@@ -422,9 +429,9 @@ impl FlopsPerToken {
             adapters,
             attention_forward: 4.0
                 * layers
-                * arch.mean_keys_per_query(plan.data.seq)
+                * arch.mean_keys_per_query(recipe.data.seq)
                 * arch.attention_width() as f64,
-            per_weight: if plan.training.train == crate::model::plan::Training::Full {
+            per_weight: if recipe.training.train == crate::model::plan::Training::Full {
                 6.0
             } else {
                 4.0
@@ -445,21 +452,21 @@ impl FlopsPerToken {
     }
 
     /// The training pass, recomputation and the forwards without gradients.
-    fn hardware(&self, plan: &Plan) -> f64 {
-        let recomputed = match plan.activations.checkpointing {
-            Checkpointing::Op => plan.op_level_recomputed_gemm_share(),
+    fn hardware(&self, recipe: &Recipe) -> f64 {
+        let recomputed = match recipe.activations.checkpointing {
+            Checkpointing::Op => recipe.op_level_recomputed_gemm_share(),
             Checkpointing::Selective => 0.0,
             c => c.recomputed_fraction(),
         };
-        let scoring = plan.scoring_forwards() as f64 * (self.layers_forward() + 2.0 * self.head)
-            - (plan.scoring_forwards() - plan.policy_scoring_forwards()) as f64
+        let scoring = recipe.scoring_forwards() as f64 * (self.layers_forward() + 2.0 * self.head)
+            - (recipe.scoring_forwards() - recipe.policy_scoring_forwards()) as f64
                 * 2.0
                 * self.adapters;
         self.model() + recomputed * self.layers_forward() + scoring
     }
 }
 
-impl Job<'_> {
+impl Job {
     /// The plan's step on this model, layout and hardware at `eff` (the
     /// generation's calibrated efficiency in the report; a warning times
     /// the same plan at other host costs).
@@ -467,7 +474,7 @@ impl Job<'_> {
         throughput(
             &self.arch,
             &self.counts,
-            self.plan,
+            &self.recipe,
             &self.layout,
             &self.gpu,
             &self.fabric,

@@ -7,38 +7,30 @@ use crate::model::fabric::Collective;
 use crate::model::fabric::Fabric;
 use crate::model::hardware::Gpu;
 use crate::model::layout::Layout;
-use crate::model::plan::{Plan, Precision};
+use crate::model::plan::Precision;
 use crate::model::plan::{Stack, Training};
+use crate::model::recipe::Recipe;
 use crate::model::rules;
+use crate::model::stage::{Stage, StageShape};
 
 /// What every cost of one step reads: the plan, the layout, the hardware,
 /// and the work one GPU does per micro-batch.
 #[derive(Clone, Copy)]
 pub(super) struct StepShape<'a> {
-    pub(super) arch: &'a Architecture,
-    pub(super) counts: &'a ParameterCounts,
-    pub(super) plan: &'a Plan,
-    pub(super) layout: &'a Layout,
+    /// The pipeline stage timed (the last, or the busiest other one), its
+    /// layers and its tokens (`stage::StageShape`).
+    pub(super) base: StageShape<'a>,
     pub(super) fabric: &'a Fabric,
     pub(super) eff: &'a Efficiency,
-    /// Tensor-, pipeline-, context- and expert-parallel degrees.
-    pub(super) t: f64,
+    /// Pipeline-, context- and expert-parallel degrees.
     pub(super) p: f64,
     pub(super) c: f64,
     pub(super) ep: f64,
     pub(super) h: f64,
     pub(super) q: f64,
     pub(super) kv: f64,
-    /// Tokens per GPU per micro-batch.
-    pub(super) tokens: f64,
-    /// Of those, the tokens the LM head and the loss run on (`Plan::logit_tokens`).
-    pub(super) head_tokens: f64,
     /// GRPO's colocated generation: seconds per step.
     pub(super) generation: f64,
-    /// Decoder layers of the pipeline stage timed.
-    pub(super) layers: f64,
-    /// Whether that stage computes the LM head and the loss (the last one).
-    pub(super) head: bool,
     /// Achievable HBM bandwidth, bytes/s.
     pub(super) bw: f64,
     /// The stack's flash-attention kernel's share of the 16-bit peak at this
@@ -88,69 +80,65 @@ impl<'a> StepShape<'a> {
     pub(super) fn new(
         arch: &'a Architecture,
         counts: &'a ParameterCounts,
-        plan: &'a Plan,
+        recipe: &'a Recipe,
         layout: &'a Layout,
         gpu: &Gpu,
         fabric: &'a Fabric,
         eff: &'a Efficiency,
     ) -> Self {
-        let gemm_peak = rules::dense_peak_flops(gpu, plan.numerics.precision);
+        let gemm_peak = rules::dense_peak_flops(gpu, recipe.numerics.precision);
         // PyTorch keeps FP32 matmuls in FP32 (`allow_tf32` is off by default,
         // and the exported train.py leaves it so): no tensor cores.
-        let (wide_peak, wide_bytes) = match plan.numerics.precision {
+        let (wide_peak, wide_bytes) = match recipe.numerics.precision {
             Precision::Fp32 => (gemm_peak, 4.0),
             _ => (rules::dense_peak_flops(gpu, Precision::Bf16), 2.0),
         };
-        let (lin_peak, lin_eff, lin_bytes) = match plan.numerics.precision {
+        let (lin_peak, lin_eff, lin_bytes) = match recipe.numerics.precision {
             p if rules::low_precision_gemms(p, gpu) => (gemm_peak, eff.fp8_gemm, 1.0),
             _ => (wide_peak, eff.gemm, wide_bytes),
         };
         let c = layout.cp.max(1) as f64;
+        let stage = if layout.pp > 1 {
+            Stage::Last
+        } else {
+            Stage::Only
+        };
         StepShape {
-            arch,
-            counts,
-            plan,
-            layout,
+            base: StageShape::new(arch, counts, recipe, layout, stage),
             fabric,
             eff,
-            t: layout.tp.max(1) as f64,
             p: layout.pp.max(1) as f64,
             c,
             ep: layout.ep.max(1) as f64,
             h: arch.hidden as f64,
             q: arch.q_width() as f64,
             kv: arch.kv_width() as f64,
-            tokens: plan.rows_per_micro_batch() as f64 * plan.data.seq as f64 / c,
-            head_tokens: plan.logit_tokens() as f64 / c,
-            generation: rollout_seconds(arch, counts, plan, layout, gpu, (fabric, eff)),
-            // The last stage also runs the multi-token-prediction layers.
-            layers: (layout.stages.last + plan.training.mtp) as f64,
-            head: true,
+            generation: rollout_seconds(arch, counts, recipe, layout, gpu, (fabric, eff)),
             bw: gpu.mem_bw_tbs * 1e12 * eff.memory,
-            attention_eff: attention_efficiency(arch, plan, layout, gpu) * eff.attention,
+            attention_eff: attention_efficiency(arch, recipe, layout, gpu) * eff.attention,
             gemm_peak,
             wide_peak,
             wide_bytes,
             lin_peak,
             lin_eff,
             lin_bytes,
-            quantize: quantize_bytes(plan, gpu),
-            m: plan.data.grad_accum.max(1) as f64,
-            offload: crate::model::memory::offload(arch, counts, plan, layout),
+            quantize: quantize_bytes(recipe, gpu),
+            m: recipe.data.grad_accum.max(1) as f64,
+            offload: crate::model::memory::offload(arch, counts, recipe, layout),
             host_bw: gpu.host_link_gbs.unwrap_or(PCIE_GEN5_GBS) * 1e9 * HOST_LINK_EFFICIENCY,
-            trainable: trainable_share(arch, counts, plan),
-            frozen: plan.training.train != Training::Full,
-            adapted: plan.adapted(arch),
-            rank: match plan.training.train {
+            trainable: trainable_share(arch, counts, recipe),
+            frozen: recipe.training.train != Training::Full,
+            adapted: recipe.adapted(arch),
+            rank: match recipe.training.train {
                 Training::Full => 0.0,
-                _ => plan.lora.lora_rank as f64,
+                _ => recipe.lora.lora_rank as f64,
             },
-            dequantize: match plan.training.train {
+            dequantize: match recipe.training.train {
                 Training::Qlora => QLORA_DEQUANTIZE_BYTES,
                 _ => 0.0,
             },
-            adapter_peak: adapter_compute(plan, gpu, (wide_peak, wide_bytes)).0,
-            adapter_bytes: adapter_compute(plan, gpu, (wide_peak, wide_bytes)).1,
+            adapter_peak: adapter_compute(recipe, gpu, (wide_peak, wide_bytes)).0,
+            adapter_bytes: adapter_compute(recipe, gpu, (wide_peak, wide_bytes)).1,
         }
     }
 
@@ -200,7 +188,15 @@ impl<'a> StepShape<'a> {
 
     /// Fraction of the layers recomputed.
     pub(super) fn recomputed(&self) -> f64 {
-        self.plan.activations.checkpointing.recomputed_fraction()
+        self.recipe.activations.checkpointing.recomputed_fraction()
+    }
+}
+
+impl<'a> std::ops::Deref for StepShape<'a> {
+    type Target = StageShape<'a>;
+
+    fn deref(&self) -> &StageShape<'a> {
+        &self.base
     }
 }
 
@@ -210,9 +206,9 @@ impl<'a> StepShape<'a> {
 /// `lora.Linear.forward` casts the input to the adapters' FP32
 /// (`_cast_input_dtype`), so `A` and `B` run as FP32 GEMMs (PyTorch keeps
 /// TF32 off for matmuls) on 4-byte operands.
-fn adapter_compute(plan: &Plan, gpu: &Gpu, wide: (f64, f64)) -> (f64, f64) {
+fn adapter_compute(recipe: &Recipe, gpu: &Gpu, wide: (f64, f64)) -> (f64, f64) {
     let fp32_adapters =
-        plan.numerics.precision == Precision::Bf16Pure && plan.adapter_bytes() == 4.0;
+        recipe.numerics.precision == Precision::Bf16Pure && recipe.adapter_bytes() == 4.0;
     if fp32_adapters {
         (rules::dense_peak_flops(gpu, Precision::Fp32), 4.0)
     } else {
@@ -222,10 +218,14 @@ fn adapter_compute(plan: &Plan, gpu: &Gpu, wide: (f64, f64)) -> (f64, f64) {
 
 /// The share of the parameters that trains: under LoRA, the adapters on the
 /// targeted Linears (`Architecture::lora_params`) over the model's weights.
-pub(super) fn trainable_share(arch: &Architecture, counts: &ParameterCounts, plan: &Plan) -> f64 {
-    match plan.training.train {
+pub(super) fn trainable_share(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    recipe: &Recipe,
+) -> f64 {
+    match recipe.training.train {
         Training::Full => 1.0,
-        _ => plan.lora_params(arch) / counts.total as f64,
+        _ => recipe.lora_params(arch) / counts.total as f64,
     }
 }
 
@@ -234,18 +234,18 @@ pub(super) fn trainable_share(arch: &Architecture, counts: &ParameterCounts, pla
 /// ring computes `seq / cp` blocks; a sliding window bounds the keys).
 pub(super) fn attention_efficiency(
     arch: &Architecture,
-    plan: &Plan,
+    recipe: &Recipe,
     layout: &Layout,
     gpu: &Gpu,
 ) -> f64 {
     use crate::model::kernels::{attention_efficiency, AttentionKernel};
     let g = gpu.generation;
-    let seq = plan.data.seq as f64 / layout.cp.max(1) as f64;
+    let seq = recipe.data.seq as f64 / layout.cp.max(1) as f64;
     let head_dim = arch.attention_width() / arch.heads.max(1);
-    let kernel = match plan.implementation.attention {
+    let kernel = match recipe.implementation.attention {
         crate::model::plan::Attention::Fa2 => AttentionKernel::Fa2,
         crate::model::plan::Attention::Cudnn => AttentionKernel::Cudnn,
-        _ => AttentionKernel::of(plan.implementation.stack, g),
+        _ => AttentionKernel::of(recipe.implementation.stack, g),
     };
     attention_efficiency(kernel, g, head_dim, seq)
 }
@@ -267,10 +267,10 @@ pub(super) fn attention_efficiency(
 /// at d0067d0) runs MXFP8 1.83x BF16 pre-quantized and 1.42x with its
 /// quantization, NVFP4 3.48x and 1.98x: 2.0 and 2.7 ms of quantization over
 /// 1.24 G elements at 6 TB/s, 9.6 and 13.2 B per element.
-pub(super) fn quantize_bytes(plan: &Plan, gpu: &Gpu) -> (f64, f64) {
-    let low = rules::low_precision_gemms(plan.numerics.precision, gpu);
+pub(super) fn quantize_bytes(recipe: &Recipe, gpu: &Gpu) -> (f64, f64) {
+    let low = rules::low_precision_gemms(recipe.numerics.precision, gpu);
     let [fp8, mxfp8, nvfp4] = TORCHAO_QUANTIZE_BYTES;
-    match (plan.implementation.stack, plan.numerics.precision) {
+    match (recipe.implementation.stack, recipe.numerics.precision) {
         (Stack::Torchtitan, Precision::Fp8) if low => (fp8, fp8 - 1.0),
         (Stack::Torchtitan, Precision::Mxfp8) if low => (mxfp8, mxfp8),
         (Stack::Torchtitan, Precision::Nvfp4) if low => (nvfp4, nvfp4),
@@ -287,12 +287,13 @@ pub(super) fn quantize_bytes(plan: &Plan, gpu: &Gpu) -> (f64, f64) {
 pub(super) fn rollout_seconds(
     arch: &Architecture,
     counts: &ParameterCounts,
-    plan: &Plan,
+    recipe: &Recipe,
     layout: &Layout,
     gpu: &Gpu,
     (fabric, eff): (&Fabric, &Efficiency),
 ) -> f64 {
-    let Some(e) = crate::model::rollout::VllmEngine::of(arch, counts, plan, gpu, (fabric, layout))
+    let Some(e) =
+        crate::model::rollout::VllmEngine::of(arch, counts, recipe, gpu, (fabric, layout))
     else {
         return 0.0;
     };
@@ -300,14 +301,14 @@ pub(super) fn rollout_seconds(
         &e,
         arch,
         counts,
-        plan,
+        recipe,
         gpu,
         (eff.gemm, eff.memory),
     );
     let bandwidth = gpu.mem_bw_tbs * 1e12 * eff.memory;
     let load = 2.0 * e.weight_bytes / bandwidth;
-    let gather = if crate::model::memory::runs_fsdp2(plan, layout) {
-        let bytes = if plan.training.train == Training::Full {
+    let gather = if crate::model::memory::runs_fsdp2(recipe, layout) {
+        let bytes = if recipe.training.train == Training::Full {
             4.0
         } else {
             2.0
@@ -319,7 +320,7 @@ pub(super) fn rollout_seconds(
     };
     // Sent as trained: fp32 master weights, or a LoRA base merged in BF16.
     let sent = counts.total as f64
-        * if plan.training.train == Training::Full {
+        * if recipe.training.train == Training::Full {
             4.0
         } else {
             2.0
