@@ -56,11 +56,17 @@ pub struct Cost {
     pub usd_per_million_tokens: Option<f64>,
 }
 
+/// Whether a checkpoint holds the adapters only: their save, or any save
+/// of a LoRA or QLoRA plan.
+fn saves_adapters(plan: &Plan) -> bool {
+    plan.saving.save == SaveKind::Adapter || plan.training.train != Training::Full
+}
+
 /// Bytes one checkpoint writes for this plan.
 pub fn checkpoint_bytes(plan: &Plan, counts: &ParameterCounts, adapter_params: f64) -> u64 {
     let p = counts.total as f64;
-    let bytes = match (plan.saving.save, plan.training.train) {
-        (SaveKind::Adapter, _) | (_, Training::Lora | Training::Qlora) => {
+    let bytes = match plan.saving.save {
+        _ if saves_adapters(plan) => {
             adapter_params
                 * 2.0
                 * if plan.saving.save == SaveKind::Full {
@@ -70,7 +76,7 @@ pub fn checkpoint_bytes(plan: &Plan, counts: &ParameterCounts, adapter_params: f
                 }
         }
         // bf16 (or fp32) weights, as exported for inference
-        (SaveKind::Weights, _) => {
+        SaveKind::Weights => {
             p * if plan.numerics.precision == Precision::Fp32 {
                 4.0
             } else {
@@ -78,7 +84,7 @@ pub fn checkpoint_bytes(plan: &Plan, counts: &ParameterCounts, adapter_params: f
             }
         }
         // resumable: fp32 weights (or bf16 + fp32 master) and optimizer states
-        (SaveKind::Full, _) => {
+        _ => {
             p * (4.0
                 + match plan.training.optimizer {
                     crate::model::plan::Optimizer::Adamw
@@ -97,7 +103,11 @@ pub fn checkpoint_bytes(plan: &Plan, counts: &ParameterCounts, adapter_params: f
 /// GPU paid for, a GRPO plan's vLLM server's too (the report, the instance
 /// comparison and the search read the same time, #34).
 pub fn estimate(plan: &Plan, job: &Job, tp: &Throughput) -> (Time, Checkpointing, Failures, Cost) {
-    let adapters = job.recipe.lora_params(&job.arch);
+    // Only a checkpoint of the adapters reads their size.
+    let adapters = match saves_adapters(plan) {
+        true => job.recipe.lora_params(&job.arch),
+        false => 0.0,
+    };
     let (mut time, ckpt, failures) = time(plan, &job.counts, adapters, tp, job.layout.gpus);
     time.gpu_hours = time.total_hours * paid_gpus(plan, job) as f64;
     let cost = price(plan, &job.instance, tp, time.total_hours);
