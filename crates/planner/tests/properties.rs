@@ -447,6 +447,40 @@ proptest! {
     }
 }
 
+proptest! {
+// Five evaluations a case: a smaller sample than the physics' above.
+#![proptest_config(ProptestConfig {
+    cases: 4_000,
+    rng_seed: physical_seed(),
+    failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel("proptest-regressions"))),
+    .. ProptestConfig::default()
+})]
+
+/// Recomputing activations never makes a step faster, where none are
+/// offloaded (offloading fewer bytes to the host can outrun the
+/// recomputation: Llama-3.1-8B with eager attention, 127 s a step
+/// offloading every activation, 10 s recomputing all): the search counts
+/// a checkpointed plan without timing it where the same plan without
+/// recomputation fits (#59, estimate/search/walk.rs `inner`).
+#[test]
+fn recomputation_never_speeds_a_step_up(link in any_link()) {
+    use planner::model::plan::Checkpointing;
+    let plan = with(&Plan::from_query(&link).plan, |p| p.activations.offload = false);
+    let step = |c: Checkpointing| {
+        evaluate(&with(&plan, |p| p.activations.checkpointing = c)).throughput.step_seconds
+    };
+    let none = step(Checkpointing::None);
+    for c in [
+        Checkpointing::Selective,
+        Checkpointing::Op,
+        Checkpointing::Full,
+        Checkpointing::Fraction(0.5),
+    ] {
+        let t = step(c);
+        prop_assert!(t >= none * (1.0 - 1e-12), "{:?} {} s < none {} s for {}", c, t, none, link);
+    }
+}}
+
 /// Issue #15's three links: values the parser accepts that overflowed u64 or
 /// divided by a zero network. Each gives finite numbers or a clear error.
 #[test]

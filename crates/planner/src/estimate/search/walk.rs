@@ -349,6 +349,12 @@ impl Search {
         // One layer forward per micro-batch serves every checkpointing and loss.
         let mut forwards = vec![None; mbs.len()];
         let mut best: Option<Found> = None;
+        // Where the plan without recomputation fits, by loss and
+        // micro-batch: recomputing never makes a step faster where nothing
+        // is offloaded (tests/properties.rs
+        // `recomputation_never_speeds_a_step_up`), so there the others are
+        // counted, not timed.
+        let mut fits_as_is = vec![false; losses.len() * mbs.len()];
         let dp = layout.dp;
         for (ci, &ck) in ckpts.iter().enumerate() {
             if self.refused_checkpointings(o)[ci] {
@@ -388,6 +394,16 @@ impl Search {
                     if self.host_overflows(o, layout) {
                         continue;
                     }
+                    let at = li * mbs.len() + mi;
+                    if self.use_bounds
+                        && ck != Checkpointing::None
+                        && fits_as_is[at]
+                        && !self.work.activations.offload
+                    {
+                        self.fitting += 1;
+                        continue;
+                    }
+                    fits_as_is[at] |= ck == Checkpointing::None;
                     let f = self.timed(o, [ci, li, mi], layout, peak, &mut forwards[mi]);
                     self.fitting += 1;
                     // Same price per hour: the fastest is also the cheapest (the first of equals stays).
