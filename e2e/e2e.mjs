@@ -206,6 +206,7 @@ await test('a Russian page shows no English notice and no decimal point in its s
 
 await test('switching the language evaluates and searches nothing (#24)', async (page) => {
   await open(page, base + '?lang=en&model=llama-3.1-70b&vs=model%3Dllama-3.1-8b');
+  await page.locator('.autoplan').scrollIntoViewIfNeeded();
   await page.waitForSelector('#autoplan-table, #autoplan-empty');
   const counts = () => page.evaluate(() => [document.body.dataset.evaluations, document.body.dataset.searches]);
   const before = await counts();
@@ -279,6 +280,7 @@ await test('auto-plan: apply the top plan, it fits and the URL changes', async (
   // Llama-3.1-70B on one p5 node does not fit; the auto-plan finds what does.
   await open(page, base + '?lang=en&model=llama-3.1-70b&instance=ml.p5.48xlarge&price=55&zero=0');
   assert(/Does not fit/.test(await page.textContent('#verdict')), 'starts over budget');
+  await page.locator('.autoplan').scrollIntoViewIfNeeded();
   await page.waitForSelector('#autoplan-table', { timeout: 30000 });
   const before = page.url();
   const why = await page.textContent('#autoplan-table tbody tr:first-child td.why');
@@ -392,13 +394,18 @@ await test('one edit runs one evaluation: the export, both charts and a pinned p
   assert((await evaluations()) === before + 2, `evaluations after a second edit: ${before} -> ${await evaluations()}`);
 });
 
-await test('the launch code is loaded when its panel comes into view, not with the first verdict (#59)', async (page) => {
+await test('the launch code and the auto-plan come from the worker, loaded when their panels come into view, not with the first verdict (#59)', async (page) => {
+  // A short window: neither panel is within 600 px of the first screen.
+  await page.setViewportSize({ width: 1280, height: 400 });
   await open(page, base + '?lang=en&model=llama-3.1-8b');
   const workerFetched = async () => page.workers().some((w) => w.url().includes('export/loader.js'));
-  assert(!(await workerFetched()), 'the first verdict did not fetch the code worker');
+  assert(!(await workerFetched()), 'the first verdict did not fetch the worker');
+  await page.locator('.autoplan').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => /Searched [\d,]+ candidates/.test(document.querySelector('#search-status').textContent));
+  assert(await workerFetched(), 'the search came from the worker');
+  await page.waitForSelector('#autoplan-table');
   await page.locator('#export-code').scrollIntoViewIfNeeded();
   await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('PyTorch('));
-  assert(await workerFetched(), 'the code came from the worker');
 });
 
 await test('a GB200 UltraServer plan asks for its training plan, and the code books it and places 18 + 14 instances (#58)', async (page) => {
@@ -587,6 +594,7 @@ await test('pin and compare: pin, change precision, copy the link, reopen it; Co
   await again.click('#compare-unpin');
   await again.waitForFunction(() => !location.search.includes('vs='));
   assert(!(await again.isVisible('#compare')), 'unpinned: the comparison is gone');
+  await again.locator('.autoplan').scrollIntoViewIfNeeded();
   await again.waitForSelector('#autoplan-table', { timeout: 30000 });
   await again.click('#compare-0');
   await again.waitForSelector('#compare-inputs, #compare-same');

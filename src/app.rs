@@ -62,6 +62,7 @@ pub fn App() -> impl IntoView {
         lang,
         report,
         pinned: RwSignal::new(pinned),
+        worker: crate::worker::Worker::default(),
     };
     Effect::new(move |_| {
         let query = plan.with(|p| p.to_query());

@@ -62,25 +62,12 @@ pub async fn fetch_text(url: &str) -> Result<String, String> {
     text.as_string().ok_or_else(|| format!("{url}: not text"))
 }
 
-/// Give the browser a turn (input, rendering) and come back at once.
-/// `setTimeout(0)` is clamped to 4 ms from the fifth nested call, which cost
-/// a search in 8 ms slices a third of its time (#24); a message to oneself
-/// through a `MessageChannel` is not clamped (as React's scheduler does).
-/// Falls back to `setTimeout(0)` where a channel cannot be made.
-pub async fn yield_to_browser() {
-    let Ok(channel) = web_sys::MessageChannel::new() else {
-        gloo::timers::future::TimeoutFuture::new(0).await;
-        return;
-    };
-    let promise = js_sys::Promise::new(&mut |resolve, _reject| {
-        // An entangled port is kept alive while its pair is (HTML's GC rules).
-        channel.port1().set_onmessage(Some(resolve.unchecked_ref()));
-        channel
-            .port2()
-            .post_message(&wasm_bindgen::JsValue::NULL)
-            .ok();
-    });
-    wasm_bindgen_futures::JsFuture::from(promise).await.ok();
+/// Milliseconds since the page started (`performance.now()`), or 0.
+pub fn now_ms() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map(|p| p.now())
+        .unwrap_or(0.0)
 }
 
 /// Save `bytes` as the file `name` through a temporary object URL.

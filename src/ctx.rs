@@ -27,6 +27,8 @@ pub struct Ctx {
     /// A plan pinned to compare with (`vs=` in the link), its short query:
     /// the page's, not part of the plan.
     pub pinned: RwSignal<Option<String>>,
+    /// The page's worker: the launch code, the bundle and the auto-plan.
+    pub worker: crate::worker::Worker,
 }
 
 impl Ctx {

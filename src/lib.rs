@@ -3,12 +3,12 @@
 
 pub mod app;
 pub mod browser;
-pub mod code_worker;
 pub mod ctx;
 pub mod format;
 pub mod panels;
 pub mod panic;
 pub mod russian;
+pub mod worker;
 
 /// Mount the page on `<body>` (called by `main`); a page that opens in
 /// Russian first fetches its catalog.

@@ -1,14 +1,18 @@
-//! The launch-code worker: the SageMaker code and the bundle of a plan,
-//! written in a Web Worker of their own so that their code (the launchers,
-//! the Megatron-Bridge settings, the ZIP writer) is not in the page's wasm
-//! (#59: the first verdict does not need them). The page starts it when the
-//! code panel first comes into view (src/panels/export.rs).
+//! The page's worker: the SageMaker code and the bundle of a plan, and the
+//! auto-plan's search, run in a Web Worker of their own so that their code
+//! (the launchers, the Megatron-Bridge settings, the ZIP writer, the
+//! search's walk) is not in the page's wasm (#59: the first verdict does
+//! not need them) and the search never holds the page's thread. The page
+//! starts it when the code panel or the auto-plan first comes into view
+//! (src/worker.rs).
 //!
 //! A request is an array `[id, kind, query, format, script, readme_parts]`:
-//! `kind` is "code" (the launch code in `format`) or "zip" (the bundle with
-//! `format` as its launcher, around the fetched `script`). The reply is
-//! `[id, true, code or ZIP bytes, file name]`, or `[id, false, message]`.
-//! The worker says `["ready"]` once it listens.
+//! `kind` is "code" (the launch code in `format`), "zip" (the bundle with
+//! `format` as its launcher, around the fetched `script`) or "search" (the
+//! auto-plan around the plan, `[id, "search", query]`). The reply is
+//! `[id, true, code, ZIP bytes or the search's wire text, file name]`, or
+//! `[id, false, message]`; a long search says `["progress", id, share]`
+//! on the way. The worker says `["ready"]` once it listens.
 
 #[cfg(target_arch = "wasm32")]
 fn main() {
@@ -18,7 +22,7 @@ fn main() {
     let on_message =
         Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
             let request: js_sys::Array = e.data().unchecked_into();
-            let reply = match answer(&request) {
+            let reply = match answer(&request, &reply_to) {
                 Ok((payload, name)) => {
                     js_sys::Array::of4(&request.get(0), &true.into(), &payload, &name.into())
                 }
@@ -33,14 +37,27 @@ fn main() {
         .ok();
 }
 
-/// The code or the bundle one request asks for, with its file name.
+/// The code, the bundle or the search one request asks for, with its file name.
 #[cfg(target_arch = "wasm32")]
-fn answer(request: &js_sys::Array) -> Result<(wasm_bindgen::JsValue, String), String> {
+fn answer(
+    request: &js_sys::Array,
+    scope: &web_sys::DedicatedWorkerGlobalScope,
+) -> Result<(wasm_bindgen::JsValue, String), String> {
     use planner::launch::{bundle, export};
     let text = |i| request.get(i).as_string().unwrap_or_default();
     let plan = planner::Plan::from_query(&text(2)).plan;
-    let format = export::Format::from_key(&text(3)).ok_or("unknown format")?;
     let report = planner::estimate::evaluate::evaluate(&plan);
+    if text(1) == "search" {
+        let result = search(&plan, &report, |share| {
+            let said = js_sys::Array::of3(&"progress".into(), &request.get(0), &share.into());
+            scope.post_message(&said).ok();
+        });
+        return Ok((
+            planner::estimate::search::wire::encode(&result).into(),
+            String::new(),
+        ));
+    }
+    let format = export::Format::from_key(&text(3)).ok_or("unknown format")?;
     if text(1) != "zip" {
         let e = export::export_of(&plan, &report, format);
         return Ok((e.code.into(), e.filename));
@@ -51,6 +68,25 @@ fn answer(request: &js_sys::Array) -> Result<(wasm_bindgen::JsValue, String), St
     let files = bundle::files_of(&plan, &report, format, &text(4));
     let bytes = js_sys::Uint8Array::from(bundle::zip(&files).as_slice());
     Ok((bytes.into(), String::new()))
+}
+
+/// The auto-plan around `plan`, saying how far it got every ~100 ms.
+#[cfg(target_arch = "wasm32")]
+fn search(
+    plan: &planner::Plan,
+    report: &planner::Report,
+    progress: impl Fn(f64),
+) -> planner::estimate::search::SearchResult {
+    let now = || js_sys::Date::now();
+    let mut search = planner::estimate::search::Search::around(plan, report);
+    let mut said = now();
+    while !search.run(20_000) {
+        if now() - said > 100.0 {
+            progress(search.progress());
+            said = now();
+        }
+    }
+    search.result()
 }
 
 /// Native builds (clippy, tests) have no worker to be.

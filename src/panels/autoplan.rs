@@ -1,68 +1,46 @@
-//! The auto-plan panel: the planner's search, run in small chunks between
-//! frames so the page stays responsive, re-run whenever the plan changes.
+//! The auto-plan panel: the planner's search, run in the page's worker
+//! (src/worker.rs) so the page stays responsive and its wasm stays small,
+//! asked again whenever the plan changes.
 
 use crate::ctx::Ctx;
 use crate::format::{hours, num, percent, tokens, tr, usd};
 use crate::panels::inputs::NumberField;
+use crate::worker::Searched;
 use leptos::prelude::*;
-use planner::estimate::search::{Candidate, Search, SearchResult};
+use planner::estimate::search::{Baseline, Candidate, SearchResult};
 use planner::model::plan::Locks;
 use planner::text::{render, Lang, Text};
-
-fn now_ms() -> f64 {
-    web_sys::window()
-        .and_then(|w| w.performance())
-        .map(|p| p.now())
-        .unwrap_or(0.0)
-}
-
-/// Candidates per step; steps run until a slice of ~8 ms is used.
-const CHUNK: u64 = 2_000;
 
 #[component]
 pub fn AutoPlan(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
+    let worker = ctx.worker;
+    // The last result stays shown while the next one is searched.
     let result = RwSignal::new(None::<SearchResult>);
-    let progress = RwSignal::new(None::<f64>);
     let elapsed = RwSignal::new(0.0f64);
-    let generation = StoredValue::new(0u64);
-    // Re-run on every new evaluation (every change of the plan), from it;
-    // a newer run cancels an older one.
+    // Search on every new evaluation (every change of the plan), in the
+    // worker; a newer question makes the worker's older answer stale.
     Effect::new(move |_| {
-        let plan = ctx.plan.get_untracked();
-        let mut search = ctx.report.with(|e| Search::around(&plan, e));
+        let base = ctx.report.with(|e| Baseline::of(e));
+        let query = ctx.plan.with_untracked(|p| p.to_query());
         crate::ctx::count_search();
-        generation.update_value(|g| *g += 1);
-        let me = generation.get_value();
-        leptos::task::spawn_local(async move {
-            let start = now_ms();
-            loop {
-                // Work for up to ~8 ms, then give the frame back.
-                let slice = now_ms();
-                let mut done = search.run(CHUNK);
-                while !done && now_ms() - slice < 8.0 {
-                    done = search.run(CHUNK);
-                }
-                let spent = now_ms() - start;
-                if generation.get_value() != me {
-                    return;
-                }
-                if done {
-                    elapsed.set(spent);
-                    progress.set(None);
-                    result.set(Some(search.result()));
-                    return;
-                }
-                if spent > 100.0 {
-                    progress.set(Some(search.progress()));
-                }
-                crate::browser::yield_to_browser().await;
-            }
-        });
+        worker.ask_search(&query, base);
+    });
+    Effect::new(move |_| {
+        if let Searched::Found(r, ms) = worker.searched.get() {
+            elapsed.set(ms);
+            result.set(Some(*r));
+        }
+    });
+    let section = NodeRef::<leptos::html::Section>::new();
+    Effect::new(move |_| {
+        if let Some(el) = section.get() {
+            crate::worker::when_near_view(&el, move || worker.start());
+        }
     });
     let t = move |id| tr(lang.get(), id);
     view! {
-        <section class="chart autoplan" aria-labelledby="autoplan-title">
+        <section class="chart autoplan" aria-labelledby="autoplan-title" node_ref=section>
             <h2 id="autoplan-title">{move || t(Text::AutoPlanTheBestPlans)}</h2>
             <p class="derived">{move || t(
                 Text::SearchesInstanceTypeAndCount,
@@ -100,9 +78,16 @@ pub fn AutoPlan(ctx: Ctx) -> impl IntoView {
             </div>
             <p class="search-status" id="search-status" role="status">{move || {
                 let l = lang.get();
-                match (progress.get(), result.with(|r| r.as_ref().map(|r| (r.candidates, r.evaluated, r.fitting)))) {
-                    (Some(p), _) => format!("{} {}", tr(l, Text::Searching), percent(p, l)),
-                    (None, Some((c, e, f))) => format!("{} {} {} ({} {}, {} {}) {} {} {}",
+                let counts = result.with(|r| r.as_ref().map(|r| (r.candidates, r.evaluated, r.fitting)));
+                let state = worker.searched.with(|s| match s {
+                    Searched::Searching(p) => Err(*p),
+                    Searched::Failed(why) => Ok(Some(why.clone())),
+                    Searched::Found(..) => Ok(None),
+                });
+                match (state, counts) {
+                    (Err(Some(p)), _) => format!("{} {}", tr(l, Text::Searching), percent(p, l)),
+                    (Ok(Some(why)), _) => why,
+                    (Ok(None), Some((c, e, f))) => format!("{} {} {} ({} {}, {} {}) {} {} {}",
                         tr(l, Text::WordSearched), num(c as f64, 0, l), tr(l, Text::WordCandidates),
                         num(e as f64, 0, l), tr(l, Text::WordEvaluated), num(f as f64, 0, l), tr(l, Text::WordFit),
                         tr(l, Text::WordIn), num(elapsed.get(), 0, l), tr(l, Text::UnitMs)),

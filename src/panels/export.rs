@@ -1,10 +1,10 @@
 //! The code panel: the planner's SageMaker launch code for the plan on
 //! screen, with light syntax colouring, Copy and Download .py.
 
-use crate::code_worker::{Code, CodeWorker};
 use crate::ctx::Ctx;
 use crate::format::tr;
 use crate::panels::inputs::NumberField;
+use crate::worker::{Code, Worker};
 use leptos::prelude::*;
 use planner::launch::export::Format;
 use planner::text::{Lang, Text};
@@ -123,7 +123,7 @@ fn format_label(f: Format) -> &'static str {
 pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
     let format = RwSignal::new(Format::Pytorch);
-    let worker = CodeWorker::default();
+    let worker = ctx.worker;
     // The page evaluates each edit once; the worker writes its code from
     // the plan's link, off the page's thread.
     Effect::new(move |_| {
@@ -133,7 +133,7 @@ pub fn ExportPanel(ctx: Ctx) -> impl IntoView {
     let section = NodeRef::<leptos::html::Section>::new();
     Effect::new(move |_| {
         if let Some(el) = section.get() {
-            crate::code_worker::when_near_view(&el, move || worker.start());
+            crate::worker::when_near_view(&el, move || worker.start());
         }
     });
     let written = move || match worker.code.get_untracked() {
@@ -220,7 +220,7 @@ fn launch_fields(ctx: Ctx) -> impl IntoView {
 }
 
 /// The launch code, coloured; what the worker is doing while it writes it.
-fn code_view(worker: CodeWorker, lang: Signal<Lang>) -> impl IntoView {
+fn code_view(worker: Worker, lang: Signal<Lang>) -> impl IntoView {
     let t = move |id| tr(lang.get(), id);
     view! {
             <pre class="code" id="export-code" tabindex="0" aria-label=move || t(Text::GeneratedPython)
@@ -247,11 +247,7 @@ fn code_view(worker: CodeWorker, lang: Signal<Lang>) -> impl IntoView {
 /// settings from the planner around the plan's script (train.py, or a
 /// Megatron plan's Megatron-Bridge launcher) and the README's static
 /// sections, both fetched from the site (they never weigh on the wasm).
-async fn ask_bundle(
-    worker: CodeWorker,
-    plan: &planner::Plan,
-    launcher: Format,
-) -> Result<(), String> {
+async fn ask_bundle(worker: Worker, plan: &planner::Plan, launcher: Format) -> Result<(), String> {
     use planner::launch::bundle::{script_name, README_PARTS_URL};
     worker.start();
     let script = crate::browser::fetch_text(&format!("bundle/{}", script_name(plan))).await?;

@@ -155,7 +155,7 @@ fn tensor_and_sequence_parallel_divide_activations() {
             parallelism: Parallelism {
                 tp,
                 sp,
-                ..base.parallelism.clone()
+                ..base.parallelism
             },
             ..base.clone()
         };
@@ -207,7 +207,7 @@ fn pipeline_first_stage_holds_p_microbatches() {
             parallelism: Parallelism {
                 pp,
                 vp,
-                ..plan.parallelism.clone()
+                ..plan.parallelism
             },
             ..plan.clone()
         };
@@ -271,7 +271,7 @@ fn solvers_find_the_boundary() {
             data: Data {
                 micro_batch: mb,
                 seq,
-                ..plan.data.clone()
+                ..plan.data
             },
             ..plan.clone()
         };
@@ -312,7 +312,7 @@ fn logits_term_at_128k_vocab() {
         &(Plan {
             implementation: Implementation {
                 loss: planner::model::plan::Loss::Fused,
-                ..plan.implementation.clone()
+                ..plan.implementation
             },
             ..plan.clone()
         })

@@ -402,3 +402,26 @@ fn torchtitan_needs_a_layer_per_stage() {
         .errors
         .is_empty());
 }
+
+/// #59: the page's auto-plan comes from the worker as `wire` text; put back
+/// together against the page's own report of the plan, it is the search's
+/// result exactly: every count, link, figure and why (a user plan that fits
+/// and one that does not, a budget and a deadline, a GRPO server, no price).
+#[test]
+fn the_wire_form_puts_the_result_back_exactly() {
+    use planner::estimate::search::{wire, Baseline};
+    for q in [
+        "model=llama-3.1-8b&seq=8192&price=60&impl=megatron&budget=5000&deadline=200",
+        "model=llama-3.1-70b&seq=32768&instance=ml.g5.48xlarge",
+        "model=qwen2.5-7b&stage=grpo&gen_gpus=1&instance=ml.p5.48xlarge&lock=instance",
+        "model=custom&params_b=3&instance=custom&gpu_mem=48&gpu_bf16=300",
+    ] {
+        let plan = Plan::from_query(q).plan;
+        let user = planner::evaluate(&plan);
+        let r = search(&plan);
+        assert!(!r.pareto.is_empty(), "{q}: something fits");
+        let text = wire::encode(&r);
+        assert_eq!(wire::decode(&text, &Baseline::of(&user)), Ok(r), "{q}");
+    }
+    assert!(wire::decode("[1,2]", &Baseline::of(&planner::evaluate(&Plan::default()))).is_err());
+}

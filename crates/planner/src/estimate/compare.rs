@@ -28,7 +28,7 @@ pub fn sequence_chart(r: &Job, seqs: &[u64]) -> SequenceChart {
     ]
     .into_iter()
     .map(|ck| {
-        let mut p = plan.clone();
+        let mut p = *plan;
         p.activations.checkpointing = ck;
         let row = seqs
             .iter()

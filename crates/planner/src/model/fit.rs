@@ -14,7 +14,7 @@ use crate::model::recipe::Recipe;
 /// plan's own. One working copy of the recipe serves every probe of both
 /// searches (a clone per probe cost more than the probe).
 pub(crate) fn largest_that_fit(r: &Job, budget: u64, peak: u64) -> (u64, u64) {
-    let plan = std::cell::RefCell::new(r.recipe.clone());
+    let plan = std::cell::RefCell::new(r.recipe);
     let pool = crate::model::rollout::pool_bytes(&r.recipe, &r.gpu);
     let peak_of = |p: &Recipe| {
         memory::breakdown(&r.arch, &r.counts, p, &r.layout)

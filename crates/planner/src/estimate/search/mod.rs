@@ -19,11 +19,13 @@
 //!   fastest plan can be on the front or be the best under a budget or a
 //!   deadline: the others are counted, not kept.
 //!
-//! The search runs in chunks (`Search::run`) so a page can stay responsive.
+//! The search runs in chunks (`Search::run`) so its caller can say how far
+//! it got; the page runs it in its worker and gets the result as `wire` text.
 
 mod results;
 mod space;
 mod walk;
+pub mod wire;
 
 pub use results::*;
 pub use walk::*;

@@ -14,7 +14,6 @@ use crate::model::plan::{Checkpointing, Plan, Precision};
 use crate::model::recipe::Recipe;
 use crate::model::rules;
 use crate::model::throughput::{self};
-use crate::text::{Arg, Join, Phrase, Text};
 
 /// A resumable search.
 pub struct Search {
@@ -36,9 +35,8 @@ pub struct Search {
     pruned: u64,
     /// Prune by bounds (off only in tests, to compare with brute force).
     pub use_bounds: bool,
-    user_hours: f64,
-    user_usd: Option<f64>,
-    user_fits: bool,
+    /// The user's own plan, which every candidate is compared with.
+    user: Baseline,
     adapters: f64,
     /// Whether the launchers refuse each precision, ZeRO stage and pipeline
     /// degree of the space (`refusal_index`), asked once per search
@@ -79,9 +77,7 @@ impl Search {
             pruned: 0,
             use_bounds: true,
             adapters: arch_adapters,
-            user_hours: user.time.total_hours,
-            user_fits: user.fits,
-            user_usd: user.cost.total_usd,
+            user: Baseline::of(user),
             refused: Vec::new(),
         };
         search.refused = search.refusals();
@@ -502,76 +498,20 @@ impl Search {
         p
     }
 
-    /// Why a candidate wins, against the user's own plan: speed and cost
-    /// ratios, or that it fits where the user's plan does not.
-    fn why(&self, speed: f64, f: &Found) -> Phrase {
-        let mut parts = vec![];
-        if speed > 1.05 {
-            parts.push(Phrase::new(Text::TimesFaster).with("x", Arg::Number(speed, 1)));
-        } else if speed < 0.95 {
-            parts.push(Phrase::new(Text::TimesSlower).with("x", Arg::Number(1.0 / speed, 1)));
-        }
-        if let (Some(u), true) = (self.user_usd, f.usd.is_finite()) {
-            let d = 1.0 - f.usd / u;
-            if d > 0.02 {
-                parts.push(
-                    Phrase::new(Text::PercentCheaper).with("percent", Arg::Number(d * 100.0, 0)),
-                );
-            } else if d < -0.02 {
-                parts.push(
-                    Phrase::new(Text::PercentDearer).with("percent", Arg::Number(-d * 100.0, 0)),
-                );
-            }
-        }
-        if !self.user_fits {
-            let mut said = vec![Phrase::new(Text::FitsUnlikeYours)];
-            if f.usd.is_finite() {
-                let cost = Phrase::new(Text::CostForHours)
-                    .with("usd", Arg::Number(f.usd, 0))
-                    .with("hours", Arg::Number(f.hours, 1));
-                said.push(cost);
-            }
-            Phrase::new(Text::Verbatim).with("text", Arg::List(said, Join::Nothing))
-        } else if parts.is_empty() {
-            Phrase::new(Text::OnAParWithYours)
-        } else {
-            Phrase::new(Text::ComparedWithYours).with("parts", Arg::List(parts, Join::And))
-        }
-    }
-
     fn candidate(&self, f: &Found) -> Candidate {
         let p = self.plan_of(f);
         let info = &self.space.instances[f.idx[0]];
-        let short = info.instance.instance_type.trim_start_matches("ml.");
-        let what = plan_summary(&p, short);
-        let speed = self.user_hours / f.hours.max(1e-12);
-        let vs = self.why(speed, f);
-        Candidate {
-            query: p.to_query(),
+        let offer = Offer {
             instance: info.instance.instance_type.to_string(),
             gpu: info.gpu.id.to_string(),
-            nodes: p.hardware.nodes,
             gpus: p.hardware.nodes * info.instance.gpu_count,
-            tp: p.parallelism.tp,
-            pp: p.parallelism.pp,
-            cp: p.parallelism.cp,
-            ep: p.parallelism.ep,
-            zero: p.parallelism.zero,
-            micro_batch: p.data.micro_batch,
-            grad_accum: p.data.grad_accum,
-            precision: p.numerics.precision,
-            checkpointing: p.activations.checkpointing.key().into_owned(),
-            loss: p.implementation.loss,
             peak_bytes_per_gpu: f.peak,
             tokens_per_second: f.tps,
             mfu: f.mfu,
             hours: f.hours,
             usd: f.usd.is_finite().then_some(f.usd),
-            why: Phrase::new(Text::CandidateWhy)
-                .with("what", what)
-                .with("vs", vs),
-            engine: p.engine(),
-        }
+        };
+        Candidate::of(&p, offer, &self.user)
     }
 
     /// The ranked result so far.
@@ -615,82 +555,4 @@ impl Search {
 /// Search the whole space around `plan` (native callers, tests, the CLI).
 pub fn search(plan: &Plan) -> SearchResult {
     Search::new(plan).finish()
-}
-
-/// A candidate in a few words (`2 × p5.48xlarge, BF16 + ckpt full, ZeRO-3,
-/// mb 2`), as a phrase of the catalog: each optional part is its own text,
-/// or nothing.
-fn plan_summary(p: &Plan, instance: &str) -> Phrase {
-    let part = |on: bool, phrase: Phrase| -> Arg {
-        if on {
-            Arg::from(phrase)
-        } else {
-            Arg::List(vec![], Join::Nothing)
-        }
-    };
-    // A fraction of layers is a number the page's language writes (0,5).
-    let mode = match p.activations.checkpointing {
-        Checkpointing::Fraction(f) => Arg::Real(f),
-        c => Arg::from(c.key()),
-    };
-    let ckpt = Phrase::new(Text::CandidateCkpt).with("mode", mode);
-    let hybrid = Phrase::new(Text::CandidateHybrid).with("group", p.parallelism.shard.unwrap_or(0));
-    let parallel = Phrase::new(Text::CandidateParallel)
-        .with("tp", p.parallelism.tp)
-        .with("pp", p.parallelism.pp)
-        .with("cp", p.parallelism.cp)
-        .with("ep", p.parallelism.ep);
-    let server = Phrase::new(Text::CandidateServer).with("gpus", p.training.rollout.gen_gpus);
-    Phrase::new(Text::CandidatePlan)
-        .with("nodes", p.hardware.nodes)
-        .with("instance", instance.to_string())
-        .with("precision", p.numerics.precision.key().to_ascii_uppercase())
-        .with(
-            "ckpt",
-            part(p.activations.checkpointing != Checkpointing::None, ckpt),
-        )
-        .with("zero", Arg::Count(u64::from(p.parallelism.zero)))
-        .with("hybrid", part(p.parallelism.shard.is_some(), hybrid))
-        .with(
-            "parallel",
-            part(
-                p.parallelism.tp * p.parallelism.pp * p.parallelism.cp * p.parallelism.ep > 1,
-                parallel,
-            ),
-        )
-        .with("mb", p.data.micro_batch)
-        .with("server", part(p.training.rollout.gen_gpus > 0, server))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::text::{render, Lang};
-
-    /// A candidate's summary is a phrase, not English text (#34): the same
-    /// plan reads in both catalogs, every optional part present or absent.
-    #[test]
-    fn plan_summaries_render_in_each_language() {
-        let q = "nodes=2&zero=3&shard=8&ckpt=full&tp=2&stage=grpo&gen_gpus=1";
-        let full = plan_summary(&Plan::from_query(q).plan, "p5.48xlarge");
-        assert_eq!(
-            render(Lang::En, &full),
-            "2 × p5.48xlarge, BF16 + ckpt full, ZeRO-3 (hybrid 8), TP2 PP1 CP1 EP1, mb 1, vLLM server 1 GPU"
-        );
-        let ru = render(Lang::Ru, &full);
-        let server = Phrase::new(Text::CandidateServer).with("gpus", 1u64);
-        let hybrid = Phrase::new(Text::CandidateHybrid).with("group", 8u64);
-        assert!(ru != render(Lang::En, &full), "{ru}");
-        assert!(ru.contains(&render(Lang::Ru, &server)), "{ru}");
-        assert!(ru.contains(&render(Lang::Ru, &hybrid)), "{ru}");
-        let bare = plan_summary(&Plan::from_query("ckpt=none").plan, "p5.48xlarge");
-        assert_eq!(
-            render(Lang::En, &bare),
-            "1 × p5.48xlarge, BF16, ZeRO-3, mb 1"
-        );
-        // Half the layers recomputed: a number with the language's mark.
-        let half = plan_summary(&Plan::from_query("ckpt=0.5").plan, "p5.48xlarge");
-        assert!(render(Lang::En, &half).contains("ckpt 0.5"));
-        assert!(render(Lang::Ru, &half).contains("ckpt 0,5"));
-    }
 }

@@ -56,7 +56,7 @@ pub struct Plan {
 }
 
 /// How the job is split across GPUs: ZeRO/FSDP sharding, tensor, sequence, pipeline, context and expert parallelism, and what overlaps with compute.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Parallelism {
     /// ZeRO stage 0..3 (0 = DDP, 3 = FSDP full shard).
     pub zero: u8,
@@ -107,7 +107,7 @@ impl Default for Parallelism {
 }
 
 /// What one step trains on and how many tokens the run sees: the sequence length, the micro-batch, gradient accumulation and the total tokens.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Data {
     pub seq: u64,
     pub micro_batch: u64,
@@ -128,7 +128,7 @@ impl Default for Data {
 }
 
 /// The number formats a step computes and keeps its states in: the precision recipe, Megatron's gradient dtype, FP8 weights and BF16 optimizer moments.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Numerics {
     pub precision: Precision,
     /// Megatron's gradient buffer and reduction in bf16
@@ -197,7 +197,7 @@ impl Default for Saving {
 /// What the verdict keeps free and adds on top of the tensors: the user's
 /// headroom, and the workspaces and the allocator's reserve, measured by
 /// stack and GPU count unless the user gives them (`memory::allowances`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Allowances {
     /// Share of usable GPU memory to keep free, percent (none by default:
     /// published runs use their GPUs to the last GiB, #55).
@@ -220,7 +220,7 @@ impl Default for Allowances {
 }
 
 /// The adapters a LoRA or QLoRA plan trains: rank, alpha, the modules they wrap and their dtype (unused by full training).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Lora {
     pub lora_rank: u64,
     /// PEFT's `lora_alpha` (the adapters' scale is alpha / rank); None:
@@ -245,7 +245,7 @@ impl Default for Lora {
 }
 
 /// What a step does with its activations: which it recomputes (checkpointing and, for selective, the modules) and how many layers' it offloads to the host.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Activations {
     pub checkpointing: Checkpointing,
     /// With selective recomputation, the modules Megatron recomputes beside
@@ -270,7 +270,7 @@ impl Default for Activations {
 }
 
 /// The code that runs the step: the training stack, its attention kernel and loss, and whether torch.compile fuses it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Implementation {
     pub stack: Stack,
     pub attention: Attention,
@@ -293,7 +293,7 @@ impl Default for Implementation {
 }
 
 /// How an MoE plan's tokens reach their experts: Megatron's flex dispatcher (DeepEP), CUDA graphs around it, and how unevenly the router loads the experts.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct MoeDispatch {
     /// Tokens reach the experts through a fused dispatcher (Megatron's
     /// `--moe-token-dispatcher-type flex` with DeepEP or HybridEP) rather
@@ -321,7 +321,7 @@ impl Default for MoeDispatch {
 }
 
 /// What the run trains and how: full weights or adapters, the stage (SFT, DPO, GRPO and its rollouts), the optimizer and multi-token prediction.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct TrainingSetup {
     pub train: Training,
     /// The training stage (`stage=`): SFT unless the URL says otherwise.

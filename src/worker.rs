@@ -1,11 +1,13 @@
-//! The launch-code worker (src/bin/export_worker.rs) as the page sees it.
-//! The launchers, the Megatron-Bridge settings and the ZIP writer live in
-//! that worker's wasm, not in the page's (#59: the first verdict does not
-//! need them): the code panel starts it when it first comes into view, asks
-//! it for each plan's code and for the bundle, and keeps only the reply to
-//! its latest question.
+//! The page's worker (src/bin/export_worker.rs) as the page sees it. The
+//! launchers, the Megatron-Bridge settings, the ZIP writer and the
+//! auto-plan's search live in that worker's wasm, not in the page's (#59:
+//! the first verdict does not need them): the code panel or the auto-plan
+//! starts it when it first comes into view, asks it for each plan's code,
+//! the bundle and the search, and keeps only the reply to its latest
+//! question of each kind.
 
 use leptos::prelude::*;
+use planner::estimate::search::{wire, Baseline, SearchResult};
 use planner::launch::export::Format;
 use wasm_bindgen::{closure::Closure, JsCast, JsValue};
 
@@ -25,37 +27,55 @@ pub enum Code {
     Failed(String),
 }
 
+/// The auto-plan's search as the worker last answered it.
+#[derive(Clone, PartialEq)]
+pub enum Searched {
+    /// Asked for; how far the worker got, where it said.
+    Searching(Option<f64>),
+    /// The result, and the milliseconds from the question to the answer.
+    Found(Box<SearchResult>, f64),
+    /// The worker could not load, or the answer did not read.
+    Failed(String),
+}
+
 /// The worker, its readiness, and the questions it has not answered.
 #[derive(Clone, Copy)]
-pub struct CodeWorker {
+pub struct Worker {
     worker: StoredValue<Option<web_sys::Worker>, LocalStorage>,
     ready: StoredValue<bool>,
-    /// The latest code and bundle questions asked before the worker was ready.
-    waiting: StoredValue<[Option<js_sys::Array>; 2], LocalStorage>,
+    /// The latest code, bundle and search questions asked before the
+    /// worker was ready.
+    waiting: StoredValue<[Option<js_sys::Array>; 3], LocalStorage>,
     asked: StoredValue<u32>,
     /// The latest code question's id, and the bundle's with its file name.
     code_id: StoredValue<u32>,
     zip: StoredValue<Option<(u32, String)>>,
+    /// The latest search's id, the user's plan it compares with, and when
+    /// the worker got it (ms).
+    search_id: StoredValue<(u32, Option<Baseline>, f64)>,
     pub code: RwSignal<Code>,
     pub zip_error: RwSignal<Option<String>>,
+    pub searched: RwSignal<Searched>,
 }
 
-impl Default for CodeWorker {
+impl Default for Worker {
     fn default() -> Self {
-        CodeWorker {
+        Worker {
             worker: StoredValue::new_local(None),
             ready: StoredValue::new(false),
-            waiting: StoredValue::new_local([None, None]),
+            waiting: StoredValue::new_local([None, None, None]),
             asked: StoredValue::new(0),
             code_id: StoredValue::new(0),
             zip: StoredValue::new(None),
+            search_id: StoredValue::new((0, None, 0.0)),
             code: RwSignal::new(Code::Writing),
             zip_error: RwSignal::new(None),
+            searched: RwSignal::new(Searched::Searching(None)),
         }
     }
 }
 
-impl CodeWorker {
+impl Worker {
     /// Load the worker (once).
     pub fn start(self) {
         if self.worker.with_value(Option::is_some) {
@@ -63,7 +83,10 @@ impl CodeWorker {
         }
         let worker = match web_sys::Worker::new(LOADER) {
             Ok(w) => w,
-            Err(e) => return self.code.set(Code::Failed(describe(&e))),
+            Err(e) => {
+                self.searched.set(Searched::Failed(describe(&e)));
+                return self.code.set(Code::Failed(describe(&e)));
+            }
         };
         let on_message =
             Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
@@ -75,7 +98,8 @@ impl CodeWorker {
             Closure::<dyn Fn(web_sys::ErrorEvent)>::new(move |e: web_sys::ErrorEvent| {
                 let failed = format!("{LOADER}: {}", e.message());
                 self.code.set(Code::Failed(failed.clone()));
-                self.zip_error.set(Some(failed));
+                self.zip_error.set(Some(failed.clone()));
+                self.searched.set(Searched::Failed(failed));
             });
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         on_error.forget();
@@ -99,6 +123,22 @@ impl CodeWorker {
     ) {
         let id = self.send(1, "zip", query, launcher, script, parts);
         self.zip.set_value(Some((id, name)));
+    }
+
+    /// Ask for the auto-plan around the plan `query`, whose report on the
+    /// page gives `base`.
+    pub fn ask_search(self, query: &str, base: Baseline) {
+        let id = self.send(
+            2,
+            "search",
+            query,
+            Format::Pytorch,
+            String::new(),
+            String::new(),
+        );
+        self.search_id
+            .set_value((id, Some(base), crate::browser::now_ms()));
+        self.searched.set(Searched::Searching(None));
     }
 
     fn send(
@@ -139,10 +179,21 @@ impl CodeWorker {
                 .try_update_value(std::mem::take)
                 .unwrap_or_default();
             waiting.iter().flatten().for_each(|r| self.post(r));
+            // A search's time runs from when the worker has it.
+            self.search_id
+                .update_value(|(_, _, asked)| *asked = crate::browser::now_ms());
+            return;
+        }
+        if reply.get(0).as_string().as_deref() == Some("progress") {
+            if reply.get(1).as_f64() == Some(f64::from(self.search_id.get_value().0)) {
+                self.searched
+                    .set(Searched::Searching(reply.get(2).as_f64()));
+            }
             return;
         }
         let id = reply.get(0).as_f64().unwrap_or(-1.0) as u32;
         let ok = reply.get(1).is_truthy();
+        self.receive_search(id, ok, &reply);
         if id == self.code_id.get_value() {
             self.code.set(match ok {
                 true => Code::Written {
@@ -163,6 +214,26 @@ impl CodeWorker {
                 false => self.zip_error.set(reply.get(2).as_string()),
             }
         }
+    }
+}
+
+impl Worker {
+    /// A reply to the latest search: its result put back together against
+    /// the user's plan it was asked with (`wire::decode`).
+    fn receive_search(self, id: u32, ok: bool, reply: &js_sys::Array) {
+        let (latest, base, asked) = self.search_id.get_value();
+        let (Some(base), true) = (base, id == latest) else {
+            return;
+        };
+        let text = reply.get(2).as_string().unwrap_or_default();
+        let ms = crate::browser::now_ms() - asked;
+        self.searched.set(match ok {
+            true => match wire::decode(&text, &base) {
+                Ok(r) => Searched::Found(Box::new(r), ms),
+                Err(e) => Searched::Failed(e),
+            },
+            false => Searched::Failed(text),
+        });
     }
 }
 
