@@ -138,7 +138,13 @@ impl Worker {
         );
         self.search_id
             .set_value((id, Some(base), crate::browser::now_ms()));
-        self.searched.set(Searched::Searching(None));
+        // Already searching: nothing on the page changes.
+        if self
+            .searched
+            .with_untracked(|s| *s != Searched::Searching(None))
+        {
+            self.searched.set(Searched::Searching(None));
+        }
     }
 
     fn send(
