@@ -36,7 +36,8 @@ const updates = await page.evaluate(async () => {
 });
 // The auto-plan: the page reports its own search time (from the worker
 // getting the question to the page holding the answer); read it for several
-// plans, three times each (the median is printed). DeepSeek-V3 on 256 B200
+// plans, three times each (the median is printed), on a fresh worker (its
+// wasm not yet tiered up) and searched again in it. DeepSeek-V3 on 256 B200
 // is #26's check: within twice the dense 70B search on the same stack
 // (Megatron: the Hugging Face stack's search is data parallel only, so far
 // smaller).
@@ -57,13 +58,20 @@ for (const q of plans) {
     // The search runs in the page's worker, loaded when the panel nears the view.
     await page.locator('.autoplan').scrollIntoViewIfNeeded();
     await page.waitForFunction(() => /Searched/.test(document.querySelector('#search-status')?.textContent || ''), null, { timeout: 60000 });
-    const status = await page.textContent('#search-status');
-    const m = status.match(/Searched ([\d,]+) candidates .* in ([\d,]+) ms/);
-    if (m) runs.push({ candidates: +m[1].replace(/,/g, ''), ms: +m[2].replace(/,/g, '') });
+    const read = async () => (await page.textContent('#search-status')).match(/Searched ([\d,]+) candidates .* in ([\d,]+) ms/);
+    const m = await read();
+    // Again in the same worker, its wasm warm: the price changes no plan's place.
+    await page.fill('#price', '61');
+    await page.press('#price', 'Tab');
+    await page.waitForFunction(() => /Searched/.test(document.querySelector('#search-status')?.textContent || '') && location.search.includes('price=61'), null, { timeout: 60000 });
+    await page.waitForFunction(() => !/Searching/.test(document.querySelector('#search-status')?.textContent || ''), null, { timeout: 60000 });
+    const w = await read();
+    if (m && w) runs.push({ candidates: +m[1].replace(/,/g, ''), ms: +m[2].replace(/,/g, ''), warm: +w[2].replace(/,/g, '') });
   }
   if (runs.length) {
     const ms = runs.map((r) => r.ms).sort((a, b) => a - b);
-    searches.push({ q: q || 'default', candidates: runs[0].candidates, ms: ms[Math.floor(ms.length / 2)], range: `${ms[0]}-${ms[ms.length - 1]}` });
+    const warm = runs.map((r) => r.warm).sort((a, b) => a - b);
+    searches.push({ q: q || 'default', candidates: runs[0].candidates, ms: ms[Math.floor(ms.length / 2)], range: `${ms[0]}-${ms[ms.length - 1]}`, warm: warm[Math.floor(warm.length / 2)] });
   }
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -71,7 +79,7 @@ const max = (xs) => Math.max(...xs);
 console.log(`load to first verdict: median ${median(loads).toFixed(0)} ms, max ${max(loads).toFixed(0)} ms (budget 500 ms)`);
 console.log(`input to updated result: median ${median(updates).toFixed(1)} ms, max ${max(updates).toFixed(1)} ms (budget 16 ms)`);
 for (const s of searches)
-  console.log(`auto-plan (${s.q}): ${s.candidates} candidates in ${s.ms} ms (${s.range}) = ${(s.candidates / s.ms / 1000).toFixed(1)} M candidates/s in wasm (target: full search under 100 ms)`);
+  console.log(`auto-plan (${s.q}): ${s.candidates} candidates in ${s.ms} ms (${s.range}) on a fresh worker, ${s.warm} ms searched again = ${(s.candidates / s.ms / 1000).toFixed(1)} M candidates/s in wasm (target: full search under 100 ms)`);
 const dense70b = searches.find((s) => s.q === 'model=llama-3.1-70b&seq=32768&impl=megatron');
 for (const s of searches.filter((x) => x.q.startsWith('model=deepseek-v3')))
   if (dense70b) console.log(`DeepSeek-V3 (${s.q}) / dense 70B Megatron search time: ${(s.ms / dense70b.ms).toFixed(2)} (#26: at most 2)`);
