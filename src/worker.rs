@@ -108,7 +108,12 @@ impl Worker {
 
     /// Ask for the launch code of the plan `query` in `format`.
     pub fn ask_code(self, query: &str, format: Format) {
-        let id = self.send(0, "code", query, format, String::new(), String::new());
+        let id = self.send(
+            0,
+            "code",
+            query,
+            [format.key().into(), String::new(), String::new()],
+        );
         self.code_id.set_value(id);
     }
 
@@ -121,21 +126,14 @@ impl Worker {
         parts: String,
         name: String,
     ) {
-        let id = self.send(1, "zip", query, launcher, script, parts);
+        let id = self.send(1, "zip", query, [launcher.key().into(), script, parts]);
         self.zip.set_value(Some((id, name)));
     }
 
     /// Ask for the auto-plan around the plan `query`, whose report on the
     /// page gives `base`.
     pub fn ask_search(self, query: &str, base: Baseline) {
-        let id = self.send(
-            2,
-            "search",
-            query,
-            Format::Pytorch,
-            String::new(),
-            String::new(),
-        );
+        let id = self.send(2, "search", query, Default::default());
         self.search_id
             .set_value((id, Some(base), crate::browser::now_ms()));
         // Already searching: nothing on the page changes.
@@ -147,19 +145,13 @@ impl Worker {
         }
     }
 
-    fn send(
-        self,
-        slot: usize,
-        kind: &str,
-        query: &str,
-        format: Format,
-        script: String,
-        parts: String,
-    ) -> u32 {
+    /// Post (or keep until the worker is ready) `[id, kind, query, ..rest]`
+    /// in `slot`: a format, a script and the README parts, as `kind` needs.
+    fn send(self, slot: usize, kind: &str, query: &str, rest: [String; 3]) -> u32 {
         self.asked.update_value(|n| *n += 1);
         let id = self.asked.get_value();
         let request = js_sys::Array::of3(&id.into(), &kind.into(), &query.into());
-        for s in [format.key().to_string(), script, parts] {
+        for s in rest {
             request.push(&s.into());
         }
         if self.ready.get_value() {

@@ -17,9 +17,8 @@ pub type SequenceChart = Vec<(Checkpointing, Vec<u64>)>;
 /// Peak memory per GPU at each sequence length, for each checkpointing
 /// mode, of the resolved job (its model, hardware and layout).
 pub fn sequence_chart(r: &Job, seqs: &[u64]) -> SequenceChart {
-    let plan = &r.recipe;
     // GRPO's vLLM share sits beside every sequence length, as in the peak.
-    let pool = crate::model::rollout::pool_bytes(plan, &r.gpu);
+    let pool = crate::model::rollout::pool_bytes(&r.recipe, &r.gpu);
     [
         Checkpointing::None,
         Checkpointing::Selective,
@@ -28,7 +27,7 @@ pub fn sequence_chart(r: &Job, seqs: &[u64]) -> SequenceChart {
     ]
     .into_iter()
     .map(|ck| {
-        let mut p = *plan;
+        let mut p = r.recipe;
         p.activations.checkpointing = ck;
         let row = seqs
             .iter()

@@ -446,44 +446,45 @@ enum MemoryKind {
 /// training or LoRA, no offloading.
 fn checked_memory_kind(r: &Job) -> Option<MemoryKind> {
     use crate::model::plan::{Optimizer, Stack, Training};
-    let (plan, layout) = (&r.recipe, &r.layout);
-    let hf_tp = plan.implementation.stack == Stack::Hf && layout.tp > 1;
-    match plan.training.stage {
+    let (recipe, layout) = (&r.recipe, &r.layout);
+    let hf_tp = recipe.implementation.stack == Stack::Hf && layout.tp > 1;
+    match recipe.training.stage {
         TrainingStage::Dpo => return dpo_memory_kind(r),
         TrainingStage::Grpo => return grpo_memory_kind(r),
         TrainingStage::Sft => {}
     }
     let parallel = (layout.tp > 1 && !hf_tp) || layout.pp > 1 || layout.cp > 1 || layout.ep > 1;
-    let full_dense =
-        plan.training.train == Training::Full && r.arch.moe.is_none() && !plan.activations.offload;
-    if plan.implementation.stack == Stack::Torchtitan && full_dense {
+    let full_dense = recipe.training.train == Training::Full
+        && r.arch.moe.is_none()
+        && !recipe.activations.offload;
+    if recipe.implementation.stack == Stack::Torchtitan && full_dense {
         return Some(MemoryKind::Torchtitan(
             crate::accuracy::memory_checks::torchtitan_layout(layout),
         ));
     }
-    if plan.implementation.stack == Stack::Megatron && plan.training.train == Training::Full {
+    if recipe.implementation.stack == Stack::Megatron && recipe.training.train == Training::Full {
         return Some(MemoryKind::Megatron);
     }
-    let hf_dense = plan.implementation.stack == Stack::Hf
+    let hf_dense = recipe.implementation.stack == Stack::Hf
         && !parallel
-        && !plan.activations.offload
+        && !recipe.activations.offload
         && r.arch.moe.is_none()
         && matches!(
-            plan.training.optimizer,
+            recipe.training.optimizer,
             Optimizer::Adamw | Optimizer::AdamwForeach
         );
     if !hf_dense {
         return None;
     }
-    let fsdp = memory::runs_fsdp2(plan, layout);
-    match (plan.training.train, plan.numerics.precision) {
+    let fsdp = memory::runs_fsdp2(recipe, layout);
+    match (recipe.training.train, recipe.numerics.precision) {
         (_, p) if p.is_low_precision() => None,
         (Training::Full, _) if hf_tp && fsdp => {
             Some(MemoryKind::Oracle("sharding=tp", "TP + FSDP2"))
         }
         _ if hf_tp => None,
         (Training::Full, _) if layout.dp == 1 => Some(MemoryKind::SingleRank),
-        (Training::Full, _) if fsdp && plan.parallelism.zero == 3 => {
+        (Training::Full, _) if fsdp && recipe.parallelism.zero == 3 => {
             Some(MemoryKind::Oracle("sharding=zero3", "ZeRO-3 / FSDP2"))
         }
         (Training::Full, _) if fsdp => Some(MemoryKind::Oracle("sharding=zero2", "ZeRO-2 / FSDP2")),
@@ -498,9 +499,9 @@ fn checked_memory_kind(r: &Job) -> Option<MemoryKind> {
 /// model, one GPU or FSDP2, full or LoRA, BF16; what grpo.py refuses is an
 /// error already. vLLM's share beside it is the setting, not counted.
 fn grpo_memory_kind(r: &Job) -> Option<MemoryKind> {
-    let (plan, l) = (&r.recipe, &r.layout);
-    let one_or_fsdp2 = l.dp == 1 || memory::runs_fsdp2(plan, l);
-    let oracle_ran = one_or_fsdp2 && r.arch.moe.is_none() && !plan.activations.offload;
+    let (recipe, l) = (&r.recipe, &r.layout);
+    let one_or_fsdp2 = l.dp == 1 || memory::runs_fsdp2(recipe, l);
+    let oracle_ran = one_or_fsdp2 && r.arch.moe.is_none() && !recipe.activations.offload;
     oracle_ran.then_some(MemoryKind::Oracle("stage=grpo", "GRPO update"))
 }
 
@@ -509,18 +510,18 @@ fn grpo_memory_kind(r: &Job) -> Option<MemoryKind> {
 /// offloading. Anything else is derived.
 fn dpo_memory_kind(r: &Job) -> Option<MemoryKind> {
     use crate::model::plan::{Optimizer, Stack};
-    let (plan, l) = (&r.recipe, &r.layout);
+    let (recipe, l) = (&r.recipe, &r.layout);
     let data_parallel = l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1;
-    let one_or_fsdp2 = l.dp == 1 || memory::runs_fsdp2(plan, l);
-    let oracle_ran = plan.implementation.stack == Stack::Hf
+    let one_or_fsdp2 = l.dp == 1 || memory::runs_fsdp2(recipe, l);
+    let oracle_ran = recipe.implementation.stack == Stack::Hf
         && data_parallel
         && one_or_fsdp2
-        && !plan.activations.offload
+        && !recipe.activations.offload
         && r.arch.moe.is_none()
-        && !plan.numerics.precision.is_low_precision()
-        && plan.training.train != crate::model::plan::Training::Qlora
+        && !recipe.numerics.precision.is_low_precision()
+        && recipe.training.train != crate::model::plan::Training::Qlora
         && matches!(
-            plan.training.optimizer,
+            recipe.training.optimizer,
             Optimizer::Adamw | Optimizer::AdamwForeach
         );
     oracle_ran.then_some(MemoryKind::Oracle("stage=dpo", "DPO"))

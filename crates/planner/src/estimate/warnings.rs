@@ -594,23 +594,16 @@ const ADAPTER_CASTS_SHARE: f64 = 0.05;
 /// adapters in BF16 to say how much.
 fn peft_fp32_adapter_casts(c: &Context) -> Option<Message> {
     let (plan, r) = (c.plan(), c.r);
-    let fp32_adapters = plan.hf_adapters() && plan.recipe().adapter_bytes() == 4.0;
+    let fp32_adapters = plan.hf_adapters() && r.recipe.adapter_bytes() == 4.0;
     if !fp32_adapters || plan.numerics.precision == Precision::Fp32 || !c.errors.is_empty() {
         return None;
     }
-    let mut bf16 = plan.clone();
+    let mut bf16 = r.recipe;
     bf16.lora.lora_dtype = crate::model::plan::LoraDtype::Bf16;
     let (arch, counts, layout) = (&r.arch, &r.counts, &r.layout);
     let eff = r.efficiency();
-    let t = crate::model::throughput::throughput(
-        arch,
-        counts,
-        &bf16.recipe(),
-        layout,
-        &r.gpu,
-        &r.fabric,
-        &eff,
-    );
+    let t =
+        crate::model::throughput::throughput(arch, counts, &bf16, layout, &r.gpu, &r.fabric, &eff);
     let share = 1.0 - t.step_seconds / c.figures.throughput.step_seconds;
     if share.is_nan() || share <= ADAPTER_CASTS_SHARE {
         return None;

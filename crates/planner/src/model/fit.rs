@@ -14,7 +14,7 @@ use crate::model::recipe::Recipe;
 /// plan's own. One working copy of the recipe serves every probe of both
 /// searches (a clone per probe cost more than the probe).
 pub(crate) fn largest_that_fit(r: &Job, budget: u64, peak: u64) -> (u64, u64) {
-    let plan = std::cell::RefCell::new(r.recipe);
+    let recipe = std::cell::RefCell::new(r.recipe);
     let pool = crate::model::rollout::pool_bytes(&r.recipe, &r.gpu);
     let peak_of = |p: &Recipe| {
         memory::breakdown(&r.arch, &r.counts, p, &r.layout)
@@ -30,24 +30,24 @@ pub(crate) fn largest_that_fit(r: &Job, budget: u64, peak: u64) -> (u64, u64) {
     let x = r.recipe.data.micro_batch.clamp(1, 4096);
     let (mb, per_sequence) = {
         let at = Probes::new(|mb| {
-            let mut p = plan.borrow_mut();
+            let mut p = recipe.borrow_mut();
             p.data.micro_batch = mb;
             peak_of(&p)
         });
         at.know(x, peak);
         let mb = largest_near(1, 4096, at.guess(x, budget, 4096), |m| {
             at.get(m) <= budget && {
-                plan.borrow_mut().data.micro_batch = m;
-                host_holds(&plan.borrow())
+                recipe.borrow_mut().data.micro_batch = m;
+                host_holds(&recipe.borrow())
             }
         });
         (mb, at.slope(x, 4096))
     };
-    plan.borrow_mut().data.micro_batch = r.recipe.data.micro_batch;
+    recipe.borrow_mut().data.micro_batch = r.recipe.data.micro_batch;
     let cp = r.layout.cp.max(1);
     let hi = 1024 / cp;
     let at = Probes::new(|steps| {
-        let mut p = plan.borrow_mut();
+        let mut p = recipe.borrow_mut();
         p.data.seq = steps * 128 * cp;
         peak_of(&p)
     });
@@ -66,8 +66,8 @@ pub(crate) fn largest_that_fit(r: &Job, budget: u64, peak: u64) -> (u64, u64) {
         .unwrap_or_else(|| at.guess(x, budget, hi));
     let seq = largest_near(1, hi, guess, |s| {
         at.get(s) <= budget && {
-            plan.borrow_mut().data.seq = s * 128 * cp;
-            host_holds(&plan.borrow())
+            recipe.borrow_mut().data.seq = s * 128 * cp;
+            host_holds(&recipe.borrow())
         }
     });
     (mb, seq * 128 * cp)

@@ -82,4 +82,9 @@ impl<'a> StageShape<'a> {
             logit_tokens: recipe.logit_tokens() as f64 / cp,
         }
     }
+
+    /// Fraction of the layers recomputed.
+    pub fn recomputed(&self) -> f64 {
+        self.recipe.activations.checkpointing.recomputed_fraction()
+    }
 }

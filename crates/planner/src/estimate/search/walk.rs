@@ -55,14 +55,15 @@ impl Search {
         // The user's own plan: the resolved shape, its global batch, and the baseline to beat.
         let arch = user.architecture.clone();
         let counts = arch.parameter_counts();
-        let arch_adapters = plan.recipe().lora_params(&arch);
+        let base_recipe = plan.recipe();
+        let arch_adapters = base_recipe.lora_params(&arch);
         let global_sequences = user.global_batch_sequences.max(1);
         let mut work = plan.clone();
         work.parallelism.shard = None;
         let space = Space::around(plan, &arch);
         let mut search = Search {
             base: plan.clone(),
-            base_recipe: plan.recipe(),
+            base_recipe,
             work,
             arch,
             counts,
@@ -307,15 +308,13 @@ impl Search {
 
     /// Whether the working plan offloads more activations than the block's
     /// instance can hold in host memory (`host::offload_overflow`).
-    fn host_overflows(&self, o: [usize; 9], layout: &Layout) -> bool {
-        let w = &self.work;
-        if !w.activations.offload {
+    fn host_overflows(&self, o: [usize; 9], layout: &Layout, recipe: &Recipe) -> bool {
+        if !recipe.activations.offload {
             return false;
         }
-        let recipe = w.recipe();
-        let offload = memory::offload(&self.arch, &self.counts, &recipe, layout);
+        let offload = memory::offload(&self.arch, &self.counts, recipe, layout);
         let instance = &self.space.instances[o[0]].instance;
-        crate::model::host::offload_overflow(&recipe, &offload, instance, layout.gpus).is_some()
+        crate::model::host::offload_overflow(recipe, &offload, instance, layout.gpus).is_some()
     }
 
     /// The first micro-batch after `mbs[mi]` (ascending) that may fit when
@@ -323,9 +322,15 @@ impl Search {
     /// accumulate gradients, but the one of a single micro-batch a step
     /// sheds the earlier micro-batches' gradients (`memory::moments`) where
     /// no buffer holds them, so it is tried; past the end when none is left.
-    fn next_after_overflow(&self, mbs: &[u64], mi: usize, layout: &Layout) -> usize {
+    fn next_after_overflow(
+        &self,
+        mbs: &[u64],
+        mi: usize,
+        layout: &Layout,
+        recipe: &Recipe,
+    ) -> usize {
         let ends_accumulation = |m: u64| m * layout.dp == self.global_sequences;
-        if ends_accumulation(mbs[mi]) || memory::gradients_held(&self.work.recipe(), layout) {
+        if ends_accumulation(mbs[mi]) || memory::gradients_held(recipe, layout) {
             return mbs.len();
         }
         (mi + 1..mbs.len())
@@ -375,32 +380,33 @@ impl Search {
                     w.implementation.loss = loss;
                     w.data.micro_batch = mb;
                     w.data.grad_accum = self.global_sequences / (mb * dp);
+                    let recipe = w.recipe();
                     self.evaluated += 1;
                     let (arch, counts) = (&self.arch, &self.counts);
                     let peak =
                         *peaks[(ci * losses.len() + li) * mbs.len() + mi].get_or_insert_with(
-                            || memory::breakdown(arch, counts, &w.recipe(), layout).peak_bytes,
+                            || memory::breakdown(arch, counts, &recipe, layout).peak_bytes,
                         ) + pool;
                     if peak > budget {
                         if self.use_bounds {
-                            skip_below = self.next_after_overflow(&mbs, mi, layout);
+                            skip_below = self.next_after_overflow(&mbs, mi, layout, &recipe);
                         }
                         continue;
                     }
-                    if self.host_overflows(o, layout) {
+                    if self.host_overflows(o, layout, &recipe) {
                         continue;
                     }
                     let at = li * mbs.len() + mi;
                     if self.use_bounds
                         && ck != Checkpointing::None
                         && fits_as_is[at]
-                        && !self.work.activations.offload
+                        && !recipe.activations.offload
                     {
                         self.fitting += 1;
                         continue;
                     }
                     fits_as_is[at] |= ck == Checkpointing::None;
-                    let f = self.timed(o, [ci, li, mi], layout, peak, &mut forwards[mi]);
+                    let f = self.timed(o, [ci, li, mi], (layout, &recipe), peak, &mut forwards[mi]);
                     self.fitting += 1;
                     // Same price per hour: the fastest is also the cheapest (the first of equals stays).
                     if best.is_none_or(|b| f.hours < b.hours) {
@@ -417,26 +423,20 @@ impl Search {
 
     /// The plan in `work`, which fits at `peak`, timed and priced as the page
     /// would (checkpoint saving included). `at` is its checkpointing, loss and
-    /// micro-batch index; `forward` its micro-batch's layer forward.
+    /// micro-batch index; `recipe` the plan's; `forward` its micro-batch's
+    /// layer forward.
     fn timed(
         &self,
         o: [usize; 9],
         at: [usize; 3],
-        layout: &Layout,
+        (layout, recipe): (&Layout, &Recipe),
         peak: u64,
         forward: &mut Option<throughput::LayerForward>,
     ) -> Found {
         let i = &self.space.instances[o[0]];
         let (w, counts) = (&self.work, &self.counts);
         let tp = throughput::throughput_reusing(
-            &self.arch,
-            counts,
-            &w.recipe(),
-            layout,
-            &i.gpu,
-            &i.fabric,
-            &i.eff,
-            forward,
+            &self.arch, counts, recipe, layout, &i.gpu, &i.fabric, &i.eff, forward,
         );
         let (time, _, _) = crate::model::cost::time(w, counts, self.adapters, &tp, layout.gpus);
         let hours = time.total_hours;

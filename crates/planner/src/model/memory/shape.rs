@@ -191,10 +191,6 @@ impl<'a> MemoryShape<'a> {
     pub(super) fn linear_layer_params(&self) -> f64 {
         linear_params(self.counts) / self.counts.per_layer.max(1) as f64 * self.layer_params
     }
-
-    pub(super) fn recomputed(&self) -> f64 {
-        self.recipe.activations.checkpointing.recomputed_fraction()
-    }
 }
 
 impl<'a> std::ops::Deref for MemoryShape<'a> {

@@ -335,7 +335,7 @@ pub fn throughput_reusing(
     // head and the loss) or the busiest other one (an uneven split's middle).
     let mut step = step_time(&shape, fwd);
     let other = layout.stages.first.max(layout.stages.middle);
-    if layout.pp > 1 && other > layout.stages.last + recipe.training.mtp {
+    if layout.pp > 1 && other as f64 > shape.layers {
         let busiest = StepShape {
             base: StageShape {
                 layers: other as f64,

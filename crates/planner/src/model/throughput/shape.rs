@@ -185,11 +185,6 @@ impl<'a> StepShape<'a> {
         let up = if self.arch.mlp.is_gated() { 2.0 * f } else { f };
         self.lin(m, up / self.t, self.h) + self.lin(m, self.h, f / self.t)
     }
-
-    /// Fraction of the layers recomputed.
-    pub(super) fn recomputed(&self) -> f64 {
-        self.recipe.activations.checkpointing.recomputed_fraction()
-    }
 }
 
 impl<'a> std::ops::Deref for StepShape<'a> {
