@@ -63,6 +63,10 @@ async function snapshot(page) {
 function sameSnapshot(a, b, what) {
   for (const k of Object.keys(a)) assert(a[k] === b[k], `${what}: ${k} differs: "${a[k]}" vs "${b[k]}"`);
 }
+/** Wait until `sel` holds `want` (a reply from the page's worker). */
+async function waitText(page, sel, want) {
+  await page.waitForFunction(([s, w]) => (document.querySelector(s)?.textContent || '').includes(w), [sel, want]);
+}
 async function open(page, url) {
   await page.goto(url);
   await page.waitForSelector('#verdict');
@@ -520,12 +524,13 @@ await test("measured: a CI run's line re-bases time and cost; bad lines get a me
   await open(page, base + '?lang=en&model=llama-3.1-8b');
   const url = page.url();
   const before = await snapshot(page);
+  // The worker reads each line (#59: the page holds no JSON reader).
   await page.fill('#measured-line', 'loss 2.31 step 40');
-  assert((await page.textContent('#measured-error')).includes('no TRAIN_PLANNER_MEASURED line found'), 'not a line');
+  await waitText(page, '#measured-error', 'no TRAIN_PLANNER_MEASURED line found');
   await page.fill('#measured-line', 'TRAIN_PLANNER_MEASURED {"v": 1,');
-  assert((await page.textContent('#measured-error')).includes('not valid JSON'), 'malformed');
+  await waitText(page, '#measured-error', 'not valid JSON');
   await page.fill('#measured-line', line.replace('model=llama-3.1-8b', 'model=llama-3.1-70b'));
-  assert((await page.textContent('#measured-error')).includes('another plan'), 'foreign');
+  await waitText(page, '#measured-error', 'another plan');
   await page.fill('#measured-line', 'job log...\n' + line);
   await page.waitForSelector('#measured-table');
   const cells = await page.$$eval('#measured-table tbody tr', (rows) => rows.map((r) => [...r.children].map((c) => c.textContent.trim())));
@@ -538,6 +543,29 @@ await test("measured: a CI run's line re-bases time and cost; bad lines get a me
   sameSnapshot(before, await snapshot(page), 'pasting a line changes no setting');
   assert(page.url() === url, 'and not the link');
   await page.locator('.measured').screenshot({ path: `${shots}/measured.png` });
+});
+
+await test('a pasted config.json sets the architecture; a broken one is reported beside the box and the plan stays (#59: read in the worker)', async (page) => {
+  await open(page, base + '?lang=en');
+  await page.click('.config-paste summary');
+  // Qwen/Qwen2.5-7B config.json (shape fields): 7.62 B parameters.
+  await page.fill('#config-json', '{"model_type":"qwen2","hidden_size":3584,"intermediate_size":18944,"num_attention_heads":28,'
+    + '"num_hidden_layers":28,"num_key_value_heads":4,"vocab_size":152064,"tie_word_embeddings":false}');
+  await page.click('#config-apply');
+  await waitText(page, '#params', '7.62 B');
+  assert(page.url().includes('model=custom') && page.url().includes('hidden=3584'), 'the link carries the shape: ' + page.url());
+  const before = await snapshot(page);
+  await page.fill('#config-json', '{"model_type": "bert"}');
+  await page.click('#config-apply');
+  await waitText(page, '#config-json-error', 'model_type');
+  sameSnapshot(before, await snapshot(page), 'a broken paste changes nothing');
+  await open(page, base + '?lang=ru');
+  await page.click('.config-paste summary');
+  await page.fill('#config-json', '{not json');
+  await page.click('#config-apply');
+  await page.waitForFunction(() => (document.querySelector('#config-json-error')?.textContent || '').length > 0);
+  const ru = await page.textContent('#config-json-error');
+  assert(/[а-я]/.test(ru) && !ru.includes('not valid JSON'), 'the reason in the reader\'s language: ' + ru);
 });
 
 await test('live summary: verdict and cost stay in view while inputs change (390 and 1280 px)', async (page) => {

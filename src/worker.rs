@@ -1,10 +1,11 @@
 //! The page's worker (src/bin/export_worker.rs) as the page sees it. The
 //! launchers, the Megatron-Bridge settings, the ZIP writer and the
 //! auto-plan's search live in that worker's wasm, not in the page's (#59:
-//! the first verdict does not need them): the code panel or the auto-plan
-//! starts it when it first comes into view, asks it for each plan's code,
-//! the bundle and the search, and keeps only the reply to its latest
-//! question of each kind.
+//! the first verdict does not need them), and so does the JSON reader of a
+//! pasted config.json or measured line: the code panel or the auto-plan
+//! starts it when it first comes into view (a paste, when it is read), asks
+//! it for each plan's code, the bundle, the search and what a paste says,
+//! and keeps only the reply to its latest question of each kind.
 
 use leptos::prelude::*;
 use planner::estimate::search::{wire, Baseline, SearchResult};
@@ -27,6 +28,16 @@ pub enum Code {
     Failed(String),
 }
 
+/// What the worker reads for the page (it holds the JSON reader; the
+/// page's wasm does not).
+#[derive(Clone, Copy)]
+pub enum Read {
+    /// A pasted config.json (`planner::model::plan::config_reply`).
+    Config,
+    /// A pasted measured line (`planner::runs::measured::line_reply`).
+    Measured,
+}
+
 /// The auto-plan's search as the worker last answered it.
 #[derive(Clone, PartialEq)]
 pub enum Searched {
@@ -43,9 +54,9 @@ pub enum Searched {
 pub struct Worker {
     worker: StoredValue<Option<web_sys::Worker>, LocalStorage>,
     ready: StoredValue<bool>,
-    /// The latest code, bundle and search questions asked before the
-    /// worker was ready.
-    waiting: StoredValue<[Option<js_sys::Array>; 3], LocalStorage>,
+    /// The latest code, bundle, search and read questions asked before
+    /// the worker was ready.
+    waiting: StoredValue<[Option<js_sys::Array>; 5], LocalStorage>,
     asked: StoredValue<u32>,
     /// The latest code question's id, and the bundle's with its file name.
     code_id: StoredValue<u32>,
@@ -53,9 +64,15 @@ pub struct Worker {
     /// The latest search's id, the user's plan it compares with, and when
     /// the worker got it (ms).
     search_id: StoredValue<(u32, Option<Baseline>, f64)>,
+    /// The latest id of each `Read`.
+    read_ids: StoredValue<[u32; 2]>,
     pub code: RwSignal<Code>,
     pub zip_error: RwSignal<Option<String>>,
     pub searched: RwSignal<Searched>,
+    /// The reply to the latest question of each `Read` (the text it
+    /// read back, or `!` and why the worker failed: `failure`); `None`
+    /// until it comes. (One more signal type would cost the page 1 KB.)
+    pub read: [RwSignal<Option<String>>; 2],
 }
 
 impl Default for Worker {
@@ -63,14 +80,16 @@ impl Default for Worker {
         Worker {
             worker: StoredValue::new_local(None),
             ready: StoredValue::new(false),
-            waiting: StoredValue::new_local([None, None, None]),
+            waiting: StoredValue::new_local(Default::default()),
             asked: StoredValue::new(0),
             code_id: StoredValue::new(0),
             zip: StoredValue::new(None),
             search_id: StoredValue::new((0, None, 0.0)),
+            read_ids: StoredValue::new([0; 2]),
             code: RwSignal::new(Code::Writing),
             zip_error: RwSignal::new(None),
             searched: RwSignal::new(Searched::Searching(None)),
+            read: [RwSignal::new(None), RwSignal::new(None)],
         }
     }
 }
@@ -99,6 +118,9 @@ impl Worker {
                 let failed = format!("{LOADER}: {}", e.message());
                 self.code.set(Code::Failed(failed.clone()));
                 self.zip_error.set(Some(failed.clone()));
+                for read in self.read {
+                    read.set(Some(format!("!{failed}")));
+                }
                 self.searched.set(Searched::Failed(failed));
             });
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
@@ -143,6 +165,18 @@ impl Worker {
         {
             self.searched.set(Searched::Searching(None));
         }
+    }
+
+    /// Ask the worker (started if it was not) to read `text`.
+    pub fn ask_read(self, what: Read, text: &str) {
+        self.start();
+        let kind = match what {
+            Read::Config => "config",
+            Read::Measured => "measured",
+        };
+        let id = self.send(3 + what as usize, kind, text, Default::default());
+        self.read_ids.update_value(|ids| ids[what as usize] = id);
+        self.read[what as usize].set(None);
     }
 
     /// Post (or keep until the worker is ready) `[id, kind, query, ..rest]`
@@ -192,6 +226,11 @@ impl Worker {
         let id = reply.get(0).as_f64().unwrap_or(-1.0) as u32;
         let ok = reply.get(1).is_truthy();
         self.receive_search(id, ok, &reply);
+        let ids = self.read_ids.get_value();
+        for (read, _) in self.read.iter().zip(ids).filter(|(_, i)| *i == id) {
+            let text = reply.get(2).as_string().unwrap_or_default();
+            read.set(Some(if ok { text } else { format!("!{text}") }));
+        }
         if id == self.code_id.get_value() {
             self.code.set(match ok {
                 true => Code::Written {
@@ -233,6 +272,13 @@ impl Worker {
             false => Searched::Failed(text),
         });
     }
+}
+
+/// Why the worker could not read, if `reply` says so (`Worker::read`),
+/// said as it is.
+pub fn failure(reply: &str) -> Option<planner::text::Phrase> {
+    let failed = reply.strip_prefix('!')?;
+    Some(planner::text::Phrase::new(planner::text::Text::Verbatim).with("text", failed.to_string()))
 }
 
 /// Call `then` once, when `el` first comes within 600 px of the viewport

@@ -93,9 +93,122 @@ fn main() {
     let hardware: serde_json::Value = serde_json::from_str(&hardware).expect("valid JSON");
     let code = hardware_code(&hardware, !lean);
     fs::write(Path::new(&out).join("hardware_data.rs"), code).expect("OUT_DIR is writable");
+    let coverage =
+        fs::read_to_string(Path::new(&out).join("coverage.json")).expect("written above");
+    let coverage: serde_json::Value = serde_json::from_str(&coverage).expect("valid JSON");
+    fs::write(
+        Path::new(&out).join("coverage.fields"),
+        coverage_fields(&coverage).join("\t"),
+    )
+    .expect("OUT_DIR is writable");
     let sdk = fs::read_to_string("data/sdk.json").expect("data/sdk.json");
     let sdk: serde_json::Value = serde_json::from_str(&sdk).expect("valid JSON");
     fs::write(Path::new(&out).join("sdk_data.rs"), sdk_code(&sdk)).expect("OUT_DIR is writable");
+}
+
+// ---- data/coverage.json as tab-separated fields --------------------------------------
+//
+// What the labels read, in coverage.rs's order (`Coverage::read`) without
+// keys or JSON syntax: the page holds no JSON reader (#59, formats/fields.rs).
+// tests/throughput_calibration.rs `shipped_coverage_reads_back_to_its_file`
+// reads the fields back and compares them with the file.
+
+/// One field: a number as serde_json writes it, `1`/`0` for a flag, a text
+/// as it is (never with a tab: the fields' separator).
+fn token(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Bool(b) => u8::from(*b).to_string(),
+        serde_json::Value::String(s) => {
+            assert!(
+                !s.contains(['\t', '\n']),
+                "a tab or newline in coverage.json: {s:?}"
+            );
+            s.clone()
+        }
+        serde_json::Value::Number(n) => n.to_string(),
+        other => panic!("not a field: {other}"),
+    }
+}
+
+fn tokens<'a>(v: &serde_json::Value, keys: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    keys.into_iter().map(|k| token(&v[k])).collect()
+}
+
+/// A count, then each item's fields.
+fn counted(
+    list: &serde_json::Value,
+    item: impl Fn(&serde_json::Value) -> Vec<String>,
+) -> Vec<String> {
+    let items = list.as_array().expect("a list");
+    let mut out = vec![items.len().to_string()];
+    items.iter().for_each(|i| out.extend(item(i)));
+    out
+}
+
+fn envelope_fields(e: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for k in ["seq", "micro_batch", "gpus", "params"] {
+        out.extend([token(&e[k][0]), token(&e[k][1])]);
+    }
+    for k in ["precisions", "training", "zero"] {
+        out.extend(counted(&e[k], |x| vec![token(x)]));
+    }
+    out.push(token(&e["hybrid"]));
+    out.extend(counted(&e["settings"], |s| {
+        let items = s.as_array().expect("a setting");
+        match &items[..] {
+            [lo, hi] if lo.is_number() => vec!["r".into(), token(lo), token(hi)],
+            _ => [vec!["v".into()], counted(s, |x| vec![token(x)])].concat(),
+        }
+    }));
+    out
+}
+
+fn group_stats_fields(g: &serde_json::Value) -> Vec<String> {
+    let group = ["generation", "stack", "fp8", "layout", "nvl72", "moe"];
+    let stats = [
+        "rows",
+        "models",
+        "cv_median",
+        "cv_worst",
+        "cv_under",
+        "cv_over",
+        "in_sample_median",
+    ];
+    [
+        tokens(&g["group"], group),
+        tokens(g, stats),
+        envelope_fields(&g["envelope"]),
+    ]
+    .concat()
+}
+
+fn memory_stats_fields(m: &serde_json::Value) -> Vec<String> {
+    let stats = ["rows", "median", "worst", "under", "over"];
+    [tokens(m, stats), envelope_fields(&m["envelope"])].concat()
+}
+
+/// `[name, stats]` pairs.
+fn named(list: &serde_json::Value, stats: fn(&serde_json::Value) -> Vec<String>) -> Vec<String> {
+    counted(list, |pair| {
+        [vec![token(&pair[0])], stats(&pair[1])].concat()
+    })
+}
+
+fn coverage_fields(c: &serde_json::Value) -> Vec<String> {
+    [
+        counted(&c["gpus"], |g| vec![token(g)]),
+        group_stats_fields(&c["throughput"]),
+        counted(&c["groups"], group_stats_fields),
+        named(&c["stacks"], group_stats_fields),
+        memory_stats_fields(&c["memory_single_rank"]),
+        named(&c["memory_torchtitan"], memory_stats_fields),
+        named(&c["memory_oracle"], memory_stats_fields),
+        memory_stats_fields(&c["memory_oracle_heldout"]),
+        memory_stats_fields(&c["memory_gpu"]),
+        memory_stats_fields(&c["memory_megatron"]),
+    ]
+    .concat()
 }
 
 // ---- data/sdk.json as a Rust static (export.rs's test `sdk_matches_the_file`) -------

@@ -1,5 +1,5 @@
-//! The page's worker: the SageMaker code and the bundle of a plan, and the
-//! auto-plan's search, run in a Web Worker of their own so that their code
+//! The page's worker: the SageMaker code and the bundle of a plan, the
+//! auto-plan's search and the readers of pasted JSON, run in a Web Worker of their own so that their code
 //! (the launchers, the Megatron-Bridge settings, the ZIP writer, the
 //! search's walk) is not in the page's wasm (#59: the first verdict does
 //! not need them) and the search never holds the page's thread. The page
@@ -9,9 +9,11 @@
 //! A request is an array `[id, kind, query, format, script, readme_parts]`:
 //! `kind` is "code" (the launch code in `format`), "zip" (the bundle with
 //! `format` as its launcher, around the fetched `script`) or "search" (the
-//! auto-plan around the plan, `[id, "search", query]`). The reply is
-//! `[id, true, code, ZIP bytes or the search's wire text, file name]`, or
-//! `[id, false, message]`; a long search says `["progress", id, share]`
+//! auto-plan around the plan, `[id, "search", query]`); "config" and
+//! "measured" read a pasted config.json or measured line, `[id, kind, text]`
+//! (the page holds no JSON reader). The reply is `[id, true, payload, file
+//! name]`, the payload being the code, the ZIP's bytes, the search's wire
+//! text or what was read, or `[id, false, message]`; a long search says `["progress", id, share]`
 //! on the way. The worker says `["ready"]` once it listens.
 
 #[cfg(target_arch = "wasm32")]
@@ -45,6 +47,21 @@ fn answer(
 ) -> Result<(wasm_bindgen::JsValue, String), String> {
     use planner::launch::{bundle, export};
     let text = |i| request.get(i).as_string().unwrap_or_default();
+    match text(1).as_str() {
+        "config" => {
+            return Ok((
+                planner::model::plan::config_reply(&text(2)).into(),
+                String::new(),
+            ))
+        }
+        "measured" => {
+            return Ok((
+                planner::runs::measured::line_reply(&text(2)).into(),
+                String::new(),
+            ))
+        }
+        _ => {}
+    }
     let plan = planner::Plan::from_query(&text(2)).plan;
     let report = planner::estimate::evaluate::evaluate(&plan);
     if text(1) == "search" {

@@ -3,10 +3,11 @@
 
 use crate::ctx::Ctx;
 use crate::format::{num, tr};
+use crate::worker::{failure, Read};
 use leptos::prelude::*;
-use planner::model::architecture::{from_hf_config, presets, Mlp};
+use planner::model::architecture::{presets, ConfigError, Mlp};
 use planner::model::hardware::{gpu, instances, PriceBasis};
-use planner::model::plan::{Checkpointing, Plan, Stack};
+use planner::model::plan::{read_config_reply, Checkpointing, Plan, Stack};
 use planner::text::{render, Lang, Text};
 
 type Label = Text;
@@ -441,7 +442,7 @@ fn ArchFields(ctx: Ctx) -> impl IntoView {
 }
 
 /// Why a pasted config.json was not read, in `lang`, with the key at fault.
-fn config_error(e: &planner::model::architecture::ConfigError, lang: Lang) -> String {
+fn config_error(e: &ConfigError, lang: Lang) -> String {
     let field = e
         .field
         .as_ref()
@@ -455,32 +456,28 @@ fn config_error(e: &planner::model::architecture::ConfigError, lang: Lang) -> St
 #[component]
 fn ConfigPaste(ctx: Ctx) -> impl IntoView {
     let text = RwSignal::new(String::new());
-    let error = RwSignal::new(None::<planner::model::architecture::ConfigError>);
+    let error = RwSignal::new(None::<ConfigError>);
     let lang = ctx.lang;
-    let apply = move |_| match from_hf_config(&text.get_untracked()) {
-        Ok(a) => {
-            error.set(None);
-            ctx.plan.update(|p| {
-                p.model.params_b = None;
-                p.model.preset = "custom".into();
-                p.model.arch = planner::model::plan::ArchOverrides {
-                    layers: Some(a.layers),
-                    hidden: Some(a.hidden),
-                    heads: Some(a.heads),
-                    kv_heads: Some(a.kv_heads),
-                    head_dim: Some(a.head_dim),
-                    ffn: Some(a.moe.map_or(a.ffn, |m| m.expert_ffn)),
-                    vocab: Some(a.vocab),
-                    tied: Some(a.tied),
-                    mlp: Some(a.mlp),
-                    experts: a.moe.map(|m| m.experts as u64),
-                    active_experts: a.moe.map(|m| m.active as u64),
-                    expert_ffn: a.moe.map(|m| m.expert_ffn),
-                };
-            });
+    // The worker reads it (the page's wasm holds no JSON reader, #59).
+    let apply = move |_| ctx.worker.ask_read(Read::Config, &text.get_untracked());
+    let reply = ctx.worker.read[Read::Config as usize];
+    Effect::new(move || {
+        let Some(reply) = reply.get() else { return };
+        let read = match failure(&reply) {
+            Some(phrase) => Err(ConfigError {
+                field: None,
+                phrase,
+            }),
+            None => read_config_reply(&reply),
+        };
+        match read {
+            Ok(model) => {
+                error.set(None);
+                ctx.plan.update(|p| p.model = model);
+            }
+            Err(e) => error.set(Some(e)),
         }
-        Err(e) => error.set(Some(e)),
-    };
+    });
     view! {
         <details class="config-paste">
             <summary>{move || tr(lang.get(), Text::PasteAHuggingFaceConfig)}</summary>

@@ -3,23 +3,43 @@
 
 use crate::ctx::Ctx;
 use crate::format::{hours, num, seconds, tr, usd};
+use crate::worker::{failure, Read};
 use leptos::prelude::*;
-use planner::runs::measured::{compare, parse, Comparison};
+use planner::runs::measured::{compare, read_line_reply, Comparison};
 use planner::text::{render, Text};
 
 #[component]
 pub fn MeasuredPanel(ctx: Ctx) -> impl IntoView {
     let lang = ctx.lang;
     let line = RwSignal::new(String::new());
+    // The worker reads the line (the page's wasm holds no JSON reader, #59);
+    // the page sets it beside its own report of the plan.
+    let reply = ctx.worker.read[Read::Measured as usize];
+    Effect::new(move || {
+        let text = line.get();
+        if !text.trim().is_empty() {
+            ctx.worker.ask_read(Read::Measured, &text);
+        }
+    });
     let result = Memo::new_with_compare(
         move |_| {
-            let text = line.get();
-            if text.trim().is_empty() {
+            if line.with(|l| l.trim().is_empty()) {
                 return None;
             }
+            let measured = reply.with(|r| {
+                let r = r.as_deref()?;
+                Some(match failure(r) {
+                    Some(why) => Err(why),
+                    None => read_line_reply(r),
+                })
+            })?;
             let plan = ctx.plan.get();
-            let compared = parse(&text).and_then(|m| ctx.report.with(|r| compare(&plan, r, &m)));
-            Some(compared.map_err(|p| p.phrase()))
+            let compared = measured.and_then(|m| {
+                ctx.report
+                    .with(|r| compare(&plan, r, &m))
+                    .map_err(|p| p.phrase())
+            });
+            Some(compared)
         },
         crate::ctx::always_changed,
     );

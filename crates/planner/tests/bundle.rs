@@ -161,3 +161,38 @@ fn bad_lines_say_what_is_wrong() {
         "another GPU and another world size: {notes:?}"
     );
 }
+
+/// #59: the page reads a pasted line through its worker: the reply puts
+/// back exactly what `parse` read, or why it did not read, in either
+/// language (a line without a plan: the lists absent, a tab in a name).
+#[test]
+fn the_worker_reads_a_line_back_exactly() {
+    use planner::runs::measured::{line_reply, read_line_reply};
+    let bare = LINE
+        .replace("\"plan\": \"model=llama-3.1-8b\", ", "")
+        .replace("\"max_memory_allocated_gib\": [70.0, 71.5], ", "")
+        .replace("NVIDIA B200", "NVIDIA\\tB200");
+    for text in [LINE.to_string(), bare.clone()] {
+        let read = parse(&text).expect("parses");
+        let mut want = read.clone();
+        want.gpu = want.gpu.replace('\t', " ");
+        assert_eq!(read_line_reply(&line_reply(&text)), Ok(want));
+    }
+    assert_eq!(parse(&bare).unwrap().max_memory_allocated_gib, None);
+    for bad in [
+        "step 3 loss 2.0".to_string(),
+        "TRAIN_PLANNER_MEASURED {\"v\": 1,".into(),
+        LINE.replace("\"v\": 1", "\"v\": 2"),
+    ] {
+        let why = parse(&bad).unwrap_err().phrase();
+        let back = read_line_reply(&line_reply(&bad)).unwrap_err();
+        let ru = planner::model::plan::Lang::Ru;
+        assert_eq!(back.english(), why.english(), "{bad}");
+        assert_eq!(
+            planner::text::render(ru, &back),
+            planner::text::render(ru, &why)
+        );
+    }
+    let garbled = read_line_reply("2\tx").unwrap_err().english();
+    assert!(garbled.contains("not 1 or 0"), "{garbled}");
+}

@@ -217,6 +217,38 @@ fn quick_size_is_valid_and_near_the_request_from_50m_to_2t() {
     }
 }
 
+/// #59: the page reads a pasted config.json through its worker: the reply
+/// gives the custom model the page used to build from the architecture
+/// (every field, through the link's own encoding), or the key at fault and
+/// why, in either language.
+#[test]
+fn the_worker_reads_a_config_back_exactly() {
+    use planner::model::plan::{config_reply, read_config_reply, ModelChoice};
+    for cfg in [
+        r#"{"model_type":"qwen3_moe","hidden_size":2048,"intermediate_size":6144,"moe_intermediate_size":768,"num_attention_heads":32,"num_hidden_layers":48,"num_key_value_heads":4,"head_dim":128,"num_experts":128,"num_experts_per_tok":8,"vocab_size":151936,"tie_word_embeddings":false}"#,
+        r#"{"model_type":"gemma2","hidden_size":3584,"intermediate_size":14336,"num_attention_heads":16,"num_hidden_layers":42,"num_key_value_heads":8,"head_dim":256,"hidden_activation":"gelu_pytorch_tanh","vocab_size":256000}"#,
+    ] {
+        let a = from_hf_config(cfg).expect("imports");
+        let back = read_config_reply(&config_reply(cfg));
+        assert_eq!(back, Ok(ModelChoice::of_architecture(&a)), "{cfg}");
+    }
+    for bad in [
+        "{not json",
+        r#"{"model_type":"bert","hidden_size":768}"#,
+        r#"{"model_type":"llama","hidden_size":4096}"#,
+    ] {
+        let why = from_hf_config(bad).unwrap_err();
+        let back = read_config_reply(&config_reply(bad)).unwrap_err();
+        assert_eq!(back.field, why.field, "{bad}");
+        let ru = planner::model::plan::Lang::Ru;
+        assert_eq!(back.phrase.english(), why.phrase.english(), "{bad}");
+        assert_eq!(
+            planner::text::render(ru, &back.phrase),
+            planner::text::render(ru, &why.phrase)
+        );
+    }
+}
+
 /// Importing each family's config.json gives the preset's exact count.
 /// The configs are the shape fields of the models' Hugging Face config.json files.
 #[test]

@@ -1187,8 +1187,9 @@ fn moe_family_errors_in_the_docs_are_the_harness_figures() {
     );
 }
 
-/// The page reads data/coverage.json with planner::formats::json (not serde_json):
-/// what it reads serialises back to the very file.
+/// The labels read data/coverage.json as the fields build.rs writes of it
+/// (`COVERAGE_FIELDS`, #59: no JSON reader on the page): what they read
+/// serialises back to the very file.
 #[test]
 fn shipped_coverage_reads_back_to_its_file() {
     let c = planner::accuracy::coverage::shipped();

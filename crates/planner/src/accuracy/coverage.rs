@@ -6,7 +6,7 @@
 
 use crate::accuracy::calibration::Case;
 use crate::accuracy::envelope::Envelope;
-use crate::formats::json::{named, req, FromJson, Json};
+use crate::formats::fields::Fields;
 use crate::model::architecture::Architecture;
 use crate::model::layout::Layout;
 use crate::model::plan::{Plan, Stack};
@@ -223,110 +223,128 @@ impl Coverage {
     }
 }
 
-/// The coverage the labels quote, as `plan calibrate --coverage` wrote it.
+/// The coverage the labels quote, as `plan calibrate --coverage` wrote it
+/// (the tests; on the page only its fields, below).
 pub const COVERAGE_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/coverage.json"));
 
-/// A file that does not parse (mid-regeneration) means nothing is checked:
-/// every label says "derived", and the currency test fails.
+/// The same, as build.rs writes it for the labels: its values in the order
+/// `Coverage::read` takes them, without keys (`formats::fields`; the page
+/// holds no JSON reader, #59).
+pub const COVERAGE_FIELDS: &str = include_str!(concat!(env!("OUT_DIR"), "/coverage.fields"));
+
+/// Fields that do not read (a stale build) mean nothing is checked: every
+/// label says "derived", and tests/throughput_calibration.rs
+/// `shipped_coverage_reads_back_to_its_file` fails.
 pub fn shipped() -> &'static Coverage {
     static C: OnceLock<Coverage> = OnceLock::new();
     C.get_or_init(|| {
-        crate::formats::json::read(COVERAGE_JSON).unwrap_or_else(|_| Coverage::empty())
+        let mut f = Fields::new(COVERAGE_FIELDS);
+        let c = Coverage::read(&mut f);
+        f.done(c).unwrap_or_else(|_| Coverage::empty())
     })
 }
 
-/// The generation by the name `Serialize` gives it.
-impl FromJson for Generation {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        named(j, |s| match s {
+impl Generation {
+    /// The generation by the name `Serialize` gives it.
+    fn from_name(s: &str) -> Option<Generation> {
+        match s {
             "ampere" => Some(Generation::Ampere),
             "ada" => Some(Generation::Ada),
             "hopper" => Some(Generation::Hopper),
             "hopper_power_capped" => Some(Generation::HopperPowerCapped),
             "blackwell" => Some(Generation::Blackwell),
             _ => None,
-        })
+        }
     }
 }
 
-impl FromJson for Stack {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        named(j, |s| match s {
-            "Megatron" => Some(Stack::Megatron),
-            "Torchtitan" => Some(Stack::Torchtitan),
-            "Hf" => Some(Stack::Hf),
-            _ => None,
-        })
+fn stack_named(s: &str) -> Option<Stack> {
+    match s {
+        "Megatron" => Some(Stack::Megatron),
+        "Torchtitan" => Some(Stack::Torchtitan),
+        "Hf" => Some(Stack::Hf),
+        _ => None,
     }
 }
 
-impl FromJson for LayoutKind {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        named(j, |s| match s {
+impl LayoutKind {
+    fn from_name(s: &str) -> Option<LayoutKind> {
+        match s {
             "data_parallel" => Some(LayoutKind::DataParallel),
             "tensor_pipeline" => Some(LayoutKind::TensorPipeline),
             "context_parallel" => Some(LayoutKind::ContextParallel),
             _ => None,
-        })
+        }
     }
 }
 
-impl FromJson for Group {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        Ok(Group {
-            generation: req(j, "generation")?,
-            stack: req(j, "stack")?,
-            fp8: req(j, "fp8")?,
-            layout: req(j, "layout")?,
-            nvl72: req(j, "nvl72")?,
-            moe: req(j, "moe")?,
-        })
+/// The next field, a name `from` knows (else `zero`, and the fields do not read).
+fn name_of<T>(f: &mut Fields, from: impl Fn(&str) -> Option<T>, zero: T) -> T {
+    let t = f.text();
+    from(t).unwrap_or_else(|| {
+        f.refuse(format!("unknown name \"{t}\""));
+        zero
+    })
+}
+
+impl Group {
+    fn read(f: &mut Fields) -> Group {
+        Group {
+            generation: name_of(f, Generation::from_name, Generation::Hopper),
+            stack: name_of(f, stack_named, Stack::Hf),
+            fp8: f.flag(),
+            layout: name_of(f, LayoutKind::from_name, LayoutKind::DataParallel),
+            nvl72: f.flag(),
+            moe: f.flag(),
+        }
     }
 }
 
-impl FromJson for GroupStats {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        Ok(GroupStats {
-            group: req(j, "group")?,
-            rows: req(j, "rows")?,
-            models: req(j, "models")?,
-            cv_median: req(j, "cv_median")?,
-            cv_worst: req(j, "cv_worst")?,
-            cv_under: req(j, "cv_under")?,
-            cv_over: req(j, "cv_over")?,
-            in_sample_median: req(j, "in_sample_median")?,
-            envelope: req(j, "envelope")?,
-        })
+impl GroupStats {
+    fn read(f: &mut Fields) -> GroupStats {
+        GroupStats {
+            group: Group::read(f),
+            rows: f.whole() as usize,
+            models: f.whole() as usize,
+            cv_median: f.num(),
+            cv_worst: f.num(),
+            cv_under: f.num(),
+            cv_over: f.num(),
+            in_sample_median: f.num(),
+            envelope: Envelope::read(f),
+        }
     }
 }
 
-impl FromJson for MemoryStats {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        Ok(MemoryStats {
-            rows: req(j, "rows")?,
-            median: req(j, "median")?,
-            worst: req(j, "worst")?,
-            under: req(j, "under")?,
-            over: req(j, "over")?,
-            envelope: req(j, "envelope")?,
-        })
+impl MemoryStats {
+    fn read(f: &mut Fields) -> MemoryStats {
+        MemoryStats {
+            rows: f.whole() as usize,
+            median: f.num(),
+            worst: f.num(),
+            under: f.num(),
+            over: f.num(),
+            envelope: Envelope::read(f),
+        }
     }
 }
 
-impl FromJson for Coverage {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        Ok(Coverage {
-            gpus: req(j, "gpus")?,
-            throughput: req(j, "throughput")?,
-            groups: req(j, "groups")?,
-            stacks: req(j, "stacks")?,
-            memory_single_rank: req(j, "memory_single_rank")?,
-            memory_torchtitan: req(j, "memory_torchtitan")?,
-            memory_oracle: req(j, "memory_oracle")?,
-            memory_oracle_heldout: req(j, "memory_oracle_heldout")?,
-            memory_gpu: req(j, "memory_gpu")?,
-            memory_megatron: req(j, "memory_megatron")?,
-        })
+impl Coverage {
+    /// The fields build.rs wrote (its `coverage_fields`), in this order.
+    pub fn read(f: &mut Fields) -> Coverage {
+        let named = |f: &mut Fields| (f.text().to_string(), MemoryStats::read(f));
+        Coverage {
+            gpus: f.list(|f| f.text().to_string()),
+            throughput: GroupStats::read(f),
+            groups: f.list(GroupStats::read),
+            stacks: f.list(|f| (name_of(f, stack_named, Stack::Hf), GroupStats::read(f))),
+            memory_single_rank: MemoryStats::read(f),
+            memory_torchtitan: f.list(named),
+            memory_oracle: f.list(named),
+            memory_oracle_heldout: MemoryStats::read(f),
+            memory_gpu: MemoryStats::read(f),
+            memory_megatron: MemoryStats::read(f),
+        }
     }
 }
 

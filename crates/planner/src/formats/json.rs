@@ -1,7 +1,9 @@
-//! A small JSON reader for what the page reads: the tables compiled in
-//! (hardware, presets, coverage, SDK versions), a pasted `config.json` and a
-//! measured line. serde_json's typed deserializers were about a tenth of the
-//! page's wasm (#14); serde_json stays for the CLI's JSON output and the tests.
+//! A small JSON reader for what users paste, a `config.json` and a measured
+//! line (read in the page's worker and by the CLI; the page's own wasm holds
+//! no JSON reader, #59: the tables it needs are compiled in as Rust values
+//! or as `fields`). serde_json's typed deserializers were about a tenth of
+//! the page's wasm (#14); serde_json stays for the CLI's JSON output and the
+//! tests.
 //!
 //! `parse` follows RFC 8259 (numbers are read as f64). Typed values come out
 //! through [`FromJson`]: `req` for a field that must be there, `opt` for one

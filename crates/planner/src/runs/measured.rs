@@ -3,6 +3,7 @@
 //! and cost are then re-based on the measured speed.
 
 use crate::estimate::report::Report;
+use crate::formats::fields::{field, opt_field, record, Fields};
 use crate::formats::json::{opt, req, FromJson, Json};
 use crate::launch::bundle::MEASURED_TAG;
 use crate::model::plan::Plan;
@@ -92,6 +93,67 @@ pub fn parse(text: &str) -> Result<Measured, Problem> {
         (Some(s), Some(t)) if s > 0.0 && t > 0.0 && s.is_finite() && t.is_finite() => Ok(m),
         _ => Err(Problem::NoSpeed),
     }
+}
+
+/// The worker's reply to a pasted line (#59: the page's wasm holds no JSON
+/// reader): `1` and what was measured, in `Measured`'s order (a list as its
+/// count and numbers, after `1`, or `0` if absent), or `0` and why not
+/// (`Phrase::fields`).
+pub fn line_reply(text: &str) -> String {
+    let m = match parse(text) {
+        Ok(m) => m,
+        Err(p) => return record([vec!["0".into()], p.phrase().fields()].concat()),
+    };
+    let list = |l: &Option<Vec<f64>>| match l {
+        None => vec!["0".into()],
+        Some(v) => [
+            vec!["1".into(), field(v.len())],
+            v.iter().map(field).collect(),
+        ]
+        .concat(),
+    };
+    let head = [
+        "1".into(),
+        field(m.v),
+        field(&m.plan),
+        field(&m.gpu),
+        field(m.world_size),
+        field(m.steps),
+        field(m.measured_steps),
+        opt_field(m.step_time_s),
+        opt_field(m.tokens_per_second_per_gpu),
+    ];
+    let tail = [field(&m.compute)];
+    let lists = [
+        list(&m.max_memory_allocated_gib),
+        list(&m.max_memory_reserved_gib),
+    ];
+    record([head.to_vec(), lists.concat(), tail.to_vec()].concat())
+}
+
+/// What `line_reply` wrote: the measured run, or why the line did not
+/// read (a reply that does not read says so, as it is).
+pub fn read_line_reply(reply: &str) -> Result<Measured, Phrase> {
+    let unread = |why: String| Phrase::new(Text::Verbatim).with("text", why);
+    let mut f = Fields::new(reply);
+    if !f.flag() {
+        return Err(Phrase::read(&mut f).map_err(unread)?);
+    }
+    let list = |f: &mut Fields| f.flag().then(|| f.list(Fields::num));
+    let m = Measured {
+        v: f.whole(),
+        plan: f.text().into(),
+        gpu: f.text().into(),
+        world_size: f.whole(),
+        steps: f.whole(),
+        measured_steps: f.whole(),
+        step_time_s: f.opt_num(),
+        tokens_per_second_per_gpu: f.opt_num(),
+        max_memory_allocated_gib: list(&mut f),
+        max_memory_reserved_gib: list(&mut f),
+        compute: f.text().into(),
+    };
+    f.done(m).map_err(unread)
 }
 
 /// Measured beside predicted, and the time and cost re-based on the measured speed.

@@ -70,6 +70,7 @@ macro_rules! catalog {
 }
 
 mod en;
+mod fields;
 mod message;
 
 pub use en::Text;

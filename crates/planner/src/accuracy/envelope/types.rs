@@ -1,7 +1,7 @@
 //! What a label's envelope holds: each setting's checked values and why a
 //! plan falls outside them.
 
-use crate::formats::json::{req, FromJson, Json};
+use crate::formats::fields::Fields;
 use serde::Serialize;
 
 /// What a set of checks covered.
@@ -65,13 +65,29 @@ impl Serialize for Checked {
     }
 }
 
-impl FromJson for Checked {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        match j.as_array() {
-            Some([a, b]) if a.as_f64().is_some() => {
-                Ok(Checked::Range(f64::from_json(a)?, f64::from_json(b)?))
-            }
-            _ => Ok(Checked::Values(Vec::from_json(j)?)),
+impl Envelope {
+    /// The fields build.rs wrote (its `envelope_fields`), in this order.
+    pub(crate) fn read(f: &mut Fields) -> Envelope {
+        let mut pair = || (f.whole(), f.whole());
+        let (seq, micro_batch, gpus, params) = (pair(), pair(), pair(), pair());
+        let text = |f: &mut Fields| f.text().to_string();
+        Envelope {
+            seq,
+            micro_batch,
+            gpus,
+            params,
+            precisions: f.list(text),
+            training: f.list(text),
+            zero: f.list(|f| f.whole() as u8),
+            hybrid: f.flag(),
+            settings: f.list(|f| match f.text() {
+                "r" => Checked::Range(f.num(), f.num()),
+                "v" => Checked::Values(f.list(text)),
+                t => {
+                    f.refuse(format!("not a range or values: \"{t}\""));
+                    Checked::Values(Vec::new())
+                }
+            }),
         }
     }
 }
@@ -119,22 +135,6 @@ pub enum Outside {
         value: String,
         checked: Vec<String>,
     },
-}
-
-impl FromJson for Envelope {
-    fn from_json(j: &Json) -> Result<Self, String> {
-        Ok(Envelope {
-            seq: req(j, "seq")?,
-            micro_batch: req(j, "micro_batch")?,
-            gpus: req(j, "gpus")?,
-            params: req(j, "params")?,
-            precisions: req(j, "precisions")?,
-            training: req(j, "training")?,
-            zero: req(j, "zero")?,
-            hybrid: req(j, "hybrid")?,
-            settings: req(j, "settings")?,
-        })
-    }
 }
 
 /// The sorted values of both lists, each once.

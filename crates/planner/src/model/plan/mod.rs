@@ -9,9 +9,11 @@ mod codec;
 mod encode;
 mod fields;
 mod lora_targets;
+mod pasted;
 mod types;
 
 pub use choices::*;
 pub use codec::*;
 pub use fields::*;
+pub use pasted::*;
 pub use types::*;
