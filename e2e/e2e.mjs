@@ -492,7 +492,7 @@ await test("bundle: the page's .zip holds the files the CLI writes", async (page
     .toString().trim().split('\n').map((p) => p.slice(dir.length + 1));
   assert(JSON.stringify(Object.keys(zipped)) === JSON.stringify(listed), `same files: ${Object.keys(zipped)} vs ${listed}`);
   for (const f of listed) assert(zipped[f] === readFileSync(join(dir, f), 'utf8'), `${f} is the same as the CLI's`);
-  assert(zipped['launch.py'].includes('HuggingFace(') && zipped['scripts/train.py'].includes('TRAIN_PLANNER_MEASURED'), 'launcher and script');
+  assert(zipped['launch.py'].includes('HuggingFace(') && zipped['scripts/train.py'].includes('from train_plan import') && zipped['scripts/train_plan.py'].includes('TRAIN_PLANNER_MEASURED'), 'launcher and script');
 });
 
 await test("bundle: a Megatron plan's .zip carries the Megatron-Bridge launcher, as the CLI writes it", async (page) => {

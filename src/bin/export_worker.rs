@@ -8,7 +8,8 @@
 //!
 //! A request is an array `[id, kind, query, format, script, readme_parts]`:
 //! `kind` is "code" (the launch code in `format`), "zip" (the bundle with
-//! `format` as its launcher, around the fetched `script`) or "search" (the
+//! `format` as its launcher, around the fetched scripts, joined by
+//! `bundle::SCRIPT_SEPARATOR`) or "search" (the
 //! auto-plan around the plan, `[id, "search", query]`); "config" and
 //! "measured" read a pasted config.json or measured line, `[id, kind, text]`
 //! (the page holds no JSON reader). The reply is `[id, true, payload, file
@@ -82,7 +83,9 @@ fn answer(
     if !bundle::readme_parts_loaded() {
         bundle::load_readme_parts(text(5));
     }
-    let files = bundle::files_of(&plan, &report, format, &text(4));
+    let scripts = text(4);
+    let scripts: Vec<&str> = scripts.split(bundle::SCRIPT_SEPARATOR).collect();
+    let files = bundle::files_of(&plan, &report, format, &scripts);
     let bytes = js_sys::Uint8Array::from(bundle::zip(&files).as_slice());
     Ok((bytes.into(), String::new()))
 }

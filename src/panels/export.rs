@@ -248,9 +248,13 @@ fn code_view(worker: Worker, lang: Signal<Lang>) -> impl IntoView {
 /// Megatron plan's Megatron-Bridge launcher) and the README's static
 /// sections, both fetched from the site (they never weigh on the wasm).
 async fn ask_bundle(worker: Worker, plan: &planner::Plan, launcher: Format) -> Result<(), String> {
-    use planner::launch::bundle::{script_name, README_PARTS_URL};
+    use planner::launch::bundle::{script_names, README_PARTS_URL, SCRIPT_SEPARATOR};
     worker.start();
-    let script = crate::browser::fetch_text(&format!("bundle/{}", script_name(plan))).await?;
+    let mut scripts = Vec::new();
+    for name in script_names(plan) {
+        scripts.push(crate::browser::fetch_text(&format!("bundle/{name}")).await?);
+    }
+    let script = scripts.join(&SCRIPT_SEPARATOR.to_string());
     let parts = crate::browser::fetch_text(README_PARTS_URL).await?;
     worker.ask_zip(&plan.to_query(), launcher, script, parts, zip_name(plan));
     Ok(())

@@ -144,10 +144,24 @@ def as_argv(hp):
 
 
 def load_script(path):
-    spec = importlib.util.spec_from_file_location("bundle_train", path)
+    """A bundle script as a module; the modules beside it import as they do in the job."""
+    here = os.path.dirname(os.path.abspath(path))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    name = "bundle_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+TRAIN_FILES = [
+    "scripts/train.py",
+    "scripts/train_checkpoints.py",
+    "scripts/train_data.py",
+    "scripts/train_model.py",
+    "scripts/train_plan.py",
+]
 
 
 def plan_keys(report):
@@ -248,9 +262,7 @@ def check_plan(i, query, launcher, models, data_dir, pairs_dir):
     files = sorted(
         os.path.relpath(os.path.join(d, f), bundle) for d, _, fs in os.walk(bundle) for f in fs
     )
-    assert files == ["README.md", "launch.py", "scripts/requirements.txt", "scripts/train.py"], (
-        files
-    )
+    assert files == ["README.md", "launch.py", "scripts/requirements.txt"] + TRAIN_FILES, files
     report = json.loads(plan_cli("report", query).stdout)
     hp = hyperparameters(os.path.join(bundle, "launch.py"))
     script = os.path.join(bundle, "scripts", "train.py")
@@ -421,7 +433,7 @@ def attention_as_planned():
     import torch
     from transformers import Gemma2Config, Gemma2Model, LlamaConfig, LlamaModel
 
-    train = load_script(os.path.join(WORK, "plan0", "scripts", "train.py"))
+    train = load_script(os.path.join(WORK, "plan0", "scripts", "train_model.py"))
     train.attention_as_planned(torch)
     seen = []
     original = torch.nn.functional.scaled_dot_product_attention
@@ -488,7 +500,9 @@ def lora_dtype_as_planned(models):
     import torch
     from transformers import AutoModelForCausalLM
 
-    train = load_script(os.path.join(HERE, "..", "..", "crates", "planner", "bundle", "train.py"))
+    train = load_script(
+        os.path.join(HERE, "..", "..", "crates", "planner", "bundle", "train_model.py")
+    )
     for dtype, want in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
         model = AutoModelForCausalLM.from_pretrained(models["llama"], dtype=torch.bfloat16)
         args = argparse.Namespace(
@@ -505,7 +519,7 @@ def lora_targets_on_mla():
     import torch
     from transformers import AutoModelForCausalLM, DeepseekV3Config
 
-    train = load_script(os.path.join(WORK, "plan0", "scripts", "train.py"))
+    train = load_script(os.path.join(WORK, "plan0", "scripts", "train_model.py"))
     # Hidden 256; MLA q_lora_rank 64, kv_lora_rank 32, qk 32+16, v 32, 4 heads; layer 0 dense (512),
     # layer 1 with 4 routed + 1 shared experts of 64.
     config = DeepseekV3Config(
@@ -614,7 +628,8 @@ def dpo_matches_trl(models, fixtures):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import DPOConfig, DPOTrainer
 
-    train = load_script(os.path.join(WORK, "plan0", "scripts", "train.py"))
+    train = load_script(os.path.join(WORK, "plan0", "scripts", "train_data.py"))
+    train_plan = load_script(os.path.join(WORK, "plan0", "scripts", "train_plan.py"))
     with open(os.path.join(fixtures, "pairs", "train.jsonl")) as f:
         lines = [json.loads(line) for line in f][:3]
     tok = AutoTokenizer.from_pretrained(models["llama"])
@@ -653,7 +668,7 @@ def dpo_matches_trl(models, fixtures):
     pairs_dir = tempfile.mkdtemp(prefix="dpo-pairs-", dir=WORK)
     with open(os.path.join(pairs_dir, "train.jsonl"), "w") as f:
         f.writelines(json.dumps(line) + "\n" for line in lines)
-    args = train.parse_args(
+    args = train_plan.parse_args(
         [
             "--model_id",
             models["llama"],
@@ -746,7 +761,7 @@ def grpo_checks(i, query, launcher, models, prompts_dir):
     def one_truth():
         # The adapters' targets are named as train.py names them (the planner's one list).
         train_py = load_script(
-            os.path.join(HERE, "..", "..", "crates", "planner", "bundle", "train.py")
+            os.path.join(HERE, "..", "..", "crates", "planner", "bundle", "train_plan.py")
         )
         assert load_script(script).LORA_TARGET_SETS == train_py.LORA_TARGET_SETS
         files = sorted(
@@ -933,12 +948,11 @@ def zip_matches():
     with zipfile.ZipFile(path) as z:
         assert z.testzip() is None, "every CRC checks"
         names = z.namelist()
-        assert names == [
-            "README.md",
-            "launch.py",
-            "scripts/train.py",
-            "scripts/requirements.txt",
-        ], names
+        # In the order the bundle writes them (launch/bundle.rs TRAIN_PY_FILES).
+        modules = ["plan", "model", "data", "checkpoints"]
+        want = ["README.md", "launch.py", "scripts/train.py"]
+        want += [f"scripts/train_{m}.py" for m in modules] + ["scripts/requirements.txt"]
+        assert names == want, names
         for name in names:
             on_disk = open(os.path.join(WORK, "plan1", name), encoding="utf-8").read()
             assert z.read(name).decode("utf-8") == on_disk, f"{name} differs from the folder bundle"

@@ -24,6 +24,7 @@ import os
 import platform
 import sys
 import time
+import types
 import weakref
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -48,10 +49,18 @@ ALLOCATOR_ROUNDING = 512
 
 
 def load_train_py():
+    """train.py and the modules beside it it imports, as one namespace (`train.<function>`)."""
+    bundle = os.path.dirname(TRAIN_PY)
+    if bundle not in sys.path:
+        sys.path.insert(0, bundle)
+    merged = types.SimpleNamespace()
+    for name in ("train_plan", "train_model", "train_data", "train_checkpoints"):
+        merged.__dict__.update(vars(importlib.import_module(name)))
     spec = importlib.util.spec_from_file_location("bundle_train", TRAIN_PY)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
+    merged.__dict__.update(vars(module))
+    return merged
 
 
 # ---- counting live storages ---------------------------------------------------------------

@@ -15,14 +15,24 @@ fn plan(q: &str) -> Plan {
 #[test]
 fn a_bundle_is_readme_launcher_script_and_requirements() {
     let p = plan("model=llama-3.1-8b&entry=src/train_fsdp.py");
-    let f = files(&p, Format::Pytorch, "print('train')\n");
+    let modules = ["import train_plan\n", "a", "b", "c"];
+    let f = files(
+        &p,
+        Format::Pytorch,
+        &[&["print('train')\n"], &modules[..]].concat(),
+    );
     let paths: Vec<&str> = f.iter().map(|f| f.path.as_str()).collect();
+    // train.py's modules go beside it, wherever the plan names it (#59).
     assert_eq!(
         paths,
         [
             "README.md",
             "launch.py",
             "scripts/src/train_fsdp.py",
+            "scripts/src/train_plan.py",
+            "scripts/src/train_model.py",
+            "scripts/src/train_data.py",
+            "scripts/src/train_checkpoints.py",
             "scripts/requirements.txt"
         ]
     );
@@ -30,6 +40,7 @@ fn a_bundle_is_readme_launcher_script_and_requirements() {
         f[2].text, "print('train')\n",
         "the script is carried as given"
     );
+    assert_eq!(f[3].text, modules[0], "and its modules");
     assert!(f[1].text.contains("entry_point=\"src/train_fsdp.py\""));
     assert!(f[0].text.contains("python launch.py --trial"));
 }

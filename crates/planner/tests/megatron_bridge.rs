@@ -19,7 +19,7 @@ const L405B: &str = "model=custom&layers=126&hidden=16384&heads=128&kv_heads=8&h
 
 fn settings(q: &str) -> Value {
     let plan = Plan::from_query(q).plan;
-    let f = files(&plan, Format::Pytorch, LAUNCHER);
+    let f = files(&plan, Format::Pytorch, &[LAUNCHER]);
     let json = f
         .iter()
         .find(|f| f.path == "scripts/megatron_bridge_plan.json")
@@ -31,7 +31,7 @@ fn settings(q: &str) -> Value {
 fn a_megatron_bundle_carries_the_launcher_not_train_py() {
     let plan = Plan::from_query(L405B).plan;
     assert_eq!(script_name(&plan), "pretrain_megatron_bridge.py");
-    let paths: Vec<String> = files(&plan, Format::Pytorch, LAUNCHER)
+    let paths: Vec<String> = files(&plan, Format::Pytorch, &[LAUNCHER])
         .into_iter()
         .map(|f| f.path)
         .collect();

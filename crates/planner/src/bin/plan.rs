@@ -298,15 +298,35 @@ fn write_bundle(
     launcher: planner::launch::export::Format,
     dir: &str,
 ) -> ExitCode {
-    const TRAIN_PY: &str = include_str!("../../bundle/train.py");
-    const MEGATRON_BRIDGE_PY: &str = include_str!("../../bundle/pretrain_megatron_bridge.py");
-    const GRPO_PY: &str = include_str!("../../bundle/grpo.py");
-    let script = match planner::launch::bundle::script_name(plan) {
-        "train.py" => TRAIN_PY,
-        planner::model::plan::GRPO_SCRIPT => GRPO_PY,
-        _ => MEGATRON_BRIDGE_PY,
+    const SCRIPTS: [(&str, &str); 7] = [
+        ("train.py", include_str!("../../bundle/train.py")),
+        ("train_plan.py", include_str!("../../bundle/train_plan.py")),
+        (
+            "train_model.py",
+            include_str!("../../bundle/train_model.py"),
+        ),
+        ("train_data.py", include_str!("../../bundle/train_data.py")),
+        (
+            "train_checkpoints.py",
+            include_str!("../../bundle/train_checkpoints.py"),
+        ),
+        ("grpo.py", include_str!("../../bundle/grpo.py")),
+        (
+            "pretrain_megatron_bridge.py",
+            include_str!("../../bundle/pretrain_megatron_bridge.py"),
+        ),
+    ];
+    let text = |name: &&str| {
+        SCRIPTS
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or("", |(_, t)| t)
     };
-    let files = planner::launch::bundle::files(plan, launcher, script);
+    let scripts: Vec<&str> = planner::launch::bundle::script_names(plan)
+        .iter()
+        .map(text)
+        .collect();
+    let files = planner::launch::bundle::files(plan, launcher, &scripts);
     if dir.ends_with(".zip") {
         if let Err(err) = std::fs::write(dir, planner::launch::bundle::zip(&files)) {
             eprintln!("error: {dir}: {err}");

@@ -1,9 +1,10 @@
 //! The launch bundle of a plan: `launch.py`, the training script it names,
 //! the script's pinned requirements and a README with the prediction.
 //!
-//! The training script itself (`bundle/train.py`) is one file for every plan:
-//! the launcher's hyperparameters carry the plan into it. The CLI embeds it;
-//! the page fetches it on demand, so it never weighs on the page's wasm.
+//! The training script itself (`bundle/train.py` and the modules it imports)
+//! is the same for every plan: the launcher's hyperparameters carry the plan
+//! into it. The CLI embeds it; the page fetches it on demand, so it never
+//! weighs on the page's wasm.
 
 use crate::estimate::evaluate::evaluate;
 use crate::estimate::report::{Report, Verdict};
@@ -39,16 +40,37 @@ pub fn launchers() -> [Format; 3] {
     [Format::Pytorch, Format::Huggingface, Format::ModelTrainer]
 }
 
+/// train.py and the modules it imports, shipped beside it (one idea each:
+/// the plan's arguments and setup, the model, the data and loss, the
+/// checkpoints; #59).
+pub const TRAIN_PY_FILES: [&str; 5] = [
+    "train.py",
+    "train_plan.py",
+    "train_model.py",
+    "train_data.py",
+    "train_checkpoints.py",
+];
+
+/// Joins the scripts' texts where they travel as one (the page to its
+/// worker): the ASCII file separator, never in a script.
+pub const SCRIPT_SEPARATOR: char = '\u{1c}';
+
 /// The static script a plan's bundle carries, by its name under
 /// `crates/planner/bundle/` (and the site's `bundle/`): the Hugging Face
 /// stack's `train.py`, or a Megatron plan's Megatron-Bridge launcher.
 pub fn script_name(plan: &Plan) -> &'static str {
+    script_names(plan)[0]
+}
+
+/// Every static script the bundle carries: `script_name` first, then the
+/// modules it imports.
+pub fn script_names(plan: &Plan) -> &'static [&'static str] {
     if megatron_bundle(plan) {
-        crate::launch::megatron_bridge::SCRIPT
+        &[crate::launch::megatron_bridge::SCRIPT]
     } else if plan.engine() == crate::model::plan::Engine::Grpo {
-        crate::model::plan::GRPO_SCRIPT
+        &[crate::model::plan::GRPO_SCRIPT]
     } else {
-        "train.py"
+        &TRAIN_PY_FILES
     }
 }
 
@@ -57,15 +79,15 @@ fn megatron_bundle(plan: &Plan) -> bool {
     plan.engine() == crate::model::plan::Engine::MegatronBridge
 }
 
-/// The bundle's files, in a fixed order. `script` is the text of the
-/// static script `script_name(plan)` names.
-pub fn files(plan: &Plan, launcher: Format, script: &str) -> Vec<File> {
-    files_of(plan, &evaluate(plan), launcher, script)
+/// The bundle's files, in a fixed order. `scripts` are the texts of the
+/// static scripts `script_names(plan)` names, in its order.
+pub fn files(plan: &Plan, launcher: Format, scripts: &[&str]) -> Vec<File> {
+    files_of(plan, &evaluate(plan), launcher, scripts)
 }
 
 /// As `files`, from the plan's report (the page's: its download evaluates
 /// nothing again, #34).
-pub fn files_of(plan: &Plan, report: &Report, launcher: Format, script: &str) -> Vec<File> {
+pub fn files_of(plan: &Plan, report: &Report, launcher: Format, scripts: &[&str]) -> Vec<File> {
     let entry = entry_path(plan);
     let mut files = vec![
         File {
@@ -76,11 +98,20 @@ pub fn files_of(plan: &Plan, report: &Report, launcher: Format, script: &str) ->
             path: "launch.py".into(),
             text: export_of(plan, report, launcher).code,
         },
-        File {
-            path: format!("scripts/{entry}"),
-            text: script.to_string(),
-        },
     ];
+    // The entry under the plan's name for it, the modules beside it.
+    let dir = entry
+        .rsplit_once('/')
+        .map_or(String::new(), |(d, _)| format!("{d}/"));
+    for (i, (name, text)) in script_names(plan).iter().zip(scripts).enumerate() {
+        files.push(File {
+            path: match i {
+                0 => format!("scripts/{entry}"),
+                _ => format!("scripts/{dir}{name}"),
+            },
+            text: text.to_string(),
+        });
+    }
     if megatron_bundle(plan) {
         files.push(File {
             path: format!("scripts/{}", crate::launch::megatron_bridge::SETTINGS_FILE),
@@ -315,7 +346,7 @@ mod tests {
             "model=llama-3.1-70b&instance=ml.g5.2xlarge",
         ] {
             let plan = Plan::from_query(q).plan;
-            let readme = &files(&plan, Format::Pytorch, "")[0].text;
+            let readme = &files(&plan, Format::Pytorch, &[])[0].text;
             for key in [
                 "{sdk}",
                 "{data}",
