@@ -175,10 +175,17 @@ fn group_stats_fields(g: &serde_json::Value) -> Vec<String> {
         "cv_over",
         "in_sample_median",
     ];
+    // (None yet in a coverage.json written before they were: `plan calibrate --coverage`.)
+    let names = |k: &str| match g.get(k) {
+        Some(list) => counted(list, |x| vec![token(x)]),
+        None => vec!["0".into()],
+    };
     [
         tokens(&g["group"], group),
         tokens(g, stats),
         envelope_fields(&g["envelope"]),
+        names("gpu_types"),
+        names("families"),
     ]
     .concat()
 }

@@ -250,11 +250,13 @@ fn code_view(worker: Worker, lang: Signal<Lang>) -> impl IntoView {
 async fn ask_bundle(worker: Worker, plan: &planner::Plan, launcher: Format) -> Result<(), String> {
     use planner::launch::bundle::{script_names, README_PARTS_URL, SCRIPT_SEPARATOR};
     worker.start();
-    let mut scripts = Vec::new();
+    let mut script = String::new();
     for name in script_names(plan) {
-        scripts.push(crate::browser::fetch_text(&format!("bundle/{name}")).await?);
+        if !script.is_empty() {
+            script.push(SCRIPT_SEPARATOR);
+        }
+        script += &crate::browser::fetch_text(&format!("bundle/{name}")).await?;
     }
-    let script = scripts.join(&SCRIPT_SEPARATOR.to_string());
     let parts = crate::browser::fetch_text(README_PARTS_URL).await?;
     worker.ask_zip(&plan.to_query(), launcher, script, parts, zip_name(plan));
     Ok(())

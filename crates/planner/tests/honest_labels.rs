@@ -313,3 +313,36 @@ fn hf_tensor_parallel_memory_quotes_its_own_oracle_rows() {
         far.note_english()
     );
 }
+
+/// #57: a speed label promises runs of the plan's own GPU and model family.
+/// The three plans were "calibrated" on runs of another GPU (a B300
+/// plan on one B200 run, an H200 plan on two H100 runs) or family
+/// (Qwen2.5-72B on five Llama runs, data/coverage.json `families`); each
+/// is now extrapolated along what differs, naming the runs' own. The same
+/// 8B recipe on the B200 its run used keeps its label.
+#[test]
+fn a_speed_label_names_the_gpu_or_family_its_runs_did_not_have() {
+    let recipe = "stack=megatron&precision=fp8&ckpt=none&loss=fused&fp8_params=1&zero=1&seq=8192";
+    for (q, says) in [
+        (
+            format!("model=llama-3.1-8b&instance=ml.p6-b300.48xlarge&{recipe}&mb=2&ga=8"),
+            "GPU B300 not checked (the runs: B200)",
+        ),
+        (
+            format!("model=llama-3.1-8b&instance=ml.p5en.48xlarge&{recipe}&mb=1&ga=16"),
+            "GPU H200-141GB not checked (the runs: H100-80GB-SXM)",
+        ),
+        (
+            format!("model=qwen2.5-72b&instance=ml.p5.48xlarge&{recipe}&mb=1&ga=32&tp=4&pp=2&cp=2&nodes=4"),
+            "model family qwen not checked (the runs: llama)",
+        ),
+    ] {
+        let a = report(&q).throughput_accuracy.clone();
+        assert_eq!(a.level, "extrapolated", "{q}");
+        assert_eq!(a.expected_error, None, "{q}");
+        assert!(a.note_english().contains(says), "{q}: {}", a.note_english());
+    }
+    let own = format!("model=llama-3.1-8b&instance=ml.p6-b200.48xlarge&{recipe}&mb=2&ga=8");
+    let a = report(&own).throughput_accuracy.clone();
+    assert_eq!(a.level, "calibrated", "{}", a.note_english());
+}

@@ -21,6 +21,30 @@ pub struct Case {
     /// Step time the source reports, where it does.
     pub measured_step_seconds: Option<f64>,
     pub(crate) recipe_found: bool,
+    /// The model's family as the row names it (`model_family`).
+    pub family: String,
+}
+
+/// A model's family: the leading letters of its name, lower-cased, after
+/// its Hub owner (`Llama3 8B`, `llama-3.1-70b` and
+/// `NousResearch/Llama-2-7b-hf` are `llama`, `Qwen2.5-72B` is `qwen`). A
+/// speed label vouches only for the families its runs trained (#57).
+pub fn model_family(name: &str) -> String {
+    let owner = name.bytes().rposition(|b| b == b'/').map_or(0, |i| i + 1);
+    let name = &name[owner..];
+    name.chars()
+        .take_while(char::is_ascii_alphabetic)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// The family a plan trains: its preset's; none for a shape of its own (a
+/// quick size, a changed field, a pasted config or a published run's
+/// link), which the envelope's shape settings judge instead.
+pub fn plan_family(plan: &Plan) -> Option<String> {
+    let m = &plan.model;
+    let own_shape = m.params_b.is_some() || !m.arch.is_empty() || m.preset == "custom";
+    (!own_shape).then(|| model_family(&m.preset))
 }
 
 impl Case {

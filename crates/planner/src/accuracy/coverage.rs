@@ -133,6 +133,11 @@ pub struct GroupStats {
     pub in_sample_median: f64,
     /// What the rows ran: a plan outside it is extrapolated.
     pub envelope: Envelope,
+    /// The GPUs and the model families the rows ran: a plan on another GPU
+    /// or of another family is extrapolated along it (#57: a B300 plan was
+    /// "calibrated" on one B200 run, Qwen2.5-72B on five Llama runs).
+    pub gpu_types: Vec<String>,
+    pub families: Vec<String>,
 }
 
 /// Checks of this many rows or more quote an expected error (#36: a ±
@@ -312,6 +317,8 @@ impl GroupStats {
             cv_over: f.num(),
             in_sample_median: f.num(),
             envelope: Envelope::read(f),
+            gpu_types: f.list(|f| f.text().to_string()),
+            families: f.list(|f| f.text().to_string()),
         }
     }
 }
@@ -377,6 +384,8 @@ impl Coverage {
                 cv_over: 0.0,
                 in_sample_median: 0.0,
                 envelope: Envelope::default(),
+                gpu_types: Vec::new(),
+                families: Vec::new(),
             },
             groups: Vec::new(),
             stacks: Vec::new(),

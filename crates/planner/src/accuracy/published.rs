@@ -202,6 +202,7 @@ fn case(r: &Row) -> Option<Case> {
         measured_tokens_per_s_per_gpu: r.num("measured_tokens_per_s_per_gpu")?,
         measured_step_seconds: None,
         recipe_found: true,
+        family: crate::accuracy::case::model_family(r.get("model")),
         arch,
         plan,
         layout,

@@ -32,6 +32,9 @@ pub struct ThroughputRow {
     pub cross_validated_percent: f64,
     /// What the run was: sequence, GPUs, model size, precision, training.
     pub point: Envelope,
+    /// The GPU it ran on and its model's family (`case::model_family`).
+    pub gpu: String,
+    pub family: String,
 }
 
 /// Every throughput row, in-sample and cross-validated. The Hugging Face
@@ -51,6 +54,8 @@ pub fn throughput_rows() -> Vec<ThroughputRow> {
             in_sample_percent: p.error_percent,
             cross_validated_percent: v.error_percent,
             point: case_point(c),
+            gpu: c.gpu.id.to_string(),
+            family: c.family.clone(),
         })
         .collect();
     for c in hf_cases() {
@@ -62,6 +67,8 @@ pub fn throughput_rows() -> Vec<ThroughputRow> {
             in_sample_percent: p.error_percent,
             cross_validated_percent: p.error_percent,
             point: case_point(&c),
+            gpu: c.gpu.id.to_string(),
+            family: c.family.clone(),
         });
     }
     rows
@@ -76,10 +83,18 @@ fn stats(group: Group, rows: &[&ThroughputRow]) -> GroupStats {
     let mut models: Vec<u64> = rows.iter().map(|r| r.point.params.0).collect();
     models.sort_unstable();
     models.dedup();
+    let each = |f: fn(&ThroughputRow) -> &String| {
+        let mut v: Vec<String> = rows.iter().map(|r| f(r).clone()).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
     GroupStats {
         group,
         rows: rows.len(),
         models: models.len(),
+        gpu_types: each(|r| &r.gpu),
+        families: each(|r| &r.family),
         cv_under,
         cv_over,
         envelope: Envelope::cover(rows.iter().map(|r| &r.point)),

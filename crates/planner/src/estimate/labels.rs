@@ -248,6 +248,15 @@ fn outside_axis(o: &Outside) -> Phrase {
             .with("key", *key),
         Outside::Zero { value, checked } => unchecked(Text::AxisZero, value, checked),
         Outside::Hybrid => Phrase::new(Text::AxisHybrid),
+        Outside::GpuType { value, checked } | Outside::Family { value, checked } => {
+            let id = match o {
+                Outside::GpuType { .. } => Text::AxisGpuType,
+                _ => Text::AxisFamily,
+            };
+            Phrase::new(id)
+                .with("value", value.clone())
+                .with("checked", checked_values(checked))
+        }
     }
 }
 
@@ -585,7 +594,13 @@ fn checked_throughput(
             .with("models", stats.models)
             .with("group", stats.group.phrase())
     };
-    let outside = speed_outside(plan, r, &stats.envelope, stats.quoted_error());
+    let mut outside = other_kind(plan, r, stats);
+    outside.extend(speed_outside(
+        plan,
+        r,
+        &stats.envelope,
+        stats.quoted_error(),
+    ));
     if !outside.is_empty() {
         extrapolated(&outside, note(Text::ThroughputChecked))
     } else if !stats.quotes_an_error() {
@@ -601,6 +616,26 @@ fn checked_throughput(
             note: vec![note(Text::ThroughputChecked)],
         }
     }
+}
+
+/// The GPU and the model family of a plan where the group's runs had
+/// neither (#57: the runs' kind is what a "calibrated" label promises).
+fn other_kind(plan: &Plan, r: &Job, stats: &crate::accuracy::coverage::GroupStats) -> Vec<Outside> {
+    let family = crate::accuracy::case::plan_family(plan);
+    let mut out = Vec::new();
+    if !stats.gpu_types.iter().any(|g| g == r.gpu.id) {
+        out.push(Outside::GpuType {
+            value: r.gpu.id.to_string(),
+            checked: stats.gpu_types.clone(),
+        });
+    }
+    if let Some(family) = family.filter(|f| !stats.families.contains(f)) {
+        out.push(Outside::Family {
+            value: family,
+            checked: stats.families.clone(),
+        });
+    }
+    out
 }
 
 /// A plan of a kind no published run checked: "derived", naming its own

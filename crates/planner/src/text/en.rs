@@ -568,6 +568,8 @@ catalog! {
     MemoryMeasuredOnGpu => "measured on GPUs: {rows} fine-tuning runs of this kind from three sources (fms-acceleration's HF Trainer runs and torchtune on A100 80GB, Answer.AI's LoRA and QLoRA on two RTX 3090s), torch's peak allocated or reserved memory: median error {median}%, from {under}% to {over}%",
     AssumedTermsNote => "{gib} of this total is assumed, not counted from the plan's tensors: the CUDA context, cuBLAS/NCCL workspaces and the caching allocator's reserve, at the share measured on real runs of this stack (set workspaces and the cache under Hardware and cost); the verdict rests on them too",
     AxisHybrid => "hybrid sharding (a shard group smaller than the data-parallel ranks) not checked",
+    AxisGpuType => "GPU {value} not checked (the runs: {checked})",
+    AxisFamily => "model family {value} not checked (the runs: {checked})",
     MemoryOracleHeldOut => "that is in-sample (the model was changed on those steps); on {rows} held-out steps it never saw: median {median}%, from {under}% to {over}%",
     MemoryOracleInSampleOnly => "that is in-sample (the model was changed on those steps), and no held-out step checks this kind",
     MemoryOracleDpoOutOfSample => "out of sample: the memory model was not changed on these DPO steps",

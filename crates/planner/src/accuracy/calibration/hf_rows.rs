@@ -159,5 +159,6 @@ pub(super) fn hf_case(r: &Row) -> Option<Case> {
         measured_tokens_per_s_per_gpu: r.num("measured_value")?,
         measured_step_seconds: None,
         recipe_found: true,
+        family: crate::accuracy::case::model_family(r.get("model")),
     })
 }

@@ -386,5 +386,6 @@ pub(super) fn case(r: &Row) -> Option<Case> {
         measured_tokens_per_s_per_gpu: measured,
         measured_step_seconds: step,
         recipe_found: r.get("recipe_recompute") != "not found",
+        family: crate::accuracy::case::model_family(r.get("model")),
     })
 }

@@ -128,6 +128,16 @@ pub enum Outside {
         checked: String,
     },
     Hybrid,
+    /// The plan's GPU, which no run of the group ran on, and theirs.
+    GpuType {
+        value: String,
+        checked: Vec<String>,
+    },
+    /// The plan's model family, of which the group ran no model, and theirs.
+    Family {
+        value: String,
+        checked: Vec<String>,
+    },
     /// One of `SETTINGS`: the plan's value and what the checks ran (a
     /// range, or the values, "" for unset).
     Setting {
