@@ -103,6 +103,11 @@ await test('after edits, charts, code, terms and warnings are drawn as a fresh p
   await page.waitForFunction(() => location.search.includes('precision=fp8'));
   const fresh = await ctx.newPage();
   await open(fresh, page.url());
+  // The code comes from the worker once its panel is near the view: both pages wait for theirs.
+  for (const p of [page, fresh]) {
+    await p.locator('#export-code').scrollIntoViewIfNeeded();
+    await p.waitForFunction(() => document.querySelector('#export-code').getAttribute('aria-busy') === 'false');
+  }
   for (const sel of ['#instance-chart', '#seq-chart', '#export-code', '#terms', '#messages', '#model', '#instance']) {
     const [a, b] = await Promise.all([page, fresh].map((p) => p.$eval(sel, (e) => e.outerHTML)));
     assert(a === b, `${sel} after edits differs from a fresh page's`);

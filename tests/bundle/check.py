@@ -222,7 +222,18 @@ def run_script(script, argv, world, env_extra=None):
     else:
         cmd = [py, script, *argv]
     env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", **(env_extra or {}))
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    # A CPU rank of torchrun sometimes aborts in C++ on this machine ("terminate called without
+    # an active exception", SIGABRT) in a run that otherwise trains: 2 of 3 CI runs on
+    # 2026-12-07, in different cases. Its cause is not found yet; the run is tried once more,
+    # and says so, rather than failing CI at random.
+    if world > 1 and run.returncode != 0 and GLOO_ABORT in run.stderr:
+        print(f"retried: {os.path.basename(script)} x {world} aborted in C++ (SIGABRT)", flush=True)
+        run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    return run
+
+
+GLOO_ABORT = "terminate called without an active exception"
 
 
 def measured_line(out):
