@@ -220,9 +220,11 @@ fn price_instances(instances: &mut [Instance]) {
 /// ml.p6e-gb200.36xlarge is sold only inside P6e-GB200 UltraServers, whose
 /// 36 or 72 GPUs share one NVLink domain (shared/data/gb200_nvl72_and_uneven_pp.md §1.1).
 pub fn is_ultraserver(instance_type: &str) -> bool {
-    // A plain window scan: `str::contains` sets up a two-way searcher, and
-    // every resolve asks twice.
-    instance_type.as_bytes().windows(5).any(|w| w == b"gb200")
+    // A plain scan for its first byte, then the rest: `str::contains` sets
+    // up a two-way searcher, and comparing every window calls memcmp; every
+    // resolve asks twice.
+    let b = instance_type.as_bytes();
+    (0..b.len().saturating_sub(4)).any(|i| b[i] == b'g' && &b[i..i + 5] == b"gb200")
 }
 
 /// The instances a job places on each UltraServer it spans, filled in
@@ -390,6 +392,28 @@ mod tests {
         use Generation::*;
         for g in [Ampere, Ada, Hopper, HopperPowerCapped, Blackwell] {
             assert_eq!(g.name(), format!("{g:?}"));
+        }
+    }
+
+    /// The scan is `str::contains("gb200")`, on every instance of the
+    /// catalogue and on the edges of a short or a repeated name.
+    #[test]
+    fn ultraservers_are_the_gb200_instances() {
+        let names = super::instances().iter().map(|i| i.instance_type);
+        let edges = [
+            "",
+            "gb20",
+            "gb200",
+            "ggb200",
+            "xgb20",
+            "ml.p6e-gb200.36xlarge",
+        ];
+        for name in names.chain(edges) {
+            assert_eq!(
+                super::is_ultraserver(name),
+                name.contains("gb200"),
+                "{name}"
+            );
         }
     }
 }
