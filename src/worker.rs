@@ -278,7 +278,7 @@ impl Worker {
 /// said as it is.
 pub fn failure(reply: &str) -> Option<planner::text::Phrase> {
     let failed = reply.strip_prefix('!')?;
-    Some(planner::text::Phrase::new(planner::text::Text::Verbatim).with("text", failed.to_string()))
+    Some(planner::text::Phrase::verbatim(failed.to_string()))
 }
 
 /// Call `then` once, when `el` first comes within 600 px of the viewport

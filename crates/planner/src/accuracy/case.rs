@@ -30,21 +30,28 @@ pub struct Case {
 /// `NousResearch/Llama-2-7b-hf` are `llama`, `Qwen2.5-72B` is `qwen`). A
 /// speed label vouches only for the families its runs trained (#57).
 pub fn model_family(name: &str) -> String {
-    let owner = name.bytes().rposition(|b| b == b'/').map_or(0, |i| i + 1);
-    let name = &name[owner..];
-    name.chars()
-        .take_while(char::is_ascii_alphabetic)
-        .map(|c| c.to_ascii_lowercase())
-        .collect()
+    family_letters(name).to_ascii_lowercase()
 }
 
-/// The family a plan trains: its preset's; none for a shape of its own (a
-/// quick size, a changed field, a pasted config or a published run's
-/// link), which the envelope's shape settings judge instead.
-pub fn plan_family(plan: &Plan) -> Option<String> {
+/// The leading letters of a name after its Hub owner, as written.
+fn family_letters(name: &str) -> &str {
+    let owner = name.bytes().rposition(|b| b == b'/').map_or(0, |i| i + 1);
+    let name = &name[owner..];
+    let end = name
+        .bytes()
+        .position(|b| !b.is_ascii_alphabetic())
+        .unwrap_or(name.len());
+    &name[..end]
+}
+
+/// The family a plan trains: its preset's (preset ids are lower case, as
+/// `model_family` writes a row's); none for a shape of its own (a quick
+/// size, a changed field, a pasted config or a published run's link),
+/// which the envelope's shape settings judge instead.
+pub fn plan_family(plan: &Plan) -> Option<&str> {
     let m = &plan.model;
     let own_shape = m.params_b.is_some() || !m.arch.is_empty() || m.preset == "custom";
-    (!own_shape).then(|| model_family(&m.preset))
+    (!own_shape).then(|| family_letters(&m.preset))
 }
 
 impl Case {

@@ -204,7 +204,7 @@ fn extrapolated(outside: &[Outside], inside: Phrase) -> Accuracy {
 fn checked_values(values: &[String]) -> Arg {
     let phrase = |v: &String| match v.as_str() {
         "" => Phrase::new(Text::Unset),
-        _ => Phrase::new(Text::Verbatim).with("text", v.clone()),
+        _ => Phrase::verbatim(v.clone()),
     };
     Arg::List(values.iter().map(phrase).collect(), Join::Comma)
 }
@@ -629,9 +629,9 @@ fn other_kind(plan: &Plan, r: &Job, stats: &crate::accuracy::coverage::GroupStat
             checked: stats.gpu_types.clone(),
         });
     }
-    if let Some(family) = family.filter(|f| !stats.families.contains(f)) {
+    if let Some(family) = family.filter(|f| !stats.families.iter().any(|g| g == f)) {
         out.push(Outside::Family {
-            value: family,
+            value: family.to_string(),
             checked: stats.families.clone(),
         });
     }

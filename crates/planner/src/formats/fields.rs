@@ -64,17 +64,19 @@ impl<'a> Fields<'a> {
 
     pub fn num(&mut self) -> f64 {
         let t = self.text();
-        parse_f64(t).unwrap_or_else(|| self.fail(format!("not a number: \"{t}\""), 0.0))
+        self.number(t)
     }
 
     /// A number, or nothing where the field is empty.
     pub fn opt_num(&mut self) -> Option<f64> {
         match self.text() {
             "" => None,
-            t => Some(
-                parse_f64(t).unwrap_or_else(|| self.fail(format!("not a number: \"{t}\""), 0.0)),
-            ),
+            t => Some(self.number(t)),
         }
+    }
+
+    fn number(&mut self, t: &str) -> f64 {
+        parse_f64(t).unwrap_or_else(|| self.fail(format!("not a number: \"{t}\""), 0.0))
     }
 
     pub fn whole(&mut self) -> u64 {

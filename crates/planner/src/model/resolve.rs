@@ -22,10 +22,7 @@ pub fn resolve_architecture(plan: &Plan) -> (Architecture, Phrase) {
             Phrase::new(Text::DerivedShape).with("billions", Arg::Real(b)),
         ),
         None => match architecture::preset(&plan.model.preset) {
-            Some(p) => (
-                p.arch.clone(),
-                Phrase::new(Text::Verbatim).with("text", p.name),
-            ),
+            Some(p) => (p.arch.clone(), Phrase::verbatim(p.name)),
             None => {
                 let p = architecture::preset(&Plan::default().model.preset)
                     .expect("default preset exists");

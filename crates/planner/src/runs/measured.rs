@@ -134,10 +134,9 @@ pub fn line_reply(text: &str) -> String {
 /// What `line_reply` wrote: the measured run, or why the line did not
 /// read (a reply that does not read says so, as it is).
 pub fn read_line_reply(reply: &str) -> Result<Measured, Phrase> {
-    let unread = |why: String| Phrase::new(Text::Verbatim).with("text", why);
     let mut f = Fields::new(reply);
     if !f.flag() {
-        return Err(Phrase::read(&mut f).map_err(unread)?);
+        return Err(Phrase::read(&mut f).map_err(Phrase::verbatim)?);
     }
     let list = |f: &mut Fields| f.flag().then(|| f.list(Fields::num));
     let m = Measured {
@@ -153,7 +152,7 @@ pub fn read_line_reply(reply: &str) -> Result<Measured, Phrase> {
         max_memory_reserved_gib: list(&mut f),
         compute: f.text().into(),
     };
-    f.done(m).map_err(unread)
+    f.done(m).map_err(Phrase::verbatim)
 }
 
 /// Measured beside predicted, and the time and cost re-based on the measured speed.
@@ -202,7 +201,7 @@ pub fn compare(plan: &Plan, report: &Report, m: &Measured) -> Result<Comparison,
         notes.push(p);
     }
     if m.compute.contains("fallback") {
-        notes.push(Phrase::new(Text::Verbatim).with("text", &m.compute));
+        notes.push(Phrase::verbatim(&m.compute));
     }
     let tps = m.tokens_per_second_per_gpu.unwrap_or(0.0);
     let predicted = report.throughput.tokens_per_second_per_gpu;

@@ -114,6 +114,11 @@ impl Phrase {
         Phrase { id, args: vec![] }
     }
 
+    /// `text` as it is (a name, a value, a message from elsewhere).
+    pub fn verbatim(text: impl Into<Arg>) -> Phrase {
+        Phrase::new(Text::Verbatim).with("text", text)
+    }
+
     /// The phrase with one more named value.
     pub fn with(mut self, name: &'static str, value: impl Into<Arg>) -> Phrase {
         self.args.push((name, value.into()));

@@ -169,7 +169,7 @@ fn why(base: &Baseline, speed: f64, offer: &Offer) -> Phrase {
                 .with("hours", Arg::Number(offer.hours, 1));
             said.push(cost);
         }
-        Phrase::new(Text::Verbatim).with("text", Arg::List(said, Join::Nothing))
+        Phrase::verbatim(Arg::List(said, Join::Nothing))
     } else if parts.is_empty() {
         Phrase::new(Text::OnAParWithYours)
     } else {

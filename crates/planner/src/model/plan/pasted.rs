@@ -7,7 +7,7 @@ use super::choices::ArchOverrides;
 use super::types::{ModelChoice, Plan};
 use crate::formats::fields::{field, record, Fields};
 use crate::model::architecture::{from_hf_config, Architecture, ConfigError};
-use crate::text::{Phrase, Text};
+use crate::text::Phrase;
 
 impl ModelChoice {
     /// A custom model of the shape of `a`, every field given.
@@ -58,7 +58,7 @@ pub fn config_reply(text: &str) -> String {
 pub fn read_config_reply(reply: &str) -> Result<ModelChoice, ConfigError> {
     let unread = |why: String| ConfigError {
         field: None,
-        phrase: Phrase::new(Text::Verbatim).with("text", why),
+        phrase: Phrase::verbatim(why),
     };
     let mut f = Fields::new(reply);
     match f.text() {
