@@ -13,8 +13,10 @@ use planner::{evaluate, Plan};
 
 const GIB: f64 = (1u64 << 30) as f64;
 
-/// Every row within -7%..+4% (measured on A100, H100 and GB200 alike: memory
-/// does not depend on the GPU); what the page's label quotes.
+/// Every row within -11%..+4% (measured on A100, H100 and GB200 alike:
+/// memory does not depend on the GPU); what the page's label quotes. The
+/// tensor-parallel runs are the short ones: their hidden dropout, which the
+/// planner's plans and exports do not have (below).
 #[test]
 fn megatron_ci_runs_within_their_bound() {
     let rows = megatron_memory_rows();
@@ -25,7 +27,7 @@ fn megatron_ci_runs_within_their_bound() {
             r.label, r.measured, r.predicted, r.error_percent
         );
         assert!(
-            (-7.0..=4.0).contains(&r.error_percent),
+            (-11.0..=4.0).contains(&r.error_percent),
             "{}: {:+.1}%",
             r.label,
             r.error_percent
@@ -43,19 +45,28 @@ fn megatron_ci_runs_within_their_bound() {
 /// The dense 7B runs kept Megatron's default hidden dropout (0.1: their
 /// model_config.yaml does not set it), whose fused bias-dropout-add saves a
 /// one-byte mask of `h` twice a layer; the planner's plans have no dropout.
-/// The tensor-parallel runs' shortfall is no more than those masks: 2 h x
+/// The tensor-parallel runs' shortfall is more than those masks, 2 h x
 /// 16,384 tokens x 32 layers = 4.0 GiB (no sequence parallelism, so every
-/// rank keeps them whole).
+/// rank keeps them whole), and no more than the masks and the 4 B per logit
+/// that this older build's plain cross-entropy keeps beyond the 6 B the
+/// 8 x B200 runs of Megatron-LM 23e00ed0 measure (tests/b200_megatron_real.rs):
+/// 16,384 tokens x 131,584 / 4 vocabulary x 4 B = 2.0 GiB.
 #[test]
 fn the_tensor_parallel_shortfall_is_the_dropout_masks() {
     let masks = 2.0 * 4096.0 * 16_384.0 * 32.0 / GIB;
     assert_eq!(masks, 4.0);
+    let older_loss = 16_384.0 * (131_584.0 / 4.0) * 4.0 / GIB;
+    assert_eq!(older_loss, 2.0078125);
     for r in megatron_memory_rows()
         .iter()
         .filter(|r| r.label.starts_with("mlm_7b_tp4"))
     {
         let short = r.measured - r.predicted;
-        assert!(short > 0.0 && short <= masks, "{}: {short:.2} GiB", r.label);
+        assert!(
+            short > masks && short <= masks + older_loss,
+            "{}: {short:.2} GiB",
+            r.label
+        );
     }
 }
 

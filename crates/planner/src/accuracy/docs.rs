@@ -3,11 +3,11 @@
 //! stack and sequence band, the labels' groups, the rows left out, and the
 //! memory checks.
 
-use crate::accuracy::coverage::{Coverage, GroupStats, MemoryStats};
+use crate::accuracy::coverage::{median, Coverage, GroupStats, MemoryStats};
 use crate::accuracy::memory_checks::{
-    gpu_memory_rows, is_whole_model, megatron_memory_rows, memory_stats, off_path_gpu_memory_rows,
-    oracle_heldout_rows, oracle_real_size_rows, out_of_sample_gpu_memory, torchtitan_memory_rows,
-    MemoryRow, IN_SAMPLE_GPU_MEMORY_ROWS,
+    b200_memory_rows, b200_step_rows, gpu_memory_rows, is_whole_model, megatron_memory_rows,
+    memory_stats, off_path_gpu_memory_rows, oracle_heldout_rows, oracle_real_size_rows,
+    out_of_sample_gpu_memory, torchtitan_memory_rows, MemoryRow, IN_SAMPLE_GPU_MEMORY_ROWS,
 };
 use crate::accuracy::summary::{stats_by, ThroughputRow};
 
@@ -21,6 +21,44 @@ fn megatron_markdown(st: &MemoryStats) -> String {
         pct(st.over)
     );
     s + &rows_table(&megatron_memory_rows(), 1.0, pct)
+}
+
+/// The real 8 x B200 Megatron-LM runs for docs/accuracy.md: memory and step
+/// time, row by row, with SimuMax's prediction of the same step beside ours.
+fn b200_markdown() -> String {
+    let mem = b200_memory_rows();
+    let st = memory_stats(&mem);
+    let steps = b200_step_rows();
+    let ours = median(steps.iter().map(|r| r.error_percent.abs()).collect());
+    let simumax = median(
+        steps
+            .iter()
+            .map(|r| (100.0 * (r.simumax_ms - r.measured_ms) / r.measured_ms).abs())
+            .collect(),
+    );
+    let mut s = format!(
+        "\n#### Real Megatron-LM runs on 8 x B200\n\n{} BF16 runs of Llama 3 70B (12 layers) and 405B (4 layers) on one 8 x B200 node (data/b200_megatron_real.csv, from SimuMax's B200 release: Megatron-LM 23e00ed0, TE 2.11), planned as their launcher ran them; no parameter is fitted on them. Memory (`max_memory_allocated` against the fullest stage): median {:.1}%, from {} to {}. Step time: median {:.1}% (SimuMax on the same runs: {:.1}%).\n\n| run | measured GiB | predicted GiB | error | measured ms | predicted ms | error | SimuMax ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        mem.len(),
+        st.median,
+        pct(st.under),
+        pct(st.over),
+        ours,
+        simumax
+    );
+    for (m, t) in mem.iter().zip(&steps) {
+        s += &format!(
+            "| {} | {:.2} | {:.2} | {} | {:.0} | {:.0} | {} | {:.0} |\n",
+            m.label,
+            m.measured,
+            m.predicted,
+            pct(m.error_percent),
+            t.measured_ms,
+            t.predicted_ms,
+            pct(t.error_percent),
+            t.simumax_ms
+        );
+    }
+    s
 }
 
 /// Measured and predicted, one row per line (`| label | measured |
@@ -230,6 +268,7 @@ fn memory_markdown(c: &Coverage) -> String {
         );
     }
     s += &megatron_markdown(&c.memory_megatron);
+    s += &b200_markdown();
     s += "\nThe real-GPU rows, one by one (predicted vs measured, GiB; HF001-HF021 peak allocated, HF064-HF073 peak reserved):\n\n| row | measured | predicted | error |\n|---|---:|---:|---:|\n";
     s += &rows_table(&gpu_memory_rows(), 1.0, pct);
     s += &off_path_markdown();

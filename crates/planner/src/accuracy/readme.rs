@@ -6,7 +6,8 @@
 use crate::accuracy::coverage::{Coverage, MemoryStats};
 use crate::accuracy::docs::{pct, readme_groups};
 use crate::accuracy::memory_checks::{
-    memory_stats, off_path_gpu_memory_rows, oracle_memory_rows, out_of_sample_gpu_memory,
+    b200_memory_rows, memory_stats, off_path_gpu_memory_rows, oracle_memory_rows,
+    out_of_sample_gpu_memory,
 };
 use crate::accuracy::summary::ThroughputRow;
 
@@ -72,8 +73,9 @@ fn gpu_line(c: &Coverage) -> String {
     let g = &c.memory_gpu;
     let o = out_of_sample_gpu_memory();
     let off = off_path_gpu_memory_rows();
+    let b200 = memory_stats(&b200_memory_rows());
     format!(
-        "- **Memory on real GPUs**: {} fine-tuning runs (fms-acceleration and torchtune on A100 80GB, Answer.AI's FSDP+QLoRA on two RTX 3090s) check HF plans of their kind (median error {:.1}%, from {} to {}; on the {} the model was never changed on {:.1}%, from {} to {}); {} run on a path the planner does not plan is left out and listed in docs/accuracy.md. Megatron-LM's own CI runs: {} rows, median {:.1}%, from {} to {}.",
+        "- **Memory on real GPUs**: {} fine-tuning runs (fms-acceleration and torchtune on A100 80GB, Answer.AI's FSDP+QLoRA on two RTX 3090s) check HF plans of their kind (median error {:.1}%, from {} to {}; on the {} the model was never changed on {:.1}%, from {} to {}); {} run on a path the planner does not plan is left out and listed in docs/accuracy.md. Megatron-LM's own CI runs: {} rows, median {:.1}%, from {} to {}; {} real 8 x B200 Megatron-LM runs: median {:.1}%, from {} to {}.",
         g.rows,
         g.median,
         pct(g.under),
@@ -86,7 +88,11 @@ fn gpu_line(c: &Coverage) -> String {
         c.memory_megatron.rows,
         c.memory_megatron.median,
         pct(c.memory_megatron.under),
-        pct(c.memory_megatron.over)
+        pct(c.memory_megatron.over),
+        b200.rows,
+        b200.median,
+        pct(b200.under),
+        pct(b200.over)
     )
 }
 

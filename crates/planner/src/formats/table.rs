@@ -42,9 +42,12 @@ fn split(line: &str) -> Vec<String> {
     out
 }
 
-/// Read a CSV file with a header line; quoted fields may hold commas.
+/// Read a CSV file with a header line; quoted fields may hold commas, and
+/// lines that start with `#` are comments (a row's sources).
 pub fn read_csv(text: &str) -> Vec<Row> {
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let mut lines = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
     let header = std::rc::Rc::new(lines.next().map(split).unwrap_or_default());
     lines
         .map(|l| Row {

@@ -27,8 +27,13 @@ pub(super) fn final_norm(s: &MemoryShape) -> f64 {
 /// Logits and cross-entropy buffers at the start of backward, `s*b*V/t`
 /// elements (SPEC §3.3): HF upcasts the logits to fp32 and log_softmax
 /// saves its fp32 output (4 B), its gradient and the input gradient coexist
-/// with it (8 B more); Megatron's fused vocab-parallel cross-entropy keeps
-/// bf16 logits, an fp32 softmax and one fp32 gradient (~10 B); Liger's fused
+/// with it (8 B more); Megatron's plain vocab-parallel cross-entropy
+/// (`VocabParallelCrossEntropy`, no `--cross-entropy-loss-fusion`) saves its
+/// fp32 `exp_logits` (4 B) and computes the bf16 logits' gradient in place
+/// over them (2 B): 6 B, and the 31 real 8 x B200 runs of
+/// b200_megatron_real.csv measure 5.8-6.2 B per logit over the rest of
+/// their memory; its fused loss (TE's Triton cross-entropy, in place) keeps
+/// 12 B of one chunk of the tokens in eight; Liger's fused
 /// linear cross-entropy works on ~1/8 of the tokens at a time. train.py's
 /// fused loss (the HF export) runs the head and the plain loss on
 /// `FUSED_LOSS_CHUNK` tokens at a time, recomputed in backward (oracle rows
@@ -58,7 +63,7 @@ pub(super) fn logits_and_loss(s: &MemoryShape) -> f64 {
         * temperature_copy
         * match (s.recipe.implementation.loss, s.recipe.implementation.stack) {
             (Loss::Plain, Stack::Hf | Stack::Torchtitan) => tokens * vocab * 12.0,
-            (Loss::Plain, Stack::Megatron) => tokens * vocab * 10.0,
+            (Loss::Plain, Stack::Megatron) => tokens * vocab * 6.0,
             (Loss::Fused, Stack::Hf) => tokens.min(FUSED_LOSS_CHUNK) * vocab * 12.0,
             // torchtitan's ChunkedLossWrapper: the head and the loss over 8
             // chunks of the tokens, one at a time (its `num_chunks`).

@@ -3,6 +3,7 @@
 //! after tensor, pipeline and expert parallelism and ZeRO sharding.
 
 use super::shape::{linear_params, MemoryShape};
+use crate::model::architecture::Architecture;
 use crate::model::layout::Layout;
 use crate::model::plan::{Precision, Stack, Training};
 use crate::model::recipe::Recipe;
@@ -60,9 +61,74 @@ pub(super) fn fp8_only_params(s: &MemoryShape) -> f64 {
     }
 }
 
-/// Gradients: trainable Ψ x gradient bytes, sharded from ZeRO-2 (SPEC §3.2).
+/// Gradients: trainable Ψ x gradient bytes, sharded from ZeRO-2 (SPEC §3.2),
+/// and Megatron's cached placeholder weight gradients (`wgrad_placeholders`).
 pub(super) fn gradients(s: &MemoryShape) -> f64 {
-    s.shard(s.trainable * s.sb.grads, 2)
+    s.shard(s.trainable * s.sb.grads, 2) + wgrad_placeholders(s)
+}
+
+/// Megatron's gradient-accumulation fusion writes each Linear's weight
+/// gradient straight into its `main_grad` and hands autograd a placeholder
+/// instead: TransformerEngine >= 2.3 `get_dummy_wgrad(shape, dtype)`
+/// (transformer_engine/pytorch/utils.py), a tensor of the weight's shape and
+/// dtype cached per (shape, dtype) and kept for the whole run. One per
+/// distinct local Linear shape: the fused QKV, the output projection, FC1
+/// and FC2 (an MoE layer's experts share theirs, the shared experts have
+/// their own; so do MLA's projections). The 8 x B200 runs of b200_megatron_real.csv (TE 2.11) hold
+/// them: 405B at TP 1, 6.0 GiB, is the gap the other terms leave there.
+pub(super) fn wgrad_placeholders(s: &MemoryShape) -> f64 {
+    let megatron = s.recipe.implementation.stack == Stack::Megatron;
+    if !megatron || s.peft || s.layers <= 0.0 {
+        return 0.0;
+    }
+    let bytes = if s.recipe.numerics.precision == Precision::Fp32 {
+        4.0
+    } else {
+        2.0
+    };
+    distinct_linear_shapes(s.arch, s.t)
+        .iter()
+        .map(|(i, o)| (i * o) as f64)
+        .sum::<f64>()
+        * bytes
+}
+
+/// The distinct `(in, out)` shapes of one TP rank's decoder Linear weights
+/// (fused QKV in Megatron, gated MLPs' FC1 fused), without repeats.
+fn distinct_linear_shapes(a: &Architecture, t: f64) -> Vec<(u64, u64)> {
+    let t = t.max(1.0) as u64;
+    let split = |w: u64| (w / t).max(1);
+    let mut shapes: Vec<(u64, u64)> = if a.mla.is_some() {
+        a.attention_linears()
+            .into_iter()
+            .map(|(i, o, tp)| if tp { (i, split(o)) } else { (i, o) })
+            .collect()
+    } else {
+        vec![
+            (a.hidden, split(a.q_width() + 2 * a.kv_width())),
+            (split(a.q_width()), a.hidden),
+        ]
+    };
+    let up = a.mlp.matrices() - 1;
+    let mut mlp = |f: u64| {
+        shapes.push((a.hidden, split(up * f)));
+        shapes.push((split(f), a.hidden));
+    };
+    match &a.moe {
+        Some(m) => {
+            mlp(m.expert_ffn);
+            if m.shared > 0 {
+                mlp(m.shared as u64 * m.expert_ffn);
+            }
+            if m.dense_layers > 0 {
+                mlp(a.ffn);
+            }
+        }
+        None => mlp(a.ffn),
+    }
+    shapes.sort_unstable();
+    shapes.dedup();
+    shapes
 }
 
 /// fp32 master weights of Megatron/DeepSpeed mixed precision (4 B/param), sharded from ZeRO-1 (SPEC §3.2).
