@@ -12,15 +12,15 @@ use planner::model::plan::{Data, ModelChoice, Plan, Saving};
 /// 50 such changes broke none); and cross-validated (leave-one-architecture-
 /// out), its error plus a point (at least 2). Rows over 10% say why.
 const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
-    ("mb2511_l8b_gb200_fp8", 7.0, 7.5),
-    ("mb2511_l8b_b200_fp8", 1.5, 2.0),
+    ("mb2511_l8b_gb200_fp8", 2.5, 2.5),
+    ("mb2511_l8b_b200_fp8", 6.0, 6.5),
     ("mb2511_l8b_h100_fp8", 11.5, 12.0), // its recipe recomputes 5 of 32 layers in full; the table's FSDP run is not in the release's preset (a CLI override), timed as ZeRO-3
     ("mb2511_l70b_gb200_fp8", 1.0, 2.0),
-    ("mb2511_l70b_h100_fp8", 10.5, 11.5), // Megatron-Bridge 70B on H100 (TP4 PP8 VP5): under-predicted; the interleaved bubble and PP traffic are charged in full
-    ("mb2511_l405b_gb200_fp8", 6.0, 6.5),
-    ("mb2511_l405b_b200_fp8", 1.0, 2.0),
+    ("mb2511_l70b_h100_fp8", 10.5, 11.0), // Megatron-Bridge 70B on H100 (TP4 PP8 VP5): under-predicted; the interleaved bubble and PP traffic are charged in full
+    ("mb2511_l405b_gb200_fp8", 5.5, 6.5),
+    ("mb2511_l405b_b200_fp8", 1.5, 1.0),
     ("mb2511_l405b_h100_fp8", 7.5, 9.0),
-    ("mb2511_l8b_gb300_fp8", 11.5, 12.0), // GB300 is fitted with GB200/B200 as one generation; the GB300 run is 19% faster than GB200 in the table but only FP4 and attention differ in the datasheets
+    ("mb2511_l8b_gb300_fp8", 15.5, 16.0), // GB300 is fitted with GB200/B200 as one generation; the GB300 run is 19% faster than GB200 in the table but only FP4 and attention differ in the datasheets
     ("nemo2407_l3_8b_h100_fp8", 9.5, 10.0),
     ("nemo2407_l3_70b_h100_fp8", 2.0, 3.0),
     ("nemo2407_l2_7b_h100_fp8", 1.5, 2.0),
@@ -31,23 +31,23 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("dgxc_l31_8b_h100_bf16_8", 4.0, 5.5),
     ("dgxc_l31_8b_h100_fp8_8", 4.0, 4.5),
     ("dgxc_l31_70b_h100_bf16_64", 2.5, 4.5),
-    ("dgxc_l31_70b_h100_fp8_64", 2.5, 2.5),
-    ("dgxc_nemotron15b_h100_bf16_16", 4.5, 6.5),
+    ("dgxc_l31_70b_h100_fp8_64", 2.0, 2.5),
+    ("dgxc_nemotron15b_h100_bf16_16", 4.0, 6.0),
     ("tt_l31_8b_fsdp_8", 2.5, 4.0),
     ("tt_l31_8b_fsdp_compile_fp8_8", 3.0, 5.5),
     ("tt_l31_8b_cp1_32k", 6.5, 10.5), // cross-validated without any Llama 3.1 8B row of the 500 W part: its fit rests on the 70B and 405B runs
     ("tt_l31_70b_2d", 13.5, 14.5), // 70B TP 8 x FSDP 32 with float8 on the 500 W part: under-predicted by 13%; the same run with async TP (titan_12) is +3%
     ("tt_a100_l3_8b_sel_op", 4.0, 4.5),
-    ("tt_a100_l3_70b_full", 1.0, 2.0),
+    ("tt_a100_l3_70b_full", 1.0, 1.5),
     ("tt_a100_l2_13b_noac", 6.0, 6.5),
     ("tt_a100_l2_70b_full", 2.0, 3.0),
-    ("korthikanti_22b_selective_sp", 2.5, 2.5),
+    ("korthikanti_22b_selective_sp", 2.0, 2.5),
     ("korthikanti_22b_full_recompute", 1.5, 2.0),
-    ("korthikanti_175b_selective_sp", 1.0, 2.0),
+    ("korthikanti_175b_selective_sp", 1.0, 1.5),
     ("korthikanti_175b_full_recompute", 1.0, 2.0),
-    ("dgxc_l31_405b_gb200_bf16_128", 1.0, 6.0),
-    ("dgxc_l31_405b_gb200_bf16_256", 2.0, 7.5),
-    ("dgxc_nemotron15b_gb200_bf16_16", 2.5, 3.5),
+    ("dgxc_l31_405b_gb200_bf16_128", 1.0, 5.5),
+    ("dgxc_l31_405b_gb200_bf16_256", 2.0, 7.0),
+    ("dgxc_nemotron15b_gb200_bf16_16", 2.5, 3.0),
     // MoE: the experts' speed, an MoE layer's fixed cost and the host's
     // launch costs leave a scatter (MoeComputeRough says so on the page,
     // and each MoE group's ± quotes its own worst row), in-sample:
@@ -57,47 +57,47 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     // on B300 and -24% on B200 (NVIDIA's B300 run is 29% slower than its
     // B200 run); GPT-OSS-120B on GB200 in BF16 +24% (26.02) where 25.11's
     // is -4%.
-    ("mb2511_gptoss120b_gb300_bf16", 11.0, 15.5),
-    ("mb2511_gptoss120b_gb200_bf16", 4.0, 2.5),
-    ("mb2511_gptoss120b_b200_bf16", 79.5, 82.0),
-    ("mb2511_gptoss120b_h100_bf16", 1.0, 20.5),
-    ("mb2511_qwen3_30b_gb300_fp8", 7.5, 4.0),
-    ("mb2511_qwen3_30b_gb200_fp8", 14.5, 20.0),
-    ("mb2511_qwen3_30b_b200_fp8", 1.0, 16.0),
-    ("mb2511_qwen3_30b_h100_fp8", 78.0, 91.5),
-    ("mb2511_qwen3_235b_gb300_bf16", 26.0, 28.5),
-    ("mb2511_qwen3_235b_gb200_bf16", 11.5, 16.5),
-    ("mb2511_qwen3_235b_b200_fp8", 1.0, 2.5),
-    ("mb2511_qwen3_235b_h100_fp8", 1.0, 31.5),
+    ("mb2511_gptoss120b_gb300_bf16", 9.0, 15.0),
+    ("mb2511_gptoss120b_gb200_bf16", 6.0, 3.0),
+    ("mb2511_gptoss120b_b200_bf16", 80.0, 83.0),
+    ("mb2511_gptoss120b_h100_bf16", 1.0, 20.0),
+    ("mb2511_qwen3_30b_gb300_fp8", 6.5, 4.5),
+    ("mb2511_qwen3_30b_gb200_fp8", 15.5, 19.0),
+    ("mb2511_qwen3_30b_b200_fp8", 1.0, 17.5),
+    ("mb2511_qwen3_30b_h100_fp8", 79.0, 84.5),
+    ("mb2511_qwen3_235b_gb300_bf16", 25.5, 29.5),
+    ("mb2511_qwen3_235b_gb200_bf16", 12.0, 17.0),
+    ("mb2511_qwen3_235b_b200_fp8", 1.0, 3.5),
+    ("mb2511_qwen3_235b_h100_fp8", 1.0, 33.0),
     ("mb2509_dsv3_h100_fp8", 3.5, 4.0),
-    ("mb2509_dsv3_b200_fp8", 2.0, 2.5),
-    ("mb2511_dsv3_b200_fp8_mtp", 5.5, 6.0),
-    ("mb2511_dsv3_gb200_bf16", 3.0, 4.5),
-    ("mb2511_dsv3_gb200_fp8", 4.0, 4.5),
-    ("mb2602_dsv3_b200_fp8", 2.0, 2.5),
-    ("mb2602_dsv3_gb300_fp8", 11.5, 12.0), // DeepSeek-V3 on GB300 (26.02): under-predicted by 11% where its 25.11 run on GB200 is within 4%
-    ("mb2602_dsv3_gb200_fp8", 4.5, 4.5),
-    ("mb2602_dsv3_b300_fp8", 9.5, 9.5),
-    ("mb2602_gptoss120b_gb300_bf16", 7.5, 12.5),
-    ("mb2602_gptoss120b_gb200_bf16", 24.5, 29.0),
-    ("mb2602_gptoss120b_b300_bf16", 1.0, 3.0),
+    ("mb2509_dsv3_b200_fp8", 1.0, 1.5),
+    ("mb2511_dsv3_b200_fp8_mtp", 6.5, 7.0),
+    ("mb2511_dsv3_gb200_bf16", 3.0, 3.5),
+    ("mb2511_dsv3_gb200_fp8", 5.0, 5.5),
+    ("mb2602_dsv3_b200_fp8", 3.5, 4.0),
+    ("mb2602_dsv3_gb300_fp8", 10.5, 11.0), // DeepSeek-V3 on GB300 (26.02): under-predicted by 11% where its 25.11 run on GB200 is within 4%
+    ("mb2602_dsv3_gb200_fp8", 5.5, 6.0),
+    ("mb2602_dsv3_b300_fp8", 7.5, 8.0),
+    ("mb2602_gptoss120b_gb300_bf16", 7.5, 14.0),
+    ("mb2602_gptoss120b_gb200_bf16", 24.5, 30.0),
+    ("mb2602_gptoss120b_b300_bf16", 1.0, 3.5),
     ("mb2602_gptoss120b_b200_bf16", 2.0, 4.0),
-    ("mb2602_gptoss120b_h100_bf16", 21.5, 33.0),
-    ("mb2602_qwen3_30b_gb300_fp8", 2.5, 6.0),
-    ("mb2602_qwen3_30b_gb200_fp8", 4.5, 9.5),
-    ("mb2602_qwen3_30b_b300_fp8", 1.0, 4.0),
-    ("mb2602_qwen3_30b_b200_fp8", 4.5, 19.5),
-    ("mb2602_qwen3_30b_h100_fp8", 61.0, 139.0),
-    ("mb2602_qwen3_235b_gb300_fp8", 9.5, 13.5),
-    ("mb2602_qwen3_235b_gb200_fp8", 1.0, 7.5),
-    ("mb2602_qwen3_235b_b300_fp8", 24.5, 26.5),
-    ("mb2602_qwen3_235b_b200_fp8", 24.5, 24.5),
-    ("mb2602_qwen3_235b_h100_fp8", 3.5, 33.0),
+    ("mb2602_gptoss120b_h100_bf16", 21.0, 32.5),
+    ("mb2602_qwen3_30b_gb300_fp8", 2.5, 5.0),
+    ("mb2602_qwen3_30b_gb200_fp8", 5.5, 8.5),
+    ("mb2602_qwen3_30b_b300_fp8", 1.0, 3.0),
+    ("mb2602_qwen3_30b_b200_fp8", 5.0, 20.5),
+    ("mb2602_qwen3_30b_h100_fp8", 65.0, 120.0),
+    ("mb2602_qwen3_235b_gb300_fp8", 8.5, 13.0),
+    ("mb2602_qwen3_235b_gb200_fp8", 1.0, 5.5),
+    ("mb2602_qwen3_235b_b300_fp8", 24.5, 28.0),
+    ("mb2602_qwen3_235b_b200_fp8", 25.0, 23.5),
+    ("mb2602_qwen3_235b_h100_fp8", 3.0, 35.0),
     // The PyTorch stacks' published runs (data/published_runs.csv, #35).
     ("titan_2", 8.0, 6.5),
     ("titan_5", 16.0, 18.5), // 8B at 64K with CP 2 on the 500 W part: under-predicted by 15% (17% cross-validated) where the 128K run with CP 4 (titan_6) is over-predicted by 11% (8%): the published pair falls faster with sequence than attention's FLOPs do
     ("titan_6", 12.0, 9.0),  // as titan_5
-    ("titan_8", 2.0, 4.5),
+    ("titan_8", 1.5, 4.0),
     ("titan_9", 5.5, 4.0),
     ("titan_10", 1.0, 2.0),
     ("titan_12", 7.5, 8.0),
@@ -105,8 +105,8 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("titan_14", 2.5, 3.0),
     ("titan_15", 7.0, 7.0),
     ("titan_16", 8.5, 13.0), // 405B at 64K and 128K with CP (TP 8 PP 8, 1F1B, 8 micro-batches): 8% over, 12% cross-validated; the bubble is 46% of the step
-    ("titan_17", 5.0, 12.0), // as titan_16
-    ("titan_19", 5.0, 3.5),
+    ("titan_17", 4.5, 12.0), // as titan_16
+    ("titan_19", 5.0, 3.0),
     ("titan_20", 7.5, 10.5), // as titan_26
     ("titan_21", 5.5, 6.0),
     ("titan_22", 8.0, 9.0),
@@ -116,32 +116,32 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("titan_28", 41.5, 41.5), // as titan_26, in float8
     ("titan_31", 6.0, 7.5),
     ("titan_32", 8.0, 9.0),
-    ("titan_37", 58.5, 59.0), // Llama 4 Scout on 256 GB200 with EP 16 (torchtitan, May 2025): 62% too fast; the planner's MoE costs are fitted on Megatron's runs only and torchtitan's MoE of that time is slower
-    ("titan_38", 87.5, 88.0), // as titan_37, in MXFP8
-    ("titan_39", 5.5, 6.0),
-    ("titan_40", 2.0, 3.5),
-    ("titan_41", 7.5, 8.5),
-    ("titan_42", 12.0, 12.0), // Qwen3 8B in NVFP4 on 4 GB200: 11% too fast where Llama 3 8B's run of the same recipe (titan_39) is within 5%
-    ("titan_43", 2.0, 2.5),
-    ("titan_44", 5.5, 6.5),
+    ("titan_37", 56.0, 56.5), // Llama 4 Scout on 256 GB200 with EP 16 (torchtitan, May 2025): 62% too fast; the planner's MoE costs are fitted on Megatron's runs only and torchtitan's MoE of that time is slower
+    ("titan_38", 84.0, 84.5), // as titan_37, in MXFP8
+    ("titan_39", 6.0, 6.0),
+    ("titan_40", 3.5, 4.0),
+    ("titan_41", 6.5, 8.0),
+    ("titan_42", 12.5, 12.5), // Qwen3 8B in NVFP4 on 4 GB200: 11% too fast where Llama 3 8B's run of the same recipe (titan_39) is within 5%
+    ("titan_43", 1.0, 1.0),
+    ("titan_44", 4.5, 6.5),
     ("automodel_4", 24.0, 24.5), // NeMo AutoModel's MoE on H100 (DeepEP, balanced gate): the Megatron-fitted MoE costs are 13-37% too slow for it
     ("automodel_5", 35.5, 36.0), // as automodel_4
-    ("automodel_6", 28.0, 29.0), // as automodel_4
-    ("automodel_7", 22.0, 18.5), // as automodel_4
+    ("automodel_6", 28.0, 28.5), // as automodel_4
+    ("automodel_7", 22.0, 20.0), // as automodel_4
     ("automodel_8", 13.5, 14.0), // as automodel_4
-    ("automodel_9", 22.5, 34.0), // as automodel_4
+    ("automodel_9", 22.5, 33.5), // as automodel_4
     ("automodel_10", 1.0, 3.0),
     // NeMo AutoModel's LoRA runs (#55): frozen base weights without their
     // weight gradient, adapters in fused Triton kernels; -9% to -28% when
     // LoRA was timed as full training.
     ("automodel_11", 5.0, 5.5),
     ("automodel_12", 1.5, 3.0),
-    ("automodel_13", 1.0, 2.5),
+    ("automodel_13", 1.0, 3.0),
     ("automodel_14", 5.0, 5.5),
     ("automodel_15", 9.5, 8.5),
-    ("automodel_16", 2.5, 3.0),
+    ("automodel_16", 3.0, 3.5),
     ("olmo_1", 2.0, 2.5),
-    ("olmo_2", 5.0, 5.5),
+    ("olmo_2", 4.5, 5.0),
     ("olmo_3", 10.0, 10.5),
     ("olmo_4", 5.0, 6.5),
     ("olmo_5", 9.5, 10.0),
@@ -303,7 +303,6 @@ const UNPINNED: &[&str] = &[
     "Ampere.kernel_overhead x 0.95",
     "Ampere.kernel_overhead x 1.05",
     "Ampere.overlap x 0.95",
-    "Hopper.moe_layer_overhead x 1.05",
     "Hopper.kernel_overhead x 0.95",
     "Hopper.kernel_overhead x 1.05",
     "Hopper.overlap x 0.95",
@@ -313,8 +312,8 @@ const UNPINNED: &[&str] = &[
     "HopperPowerCapped.overlap x 1.05",
     "Blackwell.moe_layer_overhead x 0.95",
     "Blackwell.moe_layer_overhead x 1.05",
+    "Blackwell.moe_router_launch x 0.95",
     "Blackwell.moe_router_launch x 1.05",
-    "Blackwell.attention x 0.95",
     "Blackwell.kernel_overhead x 0.95",
     "Blackwell.kernel_overhead x 1.05",
     "Blackwell.overlap x 0.95",

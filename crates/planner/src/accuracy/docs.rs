@@ -3,11 +3,12 @@
 //! stack and sequence band, the labels' groups, the rows left out, and the
 //! memory checks.
 
+use crate::accuracy::b200_runs::{b200_memory_rows, b200_step_rows};
 use crate::accuracy::coverage::{median, Coverage, GroupStats, MemoryStats};
 use crate::accuracy::memory_checks::{
-    b200_memory_rows, b200_step_rows, gpu_memory_rows, is_whole_model, megatron_memory_rows,
-    memory_stats, off_path_gpu_memory_rows, oracle_heldout_rows, oracle_real_size_rows,
-    out_of_sample_gpu_memory, torchtitan_memory_rows, MemoryRow, IN_SAMPLE_GPU_MEMORY_ROWS,
+    gpu_memory_rows, is_whole_model, megatron_memory_rows, memory_stats, off_path_gpu_memory_rows,
+    oracle_heldout_rows, oracle_real_size_rows, out_of_sample_gpu_memory, torchtitan_memory_rows,
+    MemoryRow, IN_SAMPLE_GPU_MEMORY_ROWS,
 };
 use crate::accuracy::summary::{stats_by, ThroughputRow};
 

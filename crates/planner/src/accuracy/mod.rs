@@ -2,6 +2,7 @@
 //! the calibration fitted on them, the coverage and envelope a label may
 //! promise, and the generated accuracy docs.
 
+pub mod b200_runs;
 pub mod calibration;
 pub mod case;
 pub mod coverage;

@@ -3,11 +3,11 @@
 //! published post-training runs' line (`runs::post_training::readme_line`),
 //! and tests/readme.rs holds the README to it (`UPDATE_DOCS=1` rewrites it).
 
+use crate::accuracy::b200_runs::b200_memory_rows;
 use crate::accuracy::coverage::{Coverage, MemoryStats};
 use crate::accuracy::docs::{pct, readme_groups};
 use crate::accuracy::memory_checks::{
-    b200_memory_rows, memory_stats, off_path_gpu_memory_rows, oracle_memory_rows,
-    out_of_sample_gpu_memory,
+    memory_stats, off_path_gpu_memory_rows, oracle_memory_rows, out_of_sample_gpu_memory,
 };
 use crate::accuracy::summary::ThroughputRow;
 

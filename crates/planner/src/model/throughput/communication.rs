@@ -26,9 +26,9 @@ pub(super) fn activation_bytes(s: &StepShape) -> f64 {
 /// - Megatron / TransformerEngine by default: the backward's input
 ///   re-gather runs beside the data-gradient GEMM and the input-gradient
 ///   reduction beside the weight-gradient GEMM (TE `Linear` backward,
-///   `async_op=True`; Megatron's async TP all-reduce), so those hide up to
-///   the backward GEMMs' time; the forward's and the output-gradient
-///   gathers are exposed.
+///   `async_op=True`; Megatron's async TP all-reduce), so the generation's
+///   `tp_hidden` share of them hides, up to the backward GEMMs' time; the
+///   forward's and the output-gradient gathers are exposed.
 /// - With TP overlap (`--tp-comm-overlap`, TE userbuffers) every exchange is
 ///   pipelined with its GEMM in `t` chunks: one chunk in `t` shows, and
 ///   whatever exceeds the layer's GEMM time.
@@ -64,7 +64,7 @@ pub(super) fn tensor_parallel(s: &StepShape, gemm_forward: f64) -> f64 {
         Stack::Megatron | Stack::Torchtitan if s.recipe.parallelism.tp_overlap => {
             (all / s.t).max(all - backward_gemms - gemm_forward)
         }
-        Stack::Megatron => exposed + (async_backward - backward_gemms).max(0.0),
+        Stack::Megatron => all - s.eff.tp_hidden * async_backward.min(backward_gemms),
         Stack::Hf | Stack::Torchtitan => all,
     };
     s.layers * per_layer
