@@ -222,6 +222,8 @@ fn coverage_fields(c: &serde_json::Value) -> Vec<String> {
         memory_stats_fields(&c["memory_oracle_heldout"]),
         memory_stats_fields(&c["memory_gpu"]),
         memory_stats_fields(&c["memory_megatron"]),
+        memory_stats_fields(&c["memory_b200"]),
+        memory_stats_fields(&c["speed_b200"]),
     ]
     .concat()
 }

@@ -1076,10 +1076,12 @@ fn expert_parameters_reduce_over_their_group() {
 }
 
 /// Blackwell's dense BF16 efficiency is fitted on GB200 runs only (the three
-/// dgxc_*_gb200_bf16 rows): a B200 BF16 plan says so, a GB200 BF16 plan and
-/// a B200 FP8 plan (fitted on B200's own FP8 rows) do not. What the note
-/// says of the data holds: every B200/B300 BF16 row in the fit is of one MoE
-/// model (#36: the note had said there was none).
+/// dgxc_*_gb200_bf16 rows): a B300 BF16 plan says so; a B200 BF16 plan names
+/// the 31 real 8 x B200 Megatron-LM runs that check it instead, with their
+/// error (#57); a GB200 BF16 plan and a B200 FP8 plan (fitted on B200's own
+/// FP8 rows) say neither. What the note says of the data holds: every
+/// B200/B300 BF16 row in the fit is of one MoE model (#36: the note had said
+/// there was none).
 #[test]
 fn b200_bf16_plans_say_their_efficiency_comes_from_gb200() {
     use planner::text::{t, Text};
@@ -1106,8 +1108,23 @@ fn b200_bf16_plans_say_their_efficiency_comes_from_gb200() {
             .throughput_accuracy
             .note_english()
     };
-    assert!(note("precision=bf16").contains(said), "default B200 BF16");
+    let b300 = "precision=bf16&instance=ml.p6-b300.48xlarge";
+    assert!(note(b300).contains(said), "B300 BF16");
+    let b200 = note("precision=bf16");
+    assert!(!b200.contains(said), "default B200 BF16");
+    let steps =
+        planner::accuracy::b200_runs::step_stats(&planner::accuracy::b200_runs::b200_step_rows());
+    let named = format!(
+        "on B200, {} real Megatron-LM BF16 runs on one 8 x B200 node",
+        steps.rows
+    );
+    assert!(b200.contains(&named), "{b200}");
+    assert!(
+        b200.contains(&format!("median error {:.1}%", steps.median)),
+        "{b200}"
+    );
     assert!(!note("precision=fp8").contains(said), "B200 FP8");
+    assert!(!note("precision=fp8").contains(&named), "B200 FP8");
     let gb200 = "precision=bf16&instance=ml.p6e-gb200.36xlarge&nodes=18&ultraserver=72";
     assert!(!note(gb200).contains(said), "GB200 BF16");
 }

@@ -6,6 +6,7 @@
 //! set from SimuMax's finding, is the one setting they are in-sample for).
 
 use crate::accuracy::calibration::read_csv;
+use crate::accuracy::coverage::{median, worst, MemoryStats};
 use crate::accuracy::envelope::Envelope;
 use crate::accuracy::memory_checks::MemoryRow;
 use crate::model::job::Job;
@@ -57,6 +58,8 @@ pub fn b200_memory_rows() -> Vec<MemoryRow> {
 #[derive(Clone, Debug)]
 pub struct StepRow {
     pub label: String,
+    /// What the run was: sequence, GPUs, model size, precision, training.
+    pub point: Envelope,
     pub measured_ms: f64,
     pub predicted_ms: f64,
     pub simumax_ms: f64,
@@ -71,8 +74,10 @@ pub fn b200_step_rows() -> Vec<StepRow> {
         .filter_map(|(job, r)| {
             let measured_ms = r.num("real_step_ms")?;
             let predicted_ms = 1e3 * job.throughput(&job.efficiency()).step_seconds;
+            let plan = Plan::from_query(r.get("query")).plan;
             Some(StepRow {
                 label: r.get("id").to_string(),
+                point: Envelope::point(&plan, &job.arch, job.layout.gpus),
                 measured_ms,
                 predicted_ms,
                 simumax_ms: r.num("simumax_ms")?,
@@ -80,4 +85,22 @@ pub fn b200_step_rows() -> Vec<StepRow> {
             })
         })
         .collect()
+}
+
+/// The step rows' errors as a label and the docs quote them: rows, median
+/// of the absolute errors, the smallest and largest error (`under` and
+/// `over`: both negative when every run is planned fast, as they are), the
+/// worst, and what the runs ran.
+pub fn step_stats(rows: &[StepRow]) -> MemoryStats {
+    let errors = rows.iter().map(|r| r.error_percent);
+    let under = errors.clone().fold(f64::INFINITY, f64::min);
+    let over = errors.fold(f64::NEG_INFINITY, f64::max);
+    MemoryStats {
+        under,
+        over,
+        envelope: Envelope::cover(rows.iter().map(|r| &r.point)),
+        rows: rows.len(),
+        median: median(rows.iter().map(|r| r.error_percent.abs()).collect()),
+        worst: worst(rows.iter().map(|r| r.error_percent)),
+    }
 }

@@ -536,6 +536,24 @@ fn dpo_memory_kind(r: &Job) -> Option<MemoryKind> {
     oracle_ran.then_some(MemoryKind::Oracle("stage=dpo", "DPO"))
 }
 
+/// What checks Blackwell's dense BF16 speed on `gpu`: on B200 the real
+/// 8 x B200 Megatron-LM runs, named with their error; on B300 nothing of
+/// its own (GB200's runs fit it); on GB200 its own runs, in the group.
+fn blackwell_bf16_note(gpu: &str) -> Option<Phrase> {
+    let b200 = &crate::accuracy::coverage::shipped().speed_b200;
+    match gpu {
+        g if g.starts_with("GB200") => None,
+        "B200" if b200.rows > 0 => Some(
+            Phrase::of(
+                Text::BlackwellBf16CheckedOnB200,
+                error_figures(b200.median, b200.under, b200.over),
+            )
+            .with("rows", b200.rows),
+        ),
+        _ => Some(Phrase::new(Text::BlackwellBf16FromGb200)),
+    }
+}
+
 /// How far the speed is checked: the cross-validated error of the group of
 /// published runs this plan belongs to, inside what those runs ran, or
 /// "extrapolated" along the axes it leaves; a ± only from five rows of two
@@ -553,9 +571,8 @@ pub(crate) fn throughput_accuracy(
         Some(stats) => checked_throughput(plan, r, stats),
         None => unchecked_throughput(r, &group),
     };
-    let gb200 = r.gpu.id.starts_with("GB200");
-    if gen == Generation::Blackwell && !r.recipe.numerics.precision.is_low_precision() && !gb200 {
-        a.note.push(Phrase::new(Text::BlackwellBf16FromGb200));
+    if gen == Generation::Blackwell && !r.recipe.numerics.precision.is_low_precision() {
+        a.note.extend(blackwell_bf16_note(r.gpu.id));
     }
     let derived_step = match r.recipe.training.stage {
         TrainingStage::Sft => None,
