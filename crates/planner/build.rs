@@ -1,11 +1,30 @@
 //! The page (wasm32) embeds the data files without their provenance: the
 //! `source` and `notes` texts the model never reads at run time; and of the
 //! memory oracle's groups in coverage.json only the `sharding=` and `stage=`
-//! ones its labels read (the family and checkpointing groups are for the docs). Native builds
+//! ones its labels read (the family and checkpointing groups are for the docs),
+//! with the statistics only the docs quote written as 0. Native builds
 //! (the CLI, the tests) embed them whole, so every entry keeps its source where
 //! a test checks it. The files in data/ are never changed.
 
 use std::{env, fs, path::Path};
+
+/// coverage.json's statistics the page never reads (the docs and the
+/// README quote them, from native builds): written as 0 on the page.
+const UNREAD_ON_THE_PAGE: [&str; 3] = ["in_sample_median", "cv_worst", "worst"];
+
+fn zero_unread(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(map) => map.iter_mut().for_each(|(k, x)| {
+            if UNREAD_ON_THE_PAGE.contains(&k.as_str()) {
+                *x = serde_json::json!(0);
+            } else {
+                zero_unread(x);
+            }
+        }),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(zero_unread),
+        _ => {}
+    }
+}
 
 /// Keys holding provenance or commentary, not figures.
 const PROVENANCE: [&str; 10] = [
@@ -46,16 +65,10 @@ fn significant(x: f64) -> f64 {
     (x * scale).round() / scale
 }
 
-/// The CSV's first `keep` columns (which hold no comma), without the
-/// provenance after them (`basis`, `source`).
-fn strip_csv(text: &str, keep: usize) -> String {
+/// The CSV without its last column (`source`); the first five columns hold no comma.
+fn strip_csv(text: &str) -> String {
     text.lines()
-        .map(|l| {
-            l.splitn(keep + 1, ',')
-                .take(keep)
-                .collect::<Vec<_>>()
-                .join(",")
-        })
+        .map(|l| l.splitn(6, ',').take(5).collect::<Vec<_>>().join(","))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -85,11 +98,12 @@ fn main() {
                             .is_some_and(|n| n.starts_with("sharding=") || n.starts_with("stage="))
                     });
                 }
+                if name == "coverage.json" {
+                    zero_unread(&mut v);
+                }
                 v.to_string()
             }
-            // attention_kernels.csv: kernel, arch, head_dim, seq, heads, efficiency.
-            (true, false) if name == "attention_kernels.csv" => strip_csv(&text, 6),
-            (true, false) => strip_csv(&text, 5),
+            (true, false) => strip_csv(&text),
         };
         fs::write(Path::new(&out).join(name), text).expect("OUT_DIR is writable");
     }
@@ -222,7 +236,6 @@ fn coverage_fields(c: &serde_json::Value) -> Vec<String> {
         memory_stats_fields(&c["memory_oracle_heldout"]),
         memory_stats_fields(&c["memory_gpu"]),
         memory_stats_fields(&c["memory_megatron"]),
-        memory_stats_fields(&c["memory_b200"]),
         memory_stats_fields(&c["speed_b200"]),
     ]
     .concat()

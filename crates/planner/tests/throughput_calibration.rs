@@ -12,15 +12,15 @@ use planner::model::plan::{Data, ModelChoice, Plan, Saving};
 /// 50 such changes broke none); and cross-validated (leave-one-architecture-
 /// out), its error plus a point (at least 2). Rows over 10% say why.
 const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
-    ("mb2511_l8b_gb200_fp8", 2.5, 2.5),
-    ("mb2511_l8b_b200_fp8", 6.0, 6.5),
+    ("mb2511_l8b_gb200_fp8", 3.0, 3.5),
+    ("mb2511_l8b_b200_fp8", 5.0, 5.5),
     ("mb2511_l8b_h100_fp8", 11.5, 12.0), // its recipe recomputes 5 of 32 layers in full; the table's FSDP run is not in the release's preset (a CLI override), timed as ZeRO-3
-    ("mb2511_l70b_gb200_fp8", 1.0, 2.0),
+    ("mb2511_l70b_gb200_fp8", 1.0, 3.0),
     ("mb2511_l70b_h100_fp8", 10.5, 11.0), // Megatron-Bridge 70B on H100 (TP4 PP8 VP5): under-predicted; the interleaved bubble and PP traffic are charged in full
-    ("mb2511_l405b_gb200_fp8", 5.5, 6.5),
-    ("mb2511_l405b_b200_fp8", 1.5, 1.0),
+    ("mb2511_l405b_gb200_fp8", 4.5, 5.0),
+    ("mb2511_l405b_b200_fp8", 2.5, 3.0),
     ("mb2511_l405b_h100_fp8", 7.5, 9.0),
-    ("mb2511_l8b_gb300_fp8", 15.5, 16.0), // GB300 is fitted with GB200/B200 as one generation; the GB300 run is 19% faster than GB200 in the table but only FP4 and attention differ in the datasheets
+    ("mb2511_l8b_gb300_fp8", 15.0, 15.0), // GB300 is fitted with GB200/B200 as one generation; the GB300 run is 19% faster than GB200 in the table but only FP4 and attention differ in the datasheets
     ("nemo2407_l3_8b_h100_fp8", 9.5, 10.0),
     ("nemo2407_l3_70b_h100_fp8", 2.0, 3.0),
     ("nemo2407_l2_7b_h100_fp8", 1.5, 2.0),
@@ -45,9 +45,9 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("korthikanti_22b_full_recompute", 1.5, 2.0),
     ("korthikanti_175b_selective_sp", 1.0, 1.5),
     ("korthikanti_175b_full_recompute", 1.0, 2.0),
-    ("dgxc_l31_405b_gb200_bf16_128", 1.0, 5.5),
-    ("dgxc_l31_405b_gb200_bf16_256", 2.0, 7.0),
-    ("dgxc_nemotron15b_gb200_bf16_16", 2.5, 3.0),
+    ("dgxc_l31_405b_gb200_bf16_128", 1.0, 6.0),
+    ("dgxc_l31_405b_gb200_bf16_256", 2.0, 7.5),
+    ("dgxc_nemotron15b_gb200_bf16_16", 2.0, 3.0),
     // MoE: the experts' speed, an MoE layer's fixed cost and the host's
     // launch costs leave a scatter (MoeComputeRough says so on the page,
     // and each MoE group's ± quotes its own worst row), in-sample:
@@ -57,42 +57,42 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     // on B300 and -24% on B200 (NVIDIA's B300 run is 29% slower than its
     // B200 run); GPT-OSS-120B on GB200 in BF16 +24% (26.02) where 25.11's
     // is -4%.
-    ("mb2511_gptoss120b_gb300_bf16", 9.0, 15.0),
-    ("mb2511_gptoss120b_gb200_bf16", 6.0, 3.0),
-    ("mb2511_gptoss120b_b200_bf16", 80.0, 83.0),
-    ("mb2511_gptoss120b_h100_bf16", 1.0, 20.0),
-    ("mb2511_qwen3_30b_gb300_fp8", 6.5, 4.5),
-    ("mb2511_qwen3_30b_gb200_fp8", 15.5, 19.0),
+    ("mb2511_gptoss120b_gb300_bf16", 8.5, 14.0),
+    ("mb2511_gptoss120b_gb200_bf16", 6.5, 4.5),
+    ("mb2511_gptoss120b_b200_bf16", 80.0, 82.0),
+    ("mb2511_gptoss120b_h100_bf16", 1.0, 19.5),
+    ("mb2511_qwen3_30b_gb300_fp8", 7.5, 4.5),
+    ("mb2511_qwen3_30b_gb200_fp8", 14.0, 18.5),
     ("mb2511_qwen3_30b_b200_fp8", 1.0, 17.5),
-    ("mb2511_qwen3_30b_h100_fp8", 79.0, 84.5),
-    ("mb2511_qwen3_235b_gb300_bf16", 25.5, 29.5),
-    ("mb2511_qwen3_235b_gb200_bf16", 12.0, 17.0),
-    ("mb2511_qwen3_235b_b200_fp8", 1.0, 3.5),
-    ("mb2511_qwen3_235b_h100_fp8", 1.0, 33.0),
+    ("mb2511_qwen3_30b_h100_fp8", 79.5, 85.0),
+    ("mb2511_qwen3_235b_gb300_bf16", 26.0, 29.0),
+    ("mb2511_qwen3_235b_gb200_bf16", 12.0, 16.5),
+    ("mb2511_qwen3_235b_b200_fp8", 1.0, 2.0),
+    ("mb2511_qwen3_235b_h100_fp8", 1.0, 33.5),
     ("mb2509_dsv3_h100_fp8", 3.5, 4.0),
-    ("mb2509_dsv3_b200_fp8", 1.0, 1.5),
-    ("mb2511_dsv3_b200_fp8_mtp", 6.5, 7.0),
-    ("mb2511_dsv3_gb200_bf16", 3.0, 3.5),
-    ("mb2511_dsv3_gb200_fp8", 5.0, 5.5),
-    ("mb2602_dsv3_b200_fp8", 3.5, 4.0),
-    ("mb2602_dsv3_gb300_fp8", 10.5, 11.0), // DeepSeek-V3 on GB300 (26.02): under-predicted by 11% where its 25.11 run on GB200 is within 4%
-    ("mb2602_dsv3_gb200_fp8", 5.5, 6.0),
-    ("mb2602_dsv3_b300_fp8", 7.5, 8.0),
-    ("mb2602_gptoss120b_gb300_bf16", 7.5, 14.0),
-    ("mb2602_gptoss120b_gb200_bf16", 24.5, 30.0),
-    ("mb2602_gptoss120b_b300_bf16", 1.0, 3.5),
-    ("mb2602_gptoss120b_b200_bf16", 2.0, 4.0),
-    ("mb2602_gptoss120b_h100_bf16", 21.0, 32.5),
-    ("mb2602_qwen3_30b_gb300_fp8", 2.5, 5.0),
-    ("mb2602_qwen3_30b_gb200_fp8", 5.5, 8.5),
-    ("mb2602_qwen3_30b_b300_fp8", 1.0, 3.0),
-    ("mb2602_qwen3_30b_b200_fp8", 5.0, 20.5),
-    ("mb2602_qwen3_30b_h100_fp8", 65.0, 120.0),
-    ("mb2602_qwen3_235b_gb300_fp8", 8.5, 13.0),
-    ("mb2602_qwen3_235b_gb200_fp8", 1.0, 5.5),
-    ("mb2602_qwen3_235b_b300_fp8", 24.5, 28.0),
-    ("mb2602_qwen3_235b_b200_fp8", 25.0, 23.5),
-    ("mb2602_qwen3_235b_h100_fp8", 3.0, 35.0),
+    ("mb2509_dsv3_b200_fp8", 1.0, 2.5),
+    ("mb2511_dsv3_b200_fp8_mtp", 6.5, 5.5),
+    ("mb2511_dsv3_gb200_bf16", 4.0, 6.0),
+    ("mb2511_dsv3_gb200_fp8", 4.0, 3.5),
+    ("mb2602_dsv3_b200_fp8", 3.5, 3.0),
+    ("mb2602_dsv3_gb300_fp8", 11.5, 13.0), // DeepSeek-V3 on GB300 (26.02): under-predicted by 11% where its 25.11 run on GB200 is within 4%
+    ("mb2602_dsv3_gb200_fp8", 4.5, 4.0),
+    ("mb2602_dsv3_b300_fp8", 8.0, 9.0),
+    ("mb2602_gptoss120b_gb300_bf16", 7.0, 13.0),
+    ("mb2602_gptoss120b_gb200_bf16", 24.0, 27.5),
+    ("mb2602_gptoss120b_b300_bf16", 1.0, 3.0),
+    ("mb2602_gptoss120b_b200_bf16", 1.5, 3.5),
+    ("mb2602_gptoss120b_h100_bf16", 21.0, 32.0),
+    ("mb2602_qwen3_30b_gb300_fp8", 1.0, 4.0),
+    ("mb2602_qwen3_30b_gb200_fp8", 4.0, 8.0),
+    ("mb2602_qwen3_30b_b300_fp8", 2.5, 2.0),
+    ("mb2602_qwen3_30b_b200_fp8", 4.5, 20.5),
+    ("mb2602_qwen3_30b_h100_fp8", 66.5, 127.0),
+    ("mb2602_qwen3_235b_gb300_fp8", 9.5, 13.5),
+    ("mb2602_qwen3_235b_gb200_fp8", 1.0, 6.0),
+    ("mb2602_qwen3_235b_b300_fp8", 24.5, 26.0),
+    ("mb2602_qwen3_235b_b200_fp8", 24.5, 24.5),
+    ("mb2602_qwen3_235b_h100_fp8", 3.5, 35.5),
     // The PyTorch stacks' published runs (data/published_runs.csv, #35).
     ("titan_2", 8.0, 6.5),
     ("titan_5", 16.0, 18.5), // 8B at 64K with CP 2 on the 500 W part: under-predicted by 15% (17% cross-validated) where the 128K run with CP 4 (titan_6) is over-predicted by 11% (8%): the published pair falls faster with sequence than attention's FLOPs do
@@ -116,20 +116,20 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("titan_28", 41.5, 41.5), // as titan_26, in float8
     ("titan_31", 6.0, 7.5),
     ("titan_32", 8.0, 9.0),
-    ("titan_37", 56.0, 56.5), // Llama 4 Scout on 256 GB200 with EP 16 (torchtitan, May 2025): 62% too fast; the planner's MoE costs are fitted on Megatron's runs only and torchtitan's MoE of that time is slower
-    ("titan_38", 84.0, 84.5), // as titan_37, in MXFP8
-    ("titan_39", 6.0, 6.0),
-    ("titan_40", 3.5, 4.0),
-    ("titan_41", 6.5, 8.0),
-    ("titan_42", 12.5, 12.5), // Qwen3 8B in NVFP4 on 4 GB200: 11% too fast where Llama 3 8B's run of the same recipe (titan_39) is within 5%
-    ("titan_43", 1.0, 1.0),
-    ("titan_44", 4.5, 6.5),
+    ("titan_37", 55.5, 56.0), // Llama 4 Scout on 256 GB200 with EP 16 (torchtitan, May 2025): 62% too fast; the planner's MoE costs are fitted on Megatron's runs only and torchtitan's MoE of that time is slower
+    ("titan_38", 83.5, 84.0), // as titan_37, in MXFP8
+    ("titan_39", 5.5, 6.0),
+    ("titan_40", 3.5, 4.5),
+    ("titan_41", 7.0, 8.5),
+    ("titan_42", 12.0, 12.5), // Qwen3 8B in NVFP4 on 4 GB200: 11% too fast where Llama 3 8B's run of the same recipe (titan_39) is within 5%
+    ("titan_43", 1.0, 1.5),
+    ("titan_44", 5.5, 6.5),
     ("automodel_4", 24.0, 24.5), // NeMo AutoModel's MoE on H100 (DeepEP, balanced gate): the Megatron-fitted MoE costs are 13-37% too slow for it
     ("automodel_5", 35.5, 36.0), // as automodel_4
     ("automodel_6", 28.0, 28.5), // as automodel_4
-    ("automodel_7", 22.0, 20.0), // as automodel_4
-    ("automodel_8", 13.5, 14.0), // as automodel_4
-    ("automodel_9", 22.5, 33.5), // as automodel_4
+    ("automodel_7", 22.0, 19.5), // as automodel_4
+    ("automodel_8", 13.0, 13.5), // as automodel_4
+    ("automodel_9", 22.5, 33.0), // as automodel_4
     ("automodel_10", 1.0, 3.0),
     // NeMo AutoModel's LoRA runs (#55): frozen base weights without their
     // weight gradient, adapters in fused Triton kernels; -9% to -28% when
@@ -303,6 +303,7 @@ const UNPINNED: &[&str] = &[
     "Ampere.kernel_overhead x 0.95",
     "Ampere.kernel_overhead x 1.05",
     "Ampere.overlap x 0.95",
+    "Hopper.moe_layer_overhead x 1.05",
     "Hopper.kernel_overhead x 0.95",
     "Hopper.kernel_overhead x 1.05",
     "Hopper.overlap x 0.95",
@@ -312,7 +313,6 @@ const UNPINNED: &[&str] = &[
     "HopperPowerCapped.overlap x 1.05",
     "Blackwell.moe_layer_overhead x 0.95",
     "Blackwell.moe_layer_overhead x 1.05",
-    "Blackwell.moe_router_launch x 0.95",
     "Blackwell.moe_router_launch x 1.05",
     "Blackwell.kernel_overhead x 0.95",
     "Blackwell.kernel_overhead x 1.05",
@@ -1076,15 +1076,13 @@ fn expert_parameters_reduce_over_their_group() {
 }
 
 /// Blackwell's dense BF16 efficiency is fitted on GB200 runs only (the three
-/// dgxc_*_gb200_bf16 rows): a B300 BF16 plan says so; a B200 BF16 plan names
-/// the 31 real 8 x B200 Megatron-LM runs that check it instead, with their
-/// error (#57); a GB200 BF16 plan and a B200 FP8 plan (fitted on B200's own
-/// FP8 rows) say neither. What the note says of the data holds: every
-/// B200/B300 BF16 row in the fit is of one MoE model (#36: the note had said
-/// there was none).
+/// dgxc_*_gb200_bf16 rows): a B200 or B300 BF16 plan says so and names the
+/// 31 real 8 x B200 Megatron-LM runs that check it, with their GPU and error
+/// (#57); a GB200 BF16 plan and a B200 FP8 plan (fitted on B200's own FP8
+/// rows) do not. What the note says of the data holds: every B200/B300 BF16
+/// row in the fit is of one MoE model, so no dense one fits it (#36).
 #[test]
 fn b200_bf16_plans_say_their_efficiency_comes_from_gb200() {
-    use planner::text::{t, Text};
     let b200_bf16: Vec<_> = planner::accuracy::calibration::cases()
         .into_iter()
         .filter(|c| matches!(c.gpu.id, "B200" | "B300"))
@@ -1098,35 +1096,30 @@ fn b200_bf16_plans_say_their_efficiency_comes_from_gb200() {
         b200_bf16.iter().all(|c| c.arch.moe.is_some()),
         "a dense B200 BF16 row: fix the note"
     );
-    assert!(
-        b200_bf16.iter().all(|c| c.arch == b200_bf16[0].arch),
-        "more than one model"
-    );
-    let said = t(planner::model::plan::Lang::En, Text::BlackwellBf16FromGb200);
     let note = |q: &str| {
         evaluate(&Plan::from_query(q).plan)
             .throughput_accuracy
             .note_english()
     };
-    let b300 = "precision=bf16&instance=ml.p6-b300.48xlarge";
-    assert!(note(b300).contains(said), "B300 BF16");
-    let b200 = note("precision=bf16");
-    assert!(!b200.contains(said), "default B200 BF16");
     let steps =
         planner::accuracy::b200_runs::step_stats(&planner::accuracy::b200_runs::b200_step_rows());
-    let named = format!(
-        "on B200, {} real Megatron-LM BF16 runs on one 8 x B200 node",
-        steps.rows
-    );
-    assert!(b200.contains(&named), "{b200}");
-    assert!(
-        b200.contains(&format!("median error {:.1}%", steps.median)),
-        "{b200}"
-    );
-    assert!(!note("precision=fp8").contains(said), "B200 FP8");
-    assert!(!note("precision=fp8").contains(&named), "B200 FP8");
+    let said = "Blackwell's dense BF16 speed is fitted on GB200 runs";
+    let named = format!("on B200, {} real Megatron-LM runs", steps.rows);
+    let error = format!("median error {:.1}%", steps.median);
+    for q in [
+        "precision=bf16",
+        "precision=bf16&instance=ml.p6-b300.48xlarge",
+    ] {
+        let n = note(q);
+        assert!(
+            n.contains(said) && n.contains(&named) && n.contains(&error),
+            "{q}: {n}"
+        );
+    }
     let gb200 = "precision=bf16&instance=ml.p6e-gb200.36xlarge&nodes=18&ultraserver=72";
-    assert!(!note(gb200).contains(said), "GB200 BF16");
+    for q in ["precision=fp8", gb200] {
+        assert!(!note(q).contains(said), "{q}");
+    }
 }
 
 /// The page's MoE note states the leave-one-out range of the MoE rows: how

@@ -208,10 +208,8 @@ pub struct Coverage {
     pub memory_gpu: MemoryStats,
     /// Megatron-LM's CI runs, their last rank (`megatron_memory_rows`).
     pub memory_megatron: MemoryStats,
-    /// The real 8 x B200 Megatron-LM runs' memory (`b200_memory_rows`).
-    pub memory_b200: MemoryStats,
-    /// And their step times (`b200_step_rows`): the same statistics, of the
-    /// step's error.
+    /// The real 8 x B200 Megatron-LM runs' step times (`b200_step_rows`):
+    /// a memory check's statistics, of the step's error.
     pub speed_b200: MemoryStats,
 }
 
@@ -356,7 +354,6 @@ impl Coverage {
             memory_oracle_heldout: MemoryStats::read(f),
             memory_gpu: MemoryStats::read(f),
             memory_megatron: MemoryStats::read(f),
-            memory_b200: MemoryStats::read(f),
             speed_b200: MemoryStats::read(f),
         }
     }
@@ -402,7 +399,6 @@ impl Coverage {
             memory_oracle_heldout: none.clone(),
             memory_gpu: none.clone(),
             memory_megatron: none.clone(),
-            memory_b200: none.clone(),
             speed_b200: none,
         }
     }

@@ -7,7 +7,7 @@
 use crate::formats::table::read_csv;
 use crate::model::fabric::{Collective, Fabric, Network};
 use crate::model::hardware::{self, Generation};
-use crate::model::kernels::{attention_efficiency, AttentionCall, AttentionKernel};
+use crate::model::kernels::{attention_efficiency, AttentionKernel};
 use crate::model::throughput::{efficiency, HOST};
 
 /// Published nccl-tests runs (instance, nodes, collective, size, bus
@@ -151,12 +151,11 @@ pub fn network_markdown() -> String {
 }
 
 /// The attention kernels' forward-and-backward efficiency at head size
-/// 128, 16 query heads per call and a few sequence lengths, as kernels.rs
-/// interpolates them.
+/// 128 and a few sequence lengths, as kernels.rs interpolates them.
 pub fn kernels_markdown() -> String {
     let seqs = [1024.0, 4096.0, 8192.0, 16384.0, 131072.0];
     let mut s = String::from(
-        "\n#### Attention kernels (head size 128, 16 query heads per call, causal, forward + backward, share of the 16-bit peak)\n\n| kernel | GPU | 1K | 4K | 8K | 16K | 128K |\n|---|---|---:|---:|---:|---:|---:|\n",
+        "\n#### Attention kernels (head size 128, causal, forward + backward, share of the 16-bit peak)\n\n| kernel | GPU | 1K | 4K | 8K | 16K | 128K |\n|---|---|---:|---:|---:|---:|---:|\n",
     );
     let kernels = [
         (
@@ -188,14 +187,7 @@ pub fn kernels_markdown() -> String {
     for (k, name, g, gpu) in kernels {
         let cells: Vec<String> = seqs
             .iter()
-            .map(|&seq| {
-                let call = AttentionCall {
-                    seq,
-                    head_dim: 128,
-                    heads: 16.0,
-                };
-                format!("{:.3}", attention_efficiency(k, g, call))
-            })
+            .map(|&q| format!("{:.3}", attention_efficiency(k, g, 128, q)))
             .collect();
         s += &format!("| {name} | {gpu} | {} |\n", cells.join(" | "));
     }

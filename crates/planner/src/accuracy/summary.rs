@@ -162,7 +162,6 @@ pub fn compute() -> Coverage {
         ),
         memory_gpu: memory_stats(&gpu_memory_rows()),
         memory_megatron: memory_stats(&megatron_memory_rows()),
-        memory_b200: memory_stats(&crate::accuracy::b200_runs::b200_memory_rows()),
         speed_b200: crate::accuracy::b200_runs::step_stats(
             &crate::accuracy::b200_runs::b200_step_rows(),
         ),

@@ -536,22 +536,18 @@ fn dpo_memory_kind(r: &Job) -> Option<MemoryKind> {
     oracle_ran.then_some(MemoryKind::Oracle("stage=dpo", "DPO"))
 }
 
-/// What checks Blackwell's dense BF16 speed on `gpu`: on B200 the real
-/// 8 x B200 Megatron-LM runs, named with their error; on B300 nothing of
-/// its own (GB200's runs fit it); on GB200 its own runs, in the group.
+/// What checks Blackwell's dense BF16 speed off GB200 (whose own runs fit
+/// it, in the plan's group): the real 8 x B200 Megatron-LM runs, named with
+/// their GPU and error, on B200 and B300 alike (#57).
 fn blackwell_bf16_note(gpu: &str) -> Option<Phrase> {
     let b200 = &crate::accuracy::coverage::shipped().speed_b200;
-    match gpu {
-        g if g.starts_with("GB200") => None,
-        "B200" if b200.rows > 0 => Some(
-            Phrase::of(
-                Text::BlackwellBf16CheckedOnB200,
-                error_figures(b200.median, b200.under, b200.over),
-            )
-            .with("rows", b200.rows),
-        ),
-        _ => Some(Phrase::new(Text::BlackwellBf16FromGb200)),
-    }
+    (!gpu.starts_with("GB200") && b200.rows > 0).then(|| {
+        Phrase::of(
+            Text::BlackwellBf16CheckedOnB200,
+            error_figures(b200.median, b200.under, b200.over),
+        )
+        .with("rows", b200.rows)
+    })
 }
 
 /// How far the speed is checked: the cross-validated error of the group of

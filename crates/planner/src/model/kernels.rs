@@ -9,14 +9,6 @@
 //! `throughput::model_flops_per_token` does): `4 s^2 d h` forward, halved
 //! under the causal mask, backward 2.5x forward; so a row is `3.5 x forward
 //! FLOPs / (forward + backward time)` over the dense 16-bit peak.
-//!
-//! A row may name the query heads one kernel call computes (`heads`: the
-//! micro-batch's sequences times the heads on the rank): TransformerEngine's
-//! cuDNN kernel on B200, measured by SimuMax from 4 to 128 heads, reaches
-//! 0.25 of peak at 4K tokens on 8 heads (a Llama 70B layer at TP 8) and
-//! 0.38 on 64, because one query tile of 128 rows per head and length
-//! leaves most of the 148 SMs idle. Rows without it are the papers'
-//! benchmarks, which run 16K tokens per batch on 16 or 32 heads.
 
 use crate::model::hardware::Generation;
 use crate::model::plan::Stack;
@@ -94,14 +86,12 @@ fn arch(generation: Generation) -> KernelArch {
 /// The published benchmarks, compiled in.
 const ATTENTION_CSV: &str = include_str!(concat!(env!("OUT_DIR"), "/attention_kernels.csv"));
 
-/// One benchmarked curve: a kernel on an architecture at one head size
-/// (and at one count of heads per call, where the rows name it), its
-/// (sequence, efficiency) points in the file's order.
+/// One benchmarked curve: a kernel on an architecture at one head size,
+/// its (sequence, efficiency) points in the file's order.
 struct Curve {
     kernel: AttentionKernel,
     arch: KernelArch,
     head_dim: u64,
-    heads: Option<u64>,
     points: Vec<(f64, f64)>,
 }
 
@@ -114,24 +104,23 @@ fn curves() -> &'static [Curve] {
         for l in ATTENTION_CSV.lines().skip(1) {
             let f: Vec<&str> = l.split(',').collect();
             let num = |i: usize| f.get(i).and_then(|v| crate::formats::decimal::parse_f64(v));
-            let (Some(d), Some(seq), Some(e)) = (num(2), num(3), num(5)) else {
+            let (Some(d), Some(seq), Some(e)) = (num(2), num(3), num(4)) else {
                 continue;
             };
             let (Some(k), Some(a)) = (AttentionKernel::from_key(f[0]), KernelArch::from_key(f[1]))
             else {
                 continue;
             };
-            let (d, heads) = (d as u64, num(4).map(|h| h as u64));
+            let d = d as u64;
             match curves
                 .iter_mut()
-                .find(|c| c.kernel == k && c.arch == a && c.head_dim == d && c.heads == heads)
+                .find(|c| c.kernel == k && c.arch == a && c.head_dim == d)
             {
                 Some(c) => c.points.push((seq, e)),
                 None => curves.push(Curve {
                     kernel: k,
                     arch: a,
                     head_dim: d,
-                    heads,
                     points: vec![(seq, e)],
                 }),
             }
@@ -140,77 +129,55 @@ fn curves() -> &'static [Curve] {
     })
 }
 
-/// One kernel call's shape: tokens per sequence, head size, and the query
-/// heads it computes (sequences x heads on the rank).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct AttentionCall {
-    pub seq: f64,
-    pub head_dim: u64,
-    pub heads: f64,
-}
-
 /// Fraction of the dense 16-bit peak the kernel reaches, forward and
-/// backward, on `call`: interpolated linearly in log2 of the sequence
-/// between benchmarked lengths (held at the ends), in log2 of the heads per
-/// call between measured counts where the rows name them (held at the
-/// ends), and between head sizes 64 and 128 (held beyond them).
+/// backward, at `seq` tokens per sequence and head size `head_dim`:
+/// interpolated linearly in log2 of the sequence between benchmarked
+/// lengths (512 to 16K, and on B200 to 128K, where SimuMax measured
+/// TransformerEngine's kernel; held at the ends), and between head sizes 64
+/// and 128 (held beyond them).
 pub fn attention_efficiency(
     kernel: AttentionKernel,
     generation: Generation,
-    call: AttentionCall,
+    head_dim: u64,
+    seq: f64,
 ) -> f64 {
     // The auto-plan asks this for every candidate it times, nearly always
     // with the arguments it gave last (one sequence, a few GPUs): the last
     // answer is kept. The curves never change, so it is the same figure.
-    type Key = (AttentionKernel, Generation, u64, u64, u64);
+    type Key = (AttentionKernel, Generation, u64, u64);
     thread_local! {
         static LAST: std::cell::Cell<Option<(Key, f64)>> = const { std::cell::Cell::new(None) };
     }
-    let key = (
-        kernel,
-        generation,
-        call.head_dim,
-        call.seq.to_bits(),
-        call.heads.to_bits(),
-    );
+    let key = (kernel, generation, head_dim, seq.to_bits());
     if let Some((k, e)) = LAST.get() {
         if k == key {
             return e;
         }
     }
-    let e = curve_efficiency(kernel, generation, call);
+    let e = curve_efficiency(kernel, generation, head_dim, seq);
     LAST.set(Some((key, e)));
     e
 }
 
-/// The curves of one kernel, architecture and head size at `seq`: the one
-/// without a head count, or those with one interpolated in log2 of `heads`.
-fn at_heads(mut curves: impl Iterator<Item = &'static Curve>, seq: f64, heads: f64) -> Option<f64> {
-    let mut by_heads: Vec<(f64, f64)> = Vec::new();
-    for c in curves.by_ref() {
-        let e = interpolate(c.points.iter().copied(), seq)?;
-        match c.heads {
-            None => return Some(e),
-            Some(h) => by_heads.push((h as f64, e)),
-        }
-    }
-    interpolate(by_heads.into_iter(), heads.max(1.0))
-}
-
 /// `attention_efficiency`, computed.
-fn curve_efficiency(kernel: AttentionKernel, generation: Generation, call: AttentionCall) -> f64 {
+fn curve_efficiency(
+    kernel: AttentionKernel,
+    generation: Generation,
+    head_dim: u64,
+    seq: f64,
+) -> f64 {
     let (k, a) = (kernel, arch(generation));
-    let x = call.seq.max(1.0);
+    let x = seq.max(1.0);
     let curve = |d: u64| -> Option<f64> {
-        let mine = curves()
+        let c = curves()
             .iter()
-            .filter(move |c| c.head_dim == d && c.kernel == k && c.arch == a);
-        at_heads(mine, x, call.heads)
+            .find(|c| c.head_dim == d && c.kernel == k && c.arch == a)?;
+        interpolate(c.points.iter().copied(), x)
     };
     let (lo, hi) = (curve(64), curve(128));
     match (lo, hi) {
         (Some(lo), Some(hi)) => {
-            let t = ((call.head_dim as f64 - 64.0) / 64.0).clamp(0.0, 1.0);
+            let t = ((head_dim as f64 - 64.0) / 64.0).clamp(0.0, 1.0);
             lo + t * (hi - lo)
         }
         (Some(e), None) | (None, Some(e)) => e,
@@ -245,15 +212,6 @@ fn interpolate(pts: impl Iterator<Item = (f64, f64)>, x: f64) -> Option<f64> {
 mod tests {
     use super::*;
 
-    /// A call at head dim 128.
-    fn call(seq: f64, heads: f64) -> AttentionCall {
-        AttentionCall {
-            seq,
-            head_dim: 128,
-            heads,
-        }
-    }
-
     /// One efficiency per kernel, architecture, head size and sequence:
     /// `interpolate` reads the nearest point either side, so a second at
     /// the same length would be ignored (the file's sources never agree).
@@ -265,7 +223,6 @@ mod tests {
                 let key = (
                     format!("{:?} {:?}", c.kernel, c.arch),
                     c.head_dim,
-                    c.heads,
                     *seq as u64,
                 );
                 assert!(seen.insert(key.clone()), "{key:?} listed twice");
@@ -280,8 +237,7 @@ mod tests {
     /// measured there (0.583).
     #[test]
     fn a100_fa2_reads_the_published_bars() {
-        let e =
-            |s: f64| attention_efficiency(AttentionKernel::Fa2, Generation::Ampere, call(s, 16.0));
+        let e = |s: f64| attention_efficiency(AttentionKernel::Fa2, Generation::Ampere, 128, s);
         assert!((e(4096.0) - 173.0 / 312.0).abs() < 1e-3);
         assert!((e(8192.0) - 182.0 / 312.0).abs() < 1e-3);
         // Beyond the benchmarks the curve is held, not extrapolated.
@@ -298,36 +254,28 @@ mod tests {
         let sdpa = AttentionKernel::of(Stack::Hf, Generation::Hopper);
         let te = AttentionKernel::of(Stack::Megatron, Generation::Hopper);
         assert_eq!((sdpa, te), (AttentionKernel::Fa2, AttentionKernel::Cudnn));
-        let fa2 = attention_efficiency(sdpa, Generation::Hopper, call(8192.0, 16.0));
-        let cudnn = attention_efficiency(te, Generation::Hopper, call(8192.0, 16.0));
+        let fa2 = attention_efficiency(sdpa, Generation::Hopper, 128, 8192.0);
+        let cudnn = attention_efficiency(te, Generation::Hopper, 128, 8192.0);
         assert!((fa2 - 308.0 / 989.0).abs() < 1e-3, "{fa2}");
         assert!(cudnn > 0.45 && cudnn < 0.5, "{cudnn}");
     }
 
-    /// TransformerEngine's cuDNN kernel on B200 as SimuMax measured it
-    /// (configs/system/b200_bf16_ceperm.json): Llama 70B's 64 heads at 4K,
-    /// forward 0.8715 and backward 0.7294 of peak in dense FLOPs, so
-    /// 3.5 / (2 / 0.8715 + 5 / 0.7294) = 0.383 in causal ones; at TP 8 its
-    /// 8 heads per rank reach 0.248 (the mean of 8:1 and 4:1 GQA); 32 heads
-    /// lie between 16 and 64 in log2 of the count; at 32K, 8 heads reach
-    /// 3.5 / (2 / 1.2018 + 5 / 0.9549) = 0.507.
+    /// TransformerEngine's cuDNN kernel on B200 as SimuMax timed it
+    /// (configs/system/b200_bf16_ceperm.json): a Llama 70B layer's 64 heads
+    /// at 4K, forward 0.8715 and backward 0.7294 of peak counting dense
+    /// FLOPs, so 3.5 / (2 / 0.8715 + 5 / 0.7294) = 0.383 counting causal
+    /// ones (the mean over the GQA ratios measured); 16 heads at 32K,
+    /// 3.5 / (2 / 1.1654 + 5 / 0.8717) = 0.470.
     #[test]
-    fn b200_cudnn_reads_the_measured_heads() {
+    fn b200_cudnn_reads_the_measured_kernel() {
         let te = AttentionKernel::of(Stack::Megatron, Generation::Blackwell);
-        let e = |seq: f64, heads: f64| {
-            attention_efficiency(te, Generation::Blackwell, call(seq, heads))
-        };
+        let e = |seq: f64| attention_efficiency(te, Generation::Blackwell, 128, seq);
         let by_hand = 3.5 / (2.0 / 0.8715 + 5.0 / 0.7294);
-        assert!(
-            (e(4096.0, 64.0) - by_hand).abs() < 1e-3,
-            "{}",
-            e(4096.0, 64.0)
-        );
-        assert!((e(4096.0, 8.0) - 0.248).abs() < 1e-3);
-        assert!((e(32768.0, 8.0) - 3.5 / (2.0 / 1.2018 + 5.0 / 0.9549)).abs() < 1e-3);
-        let (lo, hi) = (e(4096.0, 16.0), e(4096.0, 64.0));
-        assert!(e(4096.0, 32.0) > lo.min(hi) && e(4096.0, 32.0) < lo.max(hi) + 0.01);
-        // Past the measured counts the curve is held.
-        assert_eq!(e(4096.0, 512.0), e(4096.0, 128.0));
+        assert!((e(4096.0) - by_hand).abs() < 1e-3, "{}", e(4096.0));
+        let long = 3.5 / (2.0 / 1.1654 + 5.0 / 0.8717);
+        assert!((e(32768.0) - long).abs() < 1e-3, "{}", e(32768.0));
+        // Between the measured lengths, log-linear; beyond 128K, held.
+        assert!(e(8192.0) > e(4096.0) && e(8192.0) < e(32768.0));
+        assert_eq!(e(262144.0), e(131072.0));
     }
 }

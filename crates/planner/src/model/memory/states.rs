@@ -3,7 +3,6 @@
 //! after tensor, pipeline and expert parallelism and ZeRO sharding.
 
 use super::shape::{linear_params, MemoryShape};
-use crate::model::architecture::Architecture;
 use crate::model::layout::Layout;
 use crate::model::plan::{Precision, Stack, Training};
 use crate::model::recipe::Recipe;
@@ -73,9 +72,12 @@ pub(super) fn gradients(s: &MemoryShape) -> f64 {
 /// (transformer_engine/pytorch/utils.py), a tensor of the weight's shape and
 /// dtype cached per (shape, dtype) and kept for the whole run. One per
 /// distinct local Linear shape: the fused QKV, the output projection, FC1
-/// and FC2 (an MoE layer's experts share theirs, the shared experts have
-/// their own; so do MLA's projections). The 8 x B200 runs of b200_megatron_real.csv (TE 2.11) hold
-/// them: 405B at TP 1, 6.0 GiB, is the gap the other terms leave there.
+/// and FC2, so one layer's attention and MLP weights on the rank; an MoE
+/// layer's routed experts share one expert's shapes, the shared experts
+/// have their own, as a dense layer's MLP does (MLA's unsplit down
+/// projections are counted split: a few percent of its attention). The
+/// 8 x B200 runs of b200_megatron_real.csv (TE 2.11) hold them: 405B at
+/// TP 1, 6.0 GiB, is the gap the other terms leave there.
 pub(super) fn wgrad_placeholders(s: &MemoryShape) -> f64 {
     let megatron = s.recipe.implementation.stack == Stack::Megatron;
     if !megatron || s.peft || s.layers <= 0.0 {
@@ -86,49 +88,16 @@ pub(super) fn wgrad_placeholders(s: &MemoryShape) -> f64 {
     } else {
         2.0
     };
-    distinct_linear_shapes(s.arch, s.t)
-        .iter()
-        .map(|(i, o)| (i * o) as f64)
-        .sum::<f64>()
-        * bytes
-}
-
-/// The distinct `(in, out)` shapes of one TP rank's decoder Linear weights
-/// (fused QKV in Megatron, gated MLPs' FC1 fused), without repeats.
-fn distinct_linear_shapes(a: &Architecture, t: f64) -> Vec<(u64, u64)> {
-    let t = t.max(1.0) as u64;
-    let split = |w: u64| (w / t).max(1);
-    let mut shapes: Vec<(u64, u64)> = if a.mla.is_some() {
-        a.attention_linears()
-            .into_iter()
-            .map(|(i, o, tp)| if tp { (i, split(o)) } else { (i, o) })
-            .collect()
-    } else {
-        vec![
-            (a.hidden, split(a.q_width() + 2 * a.kv_width())),
-            (split(a.q_width()), a.hidden),
-        ]
-    };
-    let up = a.mlp.matrices() - 1;
-    let mut mlp = |f: u64| {
-        shapes.push((a.hidden, split(up * f)));
-        shapes.push((split(f), a.hidden));
-    };
-    match &a.moe {
+    let (a, c) = (s.arch, s.counts);
+    let dense_mlp = (a.mlp.matrices() * a.hidden * a.ffn) as f64;
+    let mlp = match &a.moe {
+        None => c.mlp_per_layer as f64,
         Some(m) => {
-            mlp(m.expert_ffn);
-            if m.shared > 0 {
-                mlp(m.shared as u64 * m.expert_ffn);
-            }
-            if m.dense_layers > 0 {
-                mlp(a.ffn);
-            }
+            let dense = if m.dense_layers > 0 { dense_mlp } else { 0.0 };
+            c.expert as f64 * (1.0 + m.shared as f64) + dense
         }
-        None => mlp(a.ffn),
-    }
-    shapes.sort_unstable();
-    shapes.dedup();
-    shapes
+    };
+    (c.attention_per_layer as f64 + mlp) / s.t * bytes
 }
 
 /// fp32 master weights of Megatron/DeepSpeed mixed precision (4 B/param), sharded from ZeRO-1 (SPEC §3.2).

@@ -48,7 +48,7 @@ pub struct Efficiency {
 /// B200's x86 hosts and GB200/GB300's Grace) with each row's dispatcher
 /// and CUDA-graph scope from its recipe (calibration.csv), and taken for
 /// every generation: they are the CPU's and the software's, not the GPU's.
-/// 0.15 ms per expert on the GPU (~30 launches of ~5 µs), 1.3 ms for a
+/// 0.14 ms per expert on the GPU (~30 launches of ~5 µs), 1.4 ms for a
 /// router and preprocessing outside CUDA graphs, 3.6 ms for the all-to-all
 /// dispatcher over DeepEP/HybridEP.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -65,9 +65,9 @@ pub struct HostCosts {
 }
 
 pub const HOST: HostCosts = HostCosts {
-    moe_expert_launch: 0.000150,
-    moe_router_launch: 0.001312,
-    moe_alltoall_launch: 0.003613,
+    moe_expert_launch: 0.000143,
+    moe_router_launch: 0.001391,
+    moe_alltoall_launch: 0.003628,
 };
 
 /// The calibrated parameters: `plan calibrate --fit` refits them from a
@@ -100,13 +100,13 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // Fitted on the dense H100 rows (NeMo 24.07, DGX Cloud recipes,
         // Megatron-Bridge, OLMo-core, NeMo AutoModel); the experts' speed
         // (0.83 of dense GEMMs on many tokens, beyond the measured fall with
-        // few) and an MoE layer's fixed cost (1.76 ms per micro-batch, beside
+        // few) and an MoE layer's fixed cost (1.68 ms per micro-batch, beside
         // the host's launch costs, `HOST`) on its Megatron MoE rows.
         Generation::Hopper => Efficiency {
             gemm: 0.609,
             fp8_gemm: 0.482,
-            moe: 0.828,
-            moe_layer_overhead: 0.001755,
+            moe: 0.824,
+            moe_layer_overhead: 0.001679,
             ..hand_set
         },
         // Fitted on torchtitan's rows of 500 W H100s; attention sustains
@@ -123,8 +123,8 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // near SimuMax's measured median over 514 B200 GEMM shapes (0.485,
         // megatron_and_b200_facts.md §3), though not fitted to it.
         // On 14 Megatron-Bridge MoE rows (25.09 to 26.02) the experts run at
-        // 0.92 of dense GEMMs on many tokens (SimuMax's grouped-GEMM
-        // microbenchmarks measure as fast) and an MoE layer costs 0.08 ms
+        // 0.94 of dense GEMMs on many tokens (SimuMax's grouped-GEMM
+        // microbenchmarks measure as fast) and an MoE layer costs 0.18 ms
         // per micro-batch whatever its size, beside the host's launch costs
         // (`HOST`, fitted on the same rows).
         //
@@ -140,9 +140,9 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         Generation::Blackwell => Efficiency {
             tp_hidden: 0.0,
             gemm: 0.500,
-            fp8_gemm: 0.470,
-            moe: 0.918,
-            moe_layer_overhead: 0.000078,
+            fp8_gemm: 0.477,
+            moe: 0.940,
+            moe_layer_overhead: 0.000179,
             kernel_overhead: 5e-6,
             ..hand_set
         },

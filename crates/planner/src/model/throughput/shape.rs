@@ -225,16 +225,15 @@ pub(super) fn trainable_share(
 }
 
 /// The stack's flash-attention kernel's efficiency at the plan's shape: its
-/// head size, the sequence each kernel call sees (a context-parallel ring
-/// computes `seq / cp` blocks; a sliding window bounds the keys) and the
-/// query heads it computes (the micro-batch's sequences x the rank's heads).
+/// head size, and the sequence each kernel call sees (a context-parallel
+/// ring computes `seq / cp` blocks; a sliding window bounds the keys).
 pub(super) fn attention_efficiency(
     arch: &Architecture,
     recipe: &Recipe,
     layout: &Layout,
     gpu: &Gpu,
 ) -> f64 {
-    use crate::model::kernels::{attention_efficiency, AttentionCall, AttentionKernel};
+    use crate::model::kernels::{attention_efficiency, AttentionKernel};
     let g = gpu.generation;
     let seq = recipe.data.seq as f64 / layout.cp.max(1) as f64;
     let head_dim = arch.attention_width() / arch.heads.max(1);
@@ -243,13 +242,7 @@ pub(super) fn attention_efficiency(
         crate::model::plan::Attention::Cudnn => AttentionKernel::Cudnn,
         _ => AttentionKernel::of(recipe.implementation.stack, g),
     };
-    let heads = recipe.data.micro_batch as f64 * arch.heads as f64 / layout.tp.max(1) as f64;
-    let call = AttentionCall {
-        seq,
-        head_dim,
-        heads,
-    };
-    attention_efficiency(kernel, g, call)
+    attention_efficiency(kernel, g, head_dim, seq)
 }
 
 /// Bytes per element a stack's low-precision recipe moves, forward and
