@@ -1306,3 +1306,43 @@ fn moe_rows_carry_their_recipes_dispatcher_and_graphs() {
         .filter(|c| c.arch.moe.is_none())
         .all(|c| !c.plan.moe.moe_flex && !c.plan.moe.moe_graphs));
 }
+
+/// Cross-validation by held-out group (#57, docs/accuracy.md "Held out by
+/// group"): each grouping covers every row once, and holding out a row's
+/// whole generation, stack or scale band is never more accurate than
+/// leaving out only its model, for the group as a whole: otherwise the
+/// held-out fit would be seeing its own rows.
+#[test]
+fn held_out_groups_cover_every_row_and_see_none_of_their_own() {
+    use planner::accuracy::calibration::{
+        cases, cross_validated, held_out, median_abs_error, HeldOut,
+    };
+    let n = cases().len();
+    let loao = cross_validated();
+    for by in [HeldOut::Generation, HeldOut::Stack, HeldOut::Scale] {
+        let groups = held_out(by);
+        let rows: usize = groups.iter().map(|g| g.predictions.len()).sum();
+        assert_eq!(rows, n, "{by:?}");
+        for g in &groups {
+            let ids: Vec<&str> = g.predictions.iter().map(|p| p.id.as_str()).collect();
+            let mine: Vec<_> = loao
+                .iter()
+                .filter(|p| ids.contains(&p.id.as_str()))
+                .cloned()
+                .collect();
+            println!(
+                "{by:?} {}: held out {:.1}%, one model out {:.1}%",
+                g.name,
+                g.median(),
+                median_abs_error(&mine)
+            );
+            assert!(
+                g.median() >= median_abs_error(&mine) - 0.5,
+                "{by:?} {}: {:.1}% held out, {:.1}% one model out",
+                g.name,
+                g.median(),
+                median_abs_error(&mine)
+            );
+        }
+    }
+}

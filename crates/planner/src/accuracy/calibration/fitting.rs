@@ -221,7 +221,7 @@ pub fn fit_on(generation: Generation, cases: &[&Case], host: &HostCosts) -> (Eff
 }
 
 /// The host's launch costs fitted on the Blackwell rows among `cases`.
-pub(super) fn host_fit(cases: &[&Case]) -> HostCosts {
+pub fn host_fit(cases: &[&Case]) -> HostCosts {
     let b: Vec<&Case> = cases
         .iter()
         .copied()
