@@ -38,7 +38,7 @@ fn b200_markdown() -> String {
             .collect(),
     );
     let mut s = format!(
-        "\n#### Real Megatron-LM runs on 8 x B200\n\n{} BF16 runs of Llama 3 70B (12 layers) and 405B (4 layers) on one 8 x B200 node (data/b200_megatron_real.csv, from SimuMax's B200 release: Megatron-LM 23e00ed0, TE 2.11), planned as their launcher ran them; no parameter is fitted on them. Memory (`max_memory_allocated` against the fullest stage): median {:.1}%, from {} to {}. Step time: median {:.1}% (SimuMax on the same runs: {:.1}%).\n\n| run | measured GiB | predicted GiB | error | measured ms | predicted ms | error | SimuMax ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "\n#### Real Megatron-LM runs on 8 x B200\n\n{} BF16 runs of Llama 3 70B (12 layers) and 405B (4 layers) on one 8 x B200 node (data/b200_megatron_real.csv, from SimuMax's B200 release: Megatron-LM 23e00ed0, TE 2.11), planned as their launcher ran them; no parameter is fitted on them (Blackwell's exposed tensor-parallel backward, `tp_hidden` 0, set from SimuMax's finding, is the one setting they are in-sample for). Their context-parallel runs used all-to-all attention (`--cp-comm-type a2a`), planned as the ring. Memory (`max_memory_allocated` against the fullest stage): median {:.1}%, from {} to {}. Step time: median {:.1}% (SimuMax on the same runs: {:.1}%).\n\n| run | measured GiB | predicted GiB | error | measured ms | predicted ms | error | SimuMax ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
         mem.len(),
         st.median,
         pct(st.under),
