@@ -5,7 +5,7 @@
 //! each planned as its launcher ran it. No parameter is fitted on them.
 
 use planner::accuracy::b200_runs::{
-    b200_jobs, b200_memory_rows, b200_step_rows, B200_MEGATRON_REAL_CSV,
+    b200_memory_rows, b200_runs, b200_step_rows, B200Run, B200_MEGATRON_REAL_CSV,
 };
 use planner::model::memory::{last_stage_breakdown, Term};
 use planner::model::throughput::Efficiency;
@@ -106,13 +106,13 @@ fn b200_step_times_within_their_measured_bound() {
 /// model choose alone, among 0, 1/4, 1/2, 3/4 and 1, by mean |ln error|.
 #[test]
 fn either_model_alone_chooses_exposed_tensor_parallel() {
-    let runs = b200_jobs();
+    let runs = b200_runs();
     for model in ["llama3-70b", "llama3-405b"] {
         let error = |hidden: f64| -> f64 {
             let mine: Vec<f64> = runs
                 .iter()
-                .filter(|(job, r)| r.get("model") == model && job.layout.tp > 1)
-                .map(|(job, r)| {
+                .filter(|r| r.row.get("model") == model && r.job.layout.tp > 1)
+                .map(|B200Run { job, row: r, .. }| {
                     let eff = Efficiency {
                         tp_hidden: hidden,
                         ..job.efficiency()

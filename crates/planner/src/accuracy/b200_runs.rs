@@ -5,7 +5,7 @@
 //! check the model: no parameter is fitted on them (Blackwell's `tp_hidden`,
 //! set from SimuMax's finding, is the one setting they are in-sample for).
 
-use crate::accuracy::calibration::read_csv;
+use crate::accuracy::calibration::{read_csv, Row};
 use crate::accuracy::coverage::{median, worst, MemoryStats};
 use crate::accuracy::envelope::Envelope;
 use crate::accuracy::memory_checks::MemoryRow;
@@ -16,18 +16,29 @@ use crate::model::plan::Plan;
 /// (data/b200_megatron_real.csv, with their sources).
 pub const B200_MEGATRON_REAL_CSV: &str = include_str!("../../data/b200_megatron_real.csv");
 
-/// The 8 x B200 runs' plans as their launcher ran them, with each row.
-pub fn b200_jobs() -> Vec<(Job, crate::accuracy::calibration::Row)> {
+/// One run: its plan as its launcher ran it, the plan resolved, its row.
+pub struct B200Run {
+    pub plan: Plan,
+    pub job: Job,
+    pub row: Row,
+}
+
+/// The 8 x B200 runs, each plan decoded and resolved once.
+pub fn b200_runs() -> Vec<B200Run> {
     read_csv(B200_MEGATRON_REAL_CSV)
         .into_iter()
-        .filter_map(|r| {
-            let decoded = Plan::from_query(r.get("query"));
+        .filter_map(|row| {
+            let decoded = Plan::from_query(row.get("query"));
             // A key the query misspells would drop a setting: no row then.
             if !decoded.notices.is_empty() {
                 return None;
             }
             let (job, errors) = crate::model::resolve::resolve(&decoded.plan);
-            errors.is_empty().then_some((job, r))
+            errors.is_empty().then_some(B200Run {
+                plan: decoded.plan,
+                job,
+                row,
+            })
         })
         .collect()
 }
@@ -36,19 +47,16 @@ pub fn b200_jobs() -> Vec<(Job, crate::accuracy::calibration::Row)> {
 /// planner's allocated peak of the fullest stage, in GiB. No memory
 /// parameter is fitted on them.
 pub fn b200_memory_rows() -> Vec<MemoryRow> {
-    b200_jobs()
+    b200_runs()
         .into_iter()
-        .filter_map(|(job, r)| {
-            let measured = r.num("real_alloc_gib")?;
+        .filter_map(|B200Run { plan, job, row }| {
             let predicted = job.allocated_peak_bytes() as f64 / (1u64 << 30) as f64;
-            let plan = Plan::from_query(r.get("query")).plan;
-            Some(MemoryRow {
-                label: r.get("id").to_string(),
-                measured,
+            Some(MemoryRow::new(
+                row.get("id").to_string(),
+                row.num("real_alloc_gib")?,
                 predicted,
-                error_percent: 100.0 * (predicted - measured) / measured,
-                point: Envelope::point(&plan, &job.arch, job.layout.gpus),
-            })
+                Envelope::point(&plan, &job.arch, job.layout.gpus),
+            ))
         })
         .collect()
 }
@@ -67,9 +75,9 @@ pub struct StepRow {
 /// The 8 x B200 runs' measured steps against the planner's step at the
 /// B200's calibrated efficiency.
 pub fn b200_step_rows() -> Vec<StepRow> {
-    b200_jobs()
+    b200_runs()
         .into_iter()
-        .filter_map(|(job, r)| {
+        .filter_map(|B200Run { job, row: r, .. }| {
             let measured_ms = r.num("real_step_ms")?;
             let predicted_ms = 1e3 * job.throughput(&job.efficiency()).step_seconds;
             Some(StepRow {

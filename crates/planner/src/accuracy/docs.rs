@@ -3,7 +3,7 @@
 //! stack and sequence band, the labels' groups, the rows left out, and the
 //! memory checks.
 
-use crate::accuracy::b200_runs::{b200_memory_rows, b200_step_rows};
+use crate::accuracy::b200_runs::{b200_memory_rows, b200_step_rows, step_stats};
 use crate::accuracy::coverage::{median, Coverage, GroupStats, MemoryStats};
 use crate::accuracy::memory_checks::{
     gpu_memory_rows, is_whole_model, megatron_memory_rows, memory_stats, off_path_gpu_memory_rows,
@@ -30,7 +30,7 @@ fn b200_markdown() -> String {
     let mem = b200_memory_rows();
     let st = memory_stats(&mem);
     let steps = b200_step_rows();
-    let ours = median(steps.iter().map(|r| r.error_percent.abs()).collect());
+    let ours = step_stats(&steps).median;
     let simumax = median(
         steps
             .iter()

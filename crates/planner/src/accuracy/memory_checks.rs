@@ -32,6 +32,19 @@ pub struct MemoryRow {
     pub point: Envelope,
 }
 
+impl MemoryRow {
+    /// A row with its percent error, `(predicted - measured) / measured`.
+    pub fn new(label: String, measured: f64, predicted: f64, point: Envelope) -> MemoryRow {
+        MemoryRow {
+            label,
+            measured,
+            predicted,
+            error_percent: 100.0 * (predicted - measured) / measured,
+            point,
+        }
+    }
+}
+
 fn memory_row_plan(r: &crate::accuracy::calibration::Row) -> Option<(Architecture, Plan)> {
     let n = |k: &str| r.num(k).map(|x| x as u64);
     let arch = Architecture::dense(
@@ -125,13 +138,12 @@ pub fn single_rank_memory_rows() -> Vec<MemoryRow> {
                 r.get("attn"),
                 r.get("optim")
             );
-            Some(MemoryRow {
+            Some(MemoryRow::new(
                 label,
                 measured,
                 predicted,
-                error_percent: 100.0 * (predicted - measured) / measured,
-                point: Envelope::point(&plan, &arch, 1),
-            })
+                Envelope::point(&plan, &arch, 1),
+            ))
         })
         .collect()
 }
@@ -250,13 +262,12 @@ fn oracle_rows_of(jsonl: &str) -> Vec<OracleRow> {
                 _ => "lora",
             };
             Some(OracleRow {
-                row: MemoryRow {
-                    label: r.id.clone(),
-                    measured: r.peak_bytes,
+                row: MemoryRow::new(
+                    r.id.clone(),
+                    r.peak_bytes,
                     predicted,
-                    error_percent: 100.0 * (predicted - r.peak_bytes) / r.peak_bytes,
-                    point: Envelope::point(&plan, &arch, r.world),
-                },
+                    Envelope::point(&plan, &arch, r.world),
+                ),
                 sharding,
                 checkpointing: plan.activations.checkpointing.key().into_owned(),
                 family: config["model_type"].as_str().unwrap_or("?").to_string(),
@@ -476,13 +487,12 @@ fn gpu_memory_row(
         Peak::Reserved => mem.peak_bytes - CUDA_CONTEXT_BYTES,
     };
     let predicted = bytes as f64 / (1u64 << 30) as f64;
-    Some(MemoryRow {
-        label: id.to_string(),
+    Some(MemoryRow::new(
+        id.to_string(),
         measured,
         predicted,
-        error_percent: 100.0 * (predicted - measured) / measured,
-        point: Envelope::point(&plan, &arch, gpus),
-    })
+        Envelope::point(&plan, &arch, gpus),
+    ))
 }
 
 /// The layouts torchtitan's published runs are grouped by for the memory
@@ -516,13 +526,12 @@ pub fn torchtitan_memory_rows() -> Vec<(&'static str, MemoryRow)> {
             let measured = r.num("peak_gib")?;
             let reserved = mem.peak_bytes - CUDA_CONTEXT_BYTES;
             let predicted = reserved as f64 / (1u64 << 30) as f64;
-            let row = MemoryRow {
-                label: c.id.clone(),
+            let row = MemoryRow::new(
+                c.id.clone(),
                 measured,
                 predicted,
-                error_percent: 100.0 * (predicted - measured) / measured,
-                point: Envelope::point(&plan, &arch, gpus),
-            };
+                Envelope::point(&plan, &arch, gpus),
+            );
             Some((torchtitan_layout(&c.layout), row))
         })
         .collect()
@@ -555,13 +564,12 @@ pub fn megatron_memory_rows() -> Vec<MemoryRow> {
             );
             let measured = r.num("measured_max_allocated_bytes")? / (1u64 << 30) as f64;
             let predicted = mem.allocated_peak_bytes as f64 / (1u64 << 30) as f64;
-            Some(MemoryRow {
-                label: r.get("id").to_string(),
+            Some(MemoryRow::new(
+                r.get("id").to_string(),
                 measured,
                 predicted,
-                error_percent: 100.0 * (predicted - measured) / measured,
-                point: Envelope::point(&plan, &res.arch, res.layout.gpus),
-            })
+                Envelope::point(&plan, &res.arch, res.layout.gpus),
+            ))
         })
         .collect()
 }

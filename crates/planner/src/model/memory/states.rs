@@ -89,11 +89,11 @@ pub(super) fn wgrad_placeholders(s: &MemoryShape) -> f64 {
         2.0
     };
     let (a, c) = (s.arch, s.counts);
-    let dense_mlp = (a.mlp.matrices() * a.hidden * a.ffn) as f64;
     let mlp = match &a.moe {
         None => c.mlp_per_layer as f64,
         Some(m) => {
-            let dense = if m.dense_layers > 0 { dense_mlp } else { 0.0 };
+            let dense_layers = m.dense_layers > 0;
+            let dense = (dense_layers as u64 * a.mlp.matrices() * a.hidden * a.ffn) as f64;
             c.expert as f64 * (1.0 + m.shared as f64) + dense
         }
     };
