@@ -479,6 +479,48 @@ fn recomputation_never_speeds_a_step_up(link in any_link()) {
         let t = step(c);
         prop_assert!(t >= none * (1.0 - 1e-12), "{:?} {} s < none {} s for {}", c, t, none, link);
     }
+}
+
+/// A fused loss never makes a step slower: it streams the logits in bf16
+/// once each way (6 B per logit) where the plain loss moves them in fp32
+/// three times each way (24 B), and nothing else in the step depends on the
+/// loss; a longer micro-batch hides at most 0.9 of its growth of
+/// data-parallel traffic (`DP_HIDDEN_AT_MOST`), so the whole step still
+/// grows with it. The search does not try the plain loss where the fused
+/// one fits (estimate/search/walk.rs `inner`).
+#[test]
+fn a_fused_loss_never_slows_a_step(link in any_link()) {
+    use planner::model::plan::Loss;
+    let plan = Plan::from_query(&link).plan;
+    let run = |l: Loss| evaluate(&with(&plan, |p| p.implementation.loss = l));
+    let (plain, fused) = (run(Loss::Plain), run(Loss::Fused));
+    let (p, f) = (plain.throughput.step_seconds, fused.throughput.step_seconds);
+    prop_assert!(f <= p * (1.0 + 1e-12), "fused {} s > plain {} s for {}", f, p, link);
+    let (p, f) = (plain.time.total_hours, fused.time.total_hours);
+    prop_assert!(f <= p * (1.0 + 1e-12), "fused {} h > plain {} h for {}", f, p, link);
+}
+
+/// ZeRO-2 takes exactly ZeRO-1's time: both reduce-scatter the gradients
+/// and all-gather the updated parameters once a step (Megatron's
+/// distributed optimizer and Megatron-FSDP's `optim_grads`; DeepSpeed's
+/// stages 1 and 2), and the optimizer updates the same shard; only memory
+/// differs. (Not for GRPO, where FSDP2's ZeRO-2 gathers the weights for
+/// the engine, `rollout_seconds`, nor with activations offloaded, whose
+/// bytes differ.) The search does not try a ZeRO-2 plan
+/// where the same plan under ZeRO-1 fits (estimate/search/walk.rs `inner`).
+#[test]
+fn zero_two_takes_zero_one_s_time(link in any_link()) {
+    let plan = with(&Plan::from_query(&link).plan, |p| p.activations.offload = false);
+    if plan.training.stage.generates() {
+        return Ok(());
+    }
+    let run = |z: u8| evaluate(&with(&plan, |p| {
+        p.parallelism.zero = z;
+        p.parallelism.shard = None;
+    }));
+    let (one, two) = (run(1), run(2));
+    prop_assert_eq!(one.throughput.step_seconds, two.throughput.step_seconds, "{}", link);
+    prop_assert_eq!(one.time.total_hours, two.time.total_hours, "{}", link);
 }}
 
 /// Issue #15's three links: values the parser accepts that overflowed u64 or

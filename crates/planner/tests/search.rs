@@ -31,6 +31,8 @@ fn pruned_search_equals_brute_force() {
         // micro-batch 2 (27.4 GiB, gradients accumulated) overflows, 4 in one
         // micro-batch (27.0 GiB) fits: the bound must not stop at 2.
         "model=llama-3.2-1b&seq=8192&mb=1&ga=4&ckpt=full&loss=fused&instance=custom&gpu_mem=32.9&gpu_count=1&nodes=1&lock=instance,precision,nodes",
+        // Megatron: pipelines, context parallelism and its three recomputations.
+        "model=llama-3.1-70b&seq=32768&impl=megatron&instance=ml.p5.48xlarge&price=55&lock=instance,nodes&nodes=4",
     ] {
         let plan = Plan::from_query(q).plan;
         let fast = Search::new(&plan).finish();

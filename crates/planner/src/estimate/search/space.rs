@@ -181,10 +181,12 @@ impl Space {
         let ckpts = checkpointings_around(plan);
         let servers = servers_around(plan);
         // grpo.py computes TRL's own loss (`launchers::grpo_refusal`).
+        // The fused loss first: where it fits, the plain one is not tried
+        // (`Search::inner`).
         let losses = if plan.training.stage.generates() {
             vec![Loss::Plain]
         } else {
-            vec![Loss::Plain, Loss::Fused]
+            vec![Loss::Fused, Loss::Plain]
         };
         let mbs = if locks.micro_batch {
             vec![plan.data.micro_batch]

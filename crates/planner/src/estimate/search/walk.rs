@@ -4,13 +4,14 @@
 use crate::model::architecture::{Architecture, ParameterCounts};
 use crate::model::plan::InstanceId;
 
+use super::dominance::Dominance;
 use super::results::*;
 use super::space::*;
 use crate::estimate::launchers;
 use crate::model::hardware::Gpu;
 use crate::model::layout::Layout;
 use crate::model::memory;
-use crate::model::plan::{Checkpointing, Plan, Precision};
+use crate::model::plan::{Plan, Precision};
 use crate::model::recipe::Recipe;
 use crate::model::rules;
 use crate::model::throughput::{self};
@@ -42,6 +43,9 @@ pub struct Search {
     /// degree of the space (`refusal_index`), asked once per search
     /// rather than once per block.
     refused: Vec<bool>,
+    /// The last ZeRO-1 block and what it covered (`Dominance`), for its
+    /// ZeRO-2 twin.
+    zero_one: Option<([usize; 9], Vec<bool>)>,
 }
 impl Search {
     /// The full space around `plan`, respecting its locks.
@@ -80,6 +84,7 @@ impl Search {
             adapters: arch_adapters,
             user: Baseline::of(user),
             refused: Vec::new(),
+            zero_one: None,
         };
         search.refused = search.refusals();
         search
@@ -350,12 +355,9 @@ impl Search {
         // One layer forward per micro-batch serves every checkpointing and loss.
         let mut forwards = vec![None; mbs.len()];
         let mut best: Option<Found> = None;
-        // Where the plan without recomputation fits, by loss and
-        // micro-batch: recomputing never makes a step faster where nothing
-        // is offloaded (tests/properties.rs
-        // `recomputation_never_speeds_a_step_up`), so there the others are
-        // counted, not timed.
-        let mut fits_as_is = vec![false; losses.len() * mbs.len()];
+        let offload = self.base.activations.offload;
+        let mut dom =
+            Dominance::new(&ckpts, &losses, mbs.len()).with(offload, self.zero_one_twin(o));
         let dp = layout.dp;
         for (ci, &ck) in ckpts.iter().enumerate() {
             if self.refused_checkpointings(o)[ci] {
@@ -367,11 +369,10 @@ impl Search {
                 // one that ends accumulation (or stop).
                 let mut skip_below = 0;
                 for (mi, &mb) in mbs.iter().enumerate() {
-                    if mi < skip_below {
-                        self.pruned += 1;
-                        continue;
-                    }
-                    if !self.global_sequences.is_multiple_of(mb * dp) {
+                    if mi < skip_below
+                        || !self.global_sequences.is_multiple_of(mb * dp)
+                        || (self.use_bounds && dom.skips((ci, li, mi)))
+                    {
                         self.pruned += 1;
                         continue;
                     }
@@ -383,10 +384,10 @@ impl Search {
                     let recipe = w.recipe();
                     self.evaluated += 1;
                     let (arch, counts) = (&self.arch, &self.counts);
-                    let peak =
-                        *peaks[(ci * losses.len() + li) * mbs.len() + mi].get_or_insert_with(
-                            || memory::breakdown(arch, counts, &recipe, layout).peak_bytes,
-                        ) + pool;
+                    let at = dom.at(ci, li, mi);
+                    let peak = *peaks[at].get_or_insert_with(|| {
+                        memory::breakdown(arch, counts, &recipe, layout).peak_bytes
+                    }) + pool;
                     if peak > budget {
                         if self.use_bounds {
                             skip_below = self.next_after_overflow(&mbs, mi, layout, &recipe);
@@ -396,16 +397,7 @@ impl Search {
                     if self.host_overflows(o, layout, &recipe) {
                         continue;
                     }
-                    let at = li * mbs.len() + mi;
-                    if self.use_bounds
-                        && ck != Checkpointing::None
-                        && fits_as_is[at]
-                        && !recipe.activations.offload
-                    {
-                        self.fitting += 1;
-                        continue;
-                    }
-                    fits_as_is[at] |= ck == Checkpointing::None;
+                    dom.covered[at] = true;
                     let f = self.timed(o, [ci, li, mi], (layout, &recipe), peak, &mut forwards[mi]);
                     self.fitting += 1;
                     // Same price per hour: the fastest is also the cheapest (the first of equals stays).
@@ -416,8 +408,43 @@ impl Search {
             }
         }
         self.peaks.put(key, peaks);
+        self.keep_zero_one(o, dom.covered);
         if let Some(f) = best {
             self.found_fit(f);
+        }
+    }
+
+    /// The block with ZeRO-2 in place of ZeRO-1 or back (`None` if this
+    /// block is under neither, or where their times differ: GRPO, offloading).
+    fn zero_twin_key(&self, o: [usize; 9]) -> Option<[usize; 9]> {
+        let b = &self.base;
+        let same_time = !b.training.stage.generates() && !b.activations.offload;
+        let zero = self.space.zeros[o[7]];
+        let twin = |z: (u8, bool)| self.space.zeros.iter().position(|&x| x == z);
+        let other = match zero {
+            (1, false) => twin((2, false)),
+            (2, false) => twin((1, false)),
+            _ => None,
+        };
+        let mut k = o;
+        k[7] = other?;
+        same_time.then_some(k)
+    }
+
+    /// What the ZeRO-1 twin of a ZeRO-2 block covered (`Dominance`).
+    fn zero_one_twin(&mut self, o: [usize; 9]) -> Option<Vec<bool>> {
+        let twin = self.zero_twin_key(o)?;
+        if self.space.zeros[o[7]] != (2, false) {
+            return None;
+        }
+        let (k, covered) = self.zero_one.take()?;
+        (k == twin).then_some(covered)
+    }
+
+    /// Keep a ZeRO-1 block's `covered` for its ZeRO-2 twin.
+    fn keep_zero_one(&mut self, o: [usize; 9], covered: Vec<bool>) {
+        if self.space.zeros[o[7]] == (1, false) && self.zero_twin_key(o).is_some() {
+            self.zero_one = Some((o, covered));
         }
     }
 
