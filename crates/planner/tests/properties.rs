@@ -4,7 +4,7 @@ use planner::evaluate;
 use planner::model::architecture::presets;
 use planner::model::hardware::instances;
 use planner::model::layout::Layout;
-use planner::model::memory::breakdown;
+use planner::model::memory::{breakdown, states_floor};
 use planner::model::plan::{Checkpointing, Plan};
 use planner::model::resolve::resolve;
 use planner::text::Text;
@@ -498,6 +498,30 @@ fn a_fused_loss_never_slows_a_step(link in any_link()) {
     prop_assert!(f <= p * (1.0 + 1e-12), "fused {} s > plain {} s for {}", f, p, link);
     let (p, f) = (plain.time.total_hours, fused.time.total_hours);
     prop_assert!(f <= p * (1.0 + 1e-12), "fused {} h > plain {} h for {}", f, p, link);
+}
+
+/// The model states' floor (`memory::states_floor`) is under the peak of
+/// every plan of the layout, whatever the micro-batch, accumulation,
+/// checkpointing and loss it was taken with: the auto-plan skips a layout
+/// whose floor is over the budget (estimate/search/walk.rs `inner`).
+#[test]
+fn the_states_floor_is_under_every_peak(link in any_link()) {
+    use planner::model::plan::{Checkpointing, Loss};
+    let plan = Plan::from_query(&link).plan;
+    let (res, _) = resolve(&plan);
+    let peak = breakdown(&res.arch, &res.counts, &plan.recipe(), &res.layout).peak_bytes;
+    for (mb, ga, ck, loss) in [
+        (1, 1, Checkpointing::Full, Loss::Fused),
+        (32, 8, Checkpointing::None, Loss::Plain),
+        (4, 2, Checkpointing::Selective, Loss::Fused),
+    ] {
+        let other = with(&plan, |p| {
+            (p.data.micro_batch, p.data.grad_accum) = (mb, ga);
+            (p.activations.checkpointing, p.implementation.loss) = (ck, loss);
+        });
+        let floor = states_floor(&res.arch, &res.counts, &other.recipe(), &res.layout);
+        prop_assert!(floor - 64.0 <= peak as f64, "floor {} over peak {} for {}", floor, peak, link);
+    }
 }
 
 /// ZeRO-2 takes exactly ZeRO-1's time: both reduce-scatter the gradients

@@ -27,8 +27,10 @@ pub struct Search {
     space: Space,
     next_outer: usize,
     global_sequences: u64,
-    /// Each block's fastest fitting plan.
-    found: Vec<Found>,
+    /// The fastest plan within the budget and the cheapest by the deadline
+    /// of all blocks' fastest fitting plans (`SearchResult`).
+    under_budget: Option<Found>,
+    by_deadline: Option<Found>,
     pareto: Vec<Found>,
     fitting: u64,
     peaks: PeakCache,
@@ -39,13 +41,15 @@ pub struct Search {
     /// The user's own plan, which every candidate is compared with.
     user: Baseline,
     adapters: f64,
+    /// The training FLOPs of the whole run (`beaten`'s ideal time).
+    run_flops: f64,
     /// Whether the launchers refuse each precision, ZeRO stage and pipeline
     /// degree of the space (`refusal_index`), asked once per search
     /// rather than once per block.
     refused: Vec<bool>,
-    /// The last ZeRO-1 block and what it covered (`Dominance`), for its
-    /// ZeRO-2 twin.
-    zero_one: Option<([usize; 9], Vec<bool>)>,
+    /// Each instance type's last ZeRO-1 block and what it covered
+    /// (`Dominance`), for its ZeRO-2 twin.
+    zero_one: Vec<Option<([usize; 9], Vec<bool>)>>,
 }
 impl Search {
     /// The full space around `plan`, respecting its locks.
@@ -74,7 +78,8 @@ impl Search {
             space,
             next_outer: 0,
             global_sequences,
-            found: Vec::new(),
+            under_budget: None,
+            by_deadline: None,
             pareto: Vec::new(),
             fitting: 0,
             peaks: PeakCache::default(),
@@ -82,11 +87,17 @@ impl Search {
             pruned: 0,
             use_bounds: true,
             adapters: arch_adapters,
+            run_flops: 0.0,
             user: Baseline::of(user),
             refused: Vec::new(),
-            zero_one: None,
+            zero_one: Vec::new(),
         };
         search.refused = search.refusals();
+        search.run_flops = throughput::recipe_model_flops_per_token(
+            &search.arch,
+            &search.counts,
+            &search.base_recipe,
+        ) * plan.data.tokens;
         search
     }
 
@@ -149,10 +160,11 @@ impl Search {
         let inner = self.space.inner_len().max(1) as u64;
         let blocks = candidates.div_ceil(inner).max(1) as usize;
         let end = (self.next_outer + blocks).min(self.space.outer_len());
+        let mut o = self.space.outer(self.next_outer);
         while self.next_outer < end {
-            let o = self.space.outer(self.next_outer);
             self.block(o);
             self.next_outer += 1;
+            self.space.advance(&mut o);
         }
         self.is_done()
     }
@@ -294,10 +306,7 @@ impl Search {
             return false;
         }
         let peak = rules::dense_peak_flops(gpu, precision);
-        let flops =
-            throughput::recipe_model_flops_per_token(&self.arch, &self.counts, &self.base_recipe)
-                * self.base.data.tokens;
-        let hours = flops / (gpus as f64 * peak) / 3600.0;
+        let hours = self.run_flops / (gpus as f64 * peak) / 3600.0;
         let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);
         self.pareto.iter().any(|f| f.hours <= hours && f.usd <= usd)
     }
@@ -351,6 +360,11 @@ impl Search {
         let pool = if colocated { s.instances[o[0]].pool } else { 0 };
         let (ckpts, losses, mbs) = (s.ckpts.clone(), s.losses.clone(), s.mbs.clone());
         let key = s.layout_key(o);
+        if self.use_bounds && self.states_overflow(key, layout, budget.saturating_sub(pool)) {
+            self.pruned += self.space.inner_len() as u64;
+            return;
+        }
+        let s = &self.space;
         let mut peaks = self.peaks.take(key, s.inner_len());
         // One layer forward per micro-batch serves every checkpointing and loss.
         let mut forwards = vec![None; mbs.len()];
@@ -414,6 +428,17 @@ impl Search {
         }
     }
 
+    /// Whether the layout's model states alone overflow `budget`
+    /// (`memory::states_floor`, less a margin for the peak's rounding of
+    /// each term to whole bytes): then no candidate of the block fits.
+    fn states_overflow(&mut self, key: (usize, usize), layout: &Layout, budget: u64) -> bool {
+        let (arch, counts, work) = (&self.arch, &self.counts, &self.work);
+        let floor = self.peaks.floor(key, || {
+            memory::states_floor(arch, counts, &work.recipe(), layout)
+        });
+        floor - 64.0 > budget as f64
+    }
+
     /// The block with ZeRO-2 in place of ZeRO-1 or back (`None` if this
     /// block is under neither, or where their times differ: GRPO, offloading).
     fn zero_twin_key(&self, o: [usize; 9]) -> Option<[usize; 9]> {
@@ -437,14 +462,17 @@ impl Search {
         if self.space.zeros[o[7]] != (2, false) {
             return None;
         }
-        let (k, covered) = self.zero_one.take()?;
+        let (k, covered) = self.zero_one.get_mut(o[0])?.take()?;
         (k == twin).then_some(covered)
     }
 
     /// Keep a ZeRO-1 block's `covered` for its ZeRO-2 twin.
     fn keep_zero_one(&mut self, o: [usize; 9], covered: Vec<bool>) {
         if self.space.zeros[o[7]] == (1, false) && self.zero_twin_key(o).is_some() {
-            self.zero_one = Some((o, covered));
+            if self.zero_one.len() <= o[0] {
+                self.zero_one.resize(o[0] + 1, None);
+            }
+            self.zero_one[o[0]] = Some((o, covered));
         }
     }
 
@@ -482,7 +510,13 @@ impl Search {
     }
 
     fn found_fit(&mut self, f: Found) {
-        self.found.push(f);
+        let auto = &self.base.auto;
+        if auto.budget_usd.is_some_and(|b| f.usd <= b) {
+            keep_better(&mut self.under_budget, f, |x| x.hours);
+        }
+        if auto.deadline_hours.is_some_and(|d| f.hours <= d) {
+            keep_better(&mut self.by_deadline, f, |x| x.usd);
+        }
         if self
             .pareto
             .iter()
@@ -545,22 +579,6 @@ impl Search {
     pub fn result(&self) -> SearchResult {
         let mut pareto = self.pareto.clone();
         pareto.sort_by(|a, b| a.hours.total_cmp(&b.hours).then(a.usd.total_cmp(&b.usd)));
-        // Ties (equal cost where the price is unknown or zero) go to the
-        // faster plan, then the cheaper, then the first found.
-        let best = |f: &dyn Fn(&Found) -> bool, key: &dyn Fn(&Found) -> f64| {
-            self.found
-                .iter()
-                .filter(|x| f(x))
-                .min_by(|a, b| {
-                    key(a)
-                        .total_cmp(&key(b))
-                        .then(a.hours.total_cmp(&b.hours))
-                        .then(a.usd.total_cmp(&b.usd))
-                })
-                .map(|x| self.candidate(x))
-        };
-        let budget = self.base.auto.budget_usd;
-        let deadline = self.base.auto.deadline_hours;
         SearchResult {
             candidates: self.candidates(),
             evaluated: self.evaluated,
@@ -572,8 +590,8 @@ impl Search {
                 .filter(|f| f.usd.is_finite())
                 .min_by(|a, b| a.usd.total_cmp(&b.usd))
                 .map(|f| self.candidate(f)),
-            best_under_budget: budget.and_then(|b| best(&|f| f.usd <= b, &|f| f.hours)),
-            best_under_deadline: deadline.and_then(|d| best(&|f| f.hours <= d, &|f| f.usd)),
+            best_under_budget: self.under_budget.map(|f| self.candidate(&f)),
+            best_under_deadline: self.by_deadline.map(|f| self.candidate(&f)),
             pareto: pareto.iter().map(|f| self.candidate(f)).collect(),
         }
     }
@@ -582,4 +600,20 @@ impl Search {
 /// Search the whole space around `plan` (native callers, tests, the CLI).
 pub fn search(plan: &Plan) -> SearchResult {
     Search::new(plan).finish()
+}
+
+/// Keep `f` in `best` if it is better by `key`; ties (equal cost where the
+/// price is unknown or zero) go to the faster plan, then the cheaper, then
+/// the first found.
+fn keep_better(best: &mut Option<Found>, f: Found, key: impl Fn(&Found) -> f64) {
+    let better = best.is_none_or(|b| {
+        key(&f)
+            .total_cmp(&key(&b))
+            .then(f.hours.total_cmp(&b.hours))
+            .then(f.usd.total_cmp(&b.usd))
+            .is_lt()
+    });
+    if better {
+        *best = Some(f);
+    }
 }

@@ -111,6 +111,28 @@ impl Job {
     }
 }
 
+/// A floor under the peak of every plan of one layout, whatever its
+/// micro-batch, accumulation, checkpointing and loss: the first stage's
+/// model states (weights, master weights, optimizer states, weight copies,
+/// adapters, the reference), which every moment of the step holds
+/// (`Terms::totals`), and the CUDA context (tests/properties.rs
+/// `the_states_floor_is_under_every_peak`). The auto-plan skips a layout
+/// whose floor is over the budget without trying its micro-batches.
+pub fn states_floor(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    recipe: &Recipe,
+    layout: &Layout,
+) -> f64 {
+    let stage = if layout.pp <= 1 {
+        Stage::Only
+    } else {
+        Stage::First
+    };
+    let s = MemoryShape::new(StageShape::new(arch, counts, recipe, layout, stage));
+    moments::states_of(&s) + CUDA_CONTEXT_BYTES as f64
+}
+
 /// The last pipeline rank's breakdown (the LM head, the loss and the
 /// micro-batches the schedule keeps in flight there), the whole model when
 /// `pp == 1`: what Megatron-LM's last rank logs as `mem-max-allocated-bytes`
