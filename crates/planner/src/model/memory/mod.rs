@@ -130,7 +130,7 @@ pub fn states_floor(
         Stage::First
     };
     let s = MemoryShape::new(StageShape::new(arch, counts, recipe, layout, stage));
-    moments::states_of(&s) + CUDA_CONTEXT_BYTES as f64
+    Terms::of(&s).states() + CUDA_CONTEXT_BYTES as f64
 }
 
 /// The last pipeline rank's breakdown (the LM head, the loss and the

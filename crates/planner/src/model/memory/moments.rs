@@ -60,17 +60,6 @@ pub(super) struct Terms {
     pub(super) layers: f64,
 }
 
-/// The model states of a stage (`Terms::states`) without the rest of its
-/// terms: what every moment holds.
-pub(super) fn states_of(s: &MemoryShape) -> f64 {
-    weights(s)
-        + master_weights(s)
-        + optimizer_states(s)
-        + weight_copies(s)
-        + adapters(s)
-        + reference_weights(s)
-}
-
 impl Terms {
     pub(super) fn of(s: &MemoryShape) -> Terms {
         let weights = weights(s);
