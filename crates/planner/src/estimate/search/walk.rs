@@ -160,6 +160,9 @@ impl Search {
         let inner = self.space.inner_len().max(1) as u64;
         let blocks = candidates.div_ceil(inner).max(1) as usize;
         let end = (self.next_outer + blocks).min(self.space.outer_len());
+        if self.next_outer >= end {
+            return self.is_done(); // an empty space (no engine trains the plan)
+        }
         let mut o = self.space.outer(self.next_outer);
         while self.next_outer < end {
             self.block(o);
