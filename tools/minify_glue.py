@@ -3,6 +3,13 @@
 CSS but not the glue) and update its subresource-integrity hash in
 index.html, which Trunk computed before (#14's size budget).
 
+Before that, drop what the page exports and never uses: Leptos always turns
+on server_fn's `browser` feature, whose wasm-streams crate exports three JS
+classes (IntoUnderlyingByteSource, IntoUnderlyingSink, IntoUnderlyingSource)
+for server functions' streams; this page has no server functions. Their
+classes leave the glue and their exports the wasm, and wasm-opt (the pinned
+binaryen's) removes the code only they reached (#56, #59).
+
 Trunk runs this after every build (Trunk.toml's post_build hook) in its
 staging directory; debug builds are left as they are. Run by hand, it
 minifies dist/."""
@@ -11,11 +18,126 @@ import base64
 import hashlib
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
 DIST = pathlib.Path(os.environ.get("TRUNK_STAGING_DIR", "dist"))
 TERSER = pathlib.Path(__file__).resolve().parent.parent / "node_modules/.bin/terser"
+
+
+# The wasm features the page's module uses (wasm-opt must be told).
+FEATURES = [
+    "--enable-bulk-memory",
+    "--enable-mutable-globals",
+    "--enable-reference-types",
+    "--enable-nontrapping-float-to-int",
+    "--enable-sign-ext",
+    "--enable-multivalue",
+]
+STREAM_CLASSES = ("IntoUnderlyingByteSource", "IntoUnderlyingSink", "IntoUnderlyingSource")
+
+
+def leb(data: bytes, at: int) -> tuple[int, int]:
+    """An unsigned LEB128 number at `at`, and where it ends."""
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def wasm_exports(data: bytes) -> list[str]:
+    """The export names of a wasm module (its export section, id 7)."""
+    at = 8
+    while at < len(data):
+        section, at = data[at], at + 1
+        size, at = leb(data, at)
+        if section == 7:
+            count, p = leb(data, at)
+            names = []
+            for _ in range(count):
+                length, p = leb(data, p)
+                names.append(data[p : p + length].decode())
+                p += length + 1  # the name, then its kind
+                _, p = leb(data, p)  # and its index
+            return names
+        at += size
+    return []
+
+
+def uleb(n: int) -> bytes:
+    """`n` as unsigned LEB128."""
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def without_exports(data: bytes, dropped: list[str]) -> bytes:
+    """The module with the named exports left out of its export section.
+    (wasm-metadce would do it too, but its output's function order
+    compresses 7 KB worse.)"""
+    at, out = 8, bytearray(data[:8])
+    while at < len(data):
+        section, start = data[at], at
+        size, body = leb(data, at + 1)
+        end = body + size
+        if section != 7:
+            out += data[start:end]
+        else:
+            count, p = leb(data, body)
+            entries, kept = bytearray(), 0
+            for _ in range(count):
+                entry = p
+                length, p = leb(data, p)
+                name = data[p : p + length].decode()
+                _, p = leb(data, p + length + 1)
+                if name not in dropped:
+                    entries += data[entry:p]
+                    kept += 1
+            content = uleb(kept) + bytes(entries)
+            out += bytes([7]) + uleb(len(content)) + content
+        at = end
+    return bytes(out)
+
+
+def drop_stream_classes(js: pathlib.Path, wasm: pathlib.Path) -> bool:
+    """Take the wasm-streams classes out of `js` and their exports out of
+    `wasm`; False (nothing changed) where the glue does not hold them as
+    expected."""
+    glue = js.read_text(encoding="utf-8")
+    for name in STREAM_CLASSES:
+        block = re.compile(
+            rf"export class {name} \{{.*?\n}}\n(if \(Symbol\.dispose\) {name}\.prototype\[[^\n]*\n)?",
+            re.S,
+        )
+        registry = re.compile(rf"const {name}Finalization = [^;]*;\n", re.S)
+        glue, classes = block.subn("", glue, count=1)
+        glue, registries = registry.subn("", glue, count=1)
+        if classes != 1 or registries != 1:
+            print(f"{js.name}: no {name} class as expected; left as it is", file=sys.stderr)
+            return False
+    data = wasm.read_bytes()
+    dropped = [e for e in wasm_exports(data) if "intounderlying" in e]
+    if not dropped or any(e in glue for e in dropped):
+        print(
+            f"{wasm.name}: stream exports still used or absent; left as they are", file=sys.stderr
+        )
+        return False
+    wasm.write_bytes(without_exports(data, dropped))
+    # wasm-opt (as Trunk ran it, -Os: index.html) removes what only they reached.
+    subprocess.run(["wasm-opt", "-Os", str(wasm), "-o", str(wasm), *FEATURES], check=True)
+    js.write_text(glue, encoding="utf-8")
+    print(
+        f"dropped the wasm-streams classes: {len(dropped)} exports, wasm {len(data)} -> {wasm.stat().st_size} bytes"
+    )
+    return True
 
 
 def sri(data: bytes) -> str:
@@ -27,6 +149,12 @@ def main() -> int:
         return 0
     index = DIST / "index.html"
     html = index.read_text(encoding="utf-8")
+    for wasm in sorted(DIST.glob("train-planner-web-*_bg.wasm")):
+        js = wasm.with_name(wasm.name.removesuffix("_bg.wasm") + ".js")
+        before = (wasm.read_bytes(), js.read_bytes() if js.exists() else b"")
+        if js.exists() and drop_stream_classes(js, wasm):
+            for old, now in zip(before, (wasm.read_bytes(), js.read_bytes()), strict=True):
+                html = html.replace(sri(old), sri(now))
     for js in sorted(DIST.glob("*.js")):
         before = js.read_bytes()
         subprocess.run(
