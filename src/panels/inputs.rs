@@ -86,6 +86,8 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
                 <NumberField ctx=ctx key="generations" label=Text::GrpoGenerations get=|p| p.training.rollout.generations.to_string() />
                 <NumberField ctx=ctx key="completion" label=Text::GrpoCompletion get=|p| p.training.rollout.completion.to_string() />
             </div>
+            // The longest completion bounds generation; the mean, where known, the tokens (#56).
+            <NumberField ctx=ctx key="completion_mean" label=Text::GrpoCompletionMean get=|p| match p.training.rollout.completion_mean { 0 => String::new(), m => m.to_string() } />
             <div class="row2">
                 <NumberField ctx=ctx key="beta" label=Text::GrpoBeta step="any" get=|p| planner::model::plan::fmt_num(p.training.rollout.beta) />
                 <NumberField ctx=ctx key="gen_gpus" label=Text::GrpoGenGpusField get=|p| p.training.rollout.gen_gpus.to_string() />

@@ -69,20 +69,22 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
 
 /// The step's time; for DPO the part its reference model's forward takes,
 /// for LoRA its adapters', for QLoRA its dequantizing, for GRPO its
-/// generation, scoring and update.
+/// generation, scoring, update and refit.
 fn step_split(t: &planner::model::throughput::Throughput, l: Lang) -> String {
     let step = seconds(t.step_seconds, l);
     if t.step.generation > 0.0 {
-        let (g, s) = (t.step.generation, t.step.reference);
+        let (g, s, r) = (t.step.generation, t.step.reference, t.step.refit);
         let p = Phrase::of(
             Text::OfWhichGenerationScoring,
             [
+                ("step", Arg::from(step)),
                 ("gen", Arg::from(seconds(g, l))),
                 ("score", Arg::from(seconds(s, l))),
-                ("update", Arg::from(seconds(t.step_seconds - g - s, l))),
+                ("update", Arg::from(seconds(t.step_seconds - g - s - r, l))),
+                ("refit", Arg::from(seconds(r, l))),
             ],
         );
-        return format!("{step} ({})", render(l, &p));
+        return render(l, &p);
     }
     // The parts a plan's stage or adapters add, each where it has one.
     let parts: Vec<String> = [
@@ -119,10 +121,12 @@ fn rollout_line(g: &planner::estimate::report::RolloutFigures, l: Lang) -> Strin
     } else {
         Text::RolloutEngine
     };
+    // An engine's GPUs: its TP times its pipeline stages across nodes.
+    let gpus = g.vllm_tp * g.vllm_pp;
     let engine = Phrase::of(
         text,
         [
-            ("tp", Arg::from(&g.vllm_tp)),
+            ("tp", Arg::from(&gpus)),
             ("concurrent", Arg::from(&g.concurrent_rows)),
             ("rows", Arg::from(&g.rows_per_engine)),
             ("gpus", Arg::from(&g.server_gpus)),

@@ -322,6 +322,7 @@ fn every_key_has_a_place() {
         "stage",
         "generations",
         "completion",
+        "completion_mean",
         "beta",
         "gen_share",
         "gen_gpus",

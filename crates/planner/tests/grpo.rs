@@ -334,3 +334,145 @@ fn the_training_gpus_stage_an_asynchronous_save() {
         t.total_hours
     );
 }
+
+/// DeepSeek-V3's 1,342 GB of BF16 weights: at a 0.3 share of an H100's
+/// 79.1 GiB (25.5 GB, half of it for weights: 12.7 GB) one node's TP 8
+/// leaves 168 GB a GPU, so vLLM adds pipeline stages across nodes (as NeMo
+/// RL and verl run it) until a stage holds 12.7 GB: 168 / 12.7 = 13.2, so
+/// 16 stages, TP 8 x PP 16 = 128 GPUs, two engines on 32 p5 nodes. The
+/// plan is estimated (it was refused, "engine too small"); grpo.py, whose
+/// engine stays inside a node, does not run it (a note). Each engine
+/// generates half the step's rows, `mb x ga x dp` (TP, PP and EP ranks
+/// share theirs), and the step is the sum of its parts.
+#[test]
+fn a_policy_one_node_cannot_hold_generates_across_nodes() {
+    let q = "model=deepseek-v3&stage=grpo&instance=ml.p5.48xlarge&nodes=32&stack=megatron&tp=8&pp=4&ep=8&pp_first=14&pp_last=15";
+    let r = report(q);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let g = r.figures.rollout.as_ref().unwrap();
+    assert_eq!((g.vllm_tp, g.vllm_pp, g.engines), (8, 16, 2));
+    assert_eq!(
+        g.rows_per_engine * g.engines,
+        r.figures.global_batch_sequences
+    );
+    let t = &r.figures.throughput;
+    assert!(
+        t.step.generation > 0.0 && t.step.refit > 0.0,
+        "{:?}",
+        t.step
+    );
+    assert!((t.step.total() - t.step_seconds).abs() < 1e-9 * t.step_seconds);
+    let hf = report(
+        &q.replace("stack=megatron", "stack=hf&zero=3")
+            .replace("&tp=8&pp=4&ep=8&pp_first=14&pp_last=15", ""),
+    );
+    // Qwen3-235B-A22B on 16 GB200 trays (64 GPUs): its 470 GB fit one
+    // NVL72 domain's TP (32 GPUs at a 0.3 share), no stages.
+    let qwen = report("model=qwen3-235b-a22b&stage=grpo&instance=ml.p6e-gb200.36xlarge&nodes=16&stack=megatron&tp=4&pp=4&ep=8");
+    assert!(qwen.errors.is_empty(), "{:?}", qwen.errors);
+    let g = qwen.figures.rollout.as_ref().unwrap();
+    assert_eq!((g.vllm_tp, g.vllm_pp, g.engines), (32, 1, 2));
+    let note = common::note(&hf, "grpo_launcher_refuses");
+    assert!(note.is_some(), "{:?}", hf.export_notes);
+    assert_eq!(hf.figures.rollout.as_ref().unwrap().vllm_pp, 16);
+}
+
+/// A decode step of one row reads the engine's weights once at the
+/// planner's 0.75 of HBM bandwidth: Llama-3.1-8B's 16.06 GB take 6.39 ms
+/// a token on an H100 (3.35 TB/s) and 13.77 ms on an A100 40GB (1.555
+/// TB/s). vLLM measured 6.48 ms (TPOT p50 at one concurrent request, vLLM
+/// 0.21.0, H100 80GB HBM3: InferenceBench's concurrency-sweep recipe,
+/// yobitelcomm.github.io/bench, 2026-05-16) and about 75 tokens/s, 13.3 ms
+/// (vLLM 0.23.0, 1,024 tokens in and 128 out: johnmusgrave.com, "vLLM
+/// throughput-latency sweep on NVIDIA A100"). Timed as the difference of
+/// 256 and 128 completion tokens, which leaves the prefill out.
+#[test]
+fn a_decode_step_takes_what_vllm_measures() {
+    use planner::model::rollout::{generation_seconds, VllmEngine};
+    let arch = &planner::model::architecture::preset("llama-3.1-8b")
+        .unwrap()
+        .arch;
+    let counts = arch.parameter_counts();
+    let engine = VllmEngine {
+        tp: 1,
+        pp: 1,
+        engines: 1,
+        server_gpus: 0,
+        pool_bytes: 0.0,
+        weight_bytes: counts.total as f64 * 2.0,
+        rows: 1.0,
+        concurrent: 1.0,
+    };
+    for (gpu, measured_ms) in [("H100-80GB-SXM", 6.48), ("A100-40GB", 1000.0 / 75.0)] {
+        let gpu = planner::model::hardware::gpu(gpu).unwrap();
+        let eff = planner::model::throughput::efficiency(gpu.generation);
+        let seconds = |c: u64| {
+            let q = format!(
+                "model=llama-3.1-8b&stage=grpo&seq={}&completion={c}",
+                1024 + c
+            );
+            let recipe = Plan::from_query(&q).plan.recipe();
+            generation_seconds(&engine, arch, &counts, &recipe, gpu, (eff.gemm, eff.memory))
+        };
+        let per_token_ms = (seconds(256) - seconds(128)) / 128.0 * 1e3;
+        let error = per_token_ms / measured_ms - 1.0;
+        assert!(
+            error.abs() < 0.06,
+            "{}: {per_token_ms:.2} ms against {measured_ms:.2}",
+            gpu.id
+        );
+    }
+}
+
+/// Generation waits for the longest row (#56). Two rows of Llama-3.1-8B on
+/// one H100 whose completions average 256 tokens but may run to 1,024
+/// decode 1,024 steps, each reading the 16,060,522,496 B of BF16 weights;
+/// planned as if every row ended at 256 they decode 256. Their tokens, KV
+/// reads and prefill are the same, so the longest row costs exactly 768
+/// more reads of the weights at 0.75 of 3.35 TB/s (4.91 s), ~3.9 times the
+/// generation; scoring and the update run over the same mean-length rows
+/// and take the same time; memory holds the longest rows.
+#[test]
+fn generation_waits_for_the_longest_completion() {
+    let base = "model=llama-3.1-8b&stage=grpo&instance=ml.p5.4xlarge&zero=0&ckpt=full&mb=2&ga=1&generations=2&gen_share=0.5";
+    let at_mean = report(&format!("{base}&seq=1280&completion=256"));
+    let longest = report(&format!(
+        "{base}&seq=2048&completion=1024&completion_mean=256"
+    ));
+    let q = format!("{base}&seq=2048&completion=1024&completion_mean=256");
+    assert!(Plan::from_query(&q)
+        .plan
+        .to_query()
+        .contains("completion_mean=256"));
+    let (a, b) = (&at_mean.figures.throughput, &longest.figures.throughput);
+    let extra = 768.0 * 16_060_522_496.0 / (3.35e12 * 0.75);
+    let grown = b.step.generation - a.step.generation;
+    assert!(
+        (grown / extra - 1.0).abs() < 1e-9,
+        "{grown} s against {extra} s"
+    );
+    assert!(b.step.generation / a.step.generation > 3.5);
+    let update = |t: &planner::model::throughput::Throughput| {
+        t.step_seconds - t.step.generation - t.step.refit
+    };
+    assert!((update(b) - update(a)).abs() < 1e-12 * update(a));
+    let peak = |r: &planner::Report| r.figures.memory.peak_bytes_per_gpu;
+    assert!(peak(&longest) >= peak(&at_mean));
+}
+
+/// Over the budget, a GRPO plan whose largest term is vLLM's colocated
+/// share (0.6 x 79.1 GiB = 47.5 GiB) names it, not "model states".
+#[test]
+fn an_over_budget_vllm_share_is_named() {
+    let r = report("model=llama-3.1-8b&instance=ml.p5.48xlarge&nodes=2&seq=4096&completion=3972&completion_mean=900&mb=4&ga=32&stage=grpo&generations=32&beta=0.01&gen_share=0.6&zero=3&ckpt=full");
+    let w = r
+        .warnings
+        .iter()
+        .find(|w| w.code() == "over_budget")
+        .unwrap();
+    let text = w.english();
+    assert!(
+        text.contains("vLLM engine (weights, KV cache) (47.5 GiB)"),
+        "{text}"
+    );
+}

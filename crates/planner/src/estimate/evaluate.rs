@@ -210,11 +210,12 @@ fn report_of(plan: &Plan, r: &Job, mut errors: Vec<crate::text::Message>) -> Rep
         figures.throughput_accuracy = unrun();
     }
     let warnings = warnings::check(plan, r, &figures, &errors, &mem);
+    let engine_pp = figures.rollout.as_ref().map_or(1, |g| g.vllm_pp);
     Report {
         figures,
         warnings,
         errors,
-        export_notes: crate::estimate::launchers::export_notes(plan, r),
+        export_notes: crate::estimate::launchers::export_notes(plan, r, engine_pp),
     }
 }
 
@@ -236,6 +237,7 @@ fn rollout_figures(
     let rollout = &r.recipe.training.rollout;
     Some(crate::estimate::report::RolloutFigures {
         vllm_tp: e.tp,
+        vllm_pp: e.pp,
         server_gpus: e.server_gpus,
         engines: e.engines,
         rows_per_engine: e.rows as u64,
@@ -243,6 +245,6 @@ fn rollout_figures(
         prompts_per_step: rows / rollout.generations.max(1),
         prompts_per_second: tp.samples_per_second,
         rollout_tokens_per_second: tp.samples_per_second
-            * (rollout.generations * rollout.completion) as f64,
+            * (rollout.generations * rollout.mean_completion()) as f64,
     })
 }

@@ -17,7 +17,8 @@ use crate::text::{Arg, Message, Text};
 /// plan keeps its figures: a setting the bundled scripts do not carry is
 /// the export's limit, not the job's. None where the user brings their own
 /// entry script (`entry=`), which the bundle does not judge.
-pub fn export_notes(plan: &Plan, job: &Job) -> Vec<Message> {
+/// `engine_pp` is a GRPO plan's vLLM pipeline stages (`RolloutFigures`).
+pub fn export_notes(plan: &Plan, job: &Job, engine_pp: u64) -> Vec<Message> {
     let mut notes: Vec<Message> = no_engine(plan).into_iter().collect();
     if plan.bundled_hf() {
         notes.extend(train_py_notes(plan, job));
@@ -27,7 +28,7 @@ pub fn export_notes(plan: &Plan, job: &Job) -> Vec<Message> {
         Text::MegatronLauncherRefuses,
     ));
     notes.extend(refusal_note(
-        grpo_refusal(plan, Choice::of(plan)),
+        grpo_refusal(plan, Choice::of(plan)).or(grpo_engine_refusal(plan, engine_pp)),
         Text::GrpoRefuses,
     ));
     if plan.saving.recovery == crate::model::plan::Recovery::Memory {
@@ -35,6 +36,18 @@ pub fn export_notes(plan: &Plan, job: &Job) -> Vec<Message> {
         notes.push(m.fix("recovery", "save"));
     }
     notes
+}
+
+/// grpo.py's vLLM engine runs inside one node (TRL's
+/// `vllm_tensor_parallel_size`, no pipeline stages): a policy whose engine
+/// needs `engine_pp` stages across nodes (NeMo RL's and verl's layout) is
+/// estimated, and the export says grpo.py does not run it.
+fn grpo_engine_refusal(plan: &Plan, engine_pp: u64) -> Option<Refusal> {
+    (plan.engine() == Engine::Grpo && engine_pp > 1).then_some(Refusal {
+        what: What::Setting("pipeline_parallel_size>1"),
+        key: "gen_share",
+        fix: None,
+    })
 }
 
 /// A stack and training kind no engine the bundle knows runs together:

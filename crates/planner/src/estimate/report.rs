@@ -225,8 +225,10 @@ pub struct Figures {
 /// A GRPO plan's colocated vLLM engine and its rollouts (`rollout.rs`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RolloutFigures {
-    /// GPUs per vLLM engine (`vllm_tensor_parallel_size`).
+    /// Tensor-parallel GPUs per vLLM engine stage (`vllm_tensor_parallel_size`).
     pub vllm_tp: u64,
+    /// Its pipeline stages across nodes (`pipeline_parallel_size`, 1 within a node).
+    pub vllm_pp: u64,
     /// GPUs of the vLLM server (`gen_gpus`); 0 when vLLM is colocated.
     pub server_gpus: u64,
     /// Engines generating at once (a server's `--data-parallel-size`).

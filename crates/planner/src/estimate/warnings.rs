@@ -93,6 +93,8 @@ fn term_name(term: Term) -> Text {
         Term::OptimizerStates => Text::InlineOptimizerStates,
         Term::Weights => Text::InlineWeights,
         Term::Gradients => Text::InlineGradients,
+        // GRPO's colocated vLLM share is not the model's states.
+        Term::Generation => Text::VllmEngineMemory,
         _ => Text::InlineModelStates,
     }
 }

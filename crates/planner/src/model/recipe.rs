@@ -178,3 +178,20 @@ impl Recipe {
         }
     }
 }
+
+impl Recipe {
+    /// The recipe whose rows are the completions' mean length: GRPO with a
+    /// `completion_mean` below `completion`; itself otherwise.
+    #[inline(never)]
+    pub fn at_mean_length(&self) -> Recipe {
+        let mut r = *self;
+        let rollout = &mut r.training.rollout;
+        let (c, m) = (rollout.completion, rollout.mean_completion());
+        if r.training.stage.generates() && m < c {
+            r.data.seq -= c - m;
+            rollout.completion = m;
+            rollout.completion_mean = 0;
+        }
+        r
+    }
+}

@@ -57,6 +57,29 @@ fn engine_gpus(fabric: &Fabric, layout: &Layout) -> u64 {
     fabric.gpus_per_domain.min(layout.gpus).max(1)
 }
 
+/// vLLM's pipeline-parallel size (`pipeline_parallel_size`): 1 where the
+/// engine's TP holds the weights in half the share; else, where TP spans
+/// the fast link, the smallest power of two of stages, one fast-link
+/// domain each, that does (NeMo RL and verl run vLLM's PP across nodes for
+/// the policies one node cannot hold), at most `stages` and a layer a
+/// stage; the largest such when none does.
+fn engine_pp(arch: &Architecture, weights_per_tp: f64, pool: f64, stages: u64) -> u64 {
+    let most = stages.min(arch.layers).max(1);
+    let mut pp = 1;
+    while weights_per_tp / pp as f64 > pool / 2.0 && pp * 2 <= most {
+        pp *= 2;
+    }
+    pp
+}
+
+/// Rows a step generates in all: every data-parallel rank's `mb x ga`
+/// (TRL's `steps_per_generation = gradient_accumulation_steps`; NeMo RL's
+/// and verl's global batch of prompts times their generations). Tensor,
+/// pipeline and context-parallel ranks share their rows.
+fn step_rows(recipe: &Recipe, layout: &Layout) -> f64 {
+    (recipe.data.micro_batch * recipe.data.grad_accum * layout.dp.max(1)) as f64
+}
+
 /// `trl vllm-serve`'s `--gpu-memory-utilization` default (TRL 0.24.0
 /// `trl/scripts/vllm_serve.py`), which grpo.py keeps.
 pub const SERVER_SHARE: f64 = 0.9;
@@ -123,10 +146,12 @@ pub fn kv_bytes_per_token(arch: &Architecture, tp: u64) -> f64 {
 /// server's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct VllmEngine {
-    /// GPUs per engine (`vllm_tensor_parallel_size`, `engine_tp`).
+    /// Tensor-parallel GPUs per stage (`vllm_tensor_parallel_size`, `engine_tp`).
     pub tp: u64,
-    /// Engines generating at once: one per `tp` training GPUs colocated, the
-    /// server's `--data-parallel-size` otherwise.
+    /// Pipeline stages across nodes (`engine_pp`): the engine has `tp x pp` GPUs.
+    pub pp: u64,
+    /// Engines generating at once: one per `tp x pp` training GPUs
+    /// colocated, the server's `--data-parallel-size` otherwise.
     pub engines: u64,
     /// GPUs of the vLLM server (0: colocated).
     pub server_gpus: u64,
@@ -134,7 +159,7 @@ pub struct VllmEngine {
     pub pool_bytes: f64,
     /// BF16 weights per GPU of the engine.
     pub weight_bytes: f64,
-    /// Rows it generates per step (`mb x ga` of each training rank it serves).
+    /// Rows it generates per step: its share of the step's rows (`step_rows`).
     pub rows: f64,
     /// Rows its KV cache holds at once at full length (at most `rows`).
     pub concurrent: f64,
@@ -175,23 +200,28 @@ impl VllmEngine {
             return None;
         }
         let weights = counts.total as f64 * 2.0;
-        let (pool, tp, engines, ranks);
+        let (pool, tp, pp, engines);
         if server == 0 {
             pool = recipe.training.rollout.gen_share * gpu.usable_bytes() as f64;
-            tp = engine_tp(arch, weights, pool, engine_gpus(fabric, layout));
-            (engines, ranks) = ((layout.gpus / tp).max(1), tp);
+            let domain = engine_gpus(fabric, layout);
+            tp = engine_tp(arch, weights, pool, domain);
+            // Stages only once TP spans the fast link's GPUs.
+            let stages = if tp == domain { layout.gpus / tp } else { 1 };
+            pp = engine_pp(arch, weights / tp as f64, pool, stages);
+            engines = (layout.gpus / (tp * pp)).max(1);
         } else {
             pool = SERVER_SHARE * gpu.usable_bytes() as f64;
             tp = engine_tp(arch, weights, pool, server);
+            pp = 1;
             engines = (server / tp).max(1);
-            ranks = layout.gpus.div_ceil(engines);
         }
-        let rows = (recipe.data.micro_batch * recipe.data.grad_accum * ranks) as f64;
-        let per_gpu = weights / tp as f64;
-        let row_kv = recipe.data.seq as f64 * kv_bytes_per_token(arch, tp);
+        let rows = (step_rows(recipe, layout) / engines as f64).ceil();
+        let per_gpu = weights / (tp * pp) as f64;
+        let row_kv = recipe.data.seq as f64 * kv_bytes_per_token(arch, tp) / pp as f64;
         let room = pool - per_gpu - engine_buffers(arch, rows) / tp as f64;
         Some(VllmEngine {
             tp,
+            pp,
             engines,
             server_gpus: server,
             pool_bytes: pool,
@@ -218,17 +248,23 @@ impl VllmEngine {
         let tp = self.tp as f64;
         let need = self.weight_bytes
             + engine_buffers(arch, self.rows) / tp
-            + self.rows * recipe.data.seq as f64 * kv_bytes_per_token(arch, self.tp);
+            + self.rows * recipe.data.seq as f64 * kv_bytes_per_token(arch, self.tp)
+                / self.pp as f64;
         let share = (need / gpu.usable_bytes() as f64 * 20.0).ceil() / 20.0;
         (share <= 0.95).then_some(share.max(0.05))
     }
 }
 
 /// Seconds one engine takes to generate its rows: each wave's prefill (the
-/// prompts' GEMMs and causal attention) and `completion` decode steps, each
-/// the longer of reading the weights and the running rows' KV cache at
-/// `memory_eff` of the HBM bandwidth, and its GEMMs at `gemm_eff` of the
-/// BF16 peak.
+/// prompts' GEMMs and causal attention) and `completion` decode steps (the
+/// wave waits for its longest row), the longer of reading the weights every
+/// step and the rows' KV cache at `memory_eff` of the HBM bandwidth, and
+/// their GEMMs at `gemm_eff` of the BF16 peak; the rows' tokens are their
+/// mean length's (`Rollout::mean_completion`). Pipeline stages run one after another within a step, so a
+/// step reads every stage's weights: vLLM's PP holds a policy one node
+/// cannot, and decodes no faster. (A MoE engine reads every expert: at
+/// RL's batches nearly all are chosen, 87 % of DeepSeek-V3's 256 at 64
+/// rows with uniform routing.)
 pub fn generation_seconds(
     e: &VllmEngine,
     arch: &Architecture,
@@ -243,19 +279,23 @@ pub fn generation_seconds(
     let tp = e.tp as f64;
     let waves = (e.rows / e.concurrent).ceil();
     let n = e.rows / waves;
-    let c = recipe.training.rollout.completion as f64;
-    let p = recipe.training.rollout.prompt(recipe.data.seq) as f64;
+    let rollout = &recipe.training.rollout;
+    let (c, m) = (rollout.completion as f64, rollout.mean_completion() as f64);
+    let p = rollout.prompt(recipe.data.seq) as f64;
     let flops_per_token = 2.0 * counts.active as f64;
     let attention_width = arch.attention_width() as f64 * arch.layers as f64;
     let peak = gpu.bf16_dense_tflops.unwrap_or(1.0) * 1e12 * gemm_eff * tp;
     let bandwidth = gpu.mem_bw_tbs * 1e12 * memory_eff;
     // Causal attention over the prompt: 2 matmuls of p^2/2 keys x width.
     let prefill = n * (p * flops_per_token + 2.0 * p * p * attention_width) / peak;
-    let mean_context = p + c / 2.0;
-    let kv = n * mean_context * kv_bytes_per_token(arch, e.tp);
-    let read = (e.weight_bytes + kv) / bandwidth;
-    let compute = n * (flops_per_token + 4.0 * mean_context * attention_width) / peak;
-    waves * (prefill + c * read.max(compute))
+    // The wave decodes until its longest row ends at `c` (every step reads
+    // the weights); its rows make `n x m` tokens, each reading its context's
+    // KV cache and doing its GEMMs: with `m = c` the per-step roofline.
+    let mean_context = p + m / 2.0;
+    let kv = n * m * mean_context * kv_bytes_per_token(arch, e.tp);
+    let read = (c * e.weight_bytes * e.pp as f64 + kv) / bandwidth;
+    let compute = n * m * (flops_per_token + 4.0 * mean_context * attention_width) / peak;
+    waves * (prefill + read.max(compute))
 }
 
 /// Seconds a server takes to receive the trained weights after a step:

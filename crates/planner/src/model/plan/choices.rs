@@ -225,6 +225,9 @@ pub struct Rollout {
     /// Completion tokens per row (`max_completion_length`, 256): the end of
     /// the row of `seq` tokens, whose start is the prompt.
     pub completion: u64,
+    /// The completions' mean length where the user knows it; 0: every row
+    /// runs to `completion`. Generation still waits for the longest row.
+    pub completion_mean: u64,
     /// The KL penalty's weight (`beta`, 0.0 since TRL 0.19): above 0 a
     /// frozen reference model and its forward.
     pub beta: f64,
@@ -276,6 +279,7 @@ impl Default for Rollout {
         Rollout {
             generations: 8,
             completion: 256,
+            completion_mean: 0,
             beta: 0.0,
             gen_share: 0.3,
             gen_gpus: 0,
@@ -287,6 +291,14 @@ impl Rollout {
     /// Prompt tokens per row: the row less its completion.
     pub fn prompt(&self, seq: u64) -> u64 {
         seq.saturating_sub(self.completion)
+    }
+
+    /// The completions' mean length: the user's, at most `completion`.
+    pub fn mean_completion(&self) -> u64 {
+        match self.completion_mean {
+            0 => self.completion,
+            m => m.min(self.completion),
+        }
     }
 }
 

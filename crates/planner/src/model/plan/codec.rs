@@ -87,8 +87,9 @@ pub fn with_pinned(query: String, pinned: Option<&str>) -> String {
 }
 
 /// Keys whose empty value means "none" (the field was emptied).
-const OPTIONAL: [&str; 10] = [
+const OPTIONAL: [&str; 11] = [
     "lora_alpha",
+    "completion_mean",
     "ws_gib",
     "frag",
     "shard",
@@ -135,6 +136,7 @@ pub const KEYS: &[&str] = &[
     "stage",
     "generations",
     "completion",
+    "completion_mean",
     "beta",
     "gen_share",
     "gen_gpus",
@@ -306,6 +308,7 @@ impl Plan {
     fn clear(&mut self, key: &str) {
         match key {
             "lora_alpha" => self.lora.lora_alpha = None,
+            "completion_mean" => self.training.rollout.completion_mean = 0,
             "shard" => self.parallelism.shard = None,
             "pp_first" => self.parallelism.pp_first = None,
             "pp_last" => self.parallelism.pp_last = None,
@@ -361,6 +364,7 @@ impl Plan {
             // TRL requires two completions per prompt at least.
             "generations" => self.training.rollout.generations = f.int(2, 1024)?,
             "completion" => self.training.rollout.completion = f.int(1, 131_072)?,
+            "completion_mean" => self.training.rollout.completion_mean = f.int(1, 131_072)?,
             "beta" => self.training.rollout.beta = f.num(0.0, 10.0)?,
             "gen_share" => self.training.rollout.gen_share = f.num(0.05, 0.95)?,
             "gen_gpus" => self.training.rollout.gen_gpus = f.int(0, 72)?,

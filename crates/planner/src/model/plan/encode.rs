@@ -62,6 +62,9 @@ impl Plan {
             let r = &self.training.rollout;
             out.push(("generations", r.generations.to_string()));
             out.push(("completion", r.completion.to_string()));
+            if r.completion_mean > 0 {
+                out.push(("completion_mean", r.completion_mean.to_string()));
+            }
             out.push(("beta", fmt_num(r.beta)));
             out.push(("gen_share", fmt_num(r.gen_share)));
             if r.gen_gpus > 0 {

@@ -55,9 +55,11 @@ pub struct StepTime {
     /// over both rows of every pair; GRPO's scoring (the old policy's
     /// log-probabilities, and the reference's when `beta > 0`).
     pub reference: f64,
-    /// GRPO: the colocated vLLM engine generating the step's completions,
-    /// and the trained weights copied into it after the step.
+    /// GRPO: the vLLM engine generating the step's completions.
     pub generation: f64,
+    /// GRPO: the trained weights gathered and copied into the engine after
+    /// the step (`shape::rollout_seconds`).
+    pub refit: f64,
     /// QLoRA: dequantizing the NF4 base weights before each use (forward,
     /// input gradient, recomputation).
     pub dequantize: f64,
@@ -82,6 +84,7 @@ impl StepTime {
             + self.offload
             + self.reference
             + self.generation
+            + self.refit
             + self.dequantize
             + self.adapters
     }
@@ -239,6 +242,7 @@ fn step_time(s: &StepShape, fwd: LayerForward) -> StepTime {
         offload: m * offload_exposed(s, &fwd),
         reference: m * scoring(s, &fwd),
         generation: s.generation,
+        refit: s.refit,
         dequantize: m * mb_dequantize,
         adapters: m * mb_adapters,
     }
@@ -325,7 +329,12 @@ pub fn throughput_reusing(
     eff: &Efficiency,
     forward: &mut Option<LayerForward>,
 ) -> Throughput {
-    let shape = StepShape::new(arch, counts, recipe, layout, gpu, fabric, eff);
+    // GRPO's scoring and update run over the rows' mean length (NeMo RL
+    // packs them; TRL pads each micro-batch to its longest); generation
+    // waits for the longest (`rollout::generation_seconds`).
+    let trained = recipe.at_mean_length();
+    let shape = StepShape::new(arch, counts, &trained, layout, gpu, fabric, eff, recipe);
+    let recipe = &trained;
     let fwd = *forward.get_or_insert_with(|| LayerForward::of(&shape));
     debug_assert!(
         fwd.same_bits(&LayerForward::of(&shape)),

@@ -29,8 +29,10 @@ pub(super) struct StepShape<'a> {
     pub(super) h: f64,
     pub(super) q: f64,
     pub(super) kv: f64,
-    /// GRPO's colocated generation: seconds per step.
+    /// GRPO: the engine generating the step's completions, and the trained
+    /// weights copied into it after the step (`rollout_seconds`), seconds.
     pub(super) generation: f64,
+    pub(super) refit: f64,
     /// Achievable HBM bandwidth, bytes/s.
     pub(super) bw: f64,
     /// The stack's flash-attention kernel's share of the 16-bit peak at this
@@ -77,6 +79,9 @@ pub(super) struct StepShape<'a> {
 
 impl<'a> StepShape<'a> {
     #[allow(clippy::too_many_arguments)]
+    /// The step of `recipe`'s rows; GRPO's generation and refit come from
+    /// `rollout`'s (the plan as asked: its rows may be longer, `throughput`).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         arch: &'a Architecture,
         counts: &'a ParameterCounts,
@@ -85,6 +90,7 @@ impl<'a> StepShape<'a> {
         gpu: &Gpu,
         fabric: &'a Fabric,
         eff: &'a Efficiency,
+        rollout: &Recipe,
     ) -> Self {
         let gemm_peak = rules::dense_peak_flops(gpu, recipe.numerics.precision);
         // PyTorch keeps FP32 matmuls in FP32 (`allow_tf32` is off by default,
@@ -103,6 +109,7 @@ impl<'a> StepShape<'a> {
         } else {
             Stage::Only
         };
+        let rollout = rollout_seconds(arch, counts, rollout, layout, gpu, (fabric, eff));
         StepShape {
             base: StageShape::new(arch, counts, recipe, layout, stage),
             fabric,
@@ -113,7 +120,8 @@ impl<'a> StepShape<'a> {
             h: arch.hidden as f64,
             q: arch.q_width() as f64,
             kv: arch.kv_width() as f64,
-            generation: rollout_seconds(arch, counts, recipe, layout, gpu, (fabric, eff)),
+            generation: rollout.0,
+            refit: rollout.1,
             bw: gpu.mem_bw_tbs * 1e12 * eff.memory,
             attention_eff: attention_efficiency(arch, recipe, layout, gpu) * eff.attention,
             gemm_peak,
@@ -273,11 +281,14 @@ pub(super) fn quantize_bytes(recipe: &Recipe, gpu: &Gpu) -> (f64, f64) {
     }
 }
 
-/// GRPO's generation per step (`rollout`), and the copy of the trained
-/// weights into the engine after it: under FSDP2 `full_tensor()` gathers
-/// each parameter's shards (fp32 under the mixed-precision policy, BF16
-/// for a LoRA base, which TRL gathers whole to merge the adapters), a
-/// vLLM server receives each tensor from rank 0 (`server_sync_seconds`),
+/// GRPO's generation per step (`rollout`), and the refit: the copy of the
+/// trained weights into the engine after the step. Under FSDP2
+/// `full_tensor()` gathers each parameter's shards (fp32 under the
+/// mixed-precision policy, BF16 for a LoRA base, which TRL gathers whole to
+/// merge the adapters); a model-parallel policy (Megatron's TP, PP and
+/// EP: NeMo RL, verl) all-gathers its BF16 shards over the model-parallel
+/// ranks to make whole tensors (NeMo RL's `refit_policy_generation`); a
+/// vLLM server receives each tensor from rank 0 (`server_sync_seconds`);
 /// then vLLM's `load_weights` writes its BF16 copy.
 pub(super) fn rollout_seconds(
     arch: &Architecture,
@@ -286,11 +297,11 @@ pub(super) fn rollout_seconds(
     layout: &Layout,
     gpu: &Gpu,
     (fabric, eff): (&Fabric, &Efficiency),
-) -> f64 {
+) -> (f64, f64) {
     let Some(e) =
         crate::model::rollout::VllmEngine::of(arch, counts, recipe, gpu, (fabric, layout))
     else {
-        return 0.0;
+        return (0.0, 0.0);
     };
     let generate = crate::model::rollout::generation_seconds(
         &e,
@@ -302,26 +313,22 @@ pub(super) fn rollout_seconds(
     );
     let bandwidth = gpu.mem_bw_tbs * 1e12 * eff.memory;
     let load = 2.0 * e.weight_bytes / bandwidth;
+    let full = recipe.training.train == Training::Full;
+    let model_parallel = layout.tp * layout.pp * layout.ep.max(1);
     let gather = if crate::model::memory::runs_fsdp2(recipe, layout) {
-        let bytes = if recipe.training.train == Training::Full {
-            4.0
-        } else {
-            2.0
-        };
+        let bytes = if full { 4.0 } else { 2.0 };
         let n = layout.shard.max(1);
         fabric.seconds(Collective::AllGather, n, 1, counts.total as f64 * bytes)
+    } else if model_parallel > 1 {
+        let bytes = counts.total as f64 * 2.0;
+        fabric.seconds(Collective::AllGather, model_parallel, 1, bytes)
     } else {
         0.0
     };
     // Sent as trained: fp32 master weights, or a LoRA base merged in BF16.
-    let sent = counts.total as f64
-        * if recipe.training.train == Training::Full {
-            4.0
-        } else {
-            2.0
-        };
+    let sent = counts.total as f64 * if full { 4.0 } else { 2.0 };
     let send = crate::model::rollout::server_sync_seconds(&e, arch, fabric, sent);
-    generate + load + gather + send
+    (generate, load + gather + send)
 }
 
 /// Host-to-device copies reach 0.87 of the link's line rate: NVIDIA's
