@@ -116,6 +116,9 @@ fn Ranked(ctx: Ctx, result: SearchResult, l: Lang) -> impl IntoView {
     if let Some(c) = result.cheapest.clone() {
         rows.push((Text::Cheapest, c));
     }
+    if let Some(c) = result.fewest_gpus.clone() {
+        rows.push((Text::FewestGpus, c));
+    }
     if let Some(c) = result.best_under_budget.clone() {
         rows.push((Text::BestInBudget, c));
     }

@@ -476,3 +476,31 @@ fn an_over_budget_vllm_share_is_named() {
         "{text}"
     );
 }
+
+/// "How many GPUs for GRPO of Qwen2.5-7B at 1K prompt + 1K completion?"
+/// (#56): the auto-plan's fewest-GPU plan, full and LoRA. By hand: full
+/// training keeps 7.62 B x 16 B (BF16 weights and gradients' FP32 master
+/// and Adam moments under FSDP2's mixed policy) = 122 GB of states, more
+/// than one GPU's 79.1 GiB holds beside vLLM's share, so it needs several;
+/// LoRA keeps the 15.2 GB BF16 base and a few adapters, which one 80 GB
+/// GPU holds beside a 0.3 share. Each answer fits when reopened, and a
+/// search without bounds finds no fitting plan on fewer GPUs.
+#[test]
+fn the_auto_plan_answers_how_many_gpus_grpo_needs() {
+    use planner::estimate::search::Search;
+    let mut counts = Vec::new();
+    for train in ["full", "lora"] {
+        let q = format!("model=qwen2.5-7b&stage=grpo&seq=2048&completion=1024&train={train}");
+        let plan = Plan::from_query(&q).plan;
+        let fast = Search::new(&plan).finish();
+        let c = fast.fewest_gpus.clone().expect("a plan fits");
+        let r = report(&c.query);
+        assert!(r.figures.fits, "{}", c.query);
+        let mut brute = Search::new(&plan);
+        brute.use_bounds = false;
+        let slow = brute.finish();
+        assert_eq!(slow.fewest_gpus.map(|s| s.gpus), Some(c.gpus), "{q}");
+        counts.push(c.gpus);
+    }
+    assert!(counts[0] > 1 && counts[1] == 1, "{counts:?}");
+}

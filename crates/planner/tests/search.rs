@@ -43,6 +43,10 @@ fn pruned_search_equals_brute_force() {
         assert!(fast.evaluated < slow.evaluated, "{q}: bounds prune something");
         assert!(!slow.pareto.is_empty(), "{q}: something fits");
         assert_eq!(front(&fast), front(&slow), "{q}");
+        let fewest = |r: &planner::estimate::search::SearchResult| {
+            r.fewest_gpus.as_ref().map(|c| (c.gpus, c.query.clone()))
+        };
+        assert_eq!(fewest(&fast), fewest(&slow), "{q}");
         assert!(fast.fitting <= slow.fitting);
         println!("{q}: {} candidates, {} evaluated with bounds vs {} without, front of {}", fast.candidates, fast.evaluated, slow.evaluated, fast.pareto.len());
     }

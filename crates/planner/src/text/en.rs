@@ -430,6 +430,7 @@ catalog! {
     NoPlanInTheSearch => "No plan in the search space fits. Unlock a dimension or use a smaller sequence.",
     Fastest => "fastest",
     Cheapest => "cheapest",
+    FewestGpus => "fewest GPUs",
     BestInBudget => "best in budget",
     CheapestByDeadline => "cheapest by deadline",
     Pareto => "Pareto",

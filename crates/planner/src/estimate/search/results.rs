@@ -58,6 +58,9 @@ pub struct SearchResult {
     pub cheapest: Option<Candidate>,
     pub best_under_budget: Option<Candidate>,
     pub best_under_deadline: Option<Candidate>,
+    /// The plan on the fewest GPUs (a vLLM server's included), the fastest
+    /// of those: "how many GPUs does this job need?" (#56).
+    pub fewest_gpus: Option<Candidate>,
 }
 
 /// The user's own plan, which every candidate is compared with.

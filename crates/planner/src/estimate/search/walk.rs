@@ -31,6 +31,8 @@ pub struct Search {
     /// of all blocks' fastest fitting plans (`SearchResult`).
     under_budget: Option<Found>,
     by_deadline: Option<Found>,
+    /// The fastest of the blocks' plans on the fewest GPUs, and their count.
+    fewest: Option<(u64, Found)>,
     pareto: Vec<Found>,
     fitting: u64,
     peaks: PeakCache,
@@ -80,6 +82,7 @@ impl Search {
             global_sequences,
             under_budget: None,
             by_deadline: None,
+            fewest: None,
             pareto: Vec::new(),
             fitting: 0,
             peaks: PeakCache::default(),
@@ -188,7 +191,11 @@ impl Search {
             self.pruned += inner;
             return;
         };
-        if self.use_bounds && self.beaten(&info.gpu, info.price, precision, nodes, layout.gpus) {
+        let all_gpus = nodes * info.instance.gpu_count;
+        if self.use_bounds
+            && self.beaten(&info.gpu, info.price, precision, (nodes, layout.gpus))
+            && !self.may_be_fewest(all_gpus, layout.gpus, precision, &info.gpu)
+        {
             self.pruned += inner;
             return;
         }
@@ -302,8 +309,7 @@ impl Search {
         gpu: &Gpu,
         price: Option<f64>,
         precision: Precision,
-        nodes: u64,
-        gpus: u64,
+        (nodes, gpus): (u64, u64),
     ) -> bool {
         if self.pareto.is_empty() {
             return false;
@@ -312,6 +318,18 @@ impl Search {
         let hours = self.run_flops / (gpus as f64 * peak) / 3600.0;
         let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);
         self.pareto.iter().any(|f| f.hours <= hours && f.usd <= usd)
+    }
+
+    /// Whether a block on `all_gpus` could still hold the plan on the fewest
+    /// GPUs: fewer than the fewest found, or as many and its ideal time
+    /// (`training` GPUs at their dense peak) under that plan's.
+    fn may_be_fewest(&self, all_gpus: u64, training: u64, precision: Precision, gpu: &Gpu) -> bool {
+        let Some((fewest, f)) = self.fewest else {
+            return true;
+        };
+        let peak = rules::dense_peak_flops(gpu, precision);
+        let ideal = self.run_flops / (training as f64 * peak) / 3600.0;
+        all_gpus < fewest || (all_gpus == fewest && ideal < f.hours)
     }
 
     /// Whether the bundle's Megatron-Bridge or GRPO launcher refuses a
@@ -513,6 +531,17 @@ impl Search {
     }
 
     fn found_fit(&mut self, f: Found) {
+        let s = &self.space;
+        let gpus = s.nodes[f.idx[1]] * s.instances[f.idx[0]].instance.gpu_count;
+        let fewer = self.fewest.is_none_or(|(n, b)| {
+            gpus.cmp(&n)
+                .then(f.hours.total_cmp(&b.hours))
+                .then(f.usd.total_cmp(&b.usd))
+                .is_lt()
+        });
+        if fewer {
+            self.fewest = Some((gpus, f));
+        }
         let auto = &self.base.auto;
         if auto.budget_usd.is_some_and(|b| f.usd <= b) {
             keep_better(&mut self.under_budget, f, |x| x.hours);
@@ -595,6 +624,7 @@ impl Search {
                 .map(|f| self.candidate(f)),
             best_under_budget: self.under_budget.map(|f| self.candidate(&f)),
             best_under_deadline: self.by_deadline.map(|f| self.candidate(&f)),
+            fewest_gpus: self.fewest.map(|(_, f)| self.candidate(&f)),
             pareto: pareto.iter().map(|f| self.candidate(f)).collect(),
         }
     }

@@ -9,7 +9,8 @@
 //! pruned fitting`, then one per candidate, `role query instance gpu gpus
 //! peak tokens/s mfu hours usd`, its role `p` (on the Pareto front, in
 //! order), `f` (fastest), `c` (cheapest), `b` (best under the budget) or
-//! `d` (best under the deadline), and `usd` empty without a price.
+//! `d` (best under the deadline) or `g` (on the fewest GPUs), and `usd`
+//! empty without a price.
 
 use super::results::{Baseline, Candidate, Offer, SearchResult};
 use crate::formats::fields::{field, opt_field, record, Fields};
@@ -25,6 +26,7 @@ pub fn encode(r: &SearchResult) -> String {
         ("c", &r.cheapest),
         ("b", &r.best_under_budget),
         ("d", &r.best_under_deadline),
+        ("g", &r.fewest_gpus),
     ];
     for (role, c) in roles {
         lines.extend(c.as_ref().map(|c| candidate(role, c)));
@@ -62,6 +64,7 @@ pub fn decode(text: &str, base: &Baseline) -> Result<SearchResult, String> {
         cheapest: None,
         best_under_budget: None,
         best_under_deadline: None,
+        fewest_gpus: None,
     };
     counts.done(())?;
     for line in lines {
@@ -74,6 +77,7 @@ pub fn decode(text: &str, base: &Baseline) -> Result<SearchResult, String> {
             "c" => r.cheapest = Some(c),
             "b" => r.best_under_budget = Some(c),
             "d" => r.best_under_deadline = Some(c),
+            "g" => r.fewest_gpus = Some(c),
             _ => return Err(format!("no candidate role \"{role}\"")),
         }
     }
