@@ -105,12 +105,13 @@ fn published_trl_dpo_runs_bound_the_planners_padded_rows() {
 
 /// What SpeedDerivedGrpo tells the user: NeMo RL's published GRPO steps
 /// (Llama-3.1-8B on 16 H100 and 8 GB200, Qwen3-32B and Qwen3-30B-A3B on 32
-/// H100), planned with their published rows of up to 4,096 tokens (the
-/// generation waits for the longest) and their mean lengths (over which
-/// the update runs, #56), take 1.1-2.4 times the planner's step (it was
-/// 1.5-2.6 planned at the mean alone): NeMo RL's Megatron training,
-/// refit and logprob passes are its own. If the model comes to explain
-/// them, or drifts, this fails and the label must change.
+/// H100), planned on their published Megatron layouts with their rows of up
+/// to 4,096 tokens (the generation waits for the longest) and their mean
+/// lengths (over which the update runs, #56), take 1.2-1.9 times the
+/// planner's step (it was 1.5-2.6 planned at the mean alone, as FSDP2):
+/// NeMo RL's refit, sequence packing and logprob passes are its own. If the
+/// model comes to explain them, or drifts, this fails and the label must
+/// change.
 #[test]
 fn published_grpo_steps_are_longer_than_planned() {
     let steps: Vec<_> = rows()
@@ -120,6 +121,6 @@ fn published_grpo_steps_are_longer_than_planned() {
     assert_eq!(steps.len(), 4);
     for r in &steps {
         let e = r.error_percent().expect("a GRPO step is compared");
-        assert!((-58.5..=-10.0).contains(&e), "{}: {e:+.1}%", r.id);
+        assert!((-48.0..=-15.0).contains(&e), "{}: {e:+.1}%", r.id);
     }
 }

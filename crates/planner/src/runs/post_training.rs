@@ -183,7 +183,7 @@ pub fn readme_line(rows: &[PostTrainingRow]) -> String {
     };
     let (shortest, longest) = range(&grpo.iter().map(|e| -e).collect::<Vec<_>>());
     format!(
-        "- **Published DPO and GRPO runs** (docs/post_training.md): DPO plans are compared with {compared} published DPO figures; {} of {} bounds and GPU classes hold{}. On {} published NeMo RL GRPO steps, planned with their longest rows (generation waits for them) and mean lengths (the update runs over them), the planner's step comes out {shortest:.0}–{longest:.0}% shorter than measured (NeMo RL's Megatron training, refit and logprob passes are its own).",
+        "- **Published DPO and GRPO runs** (docs/post_training.md): DPO plans are compared with {compared} published DPO figures; {} of {} bounds and GPU classes hold{}. On {} published NeMo RL GRPO steps, planned on their Megatron layouts with their longest rows (generation waits for them) and mean lengths (the update runs over them), the planner's step comes out {shortest:.0}–{longest:.0}% shorter than measured (NeMo RL's refit, sequence packing and logprob passes are its own).",
         checks.iter().filter(|h| **h).count(),
         checks.len(),
         if failed.is_empty() {
