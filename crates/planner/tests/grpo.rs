@@ -504,3 +504,27 @@ fn the_auto_plan_answers_how_many_gpus_grpo_needs() {
     }
     assert!(counts[0] > 1 && counts[1] == 1, "{counts:?}");
 }
+
+/// The refit, by hand: on one H100 (DDP: nothing to gather, no server)
+/// vLLM's `load_weights` reads the 16,060,522,496 B of BF16 weights and
+/// writes its copy, 2 x 16.06 GB at 0.75 of 3.35 TB/s = 12.78 ms; on two
+/// H100s under Megatron TP 2 the shards are first all-gathered over the
+/// two ranks (NVLink), so the refit grows by that collective.
+#[test]
+fn the_refit_writes_the_engine_s_weights() {
+    let one = report("model=llama-3.1-8b&stage=grpo&instance=ml.p5.4xlarge&zero=0&ckpt=full&seq=2048&completion=256&mb=2&ga=4&generations=8&gen_share=0.5");
+    let by_hand = 2.0 * 16_060_522_496.0 / (3.35e12 * 0.75);
+    let refit = one.figures.throughput.step.refit;
+    assert!(
+        (refit / by_hand - 1.0).abs() < 1e-9,
+        "{refit} s against {by_hand} s"
+    );
+    let tp = report("model=llama-3.1-8b&stage=grpo&instance=ml.p5.48xlarge&stack=megatron&tp=2&ckpt=full&seq=2048&completion=256&mb=2&ga=4&generations=8&gen_share=0.5");
+    let g = tp.figures.rollout.as_ref().unwrap();
+    assert_eq!((g.vllm_tp, g.vllm_pp), (1, 1));
+    assert!(
+        tp.figures.throughput.step.refit > by_hand,
+        "{:?}",
+        tp.figures.throughput.step
+    );
+}
