@@ -121,6 +121,14 @@ fn rollouts_that_trl_would_refuse_are_errors_and_what_grpo_py_refuses_notes() {
         error(&r, "grpo_groups_split").unwrap().fix,
         Some(("ga", "8".into()))
     );
+    // A mean completion longer than the longest is an error, with the longest as its fix.
+    let r = report(&format!(
+        "{ONE_H100}&seq=2048&completion=256&completion_mean=300&mb=8&ga=1"
+    ));
+    assert_eq!(
+        error(&r, "grpo_mean_over_longest").unwrap().fix,
+        Some(("completion_mean", "256".into()))
+    );
     // The completion is the row's end: it must leave a prompt.
     let r = report(&format!("{ONE_H100}&seq=1024&completion=1024&mb=8&ga=1"));
     assert_eq!(

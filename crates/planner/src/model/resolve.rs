@@ -247,6 +247,14 @@ fn check_rollout(
         let m = Message::new("completion", Text::GrpoCompletionTooLong, args);
         errors.push(m.fix("completion", (plan.data.seq / 2).max(1).to_string()));
     }
+    if r.completion_mean > r.completion {
+        let args: [(&'static str, Arg); 2] = [
+            ("mean", Arg::from(&r.completion_mean)),
+            ("completion", Arg::from(&r.completion)),
+        ];
+        let m = Message::new("completion_mean", Text::GrpoMeanOverLongest, args);
+        errors.push(m.fix("completion_mean", r.completion.to_string()));
+    }
     let rows_per_ga = plan.data.micro_batch.saturating_mul(layout.dp);
     let rows = rows_per_ga.saturating_mul(plan.data.grad_accum);
     if !rows.is_multiple_of(r.generations) {

@@ -146,6 +146,7 @@ catalog! {
     GrpoOtherCheckpointing => "op-level, selective or partial checkpointing",
     GrpoReferenceUnderFsdp2 => "a reference model (beta > 0) under FSDP2",
     GrpoBf16Adapters => "BF16 adapters",
+    GrpoMeanOverLongest => "the mean completion ({mean} tokens) cannot be longer than the longest (completion={completion})",
     GrpoCompletionTooLong => "the completion ({completion} tokens) must be shorter than the row (seq={seq}), whose start is the prompt",
     GrpoGroupsSplit => "TRL needs the step's rows (mb × ga × {dp} data-parallel ranks = {rows}) to be a multiple of generations={generations}",
     GrpoEngineTooSmall => "vLLM's share of each GPU ({share}) cannot hold the model's BF16 weights over {tp} GPUs and the KV cache of one row of {seq} tokens",

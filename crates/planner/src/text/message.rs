@@ -292,6 +292,7 @@ impl Text {
             Text::Fp8SmallModel => "fp8_small_model",
             Text::Fp8Unsupported => "fp8_unsupported",
             Text::GrpoCompletionTooLong => "grpo_completion_too_long",
+            Text::GrpoMeanOverLongest => "grpo_mean_over_longest",
             Text::GrpoEngineTooSmall => "grpo_engine_too_small",
             Text::GrpoGenGpus => "grpo_gen_gpus",
             Text::GrpoGroupsSplit => "grpo_groups_split",
