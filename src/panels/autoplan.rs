@@ -109,29 +109,30 @@ fn Ranked(ctx: Ctx, result: SearchResult, l: Lang) -> impl IntoView {
         return view! { <p class="empty" id="autoplan-empty">{tr(l, Text::NoPlanInTheSearch)}</p> }
             .into_any();
     }
-    let mut rows: Vec<(Text, Candidate)> = Vec::new();
-    if let Some(c) = result.fastest.clone() {
-        rows.push((Text::Fastest, c));
-    }
-    if let Some(c) = result.cheapest.clone() {
-        rows.push((Text::Cheapest, c));
-    }
-    if let Some(c) = result.fewest_gpus.clone() {
-        rows.push((Text::FewestGpus, c));
-    }
-    if let Some(c) = result.best_under_budget.clone() {
-        rows.push((Text::BestInBudget, c));
-    }
-    if let Some(c) = result.best_under_deadline.clone() {
-        rows.push((Text::CheapestByDeadline, c));
-    }
-    for c in &result.pareto {
-        if !rows.iter().any(|(_, r)| r.query == c.query) {
-            rows.push((Text::Pareto, c.clone()));
+    // One row a plan, with every pick it is ("cheapest, fewest GPUs").
+    let mut rows: Vec<(Vec<Text>, Candidate)> = Vec::new();
+    let picks = [
+        (Text::Fastest, &result.fastest),
+        (Text::Cheapest, &result.cheapest),
+        (Text::FewestGpus, &result.fewest_gpus),
+        (Text::BestInBudget, &result.best_under_budget),
+        (Text::CheapestByDeadline, &result.best_under_deadline),
+    ];
+    let pareto = result
+        .pareto
+        .iter()
+        .map(|c| (Text::Pareto, Some(c.clone())));
+    for (pick, c) in picks.into_iter().map(|(t, c)| (t, c.clone())).chain(pareto) {
+        let Some(c) = c else { continue };
+        match rows.iter_mut().find(|(_, r)| r.query == c.query) {
+            Some((p, _)) if pick != Text::Pareto => p.push(pick),
+            Some(_) => {}
+            None => rows.push((vec![pick], c)),
         }
     }
     rows.truncate(8);
-    let table = rows.into_iter().enumerate().map(|(i, (pick, c))| {
+    let table = rows.into_iter().enumerate().map(|(i, (picks, c))| {
+        let pick = picks.iter().map(|p| tr(l, *p)).collect::<Vec<_>>().join(", ");
         let query = c.query.clone();
         let apply = move |_| {
             ctx.plan.set(planner::Plan::from_query(&query).plan);
@@ -140,7 +141,7 @@ fn Ranked(ctx: Ctx, result: SearchResult, l: Lang) -> impl IntoView {
         let compare = move |_| crate::panels::compare::pin_query(ctx, &compare_query);
         view! {
             <tr>
-                <td>{tr(l, pick)}</td>
+                <td>{pick}</td>
                 <td class="why">{render(l, &c.why)}</td>
                 <td class="num">{hours(c.hours, l)}</td>
                 <td class="num">{c.usd.map(|u| usd(u, l)).unwrap_or_else(|| "—".into())}</td>
