@@ -50,23 +50,24 @@ def leb(data: bytes, at: int) -> tuple[int, int]:
             return value, at
 
 
-def wasm_exports(data: bytes) -> list[str]:
-    """The export names of a wasm module (its export section, id 7)."""
+def export_section(data: bytes) -> tuple[tuple[int, int], list[tuple[str, int, int]]]:
+    """Where a wasm module's export section (id 7) starts and ends, and its
+    entries: each one's name, start and end."""
     at = 8
     while at < len(data):
-        section, at = data[at], at + 1
-        size, at = leb(data, at)
+        section, (size, body) = data[at], leb(data, at + 1)
         if section == 7:
-            count, p = leb(data, at)
-            names = []
+            count, p = leb(data, body)
+            entries = []
             for _ in range(count):
+                start = p
                 length, p = leb(data, p)
-                names.append(data[p : p + length].decode())
-                p += length + 1  # the name, then its kind
-                _, p = leb(data, p)  # and its index
-            return names
-        at += size
-    return []
+                name = data[p : p + length].decode()
+                _, p = leb(data, p + length + 1)  # past the name and its kind: the index
+                entries.append((name, start, p))
+            return (at, body + size), entries
+        at = body + size
+    return (len(data), len(data)), []
 
 
 def uleb(n: int) -> bytes:
@@ -83,28 +84,10 @@ def without_exports(data: bytes, dropped: list[str]) -> bytes:
     """The module with the named exports left out of its export section.
     (wasm-metadce would do it too, but its output's function order
     compresses 7 KB worse.)"""
-    at, out = 8, bytearray(data[:8])
-    while at < len(data):
-        section, start = data[at], at
-        size, body = leb(data, at + 1)
-        end = body + size
-        if section != 7:
-            out += data[start:end]
-        else:
-            count, p = leb(data, body)
-            entries, kept = bytearray(), 0
-            for _ in range(count):
-                entry = p
-                length, p = leb(data, p)
-                name = data[p : p + length].decode()
-                _, p = leb(data, p + length + 1)
-                if name not in dropped:
-                    entries += data[entry:p]
-                    kept += 1
-            content = uleb(kept) + bytes(entries)
-            out += bytes([7]) + uleb(len(content)) + content
-        at = end
-    return bytes(out)
+    (start, end), entries = export_section(data)
+    kept = [data[a:b] for name, a, b in entries if name not in dropped]
+    content = uleb(len(kept)) + b"".join(kept)
+    return data[:start] + bytes([7]) + uleb(len(content)) + content + data[end:]
 
 
 def drop_stream_classes(js: pathlib.Path, wasm: pathlib.Path) -> bool:
@@ -124,7 +107,7 @@ def drop_stream_classes(js: pathlib.Path, wasm: pathlib.Path) -> bool:
             print(f"{js.name}: no {name} class as expected; left as it is", file=sys.stderr)
             return False
     data = wasm.read_bytes()
-    dropped = [e for e in wasm_exports(data) if "intounderlying" in e]
+    dropped = [name for name, _, _ in export_section(data)[1] if "intounderlying" in name]
     if not dropped or any(e in glue for e in dropped):
         print(
             f"{wasm.name}: stream exports still used or absent; left as they are", file=sys.stderr

@@ -118,16 +118,15 @@ fn Ranked(ctx: Ctx, result: SearchResult, l: Lang) -> impl IntoView {
         (Text::BestInBudget, &result.best_under_budget),
         (Text::CheapestByDeadline, &result.best_under_deadline),
     ];
-    let pareto = result
-        .pareto
-        .iter()
-        .map(|c| (Text::Pareto, Some(c.clone())));
-    for (pick, c) in picks.into_iter().map(|(t, c)| (t, c.clone())).chain(pareto) {
-        let Some(c) = c else { continue };
+    let named = picks
+        .into_iter()
+        .filter_map(|(t, c)| Some((t, c.as_ref()?)));
+    let pareto = result.pareto.iter().map(|c| (Text::Pareto, c));
+    for (pick, c) in named.chain(pareto) {
         match rows.iter_mut().find(|(_, r)| r.query == c.query) {
             Some((p, _)) if pick != Text::Pareto => p.push(pick),
             Some(_) => {}
-            None => rows.push((vec![pick], c)),
+            None => rows.push((vec![pick], c.clone())),
         }
     }
     rows.truncate(8);

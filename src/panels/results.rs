@@ -73,15 +73,15 @@ pub fn Results(ctx: Ctx) -> impl IntoView {
 fn step_split(t: &planner::model::throughput::Throughput, l: Lang) -> String {
     let step = seconds(t.step_seconds, l);
     if t.step.generation > 0.0 {
-        let (g, s, r) = (t.step.generation, t.step.reference, t.step.refit);
+        let s = &t.step;
         let p = Phrase::of(
             Text::OfWhichGenerationScoring,
             [
                 ("step", Arg::from(step)),
-                ("gen", Arg::from(seconds(g, l))),
-                ("score", Arg::from(seconds(s, l))),
-                ("update", Arg::from(seconds(t.step_seconds - g - s - r, l))),
-                ("refit", Arg::from(seconds(r, l))),
+                ("gen", Arg::from(seconds(s.generation, l))),
+                ("score", Arg::from(seconds(s.reference, l))),
+                ("update", Arg::from(seconds(s.update(), l))),
+                ("refit", Arg::from(seconds(s.refit, l))),
             ],
         );
         return render(l, &p);

@@ -460,9 +460,7 @@ fn generation_waits_for_the_longest_completion() {
         "{grown} s against {extra} s"
     );
     assert!(b.step.generation / a.step.generation > 3.5);
-    let update = |t: &planner::model::throughput::Throughput| {
-        t.step_seconds - t.step.generation - t.step.refit
-    };
+    let update = |t: &planner::model::throughput::Throughput| t.step.update() + t.step.reference;
     assert!((update(b) - update(a)).abs() < 1e-12 * update(a));
     let peak = |r: &planner::Report| r.figures.memory.peak_bytes_per_gpu;
     assert!(peak(&longest) >= peak(&at_mean));

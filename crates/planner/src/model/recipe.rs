@@ -177,9 +177,7 @@ impl Recipe {
             _ => 0.5,
         }
     }
-}
 
-impl Recipe {
     /// The recipe whose rows are the completions' mean length: GRPO with a
     /// `completion_mean` below `completion`; itself otherwise.
     #[inline(never)]

@@ -260,9 +260,9 @@ impl VllmEngine {
 /// wave waits for its longest row), the longer of reading the weights every
 /// step and the rows' KV cache at `memory_eff` of the HBM bandwidth, and
 /// their GEMMs at `gemm_eff` of the BF16 peak; the rows' tokens are their
-/// mean length's (`Rollout::mean_completion`). Pipeline stages run one after another within a step, so a
-/// step reads every stage's weights: vLLM's PP holds a policy one node
-/// cannot, and decodes no faster. (A MoE engine reads every expert: at
+/// mean length's (`Rollout::mean_completion`). Pipeline stages run one
+/// after another within a step, so a step reads every stage's weights:
+/// vLLM's PP holds a policy one node cannot, and decodes no faster. (A MoE engine reads every expert: at
 /// RL's batches nearly all are chosen, 87 % of DeepSeek-V3's 256 at 64
 /// rows with uniform routing.)
 pub fn generation_seconds(

@@ -22,6 +22,18 @@ pub enum Stage {
     Last,
 }
 
+impl Stage {
+    /// This stage of a pipelined layout; the whole model (`Only`) without
+    /// a pipeline.
+    pub fn or_only(self, layout: &Layout) -> Stage {
+        if layout.pp > 1 {
+            self
+        } else {
+            Stage::Only
+        }
+    }
+}
+
 /// One pipeline stage of a job, and the work one GPU does on it per
 /// micro-batch.
 #[derive(Clone, Copy)]

@@ -31,8 +31,8 @@ pub struct Search {
     /// of all blocks' fastest fitting plans (`SearchResult`).
     under_budget: Option<Found>,
     by_deadline: Option<Found>,
-    /// The fastest of the blocks' plans on the fewest GPUs, and their count.
-    fewest: Option<(u64, Found)>,
+    /// The fastest of the blocks' plans on the fewest GPUs (`gpus_of`).
+    fewest: Option<Found>,
     pareto: Vec<Found>,
     fitting: u64,
     peaks: PeakCache,
@@ -314,8 +314,7 @@ impl Search {
         if self.pareto.is_empty() {
             return false;
         }
-        let peak = rules::dense_peak_flops(gpu, precision);
-        let hours = self.run_flops / (gpus as f64 * peak) / 3600.0;
+        let hours = self.ideal_hours(gpu, precision, gpus);
         let usd = price.map_or(f64::INFINITY, |p| p * nodes as f64 * hours);
         self.pareto.iter().any(|f| f.hours <= hours && f.usd <= usd)
     }
@@ -324,12 +323,19 @@ impl Search {
     /// GPUs: fewer than the fewest found, or as many and its ideal time
     /// (`training` GPUs at their dense peak) under that plan's.
     fn may_be_fewest(&self, all_gpus: u64, training: u64, precision: Precision, gpu: &Gpu) -> bool {
-        let Some((fewest, f)) = self.fewest else {
+        let Some(f) = self.fewest else {
             return true;
         };
-        let peak = rules::dense_peak_flops(gpu, precision);
-        let ideal = self.run_flops / (training as f64 * peak) / 3600.0;
+        let fewest = gpus_of(&self.space, &f);
+        let ideal = self.ideal_hours(gpu, precision, training);
         all_gpus < fewest || (all_gpus == fewest && ideal < f.hours)
+    }
+
+    /// The run's hours on `gpus` GPUs at their dense peak: no plan on them
+    /// is faster.
+    fn ideal_hours(&self, gpu: &Gpu, precision: Precision, gpus: u64) -> f64 {
+        let peak = rules::dense_peak_flops(gpu, precision);
+        self.run_flops / (gpus as f64 * peak) / 3600.0
     }
 
     /// Whether the bundle's Megatron-Bridge or GRPO launcher refuses a
@@ -460,36 +466,32 @@ impl Search {
         floor - 64.0 > budget as f64
     }
 
-    /// The block with ZeRO-2 in place of ZeRO-1 or back (`None` if this
-    /// block is under neither, or where their times differ: GRPO, offloading).
-    fn zero_twin_key(&self, o: [usize; 9]) -> Option<[usize; 9]> {
+    /// Where the space's ZeRO-1 and ZeRO-2 blocks are (`zeros`), when they
+    /// take the same time: not for GRPO or offloading.
+    fn zero_twins(&self) -> Option<(usize, usize)> {
         let b = &self.base;
-        let same_time = !b.training.stage.generates() && !b.activations.offload;
-        let zero = self.space.zeros[o[7]];
-        let twin = |z: (u8, bool)| self.space.zeros.iter().position(|&x| x == z);
-        let other = match zero {
-            (1, false) => twin((2, false)),
-            (2, false) => twin((1, false)),
-            _ => None,
-        };
-        let mut k = o;
-        k[7] = other?;
-        same_time.then_some(k)
+        if b.training.stage.generates() || b.activations.offload {
+            return None;
+        }
+        let at = |z: (u8, bool)| self.space.zeros.iter().position(|&x| x == z);
+        Some((at((1, false))?, at((2, false))?))
     }
 
     /// What the ZeRO-1 twin of a ZeRO-2 block covered (`Dominance`).
     fn zero_one_twin(&mut self, o: [usize; 9]) -> Option<Vec<bool>> {
-        let twin = self.zero_twin_key(o)?;
-        if self.space.zeros[o[7]] != (2, false) {
+        let (one, two) = self.zero_twins()?;
+        if o[7] != two {
             return None;
         }
-        let (k, covered) = self.zero_one.get_mut(o[0])?.take()?;
-        (k == twin).then_some(covered)
+        let (kept, covered) = self.zero_one.get_mut(o[0])?.take()?;
+        let mut twin = o;
+        twin[7] = one;
+        (kept == twin).then_some(covered)
     }
 
     /// Keep a ZeRO-1 block's `covered` for its ZeRO-2 twin.
     fn keep_zero_one(&mut self, o: [usize; 9], covered: Vec<bool>) {
-        if self.space.zeros[o[7]] == (1, false) && self.zero_twin_key(o).is_some() {
+        if self.zero_twins().is_some_and(|(one, _)| o[7] == one) {
             if self.zero_one.len() <= o[0] {
                 self.zero_one.resize(o[0] + 1, None);
             }
@@ -531,17 +533,8 @@ impl Search {
     }
 
     fn found_fit(&mut self, f: Found) {
-        let s = &self.space;
-        let gpus = s.nodes[f.idx[1]] * s.instances[f.idx[0]].instance.gpu_count;
-        let fewer = self.fewest.is_none_or(|(n, b)| {
-            gpus.cmp(&n)
-                .then(f.hours.total_cmp(&b.hours))
-                .then(f.usd.total_cmp(&b.usd))
-                .is_lt()
-        });
-        if fewer {
-            self.fewest = Some((gpus, f));
-        }
+        let space = &self.space;
+        keep_better(&mut self.fewest, f, |x| gpus_of(space, x) as f64);
         let auto = &self.base.auto;
         if auto.budget_usd.is_some_and(|b| f.usd <= b) {
             keep_better(&mut self.under_budget, f, |x| x.hours);
@@ -624,7 +617,7 @@ impl Search {
                 .map(|f| self.candidate(f)),
             best_under_budget: self.under_budget.map(|f| self.candidate(&f)),
             best_under_deadline: self.by_deadline.map(|f| self.candidate(&f)),
-            fewest_gpus: self.fewest.map(|(_, f)| self.candidate(&f)),
+            fewest_gpus: self.fewest.map(|f| self.candidate(&f)),
             pareto: pareto.iter().map(|f| self.candidate(f)).collect(),
         }
     }
@@ -633,6 +626,11 @@ impl Search {
 /// Search the whole space around `plan` (native callers, tests, the CLI).
 pub fn search(plan: &Plan) -> SearchResult {
     Search::new(plan).finish()
+}
+
+/// A found plan's GPUs, a vLLM server's included: its nodes' whole instances.
+fn gpus_of(space: &Space, f: &Found) -> u64 {
+    space.nodes[f.idx[1]] * space.instances[f.idx[0]].instance.gpu_count
 }
 
 /// Keep `f` in `best` if it is better by `key`; ties (equal cost where the

@@ -213,11 +213,7 @@ pub fn offload(
     if !recipe.activations.offload {
         return Offload::default();
     }
-    let stage = if layout.pp > 1 {
-        Stage::First
-    } else {
-        Stage::Only
-    };
+    let stage = Stage::First.or_only(layout);
     let s = MemoryShape::new(StageShape::new(arch, counts, recipe, layout, stage));
     let in_flight = in_flight_micro_batches(&s);
     Offload {

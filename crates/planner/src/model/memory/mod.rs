@@ -124,11 +124,7 @@ pub fn states_floor(
     recipe: &Recipe,
     layout: &Layout,
 ) -> f64 {
-    let stage = if layout.pp <= 1 {
-        Stage::Only
-    } else {
-        Stage::First
-    };
+    let stage = Stage::First.or_only(layout);
     let s = MemoryShape::new(StageShape::new(arch, counts, recipe, layout, stage));
     Terms::of(&s).states() + CUDA_CONTEXT_BYTES as f64
 }
@@ -143,11 +139,7 @@ pub fn last_stage_breakdown(
     recipe: &Recipe,
     layout: &Layout,
 ) -> MemoryBreakdown {
-    let stage = if layout.pp <= 1 {
-        Stage::Only
-    } else {
-        Stage::Last
-    };
+    let stage = Stage::Last.or_only(layout);
     stage_breakdown(&MemoryShape::new(StageShape::new(
         arch, counts, recipe, layout, stage,
     )))

@@ -88,6 +88,11 @@ impl StepTime {
             + self.dequantize
             + self.adapters
     }
+
+    /// GRPO's update: the step less its generation, scoring and refit.
+    pub fn update(&self) -> f64 {
+        self.total() - self.generation - self.reference - self.refit
+    }
 }
 
 /// Throughput of a plan.

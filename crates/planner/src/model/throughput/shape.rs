@@ -78,7 +78,6 @@ pub(super) struct StepShape<'a> {
 }
 
 impl<'a> StepShape<'a> {
-    #[allow(clippy::too_many_arguments)]
     /// The step of `recipe`'s rows; GRPO's generation and refit come from
     /// `rollout`'s (the plan as asked: its rows may be longer, `throughput`).
     #[allow(clippy::too_many_arguments)]
@@ -104,11 +103,7 @@ impl<'a> StepShape<'a> {
             _ => (wide_peak, eff.gemm, wide_bytes),
         };
         let c = layout.cp.max(1) as f64;
-        let stage = if layout.pp > 1 {
-            Stage::Last
-        } else {
-            Stage::Only
-        };
+        let stage = Stage::Last.or_only(layout);
         let rollout = rollout_seconds(arch, counts, rollout, layout, gpu, (fabric, eff));
         StepShape {
             base: StageShape::new(arch, counts, recipe, layout, stage),
@@ -313,21 +308,24 @@ pub(super) fn rollout_seconds(
     );
     let bandwidth = gpu.mem_bw_tbs * 1e12 * eff.memory;
     let load = 2.0 * e.weight_bytes / bandwidth;
-    let full = recipe.training.train == Training::Full;
+    // As trained: fp32 master weights, or a LoRA base merged in BF16.
+    let trained = counts.total as f64
+        * if recipe.training.train == Training::Full {
+            4.0
+        } else {
+            2.0
+        };
     let model_parallel = layout.tp * layout.pp * layout.ep.max(1);
     let gather = if crate::model::memory::runs_fsdp2(recipe, layout) {
-        let bytes = if full { 4.0 } else { 2.0 };
         let n = layout.shard.max(1);
-        fabric.seconds(Collective::AllGather, n, 1, counts.total as f64 * bytes)
+        fabric.seconds(Collective::AllGather, n, 1, trained)
     } else if model_parallel > 1 {
         let bytes = counts.total as f64 * 2.0;
         fabric.seconds(Collective::AllGather, model_parallel, 1, bytes)
     } else {
         0.0
     };
-    // Sent as trained: fp32 master weights, or a LoRA base merged in BF16.
-    let sent = counts.total as f64 * if full { 4.0 } else { 2.0 };
-    let send = crate::model::rollout::server_sync_seconds(&e, arch, fabric, sent);
+    let send = crate::model::rollout::server_sync_seconds(&e, arch, fabric, trained);
     (generate, load + gather + send)
 }
 
