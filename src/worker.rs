@@ -54,8 +54,9 @@ pub enum Searched {
 pub struct Worker {
     worker: StoredValue<Option<web_sys::Worker>, LocalStorage>,
     ready: StoredValue<bool>,
-    /// The latest code, bundle, search and read questions asked before
-    /// the worker was ready.
+    /// The latest search, code, bundle and read questions asked before
+    /// the worker was ready, in the order it answers them: the auto-plan
+    /// sits above the code panel, and its search is the longer wait.
     waiting: StoredValue<[Option<js_sys::Array>; 5], LocalStorage>,
     asked: StoredValue<u32>,
     /// The latest code question's id, and the bundle's with its file name.
@@ -131,7 +132,7 @@ impl Worker {
     /// Ask for the launch code of the plan `query` in `format`.
     pub fn ask_code(self, query: &str, format: Format) {
         let id = self.send(
-            0,
+            1,
             "code",
             query,
             [format.key().into(), String::new(), String::new()],
@@ -148,14 +149,14 @@ impl Worker {
         parts: String,
         name: String,
     ) {
-        let id = self.send(1, "zip", query, [launcher.key().into(), script, parts]);
+        let id = self.send(2, "zip", query, [launcher.key().into(), script, parts]);
         self.zip.set_value(Some((id, name)));
     }
 
     /// Ask for the auto-plan around the plan `query`, whose report on the
     /// page gives `base`.
     pub fn ask_search(self, query: &str, base: Baseline) {
-        let id = self.send(2, "search", query, Default::default());
+        let id = self.send(0, "search", query, Default::default());
         self.search_id
             .set_value((id, Some(base), crate::browser::now_ms()));
         // Already searching: nothing on the page changes.

@@ -4,7 +4,7 @@ use planner::evaluate;
 use planner::model::architecture::presets;
 use planner::model::hardware::instances;
 use planner::model::layout::Layout;
-use planner::model::memory::{breakdown, states_floor};
+use planner::model::memory::{breakdown, peak_estimate, peak_estimate_slack, states_floor};
 use planner::model::plan::{Checkpointing, Plan};
 use planner::model::resolve::resolve;
 use planner::text::Text;
@@ -522,6 +522,21 @@ fn the_states_floor_is_under_every_peak(link in any_link()) {
         let floor = states_floor(&res.arch, &res.counts, &other.recipe(), &res.layout);
         prop_assert!(floor - 64.0 <= peak as f64, "floor {} over peak {} for {}", floor, peak, link);
     }
+}
+
+/// The auto-plan's peak estimate (`memory::peak_estimate`, its terms
+/// neither listed nor rounded) is within `peak_estimate_slack` of the
+/// breakdown's peak in whole bytes: the walk asks the exact peak only where
+/// the two are that close to the budget (estimate/search/walk.rs `fits`).
+#[test]
+fn the_peak_estimate_is_the_peak(link in any_link()) {
+    let plan = Plan::from_query(&link).plan;
+    let (res, _) = resolve(&plan);
+    let recipe = plan.recipe();
+    let peak = breakdown(&res.arch, &res.counts, &recipe, &res.layout).peak_bytes as f64;
+    let estimate = peak_estimate(&res.arch, &res.counts, &recipe, &res.layout);
+    let off = (estimate - peak).abs();
+    prop_assert!(off <= peak_estimate_slack(estimate), "estimate {} vs peak {} for {}", estimate, peak, link);
 }
 
 /// ZeRO-2 takes exactly ZeRO-1's time: both reduce-scatter the gradients

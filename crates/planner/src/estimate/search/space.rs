@@ -16,7 +16,8 @@ pub(super) struct Found {
     pub(super) hours: f64,
     pub(super) usd: f64, // f64::INFINITY when the price is unknown
     pub(super) idx: [usize; 12],
-    pub(super) peak: u64,
+    /// `memory::peak_estimate`'s, the engine's share included.
+    pub(super) peak: f64,
     pub(super) tps: f64,
     pub(super) mfu: f64,
     pub(super) ga: u64,
@@ -145,7 +146,7 @@ impl Space {
 /// (`memory::states_floor`).
 pub(super) struct PeakCache {
     layout: usize,
-    by_class: Vec<Vec<Option<u64>>>,
+    by_class: Vec<Vec<Option<f64>>>,
     floors: Vec<Option<f64>>,
 }
 
@@ -179,7 +180,7 @@ impl PeakCache {
         *self.floors[key.1].get_or_insert_with(floor)
     }
 
-    pub(super) fn take(&mut self, key: (usize, usize), len: usize) -> Vec<Option<u64>> {
+    pub(super) fn take(&mut self, key: (usize, usize), len: usize) -> Vec<Option<f64>> {
         self.enter(key);
         let peaks = std::mem::take(&mut self.by_class[key.1]);
         if peaks.is_empty() {
@@ -189,7 +190,7 @@ impl PeakCache {
         }
     }
 
-    pub(super) fn put(&mut self, (_, class): (usize, usize), peaks: Vec<Option<u64>>) {
+    pub(super) fn put(&mut self, (_, class): (usize, usize), peaks: Vec<Option<f64>>) {
         self.by_class[class] = peaks;
     }
 }

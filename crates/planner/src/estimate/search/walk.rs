@@ -427,9 +427,11 @@ impl Search {
                     let (arch, counts) = (&self.arch, &self.counts);
                     let at = dom.at(ci, li, mi);
                     let peak = *peaks[at].get_or_insert_with(|| {
-                        memory::breakdown(arch, counts, &recipe, layout).peak_bytes
-                    }) + pool;
-                    if peak > budget {
+                        memory::peak_estimate(arch, counts, &recipe, layout)
+                    }) + pool as f64;
+                    if !fits(peak, budget, || {
+                        memory::breakdown(arch, counts, &recipe, layout).peak_bytes + pool
+                    }) {
                         if self.use_bounds {
                             skip_below = self.next_after_overflow(&mbs, mi, layout, &recipe);
                         }
@@ -508,7 +510,7 @@ impl Search {
         o: [usize; 9],
         at: [usize; 3],
         (layout, recipe): (&Layout, &Recipe),
-        peak: u64,
+        peak: f64,
         forward: &mut Option<throughput::LayerForward>,
     ) -> Found {
         let i = &self.space.instances[o[0]];
@@ -591,13 +593,28 @@ impl Search {
             instance: info.instance.instance_type.to_string(),
             gpu: info.gpu.id.to_string(),
             gpus: p.hardware.nodes * info.instance.gpu_count,
-            peak_bytes_per_gpu: f.peak,
+            peak_bytes_per_gpu: self.peak_of(f, &p),
             tokens_per_second: f.tps,
             mfu: f.mfu,
             hours: f.hours,
             usd: f.usd.is_finite().then_some(f.usd),
         };
         Candidate::of(&p, offer, &self.user)
+    }
+
+    /// A found plan's peak in whole bytes (`memory::breakdown`; the walk
+    /// kept `memory::peak_estimate`'s), its engine's share included.
+    fn peak_of(&self, f: &Found, plan: &Plan) -> u64 {
+        let o: [usize; 9] = std::array::from_fn(|i| f.idx[i]);
+        let colocated = self.space.servers[o[8]] == Server::Colocated;
+        let pool = if colocated {
+            self.space.instances[o[0]].pool
+        } else {
+            0
+        };
+        self.layout(o).map_or(f.peak as u64, |layout| {
+            memory::breakdown(&self.arch, &self.counts, &plan.recipe(), &layout).peak_bytes + pool
+        })
     }
 
     /// The ranked result so far.
@@ -626,6 +643,17 @@ impl Search {
 /// Search the whole space around `plan` (native callers, tests, the CLI).
 pub fn search(plan: &Plan) -> SearchResult {
     Search::new(plan).finish()
+}
+
+/// Whether a plan whose peak `memory::peak_estimate` puts at `estimate`
+/// fits in `budget`, the `exact` peak asked where the estimate is too
+/// close to tell (`memory::peak_estimate_slack`) or not a number.
+fn fits(estimate: f64, budget: u64, exact: impl FnOnce() -> u64) -> bool {
+    let margin = memory::peak_estimate_slack(estimate);
+    if !estimate.is_finite() || (estimate - budget as f64).abs() <= margin {
+        return exact() <= budget;
+    }
+    estimate < budget as f64
 }
 
 /// A found plan's GPUs, a vLLM server's included: its nodes' whole instances.

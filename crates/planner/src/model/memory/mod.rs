@@ -50,47 +50,69 @@ pub fn breakdown(
     recipe: &Recipe,
     layout: &Layout,
 ) -> MemoryBreakdown {
-    if layout.pp <= 1 {
-        return stage_breakdown(&MemoryShape::new(StageShape::new(
-            arch,
-            counts,
-            recipe,
-            layout,
-            Stage::Only,
-        )));
-    }
-    let first = stage_breakdown(&MemoryShape::new(StageShape::new(
-        arch,
-        counts,
-        recipe,
-        layout,
-        Stage::First,
-    )));
-    let last = stage_breakdown(&MemoryShape::new(StageShape::new(
-        arch,
-        counts,
-        recipe,
-        layout,
-        Stage::Last,
-    )));
-    let mut peak = if last.peak_bytes > first.peak_bytes {
-        last
-    } else {
-        first
-    };
-    if layout.pp > 2 && layout.stages.middle > layout.stages.first {
-        let second = stage_breakdown(&MemoryShape::new(StageShape::new(
-            arch,
-            counts,
-            recipe,
-            layout,
-            Stage::Second,
-        )));
-        if second.peak_bytes > peak.peak_bytes {
-            peak = second;
+    let shape = |stage| MemoryShape::new(StageShape::new(arch, counts, recipe, layout, stage));
+    let mut stages = peak_stages(layout).iter();
+    let first = stage_breakdown(&shape(stages.next().copied().unwrap_or(Stage::Only)));
+    // Ties go to the earlier stage.
+    stages.fold(first, |peak, &stage| {
+        let m = stage_breakdown(&shape(stage));
+        if m.peak_bytes > peak.peak_bytes {
+            m
+        } else {
+            peak
         }
+    })
+}
+
+/// The stages whose peaks `breakdown` compares: the whole model, or the
+/// first and last stages, and the second where it holds more layers than
+/// the first (the embedding taking a slot of the first).
+fn peak_stages(layout: &Layout) -> &'static [Stage] {
+    if layout.pp <= 1 {
+        &[Stage::Only]
+    } else if layout.pp > 2 && layout.stages.middle > layout.stages.first {
+        &[Stage::First, Stage::Last, Stage::Second]
+    } else {
+        &[Stage::First, Stage::Last]
     }
-    peak
+}
+
+/// `breakdown(..).peak_bytes` without the breakdown: each stage's largest
+/// moment with the overheads on top, its terms neither listed nor rounded
+/// to whole bytes, so within `peak_estimate_slack` of it (tests/properties.rs
+/// `the_peak_estimate_is_the_peak`). The auto-plan asks ~40,000 of them
+/// for a Megatron 70B plan, where listing and rounding the terms was a
+/// fifth of its time; it takes the exact peak where the two are that close
+/// to the budget, or the estimate is not a number.
+pub fn peak_estimate(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    recipe: &Recipe,
+    layout: &Layout,
+) -> f64 {
+    peak_stages(layout)
+        .iter()
+        .map(|&stage| {
+            let s = MemoryShape::new(StageShape::new(arch, counts, recipe, layout, stage));
+            let top = Terms::of(&s)
+                .totals()
+                .iter()
+                .map(|m| m.1)
+                .fold(0.0, f64::max);
+            let caching = allowances::caching_share(s.recipe, s.layout.gpus);
+            top + top * caching
+                + CUDA_CONTEXT_BYTES as f64
+                + allowances::workspaces(s.recipe, s.layout.gpus)
+        })
+        .fold(0.0, f64::max)
+        .min(u64::MAX as f64) // as `finish` saturates
+}
+
+/// How far `peak_estimate` may stray from the peak in whole bytes: up to
+/// half a byte for each of its ~20 rounded terms, and the moments' sums
+/// taken in another order (a few ulps of the peak).
+pub fn peak_estimate_slack(peak: f64) -> f64 {
+    64.0 + 1e-9 * peak.abs()
 }
 
 impl Job {
