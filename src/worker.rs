@@ -135,7 +135,7 @@ impl Worker {
             1,
             "code",
             query,
-            [format.key().into(), String::new(), String::new()],
+            [format.key().into(), JsValue::NULL, JsValue::NULL],
         );
         self.code_id.set_value(id);
     }
@@ -149,14 +149,26 @@ impl Worker {
         parts: String,
         name: String,
     ) {
-        let id = self.send(2, "zip", query, [launcher.key().into(), script, parts]);
+        let id = self.send(
+            2,
+            "zip",
+            query,
+            [launcher.key().into(), script.into(), parts.into()],
+        );
         self.zip.set_value(Some((id, name)));
     }
 
     /// Ask for the auto-plan around the plan `query`, whose report on the
     /// page gives `base`.
     pub fn ask_search(self, query: &str, base: Baseline) {
-        let id = self.send(0, "search", query, Default::default());
+        // The worker resolves the plan, and compares with the page's report.
+        let usd = base.usd.map_or(JsValue::NULL, JsValue::from);
+        let id = self.send(
+            0,
+            "search",
+            query,
+            [base.hours.into(), usd, base.fits.into()],
+        );
         self.search_id
             .set_value((id, Some(base), crate::browser::now_ms()));
         // Already searching: nothing on the page changes.
@@ -175,19 +187,21 @@ impl Worker {
             Read::Config => "config",
             Read::Measured => "measured",
         };
-        let id = self.send(3 + what as usize, kind, text, Default::default());
+        let rest = [JsValue::NULL, JsValue::NULL, JsValue::NULL];
+        let id = self.send(3 + what as usize, kind, text, rest);
         self.read_ids.update_value(|ids| ids[what as usize] = id);
         self.read[what as usize].set(None);
     }
 
     /// Post (or keep until the worker is ready) `[id, kind, query, ..rest]`
-    /// in `slot`: a format, a script and the README parts, as `kind` needs.
-    fn send(self, slot: usize, kind: &str, query: &str, rest: [String; 3]) -> u32 {
+    /// in `slot`: a format, a script and the README parts, or the user's
+    /// baseline, as `kind` needs.
+    fn send(self, slot: usize, kind: &str, query: &str, rest: [JsValue; 3]) -> u32 {
         self.asked.update_value(|n| *n += 1);
         let id = self.asked.get_value();
         let request = js_sys::Array::of3(&id.into(), &kind.into(), &query.into());
         for s in rest {
-            request.push(&s.into());
+            request.push(&s);
         }
         if self.ready.get_value() {
             self.post(&request);

@@ -10,7 +10,9 @@
 //! `kind` is "code" (the launch code in `format`), "zip" (the bundle with
 //! `format` as its launcher, around the fetched scripts, joined by
 //! `bundle::SCRIPT_SEPARATOR`) or "search" (the
-//! auto-plan around the plan, `[id, "search", query]`); "config" and
+//! auto-plan around the plan, `[id, "search", query, hours, usd, fits]`,
+//! the user's plan as the page reported it: `Baseline`, `usd` null
+//! without a price); "config" and
 //! "measured" read a pasted config.json or measured line, `[id, kind, text]`
 //! (the page holds no JSON reader). The reply is `[id, true, payload, file
 //! name]`, the payload being the code, the ZIP's bytes, the search's wire
@@ -64,9 +66,13 @@ fn answer(
         _ => {}
     }
     let plan = planner::Plan::from_query(&text(2)).plan;
-    let report = planner::estimate::evaluate::evaluate(&plan);
     if text(1) == "search" {
-        let result = search(&plan, &report, |share| {
+        let base = planner::estimate::search::Baseline {
+            hours: request.get(3).as_f64().unwrap_or(f64::NAN),
+            usd: request.get(4).as_f64(),
+            fits: request.get(5).is_truthy(),
+        };
+        let result = search(&plan, base, |share| {
             let said = js_sys::Array::of3(&"progress".into(), &request.get(0), &share.into());
             scope.post_message(&said).ok();
         });
@@ -75,6 +81,7 @@ fn answer(
             String::new(),
         ));
     }
+    let report = planner::estimate::evaluate::evaluate(&plan);
     let format = export::Format::from_key(&text(3)).ok_or("unknown format")?;
     if text(1) != "zip" {
         let e = export::export_of(&plan, &report, format);
@@ -94,11 +101,11 @@ fn answer(
 #[cfg(target_arch = "wasm32")]
 fn search(
     plan: &planner::Plan,
-    report: &planner::Report,
+    base: planner::estimate::search::Baseline,
     progress: impl Fn(f64),
 ) -> planner::estimate::search::SearchResult {
     let now = || js_sys::Date::now();
-    let mut search = planner::estimate::search::Search::around(plan, report);
+    let mut search = planner::estimate::search::Search::resolved(plan, base);
     let mut said = now();
     while !search.run(20_000) {
         if now() - said > 100.0 {

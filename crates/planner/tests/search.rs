@@ -413,9 +413,11 @@ fn torchtitan_needs_a_layer_per_stage() {
 /// together against the page's own report of the plan, it is the search's
 /// result exactly: every count, link, figure and why (a user plan that fits
 /// and one that does not, a budget and a deadline, a GRPO server, no price).
+/// The worker searches from the plan's link and the baseline the page sent
+/// (`Search::resolved`, without a report of its own): the same result.
 #[test]
 fn the_wire_form_puts_the_result_back_exactly() {
-    use planner::estimate::search::{wire, Baseline};
+    use planner::estimate::search::{wire, Baseline, Search};
     for q in [
         "model=llama-3.1-8b&seq=8192&price=60&impl=megatron&budget=5000&deadline=200",
         "model=llama-3.1-70b&seq=32768&instance=ml.g5.48xlarge",
@@ -426,8 +428,14 @@ fn the_wire_form_puts_the_result_back_exactly() {
         let user = planner::evaluate(&plan);
         let r = search(&plan);
         assert!(!r.pareto.is_empty(), "{q}: something fits");
+        let base = Baseline::of(&user);
+        assert_eq!(
+            Search::resolved(&plan, base).finish(),
+            r,
+            "{q}: the worker's"
+        );
         let text = wire::encode(&r);
-        assert_eq!(wire::decode(&text, &Baseline::of(&user)), Ok(r), "{q}");
+        assert_eq!(wire::decode(&text, &base), Ok(r), "{q}");
     }
     assert!(wire::decode("[1,2]", &Baseline::of(&planner::evaluate(&Plan::default()))).is_err());
 }

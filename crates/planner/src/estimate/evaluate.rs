@@ -120,6 +120,14 @@ pub(crate) fn verdict_of(
     }
 }
 
+/// Sequences a step of `plan` takes on `layout`: micro-batch x
+/// accumulation x data-parallel ranks.
+pub(crate) fn global_batch_sequences(plan: &Plan, layout: &crate::model::layout::Layout) -> u64 {
+    (plan.data.micro_batch)
+        .saturating_mul(plan.data.grad_accum)
+        .saturating_mul(layout.dp)
+}
+
 /// Evaluate a plan: parameters, memory, verdict, solvers, warnings.
 pub fn evaluate(plan: &Plan) -> Report {
     count_evaluation();
@@ -141,9 +149,7 @@ fn report_of(plan: &Plan, r: &Job, mut errors: Vec<crate::text::Message>) -> Rep
     errors.extend(host);
     let (verdict, tight) = verdict_of((mem.peak_bytes, mem.least_bytes), budget, usable, host_full);
     let (max_micro_batch, max_sequence) = largest_that_fit(r, budget, mem.peak_bytes);
-    let global_batch_sequences = (plan.data.micro_batch)
-        .saturating_mul(plan.data.grad_accum)
-        .saturating_mul(r.layout.dp);
+    let global_batch_sequences = global_batch_sequences(plan, &r.layout);
     let gen = r.gpu.generation;
     let tp = r.throughput(&r.efficiency());
     let (time, checkpoint, failures, cost) = cost::estimate(plan, r, &tp);

@@ -62,12 +62,33 @@ impl Search {
     /// The space around `plan`, whose report `user` the caller already has
     /// (the page's one evaluation of an edit serves its search too, #34).
     pub fn around(plan: &Plan, user: &crate::estimate::report::Report) -> Search {
+        let shape = (user.architecture.clone(), user.global_batch_sequences);
+        Search::against(plan, shape, Baseline::of(user))
+    }
+
+    /// The space around `plan`, its candidates compared with `user`, where
+    /// no report of it is at hand (the page's worker, which sends the
+    /// candidates' offers back, not their comparisons: `wire`). It resolves
+    /// the plan only: the report's solvers, warnings and labels were a
+    /// tenth of a fresh worker's search.
+    pub fn resolved(plan: &Plan, user: Baseline) -> Search {
+        let (job, _) = crate::model::resolve::resolve(plan);
+        let global = crate::estimate::evaluate::global_batch_sequences(plan, &job.layout);
+        Search::against(plan, (job.arch, global), user)
+    }
+
+    /// The space around `plan`, whose model resolved to `arch` and whose
+    /// step takes `global_sequences`.
+    fn against(
+        plan: &Plan,
+        (arch, global_sequences): (Architecture, u64),
+        user: Baseline,
+    ) -> Search {
         // The user's own plan: the resolved shape, its global batch, and the baseline to beat.
-        let arch = user.architecture.clone();
         let counts = arch.parameter_counts();
         let base_recipe = plan.recipe();
         let arch_adapters = base_recipe.lora_params(&arch);
-        let global_sequences = user.global_batch_sequences.max(1);
+        let global_sequences = global_sequences.max(1);
         let mut work = plan.clone();
         work.parallelism.shard = None;
         let space = Space::around(plan, &arch);
@@ -91,7 +112,7 @@ impl Search {
             use_bounds: true,
             adapters: arch_adapters,
             run_flops: 0.0,
-            user: Baseline::of(user),
+            user,
             refused: Vec::new(),
             zero_one: Vec::new(),
         };
