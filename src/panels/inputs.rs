@@ -95,6 +95,7 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
             // A server holds its own 90%: the share is the colocated engine's.
             <Show when=move || plan_is(ctx, |p| p.training.rollout.gen_gpus == 0)>
                 <NumberField ctx=ctx key="gen_share" label=Text::GrpoGenShare step="any" get=|p| planner::model::plan::fmt_num(p.training.rollout.gen_share) />
+                <CheckField ctx=ctx key="sleep" label=Text::GrpoSleep get=|p| p.training.rollout.sleep />
             </Show>
         </Show>
         <Show when=move || plan_is(ctx, |p| p.training.train != planner::model::plan::Training::Full)>

@@ -243,6 +243,7 @@ fn phase_label(p: Phase, l: Lang) -> &'static str {
         Phase::LayerReduceScatter => tr(l, Text::LayerReduceScatterPhase),
         Phase::EndOfBackward => tr(l, Text::EndOfBackwardAllGradients),
         Phase::OptimizerStep => tr(l, Text::OptimizerStep),
+        Phase::Generation => tr(l, Text::GenerationPhase),
     }
 }
 

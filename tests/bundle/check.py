@@ -89,7 +89,7 @@ GRPO_PLANS = [
     ),
     (
         "model=llama-3.1-8b&stage=grpo&train=lora&lora_targets=q,v&beta=0.04&generations=4&mb=4&ga=2&zero=0"
-        "&instance=ml.g6e.12xlarge&seq=1024&completion=512&gen_share=0.4",
+        "&instance=ml.g6e.12xlarge&seq=1024&completion=512&gen_share=0.4&sleep=1",
         "huggingface",
     ),
     # vLLM as a server on 2 of the node's 8 GPUs, training on the other 6.
@@ -751,7 +751,7 @@ if int(__import__("os").environ.get("RANK", "0")) == 0:
         "fsdp_config", "gradient_checkpointing", "num_generations", "max_prompt_length",
         "max_completion_length", "beta", "loss_type", "use_vllm", "vllm_mode",
         "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "vllm_server_host",
-        "vllm_server_port", "per_device_train_batch_size",
+        "vllm_server_port", "vllm_enable_sleep_mode", "per_device_train_batch_size",
         "gradient_accumulation_steps", "bf16")} | {"fsdp": [str(o.value) for o in c.fsdp]}, out, default=str)
 """
 
@@ -819,6 +819,7 @@ def grpo_checks(i, query, launcher, models, prompts_dir):
                 vllm_mode="colocate",
                 vllm_gpu_memory_utilization=float(plan["gen_share"]),
                 vllm_tensor_parallel_size=report["rollout"]["vllm_tp"],
+                vllm_enable_sleep_mode=plan.get("sleep") == "1",
             )
         diff = {k: (c[k], v) for k, v in want.items() if c[k] != v}
         assert not diff, f"GRPOConfig (got, planner) differ: {diff}"

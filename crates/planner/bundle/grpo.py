@@ -133,6 +133,12 @@ def parse_args(argv=None):
         default=0,
         help="GPUs for a `trl vllm-serve` server (0: vLLM colocated with training)",
     )
+    p.add_argument(
+        "--vllm_enable_sleep_mode",
+        type=str2bool,
+        default=False,
+        help="colocated vLLM offloads its weights and drops its KV cache while training",
+    )
     p.add_argument("--save_steps", type=int, default=0, help="0 = only at the end")
     p.add_argument("--save", choices=("full", "weights", "adapter"), default="full")
     p.add_argument("--async_save", type=str2bool, default=False)
@@ -268,6 +274,7 @@ def grpo_config(args, use_cpu):
             vllm_mode="colocate",
             vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
             vllm_tensor_parallel_size=args.vllm_tensor_parallel_size,
+            vllm_enable_sleep_mode=args.vllm_enable_sleep_mode,
         )
     return GRPOConfig(
         output_dir=args.output_dir,

@@ -326,6 +326,7 @@ fn every_key_has_a_place() {
         "beta",
         "gen_share",
         "gen_gpus",
+        "sleep",
         "zero",
         "shard",
         "stack",

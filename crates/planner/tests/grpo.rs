@@ -489,13 +489,17 @@ fn an_over_budget_vllm_share_is_named() {
 /// and Adam moments under FSDP2's mixed policy) = 122 GB of states, more
 /// than one GPU's 79.1 GiB holds beside vLLM's share, so it needs several;
 /// LoRA keeps the 15.2 GB BF16 base and a few adapters, which one 80 GB
-/// GPU holds beside a 0.3 share. Each answer fits when reopened, and a
-/// search without bounds finds no fitting plan on fewer GPUs.
+/// GPU holds beside a 0.3 share. With vLLM's sleep mode the share leaves
+/// training its room, and full training needs half the GPUs (2 H100s:
+/// 7.62 B x 12 B / 2 = 45.7 GB of sharded FP32 weights and Adam moments
+/// beside the share while generating; the gradients and activations
+/// without it). Each answer fits when reopened, and a search
+/// without bounds finds no fitting plan on fewer GPUs.
 #[test]
 fn the_auto_plan_answers_how_many_gpus_grpo_needs() {
     use planner::estimate::search::Search;
     let mut counts = Vec::new();
-    for train in ["full", "lora"] {
+    for train in ["full", "lora", "full&sleep=1"] {
         let q = format!("model=qwen2.5-7b&stage=grpo&seq=2048&completion=1024&train={train}");
         let plan = Plan::from_query(&q).plan;
         let fast = Search::new(&plan).finish();
@@ -509,6 +513,11 @@ fn the_auto_plan_answers_how_many_gpus_grpo_needs() {
         counts.push(c.gpus);
     }
     assert!(counts[0] > 1 && counts[1] == 1, "{counts:?}");
+    assert_eq!(
+        counts[2] * 2,
+        counts[0],
+        "sleep mode halves full training's GPUs"
+    );
 }
 
 /// The refit, by hand: on one H100 (DDP: nothing to gather, no server)
@@ -533,4 +542,57 @@ fn the_refit_writes_the_engine_s_weights() {
         "{:?}",
         tp.figures.throughput.step
     );
+}
+
+/// #56: vLLM's sleep mode (TRL's `vllm_enable_sleep_mode`, `LLM.sleep(level=1)`
+/// after generating, `wake_up` before): the engine's share is held only
+/// while it generates, beside the model states, and training has it back.
+/// Llama-3.1-8B GRPO, ZeRO-3 on the 8 H100s of a p5, vLLM TP 2. Awake, the
+/// peak is training's with the share on top. Asleep, it is the larger of
+/// training's alone and the generating moment: the fp32 weights' and Adam
+/// moments' eighths, 4 B and 8 B x 8,030,261,248 / 8, beside the share and
+/// the CUDA context. The refit gains the engine's two copies of its BF16
+/// weights per GPU (2 B x 8,030,261,248 / 2) to host memory and back over
+/// PCIe Gen5 at 55.63 GB/s: 2 x 8.03 / 55.63 = 0.289 s. The export turns
+/// sleep mode on exactly when it was planned.
+#[test]
+fn sleep_mode_gives_training_the_engines_share() {
+    use planner::launch::export::{export_of, Format};
+    use planner::model::memory::{Phase, CUDA_CONTEXT_BYTES};
+    let q = "model=llama-3.1-8b&stage=grpo&instance=ml.p5.48xlarge&seq=2048&completion=1024&mb=4&ga=4&zero=3&ckpt=full";
+    let (awake, asleep) = (report(q), report(&format!("{q}&sleep=1")));
+    assert_eq!(awake.rollout.as_ref().map(|r| r.vllm_tp), Some(2));
+    let pool = term(&awake, Term::Generation);
+    let n = 8_030_261_248u64;
+    let states = [4 * n / 8, 8 * n / 8];
+    assert_eq!(term(&awake, Term::Weights), states[0]);
+    assert_eq!(term(&awake, Term::OptimizerStates), states[1]);
+    let training = awake.figures.memory.peak_bytes_per_gpu - pool;
+    let generating = states[0] + states[1] + pool + CUDA_CONTEXT_BYTES;
+    let m = &asleep.figures.memory;
+    assert_eq!(m.peak_bytes_per_gpu, training.max(generating));
+    assert_eq!(
+        m.phase,
+        Phase::Generation,
+        "here the generating moment is fuller"
+    );
+    assert!(m.peak_bytes_per_gpu < awake.figures.memory.peak_bytes_per_gpu * 2 / 3);
+    let wake = 2.0 * (2 * n / 2) as f64 / (64e9 * 55.63 / 64.0);
+    let refit = |r: &planner::Report| r.throughput.step.refit;
+    assert!(
+        (refit(&asleep) - refit(&awake) - wake).abs() < 1e-9,
+        "{}",
+        wake
+    );
+    assert!((wake - 0.2887).abs() < 1e-4);
+    let code = |r: &planner::Report, q: &str| {
+        export_of(&Plan::from_query(q).plan, r, Format::Pytorch).code
+    };
+    assert!(code(&asleep, &format!("{q}&sleep=1")).contains("\"vllm_enable_sleep_mode\": True"));
+    assert!(!code(&awake, q).contains("vllm_enable_sleep_mode"));
+    // A vLLM server has GPUs of its own: nothing to give back, nothing exported.
+    let server = format!("{q}&gen_gpus=2&sleep=1");
+    let s = report(&server);
+    assert_eq!(term(&s, Term::Generation), 0);
+    assert!(!code(&s, &server).contains("vllm_enable_sleep_mode"));
 }

@@ -18,7 +18,7 @@ pub type SequenceChart = Vec<(Checkpointing, Vec<u64>)>;
 /// mode, of the resolved job (its model, hardware and layout).
 pub fn sequence_chart(r: &Job, seqs: &[u64]) -> SequenceChart {
     // GRPO's vLLM share sits beside every sequence length, as in the peak.
-    let pool = crate::model::rollout::pool_bytes(&r.recipe, &r.gpu);
+    let shape = (&r.arch, &r.counts);
     [
         Checkpointing::None,
         Checkpointing::Selective,
@@ -33,9 +33,8 @@ pub fn sequence_chart(r: &Job, seqs: &[u64]) -> SequenceChart {
             .iter()
             .map(|&s| {
                 p.data.seq = s;
-                memory::breakdown(&r.arch, &r.counts, &p, &r.layout)
-                    .peak_bytes
-                    .saturating_add(pool)
+                let m = memory::breakdown(&r.arch, &r.counts, &p, &r.layout);
+                memory::with_engine(m, shape, &p, &r.layout, &r.gpu).peak_bytes
             })
             .collect();
         (ck, row)
@@ -78,8 +77,7 @@ pub fn instance_options(plan: &Plan, r0: &Job) -> Vec<InstanceOption> {
         if !errors.is_empty() {
             continue;
         }
-        let pool = crate::model::rollout::pool_bytes(&r.recipe, &r.gpu);
-        let mem = r.memory().with_pool(pool);
+        let mem = r.memory_with_engine();
         let usable = r.gpu.usable_bytes();
         let tp = r.throughput(&r.efficiency());
         let (time, _, _, cost) = cost::estimate(&p, &r, &tp);

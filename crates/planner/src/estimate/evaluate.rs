@@ -139,8 +139,7 @@ pub fn evaluate(plan: &Plan) -> Report {
 fn report_of(plan: &Plan, r: &Job, mut errors: Vec<crate::text::Message>) -> Report {
     let recipe = &r.recipe;
     let fabric = &r.fabric;
-    let pool = crate::model::rollout::pool_bytes(recipe, &r.gpu);
-    let mem = r.memory().with_pool(pool);
+    let mem = r.memory_with_engine();
     let usable = r.gpu.usable_bytes();
     let budget = budget_bytes(usable, plan.allowances.headroom);
     let offload = memory::offload(&r.arch, &r.counts, recipe, &r.layout);

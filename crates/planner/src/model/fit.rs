@@ -15,11 +15,9 @@ use crate::model::recipe::Recipe;
 /// searches (a clone per probe cost more than the probe).
 pub(crate) fn largest_that_fit(r: &Job, budget: u64, peak: u64) -> (u64, u64) {
     let recipe = std::cell::RefCell::new(r.recipe);
-    let pool = crate::model::rollout::pool_bytes(&r.recipe, &r.gpu);
     let peak_of = |p: &Recipe| {
-        memory::breakdown(&r.arch, &r.counts, p, &r.layout)
-            .peak_bytes
-            .saturating_add(pool)
+        let m = memory::breakdown(&r.arch, &r.counts, p, &r.layout);
+        memory::with_engine(m, (&r.arch, &r.counts), p, &r.layout, &r.gpu).peak_bytes
     };
     let host_holds = |p: &Recipe| {
         !p.activations.offload || {

@@ -235,6 +235,7 @@ catalog! {
     GrpoCompletionMean => "Mean completion tokens (optional: generation still waits for the longest)",
     GrpoBeta => "KL weight beta (0: no reference)",
     GrpoGenShare => "vLLM's share of GPU memory",
+    GrpoSleep => "vLLM sleeps while training (its weights to host memory)",
     GrpoGenGpusField => "GPUs for a vLLM server (0: colocated)",
     PrecisionAndMemorySavers => "Precision and memory savers",
     Precision => "Precision",
@@ -391,6 +392,7 @@ catalog! {
     RecomputingACheckpointedLayer => "recomputing a checkpointed layer",
     EndOfBackwardAllGradients => "end of backward, all gradients alive",
     OptimizerStep => "optimizer step",
+    GenerationPhase => "generation (vLLM awake beside the model states)",
 
     // ---- the page: charts (src/panels/charts.rs) ----
     MemoryPerGPUAgainstSequence => "Memory per GPU against sequence length",

@@ -417,9 +417,11 @@ impl Search {
         // One layer forward per micro-batch serves every checkpointing and loss.
         let mut forwards = vec![None; mbs.len()];
         let mut best: Option<Found> = None;
+        let generating = self.generating(layout, pool);
         let offload = self.base.activations.offload;
         let mut dom =
             Dominance::new(&ckpts, &losses, mbs.len()).with(offload, self.zero_one_twin(o));
+        let gpu = self.space.instances[o[0]].gpu.clone();
         let dp = layout.dp;
         for (ci, &ck) in ckpts.iter().enumerate() {
             if self.refused_checkpointings(o)[ci] {
@@ -447,11 +449,14 @@ impl Search {
                     self.evaluated += 1;
                     let (arch, counts) = (&self.arch, &self.counts);
                     let at = dom.at(ci, li, mi);
-                    let peak = *peaks[at].get_or_insert_with(|| {
+                    let training = *peaks[at].get_or_insert_with(|| {
                         memory::peak_estimate(arch, counts, &recipe, layout)
-                    }) + pool as f64;
+                    });
+                    // The engine's share on top, or asleep, its own moment.
+                    let peak = generating.map_or(training + pool as f64, |g| training.max(g));
                     if !fits(peak, budget, || {
-                        memory::breakdown(arch, counts, &recipe, layout).peak_bytes + pool
+                        let m = memory::breakdown(arch, counts, &recipe, layout);
+                        memory::with_engine(m, (arch, counts), &recipe, layout, &gpu).peak_bytes
                     }) {
                         if self.use_bounds {
                             skip_below = self.next_after_overflow(&mbs, mi, layout, &recipe);
@@ -627,15 +632,25 @@ impl Search {
     /// kept `memory::peak_estimate`'s), its engine's share included.
     fn peak_of(&self, f: &Found, plan: &Plan) -> u64 {
         let o: [usize; 9] = std::array::from_fn(|i| f.idx[i]);
-        let colocated = self.space.servers[o[8]] == Server::Colocated;
-        let pool = if colocated {
-            self.space.instances[o[0]].pool
-        } else {
-            0
-        };
+        let (gpu, recipe) = (&self.space.instances[o[0]].gpu, plan.recipe());
+        let shape = (&self.arch, &self.counts);
         self.layout(o).map_or(f.peak as u64, |layout| {
-            memory::breakdown(&self.arch, &self.counts, &plan.recipe(), &layout).peak_bytes + pool
+            let m = memory::breakdown(&self.arch, &self.counts, &recipe, &layout);
+            memory::with_engine(m, shape, &recipe, &layout, gpu).peak_bytes
         })
+    }
+
+    /// GRPO in vLLM's sleep mode, colocated: the bytes of the moment it
+    /// generates (the model states, the CUDA context and its `pool`), which
+    /// the peak is at least (`MemoryBreakdown::with_sleeping_pool`).
+    fn generating(&self, layout: &Layout, pool: u64) -> Option<f64> {
+        if pool == 0 || !self.base.training.rollout.sleep {
+            return None;
+        }
+        let (arch, counts) = (&self.arch, &self.counts);
+        let resident = memory::resident_states(arch, counts, &self.work.recipe(), layout);
+        let states = resident.iter().fold(0u64, |s, (_, b)| s.saturating_add(*b));
+        Some((states + memory::CUDA_CONTEXT_BYTES + pool) as f64)
     }
 
     /// The ranked result so far.

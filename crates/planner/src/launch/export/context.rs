@@ -252,6 +252,8 @@ pub fn hyperparameter_items(plan: &Plan, report: &Report) -> Vec<(&'static str, 
         if g.server_gpus > 0 {
             // grpo.py starts `trl vllm-serve` on these GPUs and torchrun on the rest.
             items.push(("vllm_server_gpus", g.server_gpus.to_string()));
+        } else if o.sleep {
+            items.push(("vllm_enable_sleep_mode", "True".into()));
         }
     }
     if p.training.train != Training::Full {

@@ -18,6 +18,7 @@
 //! dropout, SwiGLU, flash attention); it is derived, not measured here.
 
 use crate::model::architecture::{Architecture, ParameterCounts};
+use crate::model::hardware::Gpu;
 use crate::model::job::Job;
 use crate::model::layout::Layout;
 use crate::model::recipe::Recipe;
@@ -115,7 +116,31 @@ pub fn peak_estimate_slack(peak: f64) -> f64 {
     64.0 + 1e-9 * peak.abs()
 }
 
+/// `m`, a training breakdown of `recipe`, with GRPO's vLLM engine
+/// colocated on `gpu` (`rollout::pool_bytes`): its share on top through the
+/// step, or, asleep between generations (`Rollout::sleep`), only beside the
+/// model states while it generates (`MemoryBreakdown::with_sleeping_pool`).
+pub fn with_engine(
+    m: MemoryBreakdown,
+    (arch, counts): (&Architecture, &ParameterCounts),
+    recipe: &Recipe,
+    layout: &Layout,
+    gpu: &Gpu,
+) -> MemoryBreakdown {
+    let pool = crate::model::rollout::pool_bytes(recipe, gpu);
+    if pool > 0 && recipe.training.rollout.sleep {
+        return m.with_sleeping_pool(pool, resident_states(arch, counts, recipe, layout));
+    }
+    m.with_pool(pool)
+}
+
 impl Job {
+    /// The job's per-GPU breakdown with its GRPO engine (`with_engine`).
+    pub fn memory_with_engine(&self) -> MemoryBreakdown {
+        let shape = (&self.arch, &self.counts);
+        with_engine(self.memory(), shape, &self.recipe, &self.layout, &self.gpu)
+    }
+
     /// The job's per-GPU breakdown (its plan's, on its model and layout).
     pub fn memory(&self) -> MemoryBreakdown {
         let m = breakdown(&self.arch, &self.counts, &self.recipe, &self.layout);
@@ -149,6 +174,32 @@ pub fn states_floor(
     let stage = Stage::First.or_only(layout);
     let s = MemoryShape::new(StageShape::new(arch, counts, recipe, layout, stage));
     Terms::of(&s).states() + CUDA_CONTEXT_BYTES as f64
+}
+
+/// The model states of the stage holding the most, term by term in whole
+/// bytes: what each GPU keeps while GRPO's vLLM engine generates in sleep
+/// mode (`MemoryBreakdown::with_sleeping_pool`). They do not depend on the
+/// micro-batch, accumulation, checkpointing or loss.
+pub fn resident_states(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    recipe: &Recipe,
+    layout: &Layout,
+) -> Vec<(Term, u64)> {
+    let of = |stage| {
+        let s = MemoryShape::new(StageShape::new(arch, counts, recipe, layout, stage));
+        let terms = Terms::of(&s).at(Phase::OptimizerStep);
+        let states: Vec<(Term, u64)> = terms
+            .into_iter()
+            .filter(|(t, _)| t.is_state())
+            .map(|(t, b)| (t, whole_bytes(b)))
+            .collect();
+        let sum = states.iter().fold(0u64, |s, (_, b)| s.saturating_add(*b));
+        (sum, states)
+    };
+    let mut stages = peak_stages(layout).iter().map(|&stage| of(stage));
+    let first = stages.next().unwrap_or_default();
+    stages.fold(first, |a, b| if b.0 > a.0 { b } else { a }).1
 }
 
 /// The last pipeline rank's breakdown (the LM head, the loss and the

@@ -361,6 +361,8 @@ impl Terms {
                 ],
             ),
             Phase::OptimizerStep => (t.gradients, t.copies, &[(Term::Transient, t.foreach)]),
+            // The states alone: vLLM's share is the breakdown's (`with_sleeping_pool`).
+            Phase::Generation => (0.0, t.copies, &[]),
         };
         let mut terms = Vec::with_capacity(16);
         terms.extend_from_slice(&[

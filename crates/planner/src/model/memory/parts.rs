@@ -24,7 +24,7 @@ pub enum Term {
     Reference,
     /// GRPO: vLLM's engine colocated on the GPU, its `gen_share` of the
     /// GPU's memory (a copy of the weights and the KV cache), held through
-    /// the step (TRL's sleep mode is off by default).
+    /// the step, or only while it generates in sleep mode (`Rollout::sleep`).
     Generation,
     /// FSDP/ZeRO-3's all-gathered unit(s) and their unsharded gradient.
     UnshardedUnit,
@@ -75,6 +75,19 @@ impl Term {
             Term::Fragmentation => "fragmentation",
         }
     }
+    /// The model states, which every moment of the step holds (`Terms::states`).
+    pub fn is_state(self) -> bool {
+        matches!(
+            self,
+            Term::Weights
+                | Term::MasterWeights
+                | Term::OptimizerStates
+                | Term::WeightCopies
+                | Term::Adapters
+                | Term::Reference
+        )
+    }
+
     /// Overheads are outside `torch.cuda.max_memory_allocated()`.
     pub fn is_overhead(self) -> bool {
         matches!(
@@ -101,6 +114,10 @@ pub enum Phase {
     LayerReduceScatter,
     EndOfBackward,
     OptimizerStep,
+    /// GRPO with vLLM's sleep mode: the engine, awake, generates beside the
+    /// model states (training's activations and gradients are gone, and
+    /// TRL empties PyTorch's cache before `wake_up`).
+    Generation,
 }
 
 /// Per-GPU memory at the peak, term by term.
@@ -142,6 +159,34 @@ impl MemoryBreakdown {
             self.least_bytes = self.least_bytes.saturating_add(pool);
         }
         self
+    }
+
+    /// With vLLM's sleep mode, its `pool` is held only while it generates,
+    /// beside the model states `resident` (`memory::resident_states`) and
+    /// the CUDA context: the peak is the larger of training's and that
+    /// moment's (TRL 0.24 `GRPOTrainer._generate`: `empty_cache`,
+    /// `wake_up`, generation, `sleep(level=1)`).
+    pub fn with_sleeping_pool(self, pool: u64, resident: Vec<(Term, u64)>) -> Self {
+        let states = resident.iter().fold(0u64, |s, (_, b)| s.saturating_add(*b));
+        let allocated = states.saturating_add(pool);
+        let generating = allocated.saturating_add(CUDA_CONTEXT_BYTES);
+        if pool == 0 || generating <= self.peak_bytes {
+            return self;
+        }
+        let mut terms = resident;
+        terms.push((Term::Generation, pool));
+        terms.push((Term::CudaContext, CUDA_CONTEXT_BYTES));
+        MemoryBreakdown {
+            terms,
+            phase: Phase::Generation,
+            allocated_peak_bytes: allocated,
+            peak_bytes: generating,
+            least_bytes: generating,
+            activation_bytes: 0,
+            model_state_bytes: states,
+            saved_activation_bytes: 0,
+            logits_bytes: 0,
+        }
     }
 
     pub fn get(&self, term: Term) -> u64 {

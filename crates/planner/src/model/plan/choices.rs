@@ -238,6 +238,11 @@ pub struct Rollout {
     /// `trl vllm-serve`), the first of the first node; 0 keeps vLLM
     /// colocated. Training runs on the other GPUs.
     pub gen_gpus: u64,
+    /// vLLM's sleep mode, colocated (`vllm_enable_sleep_mode`, off): the
+    /// engine offloads its weights to host memory and drops its KV cache
+    /// after generating (`LLM.sleep(level=1)`), and takes them back before
+    /// the next generation (`wake_up`), so training has its share back.
+    pub sleep: bool,
 }
 
 /// What each stage does, one exhaustive `match` per concern: a new stage is
@@ -283,6 +288,7 @@ impl Default for Rollout {
             beta: 0.0,
             gen_share: 0.3,
             gen_gpus: 0,
+            sleep: false,
         }
     }
 }

@@ -140,6 +140,7 @@ pub const KEYS: &[&str] = &[
     "beta",
     "gen_share",
     "gen_gpus",
+    "sleep",
     "lora_rank",
     "lora_alpha",
     "lora_targets",
@@ -368,6 +369,7 @@ impl Plan {
             "beta" => self.training.rollout.beta = f.num(0.0, 10.0)?,
             "gen_share" => self.training.rollout.gen_share = f.num(0.05, 0.95)?,
             "gen_gpus" => self.training.rollout.gen_gpus = f.int(0, 72)?,
+            "sleep" => self.training.rollout.sleep = f.flag()?,
             "lora_rank" => self.lora.lora_rank = f.int(1, 4096)?,
             "lora_alpha" => self.lora.lora_alpha = Some(f.int(1, 65_536)?),
             "lora_targets" => {

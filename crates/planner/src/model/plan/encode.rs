@@ -70,6 +70,9 @@ impl Plan {
             if r.gen_gpus > 0 {
                 out.push(("gen_gpus", r.gen_gpus.to_string()));
             }
+            if r.sleep {
+                out.push(("sleep", "1".into()));
+            }
         }
         if self.training.train != Training::Full {
             out.push(("lora_rank", self.lora.lora_rank.to_string()));

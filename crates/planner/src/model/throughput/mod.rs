@@ -58,7 +58,8 @@ pub struct StepTime {
     /// GRPO: the vLLM engine generating the step's completions.
     pub generation: f64,
     /// GRPO: the trained weights gathered and copied into the engine after
-    /// the step (`shape::rollout_seconds`).
+    /// the step, and in sleep mode the engine's weights to host memory and
+    /// back (`shape::rollout_seconds`).
     pub refit: f64,
     /// QLoRA: dequantizing the NF4 base weights before each use (forward,
     /// input gradient, recomputation).

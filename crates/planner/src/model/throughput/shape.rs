@@ -128,7 +128,7 @@ impl<'a> StepShape<'a> {
             quantize: quantize_bytes(recipe, gpu),
             m: recipe.data.grad_accum.max(1) as f64,
             offload: crate::model::memory::offload(arch, counts, recipe, layout),
-            host_bw: gpu.host_link_gbs.unwrap_or(PCIE_GEN5_GBS) * 1e9 * HOST_LINK_EFFICIENCY,
+            host_bw: host_bandwidth(gpu),
             trainable: trainable_share(arch, counts, recipe),
             frozen: recipe.training.train != Training::Full,
             adapted: recipe.adapted(arch),
@@ -326,7 +326,19 @@ pub(super) fn rollout_seconds(
         0.0
     };
     let send = crate::model::rollout::server_sync_seconds(&e, arch, fabric, trained);
-    (generate, load + gather + send)
+    // vLLM's sleep mode (level 1): its weights go to pinned host memory after
+    // generating and come back before the next (its KV cache is dropped).
+    let wake = if recipe.training.rollout.sleep && e.server_gpus == 0 {
+        2.0 * e.weight_bytes / host_bandwidth(gpu)
+    } else {
+        0.0
+    };
+    (generate, load + gather + send + wake)
+}
+
+/// Bytes per second of copies between a GPU and host memory.
+fn host_bandwidth(gpu: &Gpu) -> f64 {
+    gpu.host_link_gbs.unwrap_or(PCIE_GEN5_GBS) * 1e9 * HOST_LINK_EFFICIENCY
 }
 
 /// Host-to-device copies reach 0.87 of the link's line rate: NVIDIA's
