@@ -186,20 +186,20 @@ pub fn resident_states(
     recipe: &Recipe,
     layout: &Layout,
 ) -> Vec<(Term, u64)> {
-    let of = |stage| {
-        let s = MemoryShape::new(StageShape::new(arch, counts, recipe, layout, stage));
-        let terms = Terms::of(&s).at(Phase::OptimizerStep);
-        let states: Vec<(Term, u64)> = terms
-            .into_iter()
-            .filter(|(t, _)| t.is_state())
-            .map(|(t, b)| (t, whole_bytes(b)))
-            .collect();
-        let sum = states.iter().fold(0u64, |s, (_, b)| s.saturating_add(*b));
-        (sum, states)
-    };
-    let mut stages = peak_stages(layout).iter().map(|&stage| of(stage));
-    let first = stages.next().unwrap_or_default();
-    stages.fold(first, |a, b| if b.0 > a.0 { b } else { a }).1
+    let mut fullest = (0.0, Vec::new());
+    for &stage in peak_stages(layout) {
+        let t = Terms::of(&MemoryShape::new(StageShape::new(
+            arch, counts, recipe, layout, stage,
+        )));
+        if fullest.1.is_empty() || t.states() > fullest.0 {
+            fullest = (t.states(), t.resident());
+        }
+    }
+    fullest
+        .1
+        .into_iter()
+        .map(|(t, b)| (t, whole_bytes(b)))
+        .collect()
 }
 
 /// The last pipeline rank's breakdown (the LM head, the loss and the

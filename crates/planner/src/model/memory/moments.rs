@@ -184,6 +184,21 @@ impl Terms {
         self.late_scatter() > self.post_backward(layer_backward)
     }
 
+    /// The states term by term (`states`), in the breakdown's order.
+    pub(super) fn resident(&self) -> Vec<(Term, f64)> {
+        let mut terms = vec![
+            (Term::Weights, self.weights),
+            (Term::MasterWeights, self.master),
+            (Term::OptimizerStates, self.optimizer),
+            (Term::WeightCopies, self.copies),
+            (Term::Adapters, self.adapters),
+        ];
+        if self.reference > 0.0 {
+            terms.push((Term::Reference, self.reference));
+        }
+        terms
+    }
+
     /// States alive at every moment (gradients come and go).
     pub(super) fn states(&self) -> f64 {
         self.weights + self.master + self.optimizer + self.copies + self.adapters + self.reference
@@ -361,7 +376,7 @@ impl Terms {
                 ],
             ),
             Phase::OptimizerStep => (t.gradients, t.copies, &[(Term::Transient, t.foreach)]),
-            // The states alone: vLLM's share is the breakdown's (`with_sleeping_pool`).
+            // The states alone (`resident`): vLLM's share is the breakdown's.
             Phase::Generation => (0.0, t.copies, &[]),
         };
         let mut terms = Vec::with_capacity(16);

@@ -75,19 +75,6 @@ impl Term {
             Term::Fragmentation => "fragmentation",
         }
     }
-    /// The model states, which every moment of the step holds (`Terms::states`).
-    pub fn is_state(self) -> bool {
-        matches!(
-            self,
-            Term::Weights
-                | Term::MasterWeights
-                | Term::OptimizerStates
-                | Term::WeightCopies
-                | Term::Adapters
-                | Term::Reference
-        )
-    }
-
     /// Overheads are outside `torch.cuda.max_memory_allocated()`.
     pub fn is_overhead(self) -> bool {
         matches!(
