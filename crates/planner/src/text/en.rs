@@ -54,6 +54,7 @@ catalog! {
     CandidateHybrid => " (hybrid {group})",
     CandidateParallel => ", TP{tp} PP{pp} CP{cp} EP{ep}",
     CandidateServer => ", vLLM server {gpus} GPU",
+    CandidateAsleep => ", vLLM asleep in training",
     DerivedShape => "~{billions}B (derived shape)",
     HeadsDoNotDivideHidden => "heads ({heads}) must divide hidden ({hidden}) when no head_dim is given",
     LoraTargetsNotInModel => "none of lora_targets ({targets}) is a module of this model: PEFT finds nothing to adapt",

@@ -203,7 +203,12 @@ fn plan_summary(p: &Plan, instance: &str) -> Phrase {
         .with("pp", p.parallelism.pp)
         .with("cp", p.parallelism.cp)
         .with("ep", p.parallelism.ep);
-    let server = Phrase::new(Text::CandidateServer).with("gpus", p.training.rollout.gen_gpus);
+    // Where vLLM runs: a server's GPUs, or colocated and asleep while training.
+    let rollout = &p.training.rollout;
+    let server = match rollout.gen_gpus {
+        0 => Phrase::new(Text::CandidateAsleep),
+        k => Phrase::new(Text::CandidateServer).with("gpus", k),
+    };
     Phrase::new(Text::CandidatePlan)
         .with("nodes", p.hardware.nodes)
         .with("instance", instance.to_string())
@@ -222,7 +227,10 @@ fn plan_summary(p: &Plan, instance: &str) -> Phrase {
             ),
         )
         .with("mb", p.data.micro_batch)
-        .with("server", part(p.training.rollout.gen_gpus > 0, server))
+        .with(
+            "server",
+            part(rollout.gen_gpus > 0 || rollout.sleep, server),
+        )
 }
 
 #[cfg(test)]
@@ -251,6 +259,11 @@ mod tests {
             render(Lang::En, &bare),
             "1 × p5.48xlarge, BF16, ZeRO-3, mb 1"
         );
+        // vLLM colocated in sleep mode says so; a server's GPUs sleep never.
+        let asleep = plan_summary(&Plan::from_query("stage=grpo&sleep=1").plan, "p5.48xlarge");
+        assert!(render(Lang::En, &asleep).ends_with("mb 1, vLLM asleep in training"));
+        let awake = plan_summary(&Plan::from_query("stage=grpo").plan, "p5.48xlarge");
+        assert!(render(Lang::En, &awake).ends_with("mb 1"));
         // Half the layers recomputed: a number with the language's mark.
         let half = plan_summary(&Plan::from_query("ckpt=0.5").plan, "p5.48xlarge");
         assert!(render(Lang::En, &half).contains("ckpt 0.5"));

@@ -60,7 +60,9 @@ pub(super) struct Space {
 /// on GPUs of its own (`gen_gpus`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) enum Server {
-    Colocated,
+    /// On the training GPUs; `asleep` in vLLM's sleep mode between
+    /// generations (`Rollout::sleep`).
+    Colocated { asleep: bool },
     /// This many GPUs of a single node.
     Gpus(u64),
 }
@@ -70,7 +72,7 @@ impl Server {
     /// cannot run (`rollout::server_gpus`).
     pub(super) fn gpus(self, gpn: u64, nodes: u64) -> Option<u64> {
         match self {
-            Server::Colocated => Some(0),
+            Server::Colocated { .. } => Some(0),
             Server::Gpus(k) => (nodes == 1 && k < gpn).then_some(k),
         }
     }
@@ -329,18 +331,22 @@ pub(super) fn checkpointings_around(plan: &Plan) -> Vec<Checkpointing> {
     }
 }
 
-/// GRPO's vLLM colocated, or a server on 1, 2 or 4 of one node's GPUs;
-/// kept where the user set it (and for other stages, colocated).
+/// GRPO's vLLM colocated, awake or in sleep mode, or a server on 1, 2 or
+/// 4 of one node's GPUs; kept where the user set it (and for other
+/// stages, colocated).
 pub(super) fn servers_around(plan: &Plan) -> Vec<Server> {
     let grpo = plan.training.stage.generates();
     if !grpo || plan.auto.locks.parallelism {
         return vec![match plan.training.rollout.gen_gpus {
-            0 => Server::Colocated,
+            0 => Server::Colocated {
+                asleep: grpo && plan.training.rollout.sleep,
+            },
             k => Server::Gpus(k),
         }];
     }
     vec![
-        Server::Colocated,
+        Server::Colocated { asleep: false },
+        Server::Colocated { asleep: true },
         Server::Gpus(1),
         Server::Gpus(2),
         Server::Gpus(4),

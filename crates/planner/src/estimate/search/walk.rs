@@ -237,9 +237,9 @@ impl Search {
         ) = (layout.tp, layout.pp, layout.cp, layout.tp > 1, 1, layout.ep);
         w.parallelism.zero = zero;
         w.parallelism.shard = hybrid.then_some(layout.shard);
-        w.training.rollout.gen_gpus = self.space.servers[o[8]]
-            .gpus(instance.gpu_count, nodes)
-            .unwrap_or(0);
+        let server = self.space.servers[o[8]];
+        w.training.rollout.gen_gpus = server.gpus(instance.gpu_count, nodes).unwrap_or(0);
+        w.training.rollout.sleep = server == Server::Colocated { asleep: true };
         self.inner(o, &layout);
     }
 
@@ -403,7 +403,7 @@ impl Search {
     /// Every checkpointing, loss and micro-batch on the block's layout.
     fn inner(&mut self, o: [usize; 9], layout: &Layout) {
         let s = &self.space;
-        let colocated = s.servers[o[8]] == Server::Colocated;
+        let colocated = matches!(s.servers[o[8]], Server::Colocated { .. });
         let budget = s.instances[o[0]].budget;
         let pool = if colocated { s.instances[o[0]].pool } else { 0 };
         let (ckpts, losses, mbs) = (s.ckpts.clone(), s.losses.clone(), s.mbs.clone());
@@ -602,6 +602,7 @@ impl Search {
         p.parallelism.shard =
             hybrid.then(|| (gpn / (p.parallelism.tp * p.parallelism.cp).min(gpn)).max(1));
         p.training.rollout.gen_gpus = s.servers[i[8]].gpus(gpn, p.hardware.nodes).unwrap_or(0);
+        p.training.rollout.sleep = s.servers[i[8]] == Server::Colocated { asleep: true };
         p.activations.checkpointing = s.ckpts[i[9]];
         p.implementation.loss = s.losses[i[10]];
         p.data.micro_batch = s.mbs[i[11]];
@@ -644,7 +645,7 @@ impl Search {
     /// generates (the model states, the CUDA context and its `pool`), which
     /// the peak is at least (`MemoryBreakdown::with_sleeping_pool`).
     fn generating(&self, layout: &Layout, pool: u64) -> Option<f64> {
-        if pool == 0 || !self.base.training.rollout.sleep {
+        if pool == 0 || !self.work.training.rollout.sleep {
             return None;
         }
         let (arch, counts) = (&self.arch, &self.counts);
