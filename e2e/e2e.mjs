@@ -384,6 +384,23 @@ await test('GRPO: rollout inputs travel, vLLM\'s share shows, the step splits an
   await page.waitForFunction(() => document.body.textContent.includes('fewer than its 8 GPUs'));
 });
 
+await test('GRPO: vLLM asleep gives training its share back, and the launch code sleeps it (#56)', async (page) => {
+  await open(page, base + '?lang=en&model=llama-3.1-8b&stage=grpo&instance=ml.p5.48xlarge&seq=2048&completion=1024&mb=4&ga=4&zero=3&ckpt=full');
+  const awake = gibOf(await page.textContent('#peak'));
+  await page.check('#sleep');
+  await page.waitForFunction(() => location.href.includes('sleep=1'));
+  // 4.0 + 8.0 GB of sharded FP32 weights and Adam moments, the 25.5 GB share
+  // and the CUDA context while generating: 35.7 GiB, against 59.3 awake.
+  const asleep = gibOf(await page.textContent('#peak'));
+  assert(Math.abs(asleep - 35.7) < 0.05 && Math.abs(awake - 59.3) < 0.05, `asleep ${asleep} GiB, awake ${awake} GiB`);
+  assert((await page.textContent('body')).includes('vLLM generating beside the model states'), 'the peak is the generating moment');
+  await page.click('#fmt-pytorch');
+  await page.waitForFunction(() => document.querySelector('#export-code').textContent.includes('"vllm_enable_sleep_mode": True'));
+  await page.uncheck('#sleep');
+  await page.waitForFunction(() => !location.href.includes('sleep=1'));
+  assert(Math.abs(gibOf(await page.textContent('#peak')) - awake) < 0.05, 'awake again, the share is back on top');
+});
+
 await test('one edit runs one evaluation: the export, both charts and a pinned plan included (#34)', async (page) => {
   await open(page, base + '?lang=en&model=llama-3.1-8b&seq=4096&vs=model%3Dllama-3.1-70b');
   await page.waitForSelector('#compare');

@@ -393,7 +393,7 @@ catalog! {
     RecomputingACheckpointedLayer => "recomputing a checkpointed layer",
     EndOfBackwardAllGradients => "end of backward, all gradients alive",
     OptimizerStep => "optimizer step",
-    GenerationPhase => "generation (vLLM awake beside the model states)",
+    GenerationPhase => "vLLM generating beside the model states",
 
     // ---- the page: charts (src/panels/charts.rs) ----
     MemoryPerGPUAgainstSequence => "Memory per GPU against sequence length",
