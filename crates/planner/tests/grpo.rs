@@ -595,3 +595,23 @@ fn sleep_mode_gives_training_the_engines_share() {
     assert_eq!(term(&s, Term::Generation), 0);
     assert!(!code(&s, &server).contains("vllm_enable_sleep_mode"));
 }
+
+/// Sleep mode backs the engine's weights up in pinned host memory (vLLM's
+/// `sleep(level=1)`): Qwen2.5-14B's 14,770,033,664 parameters in BF16,
+/// 27.5 GiB, on one L40S of an ml.g6e.xlarge, whose 32 GiB of RAM pin at
+/// most 0.8 x 32 = 25.6 GiB. The plan does not fit, and says so next to
+/// `sleep` with vLLM awake as the fix; an ml.g6e.2xlarge (64 GiB) holds
+/// them, and awake nothing is backed up.
+#[test]
+fn sleep_mode_needs_host_memory_for_the_weights() {
+    let q = |instance: &str, sleep: u8| {
+        format!("model=qwen2.5-14b&stage=grpo&train=qlora&instance={instance}&gen_share=0.7&sleep={sleep}&seq=1024&completion=512&mb=1&ga=8&zero=0&ckpt=full")
+    };
+    let small = report(&q("ml.g6e.xlarge", 1));
+    let e = error(&small, "sleep_exceeds_host").expect("the weights overflow the host");
+    assert_eq!(e.fix.clone(), Some(("sleep", "0".to_string())));
+    assert!(e.english().contains("27.5 GiB a node") && e.english().contains("25.6 GiB (80%"));
+    assert!(!small.figures.fits);
+    assert!(error(&report(&q("ml.g6e.2xlarge", 1)), "sleep_exceeds_host").is_none());
+    assert!(error(&report(&q("ml.g6e.xlarge", 0)), "sleep_exceeds_host").is_none());
+}

@@ -144,8 +144,15 @@ fn report_of(plan: &Plan, r: &Job, mut errors: Vec<crate::text::Message>) -> Rep
     let budget = budget_bytes(usable, plan.allowances.headroom);
     let offload = memory::offload(&r.arch, &r.counts, recipe, &r.layout);
     let host = crate::model::host::offload_overflow(recipe, &offload, &r.instance, r.layout.gpus);
-    let host_full = host.is_some();
+    let sleep = crate::model::host::sleep_overflow(
+        recipe,
+        (r.engine_weight_bytes(), offload.host_bytes_per_gpu()),
+        &r.instance,
+        r.layout.gpus,
+    );
+    let host_full = host.is_some() || sleep.is_some();
     errors.extend(host);
+    errors.extend(sleep);
     let (verdict, tight) = verdict_of((mem.peak_bytes, mem.least_bytes), budget, usable, host_full);
     let (max_micro_batch, max_sequence) = largest_that_fit(r, budget, mem.peak_bytes);
     let global_batch_sequences = global_batch_sequences(plan, &r.layout);

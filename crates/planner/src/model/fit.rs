@@ -19,11 +19,13 @@ pub(crate) fn largest_that_fit(r: &Job, budget: u64, peak: u64) -> (u64, u64) {
         let m = memory::breakdown(&r.arch, &r.counts, p, &r.layout);
         memory::with_engine(m, (&r.arch, &r.counts), p, &r.layout, &r.gpu).peak_bytes
     };
+    let engine = r.engine_weight_bytes();
     let host_holds = |p: &Recipe| {
-        !p.activations.offload || {
-            let offload = memory::offload(&r.arch, &r.counts, p, &r.layout);
-            crate::model::host::offload_overflow(p, &offload, &r.instance, r.layout.gpus).is_none()
-        }
+        let offload = memory::offload(&r.arch, &r.counts, p, &r.layout);
+        let pinned = (engine, offload.host_bytes_per_gpu());
+        let gpus = r.layout.gpus;
+        crate::model::host::offload_overflow(p, &offload, &r.instance, gpus).is_none()
+            && crate::model::host::sleep_overflow(p, pinned, &r.instance, gpus).is_none()
     };
     let x = r.recipe.data.micro_batch.clamp(1, 4096);
     let (mb, per_sequence) = {

@@ -47,3 +47,32 @@ pub fn offload_overflow(
         _ => m.fix("offload", "0"),
     })
 }
+
+/// The error when vLLM's sleep mode (`Rollout::sleep`: `LLM.sleep(level=1)`
+/// backs the engine's weights up in pinned host memory) keeps more in the
+/// node's host memory than it can pin, with the activations the plan
+/// offloads (`offloaded`, bytes per GPU) beside each colocated GPU's
+/// `engine_weights`. The fix keeps vLLM awake.
+pub fn sleep_overflow(
+    recipe: &Recipe,
+    (engine_weights, offloaded): (f64, f64),
+    instance: &Instance,
+    gpus: u64,
+) -> Option<Message> {
+    let rollout = &recipe.training.rollout;
+    if !rollout.sleep || rollout.gen_gpus > 0 || !recipe.training.stage.generates() {
+        return None;
+    }
+    let available = instance.offloadable_host_bytes()?;
+    let per_node = instance.gpu_count.min(gpus).max(1) as f64;
+    let needed = (engine_weights + offloaded) * per_node;
+    if needed <= available {
+        return None;
+    }
+    let args: [(&'static str, Arg); 3] = [
+        ("needed", Arg::Bytes(needed as u64)),
+        ("available", Arg::Bytes(available as u64)),
+        ("share", Arg::Number(OFFLOADABLE_HOST_SHARE * 100.0, 0)),
+    ];
+    Some(Message::new("sleep", Text::SleepExceedsHost, args).fix("sleep", "0"))
+}

@@ -142,6 +142,16 @@ pub fn kv_bytes_per_token(arch: &Architecture, tp: u64) -> f64 {
     }
 }
 
+impl crate::model::job::Job {
+    /// BF16 weights per GPU of its vLLM engine (0 without one): what sleep
+    /// mode backs up in host memory (`host::sleep_overflow`).
+    pub fn engine_weight_bytes(&self) -> f64 {
+        let placement = (&self.fabric, &self.layout);
+        VllmEngine::of(&self.arch, &self.counts, &self.recipe, &self.gpu, placement)
+            .map_or(0.0, |e| e.weight_bytes)
+    }
+}
+
 /// One vLLM engine of a GRPO plan: colocated with training, or one of a
 /// server's.
 #[derive(Clone, Copy, Debug, PartialEq)]

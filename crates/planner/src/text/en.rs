@@ -84,6 +84,7 @@ catalog! {
     VpWithoutPp => "interleaving (vp > 1) needs pipeline parallelism (pp > 1)",
     NoEngineRunsThis => "no training engine runs this combination (see the error): these figures describe no job that can start",
     HostCannotHoldOffload => "the node's host memory cannot hold what this plan offloads (see the error): these figures describe no job that can finish a step",
+    SleepExceedsHost => "vLLM's sleep mode backs its weights up in pinned host memory: {needed} GiB a node (offloaded activations included), more than the {available} GiB ({share}% of its RAM) it can pin; keep vLLM awake",
     OffloadExceedsHost => "offloading {layers} layers' activations keeps {needed} GiB in each node's host memory, more than the {available} GiB offload buffers can pin there (an assumed {share}% of its {ram} GiB, the rest for the OS, data loaders and the ranks' processes): offload at most {most} layers",
     QloraNeedsHf => "QLoRA's 4-bit base weights load through bitsandbytes in Hugging Face PEFT, which {stack} does not run: set stack=hf, or train=lora with your own {stack} script",
     MtpNeedsMegatron => "multi-token-prediction layers (mtp > 0) are trained by Megatron, not by the exported Hugging Face script: set stack=megatron or mtp=0",

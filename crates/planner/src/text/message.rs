@@ -322,6 +322,7 @@ impl Text {
             Text::NoEfaAcrossNodes => "no_efa_across_nodes",
             Text::NoNetwork => "no_network",
             Text::OffloadExceedsHost => "offload_exceeds_host",
+            Text::SleepExceedsHost => "sleep_exceeds_host",
             Text::OverBudget => "over_budget",
             Text::ParallelDegreesExceedGpus => "parallel_degrees_exceed_gpus",
             Text::PeftFp32AdapterCasts => "peft_fp32_adapter_casts",

@@ -371,12 +371,26 @@ impl Search {
     /// Whether the working plan offloads more activations than the block's
     /// instance can hold in host memory (`host::offload_overflow`).
     fn host_overflows(&self, o: [usize; 9], layout: &Layout, recipe: &Recipe) -> bool {
-        if !recipe.activations.offload {
+        let sleeping = recipe.training.rollout.sleep && recipe.training.rollout.gen_gpus == 0;
+        if !recipe.activations.offload && !sleeping {
             return false;
         }
         let offload = memory::offload(&self.arch, &self.counts, recipe, layout);
-        let instance = &self.space.instances[o[0]].instance;
+        let info = &self.space.instances[o[0]];
+        let instance = &info.instance;
+        let engine = crate::model::rollout::VllmEngine::of(
+            &self.arch,
+            &self.counts,
+            recipe,
+            &info.gpu,
+            (&info.fabric, layout),
+        );
+        let pinned = (
+            engine.map_or(0.0, |e| e.weight_bytes),
+            offload.host_bytes_per_gpu(),
+        );
         crate::model::host::offload_overflow(recipe, &offload, instance, layout.gpus).is_some()
+            || crate::model::host::sleep_overflow(recipe, pinned, instance, layout.gpus).is_some()
     }
 
     /// The first micro-batch after `mbs[mi]` (ascending) that may fit when
