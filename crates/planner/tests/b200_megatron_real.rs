@@ -73,12 +73,12 @@ fn no_b200_run_is_said_not_to_fit() {
 }
 
 /// The measured steps against the planner's at the B200's calibrated
-/// efficiency (docs/accuracy.md's table): every run is planned fast, by
-/// 1.8-16.0%, median 10.9% (SimuMax v1.2 on the same runs: 5.5%). The
-/// per-operation times are measured ones (attention from SimuMax's TE
+/// efficiency (docs/accuracy.md's table): from 14.5% fast to 0.7% slow,
+/// median |error| 9.3% (SimuMax v1.2 on the same runs: 5.5%; 10.9% before
+/// Megatron's gradient-buffer passes were counted, `gradient_buffer_bytes`).
+/// The per-operation times are measured ones (attention from SimuMax's TE
 /// kernel table, collectives from nccl-tests); what is left is per-layer
-/// time the model does not see on this launcher (the attention kernel's
-/// slowdown on few heads per call among it), and the bound says so.
+/// time the model does not see on this launcher, and the bound says so.
 #[test]
 fn b200_step_times_within_their_measured_bound() {
     let rows = b200_step_rows();
@@ -89,7 +89,7 @@ fn b200_step_times_within_their_measured_bound() {
             r.label, r.measured_ms, r.predicted_ms, r.error_percent, r.simumax_ms
         );
         assert!(
-            (-16.5..0.0).contains(&r.error_percent),
+            (-15.0..1.0).contains(&r.error_percent),
             "{}: {:+.1}%",
             r.label,
             r.error_percent
@@ -98,7 +98,7 @@ fn b200_step_times_within_their_measured_bound() {
     let mut e: Vec<f64> = rows.iter().map(|r| r.error_percent.abs()).collect();
     e.sort_by(f64::total_cmp);
     let median = e[e.len() / 2];
-    assert!(median < 11.5, "median {median:.1}%");
+    assert!(median < 9.5, "median {median:.1}%");
 }
 
 /// Blackwell's `tp_hidden` (0: TransformerEngine's asynchronous backward

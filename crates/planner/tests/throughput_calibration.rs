@@ -15,7 +15,7 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("mb2511_l8b_gb200_fp8", 3.0, 3.5),
     ("mb2511_l8b_b200_fp8", 5.0, 5.5),
     ("mb2511_l8b_h100_fp8", 11.5, 12.0), // its recipe recomputes 5 of 32 layers in full; the table's FSDP run is not in the release's preset (a CLI override), timed as ZeRO-3
-    ("mb2511_l70b_gb200_fp8", 1.0, 3.0),
+    ("mb2511_l70b_gb200_fp8", 2.0, 4.0),
     ("mb2511_l70b_h100_fp8", 10.5, 11.0), // Megatron-Bridge 70B on H100 (TP4 PP8 VP5): under-predicted; the interleaved bubble and PP traffic are charged in full
     ("mb2511_l405b_gb200_fp8", 4.5, 5.0),
     ("mb2511_l405b_b200_fp8", 2.5, 3.0),
@@ -32,7 +32,7 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("dgxc_l31_8b_h100_fp8_8", 4.0, 4.5),
     ("dgxc_l31_70b_h100_bf16_64", 2.5, 4.5),
     ("dgxc_l31_70b_h100_fp8_64", 2.0, 2.5),
-    ("dgxc_nemotron15b_h100_bf16_16", 4.0, 6.0),
+    ("dgxc_nemotron15b_h100_bf16_16", 5.0, 6.5),
     ("tt_l31_8b_fsdp_8", 2.5, 4.0),
     ("tt_l31_8b_fsdp_compile_fp8_8", 3.0, 5.5),
     ("tt_l31_8b_cp1_32k", 6.5, 10.5), // cross-validated without any Llama 3.1 8B row of the 500 W part: its fit rests on the 70B and 405B runs
@@ -40,14 +40,14 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("tt_a100_l3_8b_sel_op", 4.0, 4.5),
     ("tt_a100_l3_70b_full", 1.0, 1.5),
     ("tt_a100_l2_13b_noac", 6.0, 6.5),
-    ("tt_a100_l2_70b_full", 2.0, 3.0),
-    ("korthikanti_22b_selective_sp", 2.0, 2.5),
-    ("korthikanti_22b_full_recompute", 1.5, 2.0),
+    ("tt_a100_l2_70b_full", 1.5, 2.0),
+    ("korthikanti_22b_selective_sp", 4.5, 5.0),
+    ("korthikanti_22b_full_recompute", 5.5, 6.0),
     ("korthikanti_175b_selective_sp", 1.0, 1.5),
     ("korthikanti_175b_full_recompute", 1.0, 2.0),
     ("dgxc_l31_405b_gb200_bf16_128", 1.0, 6.0),
     ("dgxc_l31_405b_gb200_bf16_256", 2.0, 7.5),
-    ("dgxc_nemotron15b_gb200_bf16_16", 2.0, 3.0),
+    ("dgxc_nemotron15b_gb200_bf16_16", 1.0, 1.5),
     // MoE: the experts' speed, an MoE layer's fixed cost and the host's
     // launch costs leave a scatter (MoeComputeRough says so on the page,
     // and each MoE group's ± quotes its own worst row), in-sample:
@@ -59,12 +59,12 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     // is -4%.
     ("mb2511_gptoss120b_gb300_bf16", 8.5, 14.0),
     ("mb2511_gptoss120b_gb200_bf16", 6.5, 4.5),
-    ("mb2511_gptoss120b_b200_bf16", 80.0, 82.0),
+    ("mb2511_gptoss120b_b200_bf16", 78.0, 80.0),
     ("mb2511_gptoss120b_h100_bf16", 1.0, 19.5),
     ("mb2511_qwen3_30b_gb300_fp8", 7.5, 4.5),
     ("mb2511_qwen3_30b_gb200_fp8", 14.0, 18.5),
     ("mb2511_qwen3_30b_b200_fp8", 1.0, 17.5),
-    ("mb2511_qwen3_30b_h100_fp8", 79.5, 85.0),
+    ("mb2511_qwen3_30b_h100_fp8", 80.5, 85.0),
     ("mb2511_qwen3_235b_gb300_bf16", 26.0, 29.0),
     ("mb2511_qwen3_235b_gb200_bf16", 12.0, 16.5),
     ("mb2511_qwen3_235b_b200_fp8", 1.0, 2.0),
@@ -74,12 +74,12 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("mb2511_dsv3_b200_fp8_mtp", 6.5, 5.5),
     ("mb2511_dsv3_gb200_bf16", 4.0, 6.0),
     ("mb2511_dsv3_gb200_fp8", 4.0, 3.5),
-    ("mb2602_dsv3_b200_fp8", 3.5, 3.0),
+    ("mb2602_dsv3_b200_fp8", 4.5, 3.5),
     ("mb2602_dsv3_gb300_fp8", 11.5, 13.0), // DeepSeek-V3 on GB300 (26.02): under-predicted by 11% where its 25.11 run on GB200 is within 4%
     ("mb2602_dsv3_gb200_fp8", 4.5, 4.0),
-    ("mb2602_dsv3_b300_fp8", 8.0, 9.0),
+    ("mb2602_dsv3_b300_fp8", 7.0, 9.0),
     ("mb2602_gptoss120b_gb300_bf16", 7.0, 13.0),
-    ("mb2602_gptoss120b_gb200_bf16", 24.0, 27.5),
+    ("mb2602_gptoss120b_gb200_bf16", 23.0, 27.5),
     ("mb2602_gptoss120b_b300_bf16", 1.0, 3.0),
     ("mb2602_gptoss120b_b200_bf16", 1.5, 3.5),
     ("mb2602_gptoss120b_h100_bf16", 21.0, 32.0),
@@ -87,7 +87,7 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("mb2602_qwen3_30b_gb200_fp8", 4.0, 8.0),
     ("mb2602_qwen3_30b_b300_fp8", 2.5, 2.0),
     ("mb2602_qwen3_30b_b200_fp8", 4.5, 20.5),
-    ("mb2602_qwen3_30b_h100_fp8", 66.5, 127.0),
+    ("mb2602_qwen3_30b_h100_fp8", 69.0, 126.5),
     ("mb2602_qwen3_235b_gb300_fp8", 9.5, 13.5),
     ("mb2602_qwen3_235b_gb200_fp8", 1.0, 6.0),
     ("mb2602_qwen3_235b_b300_fp8", 24.5, 26.0),
@@ -120,10 +120,10 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("titan_38", 83.5, 84.0), // as titan_37, in MXFP8
     ("titan_39", 5.5, 6.0),
     ("titan_40", 3.5, 4.5),
-    ("titan_41", 7.0, 8.5),
+    ("titan_41", 7.0, 7.5),
     ("titan_42", 12.0, 12.5), // Qwen3 8B in NVFP4 on 4 GB200: 11% too fast where Llama 3 8B's run of the same recipe (titan_39) is within 5%
     ("titan_43", 1.0, 1.5),
-    ("titan_44", 5.5, 6.5),
+    ("titan_44", 5.0, 5.5),
     ("automodel_4", 24.0, 24.5), // NeMo AutoModel's MoE on H100 (DeepEP, balanced gate): the Megatron-fitted MoE costs are 13-37% too slow for it
     ("automodel_5", 35.5, 36.0), // as automodel_4
     ("automodel_6", 28.0, 28.5), // as automodel_4
@@ -299,25 +299,18 @@ fn every_calibrated_constant_is_pinned_by_a_row() {
 /// tolerance: the rows do not pin them (docs/accuracy.md says so).
 const UNPINNED: &[&str] = &[
     "Ampere.attention x 0.95",
-    "Ampere.attention x 1.05",
     "Ampere.kernel_overhead x 0.95",
     "Ampere.kernel_overhead x 1.05",
     "Ampere.overlap x 0.95",
     "Hopper.moe_layer_overhead x 1.05",
     "Hopper.kernel_overhead x 0.95",
     "Hopper.kernel_overhead x 1.05",
-    "Hopper.overlap x 0.95",
     "HopperPowerCapped.kernel_overhead x 0.95",
     "HopperPowerCapped.kernel_overhead x 1.05",
     "HopperPowerCapped.overlap x 0.95",
-    "HopperPowerCapped.overlap x 1.05",
-    "Blackwell.moe_layer_overhead x 0.95",
     "Blackwell.moe_layer_overhead x 1.05",
-    "Blackwell.moe_router_launch x 1.05",
-    "Blackwell.kernel_overhead x 0.95",
     "Blackwell.kernel_overhead x 1.05",
     "Blackwell.overlap x 0.95",
-    "Blackwell.overlap x 1.05",
 ];
 
 /// The fit, started from neutral values, lands on the shipped parameters:

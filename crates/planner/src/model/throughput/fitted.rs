@@ -65,9 +65,9 @@ pub struct HostCosts {
 }
 
 pub const HOST: HostCosts = HostCosts {
-    moe_expert_launch: 0.000143,
-    moe_router_launch: 0.001391,
-    moe_alltoall_launch: 0.003628,
+    moe_expert_launch: 0.000136,
+    moe_router_launch: 0.001393,
+    moe_alltoall_launch: 0.003708,
 };
 
 /// The calibrated parameters: `plan calibrate --fit` refits them from a
@@ -90,7 +90,7 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // Fitted on 8 A100 rows: torchtitan 2024, Korthikanti et al. 2022.
         // Attention sits at its upper bound (0.7).
         Generation::Ampere => Efficiency {
-            gemm: 0.714,
+            gemm: 0.717,
             // No Megatron MoE row: the experts run as fast as dense GEMMs
             // (1.0), which the two Hugging Face-stack MoE rows on A100 check.
             ..hand_set
@@ -100,31 +100,31 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // Fitted on the dense H100 rows (NeMo 24.07, DGX Cloud recipes,
         // Megatron-Bridge, OLMo-core, NeMo AutoModel); the experts' speed
         // (0.83 of dense GEMMs on many tokens, beyond the measured fall with
-        // few) and an MoE layer's fixed cost (1.68 ms per micro-batch, beside
+        // few) and an MoE layer's fixed cost (1.66 ms per micro-batch, beside
         // the host's launch costs, `HOST`) on its Megatron MoE rows.
         Generation::Hopper => Efficiency {
             gemm: 0.609,
-            fp8_gemm: 0.482,
-            moe: 0.824,
-            moe_layer_overhead: 0.001679,
+            fp8_gemm: 0.485,
+            moe: 0.833,
+            moe_layer_overhead: 0.001663,
             ..hand_set
         },
         // Fitted on torchtitan's rows of 500 W H100s; attention sustains
         // 0.64 of its kernel's benchmarked speed at full clocks.
         Generation::HopperPowerCapped => Efficiency {
-            gemm: 0.478,
+            gemm: 0.480,
             fp8_gemm: 0.452,
             attention: 0.641,
             ..hand_set
         },
         // Fitted on 9 rows: 6 Megatron-Bridge 25.11 FP8 runs (B200, GB200,
         // GB300) and 3 DGX Cloud BF16 runs (GB200: Llama 3.1 405B on 128
-        // and 256 GPUs, Nemotron-4 15B on 16). BF16 GEMM lands at 0.500,
+        // and 256 GPUs, Nemotron-4 15B on 16). BF16 GEMM lands at 0.502,
         // near SimuMax's measured median over 514 B200 GEMM shapes (0.485,
         // megatron_and_b200_facts.md §3), though not fitted to it.
         // On 14 Megatron-Bridge MoE rows (25.09 to 26.02) the experts run at
         // 0.94 of dense GEMMs on many tokens (SimuMax's grouped-GEMM
-        // microbenchmarks measure as fast) and an MoE layer costs 0.18 ms
+        // microbenchmarks measure as fast) and an MoE layer costs 0.22 ms
         // per micro-batch whatever its size, beside the host's launch costs
         // (`HOST`, fitted on the same rows).
         //
@@ -139,10 +139,10 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // 24.07 175B and 340B) are calibrated hiding them all.
         Generation::Blackwell => Efficiency {
             tp_hidden: 0.0,
-            gemm: 0.500,
-            fp8_gemm: 0.477,
-            moe: 0.940,
-            moe_layer_overhead: 0.000179,
+            gemm: 0.502,
+            fp8_gemm: 0.480,
+            moe: 0.936,
+            moe_layer_overhead: 0.000216,
             kernel_overhead: 5e-6,
             ..hand_set
         },

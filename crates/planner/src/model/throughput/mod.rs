@@ -211,7 +211,38 @@ fn optimizer_step(s: &StepShape) -> f64 {
             0.0
         };
     let bytes_per_param = bytes_per_param - moments_saved;
-    trainable * bytes_per_param / s.bw + 50.0 * s.eff.kernel_overhead
+    let local = reduce_groups(s)
+        .iter()
+        .map(|g| g.params * s.trainable)
+        .sum::<f64>();
+    (trainable * bytes_per_param + gradient_buffer_bytes(s, local, trainable)) / s.bw
+        + 50.0 * s.eff.kernel_overhead
+}
+
+/// Megatron's passes over the gradients each step besides Adam's, all
+/// memory-bound: the `main_grad` buffer of every `local` parameter zeroed
+/// before the first micro-batch (`ParamAndGradBuffer.reset`), its norm
+/// taken to check for NaN and the buffer scaled by 1/DP before the
+/// reduce-scatter (DDP's `check_for_nan_in_grad`, `gradient_scaling_factor`):
+/// one write, one read, one read and write of each element; then on the
+/// optimizer's `shard` the gradients' norm and clipping (`get_grad_norm_fp32`,
+/// `clip_grad_by_total_norm_fp32`: 4 + 8 B) and the FP32 main parameters
+/// copied to the BF16 model's (`_copy_main_params_to_model_params`: 4 + 2 B).
+/// SimuMax itemizes the same passes on B200 (MooreThreads/SimuMax
+/// `perf_llm.py`'s optimizer time: zero_grad_buffer, l2_norm_before_reduce,
+/// mul_before_reduce, l2_norm_after_reduce, grads_clip_after_reduce,
+/// copy_main_params_to_model_params). Other stacks free their gradients
+/// instead of zeroing them and clip on the shard alone (`clip_grad_norm_`).
+fn gradient_buffer_bytes(s: &StepShape, local: f64, shard: f64) -> f64 {
+    let grad = if s.recipe.numerics.grad_bf16 {
+        2.0
+    } else {
+        4.0
+    };
+    match s.recipe.implementation.stack {
+        Stack::Megatron => 4.0 * grad * local + 18.0 * shard,
+        Stack::Hf | Stack::Torchtitan => 12.0 * shard,
+    }
 }
 
 /// Where one step's time goes: compute and communication per micro-batch,
