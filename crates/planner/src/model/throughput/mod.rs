@@ -193,7 +193,8 @@ fn optimizer_step(s: &StepShape) -> f64 {
             1.0
         }
     };
-    let trainable = reduce_groups(s)
+    let groups = reduce_groups(s);
+    let trainable = groups
         .iter()
         .map(|g| g.params * s.trainable / shard(g))
         .sum::<f64>();
@@ -211,10 +212,7 @@ fn optimizer_step(s: &StepShape) -> f64 {
             0.0
         };
     let bytes_per_param = bytes_per_param - moments_saved;
-    let local = reduce_groups(s)
-        .iter()
-        .map(|g| g.params * s.trainable)
-        .sum::<f64>();
+    let local = groups.iter().map(|g| g.params * s.trainable).sum::<f64>();
     (trainable * bytes_per_param + gradient_buffer_bytes(s, local, trainable)) / s.bw
         + 50.0 * s.eff.kernel_overhead
 }
