@@ -399,6 +399,11 @@ await test('GRPO: vLLM asleep gives training its share back, and the launch code
   await page.uncheck('#sleep');
   await page.waitForFunction(() => !location.href.includes('sleep=1'));
   assert(Math.abs(gibOf(await page.textContent('#peak')) - awake) < 0.05, 'awake again, the share is back on top');
+  // Qwen2.5-14B's 27.5 GiB of weights backed up in an ml.g6e.xlarge's 32 GiB: refused beside the checkbox.
+  await open(page, base + '?lang=en&model=qwen2.5-14b&stage=grpo&train=qlora&instance=ml.g6e.xlarge&gen_share=0.7&sleep=1&seq=1024&completion=512&mb=1&ga=8&zero=0&ckpt=full');
+  const said = await page.textContent('#sleep-error');
+  assert(said.includes('27.5 GiB a node') && said.includes('keep vLLM awake'), `beside the checkbox: ${said}`);
+  assert((await page.getAttribute('#sleep', 'aria-invalid')) === 'true', 'the checkbox is marked invalid');
 });
 
 await test('one edit runs one evaluation: the export, both charts and a pinned plan included (#34)', async (page) => {

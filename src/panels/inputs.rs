@@ -341,12 +341,19 @@ pub fn CheckField(
     label: Label,
     get: fn(&Plan) -> bool,
 ) -> impl IntoView {
+    // What the plan refuses for this setting (offloading or sleeping more
+    // than the host can pin) shows beside it, as at the other fields.
+    let err = ctx.error(key);
+    let err_id = format!("{key}-error");
     let lang = ctx.lang;
     view! {
         <div class="field check">
             <input id=key name=key type="checkbox" prop:checked=move || ctx.plan.with(get)
+                aria-invalid=move || err().is_some().to_string()
+                aria-describedby=err_id.clone()
                 on:change=move |ev| ctx.set(key, if event_target_checked(&ev) { "1" } else { "0" }) />
             <label for=key>{move || tr(lang.get(), label)}</label>
+            <span class="field-error" id=err_id role="alert">{err}</span>
         </div>
     }
 }
