@@ -539,6 +539,25 @@ fn the_peak_estimate_is_the_peak(link in any_link()) {
     prop_assert!(off <= peak_estimate_slack(estimate), "estimate {} vs peak {} for {}", estimate, peak, link);
 }
 
+/// vLLM's sleep mode never needs more of a GPU than the engine awake:
+/// asleep the peak is the larger of training's alone and the generating
+/// moment (the fullest stage's model states, the CUDA context and the
+/// share), both under training's peak with the share on top
+/// (`memory::with_engine`), on any GRPO plan with vLLM colocated.
+#[test]
+fn sleeping_never_needs_more_memory(link in any_link()) {
+    use planner::model::plan::TrainingStage;
+    let awake = with(&Plan::from_query(&link).plan, |p| {
+        p.training.stage = TrainingStage::Grpo;
+        p.training.rollout.gen_gpus = 0;
+        p.training.rollout.sleep = false;
+    });
+    let asleep = with(&awake, |p| p.training.rollout.sleep = true);
+    let (a, s) = (evaluate(&awake), evaluate(&asleep));
+    let (a, s) = (a.figures.memory.peak_bytes_per_gpu, s.figures.memory.peak_bytes_per_gpu);
+    prop_assert!(s <= a.saturating_add(64), "asleep {} over awake {} for {}", s, a, link);
+}
+
 /// ZeRO-2 takes exactly ZeRO-1's time: both reduce-scatter the gradients
 /// and all-gather the updated parameters once a step (Megatron's
 /// distributed optimizer and Megatron-FSDP's `optim_grads`; DeepSpeed's
