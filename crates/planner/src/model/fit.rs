@@ -22,10 +22,7 @@ pub(crate) fn largest_that_fit(r: &Job, budget: u64, peak: u64) -> (u64, u64) {
     let engine = r.engine_weight_bytes();
     let host_holds = |p: &Recipe| {
         let offload = memory::offload(&r.arch, &r.counts, p, &r.layout);
-        let pinned = (engine, offload.host_bytes_per_gpu());
-        let gpus = r.layout.gpus;
-        crate::model::host::offload_overflow(p, &offload, &r.instance, gpus).is_none()
-            && crate::model::host::sleep_overflow(p, pinned, &r.instance, gpus).is_none()
+        !crate::model::host::overflows(p, &offload, engine, &r.instance, r.layout.gpus)
     };
     let x = r.recipe.data.micro_batch.clamp(1, 4096);
     let (mb, per_sequence) = {

@@ -76,3 +76,18 @@ pub fn sleep_overflow(
     ];
     Some(Message::new("sleep", Text::SleepExceedsHost, args).fix("sleep", "0"))
 }
+
+/// Whether a node's pinned host memory overflows: the activations the plan
+/// offloads (`offload_overflow`) or, with them, the weights vLLM's sleep
+/// mode backs up (`sleep_overflow`, `engine_weights` per GPU).
+pub fn overflows(
+    recipe: &Recipe,
+    offload: &Offload,
+    engine_weights: f64,
+    instance: &Instance,
+    gpus: u64,
+) -> bool {
+    let pinned = (engine_weights, offload.host_bytes_per_gpu());
+    offload_overflow(recipe, offload, instance, gpus).is_some()
+        || sleep_overflow(recipe, pinned, instance, gpus).is_some()
+}

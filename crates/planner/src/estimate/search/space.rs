@@ -76,6 +76,11 @@ impl Server {
             Server::Gpus(k) => (nodes == 1 && k < gpn).then_some(k),
         }
     }
+
+    /// Whether vLLM sleeps while training (`Rollout::sleep`).
+    pub(super) fn asleep(self) -> bool {
+        self == Server::Colocated { asleep: true }
+    }
 }
 
 impl Space {

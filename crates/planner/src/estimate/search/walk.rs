@@ -239,7 +239,7 @@ impl Search {
         w.parallelism.shard = hybrid.then_some(layout.shard);
         let server = self.space.servers[o[8]];
         w.training.rollout.gen_gpus = server.gpus(instance.gpu_count, nodes).unwrap_or(0);
-        w.training.rollout.sleep = server == Server::Colocated { asleep: true };
+        w.training.rollout.sleep = server.asleep();
         self.inner(o, &layout);
     }
 
@@ -385,12 +385,8 @@ impl Search {
             &info.gpu,
             (&info.fabric, layout),
         );
-        let pinned = (
-            engine.map_or(0.0, |e| e.weight_bytes),
-            offload.host_bytes_per_gpu(),
-        );
-        crate::model::host::offload_overflow(recipe, &offload, instance, layout.gpus).is_some()
-            || crate::model::host::sleep_overflow(recipe, pinned, instance, layout.gpus).is_some()
+        let engine = engine.map_or(0.0, |e| e.weight_bytes);
+        crate::model::host::overflows(recipe, &offload, engine, instance, layout.gpus)
     }
 
     /// The first micro-batch after `mbs[mi]` (ascending) that may fit when
@@ -616,7 +612,7 @@ impl Search {
         p.parallelism.shard =
             hybrid.then(|| (gpn / (p.parallelism.tp * p.parallelism.cp).min(gpn)).max(1));
         p.training.rollout.gen_gpus = s.servers[i[8]].gpus(gpn, p.hardware.nodes).unwrap_or(0);
-        p.training.rollout.sleep = s.servers[i[8]] == Server::Colocated { asleep: true };
+        p.training.rollout.sleep = s.servers[i[8]].asleep();
         p.activations.checkpointing = s.ckpts[i[9]];
         p.implementation.loss = s.losses[i[10]];
         p.data.micro_batch = s.mbs[i[11]];
@@ -664,8 +660,7 @@ impl Search {
         }
         let (arch, counts) = (&self.arch, &self.counts);
         let resident = memory::resident_states(arch, counts, &self.work.recipe(), layout);
-        let states = resident.iter().fold(0u64, |s, (_, b)| s.saturating_add(*b));
-        Some((states + memory::CUDA_CONTEXT_BYTES + pool) as f64)
+        Some(memory::generating_bytes(&resident, pool) as f64)
     }
 
     /// The ranked result so far.

@@ -38,7 +38,7 @@ use crate::model::stage::{Stage, StageShape};
 pub use activations::{offload, offloaded_layer_count, recomputes_core_attention, Offload};
 pub(crate) use loss::gradients_held;
 use moments::Terms;
-pub use parts::{MemoryBreakdown, Phase, Term, CUDA_CONTEXT_BYTES};
+pub use parts::{generating_bytes, MemoryBreakdown, Phase, Term, CUDA_CONTEXT_BYTES};
 pub use profile::{compute_path, qlora_fp32_residual, ComputePath};
 pub(crate) use shape::runs_fsdp2;
 use shape::MemoryShape;

@@ -154,9 +154,9 @@ impl MemoryBreakdown {
     /// moment's (TRL 0.24 `GRPOTrainer._generate`: `empty_cache`,
     /// `wake_up`, generation, `sleep(level=1)`).
     pub fn with_sleeping_pool(self, pool: u64, resident: Vec<(Term, u64)>) -> Self {
-        let states = resident.iter().fold(0u64, |s, (_, b)| s.saturating_add(*b));
+        let states = states_bytes(&resident);
         let allocated = states.saturating_add(pool);
-        let generating = allocated.saturating_add(CUDA_CONTEXT_BYTES);
+        let generating = generating_bytes(&resident, pool);
         if pool == 0 || generating <= self.peak_bytes {
             return self;
         }
@@ -182,6 +182,19 @@ impl MemoryBreakdown {
             .filter(|(t, _)| *t == term)
             .fold(0u64, |sum, (_, b)| sum.saturating_add(*b))
     }
+}
+
+/// The model states `resident` (`memory::resident_states`), summed.
+fn states_bytes(resident: &[(Term, u64)]) -> u64 {
+    resident.iter().fold(0u64, |s, (_, b)| s.saturating_add(*b))
+}
+
+/// vLLM's generating moment in sleep mode: the model states `resident`,
+/// its `pool` and the CUDA context (`MemoryBreakdown::with_sleeping_pool`).
+pub fn generating_bytes(resident: &[(Term, u64)], pool: u64) -> u64 {
+    states_bytes(resident)
+        .saturating_add(pool)
+        .saturating_add(CUDA_CONTEXT_BYTES)
 }
 
 /// CUDA context of a PyTorch process on a recent driver (~0.5–0.9 GiB; we take 0.75).
