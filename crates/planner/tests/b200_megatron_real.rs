@@ -72,13 +72,16 @@ fn no_b200_run_is_said_not_to_fit() {
     }
 }
 
-/// The measured steps against the planner's at the B200's calibrated
-/// efficiency (docs/accuracy.md's table): from 14.5% fast to 0.7% slow,
-/// median |error| 9.3% (SimuMax v1.2 on the same runs: 5.5%; 10.9% before
+/// The measured steps against the planner's (docs/accuracy.md's table),
+/// B200's BF16 GEMMs at their measured efficiency (`MEASURED_GEMM`, from
+/// GEMM microbenchmarks, not from these steps): from 13.1% fast to 3.5%
+/// slow, median |error| 7.0% (SimuMax v1.2 on the same runs: 5.5%; 9.3%
+/// with Blackwell's GEMM efficiency fitted on GB200 runs, 10.9% before
 /// Megatron's gradient-buffer passes were counted, `gradient_buffer_bytes`).
-/// The per-operation times are measured ones (attention from SimuMax's TE
-/// kernel table, collectives from nccl-tests); what is left is per-layer
-/// time the model does not see on this launcher, and the bound says so.
+/// The per-operation times are measured ones (GEMMs and attention from
+/// SimuMax's B200 tables, collectives from nccl-tests); what is left is
+/// per-layer time the model does not see on this launcher, and the bound
+/// says so.
 #[test]
 fn b200_step_times_within_their_measured_bound() {
     let rows = b200_step_rows();
@@ -89,7 +92,7 @@ fn b200_step_times_within_their_measured_bound() {
             r.label, r.measured_ms, r.predicted_ms, r.error_percent, r.simumax_ms
         );
         assert!(
-            (-15.0..1.0).contains(&r.error_percent),
+            (-14.0..4.0).contains(&r.error_percent),
             "{}: {:+.1}%",
             r.label,
             r.error_percent
@@ -98,7 +101,7 @@ fn b200_step_times_within_their_measured_bound() {
     let mut e: Vec<f64> = rows.iter().map(|r| r.error_percent.abs()).collect();
     e.sort_by(f64::total_cmp);
     let median = e[e.len() / 2];
-    assert!(median < 9.5, "median {median:.1}%");
+    assert!(median < 7.5, "median {median:.1}%");
 }
 
 /// Blackwell's `tp_hidden` (0: TransformerEngine's asynchronous backward
@@ -138,19 +141,18 @@ fn either_model_alone_chooses_exposed_tensor_parallel() {
     }
 }
 
-/// Blackwell's calibrated dense GEMM efficiency against SimuMax's 514
+/// B200's BF16 GEMM efficiency (`MEASURED_GEMM`) against SimuMax's 514
 /// measured B200 GEMM shapes (data/b200_gemm.csv, per-operation
 /// microbenchmarks), on the 31 runs' own GEMMs: each decoder layer's QKV,
 /// output projection, FC1 and FC2 and the LM head, forward (TN), input
 /// gradient (NN) and weight gradient (NT), at the measured efficiency of
 /// their exact shape, for the stage's layers and the step's micro-batches.
-/// Summed per run, the planner's one constant (0.502 of the 2,250 TFLOP/s
-/// peak, fitted on GB200 and B200 published runs, not on these) gives 3.2%
-/// less GEMM time than the measured shapes (median), from 6.6% less (405B,
-/// 128K tokens over CP 4 at TP 2) to 2.6% more (70B at TP 8, whose 1,280-
-/// and 1,024-column QKV and projection GEMMs run at 0.59-0.63): a few points
-/// of the steps' shortfall (`b200_step_times_within_their_measured_bound`)
-/// are the GEMMs', the rest is not.
+/// Summed per run, the planner's one constant (0.486 of the 2,250 TFLOP/s
+/// peak) is where the signed deviations' median is zero: from 3.6% less
+/// GEMM time (405B, 128K tokens over CP 4 at TP 2) to 5.9% more (70B at
+/// TP 8, whose 1,280- and 1,024-column QKV and projection GEMMs run at
+/// 0.59-0.63), median |deviation| 0.7%. (Blackwell's fitted 0.502 gave 3.2%
+/// less GEMM time than the measured shapes.)
 #[test]
 fn b200_gemm_time_is_what_the_measured_shapes_give() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/b200_gemm.csv"))
@@ -202,13 +204,17 @@ fn b200_gemm_time_is_what_the_measured_shapes_give() {
             table * 1e3
         );
         assert!(
-            (-7.0..10.0).contains(&deviation),
+            (-4.0..6.5).contains(&deviation),
             "{}: {deviation:+.1}%",
             run.row.get("id")
         );
-        deviations.push(deviation.abs());
+        deviations.push(deviation);
     }
     deviations.sort_by(f64::total_cmp);
-    let median = deviations[deviations.len() / 2];
-    assert!((3.0..3.5).contains(&median), "median {median:.1}%");
+    let signed = deviations[deviations.len() / 2];
+    assert!(signed.abs() < 0.5, "signed median {signed:+.1}%");
+    let mut sizes: Vec<f64> = deviations.iter().map(|d| d.abs()).collect();
+    sizes.sort_by(f64::total_cmp);
+    let median = sizes[sizes.len() / 2];
+    assert!(median < 1.0, "median {median:.1}%");
 }

@@ -45,8 +45,8 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("korthikanti_22b_full_recompute", 5.5, 6.0),
     ("korthikanti_175b_selective_sp", 1.0, 1.5),
     ("korthikanti_175b_full_recompute", 1.0, 2.0),
-    ("dgxc_l31_405b_gb200_bf16_128", 1.0, 6.0),
-    ("dgxc_l31_405b_gb200_bf16_256", 2.0, 7.5),
+    ("dgxc_l31_405b_gb200_bf16_128", 2.0, 6.0),
+    ("dgxc_l31_405b_gb200_bf16_256", 3.5, 7.5),
     ("dgxc_nemotron15b_gb200_bf16_16", 1.0, 1.5),
     // MoE: the experts' speed, an MoE layer's fixed cost and the host's
     // launch costs leave a scatter (MoeComputeRough says so on the page,
@@ -79,7 +79,7 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("mb2602_dsv3_gb200_fp8", 4.5, 4.0),
     ("mb2602_dsv3_b300_fp8", 7.0, 9.0),
     ("mb2602_gptoss120b_gb300_bf16", 7.0, 13.0),
-    ("mb2602_gptoss120b_gb200_bf16", 23.0, 27.5),
+    ("mb2602_gptoss120b_gb200_bf16", 24.0, 27.5),
     ("mb2602_gptoss120b_b300_bf16", 1.0, 3.0),
     ("mb2602_gptoss120b_b200_bf16", 1.5, 3.5),
     ("mb2602_gptoss120b_h100_bf16", 21.0, 32.0),
@@ -116,7 +116,7 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("titan_28", 41.5, 41.5), // as titan_26, in float8
     ("titan_31", 6.0, 7.5),
     ("titan_32", 8.0, 9.0),
-    ("titan_37", 55.5, 56.0), // Llama 4 Scout on 256 GB200 with EP 16 (torchtitan, May 2025): 62% too fast; the planner's MoE costs are fitted on Megatron's runs only and torchtitan's MoE of that time is slower
+    ("titan_37", 57.5, 58.0), // Llama 4 Scout on 256 GB200 with EP 16 (torchtitan, May 2025): 62% too fast; the planner's MoE costs are fitted on Megatron's runs only and torchtitan's MoE of that time is slower
     ("titan_38", 83.5, 84.0), // as titan_37, in MXFP8
     ("titan_39", 5.5, 6.0),
     ("titan_40", 3.5, 4.5),
@@ -304,11 +304,11 @@ const UNPINNED: &[&str] = &[
     "Ampere.overlap x 0.95",
     "Hopper.moe_layer_overhead x 1.05",
     "Hopper.kernel_overhead x 0.95",
-    "Hopper.kernel_overhead x 1.05",
     "HopperPowerCapped.kernel_overhead x 0.95",
     "HopperPowerCapped.kernel_overhead x 1.05",
     "HopperPowerCapped.overlap x 0.95",
     "Blackwell.moe_layer_overhead x 1.05",
+    "Blackwell.moe_router_launch x 1.05",
     "Blackwell.kernel_overhead x 1.05",
     "Blackwell.overlap x 0.95",
 ];
@@ -1069,11 +1069,13 @@ fn expert_parameters_reduce_over_their_group() {
 }
 
 /// Blackwell's dense BF16 efficiency is fitted on GB200 runs only (the three
-/// dgxc_*_gb200_bf16 rows): a B200 or B300 BF16 plan says so and names the
-/// 31 real 8 x B200 Megatron-LM runs that check it, with their GPU and error
-/// (#57); a GB200 BF16 plan and a B200 FP8 plan (fitted on B200's own FP8
-/// rows) do not. What the note says of the data holds: every B200/B300 BF16
-/// row in the fit is of one MoE model, so no dense one fits it (#36).
+/// dgxc_*_gb200_bf16 rows), and a B200 runs its BF16 GEMMs at the speed
+/// measured on it (`MEASURED_GEMM`): a B200 or B300 BF16 plan says which,
+/// and names the 31 real 8 x B200 Megatron-LM runs that check it, with
+/// their GPU and error (#57); a GB200 BF16 plan and a B200 FP8 plan (fitted
+/// on B200's own FP8 rows) do not. What the note says of the data holds:
+/// every B200/B300 BF16 row in the fit is of one MoE model, so no dense one
+/// fits it (#36).
 #[test]
 fn b200_bf16_plans_say_their_efficiency_comes_from_gb200() {
     let b200_bf16: Vec<_> = planner::accuracy::calibration::cases()
@@ -1096,8 +1098,8 @@ fn b200_bf16_plans_say_their_efficiency_comes_from_gb200() {
     };
     let steps =
         planner::accuracy::b200_runs::step_stats(&planner::accuracy::b200_runs::b200_step_rows());
-    let said = "Blackwell's dense BF16 speed is fitted on GB200 runs";
-    let named = format!("on B200, {} real Megatron-LM runs", steps.rows);
+    let said = "B200 runs its BF16 GEMMs at their measured speed (SimuMax's B200 GEMM benchmarks), other Blackwell GPUs at the speed fitted on GB200 runs";
+    let named = format!("{} real Megatron-LM runs on B200", steps.rows);
     let error = format!("median error {:.1}%", steps.median);
     for q in [
         "precision=bf16",

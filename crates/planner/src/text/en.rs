@@ -101,8 +101,8 @@ catalog! {
     ThroughputUnchecked => "derived — not checked against any measurement",
     SpeedDerivedDpo => "derived — no published DPO run checks it (the reference forward is a part of the step above); of three published TRL DPO runs on one H100, the two QLoRA ones took 4–22% less than this model gives them with every row padded to max_length (their rows were shorter), the full one 23% longer (docs/post_training.md)",
     SpeedDerivedGrpo => "derived — no published TRL GRPO run checks it (the step's parts are above); four published NeMo RL GRPO steps, planned on their Megatron layouts with their longest rows and mean lengths, take 1.2–1.9 times as long (docs/post_training.md): expect longer steps",
-    MoeComputeRough => "mixture-of-experts speed is rough: fitted on 36 published Megatron-Bridge runs (GPT-OSS-120B, Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3; balanced routing), it comes out between -35% and +125% over the 44 published MoE runs of every stack when each model's runs are left out of the fit; measure a few steps before you trust the time and cost",
-    BlackwellBf16CheckedOnB200 => "Blackwell's dense BF16 speed is fitted on GB200 runs; on B200, {rows} real Megatron-LM runs (Llama 3 70B, 405B; TP 1–8, CP 4–8) check it unfitted: median error {median}%, from {under}% to {over}%",
+    MoeComputeRough => "mixture-of-experts speed is rough: fitted on 36 published Megatron-Bridge runs (GPT-OSS-120B, Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3; balanced routing), it comes out between -35% and +124% over the 44 published MoE runs of every stack when each model's runs are left out of the fit; measure a few steps before you trust the time and cost",
+    BlackwellBf16CheckedOnB200 => "B200 runs its BF16 GEMMs at their measured speed (SimuMax's B200 GEMM benchmarks), other Blackwell GPUs at the speed fitted on GB200 runs; {rows} real Megatron-LM runs on B200 (Llama 3 70B, 405B; TP 1–8, CP 4–8), none of them fitted, check it: median error {median}%, from {under}% to {over}%",
 
     // ---- warnings (warnings.rs) ---------------------------------------------
     InlineActivations => "activations",

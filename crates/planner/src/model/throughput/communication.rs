@@ -268,11 +268,15 @@ fn group_traffic(s: &StepShape, g: &ReduceGroup) -> f64 {
     let param = parameter_bytes(s.recipe);
     let gathers = s.m * 2.0 * g.params * param;
     let grads = trainable * gradient_bytes(s.recipe);
+    // Megatron reduces and gathers bucket by bucket, each its own collective
+    // with its own latency.
+    let k = megatron_buckets(s, trainable);
+    let bucketed = |c: Collective, bytes: f64| k * run(c, n, stride, bytes / k);
     match s.recipe.parallelism.zero {
-        0 => run(Collective::AllReduce, n, stride, grads),
+        0 => bucketed(Collective::AllReduce, grads),
         1 | 2 => {
-            run(Collective::ReduceScatter, n, stride, grads)
-                + run(Collective::AllGather, n, stride, trainable * param)
+            bucketed(Collective::ReduceScatter, grads)
+                + bucketed(Collective::AllGather, trainable * param)
         }
         _ if g.shard >= n => {
             run(Collective::AllGather, n, stride, gathers)
@@ -291,6 +295,32 @@ fn group_traffic(s: &StepShape, g: &ReduceGroup) -> f64 {
         }
     }
 }
+
+/// Megatron's gradient buckets on this GPU: with `overlap_grad_reduce`
+/// each bucket of `max(40M, 1M x DP x CP)` parameters is reduce-scattered
+/// (all-reduced without the distributed optimizer) and all-gathered as one
+/// collective as soon as it is ready, so every bucket pays the ring's
+/// latency ("larger DP sizes need larger buckets to ensure collectives do
+/// not become latency-bound": `DistributedDataParallelConfig.bucket_size`,
+/// megatron/core/distributed; Megatron-LM `resolve_ddp_bucket_size`, the
+/// DP x CP group's size; SimuMax times `num_bucket` collectives the same
+/// way). Without the overlap one collective takes the whole buffer; other
+/// stacks: 1 (one collective per step or per FSDP unit).
+fn megatron_buckets(s: &StepShape, params: f64) -> f64 {
+    let r = s.recipe;
+    if r.implementation.stack != Stack::Megatron || !r.parallelism.overlap || r.parallelism.zero > 2
+    {
+        return 1.0;
+    }
+    let dp_cp = (s.layout.dp * s.layout.cp.max(1)) as f64;
+    let size = MEGATRON_BUCKET_FLOOR.max(MEGATRON_BUCKET_PER_RANK * dp_cp);
+    (params / size).ceil().max(1.0)
+}
+
+/// Megatron's default bucket: at least 40M parameters, 1M per DP x CP rank
+/// beyond (see `megatron_buckets`).
+const MEGATRON_BUCKET_FLOOR: f64 = 40e6;
+const MEGATRON_BUCKET_PER_RANK: f64 = 1e6;
 
 /// The compute data-parallel traffic can hide behind. Gradients accumulate
 /// over the micro-batches and are reduced once, as the last micro-batch's

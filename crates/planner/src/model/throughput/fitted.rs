@@ -43,13 +43,39 @@ pub struct Efficiency {
     pub host: HostCosts,
 }
 
+impl Efficiency {
+    /// The efficiency on `gpu`: its generation's, with the BF16 GEMM
+    /// efficiency measured on the GPU itself where there is one
+    /// (`MEASURED_GEMM`), which no end-to-end fit then moves.
+    pub fn on(&self, gpu: &crate::model::hardware::Gpu) -> Efficiency {
+        match MEASURED_GEMM.iter().find(|(id, _)| *id == gpu.id) {
+            Some((_, gemm)) => Efficiency {
+                gemm: *gemm,
+                ..*self
+            },
+            None => *self,
+        }
+    }
+}
+
+/// BF16 GEMM efficiencies measured on the GPU itself (#57: a constant fitted
+/// end to end only where no measurement exists). B200 (HGX, 1,000 W): SimuMax's
+/// 514 cuBLAS/TE GEMM microbenchmarks (data/b200_gemm.csv), read on the
+/// exact GEMMs of the 31 real 8 x B200 Megatron-LM runs (every layer's QKV,
+/// projection, FC1, FC2 and the head, forward, input and weight gradient):
+/// 0.486 of the 2,250 TFLOP/s peak is where the planner's GEMM time over
+/// those shapes has a median deviation of zero from the measured shapes'
+/// (tests/b200_megatron_real.rs). The fit on GB200 rows (1,200 W parts)
+/// lands higher, at 0.510 of their 2,500.
+pub const MEASURED_GEMM: [(&str, f64); 1] = [("B200", 0.486)];
+
 /// The host's launch costs of an MoE layer per micro-batch, forward and
 /// backward (`moe_host_cost`), fitted on the 14 Blackwell MoE rows (DGX
 /// B200's x86 hosts and GB200/GB300's Grace) with each row's dispatcher
 /// and CUDA-graph scope from its recipe (calibration.csv), and taken for
 /// every generation: they are the CPU's and the software's, not the GPU's.
 /// 0.14 ms per expert on the GPU (~30 launches of ~5 µs), 1.4 ms for a
-/// router and preprocessing outside CUDA graphs, 3.6 ms for the all-to-all
+/// router and preprocessing outside CUDA graphs, 3.7 ms for the all-to-all
 /// dispatcher over DeepEP/HybridEP.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct HostCosts {
@@ -66,8 +92,8 @@ pub struct HostCosts {
 
 pub const HOST: HostCosts = HostCosts {
     moe_expert_launch: 0.000136,
-    moe_router_launch: 0.001393,
-    moe_alltoall_launch: 0.003708,
+    moe_router_launch: 0.001355,
+    moe_alltoall_launch: 0.003689,
 };
 
 /// The calibrated parameters: `plan calibrate --fit` refits them from a
@@ -100,13 +126,13 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // Fitted on the dense H100 rows (NeMo 24.07, DGX Cloud recipes,
         // Megatron-Bridge, OLMo-core, NeMo AutoModel); the experts' speed
         // (0.83 of dense GEMMs on many tokens, beyond the measured fall with
-        // few) and an MoE layer's fixed cost (1.66 ms per micro-batch, beside
+        // few) and an MoE layer's fixed cost (1.72 ms per micro-batch, beside
         // the host's launch costs, `HOST`) on its Megatron MoE rows.
         Generation::Hopper => Efficiency {
             gemm: 0.609,
             fp8_gemm: 0.485,
             moe: 0.833,
-            moe_layer_overhead: 0.001663,
+            moe_layer_overhead: 0.001720,
             ..hand_set
         },
         // Fitted on torchtitan's rows of 500 W H100s; attention sustains
@@ -119,12 +145,12 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         },
         // Fitted on 9 rows: 6 Megatron-Bridge 25.11 FP8 runs (B200, GB200,
         // GB300) and 3 DGX Cloud BF16 runs (GB200: Llama 3.1 405B on 128
-        // and 256 GPUs, Nemotron-4 15B on 16). BF16 GEMM lands at 0.502,
-        // near SimuMax's measured median over 514 B200 GEMM shapes (0.485,
-        // megatron_and_b200_facts.md §3), though not fitted to it.
+        // and 256 GPUs, Nemotron-4 15B on 16). BF16 GEMM lands at 0.510 on
+        // the GB200, GB300 and B300 rows; a B200 runs its BF16 GEMMs at the
+        // efficiency measured on it instead (`MEASURED_GEMM`, 0.486).
         // On 14 Megatron-Bridge MoE rows (25.09 to 26.02) the experts run at
         // 0.94 of dense GEMMs on many tokens (SimuMax's grouped-GEMM
-        // microbenchmarks measure as fast) and an MoE layer costs 0.22 ms
+        // microbenchmarks measure as fast) and an MoE layer costs 0.23 ms
         // per micro-batch whatever its size, beside the host's launch costs
         // (`HOST`, fitted on the same rows).
         //
@@ -139,10 +165,10 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // 24.07 175B and 340B) are calibrated hiding them all.
         Generation::Blackwell => Efficiency {
             tp_hidden: 0.0,
-            gemm: 0.502,
+            gemm: 0.510,
             fp8_gemm: 0.480,
             moe: 0.936,
-            moe_layer_overhead: 0.000216,
+            moe_layer_overhead: 0.000233,
             kernel_overhead: 5e-6,
             ..hand_set
         },

@@ -368,6 +368,7 @@ pub fn throughput_reusing(
     // packs them; TRL pads each micro-batch to its longest); generation
     // waits for the longest (`rollout::generation_seconds`).
     let trained = recipe.at_mean_length();
+    let eff = &eff.on(gpu);
     let shape = StepShape::new(arch, counts, &trained, layout, gpu, fabric, eff, recipe);
     let recipe = &trained;
     let fwd = *forward.get_or_insert_with(|| LayerForward::of(&shape));
