@@ -93,6 +93,36 @@ fn the_405b_recipe_is_exported_as_planned() {
     assert_eq!(s["train"]["train_iters"], r.time.steps);
 }
 
+/// Megatron-LM refuses `--tp-comm-overlap` without `--sequence-parallel`
+/// (arguments.py: "Tensor parallel communication/GEMM overlap can happen
+/// only when sequence parallelism is enabled") and Megatron-Bridge turns
+/// the overlap off: such a plan is flagged beside `tp_overlap`, and its fix
+/// (`sp=1`) is the 405B recipe, which exports both.
+#[test]
+fn tp_overlap_without_sequence_parallel_is_flagged_with_its_fix() {
+    let without = L405B.replace("&sp=1", "");
+    let errors = evaluate(&Plan::from_query(&without).plan).errors;
+    let flagged: Vec<_> = errors
+        .iter()
+        .filter(|e| e.code() == "tp_overlap_without_sp")
+        .collect();
+    assert_eq!(flagged.len(), 1, "{errors:?}");
+    assert_eq!(flagged[0].key, Some("tp_overlap"));
+    let (key, value) = flagged[0].fix.clone().expect("a fix");
+    assert_eq!((key.as_ref(), value.as_ref()), ("sp", "1"));
+    let fixed = format!("{without}&{key}={value}");
+    assert!(evaluate(&Plan::from_query(&fixed).plan).errors.is_empty());
+    // Without TP there is nothing to overlap or split; other stacks differ.
+    for other in ["&tp=1", "&stack=torchtitan"] {
+        let q = format!("{without}{other}");
+        let errors = evaluate(&Plan::from_query(&q).plan).errors;
+        assert!(
+            errors.iter().all(|e| e.code() != "tp_overlap_without_sp"),
+            "{other}"
+        );
+    }
+}
+
 #[test]
 fn recomputation_and_moe_are_exported_as_planned() {
     // DeepSeek-V3 on B200 as its 26.02 recipe (calibration.csv mb2602_dsv3_b200_fp8).

@@ -96,9 +96,7 @@ pub fn resolve_for(
     let fabric = Fabric::of(&gpu, &instance, plan.hardware.ultraserver);
     let layout = resolve_layout(plan, &arch, (&gpu, &instance, &fabric), &mut errors);
     check_precision(plan, &gpu, &mut errors);
-    if plan.parallelism.vp > 1 && layout.pp == 1 {
-        errors.push(Message::new("vp", Text::VpWithoutPp, []).fix("vp", "1"));
-    }
+    check_parallel_flags(plan, &layout, &mut errors);
     let recipe = plan.recipe();
     check_adapters(&recipe, &arch, &mut errors);
     check_rollout(
@@ -122,6 +120,22 @@ pub fn resolve_for(
         peak: Default::default(),
     };
     (job, errors)
+}
+
+/// Flags that need another parallelism: interleaving needs a pipeline;
+/// Megatron's TP communication overlap needs sequence parallelism
+/// (Megatron-LM asserts it: megatron/training/arguments.py, "Tensor parallel
+/// communication/GEMM overlap can happen only when sequence parallelism is
+/// enabled"; Megatron-Bridge turns the overlap off instead).
+fn check_parallel_flags(plan: &Plan, layout: &Layout, errors: &mut Vec<Message>) {
+    let p = &plan.parallelism;
+    if p.vp > 1 && layout.pp == 1 {
+        errors.push(Message::new("vp", Text::VpWithoutPp, []).fix("vp", "1"));
+    }
+    let megatron = plan.implementation.stack == Stack::Megatron;
+    if megatron && p.tp_overlap && layout.tp > 1 && !p.sp {
+        errors.push(Message::new("tp_overlap", Text::TpOverlapWithoutSp, []).fix("sp", "1"));
+    }
 }
 
 /// The model: preset or quick size with the user's overrides, validated.

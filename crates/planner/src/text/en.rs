@@ -82,6 +82,7 @@ catalog! {
     CustomFp8AboveBf16 => "FP8 at {fp8} TFLOP/s is over 2x BF16 ({bf16}): enter dense FP8 (2x BF16 on NVIDIA GPUs), or 0",
     NoNetwork => "a custom GPU with no network (gpu_net=0) cannot train across nodes: computed for 1 node; enter the network bandwidth or use 1 node",
     VpWithoutPp => "interleaving (vp > 1) needs pipeline parallelism (pp > 1)",
+    TpOverlapWithoutSp => "tensor-parallel communication overlap (tp_overlap) needs sequence parallelism: Megatron-LM refuses to start without it and Megatron-Bridge turns the overlap off; turn on sp",
     NoEngineRunsThis => "no training engine runs this combination (see the error): these figures describe no job that can start",
     HostCannotHoldOffload => "the node's host memory cannot hold what this plan offloads (see the error): these figures describe no job that can finish a step",
     SleepExceedsHost => "vLLM's sleep mode backs its weights up in pinned host memory: {needed} GiB a node (offloaded activations included), more than the {available} GiB ({share}% of its RAM) it can pin; keep vLLM awake",

@@ -346,6 +346,7 @@ impl Text {
             Text::StackNotBundled => "stack_not_bundled",
             Text::TpDoesNotDivideHeads => "tp_does_not_divide_heads",
             Text::TpExceedsNode => "tp_exceeds_node",
+            Text::TpOverlapWithoutSp => "tp_overlap_without_sp",
             Text::VpWithoutPp => "vp_without_pp",
             _ => return None,
         })
