@@ -615,3 +615,76 @@ fn sleep_mode_needs_host_memory_for_the_weights() {
     assert!(error(&report(&q("ml.g6e.2xlarge", 1)), "sleep_exceeds_host").is_none());
     assert!(error(&report(&q("ml.g6e.xlarge", 0)), "sleep_exceeds_host").is_none());
 }
+
+/// NeMo RL's colocated phases (#56; nemo_rl/models/policy/workers/
+/// megatron_policy_worker.py, nemo_rl/models/generation/vllm/vllm_worker.py):
+/// the Megatron stack's GRPO keeps vLLM asleep while training runs, moves
+/// the policy's parameters and optimizer states to host memory (freeing
+/// its gradient buffers) while vLLM generates, and keeps the reference's
+/// parameters on the host, copying them into the policy's for their pass.
+/// Llama-3.1-8B, ZeRO-1 on the 8 H100s of a p5, vLLM TP 2, beta 0.01:
+/// - GPU memory: no reference term; the generating moment holds only
+///   vLLM's share and the CUDA context (at `gen_share=0.9`, 0.9 of the
+///   usable bytes, above training's peak: the plan's peak);
+/// - time, by hand: vLLM's BF16 weights per GPU out and back (2 x
+///   8,030,261,248 B); the policy's BF16 parameters (16,060,522,496 B), fp32
+///   master eighth (4,015,130,624 B) and Adam moments' eighth
+///   (8,030,261,248 B) out and back (2 x 28,105,914,368 B); its parameters
+///   out, the reference's in, its own back (3 x 16,060,522,496 B):
+///   120,453,918,720 B over PCIe Gen5 at 55.63 GB/s = 2.165 s, beside
+///   vLLM's `load_weights` (2 x 8.03 GB at 0.75 of 3.35 TB/s).
+#[test]
+fn nemo_rl_swaps_the_policy_through_host_memory() {
+    use planner::model::memory::{Phase, CUDA_CONTEXT_BYTES};
+    let q = "model=llama-3.1-8b&stage=grpo&instance=ml.p5.48xlarge&stack=megatron&zero=1&seq=2048&completion=1024&mb=4&ga=4&ckpt=full&beta=0.01";
+    let r = report(q);
+    assert_eq!(r.rollout.as_ref().map(|g| g.vllm_tp), Some(2));
+    assert_eq!(
+        term(&r, Term::Reference),
+        0,
+        "the reference stays on the host"
+    );
+    let swaps = 2.0 * 8_030_261_248.0 + 2.0 * 28_105_914_368.0 + 3.0 * 16_060_522_496.0;
+    let load = 2.0 * 8_030_261_248.0 / (3.35e12 * 0.75);
+    let by_hand = swaps / 55.63e9 + load;
+    let refit = r.figures.throughput.step.refit;
+    assert!(
+        (refit / by_hand - 1.0).abs() < 1e-9,
+        "{refit} s against {by_hand} s"
+    );
+    assert!((by_hand - 2.1717).abs() < 1e-4);
+    // A fuller share: the generating moment (no policy states beside it) is the peak.
+    let full = report(&format!("{q}&gen_share=0.9"));
+    let m = &full.figures.memory;
+    assert_eq!(m.phase, Phase::Generation);
+    let pool = (0.9 * m.usable_bytes as f64) as u64;
+    assert_eq!(m.peak_bytes_per_gpu, pool + CUDA_CONTEXT_BYTES);
+    // TRL keeps its policy on the GPU beside a sleeping engine, and its reference too.
+    let trl = report("model=llama-3.1-8b&stage=grpo&instance=ml.p5.48xlarge&zero=3&seq=2048&completion=1024&mb=4&ga=4&ckpt=full&beta=0.01&sleep=1&gen_share=0.9");
+    assert!(term(&trl, Term::Reference) > 0);
+    assert!(trl.figures.memory.peak_bytes_per_gpu > pool + CUDA_CONTEXT_BYTES);
+}
+
+/// What NeMo RL keeps in pinned host memory between its phases must fit
+/// the node's pinnable RAM (0.8 of it, as for offloaded activations):
+/// Qwen2.5-14B (14,770,033,664 parameters, n) on the 4 L40S of an
+/// ml.g6e.12xlarge, ZeRO-1, vLLM TP 4, a KL term: per GPU the policy's BF16
+/// parameters 2n, fp32 master and Adam moments' quarters n + 2n, the
+/// reference's parameters 2n and vLLM's weight quarter n/2, 7.5n; 4 GPUs
+/// hold 30n = 412.7 GiB against 0.8 x 384 = 307.2 GiB. The error sits on
+/// `nodes` with no one-click fix (NeMo RL always sleeps vLLM).
+#[test]
+fn nemo_rl_needs_host_memory_for_its_phases() {
+    let q = "model=qwen2.5-14b&stage=grpo&stack=megatron&instance=ml.g6e.12xlarge&zero=1&seq=2048&completion=1024&mb=1&ga=8&ckpt=full&beta=0.01&gen_share=0.5";
+    let r = report(q);
+    assert_eq!(r.rollout.as_ref().map(|g| g.vllm_tp), Some(4));
+    let e = error(&r, "phases_exceed_host").expect("the phases overflow the host");
+    assert_eq!(e.key, Some("nodes"));
+    assert!(e.fix.is_none());
+    let gib = 30.0 * 14_770_033_664.0 / (1u64 << 30) as f64;
+    assert!((gib - 412.67).abs() < 0.01);
+    assert!(e.english().contains("412.7 GiB a node") && e.english().contains("307.2 GiB (80%"));
+    assert!(!r.figures.fits);
+    let bigger = report(&q.replace("ml.g6e.12xlarge", "ml.g6e.24xlarge"));
+    assert!(error(&bigger, "phases_exceed_host").is_none());
+}

@@ -146,7 +146,7 @@ fn report_of(plan: &Plan, r: &Job, mut errors: Vec<crate::text::Message>) -> Rep
     let host = crate::model::host::offload_overflow(recipe, &offload, &r.instance, r.layout.gpus);
     let sleep = crate::model::host::sleep_overflow(
         recipe,
-        (r.engine_weight_bytes(), offload.host_bytes_per_gpu()),
+        (r.host_backup_bytes(), offload.host_bytes_per_gpu()),
         &r.instance,
         r.layout.gpus,
     );

@@ -48,24 +48,25 @@ pub fn offload_overflow(
     })
 }
 
-/// The error when vLLM's sleep mode (`Rollout::sleep`: `LLM.sleep(level=1)`
-/// backs the engine's weights up in pinned host memory) keeps more in the
-/// node's host memory than it can pin, with the activations the plan
-/// offloads (`offloaded`, bytes per GPU) beside each colocated GPU's
-/// `engine_weights`. The fix keeps vLLM awake.
+/// The error when vLLM's sleep mode (`rollout::engine_sleeps`:
+/// `LLM.sleep(level=1)` backs the engine's weights up in pinned host memory)
+/// keeps more in the node's host memory than it can pin, with the
+/// activations the plan offloads (`offloaded`, bytes per GPU) beside each
+/// colocated GPU's `backup`: the engine's weights, with the policy's states
+/// under NeMo RL (`Job::host_backup_bytes`). The fix keeps vLLM awake where the
+/// plan chose sleep mode (TRL's); NeMo RL always sleeps.
 pub fn sleep_overflow(
     recipe: &Recipe,
-    (engine_weights, offloaded): (f64, f64),
+    (backup, offloaded): (f64, f64),
     instance: &Instance,
     gpus: u64,
 ) -> Option<Message> {
-    let rollout = &recipe.training.rollout;
-    if !rollout.sleep || rollout.gen_gpus > 0 || !recipe.training.stage.generates() {
+    if !crate::model::rollout::engine_sleeps(recipe) {
         return None;
     }
     let available = instance.offloadable_host_bytes()?;
     let per_node = instance.gpu_count.min(gpus).max(1) as f64;
-    let needed = (engine_weights + offloaded) * per_node;
+    let needed = (backup + offloaded) * per_node;
     if needed <= available {
         return None;
     }
@@ -74,20 +75,24 @@ pub fn sleep_overflow(
         ("available", Arg::Bytes(available as u64)),
         ("share", Arg::Number(OFFLOADABLE_HOST_SHARE * 100.0, 0)),
     ];
-    Some(Message::new("sleep", Text::SleepExceedsHost, args).fix("sleep", "0"))
+    Some(match crate::model::rollout::states_offloaded(recipe) {
+        true => Message::new("nodes", Text::PhasesExceedHost, args),
+        false => Message::new("sleep", Text::SleepExceedsHost, args).fix("sleep", "0"),
+    })
 }
 
 /// Whether a node's pinned host memory overflows: the activations the plan
-/// offloads (`offload_overflow`) or, with them, the weights vLLM's sleep
-/// mode backs up (`sleep_overflow`, `engine_weights` per GPU).
+/// offloads (`offload_overflow`) or, with them, what a sleeping engine's
+/// plan backs up between phases (`sleep_overflow`, `backup` per GPU:
+/// `Job::host_backup_bytes`).
 pub fn overflows(
     recipe: &Recipe,
     offload: &Offload,
-    engine_weights: f64,
+    backup: f64,
     instance: &Instance,
     gpus: u64,
 ) -> bool {
-    let pinned = (engine_weights, offload.host_bytes_per_gpu());
+    let pinned = (backup, offload.host_bytes_per_gpu());
     offload_overflow(recipe, offload, instance, gpus).is_some()
         || sleep_overflow(recipe, pinned, instance, gpus).is_some()
 }

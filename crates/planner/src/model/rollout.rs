@@ -106,6 +106,30 @@ pub fn server_gpus(training: &TrainingSetup, gpus_per_node: u64, nodes: u64) -> 
     }
 }
 
+/// Whether a colocated engine sleeps while training runs (level 1: its
+/// weights to pinned host memory, its KV cache dropped) and wakes to
+/// generate: TRL's `vllm_enable_sleep_mode` (`Rollout::sleep`), and always
+/// under NeMo RL, which the Megatron stack's GRPO plans (vLLM built with
+/// `enable_sleep_mode=True`, `sleep(level=1)` after every generation:
+/// nemo_rl/models/generation/vllm/vllm_worker.py).
+pub fn engine_sleeps(recipe: &Recipe) -> bool {
+    let r = &recipe.training;
+    r.stage.generates() && r.rollout.gen_gpus == 0 && (r.rollout.sleep || states_offloaded(recipe))
+}
+
+/// Whether the policy's states leave the GPU while vLLM generates: NeMo
+/// RL's colocated Megatron worker moves its optimizer states and parameters
+/// to host memory and frees its gradient buffers before vLLM's KV cache
+/// wakes (`offload_before_refit`, `offload_after_refit`), and brings them
+/// back for the logprob passes and training (`prepare_for_lp_inference`,
+/// `prepare_for_training`); TRL keeps them.
+pub fn states_offloaded(recipe: &Recipe) -> bool {
+    let r = &recipe.training;
+    r.stage.generates()
+        && r.rollout.gen_gpus == 0
+        && recipe.implementation.stack == crate::model::plan::Stack::Megatron
+}
+
 /// vLLM's share of each training GPU's memory on a GRPO plan (`gen_share`
 /// of what CUDA reports, which `gpu_memory_utilization` takes a fraction
 /// of), or 0 (another stage, or vLLM on its own GPUs).
@@ -144,7 +168,7 @@ pub fn kv_bytes_per_token(arch: &Architecture, tp: u64) -> f64 {
 
 impl crate::model::job::Job {
     /// BF16 weights per GPU of its vLLM engine (0 without one): what sleep
-    /// mode backs up in host memory (`host::sleep_overflow`).
+    /// mode backs up in host memory.
     pub fn engine_weight_bytes(&self) -> f64 {
         let placement = (&self.fabric, &self.layout);
         VllmEngine::of(&self.arch, &self.counts, &self.recipe, &self.gpu, placement)

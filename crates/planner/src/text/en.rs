@@ -86,6 +86,7 @@ catalog! {
     NoEngineRunsThis => "no training engine runs this combination (see the error): these figures describe no job that can start",
     HostCannotHoldOffload => "the node's host memory cannot hold what this plan offloads (see the error): these figures describe no job that can finish a step",
     SleepExceedsHost => "vLLM's sleep mode backs its weights up in pinned host memory: {needed} GiB a node (offloaded activations included), more than the {available} GiB ({share}% of its RAM) it can pin; keep vLLM awake",
+    PhasesExceedHost => "NeMo RL keeps vLLM's weights and the policy's parameters, optimizer states and reference in pinned host memory between its phases: {needed} GiB a node, more than the {available} GiB ({share}% of its RAM) it can pin; spread the job over more nodes",
     OffloadExceedsHost => "offloading {layers} layers' activations keeps {needed} GiB in each node's host memory, more than the {available} GiB offload buffers can pin there (an assumed {share}% of its {ram} GiB, the rest for the OS, data loaders and the ranks' processes): offload at most {most} layers",
     QloraNeedsHf => "QLoRA's 4-bit base weights load through bitsandbytes in Hugging Face PEFT, which {stack} does not run: set stack=hf, or train=lora with your own {stack} script",
     MtpNeedsMegatron => "multi-token-prediction layers (mtp > 0) are trained by Megatron, not by the exported Hugging Face script: set stack=megatron or mtp=0",

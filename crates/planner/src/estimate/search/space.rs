@@ -338,7 +338,8 @@ pub(super) fn checkpointings_around(plan: &Plan) -> Vec<Checkpointing> {
 
 /// GRPO's vLLM colocated, awake or in sleep mode, or a server on 1, 2 or
 /// 4 of one node's GPUs; kept where the user set it (and for other
-/// stages, colocated).
+/// stages, colocated). On the Megatron stack (NeMo RL) a colocated engine
+/// always sleeps (`rollout::engine_sleeps`): one colocated choice.
 pub(super) fn servers_around(plan: &Plan) -> Vec<Server> {
     let grpo = plan.training.stage.generates();
     if !grpo || plan.auto.locks.parallelism {
@@ -349,13 +350,17 @@ pub(super) fn servers_around(plan: &Plan) -> Vec<Server> {
             k => Server::Gpus(k),
         }];
     }
-    vec![
+    let mut servers = vec![
         Server::Colocated { asleep: false },
         Server::Colocated { asleep: true },
         Server::Gpus(1),
         Server::Gpus(2),
         Server::Gpus(4),
-    ]
+    ];
+    if plan.implementation.stack == crate::model::plan::Stack::Megatron {
+        servers.remove(1);
+    }
+    servers
 }
 
 /// The instance types tried: the plan's own when locked, the user's custom

@@ -371,7 +371,7 @@ impl Search {
     /// Whether the working plan offloads more activations than the block's
     /// instance can hold in host memory (`host::offload_overflow`).
     fn host_overflows(&self, o: [usize; 9], layout: &Layout, recipe: &Recipe) -> bool {
-        let sleeping = recipe.training.rollout.sleep && recipe.training.rollout.gen_gpus == 0;
+        let sleeping = crate::model::rollout::engine_sleeps(recipe);
         if !recipe.activations.offload && !sleeping {
             return false;
         }
@@ -385,7 +385,8 @@ impl Search {
             &info.gpu,
             (&info.fabric, layout),
         );
-        let engine = engine.map_or(0.0, |e| e.weight_bytes);
+        let states = memory::offloaded_state_bytes(&self.arch, &self.counts, recipe, layout);
+        let engine = engine.map_or(0.0, |e| e.weight_bytes) + states;
         crate::model::host::overflows(recipe, &offload, engine, instance, layout.gpus)
     }
 
@@ -655,11 +656,12 @@ impl Search {
     /// generates (the model states, the CUDA context and its `pool`), which
     /// the peak is at least (`MemoryBreakdown::with_sleeping_pool`).
     fn generating(&self, layout: &Layout, pool: u64) -> Option<f64> {
-        if pool == 0 || !self.work.training.rollout.sleep {
+        let recipe = self.work.recipe();
+        if pool == 0 || !crate::model::rollout::engine_sleeps(&recipe) {
             return None;
         }
         let (arch, counts) = (&self.arch, &self.counts);
-        let resident = memory::resident_states(arch, counts, &self.work.recipe(), layout);
+        let resident = memory::generating_residents(arch, counts, &recipe, layout);
         Some(memory::generating_bytes(&resident, pool) as f64)
     }
 

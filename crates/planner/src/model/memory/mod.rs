@@ -128,13 +128,88 @@ pub fn with_engine(
     gpu: &Gpu,
 ) -> MemoryBreakdown {
     let pool = crate::model::rollout::pool_bytes(recipe, gpu);
-    if pool > 0 && recipe.training.rollout.sleep {
-        return m.with_sleeping_pool(pool, resident_states(arch, counts, recipe, layout));
+    if pool > 0 && crate::model::rollout::engine_sleeps(recipe) {
+        return m.with_sleeping_pool(pool, generating_residents(arch, counts, recipe, layout));
     }
     m.with_pool(pool)
 }
 
+/// Bytes per GPU NeMo RL copies between the GPU and host memory each step
+/// besides vLLM's weights (`rollout::states_offloaded`; 0 otherwise): the
+/// policy's resident states out before vLLM's KV cache wakes and back for
+/// the logprob passes and training, and with a KL term its parameters out,
+/// the reference's in and its own back (`use_reference_model`).
+pub fn phase_swap_bytes(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    recipe: &Recipe,
+    layout: &Layout,
+) -> f64 {
+    let held = offloaded_state_bytes(arch, counts, recipe, layout);
+    if held == 0.0 {
+        return 0.0;
+    }
+    let states: f64 = resident_states(arch, counts, recipe, layout)
+        .iter()
+        .map(|(_, b)| *b as f64)
+        .sum();
+    // `held` is the states plus, with a KL term, the reference's parameters.
+    2.0 * states + 3.0 * (held - states)
+}
+
+/// The model states the GPU keeps while a sleeping engine generates: the
+/// fullest stage's (`resident_states`), none where NeMo RL moves them to
+/// host memory (`rollout::states_offloaded`).
+pub fn generating_residents(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    recipe: &Recipe,
+    layout: &Layout,
+) -> Vec<(Term, u64)> {
+    if crate::model::rollout::states_offloaded(recipe) {
+        return Vec::new();
+    }
+    resident_states(arch, counts, recipe, layout)
+}
+
+/// Bytes per GPU of model states NeMo RL keeps in host memory while vLLM
+/// generates (`rollout::states_offloaded`; 0 otherwise): the fullest
+/// stage's resident states (its gradient buffers are freed, not copied)
+/// and, with a KL term, the reference's parameters (`reference_weights`:
+/// kept on the host for the whole run), as many bytes as the policy's.
+pub fn offloaded_state_bytes(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    recipe: &Recipe,
+    layout: &Layout,
+) -> f64 {
+    if !crate::model::rollout::states_offloaded(recipe) {
+        return 0.0;
+    }
+    let states = resident_states(arch, counts, recipe, layout);
+    let weights = states
+        .iter()
+        .filter(|(t, _)| *t == Term::Weights)
+        .map(|(_, b)| *b as f64)
+        .sum::<f64>();
+    let full = recipe.training.train == crate::model::plan::Training::Full;
+    let reference = if recipe.has_reference() && full {
+        weights
+    } else {
+        0.0
+    };
+    states.iter().map(|(_, b)| *b as f64).sum::<f64>() + reference
+}
+
 impl Job {
+    /// Bytes per GPU a sleeping engine's plan keeps in pinned host memory
+    /// between phases (`host::sleep_overflow`): the engine's weights and,
+    /// under NeMo RL, the policy's states (`offloaded_state_bytes`).
+    pub fn host_backup_bytes(&self) -> f64 {
+        let (arch, counts) = (&self.arch, &self.counts);
+        self.engine_weight_bytes() + offloaded_state_bytes(arch, counts, &self.recipe, &self.layout)
+    }
+
     /// The job's per-GPU breakdown with its GRPO engine (`with_engine`).
     pub fn memory_with_engine(&self) -> MemoryBreakdown {
         let shape = (&self.arch, &self.counts);

@@ -28,9 +28,14 @@ pub(super) fn weights(s: &MemoryShape) -> f64 {
 /// shards it with FSDP2 where it shards the policy; TRL's
 /// `prepare_deepspeed` shards it under ZeRO-3 and replicates it below,
 /// `prepare_fsdp` shards it). Under LoRA the reference is the base with the
-/// adapters switched off (TRL's `null_ref_context`): no copy.
+/// adapters switched off (TRL's `null_ref_context`): no copy. NeMo RL (the
+/// Megatron stack's GRPO) keeps the reference's state dict in host memory
+/// and copies it into the policy's own parameters for its pass
+/// (`use_reference_model`): none on the GPU either.
 pub(super) fn reference_weights(s: &MemoryShape) -> f64 {
-    if !s.recipe.has_reference() || s.peft {
+    let on_host =
+        s.recipe.implementation.stack == Stack::Megatron && s.recipe.training.stage.generates();
+    if !s.recipe.has_reference() || s.peft || on_host {
         return 0.0;
     }
     let bytes = if s.recipe.numerics.precision == Precision::Fp32 {
