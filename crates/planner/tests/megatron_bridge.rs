@@ -109,7 +109,7 @@ fn tp_overlap_without_sequence_parallel_is_flagged_with_its_fix() {
     assert_eq!(flagged.len(), 1, "{errors:?}");
     assert_eq!(flagged[0].key, Some("tp_overlap"));
     let (key, value) = flagged[0].fix.clone().expect("a fix");
-    assert_eq!((key.as_ref(), value.as_ref()), ("sp", "1"));
+    assert_eq!((key, value.as_str()), ("sp", "1"));
     let fixed = format!("{without}&{key}={value}");
     assert!(evaluate(&Plan::from_query(&fixed).plan).errors.is_empty());
     // Without TP there is nothing to overlap or split; other stacks differ.
