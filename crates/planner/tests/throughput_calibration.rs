@@ -1098,7 +1098,7 @@ fn b200_bf16_plans_say_their_efficiency_comes_from_gb200() {
     };
     let steps =
         planner::accuracy::b200_runs::step_stats(&planner::accuracy::b200_runs::b200_step_rows());
-    let said = "B200 runs its BF16 GEMMs at their measured speed (SimuMax's B200 GEMM benchmarks), other Blackwell GPUs at the speed fitted on GB200 runs";
+    let said = "B200's BF16 GEMMs run at their measured speed, other Blackwell GPUs' at the one fitted on GB200 runs";
     let named = format!("{} real Megatron-LM runs on B200", steps.rows);
     let error = format!("median error {:.1}%", steps.median);
     for q in [

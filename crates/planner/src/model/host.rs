@@ -75,8 +75,9 @@ pub fn sleep_overflow(
         ("available", Arg::Bytes(available as u64)),
         ("share", Arg::Number(OFFLOADABLE_HOST_SHARE * 100.0, 0)),
     ];
+    // NeMo RL always sleeps vLLM: no setting of the plan's frees the host.
     Some(match crate::model::rollout::states_offloaded(recipe) {
-        true => Message::new("nodes", Text::PhasesExceedHost, args),
+        true => Message::new("nodes", Text::SleepExceedsHost, args),
         false => Message::new("sleep", Text::SleepExceedsHost, args).fix("sleep", "0"),
     })
 }

@@ -82,11 +82,10 @@ catalog! {
     CustomFp8AboveBf16 => "FP8 at {fp8} TFLOP/s is over 2x BF16 ({bf16}): enter dense FP8 (2x BF16 on NVIDIA GPUs), or 0",
     NoNetwork => "a custom GPU with no network (gpu_net=0) cannot train across nodes: computed for 1 node; enter the network bandwidth or use 1 node",
     VpWithoutPp => "interleaving (vp > 1) needs pipeline parallelism (pp > 1)",
-    TpOverlapWithoutSp => "tensor-parallel communication overlap (tp_overlap) needs sequence parallelism: Megatron-LM refuses to start without it and Megatron-Bridge turns the overlap off; turn on sp",
+    TpOverlapWithoutSp => "TP overlap needs sequence parallelism: Megatron-LM refuses it without, Megatron-Bridge turns it off",
     NoEngineRunsThis => "no training engine runs this combination (see the error): these figures describe no job that can start",
     HostCannotHoldOffload => "the node's host memory cannot hold what this plan offloads (see the error): these figures describe no job that can finish a step",
-    SleepExceedsHost => "vLLM's sleep mode backs its weights up in pinned host memory: {needed} GiB a node (offloaded activations included), more than the {available} GiB ({share}% of its RAM) it can pin; keep vLLM awake",
-    PhasesExceedHost => "NeMo RL keeps vLLM's weights and the policy's parameters, optimizer states and reference in pinned host memory between its phases: {needed} GiB a node, more than the {available} GiB ({share}% of its RAM) it can pin; spread the job over more nodes",
+    SleepExceedsHost => "vLLM's sleep mode keeps its weights (under NeMo RL, the policy's states too) in pinned host memory: {needed} GiB a node (offloaded activations included), over the {available} GiB ({share}% of its RAM) it can pin",
     OffloadExceedsHost => "offloading {layers} layers' activations keeps {needed} GiB in each node's host memory, more than the {available} GiB offload buffers can pin there (an assumed {share}% of its {ram} GiB, the rest for the OS, data loaders and the ranks' processes): offload at most {most} layers",
     QloraNeedsHf => "QLoRA's 4-bit base weights load through bitsandbytes in Hugging Face PEFT, which {stack} does not run: set stack=hf, or train=lora with your own {stack} script",
     MtpNeedsMegatron => "multi-token-prediction layers (mtp > 0) are trained by Megatron, not by the exported Hugging Face script: set stack=megatron or mtp=0",
@@ -104,7 +103,7 @@ catalog! {
     SpeedDerivedDpo => "derived — no published DPO run checks it (the reference forward is a part of the step above); of three published TRL DPO runs on one H100, the two QLoRA ones took 4–22% less than this model gives them with every row padded to max_length (their rows were shorter), the full one 23% longer (docs/post_training.md)",
     SpeedDerivedGrpo => "derived — no published TRL GRPO run checks it (the step's parts are above); four published NeMo RL GRPO steps, planned on their Megatron layouts with their longest rows and mean lengths, take 1.2–1.9 times as long (docs/post_training.md): expect longer steps",
     MoeComputeRough => "mixture-of-experts speed is rough: fitted on 36 published Megatron-Bridge runs (GPT-OSS-120B, Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3; balanced routing), it comes out between -35% and +124% over the 44 published MoE runs of every stack when each model's runs are left out of the fit; measure a few steps before you trust the time and cost",
-    BlackwellBf16CheckedOnB200 => "B200 runs its BF16 GEMMs at their measured speed (SimuMax's B200 GEMM benchmarks), other Blackwell GPUs at the speed fitted on GB200 runs; {rows} real Megatron-LM runs on B200 (Llama 3 70B, 405B; TP 1–8, CP 4–8), none of them fitted, check it: median error {median}%, from {under}% to {over}%",
+    BlackwellBf16CheckedOnB200 => "B200's BF16 GEMMs run at their measured speed, other Blackwell GPUs' at the one fitted on GB200 runs; {rows} real Megatron-LM runs on B200 (Llama 3 70B, 405B; TP 1–8, CP 4–8), none fitted, check it: median error {median}%, from {under}% to {over}%",
 
     // ---- warnings (warnings.rs) ---------------------------------------------
     InlineActivations => "activations",

@@ -145,16 +145,8 @@ pub fn phase_swap_bytes(
     recipe: &Recipe,
     layout: &Layout,
 ) -> f64 {
-    let held = offloaded_state_bytes(arch, counts, recipe, layout);
-    if held == 0.0 {
-        return 0.0;
-    }
-    let states: f64 = resident_states(arch, counts, recipe, layout)
-        .iter()
-        .map(|(_, b)| *b as f64)
-        .sum();
-    // `held` is the states plus, with a KL term, the reference's parameters.
-    2.0 * states + 3.0 * (held - states)
+    let (states, reference) = held_on_host(arch, counts, recipe, layout);
+    2.0 * states + 3.0 * reference
 }
 
 /// The model states the GPU keeps while a sleeping engine generates: the
@@ -183,22 +175,35 @@ pub fn offloaded_state_bytes(
     recipe: &Recipe,
     layout: &Layout,
 ) -> f64 {
+    let (states, reference) = held_on_host(arch, counts, recipe, layout);
+    states + reference
+}
+
+/// The policy's resident states and the reference's parameters NeMo RL
+/// keeps on the host (`offloaded_state_bytes`), bytes per GPU.
+fn held_on_host(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    recipe: &Recipe,
+    layout: &Layout,
+) -> (f64, f64) {
     if !crate::model::rollout::states_offloaded(recipe) {
-        return 0.0;
+        return (0.0, 0.0);
     }
-    let states = resident_states(arch, counts, recipe, layout);
-    let weights = states
-        .iter()
-        .filter(|(t, _)| *t == Term::Weights)
-        .map(|(_, b)| *b as f64)
-        .sum::<f64>();
     let full = recipe.training.train == crate::model::plan::Training::Full;
+    let (mut states, mut weights) = (0.0, 0.0);
+    for (term, bytes) in resident_states(arch, counts, recipe, layout) {
+        states += bytes as f64;
+        if term == Term::Weights {
+            weights += bytes as f64;
+        }
+    }
     let reference = if recipe.has_reference() && full {
         weights
     } else {
         0.0
     };
-    states.iter().map(|(_, b)| *b as f64).sum::<f64>() + reference
+    (states, reference)
 }
 
 impl Job {
