@@ -301,7 +301,7 @@ fn generation_code(g: &serde_json::Value) -> String {
 fn gpu_code(g: &serde_json::Value, with_source: bool) -> String {
     let arch = g["arch"].as_str().expect("gpu arch");
     format!(
-        "    Gpu {{ id: {}, generation: {}, memory_gb: {}, usable_gib_approx: {}, mem_bw_tbs: {}, bf16_dense_tflops: {}, fp8_dense_tflops: {}, fp4_dense_tflops: {}, fp32_tflops: {}, fp8_tensor_cores: {}, fp4_tensor_cores: {}, fp8_tn_only: {}, nvlink_gbs_per_gpu: {}, host_link_gbs: {}, source: {} }},\n",
+        "    Gpu {{ id: {}, generation: {}, memory_gb: {}, usable_gib_approx: {}, mem_bw_tbs: {}, bf16_dense_tflops: {}, fp8_dense_tflops: {}, fp4_dense_tflops: {}, fp32_tflops: {}, fp8_tensor_cores: {}, fp4_tensor_cores: {}, fp8_tn_only: {}, nvlink_gbs_per_gpu: {}, host_link_gbs: {}, bf16_gemm_measured: {}, source: {} }},\n",
         string(g, "id"),
         generation_code(g),
         float(g["memory_gb"].as_f64().expect("memory_gb")),
@@ -316,6 +316,7 @@ fn gpu_code(g: &serde_json::Value, with_source: bool) -> String {
         !arch.contains("sm_10"),
         opt_float(g, "nvlink_gbs_per_gpu"),
         opt_float(g, "host_link_gbs"),
+        opt_float(g, "bf16_gemm_efficiency_measured"),
         if with_source { string(g, "source") } else { "\"\"".into() },
     )
 }

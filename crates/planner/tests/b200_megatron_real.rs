@@ -73,7 +73,7 @@ fn no_b200_run_is_said_not_to_fit() {
 }
 
 /// The measured steps against the planner's (docs/accuracy.md's table),
-/// B200's BF16 GEMMs at their measured efficiency (`MEASURED_GEMM`, from
+/// B200's BF16 GEMMs at their measured efficiency (`Gpu::bf16_gemm_measured`, from
 /// GEMM microbenchmarks, not from these steps): from 13.1% fast to 3.5%
 /// slow, median |error| 7.0% (SimuMax v1.2 on the same runs: 5.5%; 9.3%
 /// with Blackwell's GEMM efficiency fitted on GB200 runs, 10.9% before
@@ -141,7 +141,7 @@ fn either_model_alone_chooses_exposed_tensor_parallel() {
     }
 }
 
-/// B200's BF16 GEMM efficiency (`MEASURED_GEMM`) against SimuMax's 514
+/// B200's BF16 GEMM efficiency (`Gpu::bf16_gemm_measured`) against SimuMax's 514
 /// measured B200 GEMM shapes (data/b200_gemm.csv, per-operation
 /// microbenchmarks), on the 31 runs' own GEMMs: each decoder layer's QKV,
 /// output projection, FC1 and FC2 and the LM head, forward (TN), input

@@ -1070,7 +1070,7 @@ fn expert_parameters_reduce_over_their_group() {
 
 /// Blackwell's dense BF16 efficiency is fitted on GB200 runs only (the three
 /// dgxc_*_gb200_bf16 rows), and a B200 runs its BF16 GEMMs at the speed
-/// measured on it (`MEASURED_GEMM`): a B200 or B300 BF16 plan says which,
+/// measured on it (`Gpu::bf16_gemm_measured`): a B200 or B300 BF16 plan says which,
 /// and names the 31 real 8 x B200 Megatron-LM runs that check it, with
 /// their GPU and error (#57); a GB200 BF16 plan and a B200 FP8 plan (fitted
 /// on B200's own FP8 rows) do not. What the note says of the data holds:

@@ -35,6 +35,11 @@ pub struct Gpu {
     /// The link to host memory, GB/s per direction at line rate (PCIe Gen4
     /// or Gen5 x16, or GB200's NVLink-C2C): what activation offloading uses.
     pub host_link_gbs: Option<f64>,
+    /// The share of the BF16 dense peak its GEMMs reach in microbenchmarks
+    /// on the training runs' shapes, where measured (data/hardware.json
+    /// `bf16_gemm_efficiency_measured`, with its source): it replaces the
+    /// generation's fitted GEMM efficiency (`Efficiency::on`).
+    pub bf16_gemm_measured: Option<f64>,
     pub source: &'static str,
 }
 
@@ -306,6 +311,7 @@ pub fn custom(c: &CustomGpu) -> (Gpu, Instance) {
         fp8_tn_only: true,
         nvlink_gbs_per_gpu: (c.nvlink_gbs > 0.0).then_some(c.nvlink_gbs),
         host_link_gbs: None,
+        bf16_gemm_measured: None,
         source: "entered by the user",
     };
     let instance = Instance {
@@ -449,6 +455,7 @@ mod catalog_tests {
             assert_eq!(g.fp32_tflops, f("fp32_tflops"));
             assert_eq!(g.nvlink_gbs_per_gpu, f("nvlink_gbs_per_gpu"));
             assert_eq!(g.host_link_gbs, f("host_link_gbs"));
+            assert_eq!(g.bf16_gemm_measured, f("bf16_gemm_efficiency_measured"));
             assert_eq!(g.fp8_tensor_cores, b("fp8_tensor_cores"));
             assert_eq!(g.fp4_tensor_cores, b("fp4_tensor_cores"));
             let arch: String = req(j, "arch").unwrap();

@@ -46,28 +46,18 @@ pub struct Efficiency {
 impl Efficiency {
     /// The efficiency on `gpu`: its generation's, with the BF16 GEMM
     /// efficiency measured on the GPU itself where there is one
-    /// (`MEASURED_GEMM`), which no end-to-end fit then moves.
+    /// (`Gpu::bf16_gemm_measured`), which no end-to-end fit then moves (#57:
+    /// a constant fitted end to end only where no measurement exists). B200
+    /// (HGX, 1,000 W): 0.486 of its peak, from SimuMax's GEMM benchmarks on
+    /// the 31 real 8 x B200 runs' shapes; the fit on GB200 rows (1,200 W
+    /// parts) lands higher, at 0.510 of their 2,500.
     pub fn on(&self, gpu: &crate::model::hardware::Gpu) -> Efficiency {
-        match MEASURED_GEMM.iter().find(|(id, _)| *id == gpu.id) {
-            Some((_, gemm)) => Efficiency {
-                gemm: *gemm,
-                ..*self
-            },
-            None => *self,
+        Efficiency {
+            gemm: gpu.bf16_gemm_measured.unwrap_or(self.gemm),
+            ..*self
         }
     }
 }
-
-/// BF16 GEMM efficiencies measured on the GPU itself (#57: a constant fitted
-/// end to end only where no measurement exists). B200 (HGX, 1,000 W): SimuMax's
-/// 514 cuBLAS/TE GEMM microbenchmarks (data/b200_gemm.csv), read on the
-/// exact GEMMs of the 31 real 8 x B200 Megatron-LM runs (every layer's QKV,
-/// projection, FC1, FC2 and the head, forward, input and weight gradient):
-/// 0.486 of the 2,250 TFLOP/s peak is where the planner's GEMM time over
-/// those shapes has a median deviation of zero from the measured shapes'
-/// (tests/b200_megatron_real.rs). The fit on GB200 rows (1,200 W parts)
-/// lands higher, at 0.510 of their 2,500.
-pub const MEASURED_GEMM: [(&str, f64); 1] = [("B200", 0.486)];
 
 /// The host's launch costs of an MoE layer per micro-batch, forward and
 /// backward (`moe_host_cost`), fitted on the 14 Blackwell MoE rows (DGX
@@ -147,7 +137,7 @@ pub fn efficiency(generation: Generation) -> Efficiency {
         // GB300) and 3 DGX Cloud BF16 runs (GB200: Llama 3.1 405B on 128
         // and 256 GPUs, Nemotron-4 15B on 16). BF16 GEMM lands at 0.510 on
         // the GB200, GB300 and B300 rows; a B200 runs its BF16 GEMMs at the
-        // efficiency measured on it instead (`MEASURED_GEMM`, 0.486).
+        // efficiency measured on it instead (`Gpu::bf16_gemm_measured`, 0.486).
         // On 14 Megatron-Bridge MoE rows (25.09 to 26.02) the experts run at
         // 0.94 of dense GEMMs on many tokens (SimuMax's grouped-GEMM
         // microbenchmarks measure as fast) and an MoE layer costs 0.23 ms
