@@ -678,7 +678,7 @@ fn nemo_rl_needs_host_memory_for_its_phases() {
     let q = "model=qwen2.5-14b&stage=grpo&stack=megatron&instance=ml.g6e.12xlarge&zero=1&seq=2048&completion=1024&mb=1&ga=8&ckpt=full&beta=0.01&gen_share=0.5";
     let r = report(q);
     assert_eq!(r.rollout.as_ref().map(|g| g.vllm_tp), Some(4));
-    let e = error(&r, "sleep_exceeds_host").expect("the phases overflow the host");
+    let e = error(&r, "phases_exceed_host").expect("the phases overflow the host");
     assert_eq!(e.key, Some("nodes"));
     assert!(e.fix.is_none());
     let gib = 30.0 * 14_770_033_664.0 / (1u64 << 30) as f64;
@@ -686,5 +686,5 @@ fn nemo_rl_needs_host_memory_for_its_phases() {
     assert!(e.english().contains("412.7 GiB a node") && e.english().contains("307.2 GiB (80%"));
     assert!(!r.figures.fits);
     let bigger = report(&q.replace("ml.g6e.12xlarge", "ml.g6e.24xlarge"));
-    assert!(error(&bigger, "sleep_exceeds_host").is_none());
+    assert!(error(&bigger, "phases_exceed_host").is_none());
 }

@@ -77,7 +77,7 @@ pub fn sleep_overflow(
     ];
     // NeMo RL always sleeps vLLM: no setting of the plan's frees the host.
     Some(match crate::model::rollout::states_offloaded(recipe) {
-        true => Message::new("nodes", Text::SleepExceedsHost, args),
+        true => Message::new("nodes", Text::PhasesExceedHost, args),
         false => Message::new("sleep", Text::SleepExceedsHost, args).fix("sleep", "0"),
     })
 }

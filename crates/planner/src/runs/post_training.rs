@@ -135,10 +135,11 @@ pub fn markdown(rows: &[PostTrainingRow]) -> String {
          only to its batch's longest (or offloaded what the planner keeps), so the planner at \
          max_length must not come out below it; `error`: rows as long as planned; `fits`: the \
          source names a GPU class; `none`: a time on a GPU the source does not name. The GRPO rows \
-         are NeMo RL's steps (another engine: Megatron-Core training, vLLM colocated, sequence \
-         packing), planned with grpo.py's FSDP2 step at their published mean lengths: their \
-         generation waits for each batch's longest row, so they check the physics of the \
-         planner's step, not TRL's.\n\n\
+         are NeMo RL's steps (Megatron-Core training, vLLM colocated, sequence packing), \
+         planned on their Megatron layouts as NeMo RL runs them (vLLM asleep while training, \
+         the policy's states and the reference in host memory while vLLM generates) at their \
+         published mean lengths: their generation waits for each batch's longest row, so they \
+         check the physics of the planner's step, not TRL's.\n\n\
          | id | model | figure | published | planner | error | check | why |\n\
          |---|---|---|---:|---:|---:|---|---|\n",
     );

@@ -323,6 +323,7 @@ impl Text {
             Text::NoNetwork => "no_network",
             Text::OffloadExceedsHost => "offload_exceeds_host",
             Text::SleepExceedsHost => "sleep_exceeds_host",
+            Text::PhasesExceedHost => "phases_exceed_host",
             Text::OverBudget => "over_budget",
             Text::ParallelDegreesExceedGpus => "parallel_degrees_exceed_gpus",
             Text::PeftFp32AdapterCasts => "peft_fp32_adapter_casts",

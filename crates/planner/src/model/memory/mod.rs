@@ -135,10 +135,11 @@ pub fn with_engine(
 }
 
 /// Bytes per GPU NeMo RL copies between the GPU and host memory each step
-/// besides vLLM's weights (`rollout::states_offloaded`; 0 otherwise): the
-/// policy's resident states out before vLLM's KV cache wakes and back for
-/// the logprob passes and training, and with a KL term its parameters out,
-/// the reference's in and its own back (`use_reference_model`).
+/// besides vLLM's weights (0 for another engine): colocated, the policy's
+/// resident states out before vLLM's KV cache wakes and back for the
+/// logprob passes and training (`rollout::states_offloaded`); with a KL
+/// term, its parameters out, the reference's in and its own back
+/// (`use_reference_model`).
 pub fn phase_swap_bytes(
     arch: &Architecture,
     counts: &ParameterCounts,
@@ -164,11 +165,11 @@ pub fn generating_residents(
     resident_states(arch, counts, recipe, layout)
 }
 
-/// Bytes per GPU of model states NeMo RL keeps in host memory while vLLM
-/// generates (`rollout::states_offloaded`; 0 otherwise): the fullest
-/// stage's resident states (its gradient buffers are freed, not copied)
-/// and, with a KL term, the reference's parameters (`reference_weights`:
-/// kept on the host for the whole run), as many bytes as the policy's.
+/// Bytes per GPU of model states NeMo RL keeps in host memory (0 for
+/// another engine): colocated, the fullest stage's resident states while
+/// vLLM generates (`rollout::states_offloaded`; its gradient buffers are
+/// freed, not copied); with a KL term, the reference's parameters for the
+/// whole run (`reference_weights`), as many bytes as the policy's.
 pub fn offloaded_state_bytes(
     arch: &Architecture,
     counts: &ParameterCounts,
@@ -179,15 +180,18 @@ pub fn offloaded_state_bytes(
     states + reference
 }
 
-/// The policy's resident states and the reference's parameters NeMo RL
-/// keeps on the host (`offloaded_state_bytes`), bytes per GPU.
+/// The policy's resident states (colocated: `rollout::states_offloaded`)
+/// and the reference's parameters (any GRPO plan with a KL term on the
+/// Megatron stack, `reference_weights`) NeMo RL keeps on the host, bytes
+/// per GPU.
 fn held_on_host(
     arch: &Architecture,
     counts: &ParameterCounts,
     recipe: &Recipe,
     layout: &Layout,
 ) -> (f64, f64) {
-    if !crate::model::rollout::states_offloaded(recipe) {
+    let megatron = recipe.implementation.stack == crate::model::plan::Stack::Megatron;
+    if !megatron || !recipe.training.stage.generates() {
         return (0.0, 0.0);
     }
     let full = recipe.training.train == crate::model::plan::Training::Full;
@@ -198,12 +202,13 @@ fn held_on_host(
             weights += bytes as f64;
         }
     }
+    let offloaded = crate::model::rollout::states_offloaded(recipe);
     let reference = if recipe.has_reference() && full {
         weights
     } else {
         0.0
     };
-    (states, reference)
+    (if offloaded { states } else { 0.0 }, reference)
 }
 
 impl Job {

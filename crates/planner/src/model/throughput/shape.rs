@@ -328,13 +328,12 @@ pub(super) fn rollout_seconds(
     let send = crate::model::rollout::server_sync_seconds(&e, arch, fabric, trained);
     // vLLM's sleep mode (level 1): its weights go to pinned host memory after
     // generating and come back before the next (its KV cache is dropped);
-    // under NeMo RL the policy's states make the same round trip.
-    let wake = if crate::model::rollout::engine_sleeps(recipe) {
-        let swaps = crate::model::memory::phase_swap_bytes(arch, counts, recipe, layout);
-        (2.0 * e.weight_bytes + swaps) / host_bandwidth(gpu)
-    } else {
-        0.0
-    };
+    // under NeMo RL the policy's states make the same round trip, and the
+    // reference's parameters come in for their pass.
+    let sleeps = crate::model::rollout::engine_sleeps(recipe);
+    let engine = if sleeps { 2.0 * e.weight_bytes } else { 0.0 };
+    let swaps = crate::model::memory::phase_swap_bytes(arch, counts, recipe, layout);
+    let wake = (engine + swaps) / host_bandwidth(gpu);
     (generate, load + gather + send + wake)
 }
 
