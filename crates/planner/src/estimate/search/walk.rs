@@ -656,8 +656,11 @@ impl Search {
     /// generates (the model states, the CUDA context and its `pool`), which
     /// the peak is at least (`MemoryBreakdown::with_sleeping_pool`).
     fn generating(&self, layout: &Layout, pool: u64) -> Option<f64> {
+        if pool == 0 {
+            return None;
+        }
         let recipe = self.work.recipe();
-        if pool == 0 || !crate::model::rollout::engine_sleeps(&recipe) {
+        if !crate::model::rollout::engine_sleeps(&recipe) {
             return None;
         }
         let (arch, counts) = (&self.arch, &self.counts);
