@@ -19,10 +19,10 @@ pub(crate) fn largest_that_fit(r: &Job, budget: u64, peak: u64) -> (u64, u64) {
         let m = memory::breakdown(&r.arch, &r.counts, p, &r.layout);
         memory::with_engine(m, (&r.arch, &r.counts), p, &r.layout, &r.gpu).peak_bytes
     };
-    let engine = r.host_backup_bytes();
+    let backup = r.host_backup_bytes();
     let host_holds = |p: &Recipe| {
         let offload = memory::offload(&r.arch, &r.counts, p, &r.layout);
-        !crate::model::host::overflows(p, &offload, engine, &r.instance, r.layout.gpus)
+        !crate::model::host::overflows(p, &offload, backup, &r.instance, r.layout.gpus)
     };
     let x = r.recipe.data.micro_batch.clamp(1, 4096);
     let (mb, per_sequence) = {

@@ -385,9 +385,9 @@ impl Search {
             &info.gpu,
             (&info.fabric, layout),
         );
-        let states = memory::offloaded_state_bytes(&self.arch, &self.counts, recipe, layout);
-        let engine = engine.map_or(0.0, |e| e.weight_bytes) + states;
-        crate::model::host::overflows(recipe, &offload, engine, instance, layout.gpus)
+        let held = memory::HeldOnHost::of(&self.arch, &self.counts, recipe, layout);
+        let backup = engine.map_or(0.0, |e| e.weight_bytes) + held.bytes();
+        crate::model::host::overflows(recipe, &offload, backup, instance, layout.gpus)
     }
 
     /// The first micro-batch after `mbs[mi]` (ascending) that may fit when

@@ -118,7 +118,7 @@ pub fn peak_estimate_slack(peak: f64) -> f64 {
 
 /// `m`, a training breakdown of `recipe`, with GRPO's vLLM engine
 /// colocated on `gpu` (`rollout::pool_bytes`): its share on top through the
-/// step, or, asleep between generations (`Rollout::sleep`), only beside the
+/// step, or, asleep between generations (`rollout::engine_sleeps`), only beside the
 /// model states while it generates (`MemoryBreakdown::with_sleeping_pool`).
 pub fn with_engine(
     m: MemoryBreakdown,
@@ -132,22 +132,6 @@ pub fn with_engine(
         return m.with_sleeping_pool(pool, generating_residents(arch, counts, recipe, layout));
     }
     m.with_pool(pool)
-}
-
-/// Bytes per GPU NeMo RL copies between the GPU and host memory each step
-/// besides vLLM's weights (0 for another engine): colocated, the policy's
-/// resident states out before vLLM's KV cache wakes and back for the
-/// logprob passes and training (`rollout::states_offloaded`); with a KL
-/// term, its parameters out, the reference's in and its own back
-/// (`use_reference_model`).
-pub fn phase_swap_bytes(
-    arch: &Architecture,
-    counts: &ParameterCounts,
-    recipe: &Recipe,
-    layout: &Layout,
-) -> f64 {
-    let (states, reference) = held_on_host(arch, counts, recipe, layout);
-    2.0 * states + 3.0 * reference
 }
 
 /// The model states the GPU keeps while a sleeping engine generates: the
@@ -165,59 +149,75 @@ pub fn generating_residents(
     resident_states(arch, counts, recipe, layout)
 }
 
-/// Bytes per GPU of model states NeMo RL keeps in host memory (0 for
-/// another engine): colocated, the fullest stage's resident states while
-/// vLLM generates (`rollout::states_offloaded`; its gradient buffers are
-/// freed, not copied); with a KL term, the reference's parameters for the
-/// whole run (`reference_weights`), as many bytes as the policy's.
-pub fn offloaded_state_bytes(
-    arch: &Architecture,
-    counts: &ParameterCounts,
-    recipe: &Recipe,
-    layout: &Layout,
-) -> f64 {
-    let (states, reference) = held_on_host(arch, counts, recipe, layout);
-    states + reference
+/// What NeMo RL keeps in host memory, bytes per GPU (none for another
+/// engine): colocated, the fullest stage's resident states while vLLM
+/// generates (`rollout::states_offloaded`; its gradient buffers are freed,
+/// not copied); with a KL term, the reference's parameters for the whole
+/// run (`reference_weights`), as many bytes as the policy's.
+pub struct HeldOnHost {
+    states: f64,
+    reference: f64,
 }
 
-/// The policy's resident states (colocated: `rollout::states_offloaded`)
-/// and the reference's parameters (any GRPO plan with a KL term on the
-/// Megatron stack, `reference_weights`) NeMo RL keeps on the host, bytes
-/// per GPU.
-fn held_on_host(
-    arch: &Architecture,
-    counts: &ParameterCounts,
-    recipe: &Recipe,
-    layout: &Layout,
-) -> (f64, f64) {
-    let megatron = recipe.implementation.stack == crate::model::plan::Stack::Megatron;
-    if !megatron || !recipe.training.stage.generates() {
-        return (0.0, 0.0);
-    }
-    let full = recipe.training.train == crate::model::plan::Training::Full;
-    let (mut states, mut weights) = (0.0, 0.0);
-    for (term, bytes) in resident_states(arch, counts, recipe, layout) {
-        states += bytes as f64;
-        if term == Term::Weights {
-            weights += bytes as f64;
+impl HeldOnHost {
+    pub fn of(
+        arch: &Architecture,
+        counts: &ParameterCounts,
+        recipe: &Recipe,
+        layout: &Layout,
+    ) -> HeldOnHost {
+        let none = HeldOnHost {
+            states: 0.0,
+            reference: 0.0,
+        };
+        let megatron = recipe.implementation.stack == crate::model::plan::Stack::Megatron;
+        if !megatron || !recipe.training.stage.generates() {
+            return none;
+        }
+        let full = recipe.training.train == crate::model::plan::Training::Full;
+        let (mut states, mut weights) = (0.0, 0.0);
+        for (term, bytes) in resident_states(arch, counts, recipe, layout) {
+            states += bytes as f64;
+            if term == Term::Weights {
+                weights += bytes as f64;
+            }
+        }
+        HeldOnHost {
+            states: if crate::model::rollout::states_offloaded(recipe) {
+                states
+            } else {
+                0.0
+            },
+            reference: if recipe.has_reference() && full {
+                weights
+            } else {
+                0.0
+            },
         }
     }
-    let offloaded = crate::model::rollout::states_offloaded(recipe);
-    let reference = if recipe.has_reference() && full {
-        weights
-    } else {
-        0.0
-    };
-    (if offloaded { states } else { 0.0 }, reference)
+
+    /// Bytes held at once (the host's pinned memory must take them).
+    pub fn bytes(&self) -> f64 {
+        self.states + self.reference
+    }
+
+    /// Bytes copied between the GPU and host memory each step besides
+    /// vLLM's weights: the states out before vLLM's KV cache wakes and back
+    /// for the logprob passes and training; with a KL term, the policy's
+    /// parameters out, the reference's in and the policy's back
+    /// (`use_reference_model`).
+    pub fn swapped(&self) -> f64 {
+        2.0 * self.states + 3.0 * self.reference
+    }
 }
 
 impl Job {
     /// Bytes per GPU a sleeping engine's plan keeps in pinned host memory
     /// between phases (`host::sleep_overflow`): the engine's weights and,
-    /// under NeMo RL, the policy's states (`offloaded_state_bytes`).
+    /// under NeMo RL, the policy's states (`HeldOnHost`).
     pub fn host_backup_bytes(&self) -> f64 {
-        let (arch, counts) = (&self.arch, &self.counts);
-        self.engine_weight_bytes() + offloaded_state_bytes(arch, counts, &self.recipe, &self.layout)
+        let held = HeldOnHost::of(&self.arch, &self.counts, &self.recipe, &self.layout);
+        self.engine_weight_bytes() + held.bytes()
     }
 
     /// The job's per-GPU breakdown with its GRPO engine (`with_engine`).

@@ -332,7 +332,7 @@ pub(super) fn rollout_seconds(
     // reference's parameters come in for their pass.
     let sleeps = crate::model::rollout::engine_sleeps(recipe);
     let engine = if sleeps { 2.0 * e.weight_bytes } else { 0.0 };
-    let swaps = crate::model::memory::phase_swap_bytes(arch, counts, recipe, layout);
+    let swaps = crate::model::memory::HeldOnHost::of(arch, counts, recipe, layout).swapped();
     let wake = (engine + swaps) / host_bandwidth(gpu);
     (generate, load + gather + send + wake)
 }
