@@ -37,14 +37,14 @@ const ROW_TOLERANCE: &[(&str, f64, f64)] = &[
     ("tt_l31_8b_fsdp_compile_fp8_8", 3.0, 5.5),
     ("tt_l31_8b_cp1_32k", 6.5, 10.5), // cross-validated without any Llama 3.1 8B row of the 500 W part: its fit rests on the 70B and 405B runs
     ("tt_l31_70b_2d", 13.5, 14.5), // 70B TP 8 x FSDP 32 with float8 on the 500 W part: under-predicted by 13%; the same run with async TP (titan_12) is +3%
-    ("tt_a100_l3_8b_sel_op", 4.0, 4.5),
-    ("tt_a100_l3_70b_full", 1.0, 1.5),
-    ("tt_a100_l2_13b_noac", 6.0, 6.5),
-    ("tt_a100_l2_70b_full", 1.5, 2.0),
+    ("tt_a100_l3_8b_sel_op", 6.0, 6.5),
+    ("tt_a100_l3_70b_full", 3.5, 4.0),
+    ("tt_a100_l2_13b_noac", 8.5, 9.0),
+    ("tt_a100_l2_70b_full", 2.0, 2.5),
     ("korthikanti_22b_selective_sp", 4.5, 5.0),
     ("korthikanti_22b_full_recompute", 5.5, 6.0),
-    ("korthikanti_175b_selective_sp", 1.0, 1.5),
-    ("korthikanti_175b_full_recompute", 1.0, 2.0),
+    ("korthikanti_175b_selective_sp", 3.0, 3.5),
+    ("korthikanti_175b_full_recompute", 2.5, 3.0),
     ("dgxc_l31_405b_gb200_bf16_128", 2.0, 6.0),
     ("dgxc_l31_405b_gb200_bf16_256", 3.5, 7.5),
     ("dgxc_nemotron15b_gb200_bf16_16", 1.0, 1.5),
@@ -217,7 +217,9 @@ fn every_calibrated_constant_is_pinned_by_a_row() {
     let unseen = |g: Generation, field: &str| {
         matches!(
             (g, field),
-            (Generation::Ampere, "fp8_gemm")
+            // Ampere's GEMM efficiency is the A100's measurement
+            // (hardware.json, `a100_gemm_time_is_what_the_measured_shapes_give`).
+            (Generation::Ampere, "fp8_gemm" | "gemm")
                 | (
                     Generation::Ampere | Generation::HopperPowerCapped,
                     "moe" | "moe_layer_overhead"
@@ -301,6 +303,7 @@ const UNPINNED: &[&str] = &[
     "Ampere.attention x 0.95",
     "Ampere.kernel_overhead x 0.95",
     "Ampere.kernel_overhead x 1.05",
+    "Ampere.memory x 0.95",
     "Ampere.overlap x 0.95",
     "Hopper.moe_layer_overhead x 1.05",
     "Hopper.kernel_overhead x 0.95",
@@ -1019,8 +1022,9 @@ fn hugging_face_stack_rows_within_ten_percent_median() {
         // #55 timed its frozen experts without their weight gradients: the
         // fms runs of LoRA and QLoRA measure the same throughput to 0.6%
         // (HF004/HF005 in pure BF16 and on an NF4 base; HF006/HF007), which
-        // no GPU work explains; their `train_runtime` counts the whole run.
-        let bound = if p.id == "HF006" { 36.0 } else { 25.0 };
+        // no GPU work explains; their `train_runtime` counts the whole run
+        // (38.5% since the A100's GEMMs run at their measured efficiency).
+        let bound = if p.id == "HF006" { 39.0 } else { 25.0 };
         assert!(
             p.error_percent.abs() < bound,
             "{}: {:+.1}%",
@@ -1028,10 +1032,9 @@ fn hugging_face_stack_rows_within_ten_percent_median() {
             p.error_percent
         );
     }
-    // 10.5%: 9.7% until #23 costed TP collectives at their measured speed,
-    // and the Ampere GEMM efficiency these rows share with the Megatron-2022
-    // rows rose from 0.717 to 0.724 (the rows sit at +1% to +21%: HF's
-    // kernels are slower than the model has them).
+    // 8.9%: the A100's GEMMs at their measured 0.737 (#57; 0.717 fitted end
+    // to end before, 7.2%); the rows sit at -11% to +39%: HF's kernels are
+    // slower than the model has them.
     let median = median_abs_error(&preds);
     assert!(median <= 11.0, "median {median:.1}%");
 }
@@ -1340,4 +1343,92 @@ fn held_out_groups_cover_every_row_and_see_none_of_their_own() {
             );
         }
     }
+}
+
+/// A100's BF16 GEMM efficiency (`Gpu::bf16_gemm_measured`, hardware.json)
+/// against SimuMax's 183 measured A100 GEMM shapes (data/a100_gemm.csv, an
+/// A100 80 GB PCIe card), on the 8 published A100 runs' own GEMMs: each
+/// layer's QKV, output projection, FC1 and FC2 and the LM head, forward
+/// (TN), input gradient (NN) and weight gradient (NT into FP32), each at
+/// the efficiency of the nearest measured shape of its layout (the least
+/// sum of |ln| ratios of m, k and n; most were measured at 4,096 tokens),
+/// for the stage's layers and the step's micro-batches. The planner's one
+/// constant, 0.737 of the 312 TFLOP/s peak, is where the deviations' median
+/// is zero: from 5.5% less GEMM time (Korthikanti et al.'s 22B at TP 8,
+/// whose 768- and 3,072-wide slices run at 0.70-0.72) to 0.6% more. No
+/// end-to-end row fits it (an end-to-end fit on these rows gave 0.717).
+#[test]
+fn a100_gemm_time_is_what_the_measured_shapes_give() {
+    use planner::accuracy::calibration::cases;
+    use planner::model::architecture::Mlp;
+    use planner::model::throughput::{efficiency, throughput, Generation};
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/a100_gemm.csv"))
+        .expect("data/a100_gemm.csv");
+    let measured: Vec<([f64; 3], &str, f64)> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .skip(1)
+        .map(|line| {
+            let f: Vec<&str> = line.split(',').collect();
+            let shape = [0, 1, 2].map(|i| f[i].parse().expect("a dimension"));
+            (shape, f[3], f[6].parse().expect("an efficiency"))
+        })
+        .collect();
+    assert_eq!(measured.len(), 183, "SimuMax's 183 dense GEMM measurements");
+    let nearest = |s: [f64; 3], layout: &str| {
+        let distance = |m: &[f64; 3]| (0..3).map(|i| (s[i] / m[i]).ln().abs()).sum::<f64>();
+        measured
+            .iter()
+            .filter(|(_, l, _)| *l == layout)
+            .min_by(|a, b| distance(&a.0).total_cmp(&distance(&b.0)))
+            .map(|(_, _, e)| *e)
+            .expect("a measured shape of the layout")
+    };
+    let rows: Vec<_> = cases()
+        .into_iter()
+        .filter(|c| c.gpu.id.starts_with("A100"))
+        .collect();
+    assert_eq!(rows.len(), 8, "the published A100 rows");
+    let mut deviations = Vec::new();
+    for c in &rows {
+        let (a, l, recipe) = (&c.arch, &c.layout, c.plan.recipe());
+        let d = &recipe.data;
+        let t = (d.seq * d.micro_batch / l.cp) as f64;
+        let seconds =
+            |s: [f64; 3], layout| 2.0 * s[0] * s[1] * s[2] / (312e12 * nearest(s, layout));
+        // A Linear of `i` inputs and `o` outputs over `t` tokens, forward and backward.
+        let linear = |i: f64, o: f64| {
+            seconds([t, i, o], "TN") + seconds([t, o, i], "NN") + seconds([o, t, i], "NT")
+        };
+        let (h, tp, ffn) = (a.hidden as f64, l.tp as f64, a.ffn as f64);
+        let fc1 = if a.mlp == Mlp::Swiglu { 2.0 * ffn } else { ffn };
+        let layer = linear(h, (a.q_width() + 2 * a.kv_width()) as f64 / tp)
+            + linear(a.q_width() as f64 / tp, h)
+            + linear(h, fc1 / tp)
+            + linear(ffn / tp, h);
+        let head = linear(h, a.vocab as f64 / tp);
+        let table = d.grad_accum as f64 * ((a.layers / l.pp) as f64 * layer + head);
+        assert_eq!(
+            c.gpu.bf16_gemm_measured,
+            Some(0.737),
+            "{}: measured",
+            c.gpu.id
+        );
+        let eff = efficiency(Generation::Ampere).on(c.gpu);
+        let counts = a.parameter_counts();
+        let planned = throughput(a, &counts, &recipe, l, c.gpu, &c.fabric, &eff)
+            .step
+            .gemm;
+        let deviation = (planned / table - 1.0) * 100.0;
+        println!("{:<32} {deviation:+.1}%", c.id);
+        assert!(
+            (-6.0..1.0).contains(&deviation),
+            "{}: {deviation:+.1}%",
+            c.id
+        );
+        deviations.push(deviation);
+    }
+    deviations.sort_by(f64::total_cmp);
+    let median = (deviations[3] + deviations[4]) / 2.0;
+    assert!(median.abs() < 0.25, "median {median:+.2}%");
 }

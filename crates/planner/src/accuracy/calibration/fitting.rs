@@ -193,11 +193,16 @@ pub fn fit_on(generation: Generation, cases: &[&Case], host: &HostCosts) -> (Eff
         .filter(|c| c.plan.implementation.stack == Stack::Megatron)
         .collect();
     let has = |p: Precision| dense.iter().any(|c| c.plan.numerics.precision == p);
+    // A GPU's own measured BF16 GEMM efficiency is not fitted
+    // (`Efficiency::on`): BF16 is free only where a row's GPU has none.
+    let bf16_unmeasured = dense.iter().any(|c| {
+        c.plan.numerics.precision == Precision::Bf16 && c.gpu.bf16_gemm_measured.is_none()
+    });
     // Attention runs at its kernel's benchmarked speed (kernels.rs); only a
     // power-capped part fits the share of it that its clocks sustain.
     let capped = generation == Generation::HopperPowerCapped;
     let free = [
-        has(Precision::Bf16),
+        bf16_unmeasured,
         has(Precision::Fp8),
         capped && !dense.is_empty(),
         false,
@@ -207,6 +212,9 @@ pub fn fit_on(generation: Generation, cases: &[&Case], host: &HostCosts) -> (Eff
         false,
     ];
     let mut start = neutral(generation);
+    if !bf16_unmeasured {
+        start.gemm = efficiency(generation).gemm;
+    }
     if generation != Generation::Blackwell {
         start.host = *host;
     }
