@@ -4,7 +4,9 @@ use planner::evaluate;
 use planner::model::architecture::presets;
 use planner::model::hardware::instances;
 use planner::model::layout::Layout;
-use planner::model::memory::{breakdown, peak_estimate, peak_estimate_slack, states_floor};
+use planner::model::memory::{
+    breakdown, most_model_states, peak_estimate, peak_estimate_slack, states_floor,
+};
 use planner::model::plan::{Checkpointing, Plan};
 use planner::model::resolve::resolve;
 use planner::text::Text;
@@ -326,7 +328,7 @@ proptest! {
         let states = |zero: u8, shard: u64| {
             let p = with(&plan, |p| p.parallelism.zero = zero);
             let layout = Layout { shard, ..r.layout };
-            breakdown(&r.arch, &r.counts, &p.recipe(), &layout).model_state_bytes
+            most_model_states(&r.arch, &r.counts, &p.recipe(), &layout)
         };
         let g = r.layout.dp;
         if g < 2 {

@@ -39,15 +39,35 @@ pub fn parameters_markdown() -> String {
     for g in GENERATIONS {
         let e = efficiency(g);
         let moe = matches!(g, Generation::Hopper | Generation::Blackwell);
+        // A generation whose BF16 GEMM efficiency is a GPU's measurement
+        // (Ampere's, the A100's) has no fitted one.
+        let measured_on = hardware::gpus()
+            .iter()
+            .find(|gpu| gpu.generation == g && gpu.bf16_gemm_measured == Some(e.gemm));
+        let gemm = match measured_on {
+            Some(gpu) => format!(
+                "{:.3} (measured on {})",
+                e.gemm,
+                gpu.id.split('-').next().unwrap_or(gpu.id)
+            ),
+            None => format!("{:.3}", e.gemm),
+        };
         s += &format!(
-            "| {g:?} | {:.3} | {} | {:.3} | {} | {} |\n",
-            e.gemm,
+            "| {g:?} | {gemm} | {} | {:.3} | {} | {} |\n",
             cell(e.fp8_gemm, g != Generation::Ampere),
             e.attention,
             cell(e.moe, moe),
             cell(e.moe_layer_overhead * 1e3, moe)
         );
     }
+    let measured: Vec<String> = hardware::gpus()
+        .iter()
+        .filter_map(|gpu| gpu.bf16_gemm_measured.map(|m| format!("{} {m:.3}", gpu.id)))
+        .collect();
+    s += &format!(
+        "\nBF16 GEMM efficiencies measured on the GPU, which no fit moves (`Gpu::bf16_gemm_measured`): {}.\n",
+        measured.join(", ")
+    );
     s += &format!(
         "\nThe host's launch costs per MoE layer and micro-batch (every generation): {:.3} ms per local expert, {:.3} ms for a router outside CUDA graphs, {:.3} ms for the all-to-all dispatcher over a fused one.\n",
         HOST.moe_expert_launch * 1e3,

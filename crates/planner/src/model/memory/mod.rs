@@ -287,6 +287,27 @@ pub fn resident_states(
         .collect()
 }
 
+/// The most model states (`MemoryBreakdown::model_state_bytes`) any of the
+/// stages `breakdown` compares holds. `breakdown` reports its peak stage's,
+/// and more sharding can move the peak to a stage with more layers (Qwen3
+/// 235B over 4 stages: 24 and 23 layers), so this, not that, is what more
+/// sharding never raises (tests/properties.rs).
+pub fn most_model_states(
+    arch: &Architecture,
+    counts: &ParameterCounts,
+    recipe: &Recipe,
+    layout: &Layout,
+) -> u64 {
+    peak_stages(layout)
+        .iter()
+        .map(|&stage| {
+            let s = StageShape::new(arch, counts, recipe, layout, stage);
+            stage_breakdown(&MemoryShape::new(s)).model_state_bytes
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// The last pipeline rank's breakdown (the LM head, the loss and the
 /// micro-batches the schedule keeps in flight there), the whole model when
 /// `pp == 1`: what Megatron-LM's last rank logs as `mem-max-allocated-bytes`
