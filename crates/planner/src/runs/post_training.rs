@@ -162,6 +162,41 @@ pub fn markdown(rows: &[PostTrainingRow]) -> String {
             r.id, r.model, r.quantity, r.measured, r.unit, predicted, error, check, r.why
         ));
     }
+    s.push_str(&grpo_parts_markdown(rows));
+    s
+}
+
+/// Where the planned GRPO steps spend their time, part by part, beside
+/// the published step, and what NeMo RL's step timer holds that the plan
+/// does not (#56).
+fn grpo_parts_markdown(rows: &[PostTrainingRow]) -> String {
+    let mut s = String::from(
+        "\n## The GRPO steps, part by part\n\n\
+         Seconds of the planned step: generation (vLLM, waiting for each wave's longest row), \
+         the logprob passes (the policy's and the reference's), the update, and the refit with \
+         NeMo RL's host swaps.\n\n\
+         | id | generation | logprobs | update | refit | planned | published |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in rows.iter().filter(|r| r.id.starts_with("grpo")) {
+        let report = evaluate(&Plan::from_query(&r.query).plan);
+        let (p, planned) = (&report.throughput.step, report.throughput.step_seconds);
+        let update = planned - p.generation - p.reference - p.refit;
+        s.push_str(&format!(
+            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} |\n",
+            r.id, p.generation, p.reference, update, p.refit, planned, r.measured
+        ));
+    }
+    s.push_str(
+        "\nNeMo RL's `total_step_time` (nemo_rl/algorithms/grpo.py at 7ea279ab) also holds \
+         what the plan leaves out: vLLM's detokenisation inside its generation timer, data \
+         processing and the reward workers' scoring (timers of their own), Ray's transfers \
+         between workers, `gc.collect()` and \
+         `torch.cuda.empty_cache()` between phases, and on every `val_period`-th step a \
+         validation generation and on every `save_period`-th a checkpoint (both 10 in \
+         `grpo_math_1B.yaml`, which the performance recipes inherit). How the published table \
+         averages its steps is not stated.\n",
+    );
     s
 }
 
