@@ -181,10 +181,15 @@ fn grpo_parts_markdown(rows: &[PostTrainingRow]) -> String {
     for r in rows.iter().filter(|r| r.id.starts_with("grpo")) {
         let report = evaluate(&Plan::from_query(&r.query).plan);
         let (p, planned) = (&report.throughput.step, report.throughput.step_seconds);
-        let update = planned - p.generation - p.reference - p.refit;
         s.push_str(&format!(
             "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} |\n",
-            r.id, p.generation, p.reference, update, p.refit, planned, r.measured
+            r.id,
+            p.generation,
+            p.reference,
+            p.update(),
+            p.refit,
+            planned,
+            r.measured
         ));
     }
     s.push_str(
