@@ -97,6 +97,8 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
                 <NumberField ctx=ctx key="gen_share" label=Text::GrpoGenShare step="any" get=|p| planner::model::plan::fmt_num(p.training.rollout.gen_share) />
                 <CheckField ctx=ctx key="sleep" label=Text::GrpoSleep get=|p| p.training.rollout.sleep />
             </Show>
+            // The engine's size as the user runs it, or the planner's pick (#56).
+            <NumberField ctx=ctx key="gen_tp" label=Text::GrpoGenTpField get=|p| p.training.rollout.gen_tp.to_string() />
         </Show>
         <Show when=move || plan_is(ctx, |p| p.training.train != planner::model::plan::Training::Full)>
             <NumberField ctx=ctx key="lora_rank" label=Text::LoRARank get=|p| p.lora.lora_rank.to_string() />

@@ -326,6 +326,7 @@ fn every_key_has_a_place() {
         "beta",
         "gen_share",
         "gen_gpus",
+        "gen_tp",
         "sleep",
         "zero",
         "shard",

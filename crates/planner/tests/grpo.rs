@@ -192,6 +192,24 @@ fn the_search_offers_only_runnable_grpo_plans() {
     }
 }
 
+/// Where the auto-plan picks the layout it sizes vLLM's engines too (the
+/// user's size may not run on the GPUs it tries: `gen_tp` 8 on a 4-GPU
+/// instance); with the layout locked it keeps the user's.
+#[test]
+fn the_search_sizes_the_engine_unless_the_layout_is_locked() {
+    let q = "model=llama-3.1-8b&stage=grpo&seq=2048&completion=512&mb=4&ga=2&instance=ml.p5.48xlarge&gen_tp=8";
+    let free = planner::estimate::search::search(&Plan::from_query(q).plan);
+    assert!(!free.pareto.is_empty());
+    assert!(free.pareto.iter().all(|c| !c.query.contains("gen_tp")));
+    let locked = Plan::from_query(&format!("{q}&lock=parallelism,instance")).plan;
+    let kept = planner::estimate::search::search(&locked);
+    assert!(!kept.pareto.is_empty());
+    for c in &kept.pareto {
+        assert!(c.query.contains("gen_tp=8"), "{}", c.query);
+        assert_eq!(report(&c.query).figures.rollout.map(|g| g.vllm_tp), Some(8));
+    }
+}
+
 /// vLLM splits the attention heads evenly over its tensor-parallel GPUs:
 /// Qwen2.5-7B's 28 heads take 1, 2 or 4, never 8. At a 0.05 share of an
 /// H100 (4.25 GB) its 15.23 GB of weights would want 8; the engine stops at
@@ -204,6 +222,58 @@ fn the_engine_splits_the_heads_evenly() {
     let g = r.figures.rollout.as_ref().unwrap();
     assert_eq!((g.vllm_tp, g.rows_per_engine), (4, 128));
     assert!(g.concurrent_rows >= 1 && g.concurrent_rows < 128, "{g:?}");
+}
+
+/// The engine's size as the user runs it (`gen_tp`: TRL's
+/// `vllm_tensor_parallel_size`, NeMo RL's `vllm_cfg.tensor_parallel_size`).
+/// Llama-3.1-8B on a p5 at a 0.5 share: its 16.06 GB of weights fit one
+/// GPU, the planner's pick. Asked for 2, vLLM runs 4 engines of 2 GPUs,
+/// each generating two ranks' rows, and each decode step reads half the
+/// weights from each GPU; the KV cache's bytes a GPU stay the same (twice
+/// the rows, half the KV heads each). So with every row in one wave the
+/// generation is shorter by 1,024 steps x 8.03 GB / (0.75 x 3.35 TB/s) =
+/// 3.27 s, the prefill's twice the rows on twice the GPUs taking as long.
+#[test]
+fn the_user_sizes_the_engine() {
+    let q = "model=llama-3.1-8b&instance=ml.p5.48xlarge&zero=3&ckpt=full&stage=grpo&seq=2048&completion=1024&mb=1&ga=2&generations=2&gen_share=0.5";
+    let (auto, two) = (report(q), report(&format!("{q}&gen_tp=2")));
+    assert!(two.errors.is_empty(), "{:?}", two.errors);
+    let shape = |r: &planner::Report| {
+        let g = r.figures.rollout.as_ref().expect("rollout figures");
+        (g.vllm_tp, g.engines, g.rows_per_engine, g.concurrent_rows)
+    };
+    assert_eq!(shape(&auto), (1, 8, 2, 2));
+    assert_eq!(shape(&two), (2, 4, 4, 4));
+    let saved = auto.figures.throughput.step.generation - two.figures.throughput.step.generation;
+    let by_hand = 1024.0 * 16_060_522_496.0 / 2.0 / (0.75 * 3.35e12);
+    assert!(
+        (saved - by_hand).abs() < 1e-6 * by_hand,
+        "{saved} against {by_hand}"
+    );
+}
+
+/// A size vLLM cannot run is an error on `gen_tp` whose fix is the
+/// planner's own size, which the plan runs meanwhile: 3 divides neither
+/// the node's 8 GPUs nor Llama-3.1-8B's 32 heads; 16 spans two nodes'
+/// NVLink domains; Qwen2.5-7B's 4 KV heads take neither 8 (28 heads).
+#[test]
+fn a_vllm_size_that_cannot_run_is_an_error_with_its_fix() {
+    let llama = "model=llama-3.1-8b&instance=ml.p5.48xlarge&nodes=2&zero=3&ckpt=full&stage=grpo&seq=2048&completion=1024&gen_share=0.5";
+    let qwen = "model=qwen2.5-7b&instance=ml.p5.48xlarge&zero=3&ckpt=full&stage=grpo&seq=2048&completion=1024&gen_share=0.5";
+    for q in [
+        format!("{llama}&gen_tp=3"),
+        format!("{llama}&gen_tp=16"),
+        format!("{qwen}&gen_tp=8"),
+    ] {
+        let r = report(&q);
+        let e = error(&r, "grpo_gen_tp").unwrap_or_else(|| panic!("{q}: {:?}", r.errors));
+        assert_eq!(e.fix, Some(("gen_tp", "1".into())), "{q}");
+        assert_eq!(
+            r.figures.rollout.as_ref().map(|g| g.vllm_tp),
+            Some(1),
+            "{q}"
+        );
+    }
 }
 
 /// vLLM keeps MLA's compressed cache whole on every GPU of an engine, and

@@ -105,10 +105,12 @@ fn published_trl_dpo_runs_bound_the_planners_padded_rows() {
 
 /// What SpeedDerivedGrpo tells the user: NeMo RL's published GRPO steps
 /// (Llama-3.1-8B on 16 H100 and 8 GB200, Qwen3-32B and Qwen3-30B-A3B on 32
-/// H100), planned on their published Megatron layouts with their rows of up
-/// to 4,096 tokens (the generation waits for the longest) and their mean
-/// lengths (over which the update runs, #56), take 1.2-1.9 times the
-/// planner's step (it was 1.5-2.6 planned at the mean alone, as FSDP2):
+/// H100), planned on their published Megatron layouts and vLLM engine sizes
+/// (`gen_tp`) with their rows of up to 4,096 tokens (the generation waits for
+/// the longest) and their mean lengths (over which the update runs, #56),
+/// take from as long as the planner's step (Qwen3-30B-A3B, +0.1%) to 1.9
+/// times it (it was 1.5-2.6 planned at the mean alone, as FSDP2; 1.2-1.9
+/// with the planner's own engine sizes, which gave Qwen3-30B-A3B TP 4):
 /// NeMo RL's refit, sequence packing and logprob passes are its own. If the
 /// model comes to explain them, or drifts, this fails and the label must
 /// change. Every one of these runs ran, so each plan fits: NeMo RL's vLLM
@@ -124,7 +126,7 @@ fn published_grpo_steps_are_longer_than_planned() {
     assert_eq!(steps.len(), 4);
     for r in &steps {
         let e = r.error_percent().expect("a GRPO step is compared");
-        assert!((-48.0..=-15.0).contains(&e), "{}: {e:+.1}%", r.id);
+        assert!((-48.0..=1.0).contains(&e), "{}: {e:+.1}%", r.id);
         let report = planner::evaluate(&planner::Plan::from_query(&r.query).plan);
         assert!(report.fits, "{} ran: {:?}", r.id, report.verdict);
     }

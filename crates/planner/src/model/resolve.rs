@@ -296,6 +296,9 @@ fn check_rollout(
     else {
         return;
     };
+    if r.gen_tp > 0 && engine.tp != r.gen_tp {
+        errors.push(gen_tp_wont_run(plan, arch, &engine, (fabric, layout)));
+    }
     if !engine.runs() {
         let args: [(&'static str, Arg); 3] = [
             ("share", Arg::Real(r.gen_share)),
@@ -313,6 +316,28 @@ fn check_rollout(
             None => m,
         });
     }
+}
+
+/// A vLLM tensor-parallel size the engine cannot run (`rollout::tp_runs`),
+/// with the size the planner runs instead as its fix.
+fn gen_tp_wont_run(
+    plan: &Recipe,
+    arch: &Architecture,
+    engine: &crate::model::rollout::VllmEngine,
+    (fabric, layout): (&Fabric, &Layout),
+) -> Message {
+    let gpus = match engine.server_gpus {
+        0 => crate::model::rollout::engine_gpus(fabric, layout),
+        k => k,
+    };
+    let args: [(&'static str, Arg); 4] = [
+        ("gen_tp", Arg::from(&plan.training.rollout.gen_tp)),
+        ("gpus", Arg::from(&gpus)),
+        ("heads", Arg::from(&arch.heads)),
+        ("kv_heads", Arg::from(&arch.kv_heads)),
+    ];
+    let m = Message::new("gen_tp", Text::GrpoGenTp, args);
+    m.fix("gen_tp", engine.tp.to_string())
 }
 
 /// A vLLM server too small for one row of the plan, with its fix.

@@ -33,15 +33,31 @@ use crate::model::layout::Layout;
 use crate::model::plan::TrainingSetup;
 use crate::model::recipe::Recipe;
 
-/// vLLM's tensor-parallel size: the smallest power of two that divides the
-/// GPUs of the fast link (TRL needs the world to divide into engines) and
-/// the attention heads (vLLM splits them evenly), and that
+/// Whether vLLM runs a tensor-parallel size of `t` on an engine of
+/// `gpus` GPUs: `t` divides them (TRL builds its engines from consecutive
+/// ranks) and the attention heads (`ModelConfig.verify_with_parallel_config`),
+/// and splits the KV heads evenly or copies each to a whole number of GPUs
+/// (`QKVParallelLinear`: `total_num_kv_heads % tp == 0`, else `tp %
+/// total_num_kv_heads == 0`).
+pub fn tp_runs(arch: &Architecture, t: u64, gpus: u64) -> bool {
+    let kv = arch.kv_heads.max(1);
+    t >= 1
+        && gpus.max(1).is_multiple_of(t)
+        && arch.heads.is_multiple_of(t)
+        && (kv.is_multiple_of(t) || t.is_multiple_of(kv))
+}
+
+/// vLLM's tensor-parallel size on `gpus` GPUs: the user's (`Rollout::gen_tp`)
+/// where it runs (`tp_runs`); else the smallest power of two that runs and
 /// leaves half the share to the KV cache, or the largest such size when
 /// none does (the engine may then hold too little cache: `runs`).
-fn engine_tp(arch: &Architecture, weights: f64, pool: f64, gpus_per_node: u64) -> u64 {
+fn engine_tp(arch: &Architecture, asked: u64, (weights, pool): (f64, f64), gpus: u64) -> u64 {
+    if asked > 0 && tp_runs(arch, asked, gpus) {
+        return asked;
+    }
     let sizes: Vec<u64> = (0..7)
         .map(|i| 1u64 << i)
-        .filter(|t| gpus_per_node.max(1).is_multiple_of(*t) && arch.heads.is_multiple_of(*t))
+        .filter(|t| tp_runs(arch, *t, gpus))
         .collect();
     sizes
         .iter()
@@ -53,7 +69,7 @@ fn engine_tp(arch: &Architecture, weights: f64, pool: f64, gpus_per_node: u64) -
 
 /// The GPUs a colocated engine may span: those that share the fast link
 /// (vLLM's tensor parallelism runs inside it), at most the plan's.
-fn engine_gpus(fabric: &Fabric, layout: &Layout) -> u64 {
+pub fn engine_gpus(fabric: &Fabric, layout: &Layout) -> u64 {
     fabric.gpus_per_domain.min(layout.gpus).max(1)
 }
 
@@ -234,18 +250,19 @@ impl VllmEngine {
             return None;
         }
         let weights = counts.total as f64 * 2.0;
+        let asked = recipe.training.rollout.gen_tp;
         let (pool, tp, pp, engines);
         if server == 0 {
             pool = recipe.training.rollout.gen_share * gpu.usable_bytes() as f64;
             let domain = engine_gpus(fabric, layout);
-            tp = engine_tp(arch, weights, pool, domain);
+            tp = engine_tp(arch, asked, (weights, pool), domain);
             // Stages only once TP spans the fast link's GPUs.
             let stages = if tp == domain { layout.gpus / tp } else { 1 };
             pp = engine_pp(arch, weights / tp as f64, pool, stages);
             engines = (layout.gpus / (tp * pp)).max(1);
         } else {
             pool = SERVER_SHARE * gpu.usable_bytes() as f64;
-            tp = engine_tp(arch, weights, pool, server);
+            tp = engine_tp(arch, asked, (weights, pool), server);
             pp = 1;
             engines = (server / tp).max(1);
         }

@@ -295,6 +295,7 @@ impl Text {
             Text::GrpoMeanOverLongest => "grpo_mean_over_longest",
             Text::GrpoEngineTooSmall => "grpo_engine_too_small",
             Text::GrpoGenGpus => "grpo_gen_gpus",
+            Text::GrpoGenTp => "grpo_gen_tp",
             Text::GrpoGroupsSplit => "grpo_groups_split",
             Text::GrpoRefuses => "grpo_launcher_refuses",
             Text::GrpoServerTooSmall => "grpo_server_too_small",

@@ -85,6 +85,13 @@ impl Search {
         user: Baseline,
     ) -> Search {
         // The user's own plan: the resolved shape, its global batch, and the baseline to beat.
+        // Where the search picks the layout, it lets the planner size vLLM's
+        // engines too: the user's size may not run on another instance.
+        let mut plan = plan.clone();
+        if !plan.auto.locks.parallelism {
+            plan.training.rollout.gen_tp = 0;
+        }
+        let plan = &plan;
         let counts = arch.parameter_counts();
         let base_recipe = plan.recipe();
         let arch_adapters = base_recipe.lora_params(&arch);

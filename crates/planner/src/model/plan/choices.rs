@@ -238,6 +238,11 @@ pub struct Rollout {
     /// `trl vllm-serve`), the first of the first node; 0 keeps vLLM
     /// colocated. Training runs on the other GPUs.
     pub gen_gpus: u64,
+    /// vLLM's tensor-parallel size as the user runs it (TRL's
+    /// `vllm_tensor_parallel_size`, NeMo RL's `vllm_cfg.tensor_parallel_size`,
+    /// verl's `rollout.tensor_model_parallel_size`); 0 lets the planner pick
+    /// the smallest that leaves half the engine's share to the KV cache.
+    pub gen_tp: u64,
     /// vLLM's sleep mode, colocated (`vllm_enable_sleep_mode`, off): the
     /// engine offloads its weights to host memory and drops its KV cache
     /// after generating (`LLM.sleep(level=1)`), and takes them back before
@@ -288,6 +293,7 @@ impl Default for Rollout {
             beta: 0.0,
             gen_share: 0.3,
             gen_gpus: 0,
+            gen_tp: 0,
             sleep: false,
         }
     }

@@ -70,6 +70,9 @@ impl Plan {
             if r.gen_gpus > 0 {
                 out.push(("gen_gpus", r.gen_gpus.to_string()));
             }
+            if r.gen_tp > 0 {
+                out.push(("gen_tp", r.gen_tp.to_string()));
+            }
             if r.sleep {
                 out.push(("sleep", "1".into()));
             }
