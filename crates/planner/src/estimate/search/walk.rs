@@ -85,13 +85,6 @@ impl Search {
         user: Baseline,
     ) -> Search {
         // The user's own plan: the resolved shape, its global batch, and the baseline to beat.
-        // Where the search picks the layout, it lets the planner size vLLM's
-        // engines too: the user's size may not run on another instance.
-        let mut plan = plan.clone();
-        if !plan.auto.locks.parallelism {
-            plan.training.rollout.gen_tp = 0;
-        }
-        let plan = &plan;
         let counts = arch.parameter_counts();
         let base_recipe = plan.recipe();
         let arch_adapters = base_recipe.lora_params(&arch);
@@ -123,6 +116,13 @@ impl Search {
             refused: Vec::new(),
             zero_one: Vec::new(),
         };
+        // Where the search picks the layout it sizes vLLM's engines too: the
+        // user's size may not run on the GPUs it tries.
+        if !plan.auto.locks.parallelism {
+            search.base.training.rollout.gen_tp = 0;
+            search.work.training.rollout.gen_tp = 0;
+            search.base_recipe.training.rollout.gen_tp = 0;
+        }
         search.refused = search.refusals();
         search.run_flops = throughput::recipe_model_flops_per_token(
             &search.arch,
