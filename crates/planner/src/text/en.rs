@@ -155,7 +155,7 @@ catalog! {
     GrpoGroupsSplit => "TRL needs the step's rows (mb × ga × {dp} data-parallel ranks = {rows}) to be a multiple of generations={generations}",
     GrpoEngineTooSmall => "vLLM's share of each GPU ({share}) cannot hold the model's BF16 weights over {tp} GPUs and the KV cache of one row of {seq} tokens",
     GrpoServerTooSmall => "the vLLM server's {gpus} GPU(s) cannot hold the model's BF16 weights over {tp} GPU(s) and the KV cache of one row of {seq} tokens in 90% of their memory",
-    GrpoGenTp => "vLLM cannot split over {gen_tp} GPUs here: the size divides the engine's {gpus} GPUs and the {heads} heads, and divides the {kv_heads} KV heads or is a multiple of them",
+    GrpoGenTp => "vLLM cannot split over {gen_tp} GPUs here: the size must divide the engine's {gpus} GPUs and the {heads} heads, and divide the {kv_heads} KV heads or be a multiple of them",
     GrpoGenGpus => "{gen_gpus} GPUs for a vLLM server: it runs beside training on one node, on fewer than its {gpn} GPUs (training keeps the rest); on several nodes vLLM stays colocated",
     PriceUnknown => "no SageMaker price is known for {instance}: enter the hourly price you pay (price=) to see the cost",
     PriceTrainingPlansOnly => "{instance} has no on-demand SageMaker price: it is sold through training plans and capacity blocks; enter the hourly price you pay (price=) to see the cost",
