@@ -108,9 +108,11 @@ fn published_trl_dpo_runs_bound_the_planners_padded_rows() {
 /// H100), planned on their published Megatron layouts and vLLM engine sizes
 /// (`gen_tp`) with their rows of up to 4,096 tokens (the generation waits for
 /// the longest) and their mean lengths (over which the update runs, #56),
-/// take from as long as the planner's step (Qwen3-30B-A3B, +0.1%) to 1.9
-/// times it (it was 1.5-2.6 planned at the mean alone, as FSDP2; 1.2-1.9
-/// with the planner's own engine sizes, which gave Qwen3-30B-A3B TP 4):
+/// take from 0.98 of the planner's step (Qwen3-30B-A3B, planned 2.5%
+/// longer) to 1.8 times it (Llama-3.1-8B on GB200s), with vLLM's decode
+/// step as measured (`decode`: tensor-parallel all-reduces, a fixed time
+/// per layer); it was 1.5-2.6 times planned at the mean alone, as FSDP2,
+/// and 1.2-1.9 with the planner's own engine sizes (Qwen3-30B-A3B at TP 4):
 /// NeMo RL's refit, sequence packing and logprob passes are its own. If the
 /// model comes to explain them, or drifts, this fails and the label must
 /// change. Every one of these runs ran, so each plan fits: NeMo RL's vLLM
@@ -126,7 +128,7 @@ fn published_grpo_steps_are_longer_than_planned() {
     assert_eq!(steps.len(), 4);
     for r in &steps {
         let e = r.error_percent().expect("a GRPO step is compared");
-        assert!((-48.0..=1.0).contains(&e), "{}: {e:+.1}%", r.id);
+        assert!((-46.0..=3.0).contains(&e), "{}: {e:+.1}%", r.id);
         let report = planner::evaluate(&planner::Plan::from_query(&r.query).plan);
         assert!(report.fits, "{} ran: {:?}", r.id, report.verdict);
     }

@@ -222,7 +222,7 @@ pub struct Figures {
     pub rollout: Option<RolloutFigures>,
 }
 
-/// A GRPO plan's colocated vLLM engine and its rollouts (`rollout.rs`).
+/// A GRPO plan's colocated vLLM engine and its rollouts (`model::rollout`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RolloutFigures {
     /// Tensor-parallel GPUs per vLLM engine stage (`vllm_tensor_parallel_size`).

@@ -300,11 +300,10 @@ pub(super) fn rollout_seconds(
     };
     let generate = crate::model::rollout::generation_seconds(
         &e,
-        arch,
-        counts,
+        (arch, counts),
         recipe,
         gpu,
-        (eff.gemm, eff.memory),
+        (&fabric.intra, eff.gemm),
     );
     let bandwidth = gpu.mem_bw_tbs * 1e12 * eff.memory;
     let load = 2.0 * e.weight_bytes / bandwidth;

@@ -27,11 +27,13 @@
 //! cache holds wait for a later wave.
 
 use crate::model::architecture::{Architecture, ParameterCounts};
-use crate::model::fabric::Fabric;
+use crate::model::fabric::{Fabric, Link};
 use crate::model::hardware::Gpu;
 use crate::model::layout::Layout;
 use crate::model::plan::TrainingSetup;
 use crate::model::recipe::Recipe;
+
+pub mod decode;
 
 /// Whether vLLM runs a tensor-parallel size of `t` on an engine of
 /// `gpus` GPUs: `t` divides them (TRL builds its engines from consecutive
@@ -309,20 +311,21 @@ impl VllmEngine {
 /// Seconds one engine takes to generate its rows: each wave's prefill (the
 /// prompts' GEMMs and causal attention) and `completion` decode steps (the
 /// wave waits for its longest row), the longer of reading the weights every
-/// step and the rows' KV cache at `memory_eff` of the HBM bandwidth, and
-/// their GEMMs at `gemm_eff` of the BF16 peak; the rows' tokens are their
-/// mean length's (`Rollout::mean_completion`). Pipeline stages run one
-/// after another within a step, so a step reads every stage's weights:
-/// vLLM's PP holds a policy one node cannot, and decodes no faster. (A MoE engine reads every expert: at
-/// RL's batches nearly all are chosen, 87 % of DeepSeek-V3's 256 at 64
-/// rows with uniform routing.)
+/// step and the rows' KV cache at the decode stream's share of the HBM
+/// bandwidth (`decode::STREAM_SHARE`) and their GEMMs at the efficiency's
+/// share of the BF16 peak, plus what each step costs beyond its bytes
+/// (`decode_step_overheads`); the rows' tokens are their mean length's
+/// (`Rollout::mean_completion`). Pipeline stages run one after another
+/// within a step, so a step reads every stage's weights: vLLM's PP holds a
+/// policy one node cannot, and decodes no faster. (A MoE engine reads every
+/// expert: at RL's batches nearly all are chosen, 87 % of DeepSeek-V3's 256
+/// at 64 rows with uniform routing.)
 pub fn generation_seconds(
     e: &VllmEngine,
-    arch: &Architecture,
-    counts: &ParameterCounts,
+    (arch, counts): (&Architecture, &ParameterCounts),
     recipe: &Recipe,
     gpu: &Gpu,
-    (gemm_eff, memory_eff): (f64, f64),
+    (link, gemm_eff): (&Link, f64),
 ) -> f64 {
     if !e.runs() {
         return 0.0;
@@ -336,7 +339,7 @@ pub fn generation_seconds(
     let flops_per_token = 2.0 * counts.active as f64;
     let attention_width = arch.attention_width() as f64 * arch.layers as f64;
     let peak = gpu.bf16_dense_tflops.unwrap_or(1.0) * 1e12 * gemm_eff * tp;
-    let bandwidth = gpu.mem_bw_tbs * 1e12 * memory_eff;
+    let bandwidth = gpu.mem_bw_tbs * 1e12 * decode::STREAM_SHARE;
     // Causal attention over the prompt: 2 matmuls of p^2/2 keys x width.
     let prefill = n * (p * flops_per_token + 2.0 * p * p * attention_width) / peak;
     // The wave decodes until its longest row ends at `c` (every step reads
@@ -346,7 +349,30 @@ pub fn generation_seconds(
     let kv = n * m * mean_context * kv_bytes_per_token(arch, e.tp);
     let read = (c * e.weight_bytes * e.pp as f64 + kv) / bandwidth;
     let compute = n * m * (flops_per_token + 4.0 * mean_context * attention_width) / peak;
-    waves * (prefill + read.max(compute))
+    let overheads = decode_step_overheads(e, arch, gpu, link, (n * p, n * m / c));
+    waves * (prefill + read.max(compute) + c * overheads.0 + overheads.1)
+}
+
+/// What a decode step costs beyond its bytes and FLOPs, and what the
+/// prefill's all-reduces cost, for a wave of `prompt_tokens` in all and
+/// `running` rows on average per step: every layer's fixed time
+/// (`decode::LAYER_SECONDS`), and at tensor parallelism two all-reduces a
+/// layer of the running rows' hidden states in BF16
+/// (`decode::all_reduce_seconds`), every stage's layers in turn.
+fn decode_step_overheads(
+    e: &VllmEngine,
+    arch: &Architecture,
+    gpu: &Gpu,
+    link: &Link,
+    (prompt_tokens, running): (f64, f64),
+) -> (f64, f64) {
+    use decode::{all_reduce_seconds, LAYER_SECONDS};
+    let layers = arch.layers as f64;
+    let row = arch.hidden as f64 * 2.0;
+    let fixed = layers * LAYER_SECONDS;
+    let step = 2.0 * layers * all_reduce_seconds(gpu, link, e.tp, running * row);
+    let prefill = 2.0 * layers * all_reduce_seconds(gpu, link, e.tp, prompt_tokens * row);
+    (fixed + step, prefill)
 }
 
 /// Seconds a server takes to receive the trained weights after a step:
