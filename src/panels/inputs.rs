@@ -98,7 +98,10 @@ fn batch_inputs(ctx: Ctx) -> impl IntoView {
                 <CheckField ctx=ctx key="sleep" label=Text::GrpoSleep get=|p| p.training.rollout.sleep />
             </Show>
             // The engine's size as the user runs it, or the planner's pick (#56).
-            <NumberField ctx=ctx key="gen_tp" label=Text::GrpoGenTpField get=|p| p.training.rollout.gen_tp.to_string() />
+            <div class="row2">
+                <NumberField ctx=ctx key="gen_tp" label=Text::GrpoGenTpField get=|p| p.training.rollout.gen_tp.to_string() />
+                <NumberField ctx=ctx key="gen_pp" label=Text::GrpoGenPpField get=|p| p.training.rollout.gen_pp.to_string() />
+            </div>
         </Show>
         <Show when=move || plan_is(ctx, |p| p.training.train != planner::model::plan::Training::Full)>
             <NumberField ctx=ctx key="lora_rank" label=Text::LoRARank get=|p| p.lora.lora_rank.to_string() />

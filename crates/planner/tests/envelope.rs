@@ -327,6 +327,7 @@ fn every_key_has_a_place() {
         "gen_share",
         "gen_gpus",
         "gen_tp",
+        "gen_pp",
         "sleep",
         "zero",
         "shard",

@@ -261,6 +261,37 @@ fn the_user_sizes_the_engine() {
     );
 }
 
+/// The engine's pipeline stages as the user runs them (`gen_pp`: NeMo RL's
+/// `vllm_cfg.pipeline_parallel_size`). Llama-3.1-70B on two p5 nodes with
+/// vLLM at TP 8 fits one node (two engines of 32 rows); asked for 2 stages
+/// it runs one engine of 16 GPUs generating all 64 rows. Stages that do not
+/// tile the GPUs (3 x 8 of 16), or any on a vLLM server, are an error on
+/// `gen_pp` whose fix is the planner's own stages, which the plan runs
+/// meanwhile.
+#[test]
+fn the_user_stages_the_engine() {
+    let q = "model=llama-3.1-70b&instance=ml.p5.48xlarge&nodes=2&stage=grpo&stack=megatron&tp=8&seq=2048&completion=1024&mb=1&ga=32&generations=8&gen_share=0.6&ckpt=full&gen_tp=8";
+    let shape = |r: &planner::Report| {
+        let g = r.figures.rollout.as_ref().expect("rollout figures");
+        (g.vllm_tp, g.vllm_pp, g.engines, g.rows_per_engine)
+    };
+    let (one, two) = (report(q), report(&format!("{q}&gen_pp=2")));
+    assert!(two.errors.is_empty(), "{:?}", two.errors);
+    assert_eq!(shape(&one), (8, 1, 2, 32));
+    assert_eq!(shape(&two), (8, 2, 1, 64));
+    let server = "model=qwen2.5-7b&stage=grpo&seq=1280&completion=1024&mb=4&ga=8&instance=ml.p5.48xlarge&zero=3&gen_gpus=4&gen_pp=2";
+    for q in [format!("{q}&gen_pp=3"), server.to_string()] {
+        let r = report(&q);
+        let e = error(&r, "grpo_gen_pp").unwrap_or_else(|| panic!("{q}: {:?}", r.errors));
+        assert_eq!(e.fix, Some(("gen_pp", "1".into())), "{q}");
+        assert_eq!(
+            r.figures.rollout.as_ref().map(|g| g.vllm_pp),
+            Some(1),
+            "{q}"
+        );
+    }
+}
+
 /// A size vLLM cannot run is an error on `gen_tp` whose fix is the
 /// planner's own size, which the plan runs meanwhile: 3 divides neither
 /// the node's 8 GPUs nor Llama-3.1-8B's 32 heads; 16 spans two nodes'

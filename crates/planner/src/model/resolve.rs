@@ -299,6 +299,9 @@ fn check_rollout(
     if r.gen_tp > 0 && engine.tp != r.gen_tp {
         errors.push(gen_tp_wont_run(plan, arch, &engine, (fabric, layout)));
     }
+    if r.gen_pp > 0 && engine.pp != r.gen_pp {
+        errors.push(gen_pp_wont_run(plan, arch, &engine, layout));
+    }
     if !engine.runs() {
         let args: [(&'static str, Arg); 3] = [
             ("share", Arg::Real(r.gen_share)),
@@ -338,6 +341,28 @@ fn gen_tp_wont_run(
     ];
     let m = Message::new("gen_tp", Text::GrpoGenTp, args);
     m.fix("gen_tp", engine.tp.to_string())
+}
+
+/// vLLM pipeline stages the engine cannot run (`rollout::pp_runs`; a
+/// server runs none), with the stages the planner runs instead as its fix.
+fn gen_pp_wont_run(
+    plan: &Recipe,
+    arch: &Architecture,
+    engine: &crate::model::rollout::VllmEngine,
+    layout: &Layout,
+) -> Message {
+    let gpus = match engine.server_gpus {
+        0 => layout.gpus,
+        k => k,
+    };
+    let args: [(&'static str, Arg); 4] = [
+        ("gen_pp", Arg::from(&plan.training.rollout.gen_pp)),
+        ("tp", Arg::from(&engine.tp)),
+        ("gpus", Arg::from(&gpus)),
+        ("layers", Arg::from(&arch.layers)),
+    ];
+    let m = Message::new("gen_pp", Text::GrpoGenPp, args);
+    m.fix("gen_pp", engine.pp.to_string())
 }
 
 /// A vLLM server too small for one row of the plan, with its fix.

@@ -296,6 +296,7 @@ impl Text {
             Text::GrpoEngineTooSmall => "grpo_engine_too_small",
             Text::GrpoGenGpus => "grpo_gen_gpus",
             Text::GrpoGenTp => "grpo_gen_tp",
+            Text::GrpoGenPp => "grpo_gen_pp",
             Text::GrpoGroupsSplit => "grpo_groups_split",
             Text::GrpoRefuses => "grpo_launcher_refuses",
             Text::GrpoServerTooSmall => "grpo_server_too_small",

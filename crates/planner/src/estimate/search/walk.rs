@@ -119,9 +119,13 @@ impl Search {
         // Where the search picks the layout it sizes vLLM's engines too: the
         // user's size may not run on the GPUs it tries.
         if !plan.auto.locks.parallelism {
-            search.base.training.rollout.gen_tp = 0;
-            search.work.training.rollout.gen_tp = 0;
-            search.base_recipe.training.rollout.gen_tp = 0;
+            for r in [
+                &mut search.base.training.rollout,
+                &mut search.work.training.rollout,
+                &mut search.base_recipe.training.rollout,
+            ] {
+                (r.gen_tp, r.gen_pp) = (0, 0);
+            }
         }
         search.refused = search.refusals();
         search.run_flops = throughput::recipe_model_flops_per_token(

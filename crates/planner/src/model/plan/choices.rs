@@ -243,6 +243,11 @@ pub struct Rollout {
     /// verl's `rollout.tensor_model_parallel_size`); 0 lets the planner pick
     /// the smallest that leaves half the engine's share to the KV cache.
     pub gen_tp: u64,
+    /// vLLM's pipeline stages as the user runs them (NeMo RL's
+    /// `vllm_cfg.pipeline_parallel_size`), colocated; 0 lets the planner
+    /// add stages only where the engine's TP spans the fast link and still
+    /// cannot hold the weights.
+    pub gen_pp: u64,
     /// vLLM's sleep mode, colocated (`vllm_enable_sleep_mode`, off): the
     /// engine offloads its weights to host memory and drops its KV cache
     /// after generating (`LLM.sleep(level=1)`), and takes them back before
@@ -294,6 +299,7 @@ impl Default for Rollout {
             gen_share: 0.3,
             gen_gpus: 0,
             gen_tp: 0,
+            gen_pp: 0,
             sleep: false,
         }
     }

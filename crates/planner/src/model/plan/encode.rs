@@ -73,6 +73,9 @@ impl Plan {
             if r.gen_tp > 0 {
                 out.push(("gen_tp", r.gen_tp.to_string()));
             }
+            if r.gen_pp > 0 {
+                out.push(("gen_pp", r.gen_pp.to_string()));
+            }
             if r.sleep {
                 out.push(("sleep", "1".into()));
             }

@@ -90,6 +90,13 @@ fn engine_pp(arch: &Architecture, weights_per_tp: f64, pool: f64, stages: u64) -
     pp
 }
 
+/// Whether vLLM runs `pp` pipeline stages of `tp` GPUs colocated on
+/// `gpus` training GPUs: the engines tile them (each engine takes `tp x pp`
+/// consecutive ranks) and every stage holds a layer at least.
+pub fn pp_runs(arch: &Architecture, (tp, pp): (u64, u64), gpus: u64) -> bool {
+    pp >= 1 && pp <= arch.layers && gpus.is_multiple_of(tp.max(1) * pp)
+}
+
 /// Rows a step generates in all: every data-parallel rank's `mb x ga`
 /// (TRL's `steps_per_generation = gradient_accumulation_steps`; NeMo RL's
 /// and verl's global batch of prompts times their generations). Tensor,
@@ -258,9 +265,14 @@ impl VllmEngine {
             pool = recipe.training.rollout.gen_share * gpu.usable_bytes() as f64;
             let domain = engine_gpus(fabric, layout);
             tp = engine_tp(arch, asked, (weights, pool), domain);
-            // Stages only once TP spans the fast link's GPUs.
+            // The user's stages where they run; else stages only once TP
+            // spans the fast link's GPUs.
             let stages = if tp == domain { layout.gpus / tp } else { 1 };
-            pp = engine_pp(arch, weights / tp as f64, pool, stages);
+            let asked = recipe.training.rollout.gen_pp;
+            pp = match asked > 0 && pp_runs(arch, (tp, asked), layout.gpus) {
+                true => asked,
+                false => engine_pp(arch, weights / tp as f64, pool, stages),
+            };
             engines = (layout.gpus / (tp * pp)).max(1);
         } else {
             pool = SERVER_SHARE * gpu.usable_bytes() as f64;
