@@ -172,9 +172,12 @@ pub fn markdown(rows: &[PostTrainingRow]) -> String {
 fn grpo_parts_markdown(rows: &[PostTrainingRow]) -> String {
     let mut s = String::from(
         "\n## The GRPO steps, part by part\n\n\
-         Seconds of the planned step: generation (vLLM, waiting for each wave's longest row), \
-         the logprob passes (the policy's and the reference's), the update, and the refit with \
-         NeMo RL's host swaps.\n\n\
+         Seconds of the planned step: generation (vLLM at the published engine sizes, waiting \
+         for each wave's longest row), the logprob passes (the policy's and the reference's), the \
+         update, and the refit with NeMo RL's host swaps. A decode step streams the engine's \
+         weights and KV cache at 0.815 of HBM bandwidth, costs 17 us a layer besides and, at \
+         tensor parallelism, two all-reduces a layer at vLLM's measured speed \
+         (`model::rollout::decode`: from measured vLLM steps, none of these runs).\n\n\
          | id | generation | logprobs | update | refit | planned | published |\n\
          |---|---:|---:|---:|---:|---:|---:|\n",
     );
