@@ -120,7 +120,7 @@ fn published_trl_dpo_runs_bound_the_planners_padded_rows() {
 /// vLLM generates (grpo01's 16 H100s were "does not fit" with the two side
 /// by side).
 #[test]
-fn published_grpo_steps_are_longer_than_planned() {
+fn published_grpo_steps_take_what_the_speed_label_says() {
     let steps: Vec<_> = rows()
         .into_iter()
         .filter(|r| r.id.starts_with("grpo") && r.quantity == "seconds_per_step")
