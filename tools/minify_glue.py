@@ -73,20 +73,16 @@ def leb(data: bytes, at: int) -> tuple[int, int]:
 def export_section(data: bytes) -> tuple[tuple[int, int], list[tuple[str, int, int]]]:
     """Where a wasm module's export section (id 7) starts and ends, and its
     entries: each one's name, start and end."""
-    at = 8
-    while at < len(data):
-        section, (size, body) = data[at], leb(data, at + 1)
+    for section, start, body, end in sections(data):
         if section == 7:
             count, p = leb(data, body)
             entries = []
             for _ in range(count):
-                start = p
-                length, p = leb(data, p)
-                name = data[p : p + length].decode()
-                _, p = leb(data, p + length + 1)  # past the name and its kind: the index
-                entries.append((name, start, p))
-            return (at, body + size), entries
-        at = body + size
+                entry = p
+                name, p = name_at(data, p)
+                _, p = leb(data, p + 1)  # past its kind: the index
+                entries.append((name, entry, p))
+            return (start, end), entries
     return (len(data), len(data)), []
 
 
@@ -100,14 +96,24 @@ def uleb(n: int) -> bytes:
             return bytes(out)
 
 
+def name_bytes(text: str) -> bytes:
+    """`text` as a wasm name (`name_at` reads it back)."""
+    raw = text.encode()
+    return uleb(len(raw)) + raw
+
+
+def with_section(data: bytes, span: tuple[int, int], section: int, entries: list[bytes]) -> bytes:
+    """The module with the section at `span` replaced by one of `entries`."""
+    content = uleb(len(entries)) + b"".join(entries)
+    return data[: span[0]] + bytes([section]) + uleb(len(content)) + content + data[span[1] :]
+
+
 def without_exports(data: bytes, dropped: list[str]) -> bytes:
     """The module with the named exports left out of its export section.
     (wasm-metadce would do it too, but its output's function order
     compresses 7 KB worse.)"""
-    (start, end), entries = export_section(data)
-    kept = [data[a:b] for name, a, b in entries if name not in dropped]
-    content = uleb(len(kept)) + b"".join(kept)
-    return data[:start] + bytes([7]) + uleb(len(content)) + content + data[end:]
+    span, entries = export_section(data)
+    return with_section(data, span, 7, [data[a:b] for name, a, b in entries if name not in dropped])
 
 
 def drop_stream_classes(js: pathlib.Path, wasm: pathlib.Path) -> bool:
@@ -223,24 +229,15 @@ def shorten_names(js: pathlib.Path, wasm: pathlib.Path) -> bool:
     if missing:
         print(f"{js.name}: {missing[0]} not in the glue; names left as they are", file=sys.stderr)
         return False
-
-    def wasm_name(text: str) -> bytes:
-        raw = text.encode()
-        return uleb(len(raw)) + raw
-
-    content = uleb(count) + b"".join(
-        wasm_name(module_names[m]) + wasm_name(renamed[f]) + desc for m, f, desc in imports
-    )
-    section = bytes([2]) + uleb(len(content)) + content
-    data = data[:start] + section + data[end:]
+    named = [name_bytes(module_names[m]) + name_bytes(renamed[f]) + desc for m, f, desc in imports]
+    data = with_section(data, (start, end), 2, named)
     # The export section moved with the import section's new length.
-    (ex_start, ex_end), entries = export_section(data)
-    kept = []
-    for name, a, b in entries:
-        _, after_name = name_at(data, a)
-        kept.append(wasm_name(renamed.get(name, name)) + data[after_name:b])
-    content = uleb(len(kept)) + b"".join(kept)
-    data = data[:ex_start] + bytes([7]) + uleb(len(content)) + content + data[ex_end:]
+    span, entries = export_section(data)
+    named = [
+        name_bytes(renamed.get(name, name)) + data[name_at(data, a)[1] : b]
+        for name, a, b in entries
+    ]
+    data = with_section(data, span, 7, named)
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, renamed)) + r")\b")
     glue = pattern.sub(lambda m: renamed[m.group(1)], glue)
     for module, short in module_names.items():

@@ -9,6 +9,7 @@
 mod common;
 
 use common::{error, report, term};
+use planner::estimate::report::RolloutFigures;
 use planner::model::memory::Term;
 use planner::model::plan::Plan;
 
@@ -281,15 +282,18 @@ fn the_user_stages_the_engine() {
     assert_eq!(shape(&two), (8, 2, 1, 64));
     let server = "model=qwen2.5-7b&stage=grpo&seq=1280&completion=1024&mb=4&ga=8&instance=ml.p5.48xlarge&zero=3&gen_gpus=4&gen_pp=2";
     for q in [format!("{q}&gen_pp=3"), server.to_string()] {
-        let r = report(&q);
-        let e = error(&r, "grpo_gen_pp").unwrap_or_else(|| panic!("{q}: {:?}", r.errors));
-        assert_eq!(e.fix, Some(("gen_pp", "1".into())), "{q}");
-        assert_eq!(
-            r.figures.rollout.as_ref().map(|g| g.vllm_pp),
-            Some(1),
-            "{q}"
-        );
+        runs_its_fix_of_1(&q, "gen_pp", |g| g.vllm_pp);
     }
+}
+
+/// `q` has the error on `key` (`grpo_<key>`) whose fix is 1, and the
+/// plan's engine runs that 1 meanwhile (`size` of its rollout figures).
+fn runs_its_fix_of_1(q: &str, key: &'static str, size: fn(&RolloutFigures) -> u64) {
+    let r = report(q);
+    let code = format!("grpo_{key}");
+    let e = error(&r, &code).unwrap_or_else(|| panic!("{q}: {:?}", r.errors));
+    assert_eq!(e.fix, Some((key, "1".into())), "{q}");
+    assert_eq!(r.figures.rollout.as_ref().map(size), Some(1), "{q}");
 }
 
 /// A size vLLM cannot run is an error on `gen_tp` whose fix is the
@@ -305,14 +309,7 @@ fn a_vllm_size_that_cannot_run_is_an_error_with_its_fix() {
         format!("{llama}&gen_tp=16"),
         format!("{qwen}&gen_tp=8"),
     ] {
-        let r = report(&q);
-        let e = error(&r, "grpo_gen_tp").unwrap_or_else(|| panic!("{q}: {:?}", r.errors));
-        assert_eq!(e.fix, Some(("gen_tp", "1".into())), "{q}");
-        assert_eq!(
-            r.figures.rollout.as_ref().map(|g| g.vllm_tp),
-            Some(1),
-            "{q}"
-        );
+        runs_its_fix_of_1(&q, "gen_tp", |g| g.vllm_tp);
     }
 }
 

@@ -226,13 +226,7 @@ pub fn readme_line(rows: &[PostTrainingRow]) -> String {
         (lo, hi)
     };
     let (lo, hi) = range(&grpo);
-    let mut abs: Vec<f64> = grpo.iter().map(|e| e.abs()).collect();
-    abs.sort_by(f64::total_cmp);
-    let median = match abs.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => abs[n / 2],
-        n => (abs[n / 2 - 1] + abs[n / 2]) / 2.0,
-    };
+    let median = crate::accuracy::coverage::median(grpo.iter().map(|e| e.abs()).collect());
     format!(
         "- **Published DPO and GRPO runs** (docs/post_training.md): DPO plans are compared with {compared} published DPO figures; {} of {} bounds and GPU classes hold{}. On {} published NeMo RL GRPO steps, planned on their Megatron layouts and vLLM engine sizes with their longest rows (generation waits for them) and mean lengths (the update runs over them), the planner's step is off by {lo:+.0}% to {hi:+.0}% (median {median:.0}%; a minus is shorter than measured: NeMo RL's refit, sequence packing and logprob passes are its own).",
         checks.iter().filter(|h| **h).count(),

@@ -52,13 +52,12 @@ pub fn all_reduce_seconds(gpu: &Gpu, link: &Link, tp: u64, bytes: f64) -> f64 {
     if tp <= 1 {
         return 0.0;
     }
-    let nccl = link.seconds(Collective::AllReduce, tp as f64, bytes);
     let custom = CUSTOM_AR_US.iter().find(|(t, _)| *t >= tp);
     match custom {
         Some((_, us)) if gpu.nvlink_gbs_per_gpu.is_some() && bytes <= CUSTOM_AR_MAX_BYTES => {
             interpolate(bytes, us) * 1e-6
         }
-        _ => nccl,
+        _ => link.seconds(Collective::AllReduce, tp as f64, bytes),
     }
 }
 
@@ -66,12 +65,12 @@ pub fn all_reduce_seconds(gpu: &Gpu, link: &Link, tp: u64, bytes: f64) -> f64 {
 /// below them, the last segment's slope above them.
 fn interpolate(bytes: f64, us: &[f64; 6]) -> f64 {
     let x = &CUSTOM_AR_BYTES;
-    let i = (1..x.len() - 1)
-        .find(|&i| bytes <= x[i])
-        .unwrap_or(x.len() - 1);
     if bytes <= x[0] {
         return us[0];
     }
+    let i = (1..x.len() - 1)
+        .find(|&i| bytes <= x[i])
+        .unwrap_or(x.len() - 1);
     us[i - 1] + (bytes - x[i - 1]) * (us[i] - us[i - 1]) / (x[i] - x[i - 1])
 }
 
